@@ -1,0 +1,121 @@
+// Package chat holds the gateway's normalized view of an OpenAI chat request and
+// of the events an upstream stream produces. Adapters translate wire formats to
+// and from these types; the core never sees JSON of either side.
+package chat
+
+// Role is a message author role after normalization.
+type Role string
+
+// SafeValue marks roles as safe for logs.
+func (Role) SafeValue() {}
+
+// Roles accepted by the gateway.
+const (
+	RoleSystem    Role = "system"
+	RoleDeveloper Role = "developer"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// ToolCall is one function call of an assistant message, as the client sees it:
+// the public id, the original tool name and the exact argument string.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string
+}
+
+// Message is one normalized message. Content is nil when the client sent null or
+// no content, and for an assistant message with tool calls an empty string is
+// normalized to nil as well. Text parts are joined into one string.
+type Message struct {
+	Role       Role
+	Content    *string
+	Name       string // optional participant name; ignored for assistant messages
+	ToolCalls  []ToolCall
+	ToolCallID string // role=tool only
+}
+
+// Tool is one normalized function tool definition. Parameters is the JSON schema
+// exactly as the client sent it (raw JSON text, validated by the ingress).
+type Tool struct {
+	Name        string
+	Description string
+	Parameters  []byte
+	Strict      *bool
+}
+
+// ToolChoiceMode is the effective tool_choice.
+type ToolChoiceMode string
+
+// Tool choice modes.
+const (
+	ToolChoiceAuto     ToolChoiceMode = "auto"
+	ToolChoiceNone     ToolChoiceMode = "none"
+	ToolChoiceRequired ToolChoiceMode = "required"
+	ToolChoiceFunction ToolChoiceMode = "function"
+)
+
+// ToolChoice is the effective tool choice; Function is set for ToolChoiceFunction.
+type ToolChoice struct {
+	Mode     ToolChoiceMode
+	Function string
+}
+
+// Request is a normalized chat completion request.
+type Request struct {
+	Model             string // public model id
+	Messages          []Message
+	Tools             []Tool
+	ToolChoice        ToolChoice
+	ParallelToolCalls bool // false when the client set parallel_tool_calls=false
+	Stream            bool
+	IncludeUsage      bool
+}
+
+// Usage holds token counts reported by the upstream. A nil field was not reported
+// and must never be presented as a real count.
+type Usage struct {
+	PromptTokens     *int64
+	CompletionTokens *int64
+	TotalTokens      *int64
+}
+
+// Reported says whether any token count was reported.
+func (u Usage) Reported() bool {
+	return u.PromptTokens != nil || u.CompletionTokens != nil || u.TotalTokens != nil
+}
+
+// EventKind is the kind of an upstream stream event after decoding.
+type EventKind int
+
+// Upstream event kinds.
+const (
+	EventText EventKind = iota + 1
+	EventToolCall
+	EventUsage
+	EventConversation
+)
+
+// ToolCallDelta is one accumulated fragment of an upstream tool call. Index is the
+// gateway's stable index of the call within the response (0, 1, …); UpstreamID is
+// the upstream's private call id (or a stable internal id when it sent none); Name
+// is set on the first delta of a call only; ArgumentsFragment concatenates, in
+// order, to the exact upstream argument string.
+type ToolCallDelta struct {
+	Index             int
+	UpstreamID        string
+	UpstreamGroupID   string
+	Name              string
+	ArgumentsFragment string
+}
+
+// Event is one decoded upstream event.
+type Event struct {
+	Kind           EventKind
+	Text           string         // EventText
+	ToolCall       *ToolCallDelta // EventToolCall
+	Usage          *Usage         // EventUsage
+	ConversationID string         // EventConversation (private; never shown to clients)
+}

@@ -1,0 +1,295 @@
+// Package errs is pmgate's error catalog: every stable error code the gateway can
+// report, the HTTP status and OpenAI error type each one maps to, whether a retry
+// by the client can help, and one sentinel error per code.
+//
+// The catalog is the only place statuses come from. Messages are fixed per code and
+// safe to log: they never contain secrets, upstream identifiers or user content.
+// Callers attach such data, if at all, as redactable format arguments of
+// cockroachdb/errors, and render errors for logs with Redact.
+package errs
+
+import (
+	"github.com/cockroachdb/errors"
+	"github.com/cockroachdb/redact"
+)
+
+// Code is a stable, machine-readable error code. Codes print unredacted.
+type Code string
+
+// SafeValue marks codes as safe for logs and reports.
+func (Code) SafeValue() {}
+
+// String returns the code itself.
+func (c Code) String() string { return string(c) }
+
+// Type is the OpenAI error "type" field.
+type Type string
+
+// SafeValue marks error types as safe for logs and reports.
+func (Type) SafeValue() {}
+
+// OpenAI error types used by the gateway.
+const (
+	TypeInvalidRequest Type = "invalid_request_error"
+	TypeAuthentication Type = "authentication_error"
+	TypeNotFound       Type = "not_found_error"
+	TypeConflict       Type = "conflict_error"
+	TypeRateLimit      Type = "rate_limit_error"
+	TypeQuota          Type = "insufficient_quota"
+	TypeUpstream       Type = "upstream_error"
+	TypeTimeout        Type = "timeout_error"
+	TypeServer         Type = "server_error"
+	TypeConfig         Type = "configuration_error"
+)
+
+// Source names the document that defines a code.
+type Source string
+
+// Sources of the catalog's codes.
+const (
+	SourceContract    Source = "CONTRACT §4"
+	SourceCorrelation Source = "CORRELATION §10"
+	SourceWebSession  Source = "WEB-SESSION §9"
+	SourceGateway     Source = "pmgate"
+)
+
+// Entry is one row of the catalog.
+type Entry struct {
+	Code   Code
+	Status int  // HTTP status; 0 for start-up (configuration) errors that never reach HTTP
+	Type   Type // OpenAI error type
+	// Retryable says whether the same request, sent again later by the client, can
+	// succeed. False means the gateway sends `x-should-retry: false`.
+	Retryable bool
+	Message   string // fixed, log-safe, user-facing sentence
+	Source    Source
+}
+
+// The catalog's codes.
+const (
+	// CONTRACT §4.
+	InvalidAPIKey            Code = "invalid_api_key"
+	ModelNotFound            Code = "model_not_found"
+	RequestTooLarge          Code = "request_too_large"
+	InvalidRequest           Code = "invalid_request"
+	UnsupportedParameter     Code = "unsupported_parameter"
+	ConcurrencyLimitExceeded Code = "concurrency_limit_exceeded"
+
+	// CORRELATION §10.
+	UnknownToolCall                   Code = "unknown_tool_call"
+	ToolResultGroupMismatch           Code = "tool_result_group_mismatch"
+	ToolResultIncomplete              Code = "tool_result_incomplete"
+	ContinuationHistoryMismatch       Code = "continuation_history_mismatch"
+	ContinuationModelMismatch         Code = "continuation_model_mismatch"
+	ContinuationToolsMismatch         Code = "continuation_tools_mismatch"
+	ContinuationWorkspaceMismatch     Code = "continuation_workspace_mismatch"
+	ContinuationInflight              Code = "continuation_inflight"
+	ToolCallAlreadyConsumed           Code = "tool_call_already_consumed"
+	ContinuationConflict              Code = "continuation_conflict"
+	ToolCallExpired                   Code = "tool_call_expired"
+	ToolCallCancelled                 Code = "tool_call_cancelled"
+	ContinuationOutcomeUncertain      Code = "continuation_outcome_uncertain"
+	CorrelationCapacityExceeded       Code = "correlation_capacity_exceeded"
+	UnsupportedToolResultContinuation Code = "unsupported_tool_result_continuation"
+
+	// WEB-SESSION §9 and the upstream adapter.
+	ConfigInvalid                    Code = "config_invalid"
+	UpstreamWebSessionAuthFailed     Code = "upstream_web_session_auth_failed"
+	UpstreamAuthFailed               Code = "upstream_auth_failed"
+	UpstreamRedirectRejected         Code = "upstream_redirect_rejected"
+	UpstreamRateLimited              Code = "upstream_rate_limited"
+	UpstreamQuotaExhausted           Code = "upstream_quota_exhausted"
+	UpstreamRequestRejected          Code = "upstream_request_rejected"
+	UpstreamServerError              Code = "upstream_server_error"
+	UpstreamStatusError              Code = "upstream_status_error"
+	UpstreamContentTypeError         Code = "upstream_content_type_error"
+	UpstreamMalformedEvent           Code = "upstream_malformed_event"
+	UpstreamEventTooLarge            Code = "upstream_event_too_large"
+	UpstreamOutputTooLarge           Code = "upstream_output_too_large"
+	UpstreamToolArgumentsTooLarge    Code = "upstream_tool_arguments_too_large"
+	UpstreamUnverifiedEventShape     Code = "upstream_unverified_event_shape"
+	UpstreamUnsupportedEvent         Code = "upstream_unsupported_event"
+	UpstreamFailure                  Code = "upstream_failure"
+	UpstreamCompletionAmbiguous      Code = "upstream_completion_ambiguous"
+	UpstreamIncompleteStream         Code = "upstream_incomplete_stream"
+	UpstreamEmptyStream              Code = "upstream_empty_stream"
+	UpstreamDataAfterDone            Code = "upstream_data_after_done"
+	UpstreamModelMismatch            Code = "upstream_model_mismatch"
+	UpstreamTimeout                  Code = "upstream_timeout"
+	UpstreamUnavailable              Code = "upstream_unavailable"
+	UpstreamConnectionLost           Code = "upstream_connection_lost"
+	UpstreamRequestTooLarge          Code = "upstream_request_too_large"
+	ClientCancelled                  Code = "client_cancelled"
+	InternalError                    Code = "internal_error"
+)
+
+// catalog is the one table. Order is the order of documentation.
+var catalog = []Entry{
+	{InvalidAPIKey, 401, TypeAuthentication, false, "The API key is missing or not valid for this gateway.", SourceContract},
+	{ModelNotFound, 404, TypeNotFound, false, "The requested model is not configured on this gateway.", SourceContract},
+	{RequestTooLarge, 413, TypeInvalidRequest, false, "The request body exceeds the gateway's size limit.", SourceContract},
+	{InvalidRequest, 400, TypeInvalidRequest, false, "The request is not valid.", SourceContract},
+	{UnsupportedParameter, 400, TypeInvalidRequest, false, "The request uses a parameter or content type this gateway cannot honour.", SourceContract},
+	{ConcurrencyLimitExceeded, 429, TypeRateLimit, true, "Too many concurrent requests; retry after the indicated delay.", SourceContract},
+
+	{UnknownToolCall, 404, TypeNotFound, false, "No pending tool call matches the submitted tool_call_id.", SourceCorrelation},
+	{ToolResultGroupMismatch, 400, TypeInvalidRequest, false, "The tool results do not form exactly one issued tool-call group at the end of the conversation.", SourceCorrelation},
+	{ToolResultIncomplete, 400, TypeInvalidRequest, false, "Every tool call of the group needs exactly one result.", SourceCorrelation},
+	{ContinuationHistoryMismatch, 409, TypeConflict, false, "The conversation before the tool results differs from the one the tool calls were issued in.", SourceCorrelation},
+	{ContinuationModelMismatch, 409, TypeConflict, false, "The model differs from the one the tool calls were issued by.", SourceCorrelation},
+	{ContinuationToolsMismatch, 409, TypeConflict, false, "The tool definitions differ from the ones the tool calls were issued with.", SourceCorrelation},
+	{ContinuationWorkspaceMismatch, 409, TypeConflict, false, "The tool calls belong to a different configuration.", SourceCorrelation},
+	{ContinuationInflight, 409, TypeConflict, false, "These tool results are already being processed.", SourceCorrelation},
+	{ToolCallAlreadyConsumed, 409, TypeConflict, false, "These tool results were already processed.", SourceCorrelation},
+	{ContinuationConflict, 409, TypeConflict, false, "Different tool results were already submitted for these tool calls.", SourceCorrelation},
+	{ToolCallExpired, 410, TypeInvalidRequest, false, "The tool calls expired before their results were submitted.", SourceCorrelation},
+	{ToolCallCancelled, 409, TypeConflict, false, "The tool calls were cancelled by the gateway before their results were submitted.", SourceCorrelation},
+	{ContinuationOutcomeUncertain, 502, TypeUpstream, false, "The tool results may have reached the upstream but the outcome is unknown; they are not sent again.", SourceCorrelation},
+	{CorrelationCapacityExceeded, 503, TypeServer, true, "The gateway cannot hold more pending tool calls right now.", SourceCorrelation},
+	{UnsupportedToolResultContinuation, 400, TypeInvalidRequest, false, "Tool result continuation is disabled on this gateway.", SourceCorrelation},
+
+	{ConfigInvalid, 0, TypeConfig, false, "The configuration is not valid.", SourceWebSession},
+	{UpstreamWebSessionAuthFailed, 502, TypeUpstream, false, "The upstream rejected the configured web session; the owner may need to replace it.", SourceWebSession},
+	{UpstreamAuthFailed, 502, TypeUpstream, false, "The upstream rejected the configured access token.", SourceWebSession},
+	{UpstreamRedirectRejected, 502, TypeUpstream, false, "The upstream answered with a redirect, which the gateway never follows.", SourceWebSession},
+	{UpstreamRateLimited, 429, TypeRateLimit, true, "The upstream is rate limiting this credential; retry after the indicated delay.", SourceWebSession},
+	{UpstreamQuotaExhausted, 429, TypeQuota, false, "The upstream reports that the credential's quota is exhausted.", SourceWebSession},
+	{UpstreamRequestRejected, 422, TypeInvalidRequest, false, "The upstream rejected the request.", SourceWebSession},
+	{UpstreamServerError, 502, TypeUpstream, false, "The upstream failed with a server error.", SourceWebSession},
+	{UpstreamStatusError, 502, TypeUpstream, false, "The upstream answered with an unexpected status.", SourceWebSession},
+	{UpstreamContentTypeError, 502, TypeUpstream, false, "The upstream did not answer with an event stream.", SourceWebSession},
+	{UpstreamMalformedEvent, 502, TypeUpstream, false, "The upstream sent a malformed event.", SourceWebSession},
+	{UpstreamEventTooLarge, 502, TypeUpstream, false, "The upstream sent an event larger than the configured limit.", SourceWebSession},
+	{UpstreamOutputTooLarge, 502, TypeUpstream, false, "The upstream output exceeds the configured limit.", SourceWebSession},
+	{UpstreamToolArgumentsTooLarge, 502, TypeUpstream, false, "The upstream tool-call arguments exceed the configured limit.", SourceWebSession},
+	{UpstreamUnverifiedEventShape, 502, TypeUpstream, false, "The upstream sent an event the gateway does not know; the response is not trusted.", SourceWebSession},
+	{UpstreamUnsupportedEvent, 502, TypeUpstream, false, "The upstream sent an event this gateway does not support.", SourceWebSession},
+	{UpstreamFailure, 502, TypeUpstream, false, "The upstream reported a failure.", SourceWebSession},
+	{UpstreamCompletionAmbiguous, 502, TypeUpstream, false, "The upstream stream ended without proof that the answer was complete.", SourceWebSession},
+	{UpstreamIncompleteStream, 502, TypeUpstream, false, "The upstream stream ended before it was complete.", SourceWebSession},
+	{UpstreamEmptyStream, 502, TypeUpstream, false, "The upstream stream ended without any output.", SourceWebSession},
+	{UpstreamDataAfterDone, 502, TypeUpstream, false, "The upstream sent data after its end marker.", SourceGateway},
+	{UpstreamModelMismatch, 502, TypeUpstream, false, "The upstream answered with a different model than the one requested.", SourceWebSession},
+	{UpstreamTimeout, 504, TypeTimeout, false, "The upstream did not finish within the request timeout.", SourceGateway},
+	{UpstreamUnavailable, 502, TypeUpstream, true, "The upstream could not be reached; nothing was sent.", SourceGateway},
+	{UpstreamConnectionLost, 502, TypeUpstream, false, "The connection to the upstream was lost after the request was sent.", SourceGateway},
+	{UpstreamRequestTooLarge, 413, TypeInvalidRequest, false, "The upstream request built from this input exceeds the gateway's size limit.", SourceGateway},
+	{ClientCancelled, 499, TypeInvalidRequest, false, "The client cancelled the request.", SourceGateway},
+	{InternalError, 500, TypeServer, false, "The gateway failed internally.", SourceGateway},
+}
+
+var (
+	byCode    = map[Code]Entry{}
+	sentinels = map[Code]error{}
+)
+
+func init() {
+	for _, e := range catalog {
+		if _, dup := byCode[e.Code]; dup {
+			panic("errs: duplicate code " + string(e.Code))
+		}
+		byCode[e.Code] = e
+		// Sentinel messages must be unique: cockroachdb/errors compares marks by
+		// message and type chain.
+		sentinels[e.Code] = errors.New("pmgate: " + string(e.Code))
+	}
+}
+
+// Catalog returns a copy of every entry, in documentation order.
+func Catalog() []Entry { return append([]Entry(nil), catalog...) }
+
+// Lookup returns the entry of a code and whether it exists.
+func Lookup(c Code) (Entry, bool) {
+	e, ok := byCode[c]
+	return e, ok
+}
+
+// MustEntry returns the entry of a code and panics on an unknown code; it is for
+// wiring-time use with the constants of this package.
+func MustEntry(c Code) Entry {
+	e, ok := byCode[c]
+	if !ok {
+		panic("errs: unknown code " + string(c))
+	}
+	return e
+}
+
+// Sentinel returns the sentinel error of a code, for errors.Is.
+func Sentinel(c Code) error {
+	s, ok := sentinels[c]
+	if !ok {
+		panic("errs: unknown code " + string(c))
+	}
+	return s
+}
+
+// New returns an error carrying code c with its fixed catalog message.
+func New(c Code) error {
+	e := MustEntry(c)
+	return errors.Mark(errors.WithStack(errors.NewWithDepth(1, e.Message)), Sentinel(c))
+}
+
+// Newf returns an error carrying code c whose message is the catalog message
+// followed by detail. The format string is treated as safe; its arguments are
+// redacted in logs unless they implement redact.SafeValue. Never pass secrets.
+func Newf(c Code, format string, args ...any) error {
+	e := MustEntry(c)
+	err := errors.NewWithDepthf(1, "%s: "+format, append([]any{redact.SafeString(e.Message)}, args...)...)
+	return errors.Mark(err, Sentinel(c))
+}
+
+// Wrap marks an existing error with code c. The cause is kept for logs (redacted)
+// but never shown to clients.
+func Wrap(err error, c Code) error {
+	if err == nil {
+		return nil
+	}
+	return errors.Mark(errors.WrapWithDepth(1, err, string(c)), Sentinel(c))
+}
+
+// CodeOf returns the code an error carries, or InternalError when it carries none.
+// When several codes are marked, the outermost mark wins.
+func CodeOf(err error) Code {
+	if err == nil {
+		return ""
+	}
+	var present []Code
+	for _, e := range catalog {
+		if errors.Is(err, sentinels[e.Code]) {
+			present = append(present, e.Code)
+		}
+	}
+	switch len(present) {
+	case 0:
+		return InternalError
+	case 1:
+		return present[0]
+	}
+	for e := err; e != nil; e = errors.UnwrapOnce(e) {
+		inner := errors.UnwrapOnce(e)
+		for _, c := range present {
+			if errors.Is(e, sentinels[c]) && (inner == nil || !errors.Is(inner, sentinels[c])) {
+				return c
+			}
+		}
+	}
+	return present[0]
+}
+
+// Has reports whether err carries code c.
+func Has(err error, c Code) bool { return err != nil && errors.Is(err, Sentinel(c)) }
+
+// Redact renders an error for logs: the safe parts (format strings, codes, enums)
+// are kept and every other argument is replaced by a redaction marker.
+func Redact(err error) string {
+	if err == nil {
+		return ""
+	}
+	return string(redact.Sprint(err).Redact())
+}
+
+// Public returns what a client may see of an error: its code, catalog entry and
+// the fixed message. Internal errors get the generic internal message.
+func Public(err error) Entry {
+	return MustEntry(CodeOf(err))
+}
