@@ -1,0 +1,9 @@
+package correlation
+
+import "time"
+
+// Fire applies an arbitrary event with default parameters, for the exhaustive
+// (state × event) test; production code uses the typed methods.
+func (g *Group) Fire(ev Event, now time.Time, p Policy) (Decision, error) {
+	return apply(g, ev, &firing{now: now, policy: p})
+}

@@ -1,0 +1,383 @@
+package correlation
+
+import (
+	"context"
+	"reflect"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/qmuntal/stateless"
+
+	"pmgate/domain/errs"
+	"pmgate/domain/fsm"
+)
+
+// Event is a trigger of the group machine.
+type Event string
+
+// SafeValue marks events as safe for logs.
+func (Event) SafeValue() {}
+
+// Events of the group machine. Submit* events are the classified outcome of one
+// continuation request against one group (see Classify); the others are server
+// decisions and the passing of time.
+const (
+	SubmitValid             Event = "SubmitValid"
+	SubmitIncomplete        Event = "SubmitIncomplete"
+	SubmitGroupMismatch     Event = "SubmitGroupMismatch"
+	SubmitHistoryMismatch   Event = "SubmitHistoryMismatch"
+	SubmitModelMismatch     Event = "SubmitModelMismatch"
+	SubmitToolsMismatch     Event = "SubmitToolsMismatch"
+	SubmitWorkspaceMismatch Event = "SubmitWorkspaceMismatch"
+	SubmitUnknownID         Event = "SubmitUnknownID"
+	SubmitSame              Event = "SubmitSame"
+	SubmitDifferent         Event = "SubmitDifferent"
+	SubmitAny               Event = "SubmitAny"
+	Deadline                Event = "Deadline"
+	CapacityPressure        Event = "CapacityPressure"
+	Cancel                  Event = "Cancel"
+	Complete                Event = "Complete"
+	NotSent                 Event = "NotSent"
+	Ambiguous               Event = "Ambiguous"
+	TombstoneElapsed        Event = "TombstoneElapsed"
+)
+
+// Effect is what a caller must do after a row was applied.
+type Effect string
+
+// SafeValue marks effects as safe for logs.
+func (Effect) SafeValue() {}
+
+// Effects of rows.
+const (
+	// EffectDispatch: the claim was won; send exactly one upstream TOOL_RESPONSE.
+	EffectDispatch Effect = "dispatch"
+	// EffectReject: answer the request with the row's code; nothing changed.
+	EffectReject Effect = "reject"
+	// EffectReplay: return the cached terminal response, or the row's code when
+	// none is retained; nothing changed.
+	EffectReplay Effect = "replay"
+	// EffectTransition: the state changed; when the row has a code, a request
+	// that observed the change is answered with it.
+	EffectTransition Effect = "transition"
+	// EffectKeep: nothing changed and nothing is answered on behalf of this group
+	// (capacity pressure refuses the newer group instead).
+	EffectKeep Effect = "keep"
+)
+
+type row struct {
+	id     string
+	from   State
+	on     Event
+	to     State
+	effect Effect
+	code   errs.Code
+	result string
+	ref    string
+}
+
+// rows is the one declaration of the group machine (design CORRELATION §7 and
+// the INFLIGHT deadline of §8). Everything else — the stateless machine, the
+// spec, the audit and the exhaustive test's row lookup — is derived from it.
+var rows = []row{
+	{"C01", Pending, SubmitValid, Inflight, EffectDispatch, "", "store acceptedResultsHash and a random dispatchAttemptId, then exactly one upstream dispatch", "§7 row 1"},
+	{"C02", Pending, SubmitIncomplete, Pending, EffectReject, errs.ToolResultIncomplete, "400, no mutation", "§7 row 2 (partial), §5 step 5"},
+	{"C03", Pending, SubmitGroupMismatch, Pending, EffectReject, errs.ToolResultGroupMismatch, "400, no mutation", "§7 row 2 (duplicate/extra/mixed), §5 steps 4, 5, 7"},
+	{"C04", Pending, SubmitHistoryMismatch, Pending, EffectReject, errs.ContinuationHistoryMismatch, "409, no mutation", "§7 row 3, §5 step 6"},
+	{"C05", Pending, SubmitModelMismatch, Pending, EffectReject, errs.ContinuationModelMismatch, "409, no mutation", "§7 row 3, §5 step 8"},
+	{"C06", Pending, SubmitToolsMismatch, Pending, EffectReject, errs.ContinuationToolsMismatch, "409, no mutation", "§7 row 3, §5 step 9"},
+	{"C07", Pending, SubmitWorkspaceMismatch, Pending, EffectReject, errs.ContinuationWorkspaceMismatch, "409, no mutation", "§7 row 3, §5 step 9"},
+	{"C08", Pending, SubmitUnknownID, Pending, EffectReject, errs.UnknownToolCall, "404, no mutation, no information leak", "§7 row 4"},
+	{"C09", Pending, Deadline, Expired, EffectTransition, errs.ToolCallExpired, "410 to the observing request; tombstone retained", "§7 row 5, §8"},
+	{"C10", Pending, CapacityPressure, Pending, EffectKeep, errs.CorrelationCapacityExceeded, "never evicted; the newer group's admission is refused", "§7 row 6, §8"},
+	{"C11", Pending, Cancel, Cancelled, EffectTransition, "", "tombstone retained; later submissions get 409", "§7 row 7, §9"},
+	{"C12", Inflight, SubmitSame, Inflight, EffectReject, errs.ContinuationInflight, "409, never dispatched again", "§7 row 8"},
+	{"C13", Inflight, SubmitDifferent, Inflight, EffectReject, errs.ContinuationConflict, "409, never dispatched", "§7 row 9"},
+	{"C14", Inflight, Complete, Consumed, EffectTransition, "", "terminal response cached within the budget for idempotent replay", "§7 row 10"},
+	{"C15", Inflight, NotSent, Pending, EffectTransition, "", "claim cleared: the transport proved nothing was sent", "§7 row 11"},
+	{"C16", Inflight, Ambiguous, Uncertain, EffectTransition, errs.ContinuationOutcomeUncertain, "never retried automatically", "§7 row 12"},
+	{"C17", Inflight, Deadline, Uncertain, EffectTransition, errs.ContinuationOutcomeUncertain, "the claim's hard deadline passed; never retried", "§8 (INFLIGHT timeout becomes UNCERTAIN)"},
+	{"C18", Consumed, SubmitSame, Consumed, EffectReplay, errs.ToolCallAlreadyConsumed, "cached response when retained, else 409; never dispatched", "§7 row 13"},
+	{"C19", Consumed, SubmitDifferent, Consumed, EffectReject, errs.ContinuationConflict, "409, never dispatched", "§7 row 14"},
+	{"C20", Expired, SubmitAny, Expired, EffectReject, errs.ToolCallExpired, "410", "§7 row 15"},
+	{"C21", Cancelled, SubmitAny, Cancelled, EffectReject, errs.ToolCallCancelled, "409", "§7 row 16"},
+	{"C22", Uncertain, SubmitAny, Uncertain, EffectReject, errs.ContinuationOutcomeUncertain, "502; operator reconciliation, no duplicate side effect", "§7 row 17"},
+	{"C23", Consumed, TombstoneElapsed, Removed, EffectTransition, "", "record removed", "§7 row 18"},
+	{"C24", Expired, TombstoneElapsed, Removed, EffectTransition, "", "record removed", "§7 row 18"},
+	{"C25", Cancelled, TombstoneElapsed, Removed, EffectTransition, "", "record removed", "§7 row 18"},
+	{"C26", Uncertain, TombstoneElapsed, Removed, EffectTransition, "", "record removed", "§7 row 18"},
+	{"C27", Removed, SubmitAny, Removed, EffectReject, errs.UnknownToolCall, "generic 404, as for an id never issued", "§7 row 18, §3"},
+}
+
+// States lists every state in declaration order.
+var States = []State{Pending, Inflight, Consumed, Expired, Cancelled, Uncertain, Removed}
+
+// Events lists every event in declaration order.
+var Events = []Event{SubmitValid, SubmitIncomplete, SubmitGroupMismatch, SubmitHistoryMismatch,
+	SubmitModelMismatch, SubmitToolsMismatch, SubmitWorkspaceMismatch, SubmitUnknownID, SubmitSame,
+	SubmitDifferent, SubmitAny, Deadline, CapacityPressure, Cancel, Complete, NotSent, Ambiguous, TombstoneElapsed}
+
+// MachineName is the name of the group machine in spec/ and the audit.
+const MachineName = "correlation"
+
+// Table returns the neutral declaration of the group machine.
+func Table() fsm.Table {
+	t := fsm.Table{
+		Name:     MachineName,
+		Title:    "Correlation group machine (design CORRELATION §7)",
+		Initial:  string(Pending),
+		Terminal: []string{string(Consumed), string(Expired), string(Cancelled), string(Uncertain), string(Removed)},
+		Notes: []string{
+			"`REMOVED` is a pseudo-state: the record no longer exists (tombstone TTL elapsed, or never issued, or issued to another principal). It is never stored; a lookup that finds nothing is answered as from `REMOVED`.",
+			"Submissions are classified by `Classify` in this order: observed deadline; then for `PENDING` the validation steps of design §5 (3 unresolved id → 4 mixed groups → 5 duplicates/extras, then missing results → 7 misplaced results → 6 history → 8 model → 9 workspace, tools); for `INFLIGHT`/`CONSUMED` a submission is `SubmitSame` only when it passes every step and its results hash equals the accepted one, otherwise `SubmitDifferent`; terminal states take `SubmitAny`.",
+			"A pair (state, event) without a row is an illegal transition: the machine returns an error marked `correlation.ErrIllegalTransition` and changes nothing.",
+			"Every transition runs inside the store's update closure on a copy; the copy is written only when the closure succeeds.",
+		},
+	}
+	for _, s := range States {
+		t.States = append(t.States, string(s))
+	}
+	for _, r := range rows {
+		res := string(r.effect)
+		if r.code != "" {
+			res += " `" + string(r.code) + "`"
+		}
+		res += ": " + r.result
+		t.Rows = append(t.Rows, fsm.Row{ID: r.id, From: string(r.from), On: string(r.on), To: string(r.to), Result: res, Ref: "CORRELATION " + r.ref})
+	}
+	return t
+}
+
+// ErrIllegalTransition marks an event that has no row in the group's state.
+var ErrIllegalTransition = errors.New("correlation: illegal transition")
+
+// Policy holds the TTLs the machine applies when it enters a state.
+type Policy struct {
+	PendingTTL  time.Duration
+	InflightTTL time.Duration // hard deadline of a claim (request timeout + margin)
+	TerminalTTL time.Duration // tombstone retention
+}
+
+// Decision is the outcome of applying one row.
+type Decision struct {
+	Row    string
+	From   State
+	To     State
+	Event  Event
+	Effect Effect
+	// Code is the stable code to answer the observing request with, if any.
+	Code errs.Code
+	// Replay is the cached terminal response for EffectReplay, when retained.
+	Replay []byte
+}
+
+// Err returns the decision's client-facing error, or nil.
+func (d Decision) Err() error {
+	if d.Code == "" || d.Effect == EffectKeep {
+		return nil
+	}
+	return errs.New(d.Code)
+}
+
+// firing carries the parameters of one transition to the entry actions.
+type firing struct {
+	g           *Group
+	now         time.Time
+	policy      Policy
+	attemptID   string
+	resultsHash string
+	response    []byte
+	digest      string
+}
+
+type ctxKey struct{}
+
+// machine is built once from rows and shared: it is immutable after build, every
+// state is configured up front, it fires in immediate mode, and the state lives
+// in the group reached through the context of each call — so concurrent use on
+// different groups is safe. (Building a machine per operation costs ~13 µs.)
+var machine = build()
+
+var rowIndex = func() map[[2]string]row {
+	m := make(map[[2]string]row, len(rows))
+	for _, r := range rows {
+		m[[2]string{string(r.from), string(r.on)}] = r
+	}
+	return m
+}()
+
+func groupOf(ctx context.Context) *Group {
+	g, _ := ctx.Value(ctxKey{}).(*Group)
+	return g
+}
+
+func build() *stateless.StateMachine {
+	sm := stateless.NewStateMachineWithExternalStorage(
+		func(ctx context.Context) (stateless.State, error) {
+			if g := groupOf(ctx); g != nil {
+				return g.State, nil
+			}
+			return Pending, nil // ToGraph draws the initial arrow from here
+		},
+		func(ctx context.Context, s stateless.State) error {
+			groupOf(ctx).State = s.(State)
+			return nil
+		},
+		stateless.FiringImmediate)
+	for _, e := range Events {
+		sm.SetTriggerParameters(e, reflect.TypeOf(&firing{}))
+	}
+	for _, s := range States {
+		cfg := sm.Configure(s)
+		for _, r := range rows {
+			if r.from != s {
+				continue
+			}
+			if r.to == r.from {
+				cfg.InternalTransition(r.on, noMutation)
+			} else {
+				cfg.Permit(r.on, r.to)
+			}
+		}
+	}
+	sm.Configure(Inflight).OnEntryFrom(SubmitValid, recordClaim)
+	sm.Configure(Pending).OnEntryFrom(NotSent, clearClaim)
+	sm.Configure(Consumed).OnEntryFrom(Complete, recordResponse)
+	for _, s := range []State{Consumed, Expired, Cancelled, Uncertain} {
+		sm.Configure(s).OnEntry(startTombstone)
+	}
+	sm.OnUnhandledTrigger(func(_ context.Context, s stateless.State, t stateless.Trigger, _ []string) error {
+		return errors.WithHint(
+			errors.Mark(errors.Newf("correlation: %s not permitted in %s", t.(Event), s.(State)), ErrIllegalTransition),
+			"the group is not in a state that accepts this event")
+	})
+	return sm
+}
+
+func noMutation(context.Context, ...any) error { return nil }
+
+func recordClaim(_ context.Context, args ...any) error {
+	f := args[0].(*firing)
+	f.g.AcceptedResultsHash = f.resultsHash
+	f.g.DispatchAttemptID = f.attemptID
+	f.g.InflightExpiresAt = f.now.Add(f.policy.InflightTTL)
+	return nil
+}
+
+func clearClaim(_ context.Context, args ...any) error {
+	f := args[0].(*firing)
+	f.g.AcceptedResultsHash = ""
+	f.g.DispatchAttemptID = ""
+	f.g.InflightExpiresAt = time.Time{}
+	return nil
+}
+
+func recordResponse(_ context.Context, args ...any) error {
+	f := args[0].(*firing)
+	f.g.TerminalResponseDigest = f.digest
+	if f.response != nil {
+		f.g.CachedResponse = append(make([]byte, 0, len(f.response)), f.response...)
+	}
+	return nil
+}
+
+func startTombstone(_ context.Context, args ...any) error {
+	f := args[0].(*firing)
+	f.g.TerminalExpiresAt = f.now.Add(f.policy.TerminalTTL)
+	f.g.InflightExpiresAt = time.Time{}
+	return nil
+}
+
+// apply fires ev on g with the given parameters and returns the applied row.
+func apply(g *Group, ev Event, f *firing) (Decision, error) {
+	from := g.State
+	r, ok := rowIndex[[2]string{string(from), string(ev)}]
+	f.g = g
+	ctx := context.WithValue(context.Background(), ctxKey{}, g)
+	if err := machine.FireCtx(ctx, ev, f); err != nil {
+		return Decision{}, err
+	}
+	if !ok { // the machine accepted an event the table does not declare: mis-wiring
+		return Decision{}, errors.AssertionFailedf("correlation: fired undeclared %s in %s", ev, from)
+	}
+	d := Decision{Row: r.id, From: from, To: g.State, Event: ev, Effect: r.effect, Code: r.code}
+	if r.effect == EffectReplay && g.CachedResponse != nil {
+		d.Replay = append(make([]byte, 0, len(g.CachedResponse)), g.CachedResponse...)
+		d.Code = ""
+	}
+	return d, nil
+}
+
+// Graph returns the DOT rendering of the group machine, from stateless.
+func Graph() string { return machine.ToGraph() }
+
+// Submit classifies one continuation submission against g and applies the row.
+// attemptID is the random dispatch attempt id stored when the claim is won.
+func (g *Group) Submit(now time.Time, p Policy, sub Submission, attemptID string) (Decision, error) {
+	ev, resultsHash := Classify(*g, sub, now)
+	return apply(g, ev, &firing{now: now, policy: p, attemptID: attemptID, resultsHash: resultsHash})
+}
+
+// SubmitUnknown answers a submission none of whose ids resolve: the REMOVED row.
+func SubmitUnknown() Decision {
+	g := Group{State: Removed}
+	d, err := apply(&g, SubmitAny, &firing{})
+	if err != nil {
+		panic(err) // the row is declared; failing here is mis-wiring
+	}
+	return d
+}
+
+// Complete records the proven end of the dispatched continuation. response is
+// the terminal response to cache (nil when it is not retained) and digest its
+// digest.
+func (g *Group) Complete(now time.Time, p Policy, response []byte, digest string) (Decision, error) {
+	return apply(g, Complete, &firing{now: now, policy: p, response: response, digest: digest})
+}
+
+// ReleaseNotSent returns a claimed group to PENDING after a failure that proves
+// nothing reached the upstream.
+func (g *Group) ReleaseNotSent(now time.Time, p Policy) (Decision, error) {
+	return apply(g, NotSent, &firing{now: now, policy: p})
+}
+
+// MarkUncertain records a timeout, disconnect, abort or ambiguous failure after
+// the continuation may have been sent.
+func (g *Group) MarkUncertain(now time.Time, p Policy) (Decision, error) {
+	return apply(g, Ambiguous, &firing{now: now, policy: p})
+}
+
+// Cancel cancels a pending group by explicit server decision (shutdown).
+func (g *Group) Cancel(now time.Time, p Policy) (Decision, error) {
+	return apply(g, Cancel, &firing{now: now, policy: p})
+}
+
+// NoteCapacityPressure records that a newer group was refused while g stayed
+// pending; g never changes.
+func (g *Group) NoteCapacityPressure() (Decision, error) {
+	return apply(g, CapacityPressure, &firing{})
+}
+
+// Due reports which time event, if any, is due for g at now: Deadline for an
+// overdue PENDING or INFLIGHT group, TombstoneElapsed for an old tombstone.
+func (g Group) Due(now time.Time) (Event, bool) {
+	switch {
+	case g.State == Pending && !now.Before(g.PendingExpiresAt):
+		return Deadline, true
+	case g.State == Inflight && !g.InflightExpiresAt.IsZero() && !now.Before(g.InflightExpiresAt):
+		return Deadline, true
+	case g.State.Terminal() && !now.Before(g.TerminalExpiresAt):
+		return TombstoneElapsed, true
+	}
+	return "", false
+}
+
+// Tick applies the time event due at now, if any. ok is false when nothing was due.
+func (g *Group) Tick(now time.Time, p Policy) (d Decision, ok bool, err error) {
+	ev, due := g.Due(now)
+	if !due {
+		return Decision{}, false, nil
+	}
+	d, err = apply(g, ev, &firing{now: now, policy: p})
+	return d, err == nil, err
+}

@@ -1,0 +1,335 @@
+package correlation
+
+import (
+	"sort"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"pmgate/domain/errs"
+)
+
+// Limits bound live correlation state (CONTRACT §3).
+type Limits struct {
+	MaxGroups          int // live (PENDING + INFLIGHT) groups, reservations included
+	MaxCalls           int // calls of live groups, reservations included
+	ResponseCacheBytes int // total bytes of cached terminal responses
+}
+
+// Counts reports groups per state and capacity use, without ids.
+type Counts struct {
+	ByState            map[State]int
+	LiveGroups         int
+	LiveCalls          int
+	ReservedGroups     int
+	ReservedCalls      int
+	CacheBytes         int
+	MaxGroups          int
+	MaxCalls           int
+	ResponseCacheBytes int
+}
+
+// SweepReport counts what one sweep changed.
+type SweepReport struct {
+	Expired   int
+	Uncertain int
+	Removed   int
+}
+
+// ErrDuplicatePublicID marks an admission whose public id is already indexed;
+// the caller draws new ids and tries again.
+var ErrDuplicatePublicID = errors.New("correlation: duplicate public id")
+
+type pubKey struct{ principal, id string }
+
+// Registry is the pure in-memory model of many groups: capacity reservation and
+// admission, lookup by (principal, public id), updates through a closure on a
+// copy, time (expiry, tombstone removal) and accounting. It is not safe for
+// concurrent use: a store adapter serializes access (one mutex, or one
+// transaction). Every state change goes through the group machine.
+type Registry struct {
+	limits       Limits
+	policy       Policy
+	groups       map[string]*Group
+	index        map[pubKey]string
+	reservations map[string]int
+	resCalls     int
+	liveGroups   int
+	liveCalls    int
+	cacheBytes   int
+	byState      map[State]int
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry(l Limits, p Policy) *Registry {
+	return &Registry{
+		limits:       l,
+		policy:       p,
+		groups:       map[string]*Group{},
+		index:        map[pubKey]string{},
+		reservations: map[string]int{},
+		byState:      map[State]int{},
+	}
+}
+
+// Policy returns the registry's TTL policy.
+func (r *Registry) Policy() Policy { return r.policy }
+
+func (r *Registry) fits(calls int) bool {
+	return r.liveGroups+len(r.reservations)+1 <= r.limits.MaxGroups &&
+		r.liveCalls+r.resCalls+calls <= r.limits.MaxCalls
+}
+
+// Reserve holds capacity for one group of calls under id. When full, overdue
+// groups are expired first (expiry is checked on admission); if still full,
+// the pending groups are left untouched (never evicted) and the reservation
+// fails with correlation_capacity_exceeded. It returns the decisions applied.
+func (r *Registry) Reserve(id string, calls int, now time.Time) ([]Decision, error) {
+	if calls <= 0 || calls > r.limits.MaxCalls {
+		return nil, errs.Newf(errs.CorrelationCapacityExceeded, "group of %d calls", calls)
+	}
+	if _, dup := r.reservations[id]; dup {
+		return nil, errors.AssertionFailedf("correlation: reservation id reused")
+	}
+	var ds []Decision
+	if !r.fits(calls) {
+		_, ds = r.Sweep(now)
+	}
+	if !r.fits(calls) {
+		if g := r.oldestPending(); g != nil {
+			d, err := r.update(g.Key, func(g *Group) (Decision, error) { return g.NoteCapacityPressure() })
+			if err == nil {
+				ds = append(ds, d)
+			}
+		}
+		return ds, errs.New(errs.CorrelationCapacityExceeded)
+	}
+	r.reservations[id] = calls
+	r.resCalls += calls
+	return ds, nil
+}
+
+func (r *Registry) oldestPending() *Group {
+	var best *Group
+	for _, g := range r.groups {
+		if g.State == Pending && (best == nil || g.IssuedAt.Before(best.IssuedAt) ||
+			(g.IssuedAt.Equal(best.IssuedAt) && g.Key < best.Key)) {
+			best = g
+		}
+	}
+	return best
+}
+
+// Release gives back an unused reservation; unknown ids are ignored.
+func (r *Registry) Release(id string) {
+	if n, ok := r.reservations[id]; ok {
+		delete(r.reservations, id)
+		r.resCalls -= n
+	}
+}
+
+// Admit stores g as PENDING under reservation id. The reservation must exist
+// and cover g's calls; public ids must be unique per principal.
+func (r *Registry) Admit(id string, g Group) error {
+	n, ok := r.reservations[id]
+	if !ok || len(g.Calls) > n || len(g.Calls) == 0 {
+		return errs.New(errs.CorrelationCapacityExceeded)
+	}
+	if g.State != Pending {
+		return errors.AssertionFailedf("correlation: admitted group must be PENDING")
+	}
+	if _, dup := r.groups[g.Key]; dup || g.Key == "" {
+		return errors.AssertionFailedf("correlation: group key missing or reused")
+	}
+	for _, c := range g.Calls {
+		if _, dup := r.index[pubKey{g.PrincipalID, c.PublicID}]; dup {
+			return errors.Mark(errors.New("correlation: public id collision"), ErrDuplicatePublicID)
+		}
+	}
+	r.Release(id)
+	cp := g.Clone()
+	cp.CachedResponse = nil
+	r.groups[cp.Key] = &cp
+	for _, c := range cp.Calls {
+		r.index[pubKey{cp.PrincipalID, c.PublicID}] = cp.Key
+	}
+	r.account(nil, &cp)
+	return nil
+}
+
+// Resolve maps the public ids of one principal to group keys; ids unknown for
+// that principal are absent.
+func (r *Registry) Resolve(principal string, ids []string) map[string]string {
+	out := make(map[string]string, len(ids))
+	for _, id := range ids {
+		if k, ok := r.index[pubKey{principal, id}]; ok {
+			out[id] = k
+		}
+	}
+	return out
+}
+
+// Get returns a copy of the group with key.
+func (r *Registry) Get(key string) (Group, bool) {
+	g, ok := r.groups[key]
+	if !ok {
+		return Group{}, false
+	}
+	return g.Clone(), true
+}
+
+// Update runs fn on a copy of the group with key and writes the copy back when
+// fn returns nil. A group that reaches REMOVED is deleted. Cached responses
+// over the budget are dropped (the digest stays), so a later replay answers
+// tool_call_already_consumed. Errors: unknown_tool_call when absent.
+func (r *Registry) Update(key string, fn func(g *Group) error) error {
+	_, err := r.update(key, func(g *Group) (Decision, error) { return Decision{}, fn(g) })
+	return err
+}
+
+func (r *Registry) update(key string, fn func(g *Group) (Decision, error)) (Decision, error) {
+	cur, ok := r.groups[key]
+	if !ok {
+		return Decision{}, errs.New(errs.UnknownToolCall)
+	}
+	cp := cur.Clone()
+	d, err := fn(&cp)
+	if err != nil {
+		return d, err
+	}
+	if cp.Key != cur.Key || cp.PrincipalID != cur.PrincipalID || len(cp.Calls) != len(cur.Calls) {
+		return d, errors.AssertionFailedf("correlation: update changed a group's identity")
+	}
+	if cp.CachedResponse != nil && cur.CachedResponse == nil &&
+		r.cacheBytes+len(cp.CachedResponse) > r.limits.ResponseCacheBytes {
+		cp.CachedResponse = nil
+	}
+	r.account(cur, &cp)
+	if cp.State == Removed {
+		delete(r.groups, key)
+		for _, c := range cp.Calls {
+			delete(r.index, pubKey{cp.PrincipalID, c.PublicID})
+		}
+		return d, nil
+	}
+	*cur = cp
+	return d, nil
+}
+
+// account moves the counters from old (nil for a new group) to new.
+func (r *Registry) account(old, nw *Group) {
+	if old != nil {
+		r.byState[old.State]--
+		if old.State.Live() {
+			r.liveGroups--
+			r.liveCalls -= len(old.Calls)
+		}
+		r.cacheBytes -= len(old.CachedResponse)
+	}
+	if nw.State != Removed {
+		r.byState[nw.State]++
+		r.cacheBytes += len(nw.CachedResponse)
+	}
+	if nw.State.Live() {
+		r.liveGroups++
+		r.liveCalls += len(nw.Calls)
+	}
+}
+
+// Sweep applies time to every group in key order: overdue PENDING → EXPIRED,
+// overdue INFLIGHT → UNCERTAIN, tombstones past their TTL removed. It never
+// touches a PENDING group that is not overdue.
+func (r *Registry) Sweep(now time.Time) (SweepReport, []Decision) {
+	keys := make([]string, 0, len(r.groups))
+	for k, g := range r.groups {
+		if _, due := g.Due(now); due {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var rep SweepReport
+	var ds []Decision
+	for _, k := range keys {
+		d, err := r.update(k, func(g *Group) (Decision, error) {
+			d, ok, err := g.Tick(now, r.policy)
+			if err == nil && !ok {
+				err = errors.New("correlation: nothing due")
+			}
+			return d, err
+		})
+		if err != nil {
+			continue
+		}
+		ds = append(ds, d)
+		switch d.To {
+		case Expired:
+			rep.Expired++
+		case Uncertain:
+			rep.Uncertain++
+		case Removed:
+			rep.Removed++
+		}
+	}
+	return rep, ds
+}
+
+// Counts reports state counts and capacity use.
+func (r *Registry) Counts() Counts {
+	c := Counts{
+		ByState:            make(map[State]int, len(r.byState)),
+		LiveGroups:         r.liveGroups,
+		LiveCalls:          r.liveCalls,
+		ReservedGroups:     len(r.reservations),
+		ReservedCalls:      r.resCalls,
+		CacheBytes:         r.cacheBytes,
+		MaxGroups:          r.limits.MaxGroups,
+		MaxCalls:           r.limits.MaxCalls,
+		ResponseCacheBytes: r.limits.ResponseCacheBytes,
+	}
+	for s, n := range r.byState {
+		if n != 0 {
+			c.ByState[s] = n
+		}
+	}
+	return c
+}
+
+// Keys returns every stored group key, sorted.
+func (r *Registry) Keys() []string {
+	keys := make([]string, 0, len(r.groups))
+	for k := range r.groups {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Submit runs one continuation submission for the group with key: the group
+// is looked up, classified and transitioned atomically (with respect to this
+// registry). A key that no longer exists is answered from REMOVED.
+func (r *Registry) Submit(key string, now time.Time, sub Submission, attemptID string) (Decision, error) {
+	g, ok := r.groups[key]
+	if !ok {
+		return SubmitUnknown(), nil
+	}
+	if ev, due := g.Due(now); due && ev == TombstoneElapsed {
+		// Expiry is checked on lookup: an overdue tombstone is removed and the
+		// submission is answered as for an id that does not exist.
+		if _, err := r.update(key, func(g *Group) (Decision, error) {
+			d, _, err := g.Tick(now, r.policy)
+			return d, err
+		}); err != nil {
+			return Decision{}, err
+		}
+		return SubmitUnknown(), nil
+	}
+	return r.update(key, func(g *Group) (Decision, error) {
+		return g.Submit(now, r.policy, sub, attemptID)
+	})
+}
+
+// Apply runs a typed transition (Complete, ReleaseNotSent, MarkUncertain,
+// Cancel) on the group with key.
+func (r *Registry) Apply(key string, fn func(g *Group) (Decision, error)) (Decision, error) {
+	return r.update(key, fn)
+}

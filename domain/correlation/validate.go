@@ -1,0 +1,252 @@
+package correlation
+
+import (
+	"time"
+
+	"pmgate/domain/canon"
+	"pmgate/domain/chat"
+	"pmgate/domain/errs"
+)
+
+// Result is one tool result of a continuation: the public tool call id and the
+// text the client sent.
+type Result struct {
+	ID      string
+	Content string
+}
+
+// Continuation is a request whose messages end in role=tool results (CONTRACT
+// §4): the final maximal block of tool messages, and everything before it.
+type Continuation struct {
+	Prefix  []chat.Message
+	Results []Result
+}
+
+// SplitContinuation splits messages into the prefix and the final contiguous
+// block of role=tool results. ok is false when the last message is not a tool
+// result, in which case the request is a fresh turn (tool messages earlier in
+// the history are then ordinary history).
+func SplitContinuation(msgs []chat.Message) (c Continuation, ok bool) {
+	i := len(msgs)
+	for i > 0 && msgs[i-1].Role == chat.RoleTool {
+		i--
+	}
+	if i == len(msgs) {
+		return Continuation{}, false
+	}
+	c.Prefix = msgs[:i]
+	for _, m := range msgs[i:] {
+		content := ""
+		if m.Content != nil {
+			content = *m.Content
+		}
+		c.Results = append(c.Results, Result{ID: m.ToolCallID, Content: content})
+	}
+	return c, true
+}
+
+// IDs returns the distinct tool call ids of the results, in first-seen order.
+func (c Continuation) IDs() []string {
+	seen := make(map[string]bool, len(c.Results))
+	var out []string
+	for _, r := range c.Results {
+		if !seen[r.ID] {
+			seen[r.ID] = true
+			out = append(out, r.ID)
+		}
+	}
+	return out
+}
+
+// Submission is one continuation request as seen by one group after lookup.
+type Submission struct {
+	PrincipalID  string
+	WorkspaceID  string // server-selected for the authenticated credential
+	Model        string
+	ToolsHash    string // canon.ToolsHash of the request's tools and tool_choice
+	Continuation Continuation
+	// Unresolved counts result ids that resolve to no group of this principal.
+	Unresolved int
+	// OtherGroups counts distinct groups, other than this one, that result ids
+	// resolve to.
+	OtherGroups int
+}
+
+// Step is one validation step of design CORRELATION §5 as a pure function; it
+// returns the code of its failure or "".
+type Step struct {
+	Name  string
+	Check func(g Group, s Submission) errs.Code
+}
+
+// Steps are the validation steps in the order they are applied. Structural
+// checks (400) come before binding checks (409); within them the design's
+// numbering is kept, except that step 7 (results are the contiguous final
+// suffix) is checked before step 6 (history), so that a misplaced result is
+// reported as such rather than as a history change.
+var Steps = []Step{
+	{"3 resolve every id for this principal", CheckResolved},
+	{"4 one group", CheckOneGroup},
+	{"5 exactly one result per call", CheckComplete},
+	{"7 results are the contiguous final suffix", CheckContiguous},
+	{"6 byte-exact transcript prefix", CheckHistory},
+	{"8 same model", CheckModel},
+	{"9 same workspace", CheckWorkspace},
+	{"9 same tools", CheckTools},
+}
+
+// CheckResolved is step 3: every id resolves for this principal.
+func CheckResolved(g Group, s Submission) errs.Code {
+	if s.Unresolved > 0 || s.PrincipalID != g.PrincipalID {
+		return errs.UnknownToolCall
+	}
+	return ""
+}
+
+// CheckOneGroup is step 4: all ids resolve to this one group.
+func CheckOneGroup(_ Group, s Submission) errs.Code {
+	if s.OtherGroups > 0 {
+		return errs.ToolResultGroupMismatch
+	}
+	return ""
+}
+
+// CheckComplete is step 5: no duplicate or extra result, then no missing one.
+func CheckComplete(g Group, s Submission) errs.Code {
+	calls := make(map[string]bool, len(g.Calls))
+	for _, c := range g.Calls {
+		calls[c.PublicID] = true
+	}
+	seen := make(map[string]bool, len(s.Continuation.Results))
+	for _, r := range s.Continuation.Results {
+		if seen[r.ID] || !calls[r.ID] {
+			return errs.ToolResultGroupMismatch
+		}
+		seen[r.ID] = true
+	}
+	if len(seen) != len(g.Calls) {
+		return errs.ToolResultIncomplete
+	}
+	return ""
+}
+
+// CheckContiguous is step 7: no result for this group appears before the final
+// block, so no new message accompanies the results.
+func CheckContiguous(g Group, s Submission) errs.Code {
+	calls := make(map[string]bool, len(g.Calls))
+	for _, c := range g.Calls {
+		calls[c.PublicID] = true
+	}
+	for _, m := range s.Continuation.Prefix {
+		if m.Role == chat.RoleTool && calls[m.ToolCallID] {
+			return errs.ToolResultGroupMismatch
+		}
+	}
+	return ""
+}
+
+// CheckHistory is step 6: the prefix equals the stored transcript prefix after
+// canonical serialization.
+func CheckHistory(g Group, s Submission) errs.Code {
+	if len(s.Continuation.Prefix) != g.TranscriptLength {
+		return errs.ContinuationHistoryMismatch
+	}
+	h, err := canon.TranscriptHash(s.Continuation.Prefix)
+	if err != nil || h != g.TranscriptHash {
+		return errs.ContinuationHistoryMismatch
+	}
+	return ""
+}
+
+// CheckModel is step 8.
+func CheckModel(g Group, s Submission) errs.Code {
+	if s.Model != g.Model {
+		return errs.ContinuationModelMismatch
+	}
+	return ""
+}
+
+// CheckWorkspace is the workspace half of step 9.
+func CheckWorkspace(g Group, s Submission) errs.Code {
+	if s.WorkspaceID != g.WorkspaceID {
+		return errs.ContinuationWorkspaceMismatch
+	}
+	return ""
+}
+
+// CheckTools is the tools half of step 9 (the first implementation requires
+// the tools to be resubmitted exactly).
+func CheckTools(g Group, s Submission) errs.Code {
+	if s.ToolsHash != g.ToolsHash {
+		return errs.ContinuationToolsMismatch
+	}
+	return ""
+}
+
+// Validate runs every step in order and returns the first failure's code.
+func Validate(g Group, s Submission) errs.Code {
+	for _, st := range Steps {
+		if c := st.Check(g, s); c != "" {
+			return c
+		}
+	}
+	return ""
+}
+
+var eventOfCode = map[errs.Code]Event{
+	errs.UnknownToolCall:               SubmitUnknownID,
+	errs.ToolResultGroupMismatch:       SubmitGroupMismatch,
+	errs.ToolResultIncomplete:          SubmitIncomplete,
+	errs.ContinuationHistoryMismatch:   SubmitHistoryMismatch,
+	errs.ContinuationModelMismatch:     SubmitModelMismatch,
+	errs.ContinuationWorkspaceMismatch: SubmitWorkspaceMismatch,
+	errs.ContinuationToolsMismatch:     SubmitToolsMismatch,
+}
+
+// ResultsHash is the acceptedResultsHash of a valid submission: the results in
+// the group's call order, so a retry that reorders them is the same submission.
+func ResultsHash(g Group, c Continuation) string {
+	byID := make(map[string]string, len(c.Results))
+	for _, r := range c.Results {
+		byID[r.ID] = r.Content
+	}
+	rs := make([]canon.Result, 0, len(g.Calls))
+	for _, call := range g.Calls {
+		rs = append(rs, canon.Result{PublicID: call.PublicID, Content: byID[call.PublicID]})
+	}
+	h, err := canon.ResultsHash(rs)
+	if err != nil {
+		return "" // invalid UTF-8 cannot be accepted; "" never equals a stored hash
+	}
+	return h
+}
+
+// Classify maps a submission against g at now to the machine event, in the
+// order documented on Table. For SubmitValid it also returns the results hash
+// to store with the claim.
+func Classify(g Group, s Submission, now time.Time) (Event, string) {
+	if ev, due := g.Due(now); due && ev == Deadline {
+		return Deadline, ""
+	}
+	switch g.State {
+	case Pending:
+		code := Validate(g, s)
+		if code == "" {
+			h := ResultsHash(g, s.Continuation)
+			if h == "" {
+				return SubmitGroupMismatch, ""
+			}
+			return SubmitValid, h
+		}
+		return eventOfCode[code], ""
+	case Inflight, Consumed:
+		if Validate(g, s) == "" {
+			if h := ResultsHash(g, s.Continuation); h != "" && h == g.AcceptedResultsHash {
+				return SubmitSame, ""
+			}
+		}
+		return SubmitDifferent, ""
+	default:
+		return SubmitAny, ""
+	}
+}

@@ -1,0 +1,105 @@
+package correlation_test
+
+import (
+	"testing"
+
+	"github.com/matryer/is"
+
+	"pmgate/domain/chat"
+	"pmgate/domain/correlation"
+	"pmgate/domain/errs"
+)
+
+func TestSplitContinuationTakesTheFinalToolBlock(t *testing.T) {
+	is := is.New(t)
+	msgs := []chat.Message{
+		{Role: chat.RoleUser, Content: str("q")},
+		{Role: chat.RoleTool, ToolCallID: "old", Content: str("x")},
+		{Role: chat.RoleAssistant, Content: str("a")},
+		{Role: chat.RoleTool, ToolCallID: "a", Content: str("1")},
+		{Role: chat.RoleTool, ToolCallID: "b"},
+	}
+	c, ok := correlation.SplitContinuation(msgs)
+	is.True(ok)                                                   // ends in tool results: a continuation
+	is.Equal(len(c.Prefix), 3)                                    // earlier tool messages stay history
+	is.Equal(c.Results, []correlation.Result{{"a", "1"}, {"b", ""}}) // null content is the empty text
+	_, ok = correlation.SplitContinuation(msgs[:3])
+	is.True(!ok) // a request ending in another role is a fresh turn
+}
+
+// mutate applies one change to a valid submission and names the code it must get.
+func TestEachValidationStepRejectsWithItsCode(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(f fixture, s *correlation.Submission)
+		code   errs.Code
+	}{
+		{"an unresolved id is unknown", func(_ fixture, s *correlation.Submission) { s.Unresolved = 1 }, errs.UnknownToolCall},
+		{"another principal is unknown", func(_ fixture, s *correlation.Submission) { s.PrincipalID = "p2" }, errs.UnknownToolCall},
+		{"ids of two groups are a group mismatch", func(_ fixture, s *correlation.Submission) { s.OtherGroups = 1 }, errs.ToolResultGroupMismatch},
+		{"a duplicate result is a group mismatch", func(_ fixture, s *correlation.Submission) {
+			s.Continuation.Results = append(s.Continuation.Results, s.Continuation.Results[0])
+		}, errs.ToolResultGroupMismatch},
+		{"an extra id is a group mismatch", func(_ fixture, s *correlation.Submission) {
+			s.Continuation.Results = append(s.Continuation.Results, correlation.Result{ID: "call_pmn_zzz", Content: "x"})
+		}, errs.ToolResultGroupMismatch},
+		{"a missing result is incomplete", func(_ fixture, s *correlation.Submission) {
+			s.Continuation.Results = s.Continuation.Results[:1]
+		}, errs.ToolResultIncomplete},
+		{"a result before the final block is misplaced", func(f fixture, s *correlation.Submission) {
+			s.Continuation.Prefix = append(append([]chat.Message(nil), s.Continuation.Prefix...),
+				chat.Message{Role: chat.RoleTool, ToolCallID: f.group.Calls[0].PublicID, Content: str("early")},
+				chat.Message{Role: chat.RoleUser, Content: str("and also")})
+		}, errs.ToolResultGroupMismatch},
+		{"a changed earlier message is a history mismatch", func(_ fixture, s *correlation.Submission) {
+			p := append([]chat.Message(nil), s.Continuation.Prefix...)
+			p[1].Content = str("weather in Bergen?")
+			s.Continuation.Prefix = p
+		}, errs.ContinuationHistoryMismatch},
+		{"changed tool call arguments are a history mismatch", func(_ fixture, s *correlation.Submission) {
+			p := append([]chat.Message(nil), s.Continuation.Prefix...)
+			calls := append([]chat.ToolCall(nil), p[2].ToolCalls...)
+			calls[0].Arguments = `{"city": "Oslo"}`
+			p[2].ToolCalls = calls
+			s.Continuation.Prefix = p
+		}, errs.ContinuationHistoryMismatch},
+		{"an inserted message is a history mismatch", func(_ fixture, s *correlation.Submission) {
+			s.Continuation.Prefix = append(append([]chat.Message(nil), s.Continuation.Prefix...), chat.Message{Role: chat.RoleUser, Content: str("hi")})
+		}, errs.ContinuationHistoryMismatch},
+		{"a removed message is a history mismatch", func(_ fixture, s *correlation.Submission) {
+			s.Continuation.Prefix = s.Continuation.Prefix[1:]
+		}, errs.ContinuationHistoryMismatch},
+		{"another model is a model mismatch", func(_ fixture, s *correlation.Submission) { s.Model = "gpt-5.4" }, errs.ContinuationModelMismatch},
+		{"another workspace is a workspace mismatch", func(_ fixture, s *correlation.Submission) { s.WorkspaceID = "ws-2" }, errs.ContinuationWorkspaceMismatch},
+		{"other tools are a tools mismatch", func(_ fixture, s *correlation.Submission) { s.ToolsHash = "sha256:other" }, errs.ContinuationToolsMismatch},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			f := newFixture(t, "g1", "p1", "call_pmn_a", "call_pmn_b")
+			s := f.submission("r1", "r2")
+			c.mutate(f, &s)
+			is.Equal(correlation.Validate(f.group, s), c.code) // the step's code
+			g := f.group
+			d, err := g.Submit(t0, policy, s, "a1")
+			is.NoErr(err)
+			record(t.Name(), d)
+			is.Equal(d.Code, c.code)                     // the machine answers with it
+			is.Equal(g.State, correlation.Pending)       // and changes nothing
+			is.Equal(g.DispatchAttemptID, "")            // no claim was made
+		})
+	}
+}
+
+func TestEchoFormsOfTheAssistantTurnAreAccepted(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, "g1", "p1", "call_pmn_a")
+	for _, content := range []*string{nil, str("")} {
+		s := f.submission("r1")
+		p := append([]chat.Message(nil), s.Continuation.Prefix...)
+		p[2].Content = content
+		p[2].Name = "ignored-for-assistant"
+		s.Continuation.Prefix = p
+		is.Equal(correlation.Validate(f.group, s), errs.Code("")) // null, absent or "" content and a name are the same turn
+	}
+}

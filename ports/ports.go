@@ -1,0 +1,115 @@
+// Package ports holds the small outbound interfaces the core needs: the upstream
+// chat service, the correlation store, a clock and an id source. ("Ports" here are
+// outbound, as in the design card; the inbound HTTP API is an adapter.)
+//
+// Every method documents the stable error codes (package domain/errs) its errors
+// may carry; test with errs.Has or errs.CodeOf.
+package ports
+
+import (
+	"context"
+	"time"
+
+	"pmgate/domain/chat"
+	"pmgate/domain/correlation"
+
+	"github.com/cockroachdb/errors"
+)
+
+// ErrNotSent marks an upstream error that proves the request never reached the
+// upstream (for example a refused connection or a body refused before sending).
+// Only such errors may return a claimed continuation to PENDING; every other
+// failure after a claim is UNCERTAIN.
+var ErrNotSent = errors.New("ports: upstream request provably not sent")
+
+// UpstreamRequest is what the core asks the upstream for: a fresh turn, or the
+// native continuation of one stored group.
+type UpstreamRequest struct {
+	Chat chat.Request
+	// Continuation is set for a TOOL_RESPONSE turn and nil for a fresh USER_QUERY.
+	Continuation *Continuation
+}
+
+// Continuation is built only from a validated, claimed group record.
+type Continuation struct {
+	ConversationID  string
+	UpstreamGroupID string // empty for a single ungrouped call
+	Results         []ContinuationResult
+}
+
+// ContinuationResult is one tool result in the group's call order.
+type ContinuationResult struct {
+	UpstreamCallID string
+	OriginalName   string
+	Content        string
+}
+
+// Upstream is the chat service.
+type Upstream interface {
+	// Chat sends one request and returns its stream. The context reaches the
+	// connection: cancelling it closes the upstream request.
+	//
+	// Errors carry the adapter's upstream_* codes (auth, redirect, rate limit with
+	// retry-after, quota, rejection, server error, content type, timeout,
+	// unavailable). An error marked ErrNotSent proves nothing was sent.
+	Chat(ctx context.Context, req UpstreamRequest) (Stream, error)
+}
+
+// Stream yields decoded upstream events in order.
+type Stream interface {
+	// Next returns the next event. After a proven end (judged by the
+	// completion-outcome machine) it returns io.EOF; a stream that cannot be
+	// proven complete returns an error with a stable code such as
+	// upstream_completion_ambiguous, upstream_incomplete_stream,
+	// upstream_empty_stream, upstream_failure, upstream_model_mismatch,
+	// upstream_unverified_event_shape, upstream_timeout or client_cancelled.
+	Next(ctx context.Context) (chat.Event, error)
+	// Close releases the connection; it is safe to call more than once.
+	Close() error
+}
+
+// Reservation holds capacity for one group that is about to be admitted.
+type Reservation struct {
+	ID    string
+	Calls int
+}
+
+// CorrelationStore keeps group records. Every change goes through Update, whose
+// closure runs on a private copy inside one atomic unit (a mutex for memory, one
+// transaction for PostgreSQL); the copy is written only when the closure returns
+// nil, so a failed machine transition changes nothing.
+type CorrelationStore interface {
+	// Reserve holds capacity for a group of n calls before any public id is shown.
+	// Errors: correlation_capacity_exceeded.
+	Reserve(ctx context.Context, calls int, now time.Time) (Reservation, error)
+	// Release gives back an unused reservation. It never fails for an unknown one.
+	Release(ctx context.Context, r Reservation) error
+	// Admit stores g (state PENDING) under the reservation. Errors:
+	// correlation_capacity_exceeded when the reservation is unknown or too small.
+	Admit(ctx context.Context, r Reservation, g correlation.Group) error
+	// Resolve maps public ids of one principal to group keys; ids that do not
+	// exist for that principal are absent from the map (no error, no leak).
+	Resolve(ctx context.Context, principalID string, publicIDs []string) (map[string]string, error)
+	// Update runs fn on a copy of the group with key under the store's atomicity
+	// and writes the copy back when fn returns nil. Errors: unknown_tool_call when
+	// the group does not exist; otherwise whatever fn returned.
+	Update(ctx context.Context, key string, fn func(g *correlation.Group) error) error
+	// Sweep applies time to every group: overdue PENDING → EXPIRED, overdue
+	// INFLIGHT → UNCERTAIN, tombstones past the terminal TTL removed.
+	Sweep(ctx context.Context, now time.Time) (correlation.SweepReport, error)
+	// Counts reports state counts and capacity use.
+	Counts(ctx context.Context) (correlation.Counts, error)
+}
+
+// Clock reads the time. Only the app layer calls it; the domain takes time as an argument.
+type Clock interface {
+	Now() time.Time
+}
+
+// IDSource produces unpredictable identifiers from a CSPRNG.
+type IDSource interface {
+	// PublicToolCallID returns "call_pmn_" + base64url of 24 random bytes.
+	PublicToolCallID() (string, error)
+	// Token returns a random internal identifier (group keys, dispatch attempts).
+	Token() (string, error)
+}
