@@ -313,7 +313,17 @@ func Graph() string { return machine.ToGraph() }
 
 // Submit classifies one continuation submission against g and applies the row.
 // attemptID is the random dispatch attempt id stored when the claim is won.
+//
+// Expiry is checked on lookup: an overdue PENDING group expires (410), an
+// overdue INFLIGHT group becomes UNCERTAIN, and an overdue tombstone is removed
+// and the submission answered as for an id that does not exist.
 func (g *Group) Submit(now time.Time, p Policy, sub Submission, attemptID string) (Decision, error) {
+	if ev, due := g.Due(now); due && ev == TombstoneElapsed {
+		if _, err := apply(g, TombstoneElapsed, &firing{now: now, policy: p}); err != nil {
+			return Decision{}, err
+		}
+		return apply(g, SubmitAny, &firing{now: now, policy: p})
+	}
 	ev, resultsHash := Classify(*g, sub, now)
 	return apply(g, ev, &firing{now: now, policy: p, attemptID: attemptID, resultsHash: resultsHash})
 }

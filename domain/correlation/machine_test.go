@@ -94,14 +94,14 @@ func TestEveryStateAndEventMatchesTheDesignTable(t *testing.T) {
 				to, code, ok := model(s, e)
 				if !ok {
 					is.True(errors.Is(err, correlation.ErrIllegalTransition)) // undeclared pairs are illegal transitions
-					is.Equal(g.State, s)                                       // and change nothing
+					is.Equal(g.State, s)                                      // and change nothing
 					return
 				}
 				declared++
-				is.NoErr(err)                  // declared pairs fire
-				is.Equal(d.To, to)             // next state as the design says
-				is.Equal(g.State, to)          // the record holds the new state
-				is.Equal(d.Code, code)         // stable code as the design says
+				is.NoErr(err)          // declared pairs fire
+				is.Equal(d.To, to)     // next state as the design says
+				is.Equal(g.State, to)  // the record holds the new state
+				is.Equal(d.Code, code) // stable code as the design says
 				record(t.Name(), d)
 			})
 		}
@@ -125,7 +125,7 @@ func TestGraphMatchesGoldenDOT(t *testing.T) {
 	}
 	want, err := os.ReadFile(path)
 	is.NoErr(err)
-	is.Equal(got, string(want)) // DOT from stateless is stable; run with -update after changing rows
+	is.Equal(got, string(want))        // DOT from stateless is stable; run with -update after changing rows
 	is.Equal(correlation.Graph(), got) // and deterministic
 }
 
@@ -136,17 +136,17 @@ func TestAValidSubmissionClaimsTheGroupOnce(t *testing.T) {
 	d, err := g.Submit(t0.Add(time.Minute), policy, f.submission("r1", "r2"), "attempt-1")
 	is.NoErr(err)
 	record(t.Name(), d)
-	is.Equal(d.Effect, correlation.EffectDispatch) // the first valid submission dispatches
-	is.Equal(g.State, correlation.Inflight)         // and claims the group
-	is.Equal(g.DispatchAttemptID, "attempt-1")      // with the attempt id
-	is.True(g.AcceptedResultsHash != "")            // and the accepted results
+	is.Equal(d.Effect, correlation.EffectDispatch)                               // the first valid submission dispatches
+	is.Equal(g.State, correlation.Inflight)                                      // and claims the group
+	is.Equal(g.DispatchAttemptID, "attempt-1")                                   // with the attempt id
+	is.True(g.AcceptedResultsHash != "")                                         // and the accepted results
 	is.True(g.InflightExpiresAt.Equal(t0.Add(time.Minute + policy.InflightTTL))) // hard deadline set
 
 	d, err = g.Submit(t0.Add(2*time.Minute), policy, f.submission("r1", "r2"), "attempt-2")
 	is.NoErr(err)
 	record(t.Name(), d)
-	is.Equal(d.Code, errs.ContinuationInflight)   // the retry is told it is in flight
-	is.Equal(g.DispatchAttemptID, "attempt-1")     // and never re-claims
+	is.Equal(d.Code, errs.ContinuationInflight) // the retry is told it is in flight
+	is.Equal(g.DispatchAttemptID, "attempt-1")  // and never re-claims
 
 	d, err = g.Submit(t0.Add(2*time.Minute), policy, f.submission("r1", "other"), "attempt-3")
 	is.NoErr(err)
@@ -177,15 +177,15 @@ func TestAConsumedGroupReplaysItsCachedResponse(t *testing.T) {
 	d, err := g.Complete(t0, policy, []byte(`{"answer":1}`), "sha256:x")
 	is.NoErr(err)
 	record(t.Name(), d)
-	is.Equal(g.State, correlation.Consumed)                           // a proven end consumes
-	is.True(g.TerminalExpiresAt.Equal(t0.Add(policy.TerminalTTL)))    // tombstone TTL starts
+	is.Equal(g.State, correlation.Consumed)                        // a proven end consumes
+	is.True(g.TerminalExpiresAt.Equal(t0.Add(policy.TerminalTTL))) // tombstone TTL starts
 
 	d, err = g.Submit(t0, policy, f.submission("r1"), "a2")
 	is.NoErr(err)
 	record(t.Name(), d)
-	is.Equal(d.Effect, correlation.EffectReplay)        // same results replay
-	is.Equal(string(d.Replay), `{"answer":1}`)          // the cached body
-	is.Equal(d.Err(), nil)                              // with no error
+	is.Equal(d.Effect, correlation.EffectReplay) // same results replay
+	is.Equal(string(d.Replay), `{"answer":1}`)   // the cached body
+	is.Equal(d.Err(), nil)                       // with no error
 
 	g.CachedResponse = nil
 	d, err = g.Submit(t0, policy, f.submission("r1"), "a3")
@@ -217,9 +217,9 @@ func TestANotSentFailureReturnsTheGroupToPending(t *testing.T) {
 	d, err := g.ReleaseNotSent(t0, policy)
 	is.NoErr(err)
 	record(t.Name(), d)
-	is.Equal(g.State, correlation.Pending)   // proven not sent: pending again
-	is.Equal(g.DispatchAttemptID, "")        // the claim is cleared
-	is.Equal(g.AcceptedResultsHash, "")      // so different results may be sent
+	is.Equal(g.State, correlation.Pending) // proven not sent: pending again
+	is.Equal(g.DispatchAttemptID, "")      // the claim is cleared
+	is.Equal(g.AcceptedResultsHash, "")    // so different results may be sent
 	d, err = g.Submit(t0, policy, f.submission("other"), "a2")
 	is.NoErr(err)
 	is.Equal(d.Effect, correlation.EffectDispatch) // and a new claim can win

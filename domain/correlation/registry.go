@@ -308,19 +308,7 @@ func (r *Registry) Keys() []string {
 // is looked up, classified and transitioned atomically (with respect to this
 // registry). A key that no longer exists is answered from REMOVED.
 func (r *Registry) Submit(key string, now time.Time, sub Submission, attemptID string) (Decision, error) {
-	g, ok := r.groups[key]
-	if !ok {
-		return SubmitUnknown(), nil
-	}
-	if ev, due := g.Due(now); due && ev == TombstoneElapsed {
-		// Expiry is checked on lookup: an overdue tombstone is removed and the
-		// submission is answered as for an id that does not exist.
-		if _, err := r.update(key, func(g *Group) (Decision, error) {
-			d, _, err := g.Tick(now, r.policy)
-			return d, err
-		}); err != nil {
-			return Decision{}, err
-		}
+	if _, ok := r.groups[key]; !ok {
 		return SubmitUnknown(), nil
 	}
 	return r.update(key, func(g *Group) (Decision, error) {

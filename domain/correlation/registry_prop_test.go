@@ -121,7 +121,7 @@ func (m *registryMachine) Admit(t *rapid.T) {
 		return g+1 <= m.limits.MaxGroups && c+calls <= m.limits.MaxCalls
 	}
 	want := fits()
-	if !want {
+	if !want && calls <= m.limits.MaxCalls { // a group larger than the limit is refused outright
 		m.sweepModel()
 		want = fits()
 	}

@@ -20,8 +20,8 @@ func TestSplitContinuationTakesTheFinalToolBlock(t *testing.T) {
 		{Role: chat.RoleTool, ToolCallID: "b"},
 	}
 	c, ok := correlation.SplitContinuation(msgs)
-	is.True(ok)                                                   // ends in tool results: a continuation
-	is.Equal(len(c.Prefix), 3)                                    // earlier tool messages stay history
+	is.True(ok)                                                      // ends in tool results: a continuation
+	is.Equal(len(c.Prefix), 3)                                       // earlier tool messages stay history
 	is.Equal(c.Results, []correlation.Result{{"a", "1"}, {"b", ""}}) // null content is the empty text
 	_, ok = correlation.SplitContinuation(msgs[:3])
 	is.True(!ok) // a request ending in another role is a fresh turn
@@ -84,9 +84,9 @@ func TestEachValidationStepRejectsWithItsCode(t *testing.T) {
 			d, err := g.Submit(t0, policy, s, "a1")
 			is.NoErr(err)
 			record(t.Name(), d)
-			is.Equal(d.Code, c.code)                     // the machine answers with it
-			is.Equal(g.State, correlation.Pending)       // and changes nothing
-			is.Equal(g.DispatchAttemptID, "")            // no claim was made
+			is.Equal(d.Code, c.code)               // the machine answers with it
+			is.Equal(g.State, correlation.Pending) // and changes nothing
+			is.Equal(g.DispatchAttemptID, "")      // no claim was made
 		})
 	}
 }
