@@ -1,0 +1,452 @@
+package emulator
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Error messages. They are constants: a response never reflects request data.
+const (
+	msgInvalidJSON     = "Invalid JSON body"
+	msgInvalidBody     = "Invalid request body"
+	msgValidation      = "INPUT_VALIDATION_ERROR"
+	msgForbiddenShape  = "INPUT_VALIDATION_ERROR: Forbidden"
+	msgTooLarge        = "Request body too large"
+	msgUnknownScenario = "Unknown emulator scenario"
+	msgBadDirective    = "Invalid emulator directive"
+)
+
+// rejection is a request refused before any stream starts.
+type rejection struct {
+	status int
+	msg    string
+}
+
+func reject(status int, msg string) *rejection { return &rejection{status: status, msg: msg} }
+
+// Wire shapes. Pointers tell an absent or null field from a zero value.
+type wireBody struct {
+	Input            *wireInput       `json:"input"`
+	Platform         *string          `json:"platform"`
+	ClientTools      *wireClientTools `json:"clientTools"`
+	MandatoryContext *struct {
+		WorkspaceID *string `json:"workspaceId"`
+	} `json:"mandatoryContext"`
+	DevModeOptions *struct {
+		SelectedModel *string `json:"selectedModel"`
+		Parallel      *bool   `json:"isParallelToolCallingSupported"`
+		AutoRun       *bool   `json:"autoRun"`
+	} `json:"devModeOptions"`
+}
+
+type wireInput struct {
+	ChatType                *string            `json:"chatType"`
+	Query                   *string            `json:"query"`
+	ConversationID          *string            `json:"conversationId"`
+	Product                 *string            `json:"product"`
+	ToolCallGroupID         *string            `json:"toolCallGroupId"`
+	ToolCallID              *string            `json:"toolCallId"`
+	ToolResponse            *string            `json:"toolResponse"`
+	ToolResponseSummary     *string            `json:"toolResponseSummary"`
+	ToolResponseStatus      *string            `json:"toolResponseStatus"`
+	ToolResponseFailureType *string            `json:"toolResponseFailureType"`
+	ToolResponses           *[]json.RawMessage `json:"toolResponses"`
+}
+
+type wireClientTools struct {
+	ThirdParty map[string]json.RawMessage `json:"thirdParty"`
+}
+
+type wireToolGroup struct {
+	Tools []struct {
+		Name        *string         `json:"name"`
+		Description *string         `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"tools"`
+}
+
+// wireGroupedResult is one entry of the access_token grouped form.
+type wireGroupedResult struct {
+	ToolCallID              *string `json:"toolCallId"`
+	Content                 *string `json:"content"`
+	ToolResponseSummary     *string `json:"toolResponseSummary"`
+	ToolResponseStatus      *string `json:"toolResponseStatus"`
+	ToolResponseFailureType *string `json:"toolResponseFailureType"`
+}
+
+// wirePackedResult is one entry of the web_session packed toolResponse string.
+type wirePackedResult struct {
+	ToolCallID *string `json:"toolCallId"`
+	Status     *string `json:"status"`
+	Content    *string `json:"content"`
+}
+
+// tool is an offered tool reduced to what the emulator uses.
+type tool struct {
+	name string
+	args string // deterministic arguments built from the schema
+}
+
+type toolResult struct {
+	id      string
+	content string
+}
+
+// continuation is a parsed TOOL_RESPONSE.
+type continuation struct {
+	groupID string // "" when the request carried none
+	results []toolResult
+}
+
+// chatRequest is a body that passed validation.
+type chatRequest struct {
+	chatType       string
+	query          string
+	conversationID string // "" for null
+	model          string
+	parallel       bool
+	autoRun        bool
+	tools          []tool
+	extraGroups    bool // clientTools.thirdParty had more than one key
+	cont           *continuation
+}
+
+var statusValues = map[string]bool{"SUCCESS": true, "FAILED": true, "ERROR": true}
+
+// parseChat validates a chat body for a strategy. chatType is returned as soon
+// as it is known to be valid, so a later rejection is still recorded with it.
+func (s *Server) parseChat(strategy string, raw []byte) (req *chatRequest, chatType string, rej *rejection) {
+	var body wireBody
+	if err := json.Unmarshal(raw, &body); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) || !json.Valid(raw) {
+			return nil, "", reject(http.StatusBadRequest, msgInvalidJSON)
+		}
+		return nil, "", reject(http.StatusBadRequest, msgInvalidBody)
+	}
+	in := body.Input
+	if in == nil || in.ChatType == nil {
+		return nil, "", reject(http.StatusBadRequest, msgInvalidBody)
+	}
+	chatType = *in.ChatType
+	if chatType != KindUserQuery && chatType != KindToolResponse {
+		return nil, "", reject(http.StatusBadRequest, msgValidation)
+	}
+	if in.Product == nil || *in.Product != "workspace_v12" ||
+		body.Platform == nil || *body.Platform != "WEB" ||
+		body.MandatoryContext == nil || body.MandatoryContext.WorkspaceID == nil ||
+		*body.MandatoryContext.WorkspaceID != s.cfg.WorkspaceID {
+		return nil, chatType, reject(http.StatusBadRequest, msgValidation)
+	}
+	dm := body.DevModeOptions
+	if dm == nil || dm.SelectedModel == nil {
+		return nil, chatType, reject(http.StatusBadRequest, msgValidation)
+	}
+	if _, ok := s.cfg.Models[*dm.SelectedModel]; !ok {
+		return nil, chatType, reject(http.StatusBadRequest, msgValidation)
+	}
+	if in.Query == nil {
+		return nil, chatType, reject(http.StatusBadRequest, msgValidation)
+	}
+	req = &chatRequest{
+		chatType: chatType,
+		query:    *in.Query,
+		model:    *dm.SelectedModel,
+		parallel: dm.Parallel != nil && *dm.Parallel,
+		autoRun:  dm.AutoRun != nil && *dm.AutoRun,
+	}
+	if in.ConversationID != nil {
+		req.conversationID = *in.ConversationID
+	}
+	if body.ClientTools != nil {
+		switch tp := body.ClientTools.ThirdParty; len(tp) {
+		case 0:
+		case 1:
+			for _, group := range tp {
+				tools, ok := parseTools(group)
+				if !ok {
+					return nil, chatType, reject(http.StatusBadRequest, msgInvalidBody)
+				}
+				req.tools = tools
+			}
+		default:
+			req.extraGroups = true
+		}
+	}
+
+	if chatType == KindUserQuery {
+		if req.query == "" {
+			return nil, chatType, reject(http.StatusBadRequest, msgValidation)
+		}
+		if hasContinuationFields(in) {
+			return nil, chatType, reject(http.StatusBadRequest, msgForbiddenShape)
+		}
+		return req, chatType, nil
+	}
+	if req.query != "" {
+		return nil, chatType, reject(http.StatusBadRequest, msgForbiddenShape)
+	}
+	var ok bool
+	if strategy == StrategyWebSession {
+		req.cont, ok = parseWebContinuation(in)
+	} else {
+		req.cont, ok = parseTokenContinuation(in, s.cfg.ContinuationShape)
+	}
+	if !ok {
+		return nil, chatType, reject(http.StatusBadRequest, msgForbiddenShape)
+	}
+	return req, chatType, nil
+}
+
+func nonEmpty(p *string) bool { return p != nil && *p != "" }
+
+// hasContinuationFields reports continuation data on a USER_QUERY. The empty
+// values real clients send there (toolResponse "", toolResponses [],
+// toolCallGroupId null) are allowed.
+func hasContinuationFields(in *wireInput) bool {
+	return nonEmpty(in.ToolCallGroupID) || nonEmpty(in.ToolCallID) || nonEmpty(in.ToolResponse) ||
+		nonEmpty(in.ToolResponseSummary) || nonEmpty(in.ToolResponseStatus) ||
+		nonEmpty(in.ToolResponseFailureType) || in.ToolResponses != nil && len(*in.ToolResponses) > 0
+}
+
+// parseTokenContinuation reads the access_token grouped or singular flat form.
+func parseTokenContinuation(in *wireInput, shape string) (*continuation, bool) {
+	grouped := in.ToolResponses != nil && len(*in.ToolResponses) > 0
+	flat := nonEmpty(in.ToolCallID)
+	switch {
+	case grouped && !flat:
+		if shape == ShapeFlat || !nonEmpty(in.ToolCallGroupID) || nonEmpty(in.ToolResponse) ||
+			nonEmpty(in.ToolResponseSummary) || nonEmpty(in.ToolResponseStatus) || nonEmpty(in.ToolResponseFailureType) {
+			return nil, false
+		}
+		c := &continuation{groupID: *in.ToolCallGroupID}
+		for _, raw := range *in.ToolResponses {
+			var e wireGroupedResult
+			if !decodeStrict(raw, &e) || !nonEmpty(e.ToolCallID) || e.Content == nil ||
+				e.ToolResponseSummary == nil || e.ToolResponseStatus == nil || !statusValues[*e.ToolResponseStatus] {
+				return nil, false
+			}
+			c.results = append(c.results, toolResult{id: *e.ToolCallID, content: *e.Content})
+		}
+		return c, true
+	case flat && !grouped:
+		if shape == ShapeGrouped || in.ToolResponse == nil || in.ToolResponseSummary == nil ||
+			in.ToolResponseStatus != nil && !statusValues[*in.ToolResponseStatus] {
+			return nil, false
+		}
+		c := &continuation{results: []toolResult{{id: *in.ToolCallID, content: *in.ToolResponse}}}
+		if in.ToolCallGroupID != nil {
+			c.groupID = *in.ToolCallGroupID
+		}
+		return c, true
+	default:
+		return nil, false
+	}
+}
+
+// parseWebContinuation reads the web_session flat form: toolCallId, toolResponse
+// (plain content for one call, or a JSON string of [{toolCallId,status,content}]
+// whose first id equals toolCallId), toolResponseSummary, and toolCallGroupId.
+// A missing group id parses; the turn then fails with TOOL_CALL_NOT_FOUND.
+func parseWebContinuation(in *wireInput) (*continuation, bool) {
+	if in.ToolResponses != nil && len(*in.ToolResponses) > 0 || !nonEmpty(in.ToolCallID) ||
+		in.ToolResponse == nil || in.ToolResponseSummary == nil ||
+		in.ToolResponseStatus != nil && !statusValues[*in.ToolResponseStatus] {
+		return nil, false
+	}
+	c := &continuation{}
+	if in.ToolCallGroupID != nil {
+		c.groupID = *in.ToolCallGroupID
+	}
+	packed, isPacked := unpackResults(*in.ToolResponse)
+	if !isPacked {
+		c.results = []toolResult{{id: *in.ToolCallID, content: *in.ToolResponse}}
+		return c, true
+	}
+	if packed == nil || packed[0].id != *in.ToolCallID {
+		return nil, false
+	}
+	c.results = packed
+	return c, true
+}
+
+// unpackResults recognises a packed result list: a JSON array whose elements are
+// all objects with a "toolCallId" key. Anything else is plain content
+// (isPacked false). A recognised list with a bad entry returns (nil, true).
+func unpackResults(s string) (results []toolResult, isPacked bool) {
+	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, "[") {
+		return nil, false
+	}
+	var probe []map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(t), &probe); err != nil || len(probe) == 0 {
+		return nil, false
+	}
+	for _, m := range probe {
+		if _, ok := m["toolCallId"]; !ok {
+			return nil, false
+		}
+	}
+	var raws []json.RawMessage
+	_ = json.Unmarshal([]byte(t), &raws)
+	for _, raw := range raws {
+		var e wirePackedResult
+		if !decodeStrict(raw, &e) || !nonEmpty(e.ToolCallID) || e.Content == nil ||
+			e.Status == nil || !statusValues[*e.Status] {
+			return nil, true
+		}
+		results = append(results, toolResult{id: *e.ToolCallID, content: *e.Content})
+	}
+	return results, true
+}
+
+func decodeStrict(raw []byte, v any) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return false
+	}
+	_, err := dec.Token()
+	return errors.Is(err, io.EOF) // nothing follows the value
+}
+
+// parseTools reads one third-party group {tools:[{name, description, parameters}]}.
+func parseTools(raw json.RawMessage) ([]tool, bool) {
+	var g wireToolGroup
+	if !decodeStrict(raw, &g) {
+		return nil, false
+	}
+	tools := make([]tool, 0, len(g.Tools))
+	for _, t := range g.Tools {
+		if !nonEmpty(t.Name) || t.Description == nil {
+			return nil, false
+		}
+		args, ok := argumentsFor(t.Parameters)
+		if !ok {
+			return nil, false
+		}
+		tools = append(tools, tool{name: *t.Name, args: args})
+	}
+	return tools, true
+}
+
+// argumentsFor builds the deterministic arguments of a call from a JSON schema:
+// each required property of type string becomes "value-<prop>", integer or
+// number becomes 1, boolean becomes true; nothing else is included. A type list
+// uses its first non-null entry. Keys are sorted.
+func argumentsFor(params json.RawMessage) (string, bool) {
+	var schema struct {
+		Properties map[string]struct {
+			Type json.RawMessage `json:"type"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	if len(params) == 0 || params[0] != '{' || json.Unmarshal(params, &schema) != nil {
+		return "", false
+	}
+	required := append([]string(nil), schema.Required...)
+	sort.Strings(required)
+	var b strings.Builder
+	b.WriteByte('{')
+	n := 0
+	for i, name := range required {
+		if i > 0 && name == required[i-1] {
+			continue
+		}
+		prop, ok := schema.Properties[name]
+		if !ok {
+			continue
+		}
+		var value string
+		switch schemaType(prop.Type) {
+		case "string":
+			value = jsonString("value-" + name)
+		case "integer", "number":
+			value = "1"
+		case "boolean":
+			value = "true"
+		default:
+			continue
+		}
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(jsonString(name))
+		b.WriteByte(':')
+		b.WriteString(value)
+		n++
+	}
+	b.WriteByte('}')
+	return b.String(), true
+}
+
+func schemaType(raw json.RawMessage) string {
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return one
+	}
+	var many []string
+	if json.Unmarshal(raw, &many) == nil {
+		for _, t := range many {
+			if t != "null" {
+				return t
+			}
+		}
+	}
+	return ""
+}
+
+// jsonString encodes s as a JSON string without HTML escaping.
+func jsonString(s string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+var (
+	scenarioRE = regexp.MustCompile(`#scenario=([A-Za-z0-9_-]*)`)
+	loopRE     = regexp.MustCompile(`#loop=([0-9A-Za-z_-]*)`)
+)
+
+// directives reads #scenario and #loop. For a USER_QUERY they come from the
+// query; for a TOOL_RESPONSE the scenario comes from the first result content
+// that has one, and #loop is ignored. msg is set (a rejection message) for an
+// unknown scenario name or a loop count outside 1-5.
+func directives(req *chatRequest) (scenario string, loop int, msg string) {
+	loop = 1
+	texts := []string{req.query}
+	if req.cont != nil {
+		texts = texts[:0]
+		for _, r := range req.cont.results {
+			texts = append(texts, r.content)
+		}
+	}
+	for _, t := range texts {
+		if m := scenarioRE.FindStringSubmatch(t); m != nil {
+			if _, known := scenarios[m[1]]; !known {
+				return "", 0, msgUnknownScenario
+			}
+			scenario = m[1]
+			break
+		}
+	}
+	if req.chatType == KindUserQuery {
+		if m := loopRE.FindStringSubmatch(req.query); m != nil {
+			n, err := strconv.Atoi(m[1])
+			if err != nil || n < 1 || n > 5 {
+				return "", 0, msgBadDirective
+			}
+			loop = n
+		}
+	}
+	return scenario, loop, ""
+}

@@ -1,0 +1,237 @@
+package emulator
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"crypto/tls"
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+const redacted = "REDACTED"
+
+// secretHeaders are replaced by "REDACTED" in recorded headers.
+var secretHeaders = []string{"Cookie", "X-Access-Token", "Authorization"}
+
+// serveChat handles every path other than /_emulator/*: strategy recognition,
+// strict checks, then the turn and its stream.
+func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
+	strategy := s.strategyOf(r.Host)
+	rec := Request{Strategy: strategy, Header: redactHeader(r.Header)}
+	refuse := func(status int, msg string) {
+		rec.Status, rec.Rejected = status, true
+		s.record(rec)
+		writeError(w, status, msg)
+	}
+
+	path := s.cfg.ChatPath
+	if strategy == StrategyWebSession {
+		path = webChatPath
+	}
+	if r.URL.Path != path || r.URL.RawPath != "" || r.URL.RawQuery != "" {
+		refuse(http.StatusNotFound, "Not found")
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		refuse(http.StatusMethodNotAllowed, "Method not allowed")
+		return
+	}
+	if rej := s.checkHeaders(strategy, r); rej != nil {
+		refuse(rej.status, rej.msg)
+		return
+	}
+	if r.ContentLength > maxBodyBytes {
+		refuse(http.StatusRequestEntityTooLarge, msgTooLarge)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	rec.Body = body
+	if err != nil {
+		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
+			refuse(http.StatusRequestEntityTooLarge, msgTooLarge)
+		} else {
+			refuse(http.StatusBadRequest, msgInvalidBody)
+		}
+		return
+	}
+	req, chatType, rej := s.parseChat(strategy, body)
+	rec.ChatType = chatType
+	if req != nil {
+		rec.ConversationID = req.conversationID
+	}
+	if rej != nil {
+		refuse(rej.status, rej.msg)
+		return
+	}
+	scenario, loop, msg := directives(req)
+	if msg != "" {
+		refuse(http.StatusBadRequest, msg)
+		return
+	}
+	rec.Scenario = scenario
+	if scenarios[scenario] == scenarioHTTP {
+		s.serveHTTPScenario(w, scenario, rec)
+		return
+	}
+
+	t := s.runTurn(strategy, req, loop, scenarios[scenario] != scenarioText)
+	if t.convID != "" {
+		rec.ConversationID = t.convID
+	}
+	frames := s.render(strategy, s.cfg.Models[req.model], len(body), t, scenario)
+	var delay time.Duration
+	if scenario == ScenarioSlowStream {
+		delay = s.cfg.SlowDelay
+	}
+	rec.Status = http.StatusOK
+	s.record(rec)
+	s.writeStream(r.Context(), w, frames, delay)
+}
+
+// strategyOf: Host "<Subdomain>.postman.co[:port]" is web_session, anything else access_token.
+func (s *Server) strategyOf(host string) string {
+	if s.cfg.Subdomain != "" && strings.EqualFold(hostname(host), s.cfg.Subdomain+".postman.co") {
+		return StrategyWebSession
+	}
+	return StrategyAccessToken
+}
+
+func hostname(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		return h
+	}
+	return host
+}
+
+// checkHeaders authenticates the request and checks the strategy's header
+// policy. Order: TLS server name (web_session), credential (401), forbidden
+// headers (400), required headers (400).
+func (s *Server) checkHeaders(strategy string, r *http.Request) *rejection {
+	h := r.Header
+	if strategy == StrategyWebSession {
+		if r.TLS == nil || !strings.EqualFold(r.TLS.ServerName, hostname(r.Host)) {
+			return reject(http.StatusMisdirectedRequest, "Misdirected request")
+		}
+		cookies := h.Values("Cookie")
+		if len(cookies) != 1 || !secretEqual(cookies[0], "postman.sid="+s.cfg.SessionCookie) {
+			return reject(http.StatusUnauthorized, "Unauthorized")
+		}
+		if present(h, "X-Access-Token") || present(h, "Authorization") {
+			return reject(http.StatusBadRequest, "Forbidden request header")
+		}
+		origin := "https://" + s.cfg.Subdomain + ".postman.co"
+		if !jsonContentType(h) ||
+			!single(h, "Accept", func(v string) bool { return strings.EqualFold(strings.TrimSpace(v), "text/event-stream") }) ||
+			!single(h, "X-Pstmn-Req-Service", equals("agent-mode-service")) ||
+			!single(h, "Origin", equals(origin)) ||
+			!single(h, "Referer", equals(origin+"/")) {
+			return reject(http.StatusBadRequest, "Invalid request headers")
+		}
+		return nil
+	}
+	tokens := h.Values("X-Access-Token")
+	if s.cfg.AccessToken == "" || len(tokens) != 1 || !secretEqual(tokens[0], s.cfg.AccessToken) {
+		return reject(http.StatusUnauthorized, "Unauthorized")
+	}
+	if present(h, "Cookie") || present(h, "Authorization") {
+		return reject(http.StatusBadRequest, "Forbidden request header")
+	}
+	if !jsonContentType(h) {
+		return reject(http.StatusBadRequest, "Invalid request headers")
+	}
+	return nil
+}
+
+func present(h http.Header, name string) bool { return len(h.Values(name)) > 0 }
+
+func equals(want string) func(string) bool { return func(v string) bool { return v == want } }
+
+// single reports whether header name appears exactly once and satisfies ok.
+func single(h http.Header, name string, ok func(string) bool) bool {
+	v := h.Values(name)
+	return len(v) == 1 && ok(v[0])
+}
+
+// jsonContentType accepts "application/json", optionally with charset=utf-8.
+func jsonContentType(h http.Header) bool {
+	return single(h, "Content-Type", func(v string) bool {
+		mt, params, err := mime.ParseMediaType(v)
+		if err != nil || mt != "application/json" {
+			return false
+		}
+		for k, val := range params {
+			if k != "charset" || !strings.EqualFold(val, "utf-8") {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// secretEqual compares in constant time, length included (both sides hashed).
+func secretEqual(got, want string) bool {
+	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+}
+
+func redactHeader(h http.Header) http.Header {
+	out := h.Clone()
+	for _, name := range secretHeaders {
+		for i := range out[name] {
+			out[name][i] = redacted
+		}
+	}
+	return out
+}
+
+// serveHTTPScenario answers an HTTP-level fault; the conversation is untouched.
+func (s *Server) serveHTTPScenario(w http.ResponseWriter, scenario string, rec Request) {
+	status, msg := http.StatusOK, ""
+	switch scenario {
+	case ScenarioAuthFailure:
+		status, msg = http.StatusUnauthorized, "Unauthorized"
+	case ScenarioForbidden:
+		status, msg = http.StatusForbidden, "Forbidden"
+	case ScenarioRateLimited:
+		status, msg = http.StatusTooManyRequests, "Too many requests"
+		w.Header().Set("Retry-After", "7")
+	case ScenarioServerError:
+		status, msg = http.StatusServiceUnavailable, "Service unavailable"
+	case ScenarioJSON200:
+		msg = "Agent Mode is temporarily unavailable"
+	case ScenarioRedirect:
+		rec.Status = http.StatusFound
+		s.record(rec)
+		w.Header().Set("Location", "https://example.invalid/login")
+		w.WriteHeader(http.StatusFound)
+		return
+	case ScenarioDropAfterRequest:
+		rec.Status = 0
+		s.record(rec)
+		dropConnection(w)
+		return
+	}
+	rec.Status = status
+	s.record(rec)
+	writeError(w, status, msg)
+}
+
+// dropConnection closes the TCP connection under the response without writing
+// anything (no TLS close_notify either).
+func dropConnection(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler) // aborts the connection without a response
+	}
+	if tc, ok := conn.(*tls.Conn); ok {
+		_ = tc.NetConn().Close()
+		return
+	}
+	_ = conn.Close()
+}

@@ -1,0 +1,246 @@
+package emulator_test
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"pmgate/adapters/emulator"
+)
+
+func TestHTTPScenariosAnswerWithTheirStatus(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		scenario string
+		status   int
+		check    func(is *is.I, resp *http.Response, body []byte)
+	}{
+		{"auth_failure", 401, nil},
+		{"forbidden", 403, nil},
+		{"rate_limited", 429, func(is *is.I, resp *http.Response, _ []byte) {
+			is.Equal(resp.Header.Get("Retry-After"), "7") // retry hint
+		}},
+		{"redirect", 302, func(is *is.I, resp *http.Response, _ []byte) {
+			is.Equal(resp.Header.Get("Location"), "https://example.invalid/login") // login redirect
+		}},
+		{"server_error", 503, nil},
+		{"json_200", 200, func(is *is.I, resp *http.Response, body []byte) {
+			is.Equal(resp.Header.Get("Content-Type"), "application/json") // not a stream
+			is.True(strings.Contains(string(body), `"error"`))            // an error body
+		}},
+	}
+	for _, tc := range cases {
+		for _, web := range []bool{false, true} {
+			t.Run(tc.scenario, func(t *testing.T) {
+				t.Parallel()
+				is := is.New(t)
+				s := start(t)
+				p := tokenPeer(t, s)
+				if web {
+					p = webPeer(t, s)
+				}
+				resp, body := p.post(userQuery("hi #scenario=" + tc.scenario))
+				is.Equal(resp.StatusCode, tc.status) // scenario status
+				if tc.check != nil {
+					tc.check(is, resp, body)
+				}
+				is.Equal(s.Count(emulator.KindUserQuery), 1) // a scenario is not a rejection
+				is.Equal(s.Count(emulator.KindRejected), 0)  // nothing rejected
+				rec := s.Requests()[0]
+				is.Equal(rec.Scenario, tc.scenario) // recorded scenario
+				is.Equal(rec.Status, tc.status)     // recorded status
+			})
+		}
+	}
+}
+
+func TestDropAfterRequestClosesTheConnectionWithoutAResponse(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	s := start(t)
+	p := tokenPeer(t, s)
+	resp, err := p.hc.Do(p.request(context.Background(), userQuery("bye #scenario=drop_after_request")))
+	if resp != nil {
+		resp.Body.Close()
+	}
+	is.True(err != nil)                                      // no response at all
+	is.Equal(s.Count(emulator.KindUserQuery), 1)             // the request was read and recorded
+	is.Equal(s.Requests()[0].Status, 0)                      // no status sent
+	is.Equal(s.Requests()[0].Scenario, "drop_after_request") // recorded scenario
+}
+
+func TestStreamScenarios(t *testing.T) {
+	t.Parallel()
+	const quota = "Your team has exceeded its monthly AI credit limit by 16%. You'll regain Agent Mode access in 30 days. To continue using Agent Mode without interruption, enable pay-as-you-go"
+	cases := []struct {
+		scenario string
+		web      bool
+		shape    []string
+		check    func(is *is.I, st stream)
+	}{
+		{"quota_exhausted", false, []string{"conversation", "failure"}, func(is *is.I, st stream) {
+			is.Equal(st.first("failure")["errorType"], "FORBIDDEN") // error type
+			is.Equal(st.first("failure")["userMessage"], quota)     // monthly-credit message
+		}},
+		{"quota_usage_state", true, []string{"conversation", "usage"}, func(is *is.I, st stream) {
+			is.Equal(st.first("usage")["usageState"], "EXCEEDED") // quota state
+		}},
+		{"truncated_frame", false, []string{"conversation", "thinkingChunk", "textChunk"}, func(is *is.I, st stream) {
+			is.Equal(st.tail, `data: {"eventType":"textChunk","data":{"textCo`) // half a frame, no newline
+		}},
+		{"ambiguous_eof", false, []string{"conversation", "thinkingChunk", "textChunk"}, func(is *is.I, st stream) {
+			is.Equal(st.tail, "")                                // whole frames
+			is.True(strings.HasPrefix(st.text(), greeting+"hi")) // the whole reply
+		}},
+		{"ambiguous_eof", true, []string{"conversation", "thinkingChunk", "textChunk"}, nil},
+		{"empty_stream", false, []string{"conversation", "usage", "[DONE]"}, func(is *is.I, st stream) {
+			is.Equal(st.first("usage")["completionTokens"], float64(0)) // no output
+		}},
+		{"empty_stream", true, []string{"conversation", "usage"}, nil},
+		{"failure_after_text", true, []string{"conversation", "textChunk", "failure"}, nil},
+		{"unknown_event", false, []string{"conversation", "thinkingChunk", "textChunk", "mysteryEvent", "usage", "[DONE]"}, nil},
+		{"model_mismatch", true, []string{"conversation", "thinkingChunk", "textChunk", "usage"}, func(is *is.I, st stream) {
+			for _, d := range st.all("textChunk") {
+				is.Equal(label(d), "SOME_OTHER_MODEL") // replaced label
+			}
+		}},
+		{"data_after_done", false, []string{"conversation", "thinkingChunk", "textChunk", "usage", "[DONE]", "textChunk"}, nil},
+		{"loop_approval", false, []string{"conversation", "usage", "loopApprovalChunk", "[DONE]"}, func(is *is.I, st stream) {
+			is.Equal(st.first("loopApprovalChunk")["message"], "Continue running tools?") // gate message
+		}},
+		{"loop_approval", true, []string{"conversation", "usage", "loopApprovalChunk"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.scenario, func(t *testing.T) {
+			t.Parallel()
+			is := is.New(t)
+			s := start(t)
+			p := tokenPeer(t, s)
+			if tc.web {
+				p = webPeer(t, s)
+			}
+			st := p.turn(userQuery("hi #scenario=" + tc.scenario))
+			is.Equal(st.shape(), tc.shape) // scenario stream
+			if tc.check != nil {
+				tc.check(is, st)
+			}
+			is.Equal(s.Requests()[0].Scenario, tc.scenario) // recorded
+		})
+	}
+}
+
+func TestToolCallNoIDScenarioOmitsCallIDs(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	s := start(t)
+	st := tokenPeer(t, s).turn(userQuery("#scenario=tool_call_no_id").withTools(true, true, weatherTool, timeTool))
+	calls, group := st.calls(t)
+	is.Equal(len(calls), 2)                   // still a parallel group
+	is.True(strings.HasPrefix(group, "grp-")) // group id kept
+	for _, c := range calls {
+		is.True(!c.hasID)      // no id on any entry
+		is.True(c.chunks >= 2) // still chunked
+	}
+}
+
+func TestScenarioInToolResultSelectsTheFaultAndKeepsTheGroup(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	s := start(t)
+	p := webPeer(t, s)
+	st := p.turn(userQuery("go").withTools(false, true, weatherTool))
+	calls, group := st.calls(t)
+	conv := st.conversationID()
+
+	resp, _ := p.post(toolResponse(conv, false, weatherTool).flat(group, result{calls[0].id, "out #scenario=server_error"}))
+	is.Equal(resp.StatusCode, http.StatusServiceUnavailable) // directive found in the result content
+	is.Equal(s.Requests()[1].Scenario, "server_error")       // recorded
+	is.Equal(s.Count(emulator.KindToolResponse), 1)          // counted as a continuation
+
+	st = p.turn(toolResponse(conv, false, weatherTool).flat(group, result{calls[0].id, "fine"}))
+	is.Equal(st.text(), "Tool results received: get_weather=fine") // HTTP faults leave the group pending
+}
+
+func TestSlowStreamDelaysEveryEvent(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	s := start(t, func(c *emulator.Config) { c.SlowDelay = 15 * time.Millisecond })
+	began := time.Now()
+	st := tokenPeer(t, s).turn(userQuery("slowly #scenario=slow_stream"))
+	elapsed := time.Since(began)
+	is.Equal(st.shape(), []string{"conversation", "thinkingChunk", "textChunk", "usage", "[DONE]"}) // the normal reply
+	is.True(elapsed >= time.Duration(len(st.kinds)-1)*15*time.Millisecond)                          // delay between events
+}
+
+func TestSlowStreamStopsWhenTheClientGoesAway(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	s := start(t, func(c *emulator.Config) { c.SlowDelay = 10 * time.Second })
+	p := tokenPeer(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp, err := p.hc.Do(p.request(ctx, userQuery("slowly #scenario=slow_stream")))
+	is.NoErr(err) // headers arrive at once
+	defer resp.Body.Close()
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	is.NoErr(err)                                                 // first event arrives at once
+	is.True(strings.Contains(line, `"eventType":"conversation"`)) // it is the conversation
+	is.Equal(s.ActiveHandlers(), 1)                               // the stream is waiting
+
+	cancel()
+	deadline := time.Now().Add(2 * time.Second)
+	for s.ActiveHandlers() > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	is.Equal(s.ActiveHandlers(), 0) // the handler noticed the cancellation long before SlowDelay
+}
+
+func TestCloseEndsOpenStreamsPromptly(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	s := start(t, func(c *emulator.Config) { c.SlowDelay = 10 * time.Second })
+	p := tokenPeer(t, s)
+	resp, err := p.hc.Do(p.request(context.Background(), userQuery("slowly #scenario=slow_stream")))
+	is.NoErr(err) // stream open
+	defer resp.Body.Close()
+
+	began := time.Now()
+	is.NoErr(s.Close())                        // closes cleanly
+	is.True(time.Since(began) < 2*time.Second) // without waiting for the slow stream
+	is.Equal(s.ActiveHandlers(), 0)            // every handler returned
+	is.NoErr(s.Close())                        // idempotent
+	_, err = p.hc.Do(p.request(context.Background(), userQuery("after close")))
+	is.True(err != nil) // nothing listens any more
+}
+
+func TestCancellingTheStartContextClosesTheServer(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := emulator.Start(ctx, emulator.Config{WorkspaceID: workspace, AccessToken: token, CADir: t.TempDir()})
+	is.NoErr(err) // started
+	defer s.Close()
+	cancel()
+	p := tokenPeer(t, s)
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := p.hc.Do(p.request(context.Background(), userQuery("x")))
+		if err != nil {
+			return // closed
+		}
+		resp.Body.Close()
+		time.Sleep(10 * time.Millisecond)
+	}
+	is.Fail() // still serving after the context was cancelled
+}
+
+func TestScenarioListIsComplete(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	is.Equal(len(emulator.Scenarios()), 19) // every documented scenario
+}

@@ -1,0 +1,252 @@
+package emulator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+const (
+	thinkingText     = "Planning a deterministic reply."
+	quotaMessage     = "Your team has exceeded its monthly AI credit limit by 16%. You'll regain Agent Mode access in 30 days. To continue using Agent Mode without interruption, enable pay-as-you-go"
+	mismatchLabel    = "SOME_OTHER_MODEL"
+	truncatedFrame   = `data: {"eventType":"textChunk","data":{"textCo`
+	doneFrame        = "data: [DONE]\n\n"
+	usageLimit       = 800000
+	creditsPerToken  = 10
+	loopApprovalText = "Continue running tools?"
+)
+
+type metadata struct {
+	Model string `json:"model"`
+}
+
+type textData struct {
+	TextContent string   `json:"textContent"`
+	Metadata    metadata `json:"metadata"`
+}
+
+type thinkingData struct {
+	ThinkingContent string   `json:"thinkingContent"`
+	Metadata        metadata `json:"metadata"`
+}
+
+type toolCallEntry struct {
+	ID              string       `json:"id,omitempty"`
+	Index           int          `json:"index"`
+	ToolCallGroupID string       `json:"toolCallGroupId"`
+	Function        functionPart `json:"function"`
+}
+
+type functionPart struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type toolCallData struct {
+	ToolCallGroupID string          `json:"toolCallGroupId"`
+	ToolCalls       []toolCallEntry `json:"toolCalls"`
+	Metadata        metadata        `json:"metadata"`
+}
+
+type usageData struct {
+	Limit            int    `json:"limit"`
+	Usage            int    `json:"usage"`
+	Overage          int    `json:"overage"`
+	UserType         string `json:"userType"`
+	UsageState       string `json:"usageState"`
+	PromptTokens     int    `json:"promptTokens"`
+	CompletionTokens int    `json:"completionTokens"`
+	TotalTokens      int    `json:"totalTokens"`
+}
+
+type loopApprovalData struct {
+	Message    string         `json:"message"`
+	Reasons    []string       `json:"reasons"`
+	Counters   map[string]int `json:"counters"`
+	Thresholds map[string]int `json:"thresholds"`
+}
+
+// streamBuilder collects the frames of one response. Frames are computed up
+// front, so a stream is a pure function of the turn, the scenario and the
+// configuration.
+type streamBuilder struct {
+	frames      [][]byte
+	strategy    string
+	label       string
+	promptBytes int
+	outBytes    int // bytes of thinking, text and argument content emitted
+}
+
+func (b *streamBuilder) event(eventType string, data any) {
+	var buf bytes.Buffer
+	buf.WriteString("data: ")
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(struct {
+		EventType string `json:"eventType"`
+		Data      any    `json:"data"`
+	}{eventType, data}) // plain structs and strings: cannot fail
+	buf.WriteByte('\n') // Encode ended the line; a blank line ends the event
+	b.frames = append(b.frames, buf.Bytes())
+}
+
+func (b *streamBuilder) raw(s string) { b.frames = append(b.frames, []byte(s)) }
+
+func (b *streamBuilder) conversation(id string) {
+	b.event("conversation", map[string]string{"id": id})
+}
+
+func (b *streamBuilder) thinking() {
+	b.outBytes += len(thinkingText)
+	b.event("thinkingChunk", thinkingData{ThinkingContent: thinkingText, Metadata: metadata{b.label}})
+}
+
+func (b *streamBuilder) texts(pieces []string) {
+	for _, p := range pieces {
+		b.outBytes += len(p)
+		b.event("textChunk", textData{TextContent: p, Metadata: metadata{b.label}})
+	}
+}
+
+// toolCalls emits each call over two chunks (arguments split in the middle on a
+// character boundary), repeating the full name, index and group id every time.
+func (b *streamBuilder) toolCalls(g *toolGroup, withIDs bool) {
+	for _, call := range g.calls {
+		mid := len(truncateUTF8(call.args, len(call.args)/2))
+		if mid == 0 {
+			mid = len(call.args) / 2
+		}
+		for _, part := range []string{call.args[:mid], call.args[mid:]} {
+			entry := toolCallEntry{Index: call.index, ToolCallGroupID: g.id, Function: functionPart{Name: call.name, Arguments: part}}
+			if withIDs {
+				entry.ID = call.id
+			}
+			b.outBytes += len(part)
+			b.event("toolCallChunk", toolCallData{ToolCallGroupID: g.id, ToolCalls: []toolCallEntry{entry}, Metadata: metadata{b.label}})
+		}
+	}
+}
+
+func (b *streamBuilder) usage(state string) {
+	prompt, completion := ceilDiv4(b.promptBytes), ceilDiv4(b.outBytes)
+	total := prompt + completion
+	b.event("usage", usageData{
+		Limit: usageLimit, Usage: creditsPerToken * total, Overage: 0, UserType: "TEAM", UsageState: state,
+		PromptTokens: prompt, CompletionTokens: completion, TotalTokens: total,
+	})
+}
+
+// end closes a successful stream: [DONE] on access_token, nothing (EOF) on web_session.
+func (b *streamBuilder) end() {
+	if b.strategy == StrategyAccessToken {
+		b.raw(doneFrame)
+	}
+}
+
+func ceilDiv4(n int) int { return (n + 3) / 4 }
+
+// render turns a turn and a scenario into frames.
+func (s *Server) render(strategy, label string, promptBytes int, t turn, scenario string) [][]byte {
+	b := &streamBuilder{strategy: strategy, label: label, promptBytes: promptBytes}
+	if scenario == ScenarioModelMismatch {
+		b.label = mismatchLabel
+	}
+	if t.convID != "" {
+		b.conversation(t.convID)
+	}
+	if t.failure != nil {
+		b.event("failure", t.failure)
+		return b.frames
+	}
+	pieces := splitUTF8(t.reply, s.cfg.ChunkBytes)
+	switch scenario {
+	case ScenarioQuotaExhausted:
+		b.event("failure", failureData{ErrorType: "FORBIDDEN", UserMessage: quotaMessage})
+	case ScenarioQuotaUsageState:
+		b.usage("EXCEEDED")
+	case ScenarioTruncatedFrame:
+		b.thinking()
+		b.texts(pieces[:(len(pieces)+1)/2])
+		b.raw(truncatedFrame)
+	case ScenarioAmbiguousEOF:
+		b.thinking()
+		b.texts(pieces)
+	case ScenarioEmptyStream:
+		b.usage("AVAILABLE")
+		b.end()
+	case ScenarioFailureAfterText:
+		b.texts(pieces)
+		b.event("failure", failureData{ErrorType: "INTERNAL_SERVER_ERROR", Message: "Something went wrong"})
+	case ScenarioUnknownEvent:
+		b.thinking()
+		b.texts(pieces)
+		b.event("mysteryEvent", struct{}{})
+		b.usage("AVAILABLE")
+		b.end()
+	case ScenarioLoopApproval:
+		b.usage("AVAILABLE")
+		b.event("loopApprovalChunk", loopApprovalData{
+			Message:    loopApprovalText,
+			Reasons:    []string{"TOOL_CALL_LIMIT_REACHED"},
+			Counters:   map[string]int{"toolCalls": 25},
+			Thresholds: map[string]int{"toolCalls": 25},
+		})
+		b.end()
+	default: // the normal turn: "", model_mismatch, slow_stream, data_after_done, tool_call_no_id
+		b.thinking()
+		if t.group != nil {
+			b.toolCalls(t.group, scenario != ScenarioToolCallNoID)
+		} else {
+			b.texts(pieces)
+		}
+		b.usage("AVAILABLE")
+		if scenario == ScenarioDataAfterDone {
+			b.raw(doneFrame)
+			b.texts([]string{"late"})
+			break
+		}
+		b.end()
+	}
+	return b.frames
+}
+
+// writeStream sends frames as a 200 event stream, flushing each one, with delay
+// between frames. It stops as soon as the client goes away or Close begins.
+func (s *Server) writeStream(ctx context.Context, w http.ResponseWriter, frames [][]byte, delay time.Duration) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	var timer *time.Timer
+	for i, f := range frames {
+		if i > 0 && delay > 0 {
+			if timer == nil {
+				timer = time.NewTimer(delay)
+				defer timer.Stop()
+			} else {
+				timer.Reset(delay)
+			}
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				return
+			case <-s.closing:
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if _, err := w.Write(f); err != nil {
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+	}
+}

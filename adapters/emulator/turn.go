@@ -1,0 +1,209 @@
+package emulator
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+	"unicode/utf8"
+)
+
+const (
+	replyPrefix  = "Hello from the pmgate emulator. You said: "
+	resultPrefix = "Tool results received: "
+	quoteBytes   = 200
+)
+
+// failureData is the data of an in-stream failure event.
+type failureData struct {
+	ErrorType   string `json:"errorType"`
+	Message     string `json:"message,omitempty"`
+	UserMessage string `json:"userMessage,omitempty"`
+}
+
+var (
+	failConversationNotFound = &failureData{ErrorType: "CONVERSATION_NOT_FOUND", Message: "Conversation not found"}
+	failToolCallNotFound     = &failureData{ErrorType: "TOOL_CALL_NOT_FOUND", Message: "Looks like I lost my way. Try sending a new message."}
+	failForbiddenInput       = &failureData{ErrorType: "INPUT_VALIDATION_ERROR", Message: "Forbidden"}
+)
+
+type toolCall struct {
+	id    string
+	index int
+	name  string
+	args  string
+}
+
+type toolGroup struct {
+	id    string
+	calls []toolCall
+}
+
+type quotedResult struct {
+	name    string
+	content string
+}
+
+// conversation is the emulator's memory of one upstream conversation.
+type conversation struct {
+	strategy string     // a conversation belongs to the account (strategy) that made it
+	pending  *toolGroup // the group awaiting its TOOL_RESPONSE, nil when none
+	rounds   int        // tool rounds asked for by the last USER_QUERY (#loop)
+	used     int        // tool rounds already issued
+	results  []quotedResult
+}
+
+// turn is what one accepted request produces before the scenario shapes it.
+type turn struct {
+	convID  string       // "" when no conversation is involved
+	failure *failureData // an in-stream failure ends the turn
+	group   *toolGroup   // a tool turn
+	reply   string       // a text turn
+}
+
+// runTurn applies a validated request to the conversation table. allowTools is
+// false for scenarios that always answer with text.
+func (s *Server) runTurn(strategy string, req *chatRequest, loop int, allowTools bool) turn {
+	if req.extraGroups {
+		return turn{failure: failForbiddenInput}
+	}
+	s.convMu.Lock()
+	defer s.convMu.Unlock()
+
+	id := req.conversationID
+	var c *conversation
+	if req.chatType == KindUserQuery && id == "" {
+		id = "conv-" + randomHex(8)
+		c = &conversation{strategy: strategy}
+		s.addConversation(id, c)
+	} else if c = s.convs[id]; id == "" || c == nil || c.strategy != strategy {
+		return turn{failure: failConversationNotFound}
+	}
+	t := turn{convID: id}
+
+	if req.chatType == KindUserQuery {
+		// A new user turn abandons any pending group and restarts the loop.
+		c.pending, c.rounds, c.used, c.results = nil, loop, 0, nil
+	} else {
+		p := c.pending
+		if p == nil || !groupMatches(strategy, req.cont.groupID, p.id) || !answersExactly(p, req.cont.results) {
+			t.failure = failToolCallNotFound
+			return t
+		}
+		c.pending = nil
+		content := make(map[string]string, len(req.cont.results))
+		for _, r := range req.cont.results {
+			content[r.id] = r.content
+		}
+		for _, call := range p.calls {
+			c.results = append(c.results, quotedResult{name: call.name, content: content[call.id]})
+		}
+	}
+
+	if allowTools && len(req.tools) > 0 && req.autoRun && c.used < c.rounds {
+		t.group = newGroup(req)
+		c.pending = t.group
+		c.used++
+		return t
+	}
+	if req.chatType == KindUserQuery {
+		t.reply = replyPrefix + truncateUTF8(req.query, quoteBytes)
+	} else {
+		t.reply = quoteResults(c.results)
+	}
+	return t
+}
+
+// groupMatches checks the continuation's toolCallGroupId: web_session requires
+// it; the access_token singular flat form may omit it.
+func groupMatches(strategy, got, want string) bool {
+	if got == "" {
+		return strategy == StrategyAccessToken
+	}
+	return got == want
+}
+
+// answersExactly reports whether results answer every call of g once and nothing else.
+func answersExactly(g *toolGroup, results []toolResult) bool {
+	if len(results) != len(g.calls) {
+		return false
+	}
+	want := make(map[string]bool, len(g.calls))
+	for _, c := range g.calls {
+		want[c.id] = true
+	}
+	for _, r := range results {
+		if !want[r.id] {
+			return false // unknown or duplicate
+		}
+		delete(want, r.id)
+	}
+	return true
+}
+
+// newGroup calls the first tool, or the first two when parallel calling is on
+// and at least two tools are offered.
+func newGroup(req *chatRequest) *toolGroup {
+	n := 1
+	if req.parallel && len(req.tools) >= 2 {
+		n = 2
+	}
+	g := &toolGroup{id: "grp-" + randomHex(8)}
+	for i, t := range req.tools[:n] {
+		g.calls = append(g.calls, toolCall{id: "tc-" + randomHex(8), index: i, name: t.name, args: t.args})
+	}
+	return g
+}
+
+func quoteResults(results []quotedResult) string {
+	parts := make([]string, len(results))
+	for i, r := range results {
+		parts[i] = r.name + "=" + truncateUTF8(r.content, quoteBytes)
+	}
+	return resultPrefix + strings.Join(parts, "; ")
+}
+
+// addConversation stores c, forgetting the oldest conversation beyond the bound.
+// The caller holds convMu.
+func (s *Server) addConversation(id string, c *conversation) {
+	s.convs[id] = c
+	s.convOrder = append(s.convOrder, id)
+	for len(s.convOrder) > maxConversations {
+		delete(s.convs, s.convOrder[0])
+		s.convOrder = s.convOrder[1:]
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
+}
+
+// truncateUTF8 cuts s to at most n bytes without splitting a character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// splitUTF8 cuts s into pieces of at most n bytes on character boundaries (a
+// character longer than n is one piece).
+func splitUTF8(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		cut := len(truncateUTF8(s, n))
+		if cut == 0 {
+			_, cut = utf8.DecodeRuneInString(s)
+		}
+		out = append(out, s[:cut])
+		s = s[cut:]
+	}
+	if s != "" {
+		out = append(out, s)
+	}
+	return out
+}
