@@ -1,0 +1,252 @@
+package completion_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"pmgate/domain/completion"
+	"pmgate/domain/errs"
+)
+
+const (
+	legacy   = completion.RuleLegacyDone
+	explicit = completion.RuleExplicitOnly
+	usage    = completion.RuleUsageAfterOutput
+
+	meta  = completion.Metadata
+	out   = completion.Output
+	use   = completion.Usage
+	fail  = completion.Failure
+	done  = completion.Done
+	eof   = completion.EOF
+	eofP  = completion.EOFPartial
+	abort = completion.Abort
+	tmo   = completion.Timeout
+	rerr  = completion.ReadError
+)
+
+func TestParseRuleAcceptsExactlyTheThreeRules(t *testing.T) {
+	is := is.New(t)
+	for _, r := range allRules {
+		got, err := completion.ParseRule(string(r))
+		is.NoErr(err)    // every declared rule parses
+		is.Equal(got, r) // to itself
+	}
+	for _, bad := range []string{"", "EXPLICIT_ONLY", "usage_after_output", "legacy"} {
+		_, err := completion.ParseRule(bad)
+		is.True(errs.Has(err, errs.ConfigInvalid)) // anything else is config_invalid
+	}
+	is.Equal(completion.DefaultWebRule, usage)              // the contract's default
+	is.True(usage.Web() && explicit.Web() && !legacy.Web()) // only the web rules are web rules
+}
+
+// Legacy rule (design §6.1).
+
+func TestLegacyExactDoneThenEOFCompletes(t *testing.T) {
+	is := is.New(t)
+	tr := run(t, legacy, meta, out, done, eof)
+	is.Equal(tr.Outcome(), completion.Outcome{State: completion.CompleteExplicit, Complete: true}) // exact [DONE] completes
+}
+
+func TestLegacyEOFBeforeDoneIsIncompleteStream(t *testing.T) {
+	for name, evs := range map[string][]completion.Event{
+		"empty": {eof}, "metadata": {meta, eof}, "output": {out, eof}, "output and usage": {out, use, eof},
+	} {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			o := run(t, legacy, evs...).Outcome()
+			is.Equal(o.State, completion.IncompleteTruncated) // EOF first is truncation
+			is.Equal(o.Code, errs.UpstreamIncompleteStream)   // with the legacy code
+			is.True(!o.Complete)                              // and no completion
+		})
+	}
+}
+
+func TestLegacyDataAfterDoneIsAnError(t *testing.T) {
+	for _, e := range []completion.Event{meta, out, use, fail, done, eofP} {
+		t.Run(string(e), func(t *testing.T) {
+			is := is.New(t)
+			tr := run(t, legacy, out, done, e)
+			is.Equal(tr.Outcome(), completion.Outcome{State: completion.Failed, Code: errs.UpstreamDataAfterDone}) // anything after [DONE] but a clean EOF
+		})
+	}
+}
+
+// Design §6.3, rule by rule, for the web rules.
+
+func TestRule1FailureAtAnyPointFailsWithItsCode(t *testing.T) {
+	for _, rule := range allRules {
+		for _, prefix := range [][]completion.Event{{}, {meta}, {out}, {out, use}} {
+			t.Run(string(rule), func(t *testing.T) {
+				is := is.New(t)
+				tr := run(t, rule, prefix...)
+				_, err := apply(t, tr, fail, errs.UpstreamQuotaExhausted)
+				is.NoErr(err)                                                                                           // a failure is always accepted before [DONE]
+				is.Equal(tr.Outcome(), completion.Outcome{State: completion.Failed, Code: errs.UpstreamQuotaExhausted}) // with the code it carries
+				_, err = tr.EOF(false)
+				is.True(errors.Is(err, completion.ErrEventAfterOutcome)) // nothing can complete it afterwards
+			})
+		}
+	}
+}
+
+func TestRule2ExactDoneCompletesOnlyWithoutAPartialFrame(t *testing.T) {
+	for _, rule := range []completion.Rule{explicit, usage} {
+		t.Run(string(rule), func(t *testing.T) {
+			is := is.New(t)
+			is.Equal(run(t, rule, out, done, eof).Outcome().State, completion.CompleteExplicit) // [DONE] then a clean EOF completes
+			o := run(t, rule, out, done, eofP).Outcome()
+			is.Equal(o.State, completion.Failed)         // a partial frame after [DONE] does not
+			is.Equal(o.Code, errs.UpstreamDataAfterDone) // it is data after the end marker
+		})
+	}
+}
+
+func TestRule3NoNativeTerminalEventIsDeclared(t *testing.T) {
+	is := is.New(t)
+	for _, rule := range allRules {
+		for _, r := range completion.Table(rule).Rows {
+			if r.To == string(completion.CompleteExplicit) {
+				is.Equal([2]string{r.From, r.On}, [2]string{string(completion.DoneSeen), string(eof)}) // explicit completion only from [DONE] + EOF
+			}
+			if r.To == string(completion.DoneSeen) {
+				is.Equal(r.On, string(done)) // only the exact [DONE] leads to DONE_SEEN (the native-terminal enum is empty)
+			}
+		}
+	}
+}
+
+func TestRule4EOFWithAPartialFrameIsTruncated(t *testing.T) {
+	for _, rule := range allRules {
+		for _, prefix := range [][]completion.Event{{}, {meta}, {out}, {out, use}} {
+			t.Run(string(rule), func(t *testing.T) {
+				is := is.New(t)
+				o := run(t, rule, append(prefix, eofP)...).Outcome()
+				is.Equal(o, completion.Outcome{State: completion.IncompleteTruncated, Code: errs.UpstreamIncompleteStream}) // a partial frame never completes
+			})
+		}
+	}
+}
+
+func TestRule5EOFAfterOutputWithoutProofIsAmbiguous(t *testing.T) {
+	for _, c := range []struct {
+		rule completion.Rule
+		evs  []completion.Event
+	}{
+		{explicit, []completion.Event{meta, out, eof}},
+		{explicit, []completion.Event{out, use, eof}}, // usage is no proof under explicit_only
+		{usage, []completion.Event{out, eof}},
+		{usage, []completion.Event{use, out, eof}},      // usage before output is no proof
+		{usage, []completion.Event{out, use, out, eof}}, // new output needs a new usage
+		{usage, []completion.Event{out, use, out, meta, eof}},
+	} {
+		t.Run(string(c.rule), func(t *testing.T) {
+			is := is.New(t)
+			o := run(t, c.rule, c.evs...).Outcome()
+			is.Equal(o, completion.Outcome{State: completion.AmbiguousEOF, Code: errs.UpstreamCompletionAmbiguous}) // fail closed
+		})
+	}
+}
+
+func TestRule6EOFWithoutOutputIsEmpty(t *testing.T) {
+	for _, rule := range []completion.Rule{explicit, usage} {
+		for _, prefix := range [][]completion.Event{{}, {meta}, {meta, use, meta}} {
+			t.Run(string(rule), func(t *testing.T) {
+				is := is.New(t)
+				o := run(t, rule, append(prefix, eof)...).Outcome()
+				is.Equal(o, completion.Outcome{State: completion.IncompleteEmpty, Code: errs.UpstreamEmptyStream}) // metadata and heartbeats are not output
+			})
+		}
+	}
+}
+
+func TestRule7AbortTimeoutAndReadErrorNeverComplete(t *testing.T) {
+	want := map[completion.Event]completion.Outcome{
+		abort: {State: completion.Aborted, Code: errs.ClientCancelled},
+		tmo:   {State: completion.TimedOut, Code: errs.UpstreamTimeout},
+		rerr:  {State: completion.Failed, Code: errs.UpstreamConnectionLost},
+	}
+	for _, rule := range allRules {
+		for e, o := range want {
+			for _, prefix := range [][]completion.Event{{}, {out, use}, {out, done}} {
+				t.Run(string(rule)+"/"+string(e), func(t *testing.T) {
+					is := is.New(t)
+					is.Equal(run(t, rule, append(prefix, e)...).Outcome(), o) // the existing classification, even after [DONE]
+				})
+			}
+		}
+	}
+}
+
+// The two web rules side by side.
+
+func TestUsageAfterOutputCompletesOnCleanEOF(t *testing.T) {
+	is := is.New(t)
+	o := run(t, usage, meta, out, out, meta, use, meta, eof).Outcome()
+	is.Equal(o, completion.Outcome{State: completion.CompleteUsageAfterOutput, Complete: true}) // output, then usage, then a whole last frame
+}
+
+func TestExplicitOnlyAndUsageAfterOutputDifferOnTheSameSequence(t *testing.T) {
+	is := is.New(t)
+	seq := []completion.Event{meta, out, use, eof}
+	is.Equal(run(t, explicit, seq...).Outcome().State, completion.AmbiguousEOF)          // design §6.3 as written
+	is.Equal(run(t, usage, seq...).Outcome().State, completion.CompleteUsageAfterOutput) // the contract's default rule
+	is.Equal(run(t, legacy, seq...).Outcome().State, completion.IncompleteTruncated)     // and the legacy rule
+	withDone := []completion.Event{meta, out, use, done, eof}
+	for _, rule := range allRules {
+		is.Equal(run(t, rule, withDone...).Outcome().State, completion.CompleteExplicit) // [DONE] completes under every rule
+	}
+}
+
+func TestFailureCodeDefaultsAndUnknownCodes(t *testing.T) {
+	is := is.New(t)
+	tr := completion.NewTracker(usage)
+	_, err := apply(t, tr, fail, "")
+	is.NoErr(err)                                     // an empty code is accepted
+	is.Equal(tr.Outcome().Code, errs.UpstreamFailure) // and means upstream_failure
+	tr = completion.NewTracker(usage)
+	_, err = apply(t, tr, fail, errs.Code("not_a_code"))
+	is.NoErr(err)                                   // an unknown code still fails the stream
+	is.Equal(tr.Outcome().Code, errs.InternalError) // as an internal error, never a completion
+}
+
+func TestEventAfterOutcomeIsAMarkedErrorAndChangesNothing(t *testing.T) {
+	is := is.New(t)
+	tr := run(t, usage, out, use, eof)
+	before := tr.Outcome()
+	for _, e := range allEvents {
+		id, err := apply(t, tr, e, errs.UpstreamFailure)
+		is.Equal(id, "")                                         // no row applies
+		is.True(errors.Is(err, completion.ErrEventAfterOutcome)) // the error is marked
+		is.Equal(errs.CodeOf(err), errs.InternalError)           // and is an internal error
+		is.Equal(tr.Outcome(), before)                           // the outcome is unchanged
+	}
+	_, err := tr.Output()
+	msg := errs.Redact(err)
+	is.True(strings.Contains(msg, "Output after outcome COMPLETE_USAGE_AFTER_OUTPUT")) // enums survive redaction
+	is.True(strings.Contains(msg, string(usage)))                                      // and so does the rule
+}
+
+func TestOutcomeIsOnlyTerminalAtTheEnd(t *testing.T) {
+	is := is.New(t)
+	tr := completion.NewTracker(usage)
+	is.Equal(tr.State(), completion.Awaiting) // a new tracker awaits
+	is.True(!tr.Outcome().Terminal())         // and has no outcome
+	tr = run(t, usage, out)
+	is.Equal(tr.Outcome(), completion.Outcome{State: completion.OutputSeen}) // mid-stream: no code, no completion
+	tr = run(t, usage, out, done)
+	is.True(!tr.Outcome().Terminal()) // [DONE] alone is not an outcome yet
+}
+
+func TestSteadyStateOutputDoesNotAllocate(t *testing.T) {
+	is := is.New(t)
+	tr := run(t, usage, meta, out)
+	allocs := testing.AllocsPerRun(1000, func() {
+		_, _ = tr.Output()
+		_, _ = tr.Metadata()
+	})
+	is.Equal(allocs, 0.0) // self-loops take the index, not the machine
+}

@@ -1,0 +1,215 @@
+package completion_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+
+	"pmgate/domain/completion"
+	"pmgate/domain/errs"
+	"pmgate/internal/audit"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// TestMain runs the tests and writes the row audit. The package's tests run
+// sequentially at the top level (subtests may not outlive their parent), so that
+// TestEveryRowIsExercised, declared last, sees every other test's hits.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if err := audit.Flush(); err != nil {
+		fmt.Fprintln(os.Stderr, "audit:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// Hand-written lists, independent of the package's own ones.
+var (
+	allRules = []completion.Rule{completion.RuleLegacyDone, completion.RuleExplicitOnly, completion.RuleUsageAfterOutput}
+
+	nonTerminalStates = []completion.State{
+		completion.Awaiting, completion.MetadataSeen, completion.OutputSeen, completion.OutputUsage, completion.DoneSeen,
+	}
+	terminalStates = []completion.State{
+		completion.CompleteExplicit, completion.CompleteUsageAfterOutput, completion.IncompleteTruncated,
+		completion.AmbiguousEOF, completion.IncompleteEmpty, completion.Failed, completion.Aborted, completion.TimedOut,
+	}
+	allStates = append(append([]completion.State(nil), nonTerminalStates...), terminalStates...)
+
+	allEvents = []completion.Event{
+		completion.Metadata, completion.Output, completion.Usage, completion.Failure, completion.Done,
+		completion.EOF, completion.EOFPartial, completion.Abort, completion.Timeout, completion.ReadError,
+	}
+
+	// failureCodes are codes a decoder may report through Failure.
+	failureCodes = []errs.Code{
+		errs.UpstreamFailure, errs.UpstreamMalformedEvent, errs.UpstreamUnverifiedEventShape,
+		errs.UpstreamQuotaExhausted, errs.UpstreamModelMismatch, errs.UpstreamEventTooLarge,
+	}
+)
+
+var tableNames = func() map[completion.Rule]string {
+	m := map[completion.Rule]string{}
+	for _, r := range allRules {
+		m[r] = completion.Table(r).Name
+	}
+	return m
+}()
+
+// namer is what the audit needs of a test: *testing.T, *rapid.T (which reports
+// its enclosing test's name) or a subtest.
+type namer interface{ Name() string }
+
+// apply feeds one event to a tracker through its facade and, when a row applied,
+// records the hit for the audit. code is only used by Failure.
+func apply(tb namer, tr *completion.Tracker, e completion.Event, code errs.Code) (string, error) {
+	id, err := fire(tr, e, code)
+	if err == nil {
+		audit.Record(tableNames[tr.Rule()], id, tb.Name())
+	}
+	return id, err
+}
+
+// fire calls the facade method of an event.
+func fire(tr *completion.Tracker, e completion.Event, code errs.Code) (string, error) {
+	switch e {
+	case completion.Metadata:
+		return tr.Metadata()
+	case completion.Output:
+		return tr.Output()
+	case completion.Usage:
+		return tr.Usage()
+	case completion.Failure:
+		return tr.Failure(code)
+	case completion.Done:
+		return tr.Done()
+	case completion.EOF:
+		return tr.EOF(false)
+	case completion.EOFPartial:
+		return tr.EOF(true)
+	case completion.Abort:
+		return tr.Abort()
+	case completion.Timeout:
+		return tr.Timeout()
+	case completion.ReadError:
+		return tr.ReadError()
+	}
+	panic("completion_test: unknown event " + string(e))
+}
+
+// run feeds events to a new tracker, failing the test on any error; Failure
+// carries upstream_failure.
+func run(t *testing.T, rule completion.Rule, evs ...completion.Event) *completion.Tracker {
+	t.Helper()
+	tr := completion.NewTracker(rule)
+	for i, e := range evs {
+		if _, err := apply(t, tr, e, errs.UpstreamFailure); err != nil {
+			t.Fatalf("event %d (%s) in rule %s: %v", i, e, rule, err)
+		}
+	}
+	return tr
+}
+
+// model is the hand-written reference: it tracks the facts of design §6.2 and
+// derives states from them. It shares no code with the package's rows.
+type model struct {
+	rule   completion.Rule
+	valid  bool // a valid event was seen
+	output bool // output was seen
+	usage  bool // a usage event came after the last output
+	done   bool // [DONE] was seen
+	final  completion.State
+	code   errs.Code
+}
+
+// modelIn returns the model of a tracker that is in s.
+func modelIn(rule completion.Rule, s completion.State) model {
+	m := model{rule: rule}
+	switch s {
+	case completion.Awaiting:
+	case completion.MetadataSeen:
+		m.valid = true
+	case completion.OutputSeen:
+		m.valid, m.output = true, true
+	case completion.OutputUsage:
+		m.valid, m.output, m.usage = true, true, true
+	case completion.DoneSeen:
+		m.done = true
+	default:
+		m.final = s
+	}
+	return m
+}
+
+// step applies an event and reports whether it was legal.
+func (m *model) step(e completion.Event, code errs.Code) bool {
+	end := func(s completion.State, c errs.Code) { m.final, m.code = s, c }
+	switch {
+	case m.final != "":
+		return false
+	case e == completion.Abort:
+		end(completion.Aborted, errs.ClientCancelled)
+	case e == completion.Timeout:
+		end(completion.TimedOut, errs.UpstreamTimeout)
+	case e == completion.ReadError:
+		end(completion.Failed, errs.UpstreamConnectionLost)
+	case m.done && e == completion.EOF:
+		end(completion.CompleteExplicit, "")
+	case m.done:
+		end(completion.Failed, errs.UpstreamDataAfterDone)
+	case e == completion.Metadata:
+		m.valid = true
+	case e == completion.Usage:
+		m.valid = true
+		m.usage = m.usage || m.output
+	case e == completion.Output:
+		m.valid, m.output, m.usage = true, true, false
+	case e == completion.Failure:
+		end(completion.Failed, code)
+	case e == completion.Done:
+		m.done = true
+	case e == completion.EOFPartial:
+		end(completion.IncompleteTruncated, errs.UpstreamIncompleteStream)
+	case e == completion.EOF && m.rule == completion.RuleLegacyDone:
+		end(completion.IncompleteTruncated, errs.UpstreamIncompleteStream)
+	case e == completion.EOF && m.rule == completion.RuleUsageAfterOutput && m.output && m.usage:
+		end(completion.CompleteUsageAfterOutput, "")
+	case e == completion.EOF && m.output:
+		end(completion.AmbiguousEOF, errs.UpstreamCompletionAmbiguous)
+	case e == completion.EOF:
+		end(completion.IncompleteEmpty, errs.UpstreamEmptyStream)
+	default:
+		panic("completion_test: model has no case for " + string(e))
+	}
+	return true
+}
+
+// state is the state the model expects the tracker to be in.
+func (m model) state() completion.State {
+	switch {
+	case m.final != "":
+		return m.final
+	case m.done:
+		return completion.DoneSeen
+	case m.usage:
+		return completion.OutputUsage
+	case m.output:
+		return completion.OutputSeen
+	case m.valid:
+		return completion.MetadataSeen
+	}
+	return completion.Awaiting
+}
+
+// outcome is the outcome the model expects.
+func (m model) outcome() completion.Outcome {
+	s := m.state()
+	o := completion.Outcome{State: s}
+	if m.final != "" {
+		o.Complete = s == completion.CompleteExplicit || s == completion.CompleteUsageAfterOutput
+		o.Code = m.code
+	}
+	return o
+}

@@ -1,0 +1,110 @@
+package completion
+
+import "pmgate/domain/errs"
+
+// row is one declared transition. For each rule, each non-terminal state and
+// each event there is exactly one row; terminal states have none (they absorb).
+// There are no guards and no actions: a row with From == To is a self-loop that
+// only confirms the event was legal.
+type row struct {
+	ID    string
+	Rules []Rule
+	From  State
+	On    Event
+	To    State
+	// Code is the stable code of the outcome a terminal row reaches. It is empty
+	// for non-terminal rows, for completions, and for FAILED rows fired by
+	// Failure, whose code is the one the Failure event carries.
+	Code errs.Code
+	Ref  string // where the row comes from in the designs
+}
+
+// Rule sets used by the rows.
+var (
+	all    = []Rule{RuleLegacyDone, RuleExplicitOnly, RuleUsageAfterOutput}
+	web    = []Rule{RuleExplicitOnly, RuleUsageAfterOutput}
+	legacy = []Rule{RuleLegacyDone}
+)
+
+// Design references.
+const (
+	refFacts      = "WEB-SESSION §6.2 (facts)"
+	refLegacy     = "WEB-SESSION §6.1 (legacy: EOF before [DONE])"
+	refLegacyDone = "WEB-SESSION §6.1; §6.3 rule 2"
+	refAfterDone  = "WEB-SESSION §6.1 (legacy data after [DONE]); DONE_SEEN waits for a clean EOF"
+	refRule1      = "WEB-SESSION §6.3 rule 1"
+	refRule4      = "WEB-SESSION §6.3 rule 4"
+	refRule5      = "WEB-SESSION §6.3 rule 5"
+	refRule6      = "WEB-SESSION §6.3 rule 6"
+	refRule7      = "WEB-SESSION §6.3 rule 7"
+	refUsageRule  = "CONTRACT §3 POSTMAN_WEB_SESSION_TERMINAL_RULE=usage_after_output_v1"
+	refRule5Web   = "WEB-SESSION §6.3 rule 5; CONTRACT §3 POSTMAN_WEB_SESSION_TERMINAL_RULE (anything else at EOF)"
+)
+
+// rows is the one declaration of the machine, for every rule.
+var rows = []row{
+	// AWAITING: nothing valid yet.
+	{"K01", all, Awaiting, Metadata, MetadataSeen, "", refFacts},
+	{"K02", all, Awaiting, Output, OutputSeen, "", refFacts},
+	{"K03", all, Awaiting, Usage, MetadataSeen, "", refFacts + "; usage before output is no proof"},
+	{"K04", all, Awaiting, Failure, Failed, "", refRule1},
+	{"K05", all, Awaiting, Done, DoneSeen, "", refLegacyDone},
+	{"K06", legacy, Awaiting, EOF, IncompleteTruncated, errs.UpstreamIncompleteStream, refLegacy},
+	{"K07", web, Awaiting, EOF, IncompleteEmpty, errs.UpstreamEmptyStream, refRule6},
+	{"K08", all, Awaiting, EOFPartial, IncompleteTruncated, errs.UpstreamIncompleteStream, refRule4},
+	{"K09", all, Awaiting, Abort, Aborted, errs.ClientCancelled, refRule7},
+	{"K10", all, Awaiting, Timeout, TimedOut, errs.UpstreamTimeout, refRule7},
+	{"K11", all, Awaiting, ReadError, Failed, errs.UpstreamConnectionLost, refRule7},
+
+	// METADATA: valid events, no output.
+	{"K12", all, MetadataSeen, Metadata, MetadataSeen, "", refFacts},
+	{"K13", all, MetadataSeen, Output, OutputSeen, "", refFacts},
+	{"K14", all, MetadataSeen, Usage, MetadataSeen, "", refFacts + "; usage before output is no proof"},
+	{"K15", all, MetadataSeen, Failure, Failed, "", refRule1},
+	{"K16", all, MetadataSeen, Done, DoneSeen, "", refLegacyDone},
+	{"K17", legacy, MetadataSeen, EOF, IncompleteTruncated, errs.UpstreamIncompleteStream, refLegacy},
+	{"K18", web, MetadataSeen, EOF, IncompleteEmpty, errs.UpstreamEmptyStream, refRule6},
+	{"K19", all, MetadataSeen, EOFPartial, IncompleteTruncated, errs.UpstreamIncompleteStream, refRule4},
+	{"K20", all, MetadataSeen, Abort, Aborted, errs.ClientCancelled, refRule7},
+	{"K21", all, MetadataSeen, Timeout, TimedOut, errs.UpstreamTimeout, refRule7},
+	{"K22", all, MetadataSeen, ReadError, Failed, errs.UpstreamConnectionLost, refRule7},
+
+	// OUTPUT: output seen, no usage after the last output.
+	{"K23", all, OutputSeen, Metadata, OutputSeen, "", refFacts},
+	{"K24", all, OutputSeen, Output, OutputSeen, "", refFacts},
+	{"K25", all, OutputSeen, Usage, OutputUsage, "", refFacts},
+	{"K26", all, OutputSeen, Failure, Failed, "", refRule1},
+	{"K27", all, OutputSeen, Done, DoneSeen, "", refLegacyDone},
+	{"K28", legacy, OutputSeen, EOF, IncompleteTruncated, errs.UpstreamIncompleteStream, refLegacy},
+	{"K29", web, OutputSeen, EOF, AmbiguousEOF, errs.UpstreamCompletionAmbiguous, refRule5Web},
+	{"K30", all, OutputSeen, EOFPartial, IncompleteTruncated, errs.UpstreamIncompleteStream, refRule4},
+	{"K31", all, OutputSeen, Abort, Aborted, errs.ClientCancelled, refRule7},
+	{"K32", all, OutputSeen, Timeout, TimedOut, errs.UpstreamTimeout, refRule7},
+	{"K33", all, OutputSeen, ReadError, Failed, errs.UpstreamConnectionLost, refRule7},
+
+	// OUTPUT_USAGE: a usage event after the last output.
+	{"K34", all, OutputUsage, Metadata, OutputUsage, "", refFacts},
+	{"K35", all, OutputUsage, Output, OutputSeen, "", refFacts + "; new output needs a new usage"},
+	{"K36", all, OutputUsage, Usage, OutputUsage, "", refFacts},
+	{"K37", all, OutputUsage, Failure, Failed, "", refRule1},
+	{"K38", all, OutputUsage, Done, DoneSeen, "", refLegacyDone},
+	{"K39", legacy, OutputUsage, EOF, IncompleteTruncated, errs.UpstreamIncompleteStream, refLegacy},
+	{"K40", []Rule{RuleExplicitOnly}, OutputUsage, EOF, AmbiguousEOF, errs.UpstreamCompletionAmbiguous, refRule5},
+	{"K41", []Rule{RuleUsageAfterOutput}, OutputUsage, EOF, CompleteUsageAfterOutput, "", refUsageRule},
+	{"K42", all, OutputUsage, EOFPartial, IncompleteTruncated, errs.UpstreamIncompleteStream, refRule4},
+	{"K43", all, OutputUsage, Abort, Aborted, errs.ClientCancelled, refRule7},
+	{"K44", all, OutputUsage, Timeout, TimedOut, errs.UpstreamTimeout, refRule7},
+	{"K45", all, OutputUsage, ReadError, Failed, errs.UpstreamConnectionLost, refRule7},
+
+	// DONE_SEEN: exact [DONE] seen; only a clean EOF completes.
+	{"K46", all, DoneSeen, Metadata, Failed, errs.UpstreamDataAfterDone, refAfterDone},
+	{"K47", all, DoneSeen, Output, Failed, errs.UpstreamDataAfterDone, refAfterDone},
+	{"K48", all, DoneSeen, Usage, Failed, errs.UpstreamDataAfterDone, refAfterDone},
+	{"K49", all, DoneSeen, Failure, Failed, errs.UpstreamDataAfterDone, refAfterDone},
+	{"K50", all, DoneSeen, Done, Failed, errs.UpstreamDataAfterDone, refAfterDone},
+	{"K51", all, DoneSeen, EOF, CompleteExplicit, "", refLegacyDone},
+	{"K52", all, DoneSeen, EOFPartial, Failed, errs.UpstreamDataAfterDone, refAfterDone + "; §6.3 rule 2"},
+	{"K53", all, DoneSeen, Abort, Aborted, errs.ClientCancelled, refRule7},
+	{"K54", all, DoneSeen, Timeout, TimedOut, errs.UpstreamTimeout, refRule7},
+	{"K55", all, DoneSeen, ReadError, Failed, errs.UpstreamConnectionLost, refRule7},
+}
