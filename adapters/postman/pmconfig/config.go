@@ -1,0 +1,588 @@
+package pmconfig
+
+import (
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"pmgate/domain/errs"
+)
+
+// Strategy is the upstream transport strategy (design §3.1). It is closed: only
+// the two constants below are accepted.
+type Strategy string
+
+// The two transport strategies.
+const (
+	StrategyAccessToken Strategy = "access_token"
+	StrategyWebSession  Strategy = "web_session"
+)
+
+// SafeValue marks strategies as safe for logs.
+func (Strategy) SafeValue() {}
+
+// TerminalRule is the web-session rule that decides when a stream is complete
+// (CONTRACT §3, design §6.3). The wiring converts it to the completion package's
+// rule type.
+type TerminalRule string
+
+// Web-session terminal rules.
+const (
+	// TerminalExplicitOnly: only an explicit [DONE] completes a stream.
+	TerminalExplicitOnly TerminalRule = "explicit_only"
+	// TerminalUsageAfterOutput: EOF also completes a whole stream whose last
+	// output event was followed by a usage event and no failure.
+	TerminalUsageAfterOutput TerminalRule = "usage_after_output_v1"
+)
+
+// SafeValue marks terminal rules as safe for logs.
+func (TerminalRule) SafeValue() {}
+
+// Environment variable names read by Parse.
+const (
+	EnvStrategy         = "POSTMAN_TRANSPORT_STRATEGY"
+	EnvAccessToken      = "POSTMAN_ACCESS_TOKEN"
+	EnvOrigin           = "POSTMAN_ORIGIN"
+	EnvChatPath         = "POSTMAN_CHAT_PATH"
+	EnvSessionCookie    = "POSTMAN_SESSION_COOKIE"
+	EnvSubdomain        = "POSTMAN_WORKSPACE_SUBDOMAIN"
+	EnvWorkspaceID      = "POSTMAN_WORKSPACE_ID"
+	EnvModels           = "PROVIDER_MODELS"
+	EnvModelMap         = "POSTMAN_MODEL_MAP"
+	EnvSelectedModel    = "POSTMAN_WEB_SESSION_SELECTED_MODEL"
+	EnvObservedModels   = "POSTMAN_WEB_SESSION_OBSERVED_MODELS"
+	EnvUserAgent        = "POSTMAN_USER_AGENT"
+	EnvAppVersion       = "POSTMAN_APP_VERSION"
+	EnvTerminalRule     = "POSTMAN_WEB_SESSION_TERMINAL_RULE"
+	EnvRequestTimeoutMS = "REQUEST_TIMEOUT_MS"
+	EnvMaxBodyBytes     = "MAX_BODY_BYTES"
+	EnvMaxEventBytes    = "MAX_EVENT_BYTES"
+	EnvMaxOutputBytes   = "MAX_OUTPUT_BYTES"
+	EnvMaxTools         = "MAX_TOOLS"
+	EnvMaxToolArgBytes  = "MAX_TOOL_ARGUMENT_BYTES"
+	EnvMaxToolResBytes  = "MAX_TOOL_RESULT_BYTES"
+)
+
+// Defaults.
+const (
+	// DefaultUserAgent is the documented fixed User-Agent; it names the gateway
+	// and imitates no browser (design §4.1).
+	DefaultUserAgent = "pmgate/1 (+https://github.com/pmgate)"
+	// DefaultChatPath is the access_token chat path and the fixed web-session path.
+	DefaultChatPath = "/_gw/chat"
+	// DefaultTerminalRule is the web-session default.
+	DefaultTerminalRule = TerminalUsageAfterOutput
+	// WebSessionDomain is the parent domain of every web-session host.
+	WebSessionDomain = "postman.co"
+)
+
+// Bounds of the free-form values.
+const (
+	MaxSecretBytes    = 4096
+	MaxWorkspaceBytes = 256
+	MaxModelIDBytes   = 128
+	MaxLabelBytes     = 128
+	MaxModels         = 256
+	MaxLabelsPerModel = 32
+	MaxHeaderBytes    = 256 // POSTMAN_USER_AGENT, POSTMAN_APP_VERSION
+	MaxChatPathBytes  = 1024
+)
+
+// ModelMapping maps one public model id to the operator-pinned upstream enum
+// (devModeOptions.selectedModel) and the upstream model labels accepted as a
+// match in event metadata (design §7).
+type ModelMapping struct {
+	Public   string
+	Upstream string
+	// Observed are the labels accepted in upstream metadata.model for this public
+	// id; it always includes Upstream, first.
+	Observed []string
+}
+
+// Config is the validated configuration of the Postman adapter. Build it with
+// Parse; the methods derive everything else from its fields.
+type Config struct {
+	Strategy Strategy
+
+	// access_token only.
+	AccessToken string `json:"-"`
+	Origin      string
+	ChatPath    string
+
+	// web_session only.
+	SessionCookie string `json:"-"`
+	Subdomain     string
+
+	WorkspaceID string `json:"-"`
+
+	PublicModels []string       // PROVIDER_MODELS, in order
+	Models       []ModelMapping // one per public model, in PublicModels order
+
+	UserAgent  string
+	AppVersion string // "" means the header is not sent
+
+	TerminalRule TerminalRule // web_session; "" for access_token
+
+	RequestTimeout       time.Duration
+	MaxBodyBytes         int
+	MaxEventBytes        int
+	MaxOutputBytes       int
+	MaxToolArgumentBytes int
+	MaxToolResultBytes   int
+	MaxTools             int
+}
+
+// envName is a variable name; names are safe to log.
+type envName string
+
+// SafeValue marks variable names as safe for logs.
+func (envName) SafeValue() {}
+
+// refuse returns the one configuration error of Parse. The format and the
+// variable name are safe; never pass a configured value.
+func refuse(name envName, format string, args ...any) error {
+	return errs.Newf(errs.ConfigInvalid, "%s: "+format, append([]any{name}, args...)...)
+}
+
+// Parse reads and validates the adapter's configuration through getenv. An
+// empty value counts as unset. It returns the first refusal as an error with
+// code errs.ConfigInvalid.
+func Parse(getenv func(string) string) (Config, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	var c Config
+
+	switch s := getenv(EnvStrategy); Strategy(s) {
+	case StrategyAccessToken, StrategyWebSession:
+		c.Strategy = Strategy(s)
+	case "":
+		return Config{}, refuse(EnvStrategy, "required; must be access_token or web_session")
+	default:
+		return Config{}, refuse(EnvStrategy, "must be exactly access_token or web_session")
+	}
+
+	if getenv(EnvAccessToken) != "" && getenv(EnvSessionCookie) != "" {
+		return Config{}, refuse(EnvAccessToken+" and "+EnvSessionCookie,
+			"both secrets are set; configure only the secret of POSTMAN_TRANSPORT_STRATEGY")
+	}
+
+	var err error
+	if c.Strategy == StrategyAccessToken {
+		err = c.parseAccessToken(getenv)
+	} else {
+		err = c.parseWebSession(getenv)
+	}
+	if err != nil {
+		return Config{}, err
+	}
+
+	c.WorkspaceID = getenv(EnvWorkspaceID)
+	if c.WorkspaceID == "" {
+		return Config{}, refuse(EnvWorkspaceID, "required")
+	}
+	if !visibleASCII(c.WorkspaceID, 1, MaxWorkspaceBytes) {
+		return Config{}, refuse(EnvWorkspaceID, "must be 1-256 bytes of visible ASCII (0x21-0x7e)")
+	}
+
+	if err := c.parseModels(getenv); err != nil {
+		return Config{}, err
+	}
+	if err := c.parseHeaderValues(getenv); err != nil {
+		return Config{}, err
+	}
+	if err := c.parseTerminalRule(getenv); err != nil {
+		return Config{}, err
+	}
+	if err := c.parseLimits(getenv); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func forbid(getenv func(string) string, s Strategy, names ...string) error {
+	for _, n := range names {
+		if getenv(n) != "" {
+			return refuse(envName(n), "must not be set when POSTMAN_TRANSPORT_STRATEGY is %s", s)
+		}
+	}
+	return nil
+}
+
+func (c *Config) parseAccessToken(getenv func(string) string) error {
+	if err := forbid(getenv, c.Strategy, EnvSessionCookie, EnvSubdomain, EnvTerminalRule); err != nil {
+		return err
+	}
+	c.AccessToken = getenv(EnvAccessToken)
+	if c.AccessToken == "" {
+		return refuse(EnvAccessToken, "required when POSTMAN_TRANSPORT_STRATEGY is access_token")
+	}
+	if !visibleASCII(c.AccessToken, 1, MaxSecretBytes) {
+		return refuse(EnvAccessToken, "must be 1-4096 bytes of visible ASCII (0x21-0x7e)")
+	}
+	c.Origin = getenv(EnvOrigin)
+	if c.Origin == "" {
+		return refuse(EnvOrigin, "required when POSTMAN_TRANSPORT_STRATEGY is access_token")
+	}
+	if _, _, err := splitOrigin(c.Origin); err != nil {
+		return err
+	}
+	c.ChatPath = getenv(EnvChatPath)
+	if c.ChatPath == "" {
+		c.ChatPath = DefaultChatPath
+	}
+	if err := checkChatPath(c.ChatPath); err != nil {
+		return err
+	}
+	if accessTokenURL(c.Origin, c.ChatPath) == nil {
+		return refuse(EnvChatPath, "together with POSTMAN_ORIGIN does not survive URL construction unchanged")
+	}
+	return nil
+}
+
+func (c *Config) parseWebSession(getenv func(string) string) error {
+	if err := forbid(getenv, c.Strategy, EnvAccessToken, EnvOrigin, EnvChatPath); err != nil {
+		return err
+	}
+	c.SessionCookie = getenv(EnvSessionCookie)
+	if c.SessionCookie == "" {
+		return refuse(EnvSessionCookie, "required when POSTMAN_TRANSPORT_STRATEGY is web_session")
+	}
+	if err := checkCookie(c.SessionCookie); err != nil {
+		return err
+	}
+	c.Subdomain = getenv(EnvSubdomain)
+	if c.Subdomain == "" {
+		return refuse(EnvSubdomain, "required when POSTMAN_TRANSPORT_STRATEGY is web_session")
+	}
+	if err := checkSubdomain(c.Subdomain); err != nil {
+		return err
+	}
+	if webSessionURL(c.Subdomain) == nil {
+		return refuse(EnvSubdomain, "the chat URL fails its post-construction checks")
+	}
+	return nil
+}
+
+func checkCookie(v string) error {
+	if len(v) > MaxSecretBytes {
+		return refuse(EnvSessionCookie, "must be at most 4096 bytes")
+	}
+	for i := 0; i < len(v); i++ {
+		switch b := v[i]; {
+		case b == ';' || b == ',' || b == '\\':
+			return refuse(EnvSessionCookie, "must not contain ';', ',' or '\\' (the value of postman.sid only, not a Cookie header)")
+		case b < 0x21 || b > 0x7e:
+			return refuse(EnvSessionCookie, "must be visible ASCII (0x21-0x7e): no whitespace, CR, LF, NUL, control or non-ASCII bytes")
+		}
+	}
+	if len(v) >= len(cookieName)+1 && strings.EqualFold(v[:len(cookieName)+1], cookieName+"=") {
+		return refuse(EnvSessionCookie, "must be the value of postman.sid only; drop the leading \"postman.sid=\"")
+	}
+	return nil
+}
+
+var subdomainRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// reservedSubdomains are Postman hosts that are never a workspace (protocol §A).
+var reservedSubdomains = []string{"go", "identity", "id", "www"}
+
+func checkSubdomain(v string) error {
+	if !subdomainRE.MatchString(v) {
+		return refuse(EnvSubdomain, "must be one lowercase DNS label of 1-63 bytes matching ^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+	}
+	if slices.Contains(reservedSubdomains, v) {
+		return refuse(EnvSubdomain, "names a reserved Postman host (go, identity, id, www), not a workspace")
+	}
+	return nil
+}
+
+func (c *Config) parseModels(getenv func(string) string) error {
+	raw := getenv(EnvModels)
+	if raw == "" {
+		return refuse(EnvModels, "required; a comma list of public model ids")
+	}
+	items := strings.Split(raw, ",")
+	if len(items) > MaxModels {
+		return refuse(EnvModels, "must list at most 256 ids")
+	}
+	for i, it := range items {
+		id := strings.TrimSpace(it)
+		if !visibleASCII(id, 1, MaxModelIDBytes) || strings.ContainsAny(id, "=|") {
+			return refuse(EnvModels, "item %d must be 1-128 bytes of visible ASCII without '=' or '|'", redactSafeInt(i+1))
+		}
+		if slices.Contains(c.PublicModels, id) {
+			return refuse(EnvModels, "item %d repeats an earlier id", redactSafeInt(i+1))
+		}
+		c.PublicModels = append(c.PublicModels, id)
+	}
+
+	mapRaw, selected, observed := getenv(EnvModelMap), getenv(EnvSelectedModel), getenv(EnvObservedModels)
+	switch {
+	case mapRaw != "" && (selected != "" || observed != ""):
+		name := envName(EnvSelectedModel)
+		if selected == "" {
+			name = EnvObservedModels
+		}
+		return refuse(name, "must not be set together with POSTMAN_MODEL_MAP; use one form")
+	case mapRaw != "":
+		return c.parseModelMap(mapRaw)
+	case selected != "":
+		return c.parseSelectedModel(selected, observed)
+	case observed != "":
+		return refuse(EnvObservedModels, "requires POSTMAN_WEB_SESSION_SELECTED_MODEL")
+	default:
+		return refuse(EnvModelMap, "required (or POSTMAN_WEB_SESSION_SELECTED_MODEL when PROVIDER_MODELS has exactly one id)")
+	}
+}
+
+var upstreamEnumRE = regexp.MustCompile(`^[A-Z0-9_]{1,64}$`)
+
+func (c *Config) parseModelMap(raw string) error {
+	byPublic := map[string]ModelMapping{}
+	for i, entry := range strings.Split(raw, ",") {
+		n := redactSafeInt(i + 1)
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			return refuse(EnvModelMap, "entry %d is empty", n)
+		}
+		public, rest, ok := strings.Cut(entry, "=")
+		if !ok {
+			return refuse(EnvModelMap, "entry %d must be public=UPSTREAM_ENUM[|observed label|...]", n)
+		}
+		public = strings.TrimSpace(public)
+		if !slices.Contains(c.PublicModels, public) {
+			return refuse(EnvModelMap, "entry %d names a model that PROVIDER_MODELS does not list", n)
+		}
+		if _, dup := byPublic[public]; dup {
+			return refuse(EnvModelMap, "entry %d maps a model that an earlier entry already maps", n)
+		}
+		parts := strings.Split(rest, "|")
+		upstream := strings.TrimSpace(parts[0])
+		if !upstreamEnumRE.MatchString(upstream) {
+			return refuse(EnvModelMap, "entry %d: the upstream model must match ^[A-Z0-9_]{1,64}$", n)
+		}
+		labels := make([]string, 0, len(parts)-1)
+		for j, l := range parts[1:] {
+			l = strings.TrimSpace(l)
+			if !visibleASCII(l, 1, MaxLabelBytes) {
+				return refuse(EnvModelMap, "entry %d: observed label %d must be 1-128 bytes of visible ASCII", n, redactSafeInt(j+1))
+			}
+			labels = append(labels, l)
+		}
+		m, ok := mapping(public, upstream, labels)
+		if !ok {
+			return refuse(EnvModelMap, "entry %d has more than 32 observed labels", n)
+		}
+		byPublic[public] = m
+	}
+	for _, p := range c.PublicModels {
+		m, ok := byPublic[p]
+		if !ok {
+			return refuse(EnvModelMap, "no entry for public model %q", p)
+		}
+		c.Models = append(c.Models, m)
+	}
+	return nil
+}
+
+func (c *Config) parseSelectedModel(selected, observed string) error {
+	if len(c.PublicModels) != 1 {
+		return refuse(EnvSelectedModel, "needs PROVIDER_MODELS to list exactly one id; use POSTMAN_MODEL_MAP")
+	}
+	if !upstreamEnumRE.MatchString(selected) {
+		return refuse(EnvSelectedModel, "must match ^[A-Z0-9_]{1,64}$")
+	}
+	var labels []string
+	if observed != "" {
+		for j, l := range strings.Split(observed, ",") {
+			l = strings.TrimSpace(l)
+			if !visibleASCII(l, 1, MaxLabelBytes) {
+				return refuse(EnvObservedModels, "item %d must be 1-128 bytes of visible ASCII", redactSafeInt(j+1))
+			}
+			labels = append(labels, l)
+		}
+	}
+	m, ok := mapping(c.PublicModels[0], selected, labels)
+	if !ok {
+		return refuse(EnvObservedModels, "must list at most 32 labels")
+	}
+	c.Models = []ModelMapping{m}
+	return nil
+}
+
+// mapping builds a ModelMapping whose Observed starts with upstream and holds
+// every label once; ok is false when there are too many labels.
+func mapping(public, upstream string, labels []string) (m ModelMapping, ok bool) {
+	obs := []string{upstream}
+	for _, l := range labels {
+		if !slices.Contains(obs, l) {
+			obs = append(obs, l)
+		}
+	}
+	if len(obs)-1 > MaxLabelsPerModel {
+		return ModelMapping{}, false
+	}
+	return ModelMapping{Public: public, Upstream: upstream, Observed: obs}, true
+}
+
+func (c *Config) parseHeaderValues(getenv func(string) string) error {
+	c.UserAgent = getenv(EnvUserAgent)
+	if c.UserAgent == "" {
+		c.UserAgent = DefaultUserAgent
+	} else if !printableASCII(c.UserAgent, 1, MaxHeaderBytes) ||
+		c.UserAgent[0] == ' ' || c.UserAgent[len(c.UserAgent)-1] == ' ' {
+		return refuse(EnvUserAgent, "must be 1-256 bytes of printable ASCII (0x20-0x7e) without leading or trailing space")
+	}
+	c.AppVersion = getenv(EnvAppVersion)
+	if c.AppVersion != "" && !visibleASCII(c.AppVersion, 1, MaxHeaderBytes) {
+		return refuse(EnvAppVersion, "must be 1-256 bytes of visible ASCII (0x21-0x7e)")
+	}
+	return nil
+}
+
+func (c *Config) parseTerminalRule(getenv func(string) string) error {
+	if c.Strategy != StrategyWebSession {
+		return nil // set on access_token is refused by parseAccessToken
+	}
+	switch r := TerminalRule(getenv(EnvTerminalRule)); r {
+	case "":
+		c.TerminalRule = DefaultTerminalRule
+	case TerminalExplicitOnly, TerminalUsageAfterOutput:
+		c.TerminalRule = r
+	default:
+		return refuse(EnvTerminalRule, "must be exactly explicit_only or usage_after_output_v1")
+	}
+	return nil
+}
+
+const (
+	kib = 1 << 10
+	mib = 1 << 20
+)
+
+func (c *Config) parseLimits(getenv func(string) string) error {
+	var timeoutMS int
+	for _, l := range []struct {
+		name     envName
+		dst      *int
+		def      int
+		min, max int
+	}{
+		{EnvRequestTimeoutMS, &timeoutMS, 120000, 1000, 3600000},
+		{EnvMaxBodyBytes, &c.MaxBodyBytes, 1 * mib, 1 * kib, 128 * mib},
+		{EnvMaxEventBytes, &c.MaxEventBytes, 1 * mib, 1 * kib, 16 * mib},
+		{EnvMaxOutputBytes, &c.MaxOutputBytes, 4 * mib, 1 * kib, 16 * mib},
+		{EnvMaxTools, &c.MaxTools, 64, 0, 256},
+		{EnvMaxToolArgBytes, &c.MaxToolArgumentBytes, 256 * kib, 256, 4 * mib},
+	} {
+		v, err := parseInt(getenv, l.name, l.def, l.min, l.max)
+		if err != nil {
+			return err
+		}
+		*l.dst = v
+	}
+	c.RequestTimeout = time.Duration(timeoutMS) * time.Millisecond
+
+	raw := getenv(EnvMaxToolResBytes)
+	if raw == "" {
+		c.MaxToolResultBytes = min(256*kib, c.MaxBodyBytes)
+		return nil
+	}
+	v, ok := decimal(raw)
+	if !ok || v < 256 || v > c.MaxBodyBytes {
+		return refuse(EnvMaxToolResBytes, "must be a decimal integer from 256 to MAX_BODY_BYTES (%d)", redactSafeInt(c.MaxBodyBytes))
+	}
+	c.MaxToolResultBytes = v
+	return nil
+}
+
+func parseInt(getenv func(string) string, name envName, def, lo, hi int) (int, error) {
+	raw := getenv(string(name))
+	if raw == "" {
+		return def, nil
+	}
+	v, ok := decimal(raw)
+	if !ok || v < lo || v > hi {
+		return 0, refuse(name, "must be a decimal integer from %d to %d", redactSafeInt(lo), redactSafeInt(hi))
+	}
+	return v, nil
+}
+
+// decimal parses ASCII decimal digits only (no sign, space or underscore).
+func decimal(s string) (int, bool) {
+	if s == "" || len(s) > 18 {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	v, err := strconv.Atoi(s)
+	return v, err == nil
+}
+
+// redactSafeInt is an int that prints unredacted: bounds and positions are not
+// configured values.
+type redactSafeInt int
+
+// SafeValue marks the int as safe for logs.
+func (redactSafeInt) SafeValue() {}
+
+// visibleASCII reports whether s has lo..hi bytes, all in 0x21..0x7e.
+func visibleASCII(s string, lo, hi int) bool {
+	if len(s) < lo || len(s) > hi {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// printableASCII reports whether s has lo..hi bytes, all in 0x20..0x7e.
+func printableASCII(s string, lo, hi int) bool {
+	if len(s) < lo || len(s) > hi {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// Model returns the mapping of a public model id. The returned Observed slice
+// is a copy.
+func (c Config) Model(public string) (ModelMapping, bool) {
+	for _, m := range c.Models {
+		if m.Public == public {
+			m.Observed = slices.Clone(m.Observed)
+			return m, true
+		}
+	}
+	return ModelMapping{}, false
+}
+
+// Secrets returns the active upstream secret (the access token or the session
+// cookie value), for a Redactor. The downstream PROVIDER_API_KEY is not part of
+// this configuration; the wiring adds it.
+func (c Config) Secrets() []string {
+	switch c.Strategy {
+	case StrategyAccessToken:
+		if c.AccessToken != "" {
+			return []string{c.AccessToken}
+		}
+	case StrategyWebSession:
+		if c.SessionCookie != "" {
+			return []string{c.SessionCookie}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,62 @@
+// Package pmconfig is the Postman upstream adapter's configuration: it parses
+// and validates the POSTMAN_* variables, the public model list and the adapter's
+// limits (CONTRACT §3; WEB-SESSION design §3, §4, §7), builds the one exact chat
+// URL, builds the allowlisted request headers, and redacts upstream secrets from
+// text.
+//
+// Parse takes a getenv function and reads nothing else: no files, no browser
+// storage, no request content. Every refusal is one error carrying
+// errs.ConfigInvalid whose message names the variable and the broken rule and
+// never contains a configured value (secrets are never echoed, not even in part;
+// other values are not echoed either, except an already validated public model
+// id).
+//
+// # Decisions where the documents are silent
+//
+//   - An empty value is the same as an unset variable (getenv cannot tell them
+//     apart). A forbidden variable that is set to "" is therefore accepted.
+//   - Check order: strategy, both secrets, the other strategy's variables, the
+//     chosen strategy's required variables and their syntax, workspace id,
+//     models, user agent and app version, terminal rule, integer settings. Only
+//     the first refusal is reported.
+//   - POSTMAN_SESSION_COOKIE follows design 3.1 rule 6 exactly (1–4096 bytes,
+//     0x21–0x7e, no ';' ',' '\'), so '=', '%' and '"' stay allowed (base64 and
+//     signed, URL-encoded session values contain them). A value starting with
+//     "postman.sid=" (any case) is refused: it is whole-cookie input.
+//   - POSTMAN_WORKSPACE_SUBDOMAIN also refuses the reserved hosts go, identity,
+//     id and www (protocol notes §A). "xn--" labels are ordinary labels.
+//   - POSTMAN_ORIGIN: the host is a lowercase DNS name (LDH labels, ≤253 bytes,
+//     last label not all digits), a canonical IPv4 address, or a bracketed
+//     canonical IPv6 address without zone (so a loopback emulator works). The
+//     port has no leading zero; an explicit ":443" is kept as written.
+//   - POSTMAN_CHAT_PATH is at most 1024 bytes of A–Z a–z 0–9 - . _ ~ / : @ $ & +
+//     , ; = and has no "." or ".." segment (stricter than the contract's "..").
+//     The path must survive URL construction unchanged.
+//   - PROVIDER_MODELS: at most 256 ids; an id may not contain '=' or '|', so
+//     that every id can be written in POSTMAN_MODEL_MAP. Empty items (",,", a
+//     trailing comma) are refused.
+//   - Model mapping: POSTMAN_MODEL_MAP and the POSTMAN_WEB_SESSION_SELECTED_MODEL
+//     form work for both strategies despite the latter's name. Entries and
+//     labels are trimmed; empty entries or labels are refused; a label repeated
+//     (or equal to the upstream enum) is kept once. At most 32 labels per model.
+//     There is no null/"auto" upstream mapping.
+//   - POSTMAN_WEB_SESSION_OBSERVED_MODELS without the selected model is refused.
+//   - POSTMAN_USER_AGENT defaults to DefaultUserAgent, a plain product token
+//     that imitates no browser; a configured one may contain inner spaces but no
+//     leading or trailing space.
+//   - POSTMAN_WEB_SESSION_TERMINAL_RULE set on access_token is refused; the
+//     access_token rule is fixed (explicit [DONE]) and Config.TerminalRule is "".
+//   - MAX_TOOL_RESULT_BYTES defaults to min(256 KiB, MAX_BODY_BYTES); a value
+//     set above MAX_BODY_BYTES is refused. Integers are decimal digits only.
+//   - Headers on access_token carry no Origin or Referer (the legacy envelope
+//     sends none and no browser context is claimed). Header names are the
+//     constants of this package in canonical MIME form.
+//   - Summary reports secrets and the workspace only as "set". The Config type
+//     prints a redacted summary with %v and %#v and drops the secrets and the
+//     workspace id in JSON, so an accidental log line cannot leak them.
+//   - ChatURL and Headers are derived from the fields on every call (cheap, no
+//     shared state to mutate); ChatURL re-runs the post-construction checks.
+//   - The Redactor also removes the URL-, JSON- and Go-quoted spellings of each
+//     configured secret. Secrets() holds only the upstream secret; the wiring
+//     adds PROVIDER_API_KEY when it builds the process-wide Redactor.
+package pmconfig

@@ -1,0 +1,81 @@
+package pmconfig
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Summary returns the redacted summary printed by `gateway check-config`.
+// Secrets and the workspace id appear only as "set" (never a value or a
+// length). Keys: strategy, host, chat_path, access_token or session_cookie,
+// workspace, models, model_map, user_agent, app_version, terminal_rule
+// (web_session only), request_timeout_ms and the max_* limits.
+func (c Config) Summary() map[string]string {
+	set := func(v string) string {
+		if v == "" {
+			return "unset"
+		}
+		return "set"
+	}
+	s := map[string]string{
+		"strategy":  string(c.Strategy),
+		"workspace": set(c.WorkspaceID),
+		"models":    strings.Join(c.PublicModels, ","),
+		"user_agent": func() string {
+			if c.UserAgent == "" {
+				return DefaultUserAgent
+			}
+			return c.UserAgent
+		}(),
+		"app_version":             "unset",
+		"request_timeout_ms":      strconv.FormatInt(c.RequestTimeout.Milliseconds(), 10),
+		"max_body_bytes":          strconv.Itoa(c.MaxBodyBytes),
+		"max_event_bytes":         strconv.Itoa(c.MaxEventBytes),
+		"max_output_bytes":        strconv.Itoa(c.MaxOutputBytes),
+		"max_tools":               strconv.Itoa(c.MaxTools),
+		"max_tool_argument_bytes": strconv.Itoa(c.MaxToolArgumentBytes),
+		"max_tool_result_bytes":   strconv.Itoa(c.MaxToolResultBytes),
+	}
+	if c.AppVersion != "" {
+		s["app_version"] = c.AppVersion
+	}
+	if u := c.ChatURL(); u != nil {
+		s["host"] = u.Host
+		s["chat_path"] = u.Path
+	}
+	switch c.Strategy {
+	case StrategyAccessToken:
+		s["access_token"] = set(c.AccessToken)
+	case StrategyWebSession:
+		s["session_cookie"] = set(c.SessionCookie)
+		s["terminal_rule"] = string(c.TerminalRule)
+	}
+	entries := make([]string, 0, len(c.Models))
+	for _, m := range c.Models {
+		entries = append(entries, m.Public+"="+strings.Join(m.Observed, "|"))
+	}
+	s["model_map"] = strings.Join(entries, ",")
+	return s
+}
+
+// String renders the redacted summary, so that printing a Config with %v or %s
+// never shows a secret.
+func (c Config) String() string {
+	s := c.Summary()
+	var b strings.Builder
+	b.WriteString("pmconfig.Config{")
+	for i, k := range slices.Sorted(maps.Keys(s)) {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%s=%q", k, s[k])
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// GoString makes %#v print the redacted summary too.
+func (c Config) GoString() string { return c.String() }
