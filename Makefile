@@ -1,0 +1,50 @@
+# pmgate — every target works offline once the Go modules are downloaded.
+GO      ?= go
+PKGS    := ./...
+AUDIT_CHECKS ?= 2000
+AUDIT_STEPS  ?= 100
+FUZZTIME     ?= 10s
+
+.PHONY: test spec spec-check audit bench lint fuzz build
+
+## test: the whole test suite with the race detector (the README's test command)
+test:
+	$(GO) test -race -count=1 $(PKGS)
+
+build:
+	$(GO) build -o bin/gateway ./cmd/gateway
+
+## spec: regenerate spec/ from the declared machines
+spec:
+	$(GO) run ./cmd/gateway diagram --dir spec
+
+## spec-check: fail when spec/ is stale
+spec-check:
+	$(GO) run ./cmd/gateway diagram --dir spec --check
+
+## audit: property tests with high counts; writes spec/AUDIT.md and fails if a row was never exercised
+audit:
+	@dir=$$(mktemp -d); \
+	PMGATE_AUDIT_DIR=$$dir RAPID_CHECKS=$(AUDIT_CHECKS) RAPID_STEPS=$(AUDIT_STEPS) \
+		$(GO) test -count=1 ./domain/... || { rm -rf $$dir; exit 1; }; \
+	$(GO) run ./internal/audit/report -hits $$dir -out spec/AUDIT.md \
+		-settings "RAPID_CHECKS=$(AUDIT_CHECKS) RAPID_STEPS=$(AUDIT_STEPS) go test ./domain/..."; \
+	status=$$?; rm -rf $$dir; exit $$status
+
+## bench: benchmarks of the hot paths
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./domain/... ./adapters/...
+
+## fuzz: run every fuzz target briefly (FUZZTIME each)
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+## lint: gofmt check and go vet
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)

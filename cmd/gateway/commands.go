@@ -1,0 +1,71 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+
+	"pmgate/app/specgen"
+)
+
+// errUsage marks command-line mistakes (exit code 2).
+var errUsage = errors.New("usage")
+
+// errStale marks a stale spec/ directory (exit code 3).
+var errStale = errors.New("spec is stale")
+
+func exitCode(err error) int {
+	switch {
+	case errors.Is(err, errUsage):
+		return 2
+	case errors.Is(err, errStale):
+		return 3
+	default:
+		return 1
+	}
+}
+
+func runDiagram(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("diagram", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	dir := fs.String("dir", "spec", "directory of the generated files")
+	check := fs.Bool("check", false, "exit non-zero when the directory is stale instead of writing")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if *check {
+		stale, err := specgen.Check(*dir)
+		if err != nil {
+			return err
+		}
+		if len(stale) > 0 {
+			return fmt.Errorf("%w: %s (run `make spec`)", errStale, strings.Join(stale, ", "))
+		}
+		fmt.Fprintf(stdout, "%s is up to date\n", *dir)
+		return nil
+	}
+	if err := specgen.Write(*dir); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s\n", *dir)
+	return nil
+}
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func runVersion(stdout io.Writer) error {
+	fmt.Fprintf(stdout, "gateway %s\n", version)
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		fmt.Fprintf(stdout, "go %s\n", bi.GoVersion)
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" || s.Key == "vcs.modified" || s.Key == "GOOS" || s.Key == "GOARCH" {
+				fmt.Fprintf(stdout, "%s %s\n", s.Key, s.Value)
+			}
+		}
+	}
+	return nil
+}

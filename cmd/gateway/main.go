@@ -1,0 +1,49 @@
+// Command gateway is pmgate: an OpenAI-compatible gateway to the Postman Agent
+// Mode chat service. main only calls run, which tests call too.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(exitCode(err))
+	}
+}
+
+// usage is printed for `gateway help` and unknown commands.
+const usage = `usage: gateway <command> [flags]
+
+commands:
+  diagram [--dir spec] [--check]   write (or check) the generated machine diagrams and tables
+  version                          print version and build information
+`
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errUsage
+	}
+	switch args[0] {
+	case "diagram":
+		return runDiagram(args[1:], stdout)
+	case "version":
+		return runVersion(stdout)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+	}
+}
