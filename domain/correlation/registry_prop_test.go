@@ -209,7 +209,8 @@ func (m *registryMachine) Submit(t *rapid.T) {
 	if g.accepted != "" && rapid.Bool().Draw(t, "retry") {
 		contents = strings.Split(g.accepted, "|")
 	}
-	variant := rapid.SampledFrom([]string{"valid", "valid", "missing", "model", "history", "foreign"}).Draw(t, "variant")
+	variant := rapid.SampledFrom([]string{"valid", "valid", "valid", "missing", "model", "history", "foreign",
+		"tools", "workspace", "duplicate", "unknown extra"}).Draw(t, "variant")
 	sub := g.fix.submission(contents...)
 	var invalid errs.Code
 	switch variant {
@@ -227,6 +228,16 @@ func (m *registryMachine) Submit(t *rapid.T) {
 	case "history":
 		sub.Continuation.Prefix = sub.Continuation.Prefix[1:]
 		invalid = errs.ContinuationHistoryMismatch
+	case "tools":
+		sub.ToolsHash, invalid = "sha256:other", errs.ContinuationToolsMismatch
+	case "workspace":
+		sub.WorkspaceID, invalid = "ws-other", errs.ContinuationWorkspaceMismatch
+	case "duplicate":
+		sub.Continuation.Results = append(sub.Continuation.Results, sub.Continuation.Results[0])
+		invalid = errs.ToolResultGroupMismatch
+	case "unknown extra":
+		sub.Continuation.Results = append(sub.Continuation.Results, correlation.Result{ID: "call_pmn_forged", Content: "x"})
+		invalid = errs.UnknownToolCall
 	case "foreign":
 		sub.PrincipalID = map[string]string{"p1": "p2", "p2": "p1"}[g.fix.group.PrincipalID]
 	}
