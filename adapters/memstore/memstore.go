@@ -1,0 +1,124 @@
+// Package memstore is the embedded default correlation store: the pure
+// correlation.Registry behind one mutex, with a periodic sweep. Each operation
+// is atomic with respect to every other, which makes the PENDING→INFLIGHT claim
+// atomic within one process (design CORRELATION §9).
+package memstore
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"pmgate/domain/correlation"
+	"pmgate/ports"
+)
+
+// Store is an in-memory ports.CorrelationStore.
+type Store struct {
+	mu     sync.Mutex
+	reg    *correlation.Registry
+	nextID uint64
+	closed bool
+}
+
+var _ ports.CorrelationStore = (*Store)(nil)
+
+// New returns an empty store.
+func New(l correlation.Limits, p correlation.Policy) *Store {
+	return &Store{reg: correlation.NewRegistry(l, p)}
+}
+
+// Reserve implements ports.CorrelationStore.
+func (s *Store) Reserve(_ context.Context, calls int, now time.Time) (ports.Reservation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextID++
+	id := "r" + strconv.FormatUint(s.nextID, 10)
+	if _, err := s.reg.Reserve(id, calls, now); err != nil {
+		return ports.Reservation{}, err
+	}
+	return ports.Reservation{ID: id, Calls: calls}, nil
+}
+
+// Release implements ports.CorrelationStore.
+func (s *Store) Release(_ context.Context, r ports.Reservation) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reg.Release(r.ID)
+	return nil
+}
+
+// Admit implements ports.CorrelationStore.
+func (s *Store) Admit(_ context.Context, r ports.Reservation, g correlation.Group) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reg.Admit(r.ID, g)
+}
+
+// Resolve implements ports.CorrelationStore.
+func (s *Store) Resolve(_ context.Context, principalID string, publicIDs []string) (map[string]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reg.Resolve(principalID, publicIDs), nil
+}
+
+// Update implements ports.CorrelationStore: fn runs on a copy under the lock and
+// the copy is written only when fn returns nil.
+func (s *Store) Update(_ context.Context, key string, fn func(g *correlation.Group) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reg.Update(key, fn)
+}
+
+// Sweep implements ports.CorrelationStore.
+func (s *Store) Sweep(_ context.Context, now time.Time) (correlation.SweepReport, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rep, _ := s.reg.Sweep(now)
+	return rep, nil
+}
+
+// Counts implements ports.CorrelationStore.
+func (s *Store) Counts(context.Context) (correlation.Counts, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reg.Counts(), nil
+}
+
+// Run sweeps every interval until ctx ends.
+func (s *Store) Run(ctx context.Context, every time.Duration, clock ports.Clock, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			rep, _ := s.Sweep(ctx, clock.Now())
+			if rep.Expired+rep.Uncertain+rep.Removed > 0 {
+				log.Info("correlation sweep", "expired", rep.Expired, "uncertain", rep.Uncertain, "removed", rep.Removed)
+			}
+		}
+	}
+}
+
+// Shutdown cancels every pending group (explicit server decision, design §7
+// row 7) and returns the counts before and after; in-flight groups are left to
+// their requests.
+func (s *Store) Shutdown(now time.Time) (cancelled int, counts correlation.Counts) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.reg.Policy()
+	for _, k := range s.reg.Keys() {
+		g, ok := s.reg.Get(k)
+		if !ok || g.State != correlation.Pending {
+			continue
+		}
+		if _, err := s.reg.Apply(k, func(g *correlation.Group) (correlation.Decision, error) { return g.Cancel(now, p) }); err == nil {
+			cancelled++
+		}
+	}
+	return cancelled, s.reg.Counts()
+}

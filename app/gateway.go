@@ -1,0 +1,213 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+
+	"github.com/cockroachdb/errors"
+
+	"pmgate/domain/canon"
+	"pmgate/domain/chat"
+	"pmgate/domain/correlation"
+	"pmgate/domain/errs"
+	"pmgate/ports"
+)
+
+// Config is what the use cases need to know of the configuration.
+type Config struct {
+	WorkspaceID string
+	// Correlation enables native tool calling (CORRELATION_ENABLED). Without it
+	// a tool call from the upstream cannot be continued and is refused.
+	Correlation bool
+	Policy      correlation.Policy
+}
+
+// Gateway is the application: one chat turn at a time, fresh or continued.
+// Dependencies are explicit fields; New checks them.
+type Gateway struct {
+	upstream ports.Upstream
+	store    ports.CorrelationStore
+	clock    ports.Clock
+	ids      ports.IDSource
+	log      *slog.Logger
+	cfg      Config
+}
+
+// New wires the use cases. It panics on a nil dependency: that is mis-wiring.
+func New(cfg Config, upstream ports.Upstream, store ports.CorrelationStore, clock ports.Clock, ids ports.IDSource, log *slog.Logger) *Gateway {
+	if upstream == nil || clock == nil || ids == nil || log == nil || (cfg.Correlation && store == nil) {
+		panic("app: nil dependency")
+	}
+	return &Gateway{upstream: upstream, store: store, clock: clock, ids: ids, log: log, cfg: cfg}
+}
+
+var _ ChatService = (*Gateway)(nil)
+
+// Chat starts one turn. A request whose messages end in role=tool results takes
+// the continuation path and never falls back to a fresh query.
+func (g *Gateway) Chat(ctx context.Context, p Principal, req chat.Request) (Turn, error) {
+	if len(req.Tools) > 0 && !g.cfg.Correlation {
+		// Tool calls could be shown but never continued: refuse before sending.
+		return nil, errs.Newf(errs.UnsupportedParameter, "tools need CORRELATION_ENABLED=true")
+	}
+	if cont, ok := correlation.SplitContinuation(req.Messages); ok {
+		if !g.cfg.Correlation {
+			return nil, errs.New(errs.UnsupportedToolResultContinuation)
+		}
+		return g.continueTurn(ctx, p, req, cont)
+	}
+	return g.freshTurn(ctx, p, req)
+}
+
+func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) (Turn, error) {
+	s, err := g.upstream.Chat(ctx, ports.UpstreamRequest{Chat: req})
+	if err != nil {
+		return nil, err
+	}
+	return &turn{g: g, p: p, req: req, stream: s}, nil
+}
+
+// continueTurn runs design CORRELATION §5 steps 3–10 and, when the claim is
+// won, dispatches exactly one TOOL_RESPONSE.
+func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Request, cont correlation.Continuation) (Turn, error) {
+	ids := cont.IDs()
+	keys, err := g.store.Resolve(ctx, p.ID, ids)
+	if err != nil {
+		return nil, err
+	}
+	var key string
+	groups := map[string]bool{}
+	for _, id := range ids { // the group of the first resolvable id, in request order
+		if k, ok := keys[id]; ok {
+			if key == "" {
+				key = k
+			}
+			groups[k] = true
+		}
+	}
+	if key == "" {
+		d := correlation.SubmitUnknown()
+		g.logDecision(ctx, p, d)
+		return nil, d.Err()
+	}
+	toolsHash, err := canon.ToolsHash(req.Tools, req.ToolChoice)
+	if err != nil {
+		return nil, err
+	}
+	sub := correlation.Submission{
+		PrincipalID:  p.ID,
+		WorkspaceID:  g.cfg.WorkspaceID,
+		Model:        req.Model,
+		ToolsHash:    toolsHash,
+		Continuation: cont,
+		Unresolved:   len(ids) - len(keys),
+		OtherGroups:  len(groups) - 1,
+	}
+	attempt, err := g.ids.Token()
+	if err != nil {
+		return nil, err
+	}
+	var d correlation.Decision
+	var claimed correlation.Group
+	err = g.store.Update(ctx, key, func(gr *correlation.Group) error {
+		var err error
+		d, err = gr.Submit(g.clock.Now(), g.cfg.Policy, sub, attempt)
+		claimed = gr.Clone()
+		return err
+	})
+	if errs.Has(err, errs.UnknownToolCall) { // removed between resolve and update
+		d = correlation.SubmitUnknown()
+		g.logDecision(ctx, p, d)
+		return nil, d.Err()
+	}
+	if err != nil {
+		return nil, err
+	}
+	g.logDecision(ctx, p, d)
+	switch d.Effect {
+	case correlation.EffectReplay:
+		if d.Replay != nil {
+			return replayTurn(d.Replay)
+		}
+		return nil, d.Err()
+	case correlation.EffectDispatch:
+		return g.dispatch(ctx, p, req, claimed, cont)
+	default:
+		if err := d.Err(); err != nil {
+			return nil, err
+		}
+		return nil, errors.AssertionFailedf("app: decision %s without an answer", d.Row)
+	}
+}
+
+// dispatch sends the one TOOL_RESPONSE of a claimed group, built only from the
+// record's private ids, in call order.
+func (g *Gateway) dispatch(ctx context.Context, p Principal, req chat.Request, gr correlation.Group, cont correlation.Continuation) (Turn, error) {
+	byID := make(map[string]string, len(cont.Results))
+	for _, r := range cont.Results {
+		byID[r.ID] = r.Content
+	}
+	c := &ports.Continuation{ConversationID: gr.ConversationID, UpstreamGroupID: gr.UpstreamGroupID}
+	for _, call := range gr.Calls {
+		c.Results = append(c.Results, ports.ContinuationResult{UpstreamCallID: call.UpstreamID, OriginalName: call.OriginalName, Content: byID[call.PublicID]})
+	}
+	s, err := g.upstream.Chat(ctx, ports.UpstreamRequest{Chat: req, Continuation: c})
+	if err != nil {
+		g.settleFailure(ctx, p, gr.Key, err)
+		if errors.Is(err, ports.ErrNotSent) {
+			return nil, err
+		}
+		return nil, errs.Wrap(err, errs.ContinuationOutcomeUncertain)
+	}
+	return &turn{g: g, p: p, req: req, stream: s, claimedKey: gr.Key}, nil
+}
+
+// settleFailure moves a claimed group after a failed dispatch: back to PENDING
+// only when the transport proved nothing was accepted, else UNCERTAIN.
+func (g *Gateway) settleFailure(ctx context.Context, p Principal, key string, cause error) {
+	notSent := errors.Is(cause, ports.ErrNotSent)
+	var d correlation.Decision
+	err := g.store.Update(context.WithoutCancel(ctx), key, func(gr *correlation.Group) error {
+		var err error
+		if notSent {
+			d, err = gr.ReleaseNotSent(g.clock.Now(), g.cfg.Policy)
+		} else {
+			d, err = gr.MarkUncertain(g.clock.Now(), g.cfg.Policy)
+		}
+		return err
+	})
+	if err != nil {
+		g.log.ErrorContext(ctx, "correlation settle failed", "code", errs.CodeOf(err), "error", errs.Redact(err))
+		return
+	}
+	g.logDecision(ctx, p, d)
+}
+
+func (g *Gateway) logDecision(ctx context.Context, p Principal, d correlation.Decision) {
+	g.log.InfoContext(ctx, "correlation", "row", d.Row, "from", string(d.From), "to", string(d.To),
+		"effect", string(d.Effect), "code", string(d.Code), "principal_slot", p.Slot)
+}
+
+// replayTurn returns the cached deltas of a consumed group.
+func replayTurn(cached []byte) (Turn, error) {
+	var ds []Delta
+	if err := json.Unmarshal(cached, &ds); err != nil || len(ds) == 0 || ds[len(ds)-1].Finish == "" {
+		return nil, errs.New(errs.ToolCallAlreadyConsumed)
+	}
+	return &sliceTurn{deltas: ds}, nil
+}
+
+type sliceTurn struct{ deltas []Delta }
+
+func (s *sliceTurn) Next(context.Context) (Delta, error) {
+	if len(s.deltas) == 0 {
+		return Delta{}, io.EOF
+	}
+	d := s.deltas[0]
+	s.deltas = s.deltas[1:]
+	return d, nil
+}
+
+func (s *sliceTurn) Close() {}

@@ -1,0 +1,310 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"pmgate/domain/canon"
+	"pmgate/domain/chat"
+	"pmgate/domain/correlation"
+	"pmgate/domain/errs"
+	"pmgate/ports"
+)
+
+// pendingCall accumulates one upstream tool call until the stream's proven end.
+type pendingCall struct {
+	upstreamID string
+	groupID    string
+	name       string
+	fragments  []string
+}
+
+// turn adapts an upstream stream to client deltas. Text streams through as it
+// arrives; tool calls are held until the completion machine proved the end,
+// then capacity is reserved, public ids are drawn and the PENDING group is
+// admitted before any id is shown (design CORRELATION §8).
+type turn struct {
+	g      *Gateway
+	p      Principal
+	req    chat.Request
+	stream ports.Stream
+	// claimedKey is the group whose continuation this turn is; it is settled
+	// exactly once: CONSUMED at a proven end, UNCERTAIN otherwise.
+	claimedKey string
+	settled    bool
+
+	text    strings.Builder
+	calls   []*pendingCall
+	byIndex map[int]*pendingCall
+	convID  string
+	usage   *chat.Usage
+	emitted []Delta
+	queue   []Delta
+	done    bool
+	err     error
+}
+
+func (t *turn) Next(ctx context.Context) (Delta, error) {
+	for {
+		if len(t.queue) > 0 {
+			d := t.queue[0]
+			t.queue = t.queue[1:]
+			return d, nil
+		}
+		if t.done {
+			if t.err != nil {
+				return Delta{}, t.err
+			}
+			return Delta{}, io.EOF
+		}
+		ev, err := t.stream.Next(ctx)
+		switch {
+		case errors.Is(err, io.EOF):
+			t.finish(ctx)
+			continue
+		case err != nil:
+			t.fail(ctx, err)
+			continue
+		}
+		switch ev.Kind {
+		case chat.EventText:
+			if ev.Text == "" {
+				continue
+			}
+			t.text.WriteString(ev.Text)
+			d := Delta{Text: ev.Text}
+			t.emitted = append(t.emitted, d)
+			return d, nil
+		case chat.EventToolCall:
+			t.addCall(ev.ToolCall)
+		case chat.EventUsage:
+			if ev.Usage != nil && ev.Usage.Reported() {
+				u := *ev.Usage
+				t.usage = &u
+			}
+		case chat.EventConversation:
+			t.convID = ev.ConversationID
+		}
+	}
+}
+
+func (t *turn) addCall(d *chat.ToolCallDelta) {
+	if d == nil {
+		return
+	}
+	if t.byIndex == nil {
+		t.byIndex = map[int]*pendingCall{}
+	}
+	c, ok := t.byIndex[d.Index]
+	if !ok {
+		c = &pendingCall{upstreamID: d.UpstreamID, groupID: d.UpstreamGroupID, name: d.Name}
+		t.byIndex[d.Index] = c
+		t.calls = append(t.calls, c)
+	}
+	if c.groupID == "" {
+		c.groupID = d.UpstreamGroupID
+	}
+	if d.ArgumentsFragment != "" {
+		c.fragments = append(c.fragments, d.ArgumentsFragment)
+	}
+}
+
+// finish runs at a proven end.
+func (t *turn) finish(ctx context.Context) {
+	t.done = true
+	final := Delta{Finish: FinishStop, Usage: t.usage}
+	var toolDeltas []Delta
+	if len(t.calls) > 0 {
+		ds, err := t.admit(ctx)
+		if err != nil {
+			t.abortAfterEnd(ctx, err)
+			return
+		}
+		toolDeltas = ds
+		final.Finish = FinishToolCalls
+	}
+	t.queue = append(toolDeltas, final)
+	if t.claimedKey != "" {
+		all := append(append([]Delta(nil), t.emitted...), t.queue...)
+		cached, err := json.Marshal(all)
+		if err != nil {
+			t.abortAfterEnd(ctx, err)
+			return
+		}
+		sum := sha256.Sum256(cached)
+		t.settle(ctx, func(g *correlation.Group) (correlation.Decision, error) {
+			return g.Complete(t.g.clock.Now(), t.g.cfg.Policy, cached, "sha256:"+hex.EncodeToString(sum[:]))
+		})
+	}
+}
+
+// abortAfterEnd handles a failure after the upstream proved its end (admission
+// refused, store down): the continuation was consumed upstream, so the old
+// group is consumed without a cached answer; the client gets the error.
+func (t *turn) abortAfterEnd(ctx context.Context, err error) {
+	t.queue, t.err = nil, err
+	if t.claimedKey != "" {
+		t.settle(ctx, func(g *correlation.Group) (correlation.Decision, error) {
+			return g.Complete(t.g.clock.Now(), t.g.cfg.Policy, nil, "")
+		})
+	}
+}
+
+// fail ends the turn with a stream error; a claimed continuation becomes
+// UNCERTAIN (it may have reached the upstream) and is never sent again.
+func (t *turn) fail(ctx context.Context, err error) {
+	t.done, t.queue = true, nil
+	t.err = err
+	if t.claimedKey != "" && !t.settled {
+		t.g.log.WarnContext(ctx, "continuation failed after dispatch", "code", errs.CodeOf(err))
+		t.settle(ctx, func(g *correlation.Group) (correlation.Decision, error) {
+			return g.MarkUncertain(t.g.clock.Now(), t.g.cfg.Policy)
+		})
+		t.err = errs.Wrap(err, errs.ContinuationOutcomeUncertain)
+	}
+}
+
+func (t *turn) settle(ctx context.Context, fn func(g *correlation.Group) (correlation.Decision, error)) {
+	t.settled = true
+	var d correlation.Decision
+	err := t.g.store.Update(context.WithoutCancel(ctx), t.claimedKey, func(g *correlation.Group) error {
+		var err error
+		d, err = fn(g)
+		return err
+	})
+	if err != nil {
+		t.g.log.ErrorContext(ctx, "correlation settle failed", "code", errs.CodeOf(err), "error", errs.Redact(err))
+		if t.err == nil {
+			t.queue, t.err = nil, err
+		}
+		return
+	}
+	t.g.logDecision(ctx, t.p, d)
+}
+
+// Close releases the upstream; a claimed continuation abandoned before its
+// proven end is UNCERTAIN.
+func (t *turn) Close() {
+	if t.claimedKey != "" && !t.settled {
+		t.fail(context.Background(), errs.New(errs.ClientCancelled))
+	}
+	_ = t.stream.Close()
+}
+
+// admit validates the complete tool group, reserves capacity, draws public ids
+// and admits the PENDING group; only then are the tool-call deltas released.
+func (t *turn) admit(ctx context.Context) ([]Delta, error) {
+	g := t.g
+	if !g.cfg.Correlation {
+		return nil, errs.Newf(errs.UpstreamUnsupportedEvent, "tool calls while correlation is disabled")
+	}
+	if t.convID == "" {
+		return nil, errs.Newf(errs.UpstreamUnverifiedEventShape, "tool calls without a conversation id")
+	}
+	schemas := map[string][]byte{}
+	for _, tool := range t.req.Tools {
+		schemas[tool.Name] = tool.Parameters
+	}
+	groupID := t.calls[0].groupID
+	args := make([]string, len(t.calls))
+	for i, c := range t.calls {
+		args[i] = strings.Join(c.fragments, "")
+		if _, ok := schemas[c.name]; !ok || c.upstreamID == "" {
+			return nil, errs.Newf(errs.UpstreamUnverifiedEventShape, "tool call %d names no advertised tool", i)
+		}
+		if c.groupID != groupID {
+			return nil, errs.Newf(errs.UpstreamUnverifiedEventShape, "tool calls of one turn name different groups")
+		}
+		v, err := canon.ParseJSON([]byte(args[i]))
+		if _, isObject := v.(map[string]canon.Value); err != nil || !isObject {
+			return nil, errs.Newf(errs.UpstreamMalformedEvent, "tool call %d arguments are not a JSON object", i)
+		}
+	}
+	toolsHash, err := canon.ToolsHash(t.req.Tools, t.req.ToolChoice)
+	if err != nil {
+		return nil, err
+	}
+	now := g.clock.Now()
+	res, err := g.store.Reserve(ctx, len(t.calls), now)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		grp, deltas, err := t.buildGroup(groupID, args, toolsHash, now)
+		if err == nil {
+			err = g.store.Admit(ctx, res, grp)
+		}
+		if err == nil {
+			return deltas, nil
+		}
+		if !errors.Is(err, correlation.ErrDuplicatePublicID) || attempt >= 3 {
+			_ = g.store.Release(context.WithoutCancel(ctx), res)
+			return nil, err
+		}
+	}
+}
+
+func (t *turn) buildGroup(groupID string, args []string, toolsHash string, now time.Time) (correlation.Group, []Delta, error) {
+	g := t.g
+	key, err := g.ids.Token()
+	if err != nil {
+		return correlation.Group{}, nil, err
+	}
+	grp := correlation.Group{
+		Key: key, PrincipalID: t.p.ID, WorkspaceID: g.cfg.WorkspaceID, Model: t.req.Model,
+		ConversationID: t.convID, UpstreamGroupID: groupID, State: correlation.Pending,
+		IssuedAt: now, PendingExpiresAt: now.Add(g.cfg.Policy.PendingTTL), ToolsHash: toolsHash,
+	}
+	assistant := chat.Message{Role: chat.RoleAssistant}
+	if t.text.Len() > 0 {
+		s := t.text.String()
+		assistant.Content = &s
+	}
+	var deltas []Delta
+	schemas := map[string][]byte{}
+	for _, tool := range t.req.Tools {
+		schemas[tool.Name] = tool.Parameters
+	}
+	for i, c := range t.calls {
+		id, err := g.ids.PublicToolCallID()
+		if err != nil {
+			return correlation.Group{}, nil, err
+		}
+		sh, err := canon.SchemaHash(schemas[c.name])
+		if err != nil {
+			return correlation.Group{}, nil, err
+		}
+		ah, err := canon.ArgumentsHash(c.name, args[i], sh)
+		if err != nil {
+			return correlation.Group{}, nil, err
+		}
+		grp.Calls = append(grp.Calls, correlation.Call{PublicID: id, UpstreamID: c.upstreamID, UpstreamGroupID: c.groupID,
+			Index: i, OriginalName: c.name, ArgumentsJSON: args[i], ArgumentsHash: ah, SchemaHash: sh})
+		assistant.ToolCalls = append(assistant.ToolCalls, chat.ToolCall{ID: id, Name: c.name, Arguments: args[i]})
+		frags := c.fragments
+		if len(frags) == 0 {
+			frags = []string{""}
+		}
+		for j, f := range frags {
+			d := &ToolCallDelta{Index: i, Arguments: f}
+			if j == 0 {
+				d.ID, d.Name = id, c.name
+			}
+			deltas = append(deltas, Delta{ToolCall: d})
+		}
+	}
+	transcript := append(append([]chat.Message(nil), t.req.Messages...), assistant)
+	th, err := canon.TranscriptHash(transcript)
+	if err != nil {
+		return correlation.Group{}, nil, err
+	}
+	grp.TranscriptHash, grp.TranscriptLength = th, len(transcript)
+	return grp, deltas, nil
+}

@@ -1,0 +1,65 @@
+// Package app holds pmgate's use cases: a chat turn (fresh or the native
+// continuation of a tool-call group), wired from the ports. It has no HTTP and
+// no wire formats; the ingress adapter renders what it returns.
+package app
+
+import (
+	"context"
+
+	"pmgate/domain/chat"
+)
+
+// Principal is the authenticated caller: the credential slot that matched and
+// the principal id derived from it (design CORRELATION §3).
+type Principal struct {
+	Slot string // server-side name of the matched API key slot, e.g. "default"
+	ID   string // HMAC(principal key, slot), base64url
+}
+
+// FinishReason is the OpenAI finish_reason of a proven end.
+type FinishReason string
+
+// Finish reasons.
+const (
+	FinishStop      FinishReason = "stop"
+	FinishToolCalls FinishReason = "tool_calls"
+)
+
+// ToolCallDelta is one client-facing tool-call fragment: ID and Name are set on
+// the first delta of a call only; Arguments fragments concatenate byte-for-byte
+// to the upstream argument string. Index is present on every delta.
+type ToolCallDelta struct {
+	Index     int
+	ID        string
+	Name      string
+	Arguments string
+}
+
+// Delta is one step of a turn as the client sees it. Exactly one of Text,
+// ToolCall is set on content deltas; the final delta carries Finish (and Usage
+// when the upstream reported token counts).
+type Delta struct {
+	Text     string
+	ToolCall *ToolCallDelta
+	Finish   FinishReason
+	Usage    *chat.Usage
+}
+
+// Turn streams the deltas of one chat turn.
+type Turn interface {
+	// Next returns the next delta. After the delta with Finish set it returns
+	// io.EOF. Any other error ends the turn with a stable code (package errs):
+	// no finish was proven and none may be shown. A replayed continuation
+	// returns its cached deltas.
+	Next(ctx context.Context) (Delta, error)
+	// Close releases the upstream; safe to call more than once.
+	Close()
+}
+
+// ChatService is what the ingress needs from the app.
+type ChatService interface {
+	// Chat starts one turn for an authenticated principal and a fully
+	// validated, normalized request. Errors before any delta carry a stable
+	// code; nothing reached the upstream unless the code says so.
+	Chat(ctx context.Context, p Principal, req chat.Request) (Turn, error)
+}

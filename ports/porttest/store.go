@@ -1,0 +1,269 @@
+// Package porttest holds the contract suites every adapter of a port must pass,
+// and small fakes of the ports. A store adapter's test calls StoreContract with
+// a constructor; the PostgreSQL adapter runs the same suite unchanged.
+package porttest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"pmgate/domain/canon"
+	"pmgate/domain/chat"
+	"pmgate/domain/correlation"
+	"pmgate/domain/errs"
+	"pmgate/ports"
+)
+
+// NewStore returns an empty store with the given limits and policy. Stores are
+// expected to be independent between calls.
+type NewStore func(t *testing.T, l correlation.Limits, p correlation.Policy) ports.CorrelationStore
+
+// T0 is the fixed start of time in the suites.
+var T0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// Policy is the TTL policy the suites use.
+var Policy = correlation.Policy{PendingTTL: 15 * time.Minute, InflightTTL: 150 * time.Second, TerminalTTL: 15 * time.Minute}
+
+// Group returns a PENDING group record with n calls for principal; ids are
+// unique per key. Submission(g) is a valid continuation for it.
+func Group(key, principal string, n int, now time.Time) correlation.Group {
+	g := correlation.Group{Key: key, PrincipalID: principal, WorkspaceID: "ws", Model: "m", ConversationID: "conv-" + key,
+		UpstreamGroupID: "grp-" + key, State: correlation.Pending, IssuedAt: now, PendingExpiresAt: now.Add(Policy.PendingTTL),
+		ToolsHash: "sha256:tools"}
+	var calls []chat.ToolCall
+	for i := range n {
+		id := fmt.Sprintf("call_pmn_%s_%d", key, i)
+		g.Calls = append(g.Calls, correlation.Call{PublicID: id, UpstreamID: fmt.Sprintf("up-%s-%d", key, i),
+			Index: i, OriginalName: "tool", ArgumentsJSON: "{}"})
+		calls = append(calls, chat.ToolCall{ID: id, Name: "tool", Arguments: "{}"})
+	}
+	prefix := prefixOf(calls)
+	h, err := canon.TranscriptHash(prefix)
+	if err != nil {
+		panic(err)
+	}
+	g.TranscriptHash, g.TranscriptLength = h, len(prefix)
+	return g
+}
+
+func prefixOf(calls []chat.ToolCall) []chat.Message {
+	q := "question"
+	return []chat.Message{{Role: chat.RoleUser, Content: &q}, {Role: chat.RoleAssistant, ToolCalls: calls}}
+}
+
+// Submission returns a valid continuation of g with the given result text.
+func Submission(g correlation.Group, result string) correlation.Submission {
+	var calls []chat.ToolCall
+	var results []correlation.Result
+	for _, c := range g.Calls {
+		calls = append(calls, chat.ToolCall{ID: c.PublicID, Name: c.OriginalName, Arguments: c.ArgumentsJSON})
+		results = append(results, correlation.Result{ID: c.PublicID, Content: result})
+	}
+	return correlation.Submission{PrincipalID: g.PrincipalID, WorkspaceID: g.WorkspaceID, Model: g.Model, ToolsHash: g.ToolsHash,
+		Continuation: correlation.Continuation{Prefix: prefixOf(calls), Results: results}}
+}
+
+func admit(t *testing.T, s ports.CorrelationStore, g correlation.Group, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := s.Reserve(ctx, len(g.Calls), now)
+	if err != nil {
+		t.Fatalf("reserve: %v", err)
+	}
+	if err := s.Admit(ctx, r, g); err != nil {
+		t.Fatalf("admit: %v", err)
+	}
+}
+
+func state(t *testing.T, s ports.CorrelationStore, key string) correlation.State {
+	t.Helper()
+	var st correlation.State
+	err := s.Update(context.Background(), key, func(g *correlation.Group) error {
+		st = g.State
+		return errNoWrite
+	})
+	if errs.Has(err, errs.UnknownToolCall) {
+		return correlation.Removed
+	}
+	if err != errNoWrite {
+		t.Fatalf("read state: %v", err)
+	}
+	return st
+}
+
+var errNoWrite = fmt.Errorf("porttest: read only")
+
+// StoreContract runs the correlation-store contract against newStore.
+func StoreContract(t *testing.T, newStore NewStore) {
+	limits := correlation.Limits{MaxGroups: 4, MaxCalls: 8, ResponseCacheBytes: 64}
+	ctx := context.Background()
+
+	t.Run("admitted ids resolve for their principal only", func(t *testing.T) {
+		s := newStore(t, limits, Policy)
+		admit(t, s, Group("g1", "p1", 2, T0), T0)
+		got, err := s.Resolve(ctx, "p1", []string{"call_pmn_g1_0", "call_pmn_g1_1", "call_pmn_nope"})
+		if err != nil || len(got) != 2 || got["call_pmn_g1_0"] != "g1" {
+			t.Fatalf("resolve: got %v, %v vs expected both ids of g1", got, err)
+		}
+		other, err := s.Resolve(ctx, "p2", []string{"call_pmn_g1_0"})
+		if err != nil || len(other) != 0 {
+			t.Fatalf("another principal: got %v vs expected nothing", other)
+		}
+	})
+
+	t.Run("update writes only when the closure succeeds", func(t *testing.T) {
+		s := newStore(t, limits, Policy)
+		admit(t, s, Group("g1", "p1", 1, T0), T0)
+		err := s.Update(ctx, "g1", func(g *correlation.Group) error {
+			g.State = correlation.Inflight
+			return fmt.Errorf("refused")
+		})
+		if err == nil || state(t, s, "g1") != correlation.Pending {
+			t.Fatalf("failed closure: got state %s vs expected PENDING unchanged", state(t, s, "g1"))
+		}
+		if err := s.Update(ctx, "g1", func(g *correlation.Group) error {
+			_, err := g.Cancel(T0, Policy)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if state(t, s, "g1") != correlation.Cancelled {
+			t.Fatalf("successful closure: got %s vs expected CANCELLED", state(t, s, "g1"))
+		}
+	})
+
+	t.Run("an unknown key is unknown_tool_call", func(t *testing.T) {
+		s := newStore(t, limits, Policy)
+		err := s.Update(ctx, "missing", func(*correlation.Group) error { return nil })
+		if !errs.Has(err, errs.UnknownToolCall) {
+			t.Fatalf("got %v vs expected unknown_tool_call", err)
+		}
+	})
+
+	t.Run("capacity refuses newer groups and never evicts pending ones", func(t *testing.T) {
+		s := newStore(t, correlation.Limits{MaxGroups: 2, MaxCalls: 8, ResponseCacheBytes: 0}, Policy)
+		admit(t, s, Group("g1", "p1", 1, T0), T0)
+		admit(t, s, Group("g2", "p1", 1, T0), T0)
+		if _, err := s.Reserve(ctx, 1, T0); !errs.Has(err, errs.CorrelationCapacityExceeded) {
+			t.Fatalf("third group: got %v vs expected correlation_capacity_exceeded", err)
+		}
+		if state(t, s, "g1") != correlation.Pending || state(t, s, "g2") != correlation.Pending {
+			t.Fatal("a pending group was evicted")
+		}
+		if _, err := s.Reserve(ctx, 1, T0.Add(Policy.PendingTTL)); err != nil {
+			t.Fatalf("after the pending TTL, admission expires overdue groups: got %v", err)
+		}
+	})
+
+	t.Run("a reservation holds capacity until released", func(t *testing.T) {
+		s := newStore(t, correlation.Limits{MaxGroups: 1, MaxCalls: 8, ResponseCacheBytes: 0}, Policy)
+		r, err := s.Reserve(ctx, 2, T0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Reserve(ctx, 1, T0); !errs.Has(err, errs.CorrelationCapacityExceeded) {
+			t.Fatalf("second reservation: got %v vs expected capacity exceeded", err)
+		}
+		if err := s.Release(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Reserve(ctx, 1, T0); err != nil {
+			t.Fatalf("after release: got %v", err)
+		}
+	})
+
+	t.Run("sweep expires, marks uncertain and removes", func(t *testing.T) {
+		s := newStore(t, limits, Policy)
+		admit(t, s, Group("g1", "p1", 1, T0), T0)
+		admit(t, s, Group("g2", "p1", 1, T0), T0)
+		claim(t, s, "g2", T0)
+		rep, err := s.Sweep(ctx, T0.Add(Policy.PendingTTL))
+		if err != nil || rep.Expired != 1 || rep.Uncertain != 1 {
+			t.Fatalf("sweep: got %+v, %v vs expected 1 expired, 1 uncertain", rep, err)
+		}
+		rep, err = s.Sweep(ctx, T0.Add(Policy.PendingTTL+Policy.TerminalTTL))
+		if err != nil || rep.Removed != 2 {
+			t.Fatalf("second sweep: got %+v, %v vs expected 2 removed", rep, err)
+		}
+		if got, _ := s.Resolve(ctx, "p1", []string{"call_pmn_g1_0"}); len(got) != 0 {
+			t.Fatal("a removed group still resolves")
+		}
+	})
+
+	t.Run("counts report states and capacity", func(t *testing.T) {
+		s := newStore(t, limits, Policy)
+		admit(t, s, Group("g1", "p1", 2, T0), T0)
+		c, err := s.Counts(ctx)
+		if err != nil || c.ByState[correlation.Pending] != 1 || c.LiveCalls != 2 || c.MaxGroups != 4 {
+			t.Fatalf("counts: got %+v, %v", c, err)
+		}
+	})
+
+	t.Run("concurrent claims dispatch exactly once", func(t *testing.T) {
+		s := newStore(t, limits, Policy)
+		g1 := Group("g1", "p1", 1, T0)
+		admit(t, s, g1, T0)
+		sub := Submission(g1, "result")
+		var wins, inflight atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 32 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var d correlation.Decision
+				err := s.Update(ctx, "g1", func(g *correlation.Group) error {
+					var err error
+					d, err = g.Submit(T0, Policy, sub, fmt.Sprintf("a%d", i))
+					return err
+				})
+				switch {
+				case err == nil && d.Effect == correlation.EffectDispatch:
+					wins.Add(1)
+				case err == nil && d.Code == errs.ContinuationInflight:
+					inflight.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if wins.Load() != 1 || inflight.Load() != 31 {
+			t.Fatalf("got %d dispatches and %d refusals vs expected 1 and 31", wins.Load(), inflight.Load())
+		}
+	})
+
+	t.Run("cached responses stay within the budget", func(t *testing.T) {
+		s := newStore(t, correlation.Limits{MaxGroups: 4, MaxCalls: 8, ResponseCacheBytes: 10}, Policy)
+		for _, k := range []string{"g1", "g2"} {
+			admit(t, s, Group(k, "p1", 1, T0), T0)
+			claim(t, s, k, T0)
+			if err := s.Update(ctx, k, func(g *correlation.Group) error {
+				_, err := g.Complete(T0, Policy, []byte("12345678"), "d")
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, _ := s.Counts(ctx)
+		if c.CacheBytes != 8 {
+			t.Fatalf("cache bytes: got %d vs expected 8 (the second response is over budget)", c.CacheBytes)
+		}
+	})
+}
+
+// claim moves the group with key to INFLIGHT through a valid submission.
+func claim(t *testing.T, s ports.CorrelationStore, key string, now time.Time) {
+	t.Helper()
+	err := s.Update(context.Background(), key, func(g *correlation.Group) error {
+		d, err := g.Submit(now, Policy, Submission(*g, "result"), "attempt")
+		if err == nil && d.Effect != correlation.EffectDispatch {
+			err = fmt.Errorf("claim: got %s", d.Row)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+}
