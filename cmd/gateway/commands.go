@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"pmgate/app/specgen"
+	"pmgate/domain/errs"
 )
 
 // errUsage marks command-line mistakes (exit code 2).
@@ -17,8 +18,12 @@ var errUsage = errors.New("usage")
 // errStale marks a stale spec/ directory (exit code 3).
 var errStale = errors.New("spec is stale")
 
+// Exit codes are stable: 1 runtime failure, 2 usage, 3 stale spec, 78
+// configuration refused (EX_CONFIG).
 func exitCode(err error) int {
 	switch {
+	case errs.Has(err, errs.ConfigInvalid):
+		return 78
 	case errors.Is(err, errUsage):
 		return 2
 	case errors.Is(err, errStale):
@@ -26,6 +31,15 @@ func exitCode(err error) int {
 	default:
 		return 1
 	}
+}
+
+// describe renders a command error for the terminal: the stable code first for
+// catalogued errors (messages are secret-free by construction).
+func describe(err error) string {
+	if c := errs.CodeOf(err); c != errs.InternalError {
+		return string(c) + ": " + err.Error()
+	}
+	return err.Error()
 }
 
 func runDiagram(args []string, stdout io.Writer) error {

@@ -16,7 +16,7 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "gateway:", err)
+		fmt.Fprintln(os.Stderr, "gateway:", describe(err))
 		os.Exit(exitCode(err))
 	}
 }
@@ -25,6 +25,10 @@ func main() {
 const usage = `usage: gateway <command> [flags]
 
 commands:
+  serve [--env-file FILE]          run the gateway (configuration from the environment)
+  demo [--strategy S] [--port P]   run the gateway against the built-in emulator, offline
+  emulator [--addr A]              run the Postman emulator alone
+  check-config [--env-file FILE]   validate the configuration and print a redacted summary
   diagram [--dir spec] [--check]   write (or check) the generated machine diagrams and tables
   version                          print version and build information
 `
@@ -35,6 +39,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return errUsage
 	}
 	switch args[0] {
+	case "serve":
+		return runServe(ctx, args[1:], getenv, stdout, stderr)
+	case "demo":
+		return runDemo(ctx, args[1:], getenv, stdout, stderr)
+	case "emulator":
+		return runEmulator(ctx, args[1:], getenv, stdout)
+	case "check-config":
+		return runCheckConfig(args[1:], getenv, stdout, stderr)
 	case "diagram":
 		return runDiagram(args[1:], stdout)
 	case "version":

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"pmgate/adapters/postman/pmconfig"
+	"pmgate/domain/correlation"
+	"pmgate/domain/errs"
+)
+
+// config is the whole gateway configuration (CONTRACT §3). The Postman part is
+// parsed and validated by pmconfig; this file owns the rest.
+type config struct {
+	host            string
+	port            int
+	apiKey          string
+	upstream        pmconfig.Config
+	maxConcurrent   int
+	correlation     bool
+	principalKey    []byte
+	principalRandom bool
+	limits          correlation.Limits
+	policy          correlation.Policy
+	store           string
+	postgresURL     string
+	logLevel        slog.Level
+	logFormat       string
+}
+
+func invalid(variable, rule string) error {
+	return errs.Newf(errs.ConfigInvalid, "%s: %s", variable, rule)
+}
+
+func loadConfig(getenv func(string) string) (config, error) {
+	var c config
+	var err error
+	if c.host = getenv("PROVIDER_HOST"); c.host == "" {
+		c.host = "127.0.0.1"
+	}
+	if c.host != "localhost" && net.ParseIP(c.host) == nil {
+		return c, invalid("PROVIDER_HOST", "must be an IP address or localhost")
+	}
+	if c.port, err = intVar(getenv, "PROVIDER_PORT", 8788, 0, 65535); err != nil {
+		return c, err
+	}
+	c.apiKey = getenv("PROVIDER_API_KEY")
+	if n := len(c.apiKey); n < 16 || n > 512 || !visibleASCII(c.apiKey) {
+		return c, invalid("PROVIDER_API_KEY", "required: 16–512 visible ASCII characters")
+	}
+	if c.upstream, err = pmconfig.Parse(getenv); err != nil {
+		return c, err
+	}
+	if c.maxConcurrent, err = intVar(getenv, "MAX_CONCURRENT_REQUESTS", 16, 1, 4096); err != nil {
+		return c, err
+	}
+	switch v := getenv("CORRELATION_ENABLED"); v {
+	case "", "true":
+		c.correlation = true
+	case "false":
+	default:
+		return c, invalid("CORRELATION_ENABLED", "must be true or false")
+	}
+	switch c.store = getenv("CORRELATION_STORE"); c.store {
+	case "":
+		c.store = "memory"
+	case "memory", "postgres":
+	default:
+		return c, invalid("CORRELATION_STORE", "must be memory or postgres")
+	}
+	c.postgresURL = getenv("CORRELATION_POSTGRES_URL")
+	if c.store == "postgres" && c.postgresURL == "" {
+		return c, invalid("CORRELATION_POSTGRES_URL", "required with CORRELATION_STORE=postgres")
+	}
+	if c.store == "memory" && c.postgresURL != "" {
+		return c, invalid("CORRELATION_POSTGRES_URL", "only with CORRELATION_STORE=postgres")
+	}
+	if k := getenv("CORRELATION_PRINCIPAL_KEY"); k != "" {
+		c.principalKey, err = base64.RawURLEncoding.DecodeString(strings.TrimRight(k, "="))
+		if err != nil || len(c.principalKey) < 32 {
+			return c, invalid("CORRELATION_PRINCIPAL_KEY", "must be base64url of at least 32 bytes")
+		}
+	} else {
+		if c.store == "postgres" {
+			return c, invalid("CORRELATION_PRINCIPAL_KEY", "required with a shared store")
+		}
+		c.principalKey, c.principalRandom = make([]byte, 32), true
+		if _, err := rand.Read(c.principalKey); err != nil {
+			return c, err
+		}
+	}
+	pending, err := intVar(getenv, "CORRELATION_PENDING_TTL_MS", 900000, 1000, 86400000)
+	if err != nil {
+		return c, err
+	}
+	terminal, err := intVar(getenv, "CORRELATION_TERMINAL_TTL_MS", 900000, 1000, 86400000)
+	if err != nil {
+		return c, err
+	}
+	c.policy = correlation.Policy{
+		PendingTTL:  time.Duration(pending) * time.Millisecond,
+		TerminalTTL: time.Duration(terminal) * time.Millisecond,
+		// design §8: the claim's hard deadline is the request timeout plus 30 s.
+		InflightTTL: c.upstream.RequestTimeout + 30*time.Second,
+	}
+	if c.limits.MaxGroups, err = intVar(getenv, "CORRELATION_MAX_GROUPS", 1000, 1, 1000000); err != nil {
+		return c, err
+	}
+	if c.limits.MaxCalls, err = intVar(getenv, "CORRELATION_MAX_CALLS", 4096, 1, 4000000); err != nil {
+		return c, err
+	}
+	if c.limits.ResponseCacheBytes, err = intVar(getenv, "CORRELATION_RESPONSE_CACHE_BYTES", 8<<20, 0, 1<<30); err != nil {
+		return c, err
+	}
+	switch v := getenv("LOG_LEVEL"); v {
+	case "", "info":
+		c.logLevel = slog.LevelInfo
+	case "debug":
+		c.logLevel = slog.LevelDebug
+	case "warn":
+		c.logLevel = slog.LevelWarn
+	case "error":
+		c.logLevel = slog.LevelError
+	default:
+		return c, invalid("LOG_LEVEL", "must be debug, info, warn or error")
+	}
+	switch c.logFormat = getenv("LOG_FORMAT"); c.logFormat {
+	case "":
+		c.logFormat = "json"
+	case "json", "text":
+	default:
+		return c, invalid("LOG_FORMAT", "must be json or text")
+	}
+	return c, nil
+}
+
+func intVar(getenv func(string) string, name string, def, lo, hi int) (int, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	for _, r := range v {
+		if r < '0' || r > '9' {
+			return 0, invalid(name, fmt.Sprintf("must be a decimal integer in [%d, %d]", lo, hi))
+		}
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, invalid(name, fmt.Sprintf("must be a decimal integer in [%d, %d]", lo, hi))
+	}
+	return n, nil
+}
+
+func visibleASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// summary is the redacted configuration for check-config and the start-up log.
+func (c config) summary() map[string]string {
+	m := c.upstream.Summary()
+	m["listen"] = net.JoinHostPort(c.host, strconv.Itoa(c.port))
+	m["api_key"] = "set"
+	m["max_concurrent_requests"] = strconv.Itoa(c.maxConcurrent)
+	m["correlation_enabled"] = strconv.FormatBool(c.correlation)
+	m["correlation_store"] = c.store
+	if c.principalRandom {
+		m["correlation_principal_key"] = "random per process"
+	} else {
+		m["correlation_principal_key"] = "set"
+	}
+	m["correlation_pending_ttl"] = c.policy.PendingTTL.String()
+	m["correlation_terminal_ttl"] = c.policy.TerminalTTL.String()
+	m["correlation_max_groups"] = strconv.Itoa(c.limits.MaxGroups)
+	m["correlation_max_calls"] = strconv.Itoa(c.limits.MaxCalls)
+	m["correlation_response_cache_bytes"] = strconv.Itoa(c.limits.ResponseCacheBytes)
+	if c.postgresURL != "" {
+		m["correlation_postgres_url"] = "set"
+	}
+	m["log_level"] = c.logLevel.String()
+	m["log_format"] = c.logFormat
+	return m
+}
+
+// envFile returns a getenv that reads KEY=VALUE lines from path first and lets
+// the real environment win. Lines are `KEY=VALUE`, optionally prefixed with
+// `export `; blank lines and lines starting with # are skipped; a value may be
+// wrapped in single or double quotes. Errors name the line number, never its
+// content (it may hold a secret).
+func envFile(path string, getenv func(string) string) (func(string) string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --env-file: %v", errUsage, err)
+	}
+	defer f.Close()
+	vals := map[string]string{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		line = strings.TrimPrefix(line, "export ")
+		k, v, ok := strings.Cut(line, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" || strings.ContainsAny(k, " \t\"'") {
+			return nil, fmt.Errorf("%w: --env-file line %d is not KEY=VALUE", errUsage, n)
+		}
+		v = strings.TrimSpace(v)
+		if len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'') {
+			v = v[1 : len(v)-1]
+		}
+		vals[k] = v
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%w: --env-file: %v", errUsage, err)
+	}
+	return func(k string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return vals[k]
+	}, nil
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"strings"
+
+	"pmgate/adapters/emulator"
+	"pmgate/adapters/postman"
+	"pmgate/domain/errs"
+)
+
+const (
+	demoModel     = "pmgate-demo"
+	demoEnum      = "GPT_55"
+	demoSubdomain = "pmgate-demo"
+	demoWorkspace = "demo-workspace"
+)
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// runDemo starts the emulator and a gateway wired to it through the real
+// Postman adapter; only this wiring trusts the emulator's CA and maps the
+// web-session host to the emulator's loopback listener.
+func runDemo(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	strategy := fs.String("strategy", "web_session", "upstream strategy: web_session or access_token")
+	port := fs.String("port", "8788", "gateway port (0 picks a free one)")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if *strategy != "web_session" && *strategy != "access_token" {
+		return fmt.Errorf("%w: --strategy must be web_session or access_token", errUsage)
+	}
+	// The emulator's credentials are fake and local to this process; the gateway
+	// holds them exactly as it would hold real ones.
+	cookie, token := randomHex(24), randomHex(24)
+	emu, err := emulator.Start(ctx, emulator.Config{WorkspaceID: demoWorkspace, Subdomain: demoSubdomain,
+		SessionCookie: cookie, AccessToken: token, Models: map[string]string{demoEnum: demoEnum}})
+	if err != nil {
+		return err
+	}
+	defer emu.Close()
+	env := map[string]string{
+		"PROVIDER_PORT": *port, "PROVIDER_API_KEY": "sk-pmgate-demo-" + randomHex(16), "PROVIDER_MODELS": demoModel,
+		"POSTMAN_TRANSPORT_STRATEGY": *strategy, "POSTMAN_WORKSPACE_ID": demoWorkspace,
+		"POSTMAN_MODEL_MAP": demoModel + "=" + demoEnum, "LOG_FORMAT": "text",
+	}
+	if *strategy == "web_session" {
+		env["POSTMAN_SESSION_COOKIE"], env["POSTMAN_WORKSPACE_SUBDOMAIN"] = cookie, demoSubdomain
+	} else {
+		env["POSTMAN_ACCESS_TOKEN"], env["POSTMAN_ORIGIN"] = token, emu.Origin()
+	}
+	cfg, err := loadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	host := demoSubdomain + ".postman.co:443"
+	dialer := &net.Dialer{}
+	gw, err := startGateway(ctx, cfg, log, postman.WithRootCAs(emu.CertPool()),
+		postman.WithDialContext(func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if addr != host {
+				return nil, errs.Newf(errs.UpstreamUnavailable, "the demo dials only its emulator")
+			}
+			return dialer.DialContext(ctx, network, emu.Addr())
+		}))
+	if err != nil {
+		return err
+	}
+	printDemo(stdout, "http://"+gw.addr()+"/v1", cfg.apiKey, *strategy, emu.Origin())
+	return gw.wait(ctx)
+}
+
+func printDemo(w io.Writer, base, key, strategy, origin string) {
+	fmt.Fprintf(w, `pmgate demo — the gateway, wired through the real Postman adapter (%s) to a built-in emulator at %s.
+Nothing leaves this machine. Stop with Ctrl-C.
+
+  base URL  %s
+  API key   %s
+  model     %s
+
+JSON:
+  curl -s %s/chat/completions -H "Authorization: Bearer %s" -H "Content-Type: application/json" \
+    -d '{"model":"%s","messages":[{"role":"user","content":"Hello!"}]}'
+
+Streaming:
+  curl -sN %s/chat/completions -H "Authorization: Bearer %s" -H "Content-Type: application/json" \
+    -d '{"model":"%s","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Hello!"}]}'
+
+OpenAI Python SDK:
+  from openai import OpenAI
+  client = OpenAI(base_url="%s", api_key="%s")
+  print(client.chat.completions.create(model="%s", messages=[{"role": "user", "content": "Hello!"}]).choices[0].message.content)
+
+OpenAI Go SDK (github.com/openai/openai-go/v3):
+  client := openai.NewClient(option.WithBaseURL("%s"), option.WithAPIKey("%s"))
+
+Try a fault: put "#scenario=ambiguous_eof" (or truncated_frame, failure_after_text, model_mismatch, …) in the
+message text and the gateway answers with a stable error instead of a fake success.
+`, strategy, origin, base, key, demoModel, base, key, demoModel, base, key, demoModel, base, key, demoModel, base, key)
+}
+
+// runEmulator runs the emulator alone, as a fake upstream for clients and load tests.
+func runEmulator(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("emulator", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	addr := fs.String("addr", "127.0.0.1:8789", "listen address (loopback only)")
+	subdomain := fs.String("subdomain", demoSubdomain, "web-session subdomain the emulator accepts")
+	workspace := fs.String("workspace", demoWorkspace, "workspace id the emulator requires")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	cookie, token := getenv("EMULATOR_SESSION_COOKIE"), getenv("EMULATOR_ACCESS_TOKEN")
+	if cookie == "" {
+		cookie = randomHex(24)
+	}
+	if token == "" {
+		token = randomHex(24)
+	}
+	emu, err := emulator.Start(ctx, emulator.Config{Addr: *addr, WorkspaceID: *workspace, Subdomain: *subdomain,
+		SessionCookie: cookie, AccessToken: token})
+	if err != nil {
+		return err
+	}
+	defer emu.Close()
+	scen := emulator.Scenarios()
+	sort.Strings(scen)
+	fmt.Fprintf(stdout, `pmgate emulator (a fake Postman upstream; these credentials are its own, not real ones)
+  origin     %s
+  trust CA   %s   (e.g. SSL_CERT_FILE=%s)
+  scenarios  %s  (put "#scenario=NAME" in the user text)
+
+access_token gateway:
+  POSTMAN_TRANSPORT_STRATEGY=access_token POSTMAN_ORIGIN=%s POSTMAN_ACCESS_TOKEN=%s POSTMAN_WORKSPACE_ID=%s
+web_session (needs a resolver or dialer mapping %s.postman.co to %s):
+  POSTMAN_TRANSPORT_STRATEGY=web_session POSTMAN_WORKSPACE_SUBDOMAIN=%s POSTMAN_SESSION_COOKIE=%s POSTMAN_WORKSPACE_ID=%s
+`, emu.Origin(), emu.CAFile(), emu.CAFile(), strings.Join(scen, ", "), emu.Origin(), token, *workspace,
+		*subdomain, emu.Addr(), *subdomain, cookie, *workspace)
+	<-ctx.Done()
+	return nil
+}
+
+// runCheckConfig validates the configuration and prints a redacted summary.
+func runCheckConfig(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("check-config", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	envPath := fs.String("env-file", "", "read KEY=VALUE lines first; the real environment wins")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if *envPath != "" {
+		var err error
+		if getenv, err = envFile(*envPath, getenv); err != nil {
+			return err
+		}
+	}
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	m := cfg.summary()
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Fprintln(stdout, "configuration ok")
+	for _, k := range keys {
+		fmt.Fprintf(stdout, "  %s: %s\n", k, m[k])
+	}
+	return nil
+}

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"pmgate/adapters/httpapi"
+	"pmgate/adapters/memstore"
+	"pmgate/adapters/postman"
+	"pmgate/adapters/postman/pmconfig"
+	"pmgate/adapters/system"
+	"pmgate/app"
+	"pmgate/domain/errs"
+)
+
+// shutdownGrace bounds how long in-flight requests may finish after a signal.
+const shutdownGrace = 30 * time.Second
+
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	envPath := fs.String("env-file", "", "read KEY=VALUE lines first; the real environment wins")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if *envPath != "" {
+		var err error
+		if getenv, err = envFile(*envPath, getenv); err != nil {
+			return err
+		}
+	}
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	gw, err := startGateway(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	return gw.wait(ctx)
+}
+
+// newLogger builds the process logger: JSON or text, and every string passes
+// through redaction of the configured secrets (design WEB-SESSION §4.2).
+func newLogger(cfg config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.logLevel}
+	var h slog.Handler
+	if cfg.logFormat == "text" {
+		h = slog.NewTextHandler(w, opts)
+	} else {
+		h = slog.NewJSONHandler(w, opts)
+	}
+	secrets := append(cfg.upstream.Secrets(), cfg.apiKey)
+	return slog.New(httpapi.WithRequestID(&redactingHandler{next: h, r: pmconfig.NewRedactor(secrets...)}))
+}
+
+// gateway is a running gateway process: listener, HTTP server, store sweeper.
+type gateway struct {
+	cfg    config
+	log    *slog.Logger
+	ln     net.Listener
+	srv    *http.Server
+	store  *memstore.Store
+	stop   context.CancelFunc
+	served chan error
+	wg     sync.WaitGroup
+}
+
+// startGateway wires the ports into the app and starts serving. opts reach the
+// Postman adapter (the demo trusts its emulator's CA and dials it).
+func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...postman.Option) (*gateway, error) {
+	if cfg.store != "memory" {
+		return nil, errs.Newf(errs.ConfigInvalid, "CORRELATION_STORE: %s is not available in this build", cfg.store)
+	}
+	client, err := postman.New(cfg.upstream, append([]postman.Option{postman.WithLogger(log)}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	store := memstore.New(cfg.limits, cfg.policy)
+	svc := app.New(app.Config{WorkspaceID: cfg.upstream.WorkspaceID, Correlation: cfg.correlation, Policy: cfg.policy},
+		client, store, system.Clock{}, system.IDs{}, log)
+	handler := httpapi.NewServer(httpapi.Config{
+		APIKeys:            map[string]string{"default": cfg.apiKey},
+		PrincipalKey:       cfg.principalKey,
+		Models:             cfg.upstream.PublicModels,
+		Strategy:           string(cfg.upstream.Strategy),
+		MaxBodyBytes:       int64(cfg.upstream.MaxBodyBytes),
+		MaxTools:           cfg.upstream.MaxTools,
+		MaxToolResultBytes: cfg.upstream.MaxToolResultBytes,
+		MaxConcurrent:      cfg.maxConcurrent,
+		RequestTimeout:     cfg.upstream.RequestTimeout,
+		CorrelationEnabled: cfg.correlation,
+		Health: func(ctx context.Context) map[string]any {
+			c, err := store.Counts(ctx)
+			if err != nil {
+				return map[string]any{"correlation": map[string]any{"store": "unavailable"}}
+			}
+			states := map[string]int{}
+			for s, n := range c.ByState {
+				states[string(s)] = n
+			}
+			return map[string]any{"correlation": map[string]any{
+				"store": cfg.store, "enabled": cfg.correlation, "groups_by_state": states,
+				"live_groups": c.LiveGroups, "live_calls": c.LiveCalls, "reserved_groups": c.ReservedGroups,
+				"cache_bytes": c.CacheBytes, "max_groups": c.MaxGroups, "max_calls": c.MaxCalls,
+				"max_cache_bytes": c.ResponseCacheBytes,
+			}}
+		},
+	}, svc, log)
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port)))
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	gw := &gateway{cfg: cfg, log: log, ln: ln, store: store, stop: stop, served: make(chan error, 1),
+		srv: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
+	gw.wg.Add(1)
+	go func() {
+		defer gw.wg.Done()
+		store.Run(runCtx, time.Second, system.Clock{}, log)
+	}()
+	go func() { gw.served <- gw.srv.Serve(ln) }()
+	log.Info("listening", "addr", ln.Addr().String(), "strategy", string(cfg.upstream.Strategy),
+		"correlation_store", cfg.store, "principal_key_random", cfg.principalRandom)
+	return gw, nil
+}
+
+// addr is the chosen listen address.
+func (g *gateway) addr() string { return g.ln.Addr().String() }
+
+// wait serves until ctx ends, then shuts down gracefully: stop accepting, let
+// in-flight requests finish up to shutdownGrace, cancel pending tool-call
+// groups and log the counts. A clean shutdown returns nil (exit 0).
+func (g *gateway) wait(ctx context.Context) error {
+	select {
+	case err := <-g.served:
+		g.stop()
+		g.wg.Wait()
+		return err
+	case <-ctx.Done():
+	}
+	g.log.Info("shutting down", "grace", shutdownGrace.String())
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	err := g.srv.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		g.log.Warn("in-flight requests cut at the shutdown bound")
+		_ = g.srv.Close()
+		err = nil
+	}
+	g.stop()
+	g.wg.Wait()
+	n, c := g.store.Shutdown(time.Now())
+	states := map[string]int{}
+	for s, k := range c.ByState {
+		states[string(s)] = k
+	}
+	g.log.Info("correlation store closed", "pending_cancelled", n, "groups_by_state", states)
+	if err := <-g.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return err
+}
+
+// redactingHandler redacts every string of a record before the next handler
+// sees it.
+type redactingHandler struct {
+	next slog.Handler
+	r    *pmconfig.Redactor
+}
+
+func (h *redactingHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.next.Enabled(ctx, l)
+}
+
+func (h *redactingHandler) Handle(ctx context.Context, rec slog.Record) error {
+	out := slog.NewRecord(rec.Time, rec.Level, h.r.String(rec.Message), rec.PC)
+	rec.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.next.Handle(ctx, out)
+}
+
+func (h *redactingHandler) attr(a slog.Attr) slog.Attr {
+	switch a.Value.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, h.r.String(a.Value.String()))
+	case slog.KindGroup:
+		as := a.Value.Group()
+		out := make([]any, len(as))
+		for i, x := range as {
+			out[i] = h.attr(x)
+		}
+		return slog.Group(a.Key, out...)
+	case slog.KindAny:
+		switch v := a.Value.Any().(type) {
+		case error:
+			return slog.String(a.Key, h.r.String(errs.Redact(v)))
+		case fmt.Stringer:
+			return slog.String(a.Key, h.r.String(v.String()))
+		case []byte:
+			return slog.String(a.Key, h.r.String(string(v)))
+		}
+	}
+	return a
+}
+
+func (h *redactingHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	out := make([]slog.Attr, len(as))
+	for i, a := range as {
+		out[i] = h.attr(a)
+	}
+	return &redactingHandler{next: h.next.WithAttrs(out), r: h.r}
+}
+
+func (h *redactingHandler) WithGroup(name string) slog.Handler {
+	return &redactingHandler{next: h.next.WithGroup(name), r: h.r}
+}
