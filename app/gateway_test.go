@@ -159,10 +159,10 @@ func TestAToolTurnAdmitsAPendingGroupBeforeShowingIDs(t *testing.T) {
 			args[d.ToolCall.Index] += d.ToolCall.Arguments
 		}
 	}
-	is.Equal(len(ids), 2)                                // both calls get public ids
-	is.True(strings.HasPrefix(ids[0], "call_pmn_"))      // of the public form
-	is.True(!strings.Contains(ids[0], "up-"))            // never the upstream id
-	is.Equal(args[0], `{"q":"v0"}`)                      // argument strings are byte-identical
+	is.Equal(len(ids), 2)                           // both calls get public ids
+	is.True(strings.HasPrefix(ids[0], "call_pmn_")) // of the public form
+	is.True(!strings.Contains(ids[0], "up-"))       // never the upstream id
+	is.Equal(args[0], `{"q":"v0"}`)                 // argument strings are byte-identical
 	c, _ := r.store.Counts(t.Context())
 	is.Equal(c.ByState[correlation.Pending], 1) // one pending group holds them
 }
@@ -192,9 +192,9 @@ func TestTheToolLoopRunsToTheFinalAnswerWithOneDispatchPerRound(t *testing.T) {
 	is.Equal(c.ByState[correlation.Consumed], 2) // both groups consumed
 	is.Equal(c.ByState[correlation.Pending], 0)  // nothing left pending
 	last := r.up.Requests()[2].Continuation
-	is.Equal(last.ConversationID, "conv-1")         // the stored conversation
+	is.Equal(last.ConversationID, "conv-1")                // the stored conversation
 	is.Equal(last.Results[0].UpstreamCallID, "up-grp-c-0") // private ids, in call order
-	is.Equal(last.Results[1].Content, "r:get_time")  // with the client's results
+	is.Equal(last.Results[1].Content, "r:get_time")        // with the client's results
 }
 
 func TestAReplayedContinuationReturnsTheCachedAnswerWithoutDispatch(t *testing.T) {
