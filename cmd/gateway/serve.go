@@ -43,12 +43,16 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	log := newLogger(cfg, stderr)
-	gw, err := startGateway(ctx, cfg, log)
+	gw, err := startGateway(ctx, cfg, log, testUpstreamOptions...)
 	if err != nil {
 		return err
 	}
 	return gw.wait(ctx)
 }
+
+// testUpstreamOptions lets this package's end-to-end tests trust an in-test
+// emulator's CA (and dial it for web_session); it is always empty in the binary.
+var testUpstreamOptions []postman.Option
 
 // newLogger builds the process logger: JSON or text, and every string passes
 // through redaction of the configured secrets (design WEB-SESSION §4.2).

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"io"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+)
+
+// startDemo runs `gateway demo --port 0` through run and returns the printed
+// base URL and API key.
+func startDemo(t *testing.T, strategy string) (base, key string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out, logs := &syncBuffer{}, &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"demo", "--port", "0", "--strategy", strategy}, func(string) string { return "" }, out, logs)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("demo returned %v", err)
+		}
+	})
+	baseRE := regexp.MustCompile(`base URL\s+(\S+)`)
+	keyRE := regexp.MustCompile(`API key\s+(\S+)`)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		b, k := baseRE.FindStringSubmatch(out.String()), keyRE.FindStringSubmatch(out.String())
+		if b != nil && k != nil {
+			return b[1], k[1]
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("demo ended: %v\n%s", err, logs.String())
+		default:
+		}
+	}
+	t.Fatalf("demo did not print its base URL:\n%s\n%s", out.String(), logs.String())
+	return "", ""
+}
+
+func TestTheDemoServesTheOfficialGoSDK(t *testing.T) {
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			is := is.New(t)
+			base, key := startDemo(t, st)
+			client := openai.NewClient(option.WithBaseURL(base), option.WithAPIKey(key), option.WithMaxRetries(0))
+
+			c, err := client.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{
+				Model:    demoModel,
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello SDK")},
+			})
+			is.NoErr(err)                                                                  // a non-streamed turn
+			is.True(strings.Contains(c.Choices[0].Message.Content, "You said: Hello SDK")) // with the emulator's reply
+			is.Equal(string(c.Choices[0].FinishReason), "stop")
+
+			stream := client.Chat.Completions.NewStreaming(t.Context(), openai.ChatCompletionNewParams{
+				Model:         demoModel,
+				Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello stream")},
+				StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+			})
+			acc := openai.ChatCompletionAccumulator{}
+			for stream.Next() {
+				is.True(acc.AddChunk(stream.Current())) // every chunk is accepted by the SDK's accumulator
+			}
+			is.NoErr(stream.Err())                                                              // the stream ended cleanly
+			is.True(strings.Contains(acc.Choices[0].Message.Content, "You said: Hello stream")) // the whole reply
+			is.Equal(string(acc.Choices[0].FinishReason), "stop")
+			is.True(acc.Usage.TotalTokens > 0) // and the upstream's usage
+
+			bad := client.Chat.Completions.NewStreaming(t.Context(), openai.ChatCompletionNewParams{
+				Model:    demoModel,
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("#scenario=failure_after_text")},
+			})
+			for bad.Next() {
+			}
+			is.True(bad.Err() != nil) // a failure mid-stream is an SDK error, never a finished message
+			_ = io.EOF
+		})
+	}
+}
