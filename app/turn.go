@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -49,9 +50,17 @@ type turn struct {
 	queue   []Delta
 	done    bool
 	err     error
+
+	// nextMu is held for the whole of Next. Close may run concurrently with a
+	// blocked Next (the ingress closes on disconnect): it closes the stream,
+	// which unblocks Next, then takes nextMu to settle what Next did not.
+	nextMu    sync.Mutex
+	closeOnce sync.Once
 }
 
 func (t *turn) Next(ctx context.Context) (Delta, error) {
+	t.nextMu.Lock()
+	defer t.nextMu.Unlock()
 	for {
 		if len(t.queue) > 0 {
 			d := t.queue[0]
@@ -190,12 +199,17 @@ func (t *turn) settle(ctx context.Context, fn func(g *correlation.Group) (correl
 }
 
 // Close releases the upstream; a claimed continuation abandoned before its
-// proven end is UNCERTAIN.
+// proven end is UNCERTAIN. It is safe to call concurrently with Next and more
+// than once.
 func (t *turn) Close() {
-	if t.claimedKey != "" && !t.settled {
-		t.fail(context.Background(), errs.New(errs.ClientCancelled))
-	}
-	_ = t.stream.Close()
+	t.closeOnce.Do(func() {
+		_ = t.stream.Close()
+		t.nextMu.Lock()
+		defer t.nextMu.Unlock()
+		if t.claimedKey != "" && !t.settled {
+			t.fail(context.Background(), errs.New(errs.ClientCancelled))
+		}
+	})
 }
 
 // admit validates the complete tool group, reserves capacity, draws public ids

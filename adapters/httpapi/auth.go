@@ -1,0 +1,84 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"net/http"
+	"strings"
+
+	"pmgate/app"
+	"pmgate/domain/errs"
+)
+
+// Principal derives the principal id of a credential slot (design
+// CORRELATION §3): base64url without padding of HMAC-SHA256(key, slot). The
+// slot is the server-side name of the matched API key, never the key itself.
+func Principal(key []byte, slot string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(slot))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// constantTimeCompare is subtle.ConstantTimeCompare; a variable so that a test
+// can prove it is the comparison in use and that every slot is compared.
+var constantTimeCompare = subtle.ConstantTimeCompare
+
+// authenticate returns the principal of the presented key. The key comes from
+// "Authorization: Bearer <key>" or, when there is no Authorization header,
+// from "x-api-key". Its SHA-256 digest is compared in constant time with the
+// digest of every slot, all of them, whatever matched first: neither the key
+// length, nor the first differing byte, nor which slot matched shows in the
+// timing.
+func (s *server) authenticate(r *http.Request) (app.Principal, bool) {
+	var presented string
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, key, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
+			return app.Principal{}, false
+		}
+		presented = strings.TrimSpace(key)
+	} else {
+		presented = r.Header.Get("x-api-key")
+	}
+	if presented == "" {
+		return app.Principal{}, false
+	}
+	digest := sha256.Sum256([]byte(presented))
+	found, matched := 0, 0
+	for i := range s.slots {
+		eq := constantTimeCompare(digest[:], s.slots[i].digest[:])
+		// Keep the first match without branching on the comparison result.
+		matched = subtle.ConstantTimeSelect(eq&^found, i, matched)
+		found |= eq
+	}
+	if found == 0 {
+		return app.Principal{}, false
+	}
+	sl := s.slots[matched]
+	return app.Principal{Slot: sl.name, ID: sl.principal}, true
+}
+
+// principalKey is the context key of the authenticated principal.
+type principalKey struct{}
+
+func principalFrom(ctx context.Context) app.Principal {
+	p, _ := ctx.Value(principalKey{}).(app.Principal)
+	return p
+}
+
+// requireKey answers 401 invalid_api_key unless the request presents a
+// configured key; otherwise it puts the principal into the context.
+func (s *server) requireKey(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := s.authenticate(r)
+		if !ok {
+			s.writeError(w, r, errs.New(errs.InvalidAPIKey))
+			return
+		}
+		infoFrom(r.Context()).slot = p.Slot
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}

@@ -1,0 +1,132 @@
+// Package httpapi is pmgate's OpenAI-compatible ingress (CONTRACT §4):
+// POST /v1/chat/completions (JSON and SSE), GET /v1/models and GET /health,
+// in front of an app.ChatService. NewServer returns the whole surface as one
+// http.Handler; routes.go lists it.
+//
+// # Errors
+//
+// Every failure is written by one function (writeError) from the catalog of
+// package errs: status, OpenAI type, message and retryability come from
+// errs.Lookup(errs.CodeOf(err)). The body always has the four keys
+// {"error":{"message","type","param","code"}}. A refusal of the request names
+// the offending parameter path in param (for example
+// "messages[2].content[0].type" or
+// "tools[1].function.parameters.properties.x.pattern") and appends a short
+// fixed sentence to the catalog message; client text never appears, and a
+// client-chosen key appears in a path only when it is a plain identifier
+// ([A-Za-z0-9_-]{1,64}), else as "?". Errors without a code are 500
+// internal_error with the generic message. Deterministic failures carry
+// x-should-retry: false; retryable 429/503 carry retry-after in seconds (1 by
+// default, or the value of an error in the chain with a method
+// RetryAfter() time.Duration, rounded up and capped at 3600). Unknown paths
+// answer 404 and wrong methods 405 (with Allow), both with code
+// invalid_request: the catalog has no routing codes, so these two statuses
+// are the only ones not taken from it.
+//
+// # Request ids and logs
+//
+// Every response carries x-request-id. The gateway adopts the client's
+// x-request-id when it is 1–128 visible ASCII characters (0x21–0x7E), so that
+// callers can correlate; otherwise it generates 16 random bytes in hex.
+// RequestID(ctx) returns it and WithRequestID adds it to every log record of
+// a request context. One access-log line per request carries only request_id,
+// method, route (the known path, or "unmatched"), status, code, duration_ms,
+// stream, bytes and principal_slot: never a body, message content, a key or
+// an upstream id. A panic in a handler is logged (redacted value and stack,
+// no body) and answered 500 internal_error when nothing was written yet.
+//
+// # Authentication
+//
+// /v1/* needs "Authorization: Bearer <key>" or, without an Authorization
+// header, "x-api-key: <key>". The SHA-256 digest of the presented key is
+// compared with crypto/subtle against the digest of every configured slot,
+// always all of them; the matched slot gives app.Principal{Slot,
+// ID: Principal(PrincipalKey, slot)}. /health needs no key.
+//
+// # Request policy (POST /v1/chat/completions)
+//
+// The body is read under MaxBodyBytes (a larger Content-Length is refused
+// before reading; http.MaxBytesReader stops a chunked body at the limit),
+// with Content-Type application/json or application/*+json (parameters
+// allowed). Fields are matched exactly (case-sensitive); null means absent.
+// Unknown top-level and message fields are ignored, so that proxies and newer
+// SDKs keep working; the known OpenAI fields follow this table:
+//
+//	field                         policy
+//	model                         honoured; must be a configured id, else 404 model_not_found
+//	messages                      honoured; see below
+//	stream                        honoured
+//	stream_options.include_usage  honoured (other stream_options keys ignored)
+//	tools                         honoured; at most MaxTools, see below
+//	tool_choice                   honoured: "auto" (default) | "none" | "required" | {"type":"function","function":{"name"}}
+//	parallel_tool_calls           honoured (default true)
+//	temperature, top_p            ignored (number)
+//	max_tokens,
+//	max_completion_tokens, seed   ignored (integer)
+//	presence_penalty,
+//	frequency_penalty             ignored (number)
+//	stop                          ignored (string or array)
+//	user, service_tier,
+//	reasoning_effort, verbosity,
+//	prompt_cache_key,
+//	safety_identifier             ignored (string)
+//	metadata                      ignored (object)
+//	store                         ignored (boolean)
+//	n                             1 only; n>1 → unsupported_parameter
+//	logprobs                      false only; true → unsupported_parameter
+//	top_logprobs                  0 only; >0 → unsupported_parameter
+//	logit_bias                    {} only; any bias → unsupported_parameter
+//	response_format               {"type":"text"} only; json_object and json_schema → unsupported_parameter
+//	modalities                    ["text"] only; anything else → unsupported_parameter
+//	audio, prediction,
+//	functions, function_call,
+//	web_search_options            refused when present → unsupported_parameter
+//
+// An ignored field is still type-checked (invalid_request when malformed).
+// invalid_request means malformed; unsupported_parameter means well-formed
+// but impossible to honour.
+//
+// Messages: a non-empty array; roles system, developer, user, assistant,
+// tool (function → unsupported_parameter). content is a string, null/absent
+// (assistant with tool_calls, tool) or an array of text parts joined with no
+// separator; image_url, input_audio, file and refusal parts are
+// unsupported_parameter. Assistant tool_calls are
+// [{id, type:"function", function:{name, arguments (a string)}}]; refusal,
+// name, annotations and a null audio are accepted and dropped, and "" content
+// next to tool calls becomes null. Tool messages need tool_call_id; a result
+// over MaxToolResultBytes is 413 request_too_large. name is kept on system,
+// developer and user messages. A conversation ending in role=tool is a
+// continuation: refused with unsupported_tool_result_continuation when
+// CorrelationEnabled is false, otherwise passed on like any request.
+//
+// Tools: {type:"function", function:{name, description?, parameters?,
+// strict?}}, names ^[A-Za-z0-9_-]{1,64}$ and unique. parameters is an object
+// schema checked recursively (depth ≤ 32) against the vocabulary of design
+// CORRELATION §1 (type, properties, required, boolean additionalProperties,
+// single-schema items, enum, const, anyOf, oneOf, allOf, title, description,
+// default, examples, deprecated, readOnly, writeOnly, minimum, maximum,
+// exclusiveMinimum, exclusiveMaximum, multipleOf, minLength, maxLength,
+// minItems, maxItems, uniqueItems, minProperties, maxProperties, $schema,
+// $id); any other keyword is unsupported_parameter with its full path. The
+// schema bytes reach chat.Tool.Parameters exactly as sent.
+//
+// # Responses
+//
+// JSON: every delta is read until io.EOF, then one chat.completion is
+// written; an error before that is an error response with no partial
+// content. "usage" carries only the counts the upstream reported and is null
+// when it reported none.
+//
+// SSE: headers wait for the first delta (so an early failure is a plain JSON
+// error); one id and created per stream; a role delta first; content and
+// tool-call deltas (index always, id/type/name on a call's first delta only);
+// finish_reason only on the last choice chunk; with include_usage every chunk
+// has "usage":null and one {"choices":[],"usage":…} chunk (usage null when
+// none was reported) precedes data: [DONE]. A failure after the headers is
+// one data: {"error":{…}} event and the end of the response.
+//
+// The request context (client disconnect) and RequestTimeout both end in
+// Turn.Close, called at once even while Next is blocked; Close may therefore
+// run concurrently with Next. At most MaxConcurrent chat requests run at
+// once; the next one gets 429 concurrency_limit_exceeded with retry-after: 1.
+package httpapi

@@ -1,0 +1,202 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"pmgate/domain/errs"
+)
+
+// This file is the one place where an error becomes an HTTP answer. Status,
+// OpenAI type, retryability and message all come from the catalog
+// (errs.Lookup via errs.CodeOf); the only additions are the routing table
+// below and the request-path detail of refusals.
+
+// requestError is a refusal of the request naming the offending parameter.
+// detail is a short fixed sentence written in this package: it never contains
+// client content or secrets. param is the path of the parameter, e.g.
+// "messages[2].content[0].type"; client-chosen names appear in it only when
+// they are plain identifiers (see seg).
+type requestError struct {
+	cause  error // carries the code (errs.New)
+	param  string
+	detail string
+}
+
+func (e *requestError) Error() string { return e.cause.Error() }
+func (e *requestError) Unwrap() error { return e.cause }
+
+// refuse returns a refusal with code c (invalid_request, unsupported_parameter,
+// request_too_large, model_not_found, …) for param.
+func refuse(c errs.Code, param, detail string) error {
+	return &requestError{cause: errs.New(c), param: param, detail: detail}
+}
+
+func invalid(param, detail string) error { return refuse(errs.InvalidRequest, param, detail) }
+
+func unsupported(param, detail string) error {
+	return refuse(errs.UnsupportedParameter, param, detail)
+}
+
+// routeError is a routing answer. Routing has no gateway code of its own: it
+// carries invalid_request (type, message, retryability from the catalog)
+// with the HTTP status of the routing failure. routeErrors is the only place
+// where a status is not taken from the catalog.
+type routeError struct {
+	cause  error
+	status int
+	detail string
+}
+
+func (e *routeError) Error() string { return e.cause.Error() }
+func (e *routeError) Unwrap() error { return e.cause }
+
+var (
+	errNoRoute  = &routeError{errs.New(errs.InvalidRequest), http.StatusNotFound, "There is no such route."}
+	errNoMethod = &routeError{errs.New(errs.InvalidRequest), http.StatusMethodNotAllowed, "The method is not allowed on this route."}
+)
+
+// retryAfterer is implemented by errors that know how long a client should
+// wait (for example an upstream 429 with Retry-After). It is matched
+// structurally anywhere in the chain, so other adapters need not import this
+// package.
+type retryAfterer interface{ RetryAfter() time.Duration }
+
+// Bounds of the retry-after header, in seconds.
+const (
+	defaultRetryAfter = 1
+	maxRetryAfter     = 3600
+)
+
+// codeOf maps an error to its catalog code. Bare context errors (a service
+// that returned ctx.Err()) are classified by which context ended: the
+// client's request context → client_cancelled; the gateway's request timeout
+// → upstream_timeout.
+func codeOf(ctx context.Context, err error) errs.Code {
+	c := errs.CodeOf(err)
+	if c != errs.InternalError && c != errs.ClientCancelled {
+		return c
+	}
+	switch {
+	case clientGone(ctx):
+		return errs.ClientCancelled
+	case errors.Is(context.Cause(ctx), errRequestTimeout) || errors.Is(err, errRequestTimeout):
+		return errs.UpstreamTimeout
+	}
+	return c
+}
+
+// clientGone reports whether the client's own request context ended (as
+// opposed to the gateway's request timeout, which is a child context).
+func clientGone(ctx context.Context) bool {
+	if rc, ok := ctx.Value(clientCtxKey{}).(context.Context); ok {
+		return rc.Err() != nil
+	}
+	return false
+}
+
+// clientCtxKey stores the request's original context beneath the timeout.
+type clientCtxKey struct{}
+
+// errorBody is the OpenAI error shape: all four keys always present.
+type errorBody struct {
+	Error errorObject `json:"error"`
+}
+
+type errorObject struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    string  `json:"code"`
+}
+
+// public renders what a client may see of err, and its HTTP status.
+func public(ctx context.Context, err error) (errorBody, errs.Entry, int) {
+	code := codeOf(ctx, err)
+	e, ok := errs.Lookup(code)
+	if !ok || e.Status == 0 {
+		e = errs.MustEntry(errs.InternalError)
+	}
+	status, msg := e.Status, e.Message
+	var param *string
+	var re *requestError
+	if e.Code != errs.InternalError && errors.As(err, &re) {
+		if re.param != "" {
+			p := re.param
+			param = &p
+		}
+		switch {
+		case re.detail == "":
+		case re.param != "":
+			msg += " " + re.param + ": " + re.detail
+		default:
+			msg += " " + re.detail
+		}
+	}
+	var rt *routeError
+	if errors.As(err, &rt) {
+		status = rt.status
+		msg += " " + rt.detail
+	}
+	return errorBody{Error: errorObject{Message: msg, Type: string(e.Type), Param: param, Code: string(e.Code)}}, e, status
+}
+
+// writeError writes every failure of the API: the OpenAI error body, the
+// status from the catalog, x-should-retry: false for deterministic failures,
+// retry-after on retryable 429/503. Internal errors are logged (redacted);
+// clients only ever see the generic internal message.
+func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	ctx := r.Context()
+	body, e, status := public(ctx, err)
+	ri := infoFrom(ctx)
+	ri.code = e.Code
+	if e.Code == errs.InternalError {
+		s.log.LogAttrs(ctx, slog.LevelError, "internal error", slog.String("error", errs.Redact(err)))
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if !e.Retryable {
+		h.Set("x-should-retry", "false")
+	} else if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		h.Set("retry-after", strconv.Itoa(retryAfterSeconds(err)))
+	}
+	if e.Code == errs.InvalidAPIKey {
+		h.Set("WWW-Authenticate", `Bearer realm="pmgate"`)
+	}
+	w.WriteHeader(status)
+	b, _ := json.Marshal(body) // plain strings only: cannot fail
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// streamError is the one event written when a stream fails after its headers:
+// the same body as writeError, without finish_reason or [DONE] afterwards.
+func (s *server) streamError(ctx context.Context, err error) errorBody {
+	body, e, _ := public(ctx, err)
+	infoFrom(ctx).code = e.Code
+	if e.Code == errs.InternalError {
+		s.log.LogAttrs(ctx, slog.LevelError, "internal error", slog.String("error", errs.Redact(err)))
+	}
+	return body
+}
+
+func retryAfterSeconds(err error) int {
+	var ra retryAfterer
+	if errors.As(err, &ra) {
+		d := ra.RetryAfter()
+		secs := int((d + time.Second - 1) / time.Second) // round up
+		switch {
+		case secs < defaultRetryAfter:
+			return defaultRetryAfter
+		case secs > maxRetryAfter:
+			return maxRetryAfter
+		}
+		return secs
+	}
+	return defaultRetryAfter
+}

@@ -1,0 +1,20 @@
+package httpapi
+
+import (
+	"crypto/subtle"
+	"reflect"
+)
+
+// SwapCompare replaces the key comparison for one test and returns the
+// function that restores it. Tests that use it must not run in parallel.
+func SwapCompare(f func(a, b []byte) int) (restore func()) {
+	old := constantTimeCompare
+	constantTimeCompare = f
+	return func() { constantTimeCompare = old }
+}
+
+// CompareIsConstantTime says whether the key comparison in use is
+// crypto/subtle.ConstantTimeCompare.
+func CompareIsConstantTime() bool {
+	return reflect.ValueOf(constantTimeCompare).Pointer() == reflect.ValueOf(subtle.ConstantTimeCompare).Pointer()
+}

@@ -1,0 +1,178 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+
+	"pmgate/domain/errs"
+)
+
+// errRequestTimeout is the cause of a chat request's context when
+// RequestTimeout elapses.
+var errRequestTimeout = errors.New("httpapi: request timeout")
+
+// handleChat serves POST /v1/chat/completions: concurrency slot, content
+// type, bounded body, full validation, then one turn of the service rendered
+// as JSON or SSE. Nothing reaches the service unless the whole request is
+// valid.
+func (s *server) handleChat() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case s.sem <- struct{}{}:
+			defer func() { <-s.sem }()
+		default:
+			s.writeError(w, r, errs.New(errs.ConcurrencyLimitExceeded))
+			return
+		}
+		if !jsonMediaType(r.Header.Get("Content-Type")) {
+			s.writeError(w, r, invalid("", "The Content-Type must be application/json."))
+			return
+		}
+		body, err := s.readBody(w, r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		req, err := s.decodeRequest(body)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		infoFrom(r.Context()).stream = req.Stream
+
+		ctx := context.WithValue(r.Context(), clientCtxKey{}, r.Context())
+		ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.RequestTimeout, errRequestTimeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+
+		turn, err := s.svc.Chat(ctx, principalFrom(ctx), req)
+		if err == nil && turn == nil {
+			err = errors.AssertionFailedf("httpapi: service returned neither a turn nor an error")
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		defer turn.Close()
+		// A client disconnect or the request timeout releases the upstream at
+		// once, even while Next is blocked.
+		stop := context.AfterFunc(ctx, turn.Close)
+		defer stop()
+
+		o := output{id: "chatcmpl-" + randText(), created: s.now().Unix(), model: req.Model, includeUsage: req.IncludeUsage}
+		if req.Stream {
+			s.stream(w, r, o, &turnReader{turn: turn})
+		} else {
+			s.complete(w, r, o, &turnReader{turn: turn})
+		}
+	})
+}
+
+// jsonMediaType accepts application/json and application/*+json, with any
+// parameters (charset=utf-8, …).
+func jsonMediaType(v string) bool {
+	mt, _, err := mime.ParseMediaType(v)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}
+
+// readBody reads the body under MaxBodyBytes. A declared Content-Length over
+// the limit is refused before reading; otherwise http.MaxBytesReader stops the
+// read at the limit (it looks at most one byte further, to tell "exactly at"
+// from "over").
+func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	limit := s.cfg.MaxBodyBytes
+	tooLarge := refuse(errs.RequestTooLarge, "", "The limit is "+strconv.FormatInt(limit, 10)+" bytes.")
+	if r.ContentLength > limit {
+		return nil, tooLarge
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return nil, tooLarge
+	case err != nil:
+		return nil, invalid("", "The body could not be read.")
+	}
+	return buf.Bytes(), nil
+}
+
+// modelList is the OpenAI list of models.
+type modelList struct {
+	Object string      `json:"object"`
+	Data   []modelJSON `json:"data"`
+}
+
+type modelJSON struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// handleModels serves GET /v1/models: the configured public ids, in order.
+func (s *server) handleModels() http.Handler {
+	list := modelList{Object: "list", Data: make([]modelJSON, 0, len(s.cfg.Models))}
+	for _, m := range s.cfg.Models {
+		list.Data = append(list.Data, modelJSON{ID: m, Object: "model", Created: 0, OwnedBy: "pmgate"})
+	}
+	body, _ := json.Marshal(list)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, body)
+	})
+}
+
+// handleHealth serves GET /health without authentication. upstream_verified
+// is always false: the gateway does not probe the upstream on its own.
+func (s *server) handleHealth() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		out := map[string]any{}
+		if s.cfg.Health != nil {
+			for k, v := range s.cfg.Health(r.Context()) {
+				out[k] = v
+			}
+		}
+		out["status"] = "ok"
+		out["strategy"] = s.cfg.Strategy
+		out["upstream_verified"] = false
+		body, err := json.Marshal(out)
+		if err != nil {
+			s.writeError(w, r, errors.Wrap(err, "health fields"))
+			return
+		}
+		writeJSON(w, http.StatusOK, body)
+	})
+}
+
+func (s *server) handleNotFound() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, errNoRoute)
+	})
+}
+
+func (s *server) handleMethodNotAllowed(allow string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		s.writeError(w, r, errNoMethod)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+	_, _ = w.Write([]byte{'\n'})
+}

@@ -1,0 +1,26 @@
+package httpapi
+
+import "net/http"
+
+// Paths of the API surface (CONTRACT §4).
+const (
+	pathChat   = "/v1/chat/completions"
+	pathModels = "/v1/models"
+	pathHealth = "/health"
+)
+
+// routes is the whole API surface. A method-less pattern for each path is
+// less specific than its method pattern, so it only answers the other
+// methods (405 with Allow); "/" answers every unknown path (404). Both answer
+// in the OpenAI error shape.
+func (s *server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("POST "+pathChat, s.requireKey(s.handleChat()))
+	mux.Handle(pathChat, s.handleMethodNotAllowed("POST"))
+	mux.Handle("GET "+pathModels, s.requireKey(s.handleModels()))
+	mux.Handle(pathModels, s.handleMethodNotAllowed("GET, HEAD"))
+	mux.Handle("GET "+pathHealth, s.handleHealth())
+	mux.Handle(pathHealth, s.handleMethodNotAllowed("GET, HEAD"))
+	mux.Handle("/", s.handleNotFound())
+	return mux
+}

@@ -1,0 +1,298 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"sort"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/cockroachdb/redact"
+
+	"pmgate/app"
+	"pmgate/domain/errs"
+)
+
+// Config is what the ingress needs to know of the configuration. The wiring in
+// cmd/gateway fills it from the environment (CONTRACT §3).
+//
+// Zero values of MaxBodyBytes, MaxToolResultBytes, MaxConcurrent and
+// RequestTimeout take the CONTRACT §3 defaults (1 MiB, 256 KiB, 16, 120 s).
+// MaxTools is used as given: 0 means no tool may be declared.
+type Config struct {
+	APIKeys            map[string]string // slot name -> key (today one slot "default" = PROVIDER_API_KEY)
+	PrincipalKey       []byte            // CORRELATION_PRINCIPAL_KEY (≥32 bytes)
+	Models             []string          // public model ids
+	Strategy           string            // for /health
+	MaxBodyBytes       int64
+	MaxTools           int
+	MaxToolResultBytes int
+	MaxConcurrent      int
+	RequestTimeout     time.Duration
+	CorrelationEnabled bool
+	// Health returns extra /health fields (may be nil), e.g. correlation
+	// counts. The three fixed fields (status, strategy, upstream_verified)
+	// cannot be overridden by it.
+	Health func(ctx context.Context) map[string]any
+}
+
+// CONTRACT §3 defaults for zero Config values.
+const (
+	defaultMaxBodyBytes       = 1 << 20
+	defaultMaxToolResultBytes = 256 << 10
+	defaultMaxConcurrent      = 16
+	defaultRequestTimeout     = 120 * time.Second
+	minPrincipalKeyBytes      = 32
+)
+
+// slot is one configured API key, kept only as a digest: the comparison runs
+// on fixed-length SHA-256 digests so that it leaks neither the key length nor
+// the position of the first differing byte.
+type slot struct {
+	name      string
+	digest    [sha256.Size]byte
+	principal string
+}
+
+// server holds the dependencies of the handlers. Its fields never change
+// after NewServer.
+type server struct {
+	cfg    Config
+	svc    app.ChatService
+	log    *slog.Logger
+	slots  []slot
+	models map[string]bool
+	sem    chan struct{}
+	now    func() time.Time
+}
+
+// NewServer returns the OpenAI-compatible ingress (CONTRACT §4) in front of
+// svc. Every route is declared in routes.go.
+//
+// It panics on mis-wiring: a nil service, no API key slot or an empty key, or
+// a principal key shorter than 32 bytes. A nil logger discards logs.
+func NewServer(cfg Config, svc app.ChatService, log *slog.Logger) http.Handler {
+	if svc == nil {
+		panic("httpapi: nil chat service")
+	}
+	if len(cfg.APIKeys) == 0 {
+		panic("httpapi: no API key slot configured")
+	}
+	if len(cfg.PrincipalKey) < minPrincipalKeyBytes {
+		panic("httpapi: principal key shorter than 32 bytes")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if cfg.MaxToolResultBytes <= 0 {
+		cfg.MaxToolResultBytes = defaultMaxToolResultBytes
+	}
+	if cfg.MaxConcurrent <= 0 {
+		cfg.MaxConcurrent = defaultMaxConcurrent
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = defaultRequestTimeout
+	}
+	s := &server{
+		cfg:    cfg,
+		svc:    svc,
+		log:    slog.New(WithRequestID(log.Handler())),
+		models: make(map[string]bool, len(cfg.Models)),
+		sem:    make(chan struct{}, cfg.MaxConcurrent),
+		now:    time.Now,
+	}
+	names := make([]string, 0, len(cfg.APIKeys))
+	for name, key := range cfg.APIKeys {
+		if key == "" {
+			panic("httpapi: empty API key in slot " + name)
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		s.slots = append(s.slots, slot{
+			name:      name,
+			digest:    sha256.Sum256([]byte(cfg.APIKeys[name])),
+			principal: Principal(cfg.PrincipalKey, name),
+		})
+	}
+	for _, m := range cfg.Models {
+		s.models[m] = true
+	}
+	return s.middleware(s.routes())
+}
+
+// ctxKey is the type of this package's context keys.
+type ctxKey struct{}
+
+// reqInfo is the per-request record the handlers fill in for the access log.
+// Only safe fields: no body, no content, no key, no upstream id.
+type reqInfo struct {
+	id     string
+	slot   string
+	code   errs.Code
+	stream bool
+}
+
+func infoFrom(ctx context.Context) *reqInfo {
+	if ri, ok := ctx.Value(ctxKey{}).(*reqInfo); ok {
+		return ri
+	}
+	return &reqInfo{} // detached; writes are discarded
+}
+
+// RequestID returns the request id of a request context, or "" outside one.
+// Every response carries it as x-request-id and every log line of the request
+// carries it as request_id.
+func RequestID(ctx context.Context) string {
+	if ri, ok := ctx.Value(ctxKey{}).(*reqInfo); ok {
+		return ri.id
+	}
+	return ""
+}
+
+// WithRequestID wraps a slog handler so that every record logged with a
+// request context carries request_id. The server wraps its own logger with it;
+// the wiring may wrap the app's logger too.
+func WithRequestID(h slog.Handler) slog.Handler {
+	if _, ok := h.(requestIDHandler); ok {
+		return h
+	}
+	return requestIDHandler{h}
+}
+
+type requestIDHandler struct{ slog.Handler }
+
+func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
+	if id := RequestID(ctx); id != "" {
+		r.AddAttrs(slog.String("request_id", id))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h requestIDHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return requestIDHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h requestIDHandler) WithGroup(name string) slog.Handler {
+	return requestIDHandler{h.Handler.WithGroup(name)}
+}
+
+// maxClientRequestID bounds an x-request-id the gateway adopts from a client.
+const maxClientRequestID = 128
+
+// requestID adopts the client's x-request-id when it is 1–128 visible ASCII
+// characters (0x21–0x7E: no space, no control, nothing that could split a log
+// line or a header), so that a caller can correlate its own logs; otherwise it
+// generates 16 random bytes in hex.
+func requestID(r *http.Request) string {
+	if v := r.Header.Get("x-request-id"); v != "" && len(v) <= maxClientRequestID && visibleASCII(v) {
+		return v
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go ≥ 1.24)
+	return hex.EncodeToString(b[:])
+}
+
+func visibleASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// recorder remembers the status and counts the bytes written, for the access
+// log; Unwrap lets http.ResponseController reach the connection's Flush.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (rw *recorder) WriteHeader(code int) {
+	if rw.status == 0 {
+		rw.status = code
+	}
+	rw.ResponseWriter.WriteHeader(code)
+}
+
+func (rw *recorder) Write(p []byte) (int, error) {
+	if rw.status == 0 {
+		rw.status = http.StatusOK
+	}
+	n, err := rw.ResponseWriter.Write(p)
+	rw.bytes += int64(n)
+	return n, err
+}
+
+func (rw *recorder) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
+
+// middleware gives every request its id (context, x-request-id, logs), one
+// access-log line with safe fields only, and recovery from handler panics.
+func (s *server) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := s.now()
+		ri := &reqInfo{id: requestID(r)}
+		ctx := context.WithValue(r.Context(), ctxKey{}, ri)
+		r = r.WithContext(ctx)
+		w.Header().Set("x-request-id", ri.id)
+		rw := &recorder{ResponseWriter: w}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.LogAttrs(ctx, slog.LevelError, "handler panic",
+					slog.String("panic", string(redact.Sprint(v).Redact())),
+					slog.String("stack", string(debug.Stack())))
+				if rw.status == 0 {
+					s.writeError(rw, r, errors.AssertionFailedf("httpapi: handler panic"))
+				}
+			}
+			s.accessLog(ctx, r, rw, ri, start)
+		}()
+		next.ServeHTTP(rw, r)
+	})
+}
+
+func (s *server) accessLog(ctx context.Context, r *http.Request, rw *recorder, ri *reqInfo, start time.Time) {
+	status := rw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	level := slog.LevelInfo
+	if status >= 500 {
+		level = slog.LevelError
+	}
+	s.log.LogAttrs(ctx, level, "request",
+		slog.String("method", r.Method),
+		slog.String("path", routeOf(r)),
+		slog.Int("status", status),
+		slog.String("code", string(ri.code)),
+		slog.Int64("duration_ms", s.now().Sub(start).Milliseconds()),
+		slog.Bool("stream", ri.stream),
+		slog.Int64("bytes", rw.bytes),
+		slog.String("principal_slot", ri.slot),
+	)
+}
+
+// routeOf names the route for logs: the matched pattern's path for known
+// routes and a constant otherwise, so that a client-chosen path (which could
+// hold anything) never reaches a log line.
+func routeOf(r *http.Request) string {
+	switch r.URL.Path {
+	case pathChat, pathModels, pathHealth:
+		return r.URL.Path
+	}
+	return "unmatched"
+}
