@@ -96,7 +96,12 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 	if err != nil {
 		return nil, err
 	}
+	prefixHash, err := canon.TranscriptHash(cont.Prefix)
+	if err != nil {
+		return nil, err
+	}
 	sub := correlation.Submission{
+		PrefixHash:   prefixHash,
 		PrincipalID:  p.ID,
 		WorkspaceID:  g.cfg.WorkspaceID,
 		Model:        req.Model,

@@ -19,6 +19,10 @@ import (
 	"pmgate/ports"
 )
 
+// syntheticIDPrefix marks the stable internal id the upstream adapter gives a
+// tool call the upstream sent without one.
+const syntheticIDPrefix = "pmgate_internal_"
+
 // pendingCall accumulates one upstream tool call until the stream's proven end.
 type pendingCall struct {
 	upstreamID string
@@ -232,6 +236,11 @@ func (t *turn) admit(ctx context.Context) ([]Delta, error) {
 		args[i] = strings.Join(c.fragments, "")
 		if _, ok := schemas[c.name]; !ok || c.upstreamID == "" {
 			return nil, errs.Newf(errs.UpstreamUnverifiedEventShape, "tool call %d names no advertised tool", i)
+		}
+		if strings.HasPrefix(c.upstreamID, syntheticIDPrefix) {
+			// The upstream sent no id for this call; a continuation could never
+			// name it, so the ids must not be shown as continuable.
+			return nil, errs.Newf(errs.UpstreamUnverifiedEventShape, "tool call %d has no upstream id", i)
 		}
 		if c.groupID != groupID {
 			return nil, errs.Newf(errs.UpstreamUnverifiedEventShape, "tool calls of one turn name different groups")

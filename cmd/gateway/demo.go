@@ -73,7 +73,7 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 	dialer := &net.Dialer{}
 	gw, err := startGateway(ctx, cfg, log, postman.WithRootCAs(emu.CertPool()),
 		postman.WithDialContext(func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if addr != host {
+			if addr != host && "https://"+addr != emu.Origin() {
 				return nil, errs.Newf(errs.UpstreamUnavailable, "the demo dials only its emulator")
 			}
 			return dialer.DialContext(ctx, network, emu.Addr())

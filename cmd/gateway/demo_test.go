@@ -86,3 +86,45 @@ func TestTheDemoServesTheOfficialGoSDK(t *testing.T) {
 		})
 	}
 }
+
+func TestTheGoSDKRunsAToolLoopToItsFinalAnswer(t *testing.T) {
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			is := is.New(t)
+			base, key := startDemo(t, st)
+			client := openai.NewClient(option.WithBaseURL(base), option.WithAPIKey(key), option.WithMaxRetries(0))
+			tools := []openai.ChatCompletionToolUnionParam{
+				openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{Name: "get_weather", Description: openai.String("Weather for a city"),
+					Parameters: openai.FunctionParameters{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []string{"city"}}}),
+				openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{Name: "get_time", Description: openai.String("Time in a city"),
+					Parameters: openai.FunctionParameters{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []string{"city"}}}),
+			}
+			params := openai.ChatCompletionNewParams{Model: demoModel, Tools: tools,
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("weather and time in Oslo #loop=2")}}
+			rounds := 0
+			for ; rounds < 5; rounds++ {
+				stream := client.Chat.Completions.NewStreaming(t.Context(), params)
+				acc := openai.ChatCompletionAccumulator{}
+				for stream.Next() {
+					is.True(acc.AddChunk(stream.Current())) // the SDK accepts every chunk
+				}
+				is.NoErr(stream.Err())
+				msg := acc.Choices[0].Message
+				if acc.Choices[0].FinishReason == "stop" {
+					is.True(strings.Contains(msg.Content, "Tool results received")) // the final answer quotes the results
+					break
+				}
+				is.Equal(string(acc.Choices[0].FinishReason), "tool_calls")
+				is.True(len(msg.ToolCalls) >= 1)
+				params.Messages = append(params.Messages, msg.ToParam())
+				for _, tc := range msg.ToolCalls {
+					is.True(strings.HasPrefix(tc.ID, "call_pmn_"))                                  // public ids
+					is.True(!strings.Contains(tc.Function.Name, tc.Function.Name+tc.Function.Name)) // names not duplicated by accumulation
+					is.True(strings.Contains(tc.Function.Arguments, `"city"`))                      // whole argument strings
+					params.Messages = append(params.Messages, openai.ToolMessage("12 degrees for "+tc.Function.Name, tc.ID))
+				}
+			}
+			is.Equal(rounds, 2) // two tool rounds, then the answer
+		})
+	}
+}

@@ -65,6 +65,10 @@ type Submission struct {
 	Model        string
 	ToolsHash    string // canon.ToolsHash of the request's tools and tool_choice
 	Continuation Continuation
+	// PrefixHash is canon.TranscriptHash of Continuation.Prefix, computed once
+	// before the store's atomic section (hashing is the costly part of
+	// validation); empty means "compute it here".
+	PrefixHash string
 	// Unresolved counts result ids that resolve to no group of this principal.
 	Unresolved int
 	// OtherGroups counts distinct groups, other than this one, that result ids
@@ -151,8 +155,14 @@ func CheckHistory(g Group, s Submission) errs.Code {
 	if len(s.Continuation.Prefix) != g.TranscriptLength {
 		return errs.ContinuationHistoryMismatch
 	}
-	h, err := canon.TranscriptHash(s.Continuation.Prefix)
-	if err != nil || h != g.TranscriptHash {
+	h := s.PrefixHash
+	if h == "" {
+		var err error
+		if h, err = canon.TranscriptHash(s.Continuation.Prefix); err != nil {
+			return errs.ContinuationHistoryMismatch
+		}
+	}
+	if h != g.TranscriptHash {
 		return errs.ContinuationHistoryMismatch
 	}
 	return ""

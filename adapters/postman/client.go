@@ -1,0 +1,461 @@
+package postman
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"pmgate/adapters/postman/pmconfig"
+	"pmgate/domain/completion"
+	"pmgate/domain/errs"
+	"pmgate/ports"
+)
+
+// Client is the Postman upstream adapter: it implements ports.Upstream for the
+// configured strategy. It is safe for concurrent use.
+type Client struct {
+	cfg       pmconfig.Config
+	url       string
+	rule      completion.Rule
+	hc        *http.Client
+	traceable bool // the transport reports WroteRequest (a *http.Transport)
+	red       *pmconfig.Redactor
+	log       *slog.Logger
+	requestID func(context.Context) string
+	now       func() time.Time
+	peek      time.Duration
+}
+
+var (
+	_ ports.Upstream = (*Client)(nil)
+	_ ports.Stream   = (*Stream)(nil)
+)
+
+// Option configures New.
+type Option func(*options)
+
+type options struct {
+	transport http.RoundTripper
+	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
+	roots     *x509.CertPool
+	logger    *slog.Logger
+	secrets   []string
+	requestID func(context.Context) string
+	now       func() time.Time
+	peek      time.Duration
+}
+
+// WithTransport replaces the whole HTTP transport (tests). It cannot be combined
+// with WithDialContext or WithRootCAs. A *http.Transport that disables TLS
+// verification is refused. With a transport other than *http.Transport the
+// adapter cannot observe whether a request was written, so its errors are never
+// marked ports.ErrNotSent after the request was handed to it.
+func WithTransport(rt http.RoundTripper) Option { return func(o *options) { o.transport = rt } }
+
+// WithDialContext replaces the dialer of the adapter's own transport, for tests
+// and the demo (for example mapping <sub>.postman.co:443 to a loopback
+// emulator). The URL, the TLS server name and verification are unchanged.
+func WithDialContext(dial func(ctx context.Context, network, addr string) (net.Conn, error)) Option {
+	return func(o *options) { o.dial = dial }
+}
+
+// WithRootCAs replaces the system trust store (tests and the demo).
+// Verification itself always stays on.
+func WithRootCAs(pool *x509.CertPool) Option { return func(o *options) { o.roots = pool } }
+
+// WithLogger sets the logger; by default nothing is logged. Every record passes
+// through the redactor.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithRedactedSecrets adds secrets (for example PROVIDER_API_KEY) to the ones
+// the adapter's redactor removes; the configured upstream secret is always
+// included.
+func WithRedactedSecrets(secrets ...string) Option {
+	return func(o *options) { o.secrets = append(o.secrets, secrets...) }
+}
+
+// WithRequestID tells the adapter how to read the request id from a context,
+// for its log records.
+func WithRequestID(fn func(context.Context) string) Option {
+	return func(o *options) { o.requestID = fn }
+}
+
+// withClock sets the clock used for Retry-After dates (tests).
+func withClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// withPeekTimeout sets how long an error body may take to read (tests).
+func withPeekTimeout(d time.Duration) Option { return func(o *options) { o.peek = d } }
+
+// New returns a Client for a configuration produced by pmconfig.Parse.
+//
+// Errors: config_invalid when the configuration yields no chat URL, has an
+// unknown strategy or a non-positive timeout or limit, or the options conflict.
+func New(cfg pmconfig.Config, opts ...Option) (*Client, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	u := cfg.ChatURL()
+	if u == nil {
+		return nil, errs.Newf(errs.ConfigInvalid, "the configuration yields no chat URL")
+	}
+	if cfg.RequestTimeout <= 0 || cfg.MaxBodyBytes <= 0 || cfg.MaxEventBytes <= 0 || cfg.MaxOutputBytes <= 0 ||
+		cfg.MaxToolArgumentBytes <= 0 || cfg.MaxToolResultBytes <= 0 {
+		return nil, errs.Newf(errs.ConfigInvalid, "the configuration has no request timeout or a non-positive limit")
+	}
+	var rule completion.Rule
+	switch cfg.Strategy {
+	case pmconfig.StrategyAccessToken:
+		rule = completion.RuleLegacyDone
+	case pmconfig.StrategyWebSession:
+		r := completion.DefaultWebRule
+		if cfg.TerminalRule != "" {
+			var err error
+			if r, err = completion.ParseRule(string(cfg.TerminalRule)); err != nil || !r.Web() {
+				return nil, errs.Newf(errs.ConfigInvalid, "unknown web-session terminal rule")
+			}
+		}
+		rule = r
+	default:
+		return nil, errs.Newf(errs.ConfigInvalid, "unknown transport strategy")
+	}
+
+	rt := o.transport
+	traceable := false
+	switch {
+	case rt != nil && (o.dial != nil || o.roots != nil):
+		return nil, errs.Newf(errs.ConfigInvalid, "WithTransport cannot be combined with WithDialContext or WithRootCAs")
+	case rt != nil:
+		if t, ok := rt.(*http.Transport); ok {
+			if t.TLSClientConfig != nil && t.TLSClientConfig.InsecureSkipVerify {
+				return nil, errs.Newf(errs.ConfigInvalid, "a transport without TLS verification is refused")
+			}
+			traceable = true
+		}
+	default:
+		rt = newTransport(o.dial, o.roots)
+		traceable = true
+	}
+
+	red := pmconfig.NewRedactor(append(cfg.Secrets(), o.secrets...)...)
+	logger := o.logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	} else {
+		logger = slog.New(&redactingHandler{h: logger.Handler(), red: red})
+	}
+	now := o.now
+	if now == nil {
+		now = time.Now
+	}
+	peek := o.peek
+	if peek <= 0 {
+		peek = defaultPeekTimeout
+	}
+	return &Client{
+		cfg:  cfg,
+		url:  u.String(),
+		rule: rule,
+		hc: &http.Client{
+			Transport: rt,
+			// Redirects are never followed: a 3xx is returned as it is and
+			// refused, so the credential never reaches another host or path.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		traceable: traceable,
+		red:       red,
+		log:       logger,
+		requestID: o.requestID,
+		now:       now,
+		peek:      peek,
+	}, nil
+}
+
+// newTransport is the adapter's own transport: TLS verification on (system
+// roots unless pool is set), HTTP/1.1 only (so that no HTTP/2 retry path can
+// replay a written request), no environment proxy, no transparent compression
+// (the headers stay exactly the configured ones).
+func newTransport(dial func(ctx context.Context, network, addr string) (net.Conn, error), pool *x509.CertPool) *http.Transport {
+	if dial == nil {
+		d := &net.Dialer{Timeout: 15 * time.Second, KeepAlive: 30 * time.Second}
+		dial = d.DialContext
+	}
+	return &http.Transport{
+		Proxy:                 nil,
+		DialContext:           dial,
+		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool},
+		TLSHandshakeTimeout:   15 * time.Second,
+		TLSNextProto:          map[string]func(string, *tls.Conn) http.RoundTripper{},
+		ForceAttemptHTTP2:     false,
+		DisableCompression:    true,
+		MaxIdleConns:          16,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       60 * time.Second,
+		ExpectContinueTimeout: 0,
+	}
+}
+
+// Cancellation causes of the request context.
+var (
+	errTimeoutCause = errors.New("postman: request timeout")
+	errClientCause  = errors.New("postman: client cancelled")
+	errClosedCause  = errors.New("postman: stream closed")
+)
+
+// Chat implements ports.Upstream: it sends one request and returns its stream
+// (a *Stream). See Open.
+func (c *Client) Chat(ctx context.Context, req ports.UpstreamRequest) (ports.Stream, error) {
+	s, err := c.Open(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Open sends one request and returns its stream. Nothing is ever retried: the
+// request is written at most once.
+//
+// Errors (before a stream exists): model_not_found, invalid_request,
+// upstream_request_too_large (marked ports.ErrNotSent); upstream_unavailable
+// (connection refused, DNS, TLS, all marked ports.ErrNotSent);
+// upstream_connection_lost (after the request was written);
+// upstream_timeout and client_cancelled (marked ports.ErrNotSent when nothing
+// was written); upstream_redirect_rejected, upstream_web_session_auth_failed or
+// upstream_auth_failed, upstream_rate_limited (see RetryAfter),
+// upstream_quota_exhausted, upstream_request_rejected, upstream_server_error,
+// upstream_status_error, upstream_content_type_error.
+func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, error) {
+	rid := c.reqID(ctx)
+	body, err := BuildBody(c.cfg, req)
+	if err != nil {
+		c.logFailure(ctx, rid, 0, err, 0)
+		return nil, err
+	}
+	m, _ := c.cfg.Model(req.Chat.Model) // BuildBody proved it exists
+
+	parent, cancelCause := context.WithCancelCause(ctx)
+	rctx, cancelTimeout := context.WithTimeoutCause(parent, c.cfg.RequestTimeout, errTimeoutCause)
+	cancel := func(cause error) {
+		cancelCause(cause)
+		cancelTimeout()
+	}
+
+	var wrote atomic.Bool
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) }}
+	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(rctx, trace), http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		cancel(errClosedCause)
+		err = notSent(errs.Wrap(err, errs.InternalError))
+		c.logFailure(ctx, rid, 0, err, 0)
+		return nil, err
+	}
+	hreq.Header = c.cfg.Headers()
+
+	resp, err := c.hc.Do(hreq)
+	if err != nil {
+		sent := wrote.Load() || !c.traceable
+		err = c.transportError(rctx, err, sent)
+		cancel(errClosedCause)
+		c.logFailure(ctx, rid, 0, err, 0)
+		return nil, err
+	}
+	if err := c.classify(resp, cancel); err != nil {
+		_ = resp.Body.Close()
+		cancel(errClosedCause)
+		d, _ := RetryAfter(err)
+		c.logFailure(ctx, rid, resp.StatusCode, err, d)
+		return nil, err
+	}
+
+	s := &Stream{
+		body:     resp.Body,
+		cancel:   cancel,
+		rctx:     rctx,
+		log:      c.log,
+		strategy: c.cfg.Strategy,
+		reqID:    rid,
+		status:   resp.StatusCode,
+	}
+	s.d = newDecoder(resp.Body, decoderConfig{
+		rule:         c.rule,
+		maxEvent:     c.cfg.MaxEventBytes,
+		maxOutput:    c.cfg.MaxOutputBytes,
+		maxToolArgs:  c.cfg.MaxToolArgumentBytes,
+		tools:        toolNameMap(req.Chat.Tools),
+		observed:     m.Observed,
+		classifyRead: s.classifyRead,
+		onFinal:      s.finished,
+	})
+	return s, nil
+}
+
+// transportError classifies an error of Do. sent says the request may have been
+// written (or that the transport cannot tell).
+func (c *Client) transportError(rctx context.Context, err error, sent bool) error {
+	msg := c.red.String(err.Error())
+	var out error
+	switch {
+	case rctx.Err() != nil:
+		out = errs.Newf(contextCode(rctx), "%s", msg)
+	case !sent:
+		out = errs.Newf(errs.UpstreamUnavailable, "%s", msg)
+	default:
+		out = errs.Newf(errs.UpstreamConnectionLost, "%s", msg)
+	}
+	if !sent {
+		out = notSent(out)
+	}
+	return out
+}
+
+// contextCode maps a done request context to upstream_timeout or
+// client_cancelled.
+func contextCode(rctx context.Context) errs.Code {
+	cause := context.Cause(rctx)
+	if errors.Is(cause, errTimeoutCause) || errors.Is(cause, context.DeadlineExceeded) {
+		return errs.UpstreamTimeout
+	}
+	return errs.ClientCancelled
+}
+
+// maxErrorPeek bounds what is read of an error body, only to look for quota
+// phrases and rejection texts; the body is never reflected anywhere. The read
+// is also bounded in time: a body slower than the peek timeout is classified by
+// its status alone.
+const (
+	maxErrorPeek       = 4 << 10
+	defaultPeekTimeout = 2 * time.Second
+)
+
+// classify maps a response to an error before any stream body is read; nil
+// means a 2xx event stream. cancel aborts the request (a slow error body).
+func (c *Client) classify(resp *http.Response, cancel func(error)) error {
+	st := resp.StatusCode
+	status := safeInt(st)
+	switch {
+	case st >= 200 && st < 300:
+		mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		if err != nil || mt != "text/event-stream" {
+			return errs.Newf(errs.UpstreamContentTypeError, "HTTP status %d without an event stream", status)
+		}
+		return nil
+	case st >= 300 && st < 400:
+		return errs.Newf(errs.UpstreamRedirectRejected, "HTTP status %d", status)
+	case st == http.StatusUnauthorized || st == http.StatusForbidden:
+		if c.cfg.Strategy == pmconfig.StrategyWebSession {
+			return errs.Newf(errs.UpstreamWebSessionAuthFailed, "HTTP status %d", status)
+		}
+		return errs.Newf(errs.UpstreamAuthFailed, "HTTP status %d", status)
+	case st == http.StatusTooManyRequests:
+		d := parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
+		return &retryAfterError{cause: errs.Newf(errs.UpstreamRateLimited, "HTTP status %d, retry after %d s", status, safeInt(int(d/time.Second))), after: d}
+	case st == http.StatusPaymentRequired:
+		return errs.Newf(errs.UpstreamQuotaExhausted, "HTTP status %d", status)
+	}
+	if code := classifyText(c.peekLower(resp.Body, cancel)); code != "" {
+		return errs.Newf(code, "HTTP status %d", status)
+	}
+	switch {
+	case st == 400 || st == 409 || st == 413 || st == 422:
+		return errs.Newf(errs.UpstreamRequestRejected, "HTTP status %d", status)
+	case st >= 500:
+		return errs.Newf(errs.UpstreamServerError, "HTTP status %d", status)
+	}
+	return errs.Newf(errs.UpstreamStatusError, "HTTP status %d", status)
+}
+
+// peekLower reads at most maxErrorPeek bytes of an error body, lowercased,
+// for at most the peek timeout (then the request is cancelled, which ends the
+// read).
+func (c *Client) peekLower(body io.Reader, cancel func(error)) []byte {
+	t := time.AfterFunc(c.peek, func() { cancel(errClosedCause) })
+	defer t.Stop()
+	b, _ := io.ReadAll(io.LimitReader(body, maxErrorPeek))
+	return bytes.ToLower(b)
+}
+
+// Retry-After bounds.
+const (
+	minRetryAfter     = time.Second
+	maxRetryAfter     = time.Hour
+	defaultRetryAfter = 30 * time.Second
+)
+
+// parseRetryAfter reads Retry-After as delay seconds or an HTTP date, clamped to
+// 1 s – 1 h; absent or unreadable gives 30 s.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return defaultRetryAfter
+	}
+	var d time.Duration
+	if isDigits(v) {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n > int64(maxRetryAfter/time.Second) {
+			return maxRetryAfter
+		}
+		d = time.Duration(n) * time.Second
+	} else {
+		t, err := http.ParseTime(v)
+		if err != nil {
+			return defaultRetryAfter
+		}
+		d = t.Sub(now)
+	}
+	return min(max(d, minRetryAfter), maxRetryAfter)
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// RetryAfter returns the bounded delay an upstream_rate_limited error carries.
+func RetryAfter(err error) (time.Duration, bool) {
+	var ra *retryAfterError
+	if errors.As(err, &ra) {
+		return ra.after, true
+	}
+	return 0, false
+}
+
+func (c *Client) reqID(ctx context.Context) string {
+	if c.requestID == nil {
+		return ""
+	}
+	return c.requestID(ctx)
+}
+
+// logFailure logs a request that ended before a stream existed: only the
+// request id, strategy, HTTP status (0 without a response), stable code and
+// retry-after.
+func (c *Client) logFailure(ctx context.Context, rid string, status int, err error, retry time.Duration) {
+	attrs := make([]slog.Attr, 0, 6)
+	if rid != "" {
+		attrs = append(attrs, slog.String("request_id", rid))
+	}
+	attrs = append(attrs,
+		slog.String("strategy", string(c.cfg.Strategy)),
+		slog.Int("status", status),
+		slog.String("code", string(errs.CodeOf(err))),
+	)
+	if retry > 0 {
+		attrs = append(attrs, slog.Int64("retry_after_s", int64(retry/time.Second)))
+	}
+	c.log.LogAttrs(ctx, slog.LevelWarn, "upstream request failed", attrs...)
+}

@@ -1,0 +1,68 @@
+package postman
+
+import (
+	"io"
+	"log/slog"
+	"time"
+
+	"pmgate/adapters/postman/pmconfig"
+	"pmgate/domain/completion"
+)
+
+// ReaderConfig configures NewReaderStream.
+type ReaderConfig struct {
+	Rule                 completion.Rule
+	MaxEventBytes        int
+	MaxOutputBytes       int
+	MaxToolArgumentBytes int
+	Tools                []string // nil: no tools were advertised
+	Observed             []string // accepted model labels
+	ReadChunk            int      // bytes per Read of the decoder; 0 for the default
+}
+
+// NewReaderStream decodes an upstream body from r without HTTP, through the same
+// decoder as a Client's streams.
+func NewReaderStream(r io.Reader, c ReaderConfig) *Stream {
+	var tools map[string]string
+	if c.Tools != nil {
+		tools = make(map[string]string, len(c.Tools))
+		for _, t := range c.Tools {
+			tools[UpstreamToolName(t)] = t
+		}
+	}
+	return newReaderStream(r, decoderConfig{
+		rule:        c.Rule,
+		maxEvent:    c.MaxEventBytes,
+		maxOutput:   c.MaxOutputBytes,
+		maxToolArgs: c.MaxToolArgumentBytes,
+		tools:       tools,
+		observed:    c.Observed,
+		readChunk:   c.ReadChunk,
+	})
+}
+
+// WithClock sets the clock used to read Retry-After dates.
+func WithClock(now func() time.Time) Option { return withClock(now) }
+
+// ParseRetryAfter exposes the Retry-After parser.
+var ParseRetryAfter = parseRetryAfter
+
+// Footprint is the number of bytes the stream's decoder retains in its own
+// buffers (scratch space, accumulated arguments, queued events); the SSE line
+// buffer is bounded by the Splitter itself.
+func Footprint(s *Stream) int {
+	d := s.d
+	n := cap(d.buf) + cap(d.kbuf) + cap(d.tbuf) + cap(d.lbuf) + cap(d.sbuf)
+	for _, c := range d.calls {
+		n += cap(c.args)
+	}
+	return n
+}
+
+// WithPeekTimeout bounds the time spent reading an error body.
+func WithPeekTimeout(d time.Duration) Option { return withPeekTimeout(d) }
+
+// NewRedactingLogger returns l behind the adapter's redacting handler.
+func NewRedactingLogger(l *slog.Logger, secrets ...string) *slog.Logger {
+	return slog.New(&redactingHandler{h: l.Handler(), red: pmconfig.NewRedactor(secrets...)})
+}

@@ -1,0 +1,408 @@
+package postman
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"pmgate/adapters/postman/pmconfig"
+	"pmgate/domain/chat"
+	"pmgate/domain/errs"
+	"pmgate/ports"
+)
+
+// Constant values of the upstream request envelope (design WEB-SESSION §5,
+// protocol notes B).
+const (
+	chatTypeUserQuery    = "USER_QUERY"
+	chatTypeToolResponse = "TOOL_RESPONSE"
+	productWorkspace     = "workspace_v12"
+	startedFromChatInput = "CHAT_INPUT"
+	platformWeb          = "WEB"
+	statusSuccess        = "SUCCESS"
+)
+
+// Wire shapes. Field order is the order of the design's example; every field is
+// a constant, a configured value or derived from the normalized request.
+type wireBody struct {
+	Input             any               `json:"input"`
+	Platform          string            `json:"platform"`
+	ClientTools       wireClientTools   `json:"clientTools"`
+	ClientKBTerms     wireKBTerms       `json:"clientKBTerms"`
+	MandatoryContext  wireMandatory     `json:"mandatoryContext"`
+	SelectedContext   []struct{}        `json:"selectedContext"`
+	BackgroundContext []struct{}        `json:"backgroundContext"`
+	DevModeOptions    wireDevModeOption `json:"devModeOptions"`
+}
+
+type wireQueryInput struct {
+	ChatType       string  `json:"chatType"`
+	Query          string  `json:"query"`
+	ConversationID *string `json:"conversationId"`
+	Product        string  `json:"product"`
+	UseCase        *string `json:"useCase"`
+	Agent          *string `json:"agent"`
+	StartedFrom    string  `json:"startedFrom"`
+	ToolResponse   string  `json:"toolResponse"`
+}
+
+// wireGroupedInput is the access_token grouped continuation (design
+// CORRELATION §6).
+type wireGroupedInput struct {
+	ChatType        string              `json:"chatType"`
+	Query           string              `json:"query"`
+	ConversationID  string              `json:"conversationId"`
+	Product         string              `json:"product"`
+	UseCase         *string             `json:"useCase"`
+	ToolCallGroupID string              `json:"toolCallGroupId"`
+	ToolResponses   []wireGroupedResult `json:"toolResponses"`
+}
+
+type wireGroupedResult struct {
+	ToolCallID          string `json:"toolCallId"`
+	Content             string `json:"content"`
+	ToolResponseSummary string `json:"toolResponseSummary"`
+	ToolResponseStatus  string `json:"toolResponseStatus"`
+}
+
+// wireFlatInput is the access_token singular flat continuation (design
+// CORRELATION §6, one ungrouped call).
+type wireFlatInput struct {
+	ChatType            string  `json:"chatType"`
+	Query               string  `json:"query"`
+	ConversationID      string  `json:"conversationId"`
+	Product             string  `json:"product"`
+	UseCase             *string `json:"useCase"`
+	ToolCallID          string  `json:"toolCallId"`
+	ToolResponse        string  `json:"toolResponse"`
+	ToolResponseSummary string  `json:"toolResponseSummary"`
+}
+
+// wireWebInput is the web_session flat continuation (protocol notes D, TT form).
+type wireWebInput struct {
+	ChatType            string  `json:"chatType"`
+	Query               string  `json:"query"`
+	ConversationID      string  `json:"conversationId"`
+	Product             string  `json:"product"`
+	UseCase             *string `json:"useCase"`
+	ToolCallGroupID     string  `json:"toolCallGroupId,omitempty"`
+	ToolCallID          string  `json:"toolCallId"`
+	ToolResponse        string  `json:"toolResponse"`
+	ToolResponseSummary string  `json:"toolResponseSummary"`
+	ToolResponseStatus  string  `json:"toolResponseStatus"`
+}
+
+type wirePackedResult struct {
+	ToolCallID string `json:"toolCallId"`
+	Status     string `json:"status"`
+	Content    string `json:"content"`
+}
+
+type wireClientTools struct {
+	Native     []struct{}               `json:"native"`
+	ThirdParty map[string]wireToolGroup `json:"thirdParty,omitempty"`
+}
+
+type wireToolGroup struct {
+	Tools []wireTool `json:"tools"`
+}
+
+type wireTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+type wireKBTerms struct {
+	Native []struct{} `json:"native"`
+}
+
+type wireMandatory struct {
+	WorkspaceID string `json:"workspaceId"`
+}
+
+type wireDevModeOption struct {
+	SelectedModel                  string `json:"selectedModel"`
+	IsParallelToolCallingSupported bool   `json:"isParallelToolCallingSupported"`
+	AutoRun                        bool   `json:"autoRun"`
+	SupportsAskUser                bool   `json:"supportsAskUser"`
+	SupportsActionRecommendations  bool   `json:"supportsActionRecommendations"`
+	UseThinkingModeIfAvailable     bool   `json:"useThinkingModeIfAvailable"`
+}
+
+// emptyParameters is sent for a tool without a parameter schema.
+var emptyParameters = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// BuildBody builds the upstream JSON body of one request: a fresh USER_QUERY
+// when req.Continuation is nil, else the strategy's TOOL_RESPONSE. It reads only
+// the configuration and the normalized, validated request; it serializes once
+// and refuses, before anything is sent, a body over MaxBodyBytes or a tool
+// result over MaxToolResultBytes (upstream_request_too_large). Every error is
+// marked ports.ErrNotSent.
+//
+// Errors: model_not_found, invalid_request (more tools than MAX_TOOLS, an
+// invalid parameter schema, a continuation without a conversation id or with an
+// ungrouped multi-call group), unsupported_tool_result_continuation (a call the
+// upstream sent without an id), upstream_request_too_large.
+func BuildBody(cfg pmconfig.Config, req ports.UpstreamRequest) ([]byte, error) {
+	m, ok := cfg.Model(req.Chat.Model)
+	if !ok {
+		return nil, notSent(errs.New(errs.ModelNotFound))
+	}
+	if len(req.Chat.Tools) > cfg.MaxTools {
+		return nil, notSent(errs.Newf(errs.InvalidRequest, "%d tools exceed MAX_TOOLS", safeInt(len(req.Chat.Tools))))
+	}
+	tools := len(req.Chat.Tools) > 0
+	body := wireBody{
+		Platform:          platformWeb,
+		ClientTools:       wireClientTools{Native: []struct{}{}},
+		ClientKBTerms:     wireKBTerms{Native: []struct{}{}},
+		MandatoryContext:  wireMandatory{WorkspaceID: cfg.WorkspaceID},
+		SelectedContext:   []struct{}{},
+		BackgroundContext: []struct{}{},
+		DevModeOptions: wireDevModeOption{
+			SelectedModel:                  m.Upstream,
+			IsParallelToolCallingSupported: tools && req.Chat.ParallelToolCalls,
+			AutoRun:                        tools && req.Chat.ToolChoice.Mode != chat.ToolChoiceNone,
+		},
+	}
+	if tools {
+		group := wireToolGroup{Tools: make([]wireTool, 0, len(req.Chat.Tools))}
+		for _, t := range req.Chat.Tools {
+			params := json.RawMessage(t.Parameters)
+			if len(bytes.TrimSpace(params)) == 0 {
+				params = emptyParameters
+			}
+			desc := t.Description
+			if desc == "" {
+				desc = t.Name
+			}
+			group.Tools = append(group.Tools, wireTool{Name: UpstreamToolName(t.Name), Description: desc, Parameters: params})
+		}
+		body.ClientTools.ThirdParty = map[string]wireToolGroup{toolGroupKey: group}
+	}
+
+	if req.Continuation == nil {
+		body.Input = wireQueryInput{
+			ChatType:     chatTypeUserQuery,
+			Query:        Transcript(req.Chat.Messages),
+			Product:      productWorkspace,
+			StartedFrom:  startedFromChatInput,
+			ToolResponse: "",
+		}
+	} else {
+		in, err := continuationInput(cfg, *req.Continuation)
+		if err != nil {
+			return nil, notSent(err)
+		}
+		body.Input = in
+	}
+
+	raw, err := marshal(body)
+	if err != nil {
+		// Only an invalid parameter schema can fail here.
+		return nil, notSent(errs.Newf(errs.InvalidRequest, "a tool parameter schema is not valid JSON"))
+	}
+	if len(raw) > cfg.MaxBodyBytes {
+		return nil, notSent(errs.Newf(errs.UpstreamRequestTooLarge, "the body has %d bytes, MAX_BODY_BYTES is %d",
+			safeInt(len(raw)), safeInt(cfg.MaxBodyBytes)))
+	}
+	return raw, nil
+}
+
+// continuationInput builds the TOOL_RESPONSE input of a strategy.
+func continuationInput(cfg pmconfig.Config, c ports.Continuation) (any, error) {
+	if c.ConversationID == "" {
+		return nil, errs.Newf(errs.InvalidRequest, "a continuation needs the stored conversation id")
+	}
+	if len(c.Results) == 0 {
+		return nil, errs.Newf(errs.InvalidRequest, "a continuation needs at least one result")
+	}
+	for i, r := range c.Results {
+		if r.UpstreamCallID == "" || strings.HasPrefix(r.UpstreamCallID, InternalIDPrefix) {
+			return nil, errs.Newf(errs.UnsupportedToolResultContinuation,
+				"result %d answers a call the upstream sent without an id", safeInt(i+1))
+		}
+		if len(r.Content) > cfg.MaxToolResultBytes {
+			return nil, errs.Newf(errs.UpstreamRequestTooLarge, "result %d has %d bytes, MAX_TOOL_RESULT_BYTES is %d",
+				safeInt(i+1), safeInt(len(r.Content)), safeInt(cfg.MaxToolResultBytes))
+		}
+	}
+	if cfg.Strategy == pmconfig.StrategyWebSession {
+		return webContinuation(c)
+	}
+	return tokenContinuation(c)
+}
+
+// tokenContinuation is design CORRELATION §6: grouped when the upstream sent a
+// group id, the singular flat form for one ungrouped call.
+func tokenContinuation(c ports.Continuation) (any, error) {
+	if c.UpstreamGroupID == "" {
+		if len(c.Results) != 1 {
+			return nil, errs.Newf(errs.InvalidRequest, "%d ungrouped results; only one ungrouped call can be answered", safeInt(len(c.Results)))
+		}
+		r := c.Results[0]
+		return wireFlatInput{
+			ChatType:            chatTypeToolResponse,
+			Query:               "",
+			ConversationID:      c.ConversationID,
+			Product:             productWorkspace,
+			ToolCallID:          r.UpstreamCallID,
+			ToolResponse:        r.Content,
+			ToolResponseSummary: summaryFor(r.OriginalName),
+		}, nil
+	}
+	in := wireGroupedInput{
+		ChatType:        chatTypeToolResponse,
+		Query:           "",
+		ConversationID:  c.ConversationID,
+		Product:         productWorkspace,
+		ToolCallGroupID: c.UpstreamGroupID,
+		ToolResponses:   make([]wireGroupedResult, 0, len(c.Results)),
+	}
+	for _, r := range c.Results {
+		in.ToolResponses = append(in.ToolResponses, wireGroupedResult{
+			ToolCallID:          r.UpstreamCallID,
+			Content:             r.Content,
+			ToolResponseSummary: summaryFor(r.OriginalName),
+			ToolResponseStatus:  statusSuccess,
+		})
+	}
+	return in, nil
+}
+
+// webContinuation is the web_session flat form: one result as plain content,
+// several packed as a JSON string [{"toolCallId","status","content"}].
+func webContinuation(c ports.Continuation) (any, error) {
+	in := wireWebInput{
+		ChatType:           chatTypeToolResponse,
+		Query:              "",
+		ConversationID:     c.ConversationID,
+		Product:            productWorkspace,
+		ToolCallGroupID:    c.UpstreamGroupID,
+		ToolCallID:         c.Results[0].UpstreamCallID,
+		ToolResponseStatus: statusSuccess,
+	}
+	if len(c.Results) == 1 {
+		in.ToolResponse = c.Results[0].Content
+		in.ToolResponseSummary = summaryFor(c.Results[0].OriginalName)
+		return in, nil
+	}
+	packed := make([]wirePackedResult, 0, len(c.Results))
+	for _, r := range c.Results {
+		packed = append(packed, wirePackedResult{ToolCallID: r.UpstreamCallID, Status: statusSuccess, Content: r.Content})
+	}
+	raw, err := marshal(packed)
+	if err != nil {
+		return nil, errs.Wrap(err, errs.InternalError)
+	}
+	in.ToolResponse = string(raw)
+	in.ToolResponseSummary = strconv.Itoa(len(c.Results)) + " tool calls completed"
+	return in, nil
+}
+
+func summaryFor(name string) string { return "Result for " + name }
+
+// marshal encodes v without HTML escaping and without a trailing newline.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// UpstreamToolName maps a client tool name to the name advertised upstream. It
+// is the identity: client names are already [A-Za-z0-9_-]{1,64} (validated by
+// the ingress), which the upstream accepts as they are, and the adapter sends
+// exactly one tool group, so two different client names can never map to the
+// same upstream name. The way back (a decoded tool call) accepts exactly the
+// advertised names, and also "pmgate.<name>" (an MCP-style server prefix, which
+// cannot collide because client names never contain '.'); every other name is
+// refused with upstream_unverified_event_shape.
+func UpstreamToolName(client string) string { return client }
+
+// toolNameMap returns the way back from upstream names to client names, or nil
+// when no tools are advertised.
+func toolNameMap(tools []chat.Tool) map[string]string {
+	if len(tools) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(tools))
+	for _, t := range tools {
+		m[UpstreamToolName(t.Name)] = t.Name
+	}
+	return m
+}
+
+// Transcript serializes normalized messages into the USER_QUERY query text; the
+// format is documented in the package doc. It is deterministic: the same
+// messages always give the same bytes.
+func Transcript(msgs []chat.Message) string {
+	if len(msgs) == 1 && msgs[0].Role == chat.RoleUser && len(msgs[0].ToolCalls) == 0 {
+		return deref(msgs[0].Content)
+	}
+	var b strings.Builder
+	block := func(header, body string) {
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(header)
+		b.WriteByte('\n')
+		b.WriteString(body)
+	}
+	for _, m := range msgs {
+		switch m.Role {
+		case chat.RoleSystem:
+			block(withName("[System", m.Name), deref(m.Content))
+		case chat.RoleDeveloper:
+			block(withName("[Developer", m.Name), deref(m.Content))
+		case chat.RoleUser:
+			block(withName("[User", m.Name), deref(m.Content))
+		case chat.RoleAssistant:
+			if m.Content != nil || len(m.ToolCalls) == 0 {
+				block("[Assistant]", deref(m.Content))
+			}
+			if len(m.ToolCalls) > 0 {
+				block("[Assistant Tool Calls]", toolCallsJSON(m.ToolCalls))
+			}
+		case chat.RoleTool:
+			block("[Tool Result id="+m.ToolCallID+"]", deref(m.Content))
+		default:
+			block("["+string(m.Role)+"]", deref(m.Content))
+		}
+	}
+	return b.String()
+}
+
+func withName(head, name string) string {
+	if name == "" {
+		return head + "]"
+	}
+	return head + " name=" + name + "]"
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+type transcriptCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+func toolCallsJSON(calls []chat.ToolCall) string {
+	out := make([]transcriptCall, len(calls))
+	for i, c := range calls {
+		out[i] = transcriptCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments}
+	}
+	raw, _ := marshal(out) // strings only: cannot fail
+	return string(raw)
+}

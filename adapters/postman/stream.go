@@ -1,0 +1,216 @@
+package postman
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+
+	"pmgate/adapters/postman/pmconfig"
+	"pmgate/domain/chat"
+	"pmgate/domain/completion"
+	"pmgate/domain/errs"
+)
+
+// Stream is one upstream response stream; it implements ports.Stream. It is
+// not safe for concurrent use of Next; Close may be called from another
+// goroutine to abort a blocked Next.
+type Stream struct {
+	mu       sync.Mutex
+	d        *decoder
+	body     io.ReadCloser     // nil for a reader stream
+	cancel   func(cause error) // cancels the request context; nil for a reader stream
+	rctx     context.Context   // the request context; nil for a reader stream
+	log      *slog.Logger      // never nil
+	strategy pmconfig.Strategy // "" for a reader stream
+	reqID    string            // request id for logs, "" when unknown
+	status   int               // HTTP status
+	lastCtx  context.Context   // the context Next watches
+	stop     func() bool       // stops the watch of lastCtx
+	closed   bool
+	logged   bool
+}
+
+// ToolCall is one complete upstream tool call of a completed stream: the
+// upstream's private ids, the client's tool name and the exact argument string.
+type ToolCall struct {
+	Index           int    // the gateway's index (0, 1, …), as in the EventToolCall deltas
+	UpstreamID      string // the upstream id, or InternalIDPrefix+Index when it sent none
+	UpstreamGroupID string // "" when the upstream sent none
+	Synthetic       bool   // UpstreamID is internal: the upstream sent no id
+	Name            string // the client's tool name
+	Arguments       string // the concatenated argument fragments, byte for byte
+}
+
+// newReaderStream decodes a body from any reader, without HTTP (tests, fuzzing
+// and benchmarks). tools nil means no tools were advertised.
+func newReaderStream(r io.Reader, cfg decoderConfig) *Stream {
+	s := &Stream{log: slog.New(slog.DiscardHandler)}
+	cfg.onFinal = s.finished
+	s.d = newDecoder(r, cfg)
+	return s
+}
+
+// Next returns the next decoded event. It returns io.EOF only after the
+// completion machine proved a complete stream at a real EOF; every other end is
+// an error with the outcome's stable code (see ports.Stream). Cancelling ctx
+// closes the upstream connection and ends the stream with client_cancelled.
+func (s *Stream) Next(ctx context.Context) (chat.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.d.final == nil {
+		if err := ctx.Err(); err != nil {
+			return chat.Event{}, s.d.abort(eventOfContextErr(err))
+		}
+		s.watch(ctx)
+	}
+	return s.d.next()
+}
+
+func eventOfContextErr(err error) completion.Event {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return completion.Timeout
+	}
+	return completion.Abort
+}
+
+// watch makes the cancellation of ctx close the upstream request. The watch is
+// registered once per distinct context, so a caller that passes the same
+// context to every Next pays for it once.
+func (s *Stream) watch(ctx context.Context) {
+	if s.cancel == nil || ctx.Done() == nil || ctx == s.lastCtx {
+		return
+	}
+	if s.stop != nil {
+		s.stop()
+	}
+	s.lastCtx = ctx
+	s.stop = context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			s.cancel(errTimeoutCause)
+			return
+		}
+		s.cancel(errClientCause)
+	})
+}
+
+// classifyRead maps a body read error, io.EOF included, using the request
+// context's cause: once the request context is done, nothing the body reports
+// (not even a clean EOF) is the upstream's own end.
+func (s *Stream) classifyRead(err error) completion.Event {
+	if s.rctx != nil && s.rctx.Err() != nil {
+		cause := context.Cause(s.rctx)
+		switch {
+		case errors.Is(cause, errTimeoutCause), errors.Is(cause, context.DeadlineExceeded):
+			return completion.Timeout
+		default:
+			return completion.Abort
+		}
+	}
+	return classifyPlainRead(err)
+}
+
+// finished runs once when the outcome is known: it releases the connection and
+// logs the end.
+func (s *Stream) finished() {
+	if s.body != nil {
+		_ = s.body.Close()
+	}
+	if s.cancel != nil {
+		s.cancel(errClosedCause)
+	}
+	if s.stop != nil {
+		s.stop()
+	}
+	if s.logged {
+		return
+	}
+	s.logged = true
+	o := s.d.tr.Outcome()
+	attrs := make([]slog.Attr, 0, 12)
+	if s.reqID != "" {
+		attrs = append(attrs, slog.String("request_id", s.reqID))
+	}
+	attrs = append(attrs,
+		slog.String("strategy", string(s.strategy)),
+		slog.Int("status", s.status),
+	)
+	level := slog.LevelInfo
+	msg := "upstream stream complete"
+	if !o.Complete {
+		level, msg = slog.LevelWarn, "upstream stream failed"
+		code := o.Code
+		if code == "" {
+			code = errs.CodeOf(s.d.final)
+		}
+		attrs = append(attrs, slog.String("code", string(code)))
+	}
+	if s.d.lastType != evNone {
+		attrs = append(attrs, slog.String("event_type", s.d.lastType.String()))
+	}
+	attrs = append(attrs,
+		slog.Int64("bytes_in", s.d.bytesIn),
+		slog.Int("output_bytes", s.d.outBytes),
+		slog.Int("argument_bytes", s.d.argBytes),
+		slog.Bool("model_observed", s.d.labelSeen),
+	)
+	if s.d.labelSeen {
+		attrs = append(attrs, slog.Bool("model_match", s.d.labelMatch))
+	}
+	s.log.LogAttrs(context.Background(), level, msg, attrs...)
+}
+
+// Close releases the connection; it is safe to call more than once. Closing a
+// stream whose outcome is not known yet ends it with client_cancelled.
+func (s *Stream) Close() error {
+	if s.cancel != nil {
+		// Safe from any goroutine: it closes the connection, which ends a Read
+		// that a concurrent Next is blocked in. A no-op once the outcome is known.
+		s.cancel(errClientCause)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.d.final == nil {
+		_ = s.d.abort(completion.Abort)
+	}
+	return nil
+}
+
+// Outcome returns the completion outcome; it is terminal once Next returned
+// io.EOF or an error.
+func (s *Stream) Outcome() completion.Outcome { return s.d.tr.Outcome() }
+
+// ConversationID returns the upstream conversation id seen in the stream, or "".
+// It is private: it never leaves the gateway.
+func (s *Stream) ConversationID() string { return s.d.convID }
+
+// ModelObserved returns the first model label the upstream reported and whether
+// one was reported at all (design §7). The label is upstream data: do not log it.
+func (s *Stream) ModelObserved() (label string, observed bool) { return s.d.label, s.d.labelSeen }
+
+// ToolCalls returns the accumulated tool calls of a completed stream, in the
+// gateway's index order, with names mapped back to the client's names. It
+// returns nil until Next returned io.EOF: calls of a stream that was not proven
+// complete are never handed out.
+func (s *Stream) ToolCalls() []ToolCall {
+	if !s.d.tr.Outcome().Complete || len(s.d.calls) == 0 {
+		return nil
+	}
+	out := make([]ToolCall, len(s.d.calls))
+	for i, c := range s.d.calls {
+		out[i] = ToolCall{
+			Index:           c.index,
+			UpstreamID:      c.id,
+			UpstreamGroupID: c.group,
+			Synthetic:       c.synthetic,
+			Name:            c.name,
+			Arguments:       string(c.args),
+		}
+	}
+	return out
+}

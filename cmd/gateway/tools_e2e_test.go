@@ -1,0 +1,290 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"pmgate/adapters/emulator"
+)
+
+const toolsJSON = `[{"type":"function","function":{"name":"get_weather","description":"Weather for a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}},` +
+	`{"type":"function","function":{"name":"get_time","description":"Time in a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}]`
+
+type msg = map[string]any
+
+type completion struct {
+	Choices []struct {
+		Message struct {
+			Role      string  `json:"role"`
+			Content   *string `json:"content"`
+			ToolCalls []struct {
+				ID       string `json:"id"`
+				Type     string `json:"type"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+}
+
+func chatBody(t *testing.T, model string, messages []msg, tools string, extra string) string {
+	t.Helper()
+	m, err := json.Marshal(messages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf(`{"model":%q,"messages":%s,"tools":%s%s}`, model, m, tools, extra)
+}
+
+// turnResult posts and decodes a JSON chat completion or error.
+func turnResult(t *testing.T, s *served, body string) (int, completion, errorBody) {
+	t.Helper()
+	resp := s.post(t, body)
+	var c completion
+	var e errorBody
+	raw := new(strings.Builder)
+	_, _ = fmt.Fprint(raw, "")
+	dec := json.NewDecoder(resp.Body)
+	var v json.RawMessage
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	if resp.StatusCode == 200 {
+		if err := json.Unmarshal(v, &c); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := json.Unmarshal(v, &e); err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, c, e
+}
+
+// assistantAndResults echoes the assistant turn and answers every call.
+func assistantAndResults(c completion, result func(name string) string) []msg {
+	m := c.Choices[0].Message
+	var calls []msg
+	var out []msg
+	for _, tc := range m.ToolCalls {
+		calls = append(calls, msg{"id": tc.ID, "type": "function", "function": msg{"name": tc.Function.Name, "arguments": tc.Function.Arguments}})
+	}
+	out = append(out, msg{"role": "assistant", "content": m.Content, "tool_calls": calls})
+	for _, tc := range m.ToolCalls {
+		out = append(out, msg{"role": "tool", "tool_call_id": tc.ID, "content": result(tc.Function.Name)})
+	}
+	return out
+}
+
+func sunny(name string) string { return "sunny for " + name }
+
+func TestTheToolLoopRunsToItsFinalAnswer(t *testing.T) {
+	for _, st := range strategies {
+		for _, parallel := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/parallel=%v", st, parallel), func(t *testing.T) {
+				is := is.New(t)
+				s := serve(t, st, nil)
+				history := []msg{{"role": "user", "content": "weather and time please #loop=2"}}
+				extra := fmt.Sprintf(`,"parallel_tool_calls":%v`, parallel)
+				status, c, e := turnResult(t, s, chatBody(t, testModel, history, toolsJSON, extra))
+				is.Equal(status, 200) // the first turn asks for tools
+				is.Equal(e.Error.Code, "")
+				for round := 1; ; round++ {
+					calls := c.Choices[0].Message.ToolCalls
+					is.Equal(c.Choices[0].FinishReason, "tool_calls")
+					if parallel {
+						is.Equal(len(calls), 2) // a parallel group of two
+					} else {
+						is.Equal(len(calls), 1) // one call at a time
+					}
+					for _, tc := range calls {
+						is.True(strings.HasPrefix(tc.ID, "call_pmn_"))           // public ids only
+						is.True(json.Valid([]byte(tc.Function.Arguments)))       // exact argument JSON
+						is.True(strings.Contains(tc.Function.Arguments, "city")) // from the schema
+					}
+					history = append(history, assistantAndResults(c, sunny)...)
+					status, c, e = turnResult(t, s, chatBody(t, testModel, history, toolsJSON, extra))
+					is.Equal(status, 200) // each continuation is accepted
+					if c.Choices[0].FinishReason == "stop" {
+						is.Equal(round, 2)                                                                // two rounds, then the answer
+						is.True(strings.Contains(*c.Choices[0].Message.Content, "sunny for get_weather")) // quoting the results
+						break
+					}
+				}
+				is.Equal(s.emu.Count(emulator.KindToolResponse), 2) // exactly one TOOL_RESPONSE per round
+			})
+		}
+	}
+}
+
+// pending issues one tool group and returns the history and the continuation.
+func pending(t *testing.T, s *served, text string) (history []msg, cont []msg, c completion) {
+	t.Helper()
+	history = []msg{{"role": "user", "content": text}}
+	status, c, e := turnResult(t, s, chatBody(t, testModel, history, toolsJSON, ""))
+	if status != 200 {
+		t.Fatalf("tool turn: %d %s", status, e.Error.Code)
+	}
+	return history, append(append([]msg(nil), history...), assistantAndResults(c, sunny)...), c
+}
+
+func TestEachValidationStepIsRefusedWithoutDispatch(t *testing.T) {
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			s := serve(t, st, map[string]string{"PROVIDER_MODELS": testModel + ",other-model", "POSTMAN_MODEL_MAP": testModel + "=GPT_55,other-model=GPT_55"})
+			_, cont, _ := pending(t, s, "first")
+			_, cont2, _ := pending(t, s, "second")
+			n := len(cont)
+			cases := []struct {
+				name   string
+				msgs   []msg
+				model  string
+				tools  string
+				status int
+				code   string
+			}{
+				{"unknown id", append(append([]msg(nil), cont[:n-2]...), msg{"role": "tool", "tool_call_id": "call_pmn_forged", "content": "x"}, cont[n-1]), testModel, toolsJSON, 404, "unknown_tool_call"},
+				{"mixed groups", append(append([]msg(nil), cont[:n-1]...), cont2[len(cont2)-1]), testModel, toolsJSON, 400, "tool_result_group_mismatch"},
+				{"duplicate result", append(append([]msg(nil), cont...), cont[n-1]), testModel, toolsJSON, 400, "tool_result_group_mismatch"},
+				{"missing result", cont[:n-1], testModel, toolsJSON, 400, "tool_result_incomplete"},
+				{"misplaced result", append(append(append([]msg(nil), cont[:n-1]...), msg{"role": "user", "content": "also"}), cont[n-2:]...), testModel, toolsJSON, 400, "tool_result_group_mismatch"},
+				{"changed history", append([]msg{{"role": "user", "content": "FIRST"}}, cont[1:]...), testModel, toolsJSON, 409, "continuation_history_mismatch"},
+				{"other model", cont, "other-model", toolsJSON, 409, "continuation_model_mismatch"},
+				{"other tools", cont, testModel, strings.Replace(toolsJSON, "Weather for a city", "Weather", 1), 409, "continuation_tools_mismatch"},
+			}
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					is := is.New(t)
+					status, _, e := turnResult(t, s, chatBody(t, c.model, c.msgs, c.tools, ""))
+					is.Equal(status, c.status)     // the step's status
+					is.Equal(e.Error.Code, c.code) // and stable code
+				})
+			}
+			is := is.New(t)
+			is.Equal(s.emu.Count(emulator.KindToolResponse), 0) // nothing was dispatched
+			status, _, _ := turnResult(t, s, chatBody(t, testModel, cont, toolsJSON, ""))
+			is.Equal(status, 200) // and the group is still pending: the valid continuation succeeds
+		})
+	}
+}
+
+func TestConsumedExpiredAndUncertainGroupsAnswerWithTheirRows(t *testing.T) {
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			is := is.New(t)
+			s := serve(t, st, map[string]string{"CORRELATION_PENDING_TTL_MS": "1000"})
+			_, cont, _ := pending(t, s, "replay me")
+			status, first, _ := turnResult(t, s, chatBody(t, testModel, cont, toolsJSON, ""))
+			is.Equal(status, 200)
+			status, again, _ := turnResult(t, s, chatBody(t, testModel, cont, toolsJSON, ""))
+			is.Equal(status, 200)                                                          // a replay of a consumed group
+			is.Equal(*again.Choices[0].Message.Content, *first.Choices[0].Message.Content) // returns the cached answer
+			conflict := append(append([]msg(nil), cont[:len(cont)-1]...), msg{"role": "tool", "tool_call_id": cont[len(cont)-1]["tool_call_id"], "content": "different"})
+			status, _, e := turnResult(t, s, chatBody(t, testModel, conflict, toolsJSON, ""))
+			is.Equal(status, 409)
+			is.Equal(e.Error.Code, "continuation_conflict")     // different results conflict
+			is.Equal(s.emu.Count(emulator.KindToolResponse), 1) // one dispatch in all
+
+			_, late, _ := pending(t, s, "too late")
+			time.Sleep(1100 * time.Millisecond)
+			status, _, e = turnResult(t, s, chatBody(t, testModel, late, toolsJSON, ""))
+			is.Equal(status, 410)
+			is.Equal(e.Error.Code, "tool_call_expired") // past the pending TTL
+
+			_, lost, _ := pending(t, s, "lost")
+			lost[len(lost)-1]["content"] = "#scenario=drop_after_request"
+			if len(lost) > 3 {
+				lost[len(lost)-2]["content"] = "#scenario=drop_after_request"
+			}
+			status, _, e = turnResult(t, s, chatBody(t, testModel, lost, toolsJSON, ""))
+			is.Equal(status, 502)
+			is.Equal(e.Error.Code, "continuation_outcome_uncertain") // the connection dropped after sending
+			status, _, e = turnResult(t, s, chatBody(t, testModel, lost, toolsJSON, ""))
+			is.Equal(status, 502)
+			is.Equal(e.Error.Code, "continuation_outcome_uncertain") // and it is never re-sent
+			is.Equal(s.emu.Count(emulator.KindToolResponse), 2)
+		})
+	}
+}
+
+func TestConcurrentIdenticalContinuationsDispatchOnce(t *testing.T) {
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			is := is.New(t)
+			s := serve(t, st, map[string]string{"MAX_CONCURRENT_REQUESTS": "64"})
+			_, cont, _ := pending(t, s, "race")
+			for _, m := range cont {
+				if m["role"] == "tool" {
+					m["content"] = "#scenario=slow_stream"
+				}
+			}
+			body := chatBody(t, testModel, cont, toolsJSON, "")
+			var mu sync.Mutex
+			codes := map[string]int{}
+			var wg sync.WaitGroup
+			for range 32 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					req, _ := http.NewRequest("POST", s.base+"/v1/chat/completions", strings.NewReader(body))
+					req.Header.Set("Authorization", "Bearer "+testKey)
+					req.Header.Set("Content-Type", "application/json")
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						return
+					}
+					defer resp.Body.Close()
+					var e errorBody
+					_ = json.NewDecoder(resp.Body).Decode(&e)
+					mu.Lock()
+					codes[fmt.Sprintf("%d %s", resp.StatusCode, e.Error.Code)]++
+					mu.Unlock()
+				}()
+			}
+			wg.Wait()
+			is.Equal(s.emu.Count(emulator.KindToolResponse), 1) // exactly one upstream dispatch
+			ok := codes["200 "]
+			is.True(ok >= 1)                                    // at least the winner succeeded
+			is.Equal(ok+codes["409 continuation_inflight"], 32) // the rest were in flight or replays
+		})
+	}
+}
+
+func TestAFullStoreRefusesNewToolGroups(t *testing.T) {
+	is := is.New(t)
+	s := serve(t, "web_session", map[string]string{"CORRELATION_MAX_GROUPS": "1"})
+	pending(t, s, "one")
+	status, _, e := turnResult(t, s, chatBody(t, testModel, []msg{{"role": "user", "content": "two"}}, toolsJSON, ""))
+	is.Equal(status, 503)
+	is.Equal(e.Error.Code, "correlation_capacity_exceeded") // refused before any id is shown
+	resp := s.post(t, chatBody(t, testModel, []msg{{"role": "user", "content": "three"}}, toolsJSON, `,"stream":true`))
+	if resp.StatusCode == 200 { // text came first: the stream ends with the error event
+		evs := sseEvents(t, resp.Body)
+		all := strings.Join(evs, "\n")
+		is.True(!strings.Contains(all, "call_pmn_"))                    // no unusable id in the stream
+		is.True(strings.Contains(all, "correlation_capacity_exceeded")) // it ends with the stable error
+		is.True(evs[len(evs)-1] != "[DONE]")
+	} else { // nothing was shown yet: a plain error
+		is.Equal(resp.StatusCode, 503)
+		var e errorBody
+		is.NoErr(json.NewDecoder(resp.Body).Decode(&e))
+		is.Equal(e.Error.Code, "correlation_capacity_exceeded")
+	}
+
+	h, err := http.Get(s.base + "/health")
+	is.NoErr(err)
+	var health map[string]any
+	is.NoErr(json.NewDecoder(h.Body).Decode(&health))
+	h.Body.Close()
+	corr := health["correlation"].(map[string]any)
+	is.Equal(corr["live_groups"], float64(1)) // /health reports live groups, without ids
+	is.True(!strings.Contains(fmt.Sprint(health), "call_pmn_"))
+}
