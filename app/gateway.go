@@ -161,7 +161,7 @@ func (g *Gateway) dispatch(ctx context.Context, p Principal, req chat.Request, g
 	s, err := g.upstream.Chat(ctx, ports.UpstreamRequest{Chat: req, Continuation: c})
 	if err != nil {
 		g.settleFailure(ctx, p, gr.Key, err)
-		if errors.Is(err, ports.ErrNotSent) {
+		if notAccepted(err) {
 			return nil, err
 		}
 		return nil, errs.Wrap(err, errs.ContinuationOutcomeUncertain)
@@ -169,10 +169,17 @@ func (g *Gateway) dispatch(ctx context.Context, p Principal, req chat.Request, g
 	return &turn{g: g, p: p, req: req, stream: s, claimedKey: gr.Key}, nil
 }
 
+// notAccepted reports whether an upstream error proves the continuation was
+// never processed: nothing was sent, or the upstream refused it before
+// processing (redirect, 4xx).
+func notAccepted(err error) bool {
+	return errors.Is(err, ports.ErrNotSent) || errors.Is(err, ports.ErrNotAccepted)
+}
+
 // settleFailure moves a claimed group after a failed dispatch: back to PENDING
-// only when the transport proved nothing was accepted, else UNCERTAIN.
+// only when the upstream provably did not accept the request, else UNCERTAIN.
 func (g *Gateway) settleFailure(ctx context.Context, p Principal, key string, cause error) {
-	notSent := errors.Is(cause, ports.ErrNotSent)
+	notSent := notAccepted(cause)
 	var d correlation.Decision
 	err := g.store.Update(context.WithoutCancel(ctx), key, func(gr *correlation.Group) error {
 		var err error

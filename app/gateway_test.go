@@ -304,3 +304,29 @@ func TestToolsWithoutCorrelationAreRefusedBeforeSending(t *testing.T) {
 	is.Equal(errs.CodeOf(err), errs.UnsupportedParameter) // refused
 	is.Equal(len(up.Requests()), 0)                       // before any upstream request
 }
+
+func TestAnUpstreamRefusalOfTheContinuationReturnsTheGroupToPending(t *testing.T) {
+	is := is.New(t)
+	refuse := true
+	r := newRig(t, func(req ports.UpstreamRequest) porttest.Script {
+		if req.Continuation == nil {
+			return porttest.Script{Events: porttest.ToolCalls("conv-1", "g", "get_weather")}
+		}
+		if refuse {
+			refuse = false
+			return porttest.Script{Err: errors.Join(errs.New(errs.UpstreamRateLimited), ports.ErrNotAccepted)}
+		}
+		return porttest.Script{Events: porttest.Text("conv-1", "ok")}
+	})
+	history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
+	turn, _ := r.gw.Chat(t.Context(), principal, request(history...))
+	ds, _ := drain(t, turn)
+	cont := request(echo(history, ds, "r")...)
+	_, err := r.gw.Chat(t.Context(), principal, cont)
+	is.True(errs.Has(err, errs.UpstreamRateLimited)) // the client sees the rate limit
+	turn, err = r.gw.Chat(t.Context(), principal, cont)
+	is.NoErr(err) // and may retry later: the group went back to PENDING
+	ds, err = drain(t, turn)
+	is.NoErr(err)
+	is.Equal(ds[len(ds)-1].Finish, app.FinishStop)
+}

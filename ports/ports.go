@@ -22,6 +22,14 @@ import (
 // failure after a claim is UNCERTAIN.
 var ErrNotSent = errors.New("ports: upstream request provably not sent")
 
+// ErrNotAccepted marks an upstream error that proves the request was refused
+// before any processing: the upstream answered with a redirect or a 4xx status
+// (auth, rate limit, quota, request rejection) instead of a stream. Like
+// ErrNotSent it allows a claimed continuation to return to PENDING (design
+// CORRELATION §7: "no bytes/request accepted"); a 5xx, a lost connection or any
+// failure inside a stream never does.
+var ErrNotAccepted = errors.New("ports: upstream request provably not accepted")
+
 // UpstreamRequest is what the core asks the upstream for: a fresh turn, or the
 // native continuation of one stored group.
 type UpstreamRequest struct {
@@ -51,7 +59,8 @@ type Upstream interface {
 	//
 	// Errors carry the adapter's upstream_* codes (auth, redirect, rate limit with
 	// retry-after, quota, rejection, server error, content type, timeout,
-	// unavailable). An error marked ErrNotSent proves nothing was sent.
+	// unavailable). An error marked ErrNotSent proves nothing was sent; one
+	// marked ErrNotAccepted proves the upstream refused it before processing.
 	Chat(ctx context.Context, req UpstreamRequest) (Stream, error)
 }
 

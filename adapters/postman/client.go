@@ -272,6 +272,11 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 		return nil, err
 	}
 	if err := c.classify(resp, cancel); err != nil {
+		if resp.StatusCode >= 300 && resp.StatusCode < 500 {
+			// A redirect or 4xx is the upstream refusing the request before
+			// processing it: a claimed continuation may return to PENDING.
+			err = notAccepted(err)
+		}
 		_ = resp.Body.Close()
 		cancel(errClosedCause)
 		d, _ := RetryAfter(err)

@@ -244,9 +244,11 @@ func TestStatusClasses(t *testing.T) {
 					is.Equal(d.err, io.EOF) // and completes
 					return
 				}
-				is.True(s == nil)                                               // no stream
-				is.Equal(errs.CodeOf(err), want)                                // the status class
-				is.True(!errors.Is(err, ports.ErrNotSent))                      // a response means the request was sent
+				is.True(s == nil)                          // no stream
+				is.Equal(errs.CodeOf(err), want)           // the status class
+				is.True(!errors.Is(err, ports.ErrNotSent)) // a response means the request was sent
+				refused := c.status >= 300 && c.status < 500
+				is.Equal(errors.Is(err, ports.ErrNotAccepted), refused)         // only a redirect or 4xx proves the upstream refused it unprocessed
 				is.True(!strings.Contains(err.Error(), c.body) || c.body == "") // the body is never reflected
 			})
 		}
