@@ -154,7 +154,7 @@ func New(cfg pmconfig.Config, opts ...Option) (*Client, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	} else {
-		logger = slog.New(&redactingHandler{h: logger.Handler(), red: red})
+		logger = slog.New(pmconfig.RedactingHandler(logger.Handler(), red))
 	}
 	now := o.now
 	if now == nil {

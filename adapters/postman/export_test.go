@@ -64,5 +64,5 @@ func WithPeekTimeout(d time.Duration) Option { return withPeekTimeout(d) }
 
 // NewRedactingLogger returns l behind the adapter's redacting handler.
 func NewRedactingLogger(l *slog.Logger, secrets ...string) *slog.Logger {
-	return slog.New(&redactingHandler{h: l.Handler(), red: pmconfig.NewRedactor(secrets...)})
+	return slog.New(pmconfig.RedactingHandler(l.Handler(), pmconfig.NewRedactor(secrets...)))
 }

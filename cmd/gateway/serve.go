@@ -65,7 +65,7 @@ func newLogger(cfg config, w io.Writer) *slog.Logger {
 		h = slog.NewJSONHandler(w, opts)
 	}
 	secrets := append(cfg.upstream.Secrets(), cfg.apiKey)
-	return slog.New(httpapi.WithRequestID(&redactingHandler{next: h, r: pmconfig.NewRedactor(secrets...)}))
+	return slog.New(httpapi.WithRequestID(pmconfig.RedactingHandler(h, pmconfig.NewRedactor(secrets...))))
 }
 
 // gateway is a running gateway process: listener, HTTP server, store sweeper.
@@ -176,60 +176,4 @@ func (g *gateway) wait(ctx context.Context) error {
 		return err
 	}
 	return err
-}
-
-// redactingHandler redacts every string of a record before the next handler
-// sees it.
-type redactingHandler struct {
-	next slog.Handler
-	r    *pmconfig.Redactor
-}
-
-func (h *redactingHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return h.next.Enabled(ctx, l)
-}
-
-func (h *redactingHandler) Handle(ctx context.Context, rec slog.Record) error {
-	out := slog.NewRecord(rec.Time, rec.Level, h.r.String(rec.Message), rec.PC)
-	rec.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(h.attr(a))
-		return true
-	})
-	return h.next.Handle(ctx, out)
-}
-
-func (h *redactingHandler) attr(a slog.Attr) slog.Attr {
-	switch a.Value.Kind() {
-	case slog.KindString:
-		return slog.String(a.Key, h.r.String(a.Value.String()))
-	case slog.KindGroup:
-		as := a.Value.Group()
-		out := make([]any, len(as))
-		for i, x := range as {
-			out[i] = h.attr(x)
-		}
-		return slog.Group(a.Key, out...)
-	case slog.KindAny:
-		switch v := a.Value.Any().(type) {
-		case error:
-			return slog.String(a.Key, h.r.String(errs.Redact(v)))
-		case fmt.Stringer:
-			return slog.String(a.Key, h.r.String(v.String()))
-		case []byte:
-			return slog.String(a.Key, h.r.String(string(v)))
-		}
-	}
-	return a
-}
-
-func (h *redactingHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	out := make([]slog.Attr, len(as))
-	for i, a := range as {
-		out[i] = h.attr(a)
-	}
-	return &redactingHandler{next: h.next.WithAttrs(out), r: h.r}
-}
-
-func (h *redactingHandler) WithGroup(name string) slog.Handler {
-	return &redactingHandler{next: h.next.WithGroup(name), r: h.r}
 }
