@@ -5,7 +5,7 @@ AUDIT_CHECKS ?= 2000
 AUDIT_STEPS  ?= 100
 FUZZTIME     ?= 10s
 
-.PHONY: test spec spec-check audit bench lint fuzz build
+.PHONY: test spec spec-check audit bench bench-load lint fuzz build demo
 
 ## test: the whole test suite with the race detector (the README's test command)
 test:
@@ -33,7 +33,17 @@ audit:
 
 ## bench: benchmarks of the hot paths
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./domain/... ./adapters/...
+	$(GO) test -run '^$$' -bench . -benchmem ./domain/... ./adapters/... ./app/...
+
+## bench-load: the load rig — emulator, bare hop and gateway in one run (docs/BENCHMARKS.md); BENCH_FLAGS adds flags
+BENCH_FLAGS ?=
+bench-load:
+	@mkdir -p bin
+	$(GO) run ./internal/bench/load -out bin/bench-load.md $(BENCH_FLAGS)
+
+## demo: the gateway on the built-in emulator
+demo:
+	$(GO) run ./cmd/gateway demo
 
 ## fuzz: run every fuzz target briefly (FUZZTIME each)
 fuzz:

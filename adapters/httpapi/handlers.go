@@ -91,9 +91,11 @@ func jsonMediaType(v string) bool {
 // from "over").
 func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	limit := s.cfg.MaxBodyBytes
-	tooLarge := refuse(errs.RequestTooLarge, "", "The limit is "+strconv.FormatInt(limit, 10)+" bytes.")
+	tooLarge := func() error {
+		return refuse(errs.RequestTooLarge, "", "The limit is "+strconv.FormatInt(limit, 10)+" bytes.")
+	}
 	if r.ContentLength > limit {
-		return nil, tooLarge
+		return nil, tooLarge()
 	}
 	var buf bytes.Buffer
 	if r.ContentLength > 0 {
@@ -103,7 +105,7 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		return nil, tooLarge
+		return nil, tooLarge()
 	case err != nil:
 		return nil, invalid("", "The body could not be read.")
 	}

@@ -36,6 +36,7 @@ type Client struct {
 	requestID func(context.Context) string
 	now       func() time.Time
 	peek      time.Duration
+	maxConns  int
 }
 
 var (
@@ -55,7 +56,13 @@ type options struct {
 	requestID func(context.Context) string
 	now       func() time.Time
 	peek      time.Duration
+	maxConns  int
 }
+
+// WithMaxIdleConns sizes the pool of idle upstream connections kept for reuse;
+// the wiring passes MAX_CONCURRENT_REQUESTS so that a full load of concurrent
+// requests does not pay a TLS handshake each (default 16).
+func WithMaxIdleConns(n int) Option { return func(o *options) { o.maxConns = n } }
 
 // WithTransport replaces the whole HTTP transport (tests). It cannot be combined
 // with WithDialContext or WithRootCAs. A *http.Transport that disables TLS
@@ -145,7 +152,7 @@ func New(cfg pmconfig.Config, opts ...Option) (*Client, error) {
 			traceable = true
 		}
 	default:
-		rt = newTransport(o.dial, o.roots)
+		rt = newTransport(o.dial, o.roots, o.maxConns)
 		traceable = true
 	}
 
@@ -187,7 +194,10 @@ func New(cfg pmconfig.Config, opts ...Option) (*Client, error) {
 // roots unless pool is set), HTTP/1.1 only (so that no HTTP/2 retry path can
 // replay a written request), no environment proxy, no transparent compression
 // (the headers stay exactly the configured ones).
-func newTransport(dial func(ctx context.Context, network, addr string) (net.Conn, error), pool *x509.CertPool) *http.Transport {
+func newTransport(dial func(ctx context.Context, network, addr string) (net.Conn, error), pool *x509.CertPool, maxIdle int) *http.Transport {
+	if maxIdle <= 0 {
+		maxIdle = 16
+	}
 	if dial == nil {
 		d := &net.Dialer{Timeout: 15 * time.Second, KeepAlive: 30 * time.Second}
 		dial = d.DialContext
@@ -200,8 +210,8 @@ func newTransport(dial func(ctx context.Context, network, addr string) (net.Conn
 		TLSNextProto:          map[string]func(string, *tls.Conn) http.RoundTripper{},
 		ForceAttemptHTTP2:     false,
 		DisableCompression:    true,
-		MaxIdleConns:          16,
-		MaxIdleConnsPerHost:   16,
+		MaxIdleConns:          maxIdle,
+		MaxIdleConnsPerHost:   maxIdle,
 		IdleConnTimeout:       60 * time.Second,
 		ExpectContinueTimeout: 0,
 	}

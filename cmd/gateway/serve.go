@@ -86,7 +86,8 @@ func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...pos
 	if cfg.store != "memory" {
 		return nil, errs.Newf(errs.ConfigInvalid, "CORRELATION_STORE: %s is not available in this build", cfg.store)
 	}
-	base := []postman.Option{postman.WithLogger(log), postman.WithRequestID(httpapi.RequestID), postman.WithRedactedSecrets(cfg.apiKey)}
+	base := []postman.Option{postman.WithLogger(log), postman.WithRequestID(httpapi.RequestID), postman.WithRedactedSecrets(cfg.apiKey),
+		postman.WithMaxIdleConns(cfg.maxConcurrent)}
 	client, err := postman.New(cfg.upstream, append(base, opts...)...)
 	if err != nil {
 		return nil, err
