@@ -91,6 +91,9 @@ const (
 	ContinuationOutcomeUncertain      Code = "continuation_outcome_uncertain"
 	CorrelationCapacityExceeded       Code = "correlation_capacity_exceeded"
 	UnsupportedToolResultContinuation Code = "unsupported_tool_result_continuation"
+	// CorrelationStoreUnavailable: the shared correlation store (PostgreSQL)
+	// could not be reached or a transaction failed; the operation was rolled back.
+	CorrelationStoreUnavailable Code = "correlation_store_unavailable"
 
 	// WEB-SESSION §9 and the upstream adapter.
 	ConfigInvalid                 Code = "config_invalid"
@@ -147,6 +150,7 @@ var catalog = []Entry{
 	{ContinuationOutcomeUncertain, 502, TypeUpstream, false, "The tool results may have reached the upstream but the outcome is unknown; they are not sent again.", SourceCorrelation},
 	{CorrelationCapacityExceeded, 503, TypeServer, true, "The gateway cannot hold more pending tool calls right now.", SourceCorrelation},
 	{UnsupportedToolResultContinuation, 400, TypeInvalidRequest, false, "Tool result continuation is disabled on this gateway.", SourceCorrelation},
+	{CorrelationStoreUnavailable, 503, TypeServer, true, "The correlation store is unavailable; nothing was changed.", SourceGateway},
 
 	{ConfigInvalid, 0, TypeConfig, false, "The configuration is not valid.", SourceWebSession},
 	{UpstreamWebSessionAuthFailed, 502, TypeUpstream, false, "The upstream rejected the configured web session; the owner may need to replace it.", SourceWebSession},

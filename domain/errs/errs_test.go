@@ -21,8 +21,8 @@ var documented = map[errs.Code]int{
 	"continuation_workspace_mismatch": 409, "continuation_inflight": 409, "tool_call_already_consumed": 409,
 	"continuation_conflict": 409, "tool_call_expired": 410, "tool_call_cancelled": 409,
 	"continuation_outcome_uncertain": 502, "correlation_capacity_exceeded": 503,
-	"unsupported_tool_result_continuation": 400,
-	"upstream_web_session_auth_failed":     502, "upstream_redirect_rejected": 502, "upstream_content_type_error": 502,
+	"unsupported_tool_result_continuation": 400, "correlation_store_unavailable": 503,
+	"upstream_web_session_auth_failed": 502, "upstream_redirect_rejected": 502, "upstream_content_type_error": 502,
 	"upstream_completion_ambiguous": 502, "upstream_incomplete_stream": 502, "upstream_empty_stream": 502,
 	"upstream_model_mismatch": 502, "upstream_unverified_event_shape": 502,
 }
