@@ -288,3 +288,65 @@ func TestAFullStoreRefusesNewToolGroups(t *testing.T) {
 	is.Equal(corr["live_groups"], float64(1)) // /health reports live groups, without ids
 	is.True(!strings.Contains(fmt.Sprint(health), "call_pmn_"))
 }
+
+func TestMoreRowsThroughHTTP(t *testing.T) {
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			s := serve(t, st, map[string]string{"CORRELATION_TERMINAL_TTL_MS": "1000", "MAX_CONCURRENT_REQUESTS": "8"})
+
+			t.Run("different results while in flight conflict", func(t *testing.T) {
+				is := is.New(t)
+				_, cont, _ := pending(t, s, "inflight")
+				before := s.emu.Count(emulator.KindToolResponse)
+				slow := append([]msg(nil), cont...)
+				slow[len(slow)-1] = msg{"role": "tool", "tool_call_id": cont[len(cont)-1]["tool_call_id"], "content": "#scenario=slow_stream"}
+				done := make(chan int, 1)
+				go func() {
+					req, _ := http.NewRequest("POST", s.base+"/v1/chat/completions", strings.NewReader(chatBody(t, testModel, slow, toolsJSON, "")))
+					req.Header.Set("Authorization", "Bearer "+testKey)
+					req.Header.Set("Content-Type", "application/json")
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						done <- 0
+						return
+					}
+					resp.Body.Close()
+					done <- resp.StatusCode
+				}()
+				for range 250 { // until the slow continuation holds the claim and reached the upstream
+					if s.emu.Count(emulator.KindToolResponse) > before {
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				status, _, e := turnResult(t, s, chatBody(t, testModel, cont, toolsJSON, ""))
+				is.Equal(status, 409)
+				is.Equal(e.Error.Code, "continuation_conflict") // other results for a claimed group
+				is.Equal(<-done, 200)                           // the claimed one completes
+			})
+
+			t.Run("an upstream refusal returns the group to pending", func(t *testing.T) {
+				is := is.New(t)
+				_, cont, _ := pending(t, s, "refused")
+				limited := append([]msg(nil), cont...)
+				limited[len(limited)-1] = msg{"role": "tool", "tool_call_id": cont[len(cont)-1]["tool_call_id"], "content": "#scenario=rate_limited"}
+				status, _, e := turnResult(t, s, chatBody(t, testModel, limited, toolsJSON, ""))
+				is.Equal(status, 429)
+				is.Equal(e.Error.Code, "upstream_rate_limited") // the upstream refused before processing
+				status, _, _ = turnResult(t, s, chatBody(t, testModel, cont, toolsJSON, ""))
+				is.Equal(status, 200) // so the group was pending again and the results could be sent
+			})
+
+			t.Run("a tombstone past its TTL is unknown", func(t *testing.T) {
+				is := is.New(t)
+				_, cont, _ := pending(t, s, "tombstone")
+				status, _, _ := turnResult(t, s, chatBody(t, testModel, cont, toolsJSON, ""))
+				is.Equal(status, 200)
+				time.Sleep(1100 * time.Millisecond)
+				status, _, e := turnResult(t, s, chatBody(t, testModel, cont, toolsJSON, ""))
+				is.Equal(status, 404)
+				is.Equal(e.Error.Code, "unknown_tool_call") // the record was removed
+			})
+		})
+	}
+}
