@@ -5,11 +5,17 @@ AUDIT_CHECKS ?= 2000
 AUDIT_STEPS  ?= 100
 FUZZTIME     ?= 10s
 
-.PHONY: test spec spec-check audit bench bench-load lint fuzz build demo
+.PHONY: test test-clients spec spec-check audit bench bench-load lint fuzz build demo
 
 ## test: the whole test suite with the race detector (the README's test command)
 test:
 	$(GO) test -race -count=1 $(PKGS)
+
+## test-clients: the client conformance suite (openai-go, the openai npm SDK, 9router) against the
+## emulator, both strategies; installs the pinned npm packages of clients/js first (npm registry only)
+test-clients:
+	cd clients/js && npm ci --ignore-scripts --no-audit --no-fund && node setup.mjs
+	PMGATE_CLIENTS=1 $(GO) test -race -count=1 -run '^TestClients$$' ./cmd/gateway/
 
 build:
 	$(GO) build -o bin/gateway ./cmd/gateway
