@@ -64,12 +64,24 @@ var testOptionsMu sync.Mutex
 // environment, wired to a fresh emulator.
 func serve(t *testing.T, strategy string, extra map[string]string) *served {
 	t.Helper()
+	return serveWith(t, newEmulator(t), strategy, extra)
+}
+
+// newEmulator starts an emulator for the test's gateways.
+func newEmulator(t *testing.T) *emulator.Server {
+	t.Helper()
 	emu, err := emulator.Start(t.Context(), emulator.Config{WorkspaceID: testWorkspace, Subdomain: testSubdomain,
 		SessionCookie: testCookie, AccessToken: testToken, Models: map[string]string{"GPT_55": "GPT_55"}, SlowDelay: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { emu.Close() })
+	return emu
+}
+
+// serveWith starts `gateway serve` through run against emu.
+func serveWith(t *testing.T, emu *emulator.Server, strategy string, extra map[string]string) *served {
+	t.Helper()
 	env := map[string]string{
 		"PROVIDER_PORT": "0", "PROVIDER_API_KEY": testKey, "PROVIDER_MODELS": testModel,
 		"POSTMAN_TRANSPORT_STRATEGY": strategy, "POSTMAN_WORKSPACE_ID": testWorkspace, "POSTMAN_MODEL_MAP": testModel + "=GPT_55",

@@ -15,11 +15,14 @@ import (
 
 	"pmgate/adapters/httpapi"
 	"pmgate/adapters/memstore"
+	"pmgate/adapters/pgstore"
 	"pmgate/adapters/postman"
 	"pmgate/adapters/postman/pmconfig"
 	"pmgate/adapters/system"
 	"pmgate/app"
+	"pmgate/domain/correlation"
 	"pmgate/domain/errs"
+	"pmgate/ports"
 )
 
 // shutdownGrace bounds how long in-flight requests may finish after a signal.
@@ -74,7 +77,7 @@ type gateway struct {
 	log    *slog.Logger
 	ln     net.Listener
 	srv    *http.Server
-	store  *memstore.Store
+	store  store
 	stop   context.CancelFunc
 	served chan error
 	wg     sync.WaitGroup
@@ -83,16 +86,16 @@ type gateway struct {
 // startGateway wires the ports into the app and starts serving. opts reach the
 // Postman adapter (the demo trusts its emulator's CA and dials it).
 func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...postman.Option) (*gateway, error) {
-	if cfg.store != "memory" {
-		return nil, errs.Newf(errs.ConfigInvalid, "CORRELATION_STORE: %s is not available in this build", cfg.store)
-	}
 	base := []postman.Option{postman.WithLogger(log), postman.WithRequestID(httpapi.RequestID), postman.WithRedactedSecrets(cfg.apiKey),
 		postman.WithMaxIdleConns(cfg.maxConcurrent)}
 	client, err := postman.New(cfg.upstream, append(base, opts...)...)
 	if err != nil {
 		return nil, err
 	}
-	store := memstore.New(cfg.limits, cfg.policy)
+	store, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	svc := app.New(app.Config{WorkspaceID: cfg.upstream.WorkspaceID, Correlation: cfg.correlation, Policy: cfg.policy},
 		client, store, system.Clock{}, system.IDs{}, log)
 	handler := httpapi.NewServer(httpapi.Config{
@@ -107,24 +110,12 @@ func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...pos
 		RequestTimeout:     cfg.upstream.RequestTimeout,
 		CorrelationEnabled: cfg.correlation,
 		Health: func(ctx context.Context) map[string]any {
-			c, err := store.Counts(ctx)
-			if err != nil {
-				return map[string]any{"correlation": map[string]any{"store": "unavailable"}}
-			}
-			states := map[string]int{}
-			for s, n := range c.ByState {
-				states[string(s)] = n
-			}
-			return map[string]any{"correlation": map[string]any{
-				"store": cfg.store, "enabled": cfg.correlation, "groups_by_state": states,
-				"live_groups": c.LiveGroups, "live_calls": c.LiveCalls, "reserved_groups": c.ReservedGroups,
-				"cache_bytes": c.CacheBytes, "max_groups": c.MaxGroups, "max_calls": c.MaxCalls,
-				"max_cache_bytes": c.ResponseCacheBytes,
-			}}
+			return map[string]any{"correlation": storeHealth(ctx, cfg, store)}
 		},
 	}, svc, log)
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port)))
 	if err != nil {
+		store.Close()
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -172,9 +163,62 @@ func (g *gateway) wait(ctx context.Context) error {
 	for s, k := range c.ByState {
 		states[string(s)] = k
 	}
-	g.log.Info("correlation store closed", "pending_cancelled", n, "groups_by_state", states)
+	g.log.Info("correlation store closed", "store", g.cfg.store, "pending_cancelled", n, "groups_by_state", states)
+	g.store.Close()
 	if err := <-g.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return err
+}
+
+// store is the correlation store of a running gateway: the port plus the
+// process-level operations both adapters provide.
+type store interface {
+	ports.CorrelationStore
+	Run(ctx context.Context, every time.Duration, clock ports.Clock, log *slog.Logger)
+	Shutdown(now time.Time) (cancelled int, counts correlation.Counts)
+	Close()
+}
+
+// memoryStore adapts memstore (which needs no Close) to store.
+type memoryStore struct{ *memstore.Store }
+
+func (memoryStore) Close() {}
+
+// openStore opens the configured correlation store. The memory store cancels
+// its pending groups on shutdown; the PostgreSQL store leaves them to the other
+// replicas.
+func openStore(ctx context.Context, cfg config, log *slog.Logger) (store, error) {
+	if cfg.store == "postgres" {
+		return pgstore.Open(ctx, cfg.postgresURL, cfg.limits, cfg.policy, log)
+	}
+	return memoryStore{memstore.New(cfg.limits, cfg.policy)}, nil
+}
+
+// storeHealth is the correlation part of /health: counts per state and
+// capacity use (never an id), and for PostgreSQL whether the database answers.
+func storeHealth(ctx context.Context, cfg config, st store) map[string]any {
+	h := map[string]any{"store": cfg.store, "enabled": cfg.correlation}
+	if pg, ok := st.(*pgstore.Store); ok {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if err := pg.Ping(pctx); err != nil {
+			h["state"], h["code"] = "unavailable", string(errs.CorrelationStoreUnavailable)
+			return h
+		}
+		h["state"], h["schema_version"] = "ok", pg.SchemaVersion()
+	}
+	c, err := st.Counts(ctx)
+	if err != nil {
+		h["state"], h["code"] = "unavailable", string(errs.CodeOf(err))
+		return h
+	}
+	states := map[string]int{}
+	for s, n := range c.ByState {
+		states[string(s)] = n
+	}
+	h["groups_by_state"], h["live_groups"], h["live_calls"] = states, c.LiveGroups, c.LiveCalls
+	h["reserved_groups"], h["cache_bytes"] = c.ReservedGroups, c.CacheBytes
+	h["max_groups"], h["max_calls"], h["max_cache_bytes"] = c.MaxGroups, c.MaxCalls, c.ResponseCacheBytes
+	return h
 }

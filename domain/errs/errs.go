@@ -150,7 +150,7 @@ var catalog = []Entry{
 	{ContinuationOutcomeUncertain, 502, TypeUpstream, false, "The tool results may have reached the upstream but the outcome is unknown; they are not sent again.", SourceCorrelation},
 	{CorrelationCapacityExceeded, 503, TypeServer, true, "The gateway cannot hold more pending tool calls right now.", SourceCorrelation},
 	{UnsupportedToolResultContinuation, 400, TypeInvalidRequest, false, "Tool result continuation is disabled on this gateway.", SourceCorrelation},
-	{CorrelationStoreUnavailable, 503, TypeServer, true, "The correlation store is unavailable; nothing was changed.", SourceGateway},
+	{CorrelationStoreUnavailable, 503, TypeServer, true, "The correlation store is unavailable; retry later.", SourceGateway},
 
 	{ConfigInvalid, 0, TypeConfig, false, "The configuration is not valid.", SourceWebSession},
 	{UpstreamWebSessionAuthFailed, 502, TypeUpstream, false, "The upstream rejected the configured web session; the owner may need to replace it.", SourceWebSession},

@@ -1,0 +1,180 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"pmgate/adapters/pgstore"
+	"pmgate/domain/canon"
+	"pmgate/domain/correlation"
+	"pmgate/ports/porttest"
+)
+
+// typicalGroup is a two-call group with ~100-byte argument strings and
+// realistic id and hash sizes (as the memory store's benchmarks).
+func typicalGroup(i int) correlation.Group {
+	g := porttest.Group(fmt.Sprintf("key-%022d", i), "principal-hmac-0123456789012345678901234567", 2, porttest.T0)
+	for j := range g.Calls {
+		g.Calls[j].PublicID = fmt.Sprintf("call_pmn_%032d", i*2+j)
+		g.Calls[j].UpstreamID = fmt.Sprintf("tc-%024x", i*2+j)
+		g.Calls[j].UpstreamGroupID = fmt.Sprintf("grp-%024x", i)
+		g.Calls[j].OriginalName = "get_weather"
+		g.Calls[j].ArgumentsJSON = `{"city":"` + strings.Repeat("x", 88) + `"}`
+		g.Calls[j].ArgumentsHash = "sha256:" + strings.Repeat("a", 64)
+		g.Calls[j].SchemaHash = "sha256:" + strings.Repeat("b", 64)
+	}
+	g.ConversationID = fmt.Sprintf("conv-%032x", i)
+	g.ToolsHash = "sha256:" + strings.Repeat("c", 64)
+	h, err := canon.TranscriptHash(porttest.Submission(g, "").Continuation.Prefix) // the calls changed
+	if err != nil {
+		panic(err)
+	}
+	g.TranscriptHash = h
+	return g
+}
+
+// latencies collects per-operation durations from many goroutines.
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *latencies) add(ds []time.Duration) {
+	l.mu.Lock()
+	l.d = append(l.d, ds...)
+	l.mu.Unlock()
+}
+
+func (l *latencies) quantile(q float64) time.Duration {
+	if len(l.d) == 0 {
+		return 0
+	}
+	slices.Sort(l.d)
+	return l.d[min(len(l.d)-1, int(q*float64(len(l.d))))]
+}
+
+// BenchmarkClaim measures PENDING→INFLIGHT claims (the continuation's atomic
+// update: lock, decode, Submit, write, commit) against the local PostgreSQL,
+// with one replica and with two replicas (two stores, separate pools) taking
+// turns, with 1 and 8 claimers per CPU. Every claim is on a distinct group;
+// each wins.
+func BenchmarkClaim(b *testing.B) {
+	baseURL(b)
+	for _, c := range []struct{ replicas, perCPU int }{{1, 1}, {1, 8}, {2, 1}, {2, 8}} {
+		replicas := c.replicas
+		b.Run(fmt.Sprintf("replicas=%d/claimers=%d", replicas, c.perCPU*runtime.GOMAXPROCS(0)), func(b *testing.B) {
+			u := freshSchema(b)
+			l := correlation.Limits{MaxGroups: 1 << 22, MaxCalls: 1 << 23, ResponseCacheBytes: 1 << 20}
+			stores := make([]*pgstore.Store, replicas)
+			for i := range stores {
+				stores[i] = open(b, u, l, porttest.Policy)
+			}
+			groups := make([]correlation.Group, b.N)
+			subs := make([]correlation.Submission, b.N)
+			for i := range groups {
+				groups[i] = typicalGroup(i)
+				subs[i] = porttest.Submission(groups[i], "result")
+				subs[i].PrefixHash, _ = canon.TranscriptHash(subs[i].Continuation.Prefix)
+			}
+			for chunk := range slices.Chunk(groups, 10000) {
+				if err := stores[0].LoadPending(b.Context(), chunk); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var next, dispatched atomic.Int64
+			var lat latencies
+			b.SetParallelism(c.perCPU)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				var mine []time.Duration
+				for pb.Next() {
+					i := int(next.Add(1) - 1)
+					s := stores[i%replicas]
+					start := time.Now()
+					err := s.Update(context.Background(), groups[i].Key, func(g *correlation.Group) error {
+						d, err := g.Submit(porttest.T0, porttest.Policy, subs[i], "attempt")
+						if err == nil && d.Effect == correlation.EffectDispatch {
+							dispatched.Add(1)
+						}
+						return err
+					})
+					mine = append(mine, time.Since(start))
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+				lat.add(mine)
+			})
+			b.StopTimer()
+			if dispatched.Load() != int64(b.N) {
+				b.Fatalf("dispatched %d of %d claims", dispatched.Load(), b.N)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "claims/s")
+			b.ReportMetric(float64(lat.quantile(0.50).Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat.quantile(0.99).Microseconds())/1000, "p99-ms")
+		})
+	}
+}
+
+// BenchmarkAdmit measures the store's cost of one tool turn's admission:
+// Reserve (capacity check under the accounting row's lock) then Admit (group
+// row, two call index rows, accounting) — two transactions. serial is the
+// latency one turn adds; parallel is the throughput of many turns at once,
+// all of which serialize on the accounting row.
+func BenchmarkAdmit(b *testing.B) {
+	baseURL(b)
+	for _, mode := range []string{"serial", "parallel"} {
+		b.Run(mode, func(b *testing.B) {
+			u := freshSchema(b)
+			l := correlation.Limits{MaxGroups: 1 << 22, MaxCalls: 1 << 23, ResponseCacheBytes: 1 << 20}
+			s := open(b, u, l, porttest.Policy)
+			groups := make([]correlation.Group, b.N)
+			for i := range groups {
+				groups[i] = typicalGroup(i)
+			}
+			var next atomic.Int64
+			var lat latencies
+			turn := func() time.Duration {
+				i := int(next.Add(1) - 1)
+				start := time.Now()
+				r, err := s.Reserve(context.Background(), 2, porttest.T0)
+				if err == nil {
+					err = s.Admit(context.Background(), r, groups[i])
+				}
+				if err != nil {
+					b.Error(err)
+				}
+				return time.Since(start)
+			}
+			b.ResetTimer()
+			if mode == "serial" {
+				ds := make([]time.Duration, 0, b.N)
+				for range b.N {
+					ds = append(ds, turn())
+				}
+				lat.add(ds)
+			} else {
+				b.SetParallelism(8)
+				b.RunParallel(func(pb *testing.PB) {
+					var mine []time.Duration
+					for pb.Next() {
+						mine = append(mine, turn())
+					}
+					lat.add(mine)
+				})
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "turns/s")
+			b.ReportMetric(float64(lat.quantile(0.99).Microseconds())/1000, "p99-ms")
+			checkInvariants(b, u, l)
+		})
+	}
+}

@@ -1,0 +1,52 @@
+package pgstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"pmgate/domain/correlation"
+)
+
+// EncodeRecord, DecodeRecord and DueAt expose the record encoding to the
+// external tests.
+var (
+	EncodeRecord = func(g correlation.Group) []byte { return encodeRecord(&g) }
+	DecodeRecord = decodeRecord
+	DueAt        = func(g correlation.Group) *time.Time { return dueAt(&g) }
+)
+
+// LoadPending bulk-loads PENDING groups with COPY, bypassing reservations, for
+// benchmark set-up only (admitting 10⁵ groups one by one would dominate a
+// run). The accounting row is adjusted in the same transaction.
+func (s *Store) LoadPending(ctx context.Context, groups []correlation.Group) error {
+	return s.inTx(ctx, "load", pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
+		var calls int64
+		grows := make([][]any, 0, len(groups))
+		var crows [][]any
+		for i := range groups {
+			g := &groups[i]
+			grows = append(grows, []any{g.Key, g.PrincipalID, string(g.State), len(g.Calls), g.IssuedAt, g.PendingExpiresAt, dueAt(g), encodeRecord(g)})
+			for _, c := range g.Calls {
+				crows = append(crows, []any{g.PrincipalID, c.PublicID, g.Key})
+			}
+			calls += int64(len(g.Calls))
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"correlation_groups"},
+			[]string{"key", "principal_id", "state", "calls", "issued_at", "pending_expires_at", "due_at", "record"}, pgx.CopyFromRows(grows)); err != nil {
+			return err
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"correlation_calls"}, []string{"principal_id", "public_id", "group_key"}, pgx.CopyFromRows(crows)); err != nil {
+			return err
+		}
+		return sendAll(ctx, tx, usageStmt(usageDelta{groups: int64(len(groups)), calls: calls}))
+	})
+}
+
+// Setting reads a server setting on a pooled connection.
+func (s *Store) Setting(ctx context.Context, name string) (string, error) {
+	var v string
+	err := s.pool.QueryRow(ctx, `SELECT current_setting($1)`, name).Scan(&v)
+	return v, err
+}
