@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"crypto/rand"
 	"encoding/base64"
+	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -234,4 +236,23 @@ func envFile(path string, getenv func(string) string) (func(string) string, erro
 		}
 		return vals[k]
 	}, nil
+}
+
+// configFromArgs parses the --env-file flag of a command and loads the
+// configuration from the environment (the file's lines first, the real
+// environment wins).
+func configFromArgs(command string, args []string, getenv func(string) string) (config, error) {
+	fs := flag.NewFlagSet(command, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	envPath := fs.String("env-file", "", "read KEY=VALUE lines first; the real environment wins")
+	if err := fs.Parse(args); err != nil {
+		return config{}, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if *envPath != "" {
+		var err error
+		if getenv, err = envFile(*envPath, getenv); err != nil {
+			return config{}, err
+		}
+	}
+	return loadConfig(getenv)
 }

@@ -156,19 +156,7 @@ web_session (needs a resolver or dialer mapping %s.postman.co to %s):
 
 // runCheckConfig validates the configuration and prints a redacted summary.
 func runCheckConfig(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("check-config", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	envPath := fs.String("env-file", "", "read KEY=VALUE lines first; the real environment wins")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if *envPath != "" {
-		var err error
-		if getenv, err = envFile(*envPath, getenv); err != nil {
-			return err
-		}
-	}
-	cfg, err := loadConfig(getenv)
+	cfg, err := configFromArgs("check-config", args, getenv)
 	if err != nil {
 		return err
 	}

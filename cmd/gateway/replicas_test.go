@@ -6,12 +6,9 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -81,34 +78,7 @@ func TestTwoReplicasOnOnePostgreSQLDispatchEachContinuationOnce(t *testing.T) {
 					m["content"] = "#scenario=slow_stream"
 				}
 			}
-			body := chatBody(t, testModel, race, toolsJSON, "")
-			var mu sync.Mutex
-			codes := map[string]int{}
-			var wg sync.WaitGroup
-			for i := range 32 {
-				target := a
-				if i%2 == 1 {
-					target = b
-				}
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					req, _ := http.NewRequest("POST", target.base+"/v1/chat/completions", strings.NewReader(body))
-					req.Header.Set("Authorization", "Bearer "+testKey)
-					req.Header.Set("Content-Type", "application/json")
-					resp, err := http.DefaultClient.Do(req)
-					if err != nil {
-						return
-					}
-					defer resp.Body.Close()
-					var e errorBody
-					_ = json.NewDecoder(resp.Body).Decode(&e)
-					mu.Lock()
-					codes[fmt.Sprintf("%d %s", resp.StatusCode, e.Error.Code)]++
-					mu.Unlock()
-				}()
-			}
-			wg.Wait()
+			codes := raceContinuations(chatBody(t, testModel, race, toolsJSON, ""), 32, a, b)
 			is.Equal(emu.Count(emulator.KindToolResponse), 2)              // exactly one more upstream dispatch
 			is.Equal(codes["200 "]+codes["409 continuation_inflight"], 32) // the rest in flight or replays
 			is.True(codes["200 "] >= 1)

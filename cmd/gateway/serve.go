@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,19 +28,7 @@ import (
 const shutdownGrace = 30 * time.Second
 
 func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	envPath := fs.String("env-file", "", "read KEY=VALUE lines first; the real environment wins")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if *envPath != "" {
-		var err error
-		if getenv, err = envFile(*envPath, getenv); err != nil {
-			return err
-		}
-	}
-	cfg, err := loadConfig(getenv)
+	cfg, err := configFromArgs("serve", args, getenv)
 	if err != nil {
 		return err
 	}

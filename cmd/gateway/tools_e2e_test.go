@@ -226,30 +226,7 @@ func TestConcurrentIdenticalContinuationsDispatchOnce(t *testing.T) {
 					m["content"] = "#scenario=slow_stream"
 				}
 			}
-			body := chatBody(t, testModel, cont, toolsJSON, "")
-			var mu sync.Mutex
-			codes := map[string]int{}
-			var wg sync.WaitGroup
-			for range 32 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					req, _ := http.NewRequest("POST", s.base+"/v1/chat/completions", strings.NewReader(body))
-					req.Header.Set("Authorization", "Bearer "+testKey)
-					req.Header.Set("Content-Type", "application/json")
-					resp, err := http.DefaultClient.Do(req)
-					if err != nil {
-						return
-					}
-					defer resp.Body.Close()
-					var e errorBody
-					_ = json.NewDecoder(resp.Body).Decode(&e)
-					mu.Lock()
-					codes[fmt.Sprintf("%d %s", resp.StatusCode, e.Error.Code)]++
-					mu.Unlock()
-				}()
-			}
-			wg.Wait()
+			codes := raceContinuations(chatBody(t, testModel, cont, toolsJSON, ""), 32, s)
 			is.Equal(s.emu.Count(emulator.KindToolResponse), 1) // exactly one upstream dispatch
 			ok := codes["200 "]
 			is.True(ok >= 1)                                    // at least the winner succeeded
@@ -349,4 +326,34 @@ func TestMoreRowsThroughHTTP(t *testing.T) {
 			})
 		})
 	}
+}
+
+// raceContinuations sends body n times at once, spread round-robin over the
+// gateways, and counts the answers by "status code".
+func raceContinuations(body string, n int, gateways ...*served) map[string]int {
+	var mu sync.Mutex
+	codes := map[string]int{}
+	var wg sync.WaitGroup
+	for i := range n {
+		target := gateways[i%len(gateways)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("POST", target.base+"/v1/chat/completions", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+testKey)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return
+			}
+			defer resp.Body.Close()
+			var e errorBody
+			_ = json.NewDecoder(resp.Body).Decode(&e)
+			mu.Lock()
+			codes[fmt.Sprintf("%d %s", resp.StatusCode, e.Error.Code)]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return codes
 }
