@@ -260,7 +260,7 @@ func (t *turn) admit(ctx context.Context) ([]Delta, error) {
 		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
-		grp, deltas, err := t.buildGroup(groupID, args, toolsHash, now)
+		grp, deltas, err := t.buildGroup(groupID, args, schemas, toolsHash, now)
 		if err == nil {
 			err = g.store.Admit(ctx, res, grp)
 		}
@@ -274,7 +274,7 @@ func (t *turn) admit(ctx context.Context) ([]Delta, error) {
 	}
 }
 
-func (t *turn) buildGroup(groupID string, args []string, toolsHash string, now time.Time) (correlation.Group, []Delta, error) {
+func (t *turn) buildGroup(groupID string, args []string, schemas map[string][]byte, toolsHash string, now time.Time) (correlation.Group, []Delta, error) {
 	g := t.g
 	key, err := g.ids.Token()
 	if err != nil {
@@ -291,10 +291,6 @@ func (t *turn) buildGroup(groupID string, args []string, toolsHash string, now t
 		assistant.Content = &s
 	}
 	var deltas []Delta
-	schemas := map[string][]byte{}
-	for _, tool := range t.req.Tools {
-		schemas[tool.Name] = tool.Parameters
-	}
 	for i, c := range t.calls {
 		id, err := g.ids.PublicToolCallID()
 		if err != nil {
