@@ -102,6 +102,7 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 	}
 	sub := correlation.Submission{
 		PrefixHash:   prefixHash,
+		ResultsHash:  correlation.ResultsHash(cont),
 		PrincipalID:  p.ID,
 		WorkspaceID:  g.cfg.WorkspaceID,
 		Model:        req.Model,

@@ -1,6 +1,8 @@
 package correlation
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"pmgate/domain/canon"
@@ -69,6 +71,9 @@ type Submission struct {
 	// before the store's atomic section (hashing is the costly part of
 	// validation); empty means "compute it here".
 	PrefixHash string
+	// ResultsHash is ResultsHash(Continuation), precomputed likewise; empty
+	// means "compute it here".
+	ResultsHash string
 	// Unresolved counts result ids that resolve to no group of this principal.
 	Unresolved int
 	// OtherGroups counts distinct groups, other than this one, that result ids
@@ -213,22 +218,31 @@ var eventOfCode = map[errs.Code]Event{
 	errs.ContinuationToolsMismatch:     SubmitToolsMismatch,
 }
 
-// ResultsHash is the acceptedResultsHash of a valid submission: the results in
-// the group's call order, so a retry that reorders them is the same submission.
-func ResultsHash(g Group, c Continuation) string {
-	byID := make(map[string]string, len(c.Results))
-	for _, r := range c.Results {
-		byID[r.ID] = r.Content
+// ResultsHash is the acceptedResultsHash of a submission: its (id, content)
+// pairs ordered by public id, so a retry that reorders the results is the same
+// submission. It depends on the submission alone, so callers compute it once,
+// before the store's atomic section (Submission.ResultsHash). For a valid
+// submission (each call exactly once) ordering by id and by call order define
+// the same equality.
+func ResultsHash(c Continuation) string {
+	rs := make([]canon.Result, len(c.Results))
+	for i, r := range c.Results {
+		rs[i] = canon.Result{PublicID: r.ID, Content: r.Content}
 	}
-	rs := make([]canon.Result, 0, len(g.Calls))
-	for _, call := range g.Calls {
-		rs = append(rs, canon.Result{PublicID: call.PublicID, Content: byID[call.PublicID]})
-	}
+	slices.SortStableFunc(rs, func(a, b canon.Result) int { return strings.Compare(a.PublicID, b.PublicID) })
 	h, err := canon.ResultsHash(rs)
 	if err != nil {
 		return "" // invalid UTF-8 cannot be accepted; "" never equals a stored hash
 	}
 	return h
+}
+
+// resultsHash returns the precomputed hash of s, or computes it.
+func (s Submission) resultsHash() string {
+	if s.ResultsHash != "" {
+		return s.ResultsHash
+	}
+	return ResultsHash(s.Continuation)
 }
 
 // Classify maps a submission against g at now to the machine event, in the
@@ -242,7 +256,7 @@ func Classify(g Group, s Submission, now time.Time) (Event, string) {
 	case Pending:
 		code := Validate(g, s)
 		if code == "" {
-			h := ResultsHash(g, s.Continuation)
+			h := s.resultsHash()
 			if h == "" {
 				return SubmitGroupMismatch, ""
 			}
@@ -251,7 +265,7 @@ func Classify(g Group, s Submission, now time.Time) (Event, string) {
 		return eventOfCode[code], ""
 	case Inflight, Consumed:
 		if Validate(g, s) == "" {
-			if h := ResultsHash(g, s.Continuation); h != "" && h == g.AcceptedResultsHash {
+			if h := s.resultsHash(); h != "" && h == g.AcceptedResultsHash {
 				return SubmitSame, ""
 			}
 		}
