@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,29 +15,6 @@ import (
 	"pmgate/domain/correlation"
 	"pmgate/ports/porttest"
 )
-
-// typicalGroup is a two-call group with ~100-byte argument strings and
-// realistic id and hash sizes (as the memory store's benchmarks).
-func typicalGroup(i int) correlation.Group {
-	g := porttest.Group(fmt.Sprintf("key-%022d", i), "principal-hmac-0123456789012345678901234567", 2, porttest.T0)
-	for j := range g.Calls {
-		g.Calls[j].PublicID = fmt.Sprintf("call_pmn_%032d", i*2+j)
-		g.Calls[j].UpstreamID = fmt.Sprintf("tc-%024x", i*2+j)
-		g.Calls[j].UpstreamGroupID = fmt.Sprintf("grp-%024x", i)
-		g.Calls[j].OriginalName = "get_weather"
-		g.Calls[j].ArgumentsJSON = `{"city":"` + strings.Repeat("x", 88) + `"}`
-		g.Calls[j].ArgumentsHash = "sha256:" + strings.Repeat("a", 64)
-		g.Calls[j].SchemaHash = "sha256:" + strings.Repeat("b", 64)
-	}
-	g.ConversationID = fmt.Sprintf("conv-%032x", i)
-	g.ToolsHash = "sha256:" + strings.Repeat("c", 64)
-	h, err := canon.TranscriptHash(porttest.Submission(g, "").Continuation.Prefix) // the calls changed
-	if err != nil {
-		panic(err)
-	}
-	g.TranscriptHash = h
-	return g
-}
 
 // latencies collects per-operation durations from many goroutines.
 type latencies struct {
@@ -79,7 +55,7 @@ func BenchmarkClaim(b *testing.B) {
 			groups := make([]correlation.Group, b.N)
 			subs := make([]correlation.Submission, b.N)
 			for i := range groups {
-				groups[i] = typicalGroup(i)
+				groups[i] = porttest.TypicalGroup(i)
 				subs[i] = porttest.Submission(groups[i], "result")
 				subs[i].PrefixHash, _ = canon.TranscriptHash(subs[i].Continuation.Prefix)
 			}
@@ -138,7 +114,7 @@ func BenchmarkAdmit(b *testing.B) {
 			s := open(b, u, l, porttest.Policy)
 			groups := make([]correlation.Group, b.N)
 			for i := range groups {
-				groups[i] = typicalGroup(i)
+				groups[i] = porttest.TypicalGroup(i)
 			}
 			var next atomic.Int64
 			var lat latencies

@@ -6,6 +6,7 @@ package porttest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -266,4 +267,28 @@ func claim(t *testing.T, s ports.CorrelationStore, key string, now time.Time) {
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}
+}
+
+// TypicalGroup is the group the store benchmarks use: two calls with
+// ~100-byte argument strings and realistic id and hash sizes; its transcript
+// hash matches Submission(g, …), so a claim on it wins.
+func TypicalGroup(i int) correlation.Group {
+	g := Group(fmt.Sprintf("key-%022d", i), "principal-hmac-0123456789012345678901234567", 2, T0)
+	for j := range g.Calls {
+		g.Calls[j].PublicID = fmt.Sprintf("call_pmn_%032d", i*2+j)
+		g.Calls[j].UpstreamID = fmt.Sprintf("tc-%024x", i*2+j)
+		g.Calls[j].UpstreamGroupID = fmt.Sprintf("grp-%024x", i)
+		g.Calls[j].OriginalName = "get_weather"
+		g.Calls[j].ArgumentsJSON = `{"city":"` + strings.Repeat("x", 88) + `"}`
+		g.Calls[j].ArgumentsHash = "sha256:" + strings.Repeat("a", 64)
+		g.Calls[j].SchemaHash = "sha256:" + strings.Repeat("b", 64)
+	}
+	g.ConversationID = fmt.Sprintf("conv-%032x", i)
+	g.ToolsHash = "sha256:" + strings.Repeat("c", 64)
+	h, err := canon.TranscriptHash(Submission(g, "").Continuation.Prefix) // the call ids changed
+	if err != nil {
+		panic(err)
+	}
+	g.TranscriptHash = h
+	return g
 }
