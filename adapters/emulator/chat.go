@@ -69,7 +69,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 		refuse(rej.status, rej.msg)
 		return
 	}
-	scenario, loop, msg := directives(req)
+	scenario, loop, toolName, msg := directives(req)
 	if msg != "" {
 		refuse(http.StatusBadRequest, msg)
 		return
@@ -80,7 +80,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	t := s.runTurn(strategy, req, loop, scenarios[scenario] != scenarioText)
+	t := s.runTurn(strategy, req, loop, toolName, scenarios[scenario] != scenarioText)
 	if t.convID != "" {
 		rec.ConversationID = t.convID
 	}

@@ -24,6 +24,12 @@
 // conversation's pending group exactly; it then gets the next tool group or a
 // final text quoting every result received since the USER_QUERY.
 //
+// A tool group calls the first tool (the first two when parallel calling is
+// on), or only the tool named by a "#tool=<name>" directive in the query when
+// it is offered. Arguments are built from the tool's schema as a model would
+// build them: every required property, with values that satisfy common
+// formats, enums and nested objects (see argumentsFor).
+//
 // # End of stream
 //
 // access_token streams end with a usage event, then "data: [DONE]", then EOF.

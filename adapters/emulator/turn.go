@@ -48,6 +48,7 @@ type conversation struct {
 	strategy string     // a conversation belongs to the account (strategy) that made it
 	pending  *toolGroup // the group awaiting its TOOL_RESPONSE, nil when none
 	rounds   int        // tool rounds asked for by the last USER_QUERY (#loop)
+	tool     string     // the tool the last USER_QUERY asked to be called (#tool), "" for the default
 	used     int        // tool rounds already issued
 	results  []quotedResult
 }
@@ -60,9 +61,10 @@ type turn struct {
 	reply   string       // a text turn
 }
 
-// runTurn applies a validated request to the conversation table. allowTools is
-// false for scenarios that always answer with text.
-func (s *Server) runTurn(strategy string, req *chatRequest, loop int, allowTools bool) turn {
+// runTurn applies a validated request to the conversation table. toolName is
+// the #tool directive of a USER_QUERY. allowTools is false for scenarios that
+// always answer with text.
+func (s *Server) runTurn(strategy string, req *chatRequest, loop int, toolName string, allowTools bool) turn {
 	if req.extraGroups {
 		return turn{failure: failForbiddenInput}
 	}
@@ -82,7 +84,7 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop int, allowTools
 
 	if req.chatType == KindUserQuery {
 		// A new user turn abandons any pending group and restarts the loop.
-		c.pending, c.rounds, c.used, c.results = nil, loop, 0, nil
+		c.pending, c.rounds, c.used, c.results, c.tool = nil, loop, 0, nil, toolName
 	} else {
 		p := c.pending
 		if p == nil || !groupMatches(strategy, req.cont.groupID, p.id) || !answersExactly(p, req.cont.results) {
@@ -100,7 +102,7 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop int, allowTools
 	}
 
 	if allowTools && len(req.tools) > 0 && req.autoRun && c.used < c.rounds {
-		t.group = newGroup(req)
+		t.group = newGroup(req, c.tool)
 		c.pending = t.group
 		c.used++
 		return t
@@ -140,14 +142,21 @@ func answersExactly(g *toolGroup, results []toolResult) bool {
 	return true
 }
 
-// newGroup calls the first tool, or the first two when parallel calling is on
-// and at least two tools are offered.
-func newGroup(req *chatRequest) *toolGroup {
+// newGroup calls the tool named by a #tool directive alone when it is offered;
+// otherwise the first tool, or the first two when parallel calling is on and at
+// least two tools are offered.
+func newGroup(req *chatRequest, toolName string) *toolGroup {
+	g := &toolGroup{id: "grp-" + randomHex(8)}
+	for _, t := range req.tools {
+		if toolName != "" && t.name == toolName {
+			g.calls = []toolCall{{id: "tc-" + randomHex(8), index: 0, name: t.name, args: t.args}}
+			return g
+		}
+	}
 	n := 1
 	if req.parallel && len(req.tools) >= 2 {
 		n = 2
 	}
-	g := &toolGroup{id: "grp-" + randomHex(8)}
 	for i, t := range req.tools[:n] {
 		g.calls = append(g.calls, toolCall{id: "tc-" + randomHex(8), index: i, name: t.name, args: t.args})
 	}

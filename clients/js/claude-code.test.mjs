@@ -1,0 +1,112 @@
+// Claude Code (the pinned native binary of @anthropic-ai/claude-code), headless,
+// through the pinned 9router's /v1/messages: 9router translates Anthropic
+// messages to chat completions and calls the gateway (through the observer's
+// recording proxy). A scenario passes when Claude Code's last stream-json
+// result is a success, the emulator saw one TOOL_RESPONSE per tool round, and
+// the gateway answered every request with a success.
+import { after, test } from "node:test";
+import assert from "node:assert/strict";
+import { env, marker, note, Observer } from "./lib/harness.mjs";
+import { startNineRouter } from "./lib/ninerouter.mjs";
+import { jsonLines, nativeBinary, querySizes, runAgent, tempHome, Window } from "./lib/agents.mjs";
+
+const e = env();
+const claude = nativeBinary("@anthropic-ai", "claude-code-linux-x64", "claude");
+// "pmgate" reaches the gateway with the default query limit, "pmgate-wide"
+// the one with the limit raised.
+const router = await startNineRouter({
+  upstreams: [
+    { prefix: "pmgate", baseURL: e.tapURL, apiKey: e.apiKey },
+    { prefix: "pmgate-wide", baseURL: e.wideTapURL, apiKey: e.apiKey },
+  ],
+});
+after(() => router.stop());
+const observers = { pmgate: new Observer(e.observerURL), "pmgate-wide": new Observer(e.wideObserverURL) };
+
+/**
+ * runClaude runs one headless task. It stops early when the gateway refused a
+ * request (9router would turn it into a 503 and Claude Code would retry for
+ * minutes) and returns the stream-json events and the gateway's refusals.
+ */
+async function runClaude({ prefix, prompt, tools, maxTurns }) {
+  const home = tempHome("claude");
+  const model = `${prefix}/${e.model}`;
+  const win = await Window.open(observers[prefix]);
+  const args = ["-p", prompt, "--output-format", "stream-json", "--verbose", "--max-turns", String(maxTurns), "--model", model];
+  if (tools) args.push("--tools", tools);
+  // The emulator calls Bash with the command "value-command" (a harmless
+  // "command not found"); allowing it lets the call run instead of being denied.
+  args.push("--allowedTools", "Bash");
+  try {
+    const run = await runAgent({
+      command: claude,
+      args,
+      cwd: home.work,
+      timeoutMs: 150_000,
+      env: {
+        HOME: home.dir,
+        ANTHROPIC_BASE_URL: router.origin,
+        ANTHROPIC_API_KEY: router.clientKey,
+        ANTHROPIC_MODEL: model,
+        ANTHROPIC_SMALL_FAST_MODEL: model,
+        ANTHROPIC_DEFAULT_HAIKU_MODEL: model,
+        ANTHROPIC_DEFAULT_SONNET_MODEL: model,
+        ANTHROPIC_DEFAULT_OPUS_MODEL: model,
+        DISABLE_TELEMETRY: "1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+        DISABLE_AUTOUPDATER: "1",
+        DISABLE_ERROR_REPORTING: "1",
+        DISABLE_BUG_COMMAND: "1",
+      },
+      watch: async () => {
+        const r = await win.refusals();
+        return r.length ? `the gateway refused: ${r.join(" | ")}` : "";
+      },
+    });
+    const events = jsonLines(run.stdout);
+    const seen = await win.close(prompt.match(/mk-[0-9a-f]+/)[0]);
+    return { run, events, seen };
+  } finally {
+    home.remove();
+  }
+}
+
+/** toolRounds counts the assistant messages that asked for tools (one event per content block). */
+function toolRounds(events) {
+  const ids = new Set();
+  for (const ev of events) {
+    if (ev.type === "assistant" && ev.message?.content?.some((c) => c.type === "tool_use")) ids.add(ev.message.id);
+  }
+  return ids.size;
+}
+
+const scenarios = [
+  { name: "default tools, tool round trip", prefix: "pmgate-wide", tools: "", loop: 1 },
+  { name: "default tools, #loop=3", prefix: "pmgate-wide", tools: "", loop: 3 },
+  { name: "--tools Bash,Read, tool round trip", prefix: "pmgate", tools: "Bash,Read", loop: 1 },
+  { name: "--tools Bash,Read, #loop=3", prefix: "pmgate", tools: "Bash,Read", loop: 3 },
+];
+
+for (const s of scenarios) {
+  test(`claude-code ${s.name}`, { timeout: 200_000 }, async () => {
+    const m = marker();
+    const prompt = `Use your tools to look around, then tell me what you found. ${m}${s.loop > 1 ? ` #loop=${s.loop}` : ""}`;
+    const { run, events, seen } = await runClaude({ prefix: s.prefix, prompt, tools: s.tools, maxTurns: s.loop + 3 });
+    const result = events.filter((ev) => ev.type === "result").at(-1);
+    const retries = events.filter((ev) => ev.type === "system" && ev.subtype === "api_retry").length;
+    const init = events.find((ev) => ev.type === "system" && ev.subtype === "init");
+    await note(s.name, `${run.ms} ms; ${init?.tools?.length ?? "?"} tools; upstream ${querySizes(seen.queries)}; ` +
+      `${seen.userQueries} USER_QUERY, ${seen.toolResponses} TOOL_RESPONSE; ${retries} api_retry`);
+    const diag = `exit ${run.code}${run.signal ? ` (${run.signal})` : ""}${run.reason ? `, stopped: ${run.reason}` : ""}\n` +
+      `gateway refusals: ${JSON.stringify(seen.refusals)}\nlast result: ${JSON.stringify(result)}\nstderr: ${run.stderr.slice(-2000)}`;
+    assert.deepEqual(seen.refusals, [], `the gateway refused requests\n${diag}`);
+    assert.ok(result, `no stream-json result event\n${diag}\nstdout tail: ${run.stdout.slice(-3000)}`);
+    assert.equal(result.subtype, "success", diag);
+    assert.equal(result.is_error, false, diag);
+    assert.equal(run.code, 0, diag);
+    assert.equal(toolRounds(events), s.loop, `tool rounds\n${diag}`);
+    assert.equal(seen.toolResponses, s.loop, "one TOOL_RESPONSE dispatch per tool round, counted at the emulator");
+    assert.equal(seen.rejected, 0, "the emulator rejected nothing");
+    assert.match(result.result, /^Tool results received: /, "the final answer quotes the tool results");
+  });
+}
