@@ -80,17 +80,24 @@ function toolRounds(events) {
   return ids.size;
 }
 
+// With its default tool set (about 12 tools sent, the rest deferred behind
+// ToolSearch) the first turn is above the service's default query limit, so
+// it goes to the gateway with the limit raised, and the emulator is told to
+// call Bash (#tool=Bash) rather than the first tool offered.
+// With --tools Bash,Read it fits the default limit; the emulator then calls
+// the first two tools offered as one parallel group.
 const scenarios = [
-  { name: "default tools, tool round trip", prefix: "pmgate-wide", tools: "", loop: 1 },
-  { name: "default tools, #loop=3", prefix: "pmgate-wide", tools: "", loop: 3 },
-  { name: "--tools Bash,Read, tool round trip", prefix: "pmgate", tools: "Bash,Read", loop: 1 },
-  { name: "--tools Bash,Read, #loop=3", prefix: "pmgate", tools: "Bash,Read", loop: 3 },
+  { name: "default tools, tool round trip", prefix: "pmgate-wide", tools: "", loop: 1, directive: "#tool=Bash" },
+  { name: "default tools, #loop=3", prefix: "pmgate-wide", tools: "", loop: 3, directive: "#tool=Bash" },
+  { name: "--tools Bash,Read, tool round trip", prefix: "pmgate", tools: "Bash,Read", loop: 1, directive: "" },
+  { name: "--tools Bash,Read, #loop=3", prefix: "pmgate", tools: "Bash,Read", loop: 3, directive: "" },
 ];
 
 for (const s of scenarios) {
   test(`claude-code ${s.name}`, { timeout: 200_000 }, async () => {
     const m = marker();
-    const prompt = `Use your tools to look around, then tell me what you found. ${m}${s.loop > 1 ? ` #loop=${s.loop}` : ""}`;
+    const directives = [s.directive, s.loop > 1 ? `#loop=${s.loop}` : ""].filter(Boolean).join(" ");
+    const prompt = `Use your tools to look around, then tell me what you found. ${m} ${directives}`.trim();
     const { run, events, seen } = await runClaude({ prefix: s.prefix, prompt, tools: s.tools, maxTurns: s.loop + 3 });
     const result = events.filter((ev) => ev.type === "result").at(-1);
     const retries = events.filter((ev) => ev.type === "system" && ev.subtype === "api_retry").length;
