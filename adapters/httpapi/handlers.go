@@ -31,6 +31,16 @@ func (s *server) handleChat() http.Handler {
 			s.writeError(w, r, errs.New(errs.ConcurrencyLimitExceeded))
 			return
 		}
+		if l := slotFrom(r.Context()).limiter(); l != nil {
+			// The slot's own limit applies on top of the global one.
+			select {
+			case l.sem <- struct{}{}:
+				defer func() { <-l.sem }()
+			default:
+				s.writeError(w, r, errs.New(errs.ConcurrencyLimitExceeded))
+				return
+			}
+		}
 		if !jsonMediaType(r.Header.Get("Content-Type")) {
 			s.writeError(w, r, invalid("", "The Content-Type must be application/json."))
 			return
@@ -40,7 +50,7 @@ func (s *server) handleChat() http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		req, err := s.decodeRequest(body)
+		req, err := s.decodeRequest(body, slotFrom(r.Context()).allowsModel)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -125,14 +135,18 @@ type modelJSON struct {
 	OwnedBy string `json:"owned_by"`
 }
 
-// handleModels serves GET /v1/models: the configured public ids, in order.
+// handleModels serves GET /v1/models: the configured public ids the caller's
+// slot may use, in configuration order.
 func (s *server) handleModels() http.Handler {
-	list := modelList{Object: "list", Data: make([]modelJSON, 0, len(s.cfg.Models))}
-	for _, m := range s.cfg.Models {
-		list.Data = append(list.Data, modelJSON{ID: m, Object: "model", Created: 0, OwnedBy: "pmgate"})
-	}
-	body, _ := json.Marshal(list)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sl := slotFrom(r.Context())
+		list := modelList{Object: "list", Data: make([]modelJSON, 0, len(s.cfg.Models))}
+		for _, m := range s.cfg.Models {
+			if sl.allowsModel(m) {
+				list.Data = append(list.Data, modelJSON{ID: m, Object: "model", Created: 0, OwnedBy: "pmgate"})
+			}
+		}
+		body, _ := json.Marshal(list)
 		writeJSON(w, http.StatusOK, body)
 	})
 }
