@@ -24,23 +24,13 @@ var errRequestTimeout = errors.New("httpapi: request timeout")
 // valid.
 func (s *server) handleChat() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case s.sem <- struct{}{}:
-			defer func() { <-s.sem }()
-		default:
+		// The slot's own limit (if any) applies on top of the global one.
+		release, ok := acquire(s.sem, slotFrom(r.Context()).limiter())
+		if !ok {
 			s.writeError(w, r, errs.New(errs.ConcurrencyLimitExceeded))
 			return
 		}
-		if l := slotFrom(r.Context()).limiter(); l != nil {
-			// The slot's own limit applies on top of the global one.
-			select {
-			case l.sem <- struct{}{}:
-				defer func() { <-l.sem }()
-			default:
-				s.writeError(w, r, errs.New(errs.ConcurrencyLimitExceeded))
-				return
-			}
-		}
+		defer release()
 		if !jsonMediaType(r.Header.Get("Content-Type")) {
 			s.writeError(w, r, invalid("", "The Content-Type must be application/json."))
 			return
@@ -83,6 +73,26 @@ func (s *server) handleChat() http.Handler {
 			s.complete(w, r, o, &turnReader{turn: turn})
 		}
 	})
+}
+
+// acquire takes a place in the global semaphore and, when the slot has one,
+// in the slot's limiter, without waiting; release gives back both.
+func acquire(global chan struct{}, slot *limiter) (release func(), ok bool) {
+	select {
+	case global <- struct{}{}:
+	default:
+		return nil, false
+	}
+	if slot == nil {
+		return func() { <-global }, true
+	}
+	select {
+	case slot.sem <- struct{}{}:
+		return func() { <-slot.sem; <-global }, true
+	default:
+		<-global
+		return nil, false
+	}
 }
 
 // jsonMediaType accepts application/json and application/*+json, with any

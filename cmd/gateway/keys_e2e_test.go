@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -220,17 +219,7 @@ func TestServePicksUpKeyChangesWithoutARestart(t *testing.T) {
 // get performs an authenticated GET and returns the body.
 func (s *served) get(t *testing.T, path string, header ...string) string {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), "GET", s.base+path, nil)
-	req.Header.Set("Authorization", "Bearer "+testKey)
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b, _ := io.ReadAll(s.do(t, "GET", path, nil, header...).Body)
 	return string(b)
 }
 
