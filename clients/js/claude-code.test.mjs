@@ -12,26 +12,20 @@ import { jsonLines, nativeBinary, querySizes, runAgent, tempHome, Window } from 
 
 const e = env();
 const claude = nativeBinary("@anthropic-ai", "claude-code-linux-x64", "claude");
-// "pmgate" reaches the gateway with the default query limit, "pmgate-wide"
-// the one with the limit raised.
-const router = await startNineRouter({
-  upstreams: [
-    { prefix: "pmgate", baseURL: e.tapURL, apiKey: e.apiKey },
-    { prefix: "pmgate-wide", baseURL: e.wideTapURL, apiKey: e.apiKey },
-  ],
-});
-after(() => router.stop());
-const observers = { pmgate: new Observer(e.observerURL), "pmgate-wide": new Observer(e.wideObserverURL) };
+const gateways = {
+  default: { observer: new Observer(e.observerURL), baseURL: e.tapURL },
+  wide: { observer: new Observer(e.wideObserverURL), baseURL: e.wideTapURL }, // the query limit raised
+};
 
 /**
  * runClaude runs one headless task. It stops early when the gateway refused a
  * request (9router would turn it into a 503 and Claude Code would retry for
  * minutes) and returns the stream-json events and the gateway's refusals.
  */
-async function runClaude({ prefix, prompt, tools, maxTurns }) {
+async function runClaude({ prefix, gateway, prompt, tools, maxTurns }) {
   const home = tempHome("claude");
   const model = `${prefix}/${e.model}`;
-  const win = await Window.open(observers[prefix]);
+  const win = await Window.open(gateways[gateway].observer);
   const args = ["-p", prompt, "--output-format", "stream-json", "--verbose", "--max-turns", String(maxTurns), "--model", model];
   if (tools) args.push("--tools", tools);
   // The emulator calls Bash with the command "value-command" (a harmless
@@ -87,18 +81,25 @@ function toolRounds(events) {
 // With --tools Bash,Read it fits the default limit; the emulator then calls
 // the first two tools offered as one parallel group.
 const scenarios = [
-  { name: "default tools, tool round trip", prefix: "pmgate-wide", tools: "", loop: 1, directive: "#tool=Bash" },
-  { name: "default tools, #loop=3", prefix: "pmgate-wide", tools: "", loop: 3, directive: "#tool=Bash" },
-  { name: "--tools Bash,Read, tool round trip", prefix: "pmgate", tools: "Bash,Read", loop: 1, directive: "" },
-  { name: "--tools Bash,Read, #loop=3", prefix: "pmgate", tools: "Bash,Read", loop: 3, directive: "" },
+  { name: "default tools, tool round trip", gateway: "wide", tools: "", loop: 1, directive: "#tool=Bash" },
+  { name: "default tools, #loop=3", gateway: "wide", tools: "", loop: 3, directive: "#tool=Bash" },
+  { name: "--tools Bash,Read, tool round trip", gateway: "default", tools: "Bash,Read", loop: 1, directive: "" },
+  { name: "--tools Bash,Read, #loop=3", gateway: "default", tools: "Bash,Read", loop: 3, directive: "" },
 ];
+// One 9router provider node per scenario: 9router locks a node's model after
+// an error, which must not decide the next scenario. Model "<prefix>/<model>".
+scenarios.forEach((s, i) => (s.prefix = `pmgate-${i}`));
+const router = await startNineRouter({
+  upstreams: scenarios.map((s) => ({ prefix: s.prefix, baseURL: gateways[s.gateway].baseURL, apiKey: e.apiKey })),
+});
+after(() => router.stop());
 
 for (const s of scenarios) {
   test(`claude-code ${s.name}`, { timeout: 200_000 }, async () => {
     const m = marker();
     const directives = [s.directive, s.loop > 1 ? `#loop=${s.loop}` : ""].filter(Boolean).join(" ");
     const prompt = `Use your tools to look around, then tell me what you found. ${m} ${directives}`.trim();
-    const { run, events, seen } = await runClaude({ prefix: s.prefix, prompt, tools: s.tools, maxTurns: s.loop + 3 });
+    const { run, events, seen } = await runClaude({ prefix: s.prefix, gateway: s.gateway, prompt, tools: s.tools, maxTurns: s.loop + 3 });
     const result = events.filter((ev) => ev.type === "result").at(-1);
     const retries = events.filter((ev) => ev.type === "system" && ev.subtype === "api_retry").length;
     const init = events.find((ev) => ev.type === "system" && ev.subtype === "init");
