@@ -542,9 +542,9 @@ func TestGoldenVectorsMatchTheSerializer(t *testing.T) {
 				got = computeChat(c)
 				is.Equal(got.Chat, v.Chat) // description matches the builder
 				if c.issued != nil {
-					is.Equal(got.IssuedHash, v.IssuedHash)      // same admission hash
+					is.Equal(got.IssuedHash, v.IssuedHash)         // same admission hash
 					is.True(v.Match != nil && *v.Match == c.match) // the stored outcome is the rule's outcome
-					is.Equal(*got.Match, c.match)                // and the implementation agrees
+					is.Equal(*got.Match, c.match)                  // and the implementation agrees
 				}
 			} else if v.Number != "" {
 				got = computeNumber(v.Name, v.Number)

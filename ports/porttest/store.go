@@ -43,7 +43,7 @@ func Group(key, principal string, n int, now time.Time) correlation.Group {
 		calls = append(calls, chat.ToolCall{ID: id, Name: "tool", Arguments: "{}"})
 	}
 	prefix := prefixOf(calls)
-	h, err := canon.TranscriptHash(prefix)
+	h, err := canon.TranscriptHashV2(prefix, nil, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -285,7 +285,7 @@ func TypicalGroup(i int) correlation.Group {
 	}
 	g.ConversationID = fmt.Sprintf("conv-%032x", i)
 	g.ToolsHash = "sha256:" + strings.Repeat("c", 64)
-	h, err := canon.TranscriptHash(Submission(g, "").Continuation.Prefix) // the call ids changed
+	h, err := canon.TranscriptHashV2(Submission(g, "").Continuation.Prefix, nil, nil) // the call ids changed
 	if err != nil {
 		panic(err)
 	}
