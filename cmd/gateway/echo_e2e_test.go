@@ -70,6 +70,8 @@ func TestReserializedArgumentEchoesAreAnsweredAndChangedOnesRefused(t *testing.T
 					`{"file_path":"value-file_path","content":"value-content","line":1,"replace_all":true}`, // a default-valued property with another value
 					`{"file_path":"value-file_path","content":"value-content","line":1,"dry_run":false}`,    // a property the schema gives no default
 					`{"file_path":"value-file_path","line":1}`,                                              // a missing property
+					`"{\"content\":\"value-content\",\"file_path\":\"value-file_path\",\"line\":1}"`,        // the object wrapped in a JSON string
+					`{"content":"value-content",`,                                                           // not JSON: a mismatch, not a 400
 				} {
 					status, _, e := turnResult(t, s, chatBody(t, testModel, echoWith(history, c, echo), editToolJSON, ""))
 					is.Equal(status, 409)
