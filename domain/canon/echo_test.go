@@ -213,19 +213,37 @@ var issuedArgs = `{"path":"a","opts":{"deep":{}},"list":[{}]}`
 
 func hashEcho(t *testing.T, msgs []chat.Message, defaults canon.DefaultsByTool, echo bool) string {
 	t.Helper()
-	is := is.New(t)
 	var issued []canon.IssuedCall
 	if echo {
 		issued = []canon.IssuedCall{{ID: echoID, Name: "edit", Arguments: issuedArgs}}
 	}
-	h, err := canon.TranscriptHashV2(msgs, defaults, issued)
-	is.NoErr(err)
+	return echoHashBothWays(t, msgs, defaults, issued)
+}
+
+// fatalfer is the part of *testing.T and *rapid.T the hash helper needs.
+type fatalfer interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// echoHashBothWays returns TranscriptHashV2(msgs, defaults, issued) after
+// checking that the prepared path (PrepareEcho, then Hash twice) agrees.
+func echoHashBothWays(t fatalfer, msgs []chat.Message, defaults canon.DefaultsByTool, issued []canon.IssuedCall) string {
+	t.Helper()
+	want, err := canon.TranscriptHashV2(msgs, defaults, issued)
+	if err != nil {
+		t.Fatalf("whole transcript: %v", err)
+	}
 	e, err := canon.PrepareEcho(msgs, defaults)
-	is.NoErr(err)
-	h2, err := e.Hash(issued)
-	is.NoErr(err)
-	is.Equal(h, h2) // the prepared path computes the same hash
-	return h
+	if err != nil {
+		t.Fatalf("prepare: %v", err)
+	}
+	for range 2 {
+		if got, err := e.Hash(issued); err != nil || got != want {
+			t.Fatalf("prepared hash %q (%v) differs from the whole transcript's %q", got, err, want)
+		}
+	}
+	return want
 }
 
 func TestAnEchoNamingAnIssuedIDEarlierIsRefused(t *testing.T) {
@@ -282,36 +300,12 @@ func respellNumbers(t *rapid.T, v canon.Value) canon.Value {
 	return v
 }
 
-// genArgs draws argument values; numbers are literals respellNumber understands.
-func genArgs(t *rapid.T, depth int) canon.Value {
-	hi := 5
-	if depth >= 3 {
-		hi = 3
-	}
-	switch rapid.IntRange(0, hi).Draw(t, "kind") {
-	case 0:
-		return rapid.SampledFrom([]canon.Value{nil, true, false}).Draw(t, "literal")
-	case 1:
-		return canon.Number(genLiteral.Draw(t, "number"))
-	case 2, 3:
-		return genStr.Draw(t, "string")
-	case 4:
-		n := rapid.IntRange(0, 4).Draw(t, "len")
-		a := make([]canon.Value, n)
-		for i := range a {
-			a[i] = genArgs(t, depth+1)
-		}
-		return a
-	default:
-		return genObject(t, depth+1)
-	}
-}
-
+// genObject draws argument objects with genValue's members.
 func genObject(t *rapid.T, depth int) map[string]canon.Value {
 	n := rapid.IntRange(0, 5).Draw(t, "members")
 	m := make(map[string]canon.Value, n)
 	for range n {
-		m[genKey.Draw(t, "key")] = genArgs(t, depth)
+		m[genKey.Draw(t, "key")] = genValue(t, depth+1)
 	}
 	return m
 }
@@ -381,7 +375,7 @@ func TestEveryReserializationIsAcceptedAndEveryValueChangeRefused(t *testing.T) 
 		}
 		// A schema with defaults for a few keys the issued arguments lack, at
 		// the top level and inside one nested object of the issued arguments.
-		defaultVal := genArgs(t, 2)
+		defaultVal := genValue(t, 2)
 		schemaProps := map[string]canon.Value{"dflt": map[string]canon.Value{"default": defaultVal}}
 		echoV := clone(issuedV).(map[string]canon.Value)
 		addDefault := rapid.Bool().Draw(t, "echo adds the default")
@@ -413,19 +407,7 @@ func TestEveryReserializationIsAcceptedAndEveryValueChangeRefused(t *testing.T) 
 			t.Fatalf("admission hash: %v", err)
 		}
 		echoHash := func(args string) string {
-			msgs := issuedTranscript(echoID, "edit", args)
-			h, err := canon.TranscriptHashV2(msgs, defs, issued)
-			if err != nil {
-				t.Fatalf("echo hash: %v", err)
-			}
-			e, err := canon.PrepareEcho(msgs, defs)
-			if err != nil {
-				t.Fatalf("prepare: %v", err)
-			}
-			if h2, err := e.Hash(issued); err != nil || h2 != h {
-				t.Fatalf("prepared hash %q, %v differs from %q", h2, err, h)
-			}
-			return h
+			return echoHashBothWays(t, issuedTranscript(echoID, "edit", args), defs, issued)
 		}
 		echoS := reserialize(t, echoV)
 		if got := echoHash(echoS); got != admitted {
@@ -444,7 +426,7 @@ func TestEveryReserializationIsAcceptedAndEveryValueChangeRefused(t *testing.T) 
 			p := rapid.SampledFrom(all).Draw(t, "path")
 			obj := at(changed, p)
 			old := obj[p[len(p)-1]]
-			nv := genArgs(t, 3)
+			nv := genValue(t, 3)
 			if canon.Equal(canon.Normalize(clone(nv)), canon.Normalize(clone(old))) {
 				nv = []canon.Value{nv, "different"}
 			}
@@ -454,7 +436,7 @@ func TestEveryReserializationIsAcceptedAndEveryValueChangeRefused(t *testing.T) 
 			for _, exists := changed[key]; exists; _, exists = changed[key] {
 				key += "!"
 			}
-			changed[key] = genArgs(t, 3)
+			changed[key] = genValue(t, 3)
 		default: // remove a key the issued arguments have
 			if len(all) == 0 {
 				changed["k"] = nil
@@ -497,7 +479,14 @@ func TestThePreparedEchoHashesLikeTheWholeTranscript(t *testing.T) {
 			if rapid.Bool().Draw(t, "assistant") {
 				var calls []chat.ToolCall
 				for j := range rapid.IntRange(1, 3).Draw(t, "calls") {
-					args := reserialize(t, genObject(t, 1))
+					obj := genObject(t, 1)
+					if rapid.Bool().Draw(t, "add default a") { // droppable unless the issued call has a
+						obj["a"] = canon.Number("1.0")
+					}
+					if rapid.Bool().Draw(t, "add nested default b.c") {
+						obj["b"] = map[string]canon.Value{"c": nil}
+					}
+					args := reserialize(t, obj)
 					if rapid.IntRange(0, 9).Draw(t, "unparsable") == 0 {
 						args = string([]rune(args)[:len([]rune(args))/2])
 					}
@@ -514,22 +503,13 @@ func TestThePreparedEchoHashesLikeTheWholeTranscript(t *testing.T) {
 		var issued []canon.IssuedCall
 		if n > 0 {
 			for _, c := range msgs[n-1].ToolCalls {
-				issued = append(issued, canon.IssuedCall{ID: c.ID, Name: c.Name, Arguments: reserialize(t, genObject(t, 1))})
+				iss := genObject(t, 1)
+				if rapid.Bool().Draw(t, "issued has b") {
+					iss["b"] = map[string]canon.Value{}
+				}
+				issued = append(issued, canon.IssuedCall{ID: c.ID, Name: c.Name, Arguments: reserialize(t, iss)})
 			}
 		}
-		want, err := canon.TranscriptHashV2(msgs, defs, issued)
-		if err != nil {
-			t.Fatalf("whole: %v", err)
-		}
-		e, err := canon.PrepareEcho(msgs, defs)
-		if err != nil {
-			t.Fatalf("prepare: %v", err)
-		}
-		for range 2 {
-			got, err := e.Hash(issued)
-			if err != nil || got != want {
-				t.Fatalf("prepared %q, %v; whole %q", got, err, want)
-			}
-		}
+		echoHashBothWays(t, msgs, defs, issued)
 	})
 }
