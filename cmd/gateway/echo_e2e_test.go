@@ -87,6 +87,33 @@ func TestReserializedArgumentEchoesAreAnsweredAndChangedOnesRefused(t *testing.T
 	}
 }
 
+func TestAToolLoopWhoseClientReserializesEveryTurnRunsToItsAnswer(t *testing.T) {
+	// A client that keeps parsed arguments and re-serializes its whole history
+	// on every request, filling in schema defaults, as coding agents do.
+	reserialized := "{\"line\":1.0,\"file_path\":\"value-file_path\",\"replace_all\":false,\"content\":\"value-content\"}"
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			is := is.New(t)
+			s := serve(t, st, nil)
+			history := []msg{{"role": "user", "content": "edit twice #loop=2"}}
+			status, c, e := turnResult(t, s, chatBody(t, testModel, history, editToolJSON, ""))
+			is.Equal(status, 200)
+			for round := 1; ; round++ {
+				is.Equal(c.Choices[0].FinishReason, "tool_calls")
+				history = echoWith(history, c, reserialized)
+				status, c, e = turnResult(t, s, chatBody(t, testModel, history, editToolJSON, ""))
+				is.Equal(e.Error.Code, "")
+				is.Equal(status, 200) // every round's re-serialized history is accepted
+				if c.Choices[0].FinishReason == "stop" {
+					is.Equal(round, 2)
+					break
+				}
+			}
+			is.Equal(s.emu.Count(emulator.KindToolResponse), 2) // one dispatch per round
+		})
+	}
+}
+
 // lastToolResponse is the body of the emulator's last TOOL_RESPONSE request.
 func lastToolResponse(t *testing.T, emu *emulator.Server) []byte {
 	t.Helper()
