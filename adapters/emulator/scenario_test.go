@@ -242,5 +242,5 @@ func TestCancellingTheStartContextClosesTheServer(t *testing.T) {
 func TestScenarioListIsComplete(t *testing.T) {
 	t.Parallel()
 	is := is.New(t)
-	is.Equal(len(emulator.Scenarios()), 19) // every documented scenario
+	is.Equal(len(emulator.Scenarios()), 29) // every documented scenario
 }

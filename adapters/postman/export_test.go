@@ -52,7 +52,7 @@ var ParseRetryAfter = parseRetryAfter
 // buffer is bounded by the Splitter itself.
 func Footprint(s *Stream) int {
 	d := s.d
-	n := cap(d.buf) + cap(d.kbuf) + cap(d.tbuf) + cap(d.lbuf) + cap(d.sbuf)
+	n := cap(d.buf) + cap(d.kbuf) + cap(d.tbuf) + cap(d.lbuf) + cap(d.sbuf) + cap(d.cbuf)
 	for _, c := range d.calls {
 		n += cap(c.args)
 	}
