@@ -376,3 +376,25 @@ func raceContinuations(body string, n int, gateways ...*served) map[string]int {
 	wg.Wait()
 	return codes
 }
+
+func TestMoreToolsThanTheUpstreamAcceptsAreRefusedBeforeSending(t *testing.T) {
+	var tools []string
+	for i := range 21 {
+		tools = append(tools, fmt.Sprintf(`{"type":"function","function":{"name":"t%d","parameters":{"type":"object","properties":{}}}}`, i))
+	}
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			is := is.New(t)
+			s := serve(t, st, nil)
+			history := []msg{{"role": "user", "content": "many tools"}}
+			status, _, e := turnResult(t, s, chatBody(t, testModel, history, "["+strings.Join(tools, ",")+"]", ""))
+			is.Equal(status, 400)                                                    // refused
+			is.Equal(e.Error.Code, "unsupported_parameter")                          // with the stable code
+			is.True(e.Error.Param != nil && *e.Error.Param == "tools")               // naming the tools
+			is.True(strings.Contains(e.Error.Message, "POSTMAN_MAX_TOOLS_UPSTREAM")) // and the setting
+			is.Equal(len(s.emu.Requests()), 0)                                       // before anything was sent
+			status, _, _ = turnResult(t, s, chatBody(t, testModel, history, "["+strings.Join(tools[:20], ",")+"]", ""))
+			is.Equal(status, 200) // 20 tools are sent and accepted by the emulator's own limit
+		})
+	}
+}
