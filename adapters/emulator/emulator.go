@@ -459,6 +459,9 @@ type requestSummary struct {
 	ChatType string `json:"chat_type"`
 	Scenario string `json:"scenario"`
 	Status   int    `json:"status"`
+	Refusal  string `json:"refusal,omitempty"`
+	Turn     int    `json:"turn,omitempty"`
+	Repeated bool   `json:"repeated,omitempty"`
 }
 
 func (s *Server) serveRequestList(w http.ResponseWriter, r *http.Request) {
@@ -470,7 +473,8 @@ func (s *Server) serveRequestList(w http.ResponseWriter, r *http.Request) {
 	s.recMu.Lock()
 	list := make([]requestSummary, len(s.records))
 	for i, rec := range s.records {
-		list[i] = requestSummary{Strategy: rec.Strategy, ChatType: rec.ChatType, Scenario: rec.Scenario, Status: rec.Status}
+		list[i] = requestSummary{Strategy: rec.Strategy, ChatType: rec.ChatType, Scenario: rec.Scenario, Status: rec.Status,
+			Refusal: rec.Refusal, Turn: rec.Turn, Repeated: rec.Repeated}
 	}
 	s.recMu.Unlock()
 	writeJSON(w, http.StatusOK, list)
