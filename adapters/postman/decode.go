@@ -189,6 +189,8 @@ type decoder struct {
 	cmeta                      []member
 	kbuf, tbuf, lbuf, sbuf     []byte
 	cbuf                       []byte // the conversation id of the current event
+	convSeen                   bool   // cbuf holds an id of the current event
+	metaSpan                   []byte // the metadata object the label check parsed into meta, for this event
 	deltas                     []chat.Event
 
 	convID     string
@@ -677,6 +679,7 @@ func (d *decoder) labelIn(meta, model, modelID, sel *member) ([]byte, errs.Code)
 			return nil, errs.UpstreamUnverifiedEventShape
 		}
 		var err error
+		d.metaSpan = meta.val
 		if d.meta, err = parseObjectSpan(meta.val, d.meta); err != nil {
 			return nil, errs.UpstreamMalformedEvent
 		}
@@ -781,87 +784,108 @@ func validID(b []byte) bool {
 // an EventConversation, before the event's own output. found reports whether
 // the event named a conversation.
 func (d *decoder) conversationIn(dataObject bool) (found bool, code errs.Code) {
-	var seen []byte
-	take := func(m *member) errs.Code {
-		if m == nil || m.kind == kNull {
-			return ""
-		}
-		id, ok := str(m, &d.sbuf)
-		if !ok || !validID(id) {
-			return errs.UpstreamUnverifiedEventShape
-		}
-		switch {
-		case seen == nil:
-			seen = append(d.cbuf[:0], id...)
-			d.cbuf = seen
-		case !bytes.Equal(seen, id):
-			return errs.UpstreamUnverifiedEventShape // two different ids in one event
-		}
-		return ""
+	d.convSeen = false
+	defer func() { d.metaSpan = nil }()
+	if code = d.convKeys(d.top, convIDKeys[:]); code != "" {
+		return false, code
 	}
-	// from reads keys of ms, then keys of its object members named in nested.
-	from := func(ms []member, keys []string, nested map[string][]string) errs.Code {
-		for _, k := range keys {
-			m, err := d.get(ms, k)
-			if err != nil {
-				return errs.UpstreamUnverifiedEventShape
-			}
-			if c := take(m); c != "" {
-				return c
-			}
-		}
-		for _, k := range [...]string{"metadata", "conversation"} {
-			inner, ok := nested[k]
-			if !ok {
-				continue
-			}
-			m, err := d.get(ms, k)
-			if err != nil {
-				return errs.UpstreamUnverifiedEventShape
-			}
-			if m == nil || m.kind != kObject {
-				continue // a non-object metadata is judged by the label check
-			}
-			if d.cmeta, err = parseObjectSpan(m.val, d.cmeta); err != nil {
-				return errs.UpstreamMalformedEvent
-			}
-			for _, ik := range inner {
-				im, err := d.get(d.cmeta, ik)
-				if err != nil {
-					return errs.UpstreamUnverifiedEventShape
-				}
-				if c := take(im); c != "" {
-					return c
-				}
-			}
-		}
-		return ""
-	}
-	if c := from(d.top, []string{"conversationId", "conversation_id"}, map[string][]string{"metadata": {"conversationId"}}); c != "" {
-		return false, c
+	if code = d.convNested(d.top, "metadata", convMetaKeys[:]); code != "" {
+		return false, code
 	}
 	if dataObject {
-		keys := []string{"conversationId", "conversation_id"}
-		if d.lastType == evConversation {
-			keys = append(keys, "id")
+		if code = d.convKeys(d.data, convIDKeys[:]); code != "" {
+			return false, code
 		}
-		nested := map[string][]string{"metadata": {"conversationId"}, "conversation": {"id", "conversationId"}}
-		if c := from(d.data, keys, nested); c != "" {
-			return false, c
+		if d.lastType == evConversation {
+			if code = d.convKeys(d.data, convObjectKeys[:1]); code != "" {
+				return false, code
+			}
+		}
+		if code = d.convNested(d.data, "metadata", convMetaKeys[:]); code != "" {
+			return false, code
+		}
+		if code = d.convNested(d.data, "conversation", convObjectKeys[:]); code != "" {
+			return false, code
 		}
 	}
-	if seen == nil {
+	if !d.convSeen {
 		return false, ""
 	}
 	if d.convID != "" {
-		if string(seen) != d.convID {
+		if string(d.cbuf) != d.convID {
 			return true, errs.UpstreamUnverifiedEventShape // a second, different conversation
 		}
 		return true, ""
 	}
-	d.convID = string(seen)
+	d.convID = string(d.cbuf)
 	d.push(chat.Event{Kind: chat.EventConversation, ConversationID: d.convID})
 	return true, ""
+}
+
+// Where conversation ids are read (see conversationIn).
+var (
+	convIDKeys     = [...]string{"conversationId", "conversation_id"}
+	convMetaKeys   = [...]string{"conversationId"}
+	convObjectKeys = [...]string{"id", "conversationId"}
+)
+
+// convKeys takes the conversation id of each key of ms that is present.
+func (d *decoder) convKeys(ms []member, keys []string) errs.Code {
+	for _, k := range keys {
+		m, err := d.get(ms, k)
+		if err != nil {
+			return errs.UpstreamUnverifiedEventShape
+		}
+		if c := d.convTake(m); c != "" {
+			return c
+		}
+	}
+	return ""
+}
+
+// convNested takes the conversation ids of keys inside the object member name
+// of ms; a member that is not an object is left to the other checks.
+func (d *decoder) convNested(ms []member, name string, keys []string) errs.Code {
+	m, err := d.get(ms, name)
+	if err != nil {
+		return errs.UpstreamUnverifiedEventShape
+	}
+	if m == nil || m.kind != kObject {
+		return ""
+	}
+	if sameSpan(m.val, d.metaSpan) {
+		return d.convKeys(d.meta, keys) // the label check parsed this object already
+	}
+	if d.cmeta, err = parseObjectSpan(m.val, d.cmeta); err != nil {
+		return errs.UpstreamMalformedEvent
+	}
+	return d.convKeys(d.cmeta, keys)
+}
+
+// sameSpan reports whether a and b are the same bytes of the same line.
+func sameSpan(a, b []byte) bool {
+	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
+}
+
+// convTake records one conversation id of the current event: it must be a
+// bounded identifier and equal every other id of the event.
+func (d *decoder) convTake(m *member) errs.Code {
+	if m == nil || m.kind == kNull {
+		return ""
+	}
+	id, ok := str(m, &d.sbuf)
+	if !ok || !validID(id) {
+		return errs.UpstreamUnverifiedEventShape
+	}
+	if !d.convSeen {
+		d.cbuf = append(d.cbuf[:0], id...)
+		d.convSeen = true
+		return ""
+	}
+	if !bytes.Equal(d.cbuf, id) {
+		return errs.UpstreamUnverifiedEventShape // two different ids in one event
+	}
+	return ""
 }
 
 // tokenField reads one explicit token count: the first present of keys, which
