@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unicode/utf8"
+	"unicode/utf16"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -51,7 +51,13 @@ func TestClients(t *testing.T) {
 	for _, st := range strategies {
 		t.Run(st, func(t *testing.T) {
 			t.Parallel()
-			s := serve(t, st, nil)
+			// The suites include a parallel two-tool group on both strategies;
+			// web_session asks for parallel calls only with the setting on.
+			var extra map[string]string
+			if st == "web_session" {
+				extra = map[string]string{"POSTMAN_PARALLEL_TOOL_CALLS": "true"}
+			}
+			s := serve(t, st, extra)
 			obs := newClientObserver(t, s)
 			// A second gateway and emulator with the service's query limit
 			// raised, for agents whose first turn is larger than the default.
@@ -97,9 +103,11 @@ var nodeSuites = []nodeSuite{
 // wideQueryChars is the raised query limit of the second gateway and emulator.
 const wideQueryChars = 40000
 
-// serveWide is serve with POSTMAN_MAX_QUERY_CHARS raised to wideQueryChars.
+// serveWide is serve with the query limit raised to wideQueryChars on both
+// sides: the gateway (POSTMAN_MAX_QUERY_CHARS) and the emulator.
 func serveWide(t *testing.T, strategy string) *served {
-	return serve(t, strategy, map[string]string{"POSTMAN_MAX_QUERY_CHARS": fmt.Sprint(wideQueryChars)})
+	emu := newEmulator(t, func(c *emulator.Config) { c.MaxQueryChars = wideQueryChars })
+	return serveWith(t, emu, strategy, map[string]string{"POSTMAN_MAX_QUERY_CHARS": fmt.Sprint(wideQueryChars)})
 }
 
 // ---- openai-go ----
@@ -821,7 +829,7 @@ type upstreamQuery struct {
 	ChatType   string `json:"chat_type"`
 	Status     int    `json:"status"`
 	Rejected   bool   `json:"rejected"`
-	QueryChars int    `json:"query_chars"` // characters of input.query
+	QueryChars int    `json:"query_chars"` // input.query in UTF-16 code units, as the service counts
 	Tools      int    `json:"tools"`       // tools offered in clientTools
 	BodyBytes  int    `json:"body_bytes"`
 }
@@ -839,7 +847,7 @@ func summarizeUpstream(rec emulator.Request) upstreamQuery {
 	}
 	_ = json.Unmarshal(rec.Body, &body)
 	q := upstreamQuery{ChatType: rec.ChatType, Status: rec.Status, Rejected: rec.Rejected,
-		QueryChars: utf8.RuneCountInString(body.Input.Query), BodyBytes: len(rec.Body)}
+		QueryChars: len(utf16.Encode([]rune(body.Input.Query))), BodyBytes: len(rec.Body)}
 	for _, g := range body.ClientTools.ThirdParty {
 		q.Tools += len(g.Tools)
 	}
