@@ -52,10 +52,7 @@ async function runClaude({ prefix, gateway, prompt, tools, maxTurns }) {
         DISABLE_ERROR_REPORTING: "1",
         DISABLE_BUG_COMMAND: "1",
       },
-      watch: async () => {
-        const r = await win.refusals();
-        return r.length ? `the gateway refused: ${r.join(" | ")}` : "";
-      },
+      watch: win.stopOnRefusal,
     });
     const events = jsonLines(run.stdout);
     const seen = await win.close(prompt.match(/mk-[0-9a-f]+/)[0]);
@@ -86,6 +83,11 @@ const scenarios = [
   { name: "--tools Bash,Read, tool round trip", gateway: "default", tools: "Bash,Read", loop: 1, directive: "" },
   { name: "--tools Bash,Read, #loop=3", gateway: "default", tools: "Bash,Read", loop: 3, directive: "" },
 ];
+// Its default tool set against the default limit: the gateway refuses the
+// first turn before sending it (400 upstream_query_too_long); Claude Code only
+// sees 9router's 503 and would retry, so the run is stopped at the refusal.
+const overLimit = { name: "default tools over the default query limit", gateway: "default", tools: "", loop: 1, directive: "#tool=Bash" };
+scenarios.push(overLimit);
 // One 9router provider node per scenario: 9router locks a node's model after
 // an error, which must not decide the next scenario. Model "<prefix>/<model>".
 scenarios.forEach((s, i) => (s.prefix = `pmgate-${i}`));
@@ -94,7 +96,20 @@ const router = await startNineRouter({
 });
 after(() => router.stop());
 
-for (const s of scenarios) {
+test(`claude-code ${overLimit.name}`, { timeout: 200_000 }, async () => {
+  const m = marker();
+  const { run, seen } = await runClaude({ prefix: overLimit.prefix, gateway: "default", prompt: `Look around. ${m} #tool=Bash`, maxTurns: 2 });
+  await note(overLimit.name, `${run.ms} ms; gateway answered ${JSON.stringify(seen.refusals)}`);
+  assert.ok(seen.refusals.length >= 1, `the gateway refused nothing: ${run.stdout.slice(-2000)}`);
+  for (const e of seen.exchanges) {
+    assert.equal(e.status, 400);
+    assert.equal(e.error_code, "upstream_query_too_long", JSON.stringify(e));
+  }
+  assert.equal(seen.userQueries + seen.toolResponses + seen.rejected, 0, "nothing was sent upstream");
+  assert.match(run.reason, /the gateway refused/, "the run was stopped at the refusal");
+});
+
+for (const s of scenarios.filter((x) => x !== overLimit)) {
   test(`claude-code ${s.name}`, { timeout: 200_000 }, async () => {
     const m = marker();
     const directives = [s.directive, s.loop > 1 ? `#loop=${s.loop}` : ""].filter(Boolean).join(" ");

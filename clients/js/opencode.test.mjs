@@ -57,10 +57,7 @@ async function runOpencode({ gateway, prompt }) {
         OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
         OPENCODE_DISABLE_SHARE: "1",
       },
-      watch: async () => {
-        const r = await win.refusals();
-        return r.length ? `the gateway refused: ${r.join(" | ")}` : "";
-      },
+      watch: win.stopOnRefusal,
     });
     const seen = await win.close(prompt.match(/mk-[0-9a-f]+/)[0]);
     return { run, events: jsonLines(run.stdout), seen };

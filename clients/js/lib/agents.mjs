@@ -130,11 +130,17 @@ export class Window {
     return w;
   }
 
-  /** refusals is the gateway's non-2xx answers so far, described (for watch). */
+  /** refusals is the gateway's non-2xx answers so far, described. */
   async refusals() {
     const o = await this.observer.get({ exSince: this.exSince });
     return refused(o.exchanges).map(describeExchange);
   }
+
+  /** stopOnRefusal is a runAgent watch: the reason to stop once the gateway refused a request. */
+  stopOnRefusal = async () => {
+    const r = await this.refusals();
+    return r.length ? `the gateway refused: ${r.join(" | ")}` : "";
+  };
 
   /**
    * close waits for the proxied exchanges to finish and returns {exchanges,
