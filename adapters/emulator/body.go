@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"math"
 	"net/http"
 	"regexp"
 	"sort"
@@ -394,56 +393,18 @@ func usesForbiddenKeyword(raw json.RawMessage) bool {
 	return walk(v)
 }
 
-// argumentsFor builds the deterministic arguments of a call from a JSON schema,
-// as a model that reads the schema would: every required property gets a
-// value, optional ones are left out, keys are sorted. A value is the schema's
-// const, else its first enum entry, else one built from its type (a type list
-// uses its first non-null entry; without a type, the first non-null anyOf or
-// oneOf alternative is used):
-//
-//   - string: a sample of its format ("email", "uri"/"url", "uuid",
-//     "date-time", "date"), read from the format keyword or from a
-//     "format: <name>" note in its description (where a gateway that lowers
-//     schemas moves it); otherwise "value-<prop>";
-//   - integer or number: its minimum when that is above 1, else 1;
-//   - boolean: true; array: []; object: its required properties, recursively.
-//
-// A property whose value cannot be built is left out.
+// argumentsFor builds the deterministic arguments of a call from a JSON schema:
+// each required property of type string becomes "value-<prop>", integer or
+// number becomes 1, boolean becomes true; nothing else is included. A type list
+// uses its first non-null entry. Keys are sorted.
 func argumentsFor(params json.RawMessage) (string, bool) {
-	if len(params) == 0 || params[0] != '{' {
-		return "", false
+	var schema struct {
+		Properties map[string]struct {
+			Type json.RawMessage `json:"type"`
+		} `json:"properties"`
+		Required []string `json:"required"`
 	}
-	var probe map[string]json.RawMessage
-	if json.Unmarshal(params, &probe) != nil {
-		return "", false
-	}
-	v, ok := objectValue(params, 0)
-	if !ok {
-		return "{}", true
-	}
-	return v, true
-}
-
-// maxArgDepth bounds the nesting of built arguments.
-const maxArgDepth = 8
-
-type argSchema struct {
-	Type        json.RawMessage            `json:"type"`
-	Const       json.RawMessage            `json:"const"`
-	Enum        []json.RawMessage          `json:"enum"`
-	Format      string                     `json:"format"`
-	Description string                     `json:"description"`
-	Minimum     *float64                   `json:"minimum"`
-	AnyOf       []json.RawMessage          `json:"anyOf"`
-	OneOf       []json.RawMessage          `json:"oneOf"`
-	Properties  map[string]json.RawMessage `json:"properties"`
-	Required    []string                   `json:"required"`
-}
-
-// objectValue builds an object of the required properties of raw.
-func objectValue(raw json.RawMessage, depth int) (string, bool) {
-	var schema argSchema
-	if json.Unmarshal(raw, &schema) != nil {
+	if len(params) == 0 || params[0] != '{' || json.Unmarshal(params, &schema) != nil {
 		return "", false
 	}
 	required := append([]string(nil), schema.Required...)
@@ -459,8 +420,15 @@ func objectValue(raw json.RawMessage, depth int) (string, bool) {
 		if !ok {
 			continue
 		}
-		value, ok := valueFor(prop, name, depth+1)
-		if !ok {
+		var value string
+		switch schemaType(prop.Type) {
+		case "string":
+			value = jsonString("value-" + name)
+		case "integer", "number":
+			value = "1"
+		case "boolean":
+			value = "true"
+		default:
 			continue
 		}
 		if n > 0 {
@@ -472,74 +440,6 @@ func objectValue(raw json.RawMessage, depth int) (string, bool) {
 		n++
 	}
 	b.WriteByte('}')
-	return b.String(), true
-}
-
-var formatNoteRE = regexp.MustCompile(`\bformat: ([A-Za-z0-9_-]+)`)
-
-// formatSamples are valid values of the string formats everyday tools use.
-var formatSamples = map[string]string{
-	"email":     "user@example.com",
-	"uri":       "https://example.com/",
-	"url":       "https://example.com/",
-	"uuid":      "00000000-0000-4000-8000-000000000000",
-	"date-time": "2026-01-01T00:00:00Z",
-	"date":      "2026-01-01",
-}
-
-// valueFor builds the value of the property name from its schema raw.
-func valueFor(raw json.RawMessage, name string, depth int) (string, bool) {
-	var schema argSchema
-	if depth > maxArgDepth || json.Unmarshal(raw, &schema) != nil {
-		return "", false
-	}
-	if len(schema.Const) > 0 {
-		return compactJSON(schema.Const)
-	}
-	if len(schema.Enum) > 0 {
-		return compactJSON(schema.Enum[0])
-	}
-	typ := schemaType(schema.Type)
-	if typ == "" {
-		for _, alt := range append(schema.AnyOf, schema.OneOf...) {
-			var a argSchema
-			if json.Unmarshal(alt, &a) == nil && schemaType(a.Type) != "null" {
-				return valueFor(alt, name, depth+1)
-			}
-		}
-		return "", false
-	}
-	switch typ {
-	case "string":
-		format := schema.Format
-		if m := formatNoteRE.FindStringSubmatch(schema.Description); format == "" && m != nil {
-			format = m[1]
-		}
-		if sample, ok := formatSamples[format]; ok {
-			return jsonString(sample), true
-		}
-		return jsonString("value-" + name), true
-	case "integer", "number":
-		if schema.Minimum != nil && *schema.Minimum > 1 {
-			return strconv.FormatFloat(math.Ceil(*schema.Minimum), 'f', -1, 64), true
-		}
-		return "1", true
-	case "boolean":
-		return "true", true
-	case "array":
-		return "[]", true
-	case "object":
-		return objectValue(raw, depth)
-	}
-	return "", false
-}
-
-// compactJSON re-encodes a JSON value without insignificant space.
-func compactJSON(raw json.RawMessage) (string, bool) {
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return "", false
-	}
 	return b.String(), true
 }
 

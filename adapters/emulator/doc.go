@@ -54,9 +54,7 @@
 //
 // A tool group calls the first tool (the first two when parallel calling is
 // on), or only the tool named by a "#tool=<name>" directive in the query when
-// it is offered. Arguments are built from the tool's schema as a model would
-// build them: every required property, with values that satisfy common
-// formats, enums and nested objects (see argumentsFor).
+// it is offered; its arguments are built from the tool's schema (argumentsFor).
 //
 // # Profiles and end of stream
 //
