@@ -472,7 +472,7 @@ var (
 	scenarioRE = regexp.MustCompile(`#scenario=([A-Za-z0-9_-]*)`)
 	loopRE     = regexp.MustCompile(`#loop=([0-9A-Za-z_-]*)`)
 	approvalRE = regexp.MustCompile(`#approval_after=([0-9A-Za-z_-]*)`)
-	toolRE     = regexp.MustCompile(`#tool=([A-Za-z0-9_.-]+)`)
+	toolRE     = regexp.MustCompile(`#tool=([A-Za-z0-9_.,-]+)`)
 )
 
 // approvalDirective reads "#approval_after=N" (1-5) of a USER_QUERY: after N

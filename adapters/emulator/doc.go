@@ -53,8 +53,9 @@
 // agent-loop guard: usage and a loopApprovalChunk.
 //
 // A tool group calls the first tool (the first two when parallel calling is
-// on), or only the tool named by a "#tool=<name>" directive in the query when
-// it is offered; its arguments are built from the tool's schema (argumentsFor).
+// on), or the offered tools named by a "#tool=<name>[,<name>]" directive in the
+// query (only the first when parallel calling is off); arguments are built from
+// each tool's schema (argumentsFor).
 //
 // # Profiles and end of stream
 //

@@ -59,7 +59,7 @@ type conversation struct {
 	strategy string     // a conversation belongs to the account (strategy) that made it
 	pending  *toolGroup // the group awaiting its TOOL_RESPONSE, nil when none
 	rounds   int        // tool rounds asked for by the last USER_QUERY (#loop)
-	tool     string     // the tool the last USER_QUERY asked to be called (#tool), "" for the default
+	tool     string     // the tools the last USER_QUERY asked to be called (#tool=A[,B]), "" for the default
 	used     int        // tool rounds already issued
 	results  []quotedResult
 	turns    int // USER_QUERY turns of this conversation
@@ -189,14 +189,23 @@ func answersExactly(g *toolGroup, results []toolResult) bool {
 	return true
 }
 
-// newGroup calls the tool named by a #tool directive alone when it is offered;
-// otherwise the first tool, or the first two when parallel calling is on and at
-// least two tools are offered.
-func newGroup(req *chatRequest, toolName string) *toolGroup {
+// newGroup calls the tools named by a #tool directive ("#tool=A" or
+// "#tool=A,B", in that order; only the first with parallel calling off) that
+// are offered; without a directive, or when none of its tools is offered, the
+// first tool, or the first two when parallel calling is on and at least two
+// tools are offered.
+func newGroup(req *chatRequest, toolNames string) *toolGroup {
 	g := &toolGroup{id: "grp-" + randomHex(8), parallel: req.parallel}
-	for _, t := range req.tools {
-		if toolName != "" && t.name == toolName {
-			g.calls = []toolCall{{id: "tc-" + randomHex(8), index: 0, name: t.name, args: t.args}}
+	if toolNames != "" {
+		for _, name := range strings.Split(toolNames, ",") {
+			for _, t := range req.tools {
+				if t.name == name && (len(g.calls) == 0 || req.parallel) {
+					g.calls = append(g.calls, toolCall{id: "tc-" + randomHex(8), index: len(g.calls), name: t.name, args: t.args})
+					break
+				}
+			}
+		}
+		if len(g.calls) > 0 {
 			return g
 		}
 	}

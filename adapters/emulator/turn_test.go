@@ -407,7 +407,8 @@ func TestRequestSideConstraintsAreEnforced(t *testing.T) {
 
 // TestToolDirectiveNamesTheToolOfEveryRound: "#tool=<name>" makes every tool
 // group of the turn call that tool alone (even with parallel calling on and
-// other tools offered first); an unknown name falls back to the default choice.
+// other tools offered first); an unknown name falls back to the default
+// choice; "#tool=A,B" is a group of both, in that order.
 func TestToolDirectiveNamesTheToolOfEveryRound(t *testing.T) {
 	t.Parallel()
 	is := is.New(t)
@@ -427,4 +428,15 @@ func TestToolDirectiveNamesTheToolOfEveryRound(t *testing.T) {
 	st = p.turn(userQuery("no such tool #tool=nope").withTools(true, true, weatherTool, timeTool))
 	calls, _ = st.calls(t)
 	is.Equal(len(calls), 2) // the default choice: the first two
+
+	st = p.turn(userQuery("both, clock first #tool=get_time,nope,get_weather").withTools(true, true, weatherTool, timeTool))
+	calls, _ = st.calls(t)
+	is.Equal(len(calls), 2) // a group of the named tools that are offered
+	is.Equal(calls[0].name, "get_time")
+	is.Equal(calls[1].name, "get_weather") // in the directive's order
+
+	st = p.turn(userQuery("both, no parallel #tool=get_time,get_weather").withTools(false, true, weatherTool, timeTool))
+	calls, _ = st.calls(t)
+	is.Equal(len(calls), 1) // parallel calling off: the first named only
+	is.Equal(calls[0].name, "get_time")
 }

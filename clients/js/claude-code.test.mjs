@@ -74,14 +74,15 @@ function toolRounds(events) {
 // With its default tool set (about 12 tools sent, the rest deferred behind
 // ToolSearch) the first turn is above the service's default query limit, so
 // it goes to the gateway with the limit raised, and the emulator is told to
-// call Bash (#tool=Bash) rather than the first tool offered.
-// With --tools Bash,Read it fits the default limit; the emulator then calls
-// the first two tools offered as one parallel group.
+// call Bash (#tool=Bash) rather than the first tool offered (Agent, a
+// sub-agent). With --tools Bash,Read it fits the default limit; the emulator
+// then calls both as one parallel group (Claude Code also sends a
+// DeferredToolPlaceholder tool, which a model would not call).
 const scenarios = [
   { name: "default tools, tool round trip", gateway: "wide", tools: "", loop: 1, directive: "#tool=Bash" },
   { name: "default tools, #loop=3", gateway: "wide", tools: "", loop: 3, directive: "#tool=Bash" },
-  { name: "--tools Bash,Read, tool round trip", gateway: "default", tools: "Bash,Read", loop: 1, directive: "" },
-  { name: "--tools Bash,Read, #loop=3", gateway: "default", tools: "Bash,Read", loop: 3, directive: "" },
+  { name: "--tools Bash,Read, tool round trip", gateway: "default", tools: "Bash,Read", loop: 1, directive: "#tool=Bash,Read" },
+  { name: "--tools Bash,Read, #loop=3", gateway: "default", tools: "Bash,Read", loop: 3, directive: "#tool=Bash,Read" },
 ];
 // Its default tool set against the default limit: the gateway refuses the
 // first turn before sending it (400 upstream_query_too_long); Claude Code only
@@ -128,6 +129,9 @@ for (const s of scenarios.filter((x) => x !== overLimit)) {
     assert.equal(result.is_error, false, diag);
     assert.equal(run.code, 0, diag);
     assert.equal(toolRounds(events), s.loop, `tool rounds\n${diag}`);
+    const uses = events.flatMap((ev) => (ev.type === "assistant" ? ev.message?.content ?? [] : [])).filter((c) => c.type === "tool_use");
+    const perRound = s.directive.split(",").length;
+    assert.equal(uses.length, s.loop * perRound, `${perRound} tool call(s) per round: ${uses.map((u) => u.name)}`);
     assert.equal(seen.toolResponses, s.loop, "one TOOL_RESPONSE dispatch per tool round, counted at the emulator");
     assert.equal(seen.rejected, 0, "the emulator rejected nothing");
     assert.match(result.result, /^Tool results received: /, "the final answer quotes the tool results");
