@@ -38,6 +38,12 @@ import (
 //   - openai-node runs clients/js/openai.test.mjs (the openai npm SDK).
 //   - 9router runs clients/js/9router.test.mjs: the pinned 9router's packaged
 //     server, configured through its control API, in front of the gateway.
+//   - claude-code, opencode and ai-sdk run the real agents headless
+//     (claude-code.test.mjs through 9router's /v1/messages), some against a
+//     second gateway and emulator whose query limit is raised (serveWide).
+//     The two agents with native binaries run only in a loopback-only network
+//     namespace (make test-clients); every suite's outbound attempts are
+//     refused and recorded by its suiteWitness.
 //
 // The Node suites ask a loopback observer (see clientObserver) what the
 // emulator received and what the gateway sent; 9router reaches the gateway
