@@ -68,6 +68,10 @@ var (
 // package.
 type retryAfterer interface{ RetryAfter() time.Duration }
 
+// publicDetailer is implemented by errors that carry a fixed, value-free
+// sentence for the client (toolschema.ArgumentsError); matched structurally.
+type publicDetailer interface{ PublicDetail() string }
+
 // Bounds of the retry-after header, in seconds.
 const (
 	defaultRetryAfter = 1
@@ -138,6 +142,12 @@ func public(ctx context.Context, err error) (errorBody, errs.Entry, int) {
 		default:
 			msg += " " + re.detail
 		}
+	}
+	// An error may carry a sentence written for clients (e.g. which tool
+	// call's arguments broke which schema keyword); it never holds a value.
+	var pd publicDetailer
+	if e.Code != errs.InternalError && !errors.As(err, &re) && errors.As(err, &pd) {
+		msg += " " + pd.PublicDetail()
 	}
 	var rt *routeError
 	if errors.As(err, &rt) {

@@ -275,7 +275,7 @@ func TestTooManyToolsAndBadSchemaAreRefused(t *testing.T) {
 	req := toolRequest("x", true)
 	_, err := postman.BuildBody(tokenConfig(t, "MAX_TOOLS", "1"), req)
 	is.True(errs.Has(err, errs.InvalidRequest)) // more tools than MAX_TOOLS
-	req.Chat.Tools = []chat.Tool{{Name: "bad", Parameters: []byte(`{"type":`)}}
+	req.Chat.Tools = []chat.Tool{{Name: "bad", Parameters: []byte(`{"type":`), UpstreamParameters: []byte(`{"type":`)}}
 	_, err = postman.BuildBody(tokenConfig(t), req)
 	is.True(errs.Has(err, errs.InvalidRequest)) // a schema that is not JSON
 	is.True(errors.Is(err, ports.ErrNotSent))   // refused before sending

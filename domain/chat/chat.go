@@ -38,12 +38,17 @@ type Message struct {
 }
 
 // Tool is one normalized function tool definition. Parameters is the JSON schema
-// exactly as the client sent it (raw JSON text, validated by the ingress).
+// exactly as the client sent it (raw JSON text, validated by the ingress); the
+// tools hash binds it. UpstreamParameters is its lowered form (domain/toolschema),
+// filled by the ingress: the only schema sent upstream and the one the
+// arguments the upstream produces are validated against. Both are nil for a
+// tool without parameters.
 type Tool struct {
-	Name        string
-	Description string
-	Parameters  []byte
-	Strict      *bool
+	Name               string
+	Description        string
+	Parameters         []byte
+	UpstreamParameters []byte
+	Strict             *bool
 }
 
 // ToolChoiceMode is the effective tool_choice.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"pmgate/domain/errs"
+	"pmgate/domain/toolschema"
 )
 
 // Strategy is the upstream transport strategy (design §3.1). It is closed: only
@@ -63,6 +64,7 @@ const (
 	EnvMaxTools         = "MAX_TOOLS"
 	EnvMaxToolArgBytes  = "MAX_TOOL_ARGUMENT_BYTES"
 	EnvMaxToolResBytes  = "MAX_TOOL_RESULT_BYTES"
+	EnvToolSchemaPolicy = "TOOL_SCHEMA_POLICY"
 )
 
 // Defaults.
@@ -132,6 +134,9 @@ type Config struct {
 	MaxToolArgumentBytes int
 	MaxToolResultBytes   int
 	MaxTools             int
+	// ToolSchemaPolicy is how the ingress treats tool schema keywords outside
+	// the bounded vocabulary (docs/TOOL-SCHEMAS.md).
+	ToolSchemaPolicy toolschema.Policy
 }
 
 // envName is a variable name; names are safe to log.
@@ -197,6 +202,9 @@ func Parse(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if err := c.parseLimits(getenv); err != nil {
+		return Config{}, err
+	}
+	if err := c.parseToolSchemaPolicy(getenv); err != nil {
 		return Config{}, err
 	}
 	return c, nil
@@ -455,6 +463,20 @@ func (c *Config) parseTerminalRule(getenv func(string) string) error {
 	default:
 		return refuse(EnvTerminalRule, "must be exactly explicit_only or usage_after_output_v1")
 	}
+	return nil
+}
+
+func (c *Config) parseToolSchemaPolicy(getenv func(string) string) error {
+	raw := getenv(EnvToolSchemaPolicy)
+	if raw == "" {
+		c.ToolSchemaPolicy = toolschema.DefaultPolicy
+		return nil
+	}
+	p, ok := toolschema.ParsePolicy(raw)
+	if !ok {
+		return refuse(EnvToolSchemaPolicy, "must be exactly lower or strict")
+	}
+	c.ToolSchemaPolicy = p
 	return nil
 }
 

@@ -12,7 +12,7 @@ import (
 // Secrets and the workspace id appear only as "set" (never a value or a
 // length). Keys: strategy, host, chat_path, access_token or session_cookie,
 // workspace, models, model_map, user_agent, app_version, terminal_rule
-// (web_session only), request_timeout_ms and the max_* limits.
+// (web_session only), request_timeout_ms, the max_* limits and tool_schema_policy.
 func (c Config) Summary() map[string]string {
 	set := func(v string) string {
 		if v == "" {
@@ -38,6 +38,7 @@ func (c Config) Summary() map[string]string {
 		"max_tools":               strconv.Itoa(c.MaxTools),
 		"max_tool_argument_bytes": strconv.Itoa(c.MaxToolArgumentBytes),
 		"max_tool_result_bytes":   strconv.Itoa(c.MaxToolResultBytes),
+		"tool_schema_policy":      string(c.ToolSchemaPolicy),
 	}
 	if c.AppVersion != "" {
 		s["app_version"] = c.AppVersion
