@@ -1,5 +1,10 @@
 package toolschema
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Action is what happens to a keyword of a caller's tool schema.
 type Action string
 
@@ -57,7 +62,7 @@ func Keywords() []Keyword { return append([]Keyword(nil), keywords...) }
 var keywords = []Keyword{
 	{"$schema", "", vCore, Kept, Kept, ""},
 	{"$id", "at the root", vCore, Kept, Kept, ""},
-	{"$id", "below the root", vCore, Removed, Kept, "a `$ref` is resolved against the root only, so a nested `$id` changes nothing that is sent"},
+	{"$id", "below the root", vCore, Removed, Kept, "a `$ref` below a nested `$id` is refused, so it names nothing the lowered schema uses"},
 	{"$ref", "`#/$defs/…` or `#/definitions/…`", vCore, Inlined, Refused, "acyclic only, within the depth and size limits; see the rules below"},
 	{"$ref", "anything else (remote, other pointers, anchors)", vCore, Refused, Refused, "the target is unknown or outside this schema"},
 	{"$defs", "", vCore, Removed, Refused, "after its references are inlined"},
@@ -127,4 +132,20 @@ var keywords = []Keyword{
 	{"$recursiveAnchor", "", vDraft2019, Removed, Refused, "`$recursiveRef` is refused, so it names nothing"},
 	{"x-…", "any `x-` prefixed key", vVendor, Described, Refused, ""},
 	{"any other keyword", "", "", Refused, Refused, "its meaning is unknown, so lowering it could change which arguments are valid"},
+}
+
+// Table renders the keyword table as Markdown, as docs/TOOL-SCHEMAS.md shows
+// it (a test keeps the document in step).
+func Table() string {
+	var b strings.Builder
+	b.WriteString("| keyword | form | vocabulary | `lower` (default) | `strict` | note |\n")
+	b.WriteString("|---|---|---|---|---|---|\n")
+	for _, k := range keywords {
+		name := "`" + k.Name + "`"
+		if k.Name == "any other keyword" {
+			name = k.Name
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", name, k.Form, k.Vocabulary, k.Lower, k.Strict, k.Note)
+	}
+	return b.String()
 }
