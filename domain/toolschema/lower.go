@@ -423,7 +423,7 @@ func (l *lowerer) withRef(n, ref *node, a at) (result, error) {
 		if err != nil {
 			return result{}, err
 		}
-		out = combine(sib, def)
+		out = combine(sib, def, l.opts.WidenCombinators)
 	}
 	if a.depth+out.height > MaxDepth {
 		return result{}, unsupported(p, "inlining this reference nests the schema deeper than 32 levels.")
@@ -484,7 +484,7 @@ func (l *lowerer) resolve(ref string) (target *node, defPath string, ok bool) {
 }
 
 // combine merges the lowered siblings of a $ref with the lowered definition.
-func combine(sib, def result) result {
+func combine(sib, def result, widen bool) result {
 	if def.n.k != kObject || mayInteract(sib.n, def.n) {
 		ms := make([]member, 0, len(sib.n.obj)+1)
 		var all []*node
@@ -494,6 +494,11 @@ func combine(sib, def result) result {
 				continue
 			}
 			ms = append(ms, m)
+		}
+		if widen {
+			// The conjunction needs an allOf, which widening removes: the
+			// definition is described instead of enforced.
+			return result{n: newObject(withNotes(ms, []note{{"allOf", string(encode(newArray(append(all, def.n))))}})), height: sib.height}
 		}
 		ms = append(ms, member{"allOf", newArray(append(all, def.n))})
 		return result{n: newObject(ms), height: max(sib.height, def.height+1)}
