@@ -9,6 +9,7 @@ import (
 
 	"pmgate/adapters/httpapi"
 	"pmgate/domain/chat"
+	"pmgate/domain/errs"
 	"pmgate/domain/toolschema"
 )
 
@@ -244,4 +245,19 @@ func TestSchemaNestingIsBoundedAt32Levels(t *testing.T) {
 	is.Equal(e.Code, "unsupported_parameter")   // as a schema the gateway cannot honour
 	is.True(strings.HasSuffix(e.param(), ".a")) // at the level that is too deep
 	is.Equal(svc.Calls(), 1)                    // only the accepted request reached the service
+}
+
+// Arguments the upstream produced against the lowered schema are an upstream
+// fault; the client learns which call and path, never the value.
+func TestInvalidUpstreamArgumentsNameTheCallAndPath(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	fault := errs.Wrap(&toolschema.ArgumentsError{Call: 1, Path: ".city", Keyword: "type"}, errs.UpstreamMalformedEvent)
+	h, _ := newServer(t, returning(nil, fault))
+	rec := post(h, withFields(""))
+	e := decodeError(t, rec.Body.Bytes())
+	is.Equal(rec.Code, http.StatusBadGateway)    // an upstream fault
+	is.Equal(e.Code, "upstream_malformed_event") // with a stable code
+	is.Equal(e.Message, "The upstream sent a malformed event. tool_calls[1].function.arguments.city: does not match the tool's schema (type).")
+	is.Equal(e.param(), "<null>") // no request parameter is at fault
 }
