@@ -341,7 +341,7 @@ func parseTools(raw json.RawMessage) ([]tool, bool) {
 // argumentsFor builds the deterministic arguments of a call from the JSON
 // schema it received (the gateway sends its lowered form), valid under that
 // schema's bounded vocabulary: only required properties are included, in
-// sorted order. See valueFor for each value.
+// sorted order (one that properties does not describe is a string). See valueFor for each value.
 func argumentsFor(params json.RawMessage) (string, bool) {
 	if len(params) == 0 || params[0] != '{' {
 		return "", false
@@ -482,7 +482,7 @@ func objectFor(s argSchema, depth int) string {
 		}
 		prop, ok := s.Properties[name]
 		if !ok {
-			continue
+			prop = json.RawMessage(`{}`) // required but undescribed: any value will do
 		}
 		if n > 0 {
 			b.WriteByte(',')
