@@ -208,9 +208,9 @@ func TestWideningRemovesCombinators(t *testing.T) {
 		`"w":{"type":"object","description":"Schema notes: allOf: [{\"required\":[\"a\"]}]; oneOf: [{\"required\":[\"b\"]}]"}}}`) // no combinator reaches the upstream
 	s, err := toolschema.Compile([]byte(out))
 	is.NoErr(err)
-	is.NoErr(s.Validate(`{"v":5,"w":{}}`))                                                                                                                                            // validation uses the widened schema
+	is.NoErr(s.Validate(`{"v":5,"w":{}}`))                                                                                                                                              // validation uses the widened schema
 	is.True(!strings.Contains(mustLower(t, `{"type":"object","properties":{"a":{"$ref":"#/$defs/S","minLength":2}},"$defs":{"S":{"type":"string","minLength":1}}}`, widen), `"allOf"`)) // even the allOf a $ref sibling needs
-	is.Equal(mustLower(t, `{"type":"object","properties":{"v":{"anyOf":[{"type":"string"}]}}}`, lowerOpts), `{"type":"object","properties":{"v":{"anyOf":[{"type":"string"}]}}}`)     // off by default
+	is.Equal(mustLower(t, `{"type":"object","properties":{"v":{"anyOf":[{"type":"string"}]}}}`, lowerOpts), `{"type":"object","properties":{"v":{"anyOf":[{"type":"string"}]}}}`)       // off by default
 }
 
 func TestMalformedSchemasAreInvalid(t *testing.T) {
