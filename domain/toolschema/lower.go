@@ -218,10 +218,8 @@ func (l *lowerer) schema(n *node, a at) (result, error) {
 	default:
 		return result{}, invalid(a.path, "must be a schema object.")
 	}
-	if a.root {
-		if t := n.get("type"); t != nil && !(t.k == kString && t.s == "object") {
-			return result{}, unsupported(a.path+".type", "tool parameters must be an object schema.")
-		}
+	if a.root && !l.objectType(n.get("type")) {
+		return result{}, unsupported(a.path+".type", "tool parameters must be an object schema.")
 	}
 	if !a.root && n.get("$id") != nil {
 		a.scoped = true
@@ -232,6 +230,19 @@ func (l *lowerer) schema(n *node, a at) (result, error) {
 		}
 	}
 	return l.object(n, a)
+}
+
+// objectType reports whether the type keyword of a tool's parameters (nil
+// when absent) allows only objects. Under lower the one-element list
+// ["object"], which means the same, is accepted too.
+func (l *lowerer) objectType(t *node) bool {
+	switch {
+	case t == nil:
+		return true
+	case t.k == kString:
+		return t.s == "object"
+	}
+	return l.opts.Policy != PolicyStrict && t.k == kArray && len(t.arr) == 1 && t.arr[0].k == kString && t.arr[0].s == "object"
 }
 
 // note is one piece of text appended to a description.
@@ -428,10 +439,8 @@ func (l *lowerer) withRef(n, ref *node, a at) (result, error) {
 	if a.depth+out.height > MaxDepth {
 		return result{}, unsupported(p, "inlining this reference nests the schema deeper than 32 levels.")
 	}
-	if a.root {
-		if t := out.n.get("type"); t != nil && !(t.k == kString && t.s == "object") {
-			return result{}, unsupported(p, "tool parameters must be an object schema.")
-		}
+	if a.root && !l.objectType(out.n.get("type")) {
+		return result{}, unsupported(p, "tool parameters must be an object schema.")
 	}
 	if out.n == n { // cannot happen: a $ref is always replaced
 		out.n = newObject(out.n.obj)

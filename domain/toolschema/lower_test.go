@@ -235,6 +235,14 @@ func TestRootMustStayAnObjectSchemaAfterInlining(t *testing.T) {
 	is.Equal(pr.Path, root+".$ref") // a tool's parameters must describe an object
 }
 
+func TestARootTypeListOfObjectMeansObject(t *testing.T) {
+	is := is.New(t)
+	schema := `{"type":["object"],"properties":{}}`
+	is.Equal(mustLower(t, schema, lowerOpts), schema)                                                      // the same meaning as "object"
+	is.Equal(problemOf(t, schema, toolschema.Options{Policy: toolschema.PolicyStrict}).Path, root+".type") // strict refuses it as before
+	is.Equal(problemOf(t, `{"type":["object","null"]}`, lowerOpts).Path, root+".type")                     // null arguments are not an object
+}
+
 func TestUnprintableKeysAreNotEchoed(t *testing.T) {
 	is := is.New(t)
 	pr := problemOf(t, `{"type":"object","properties":{"a b\u0000":{"not":{}}}}`, lowerOpts)
