@@ -3,8 +3,9 @@ package toolschema
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // kind is the JSON kind of a node.
@@ -108,75 +109,320 @@ type parseError struct{ detail string }
 
 func (e *parseError) Error() string { return "toolschema: " + e.detail }
 
-// parse reads exactly one JSON value.
+// maxNesting bounds the nesting of arrays and objects parse accepts, as
+// encoding/json does.
+const maxNesting = 10000
+
+// parse reads exactly one JSON value (RFC 8259; invalid UTF-8 and lone
+// surrogate escapes become U+FFFD, as with encoding/json).
 func parse(raw []byte) (*node, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	n, err := parseValue(dec)
+	p := parser{s: raw}
+	p.space()
+	n, err := p.value(0)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	p.space()
+	if p.i != len(p.s) {
 		return nil, errSyntax
 	}
 	return n, nil
 }
 
-func parseValue(dec *json.Decoder) (*node, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, errSyntax
-	}
-	switch t := tok.(type) {
-	case nil:
-		return &node{k: kNull, size: 4}, nil
-	case bool:
-		return newBool(t), nil
-	case json.Number:
-		return &node{k: kNumber, s: string(t), size: len(t)}, nil
-	case string:
-		return newString(t), nil
-	case json.Delim:
-		switch t {
-		case '[':
-			var items []*node
-			for dec.More() {
-				it, err := parseValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				items = append(items, it)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, errSyntax
-			}
-			return newArray(items), nil
-		case '{':
-			var ms []member
-			seen := map[string]bool{}
-			for dec.More() {
-				kt, err := dec.Token()
-				key, ok := kt.(string)
-				if err != nil || !ok {
-					return nil, errSyntax
-				}
-				if seen[key] {
-					return nil, errDuplicateKey
-				}
-				seen[key] = true
-				v, err := parseValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				ms = append(ms, member{key, v})
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, errSyntax
-			}
-			return newObject(ms), nil
+type parser struct {
+	s []byte
+	i int
+}
+
+func (p *parser) space() {
+	for p.i < len(p.s) {
+		switch p.s[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
 		}
 	}
+}
+
+func (p *parser) literal(lit string) bool {
+	if len(p.s)-p.i >= len(lit) && string(p.s[p.i:p.i+len(lit)]) == lit {
+		p.i += len(lit)
+		return true
+	}
+	return false
+}
+
+func (p *parser) value(depth int) (*node, error) {
+	if p.i >= len(p.s) {
+		return nil, errSyntax
+	}
+	switch c := p.s[p.i]; {
+	case c == '{':
+		return p.object(depth + 1)
+	case c == '[':
+		return p.array(depth + 1)
+	case c == '"':
+		s, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		return newString(s), nil
+	case c == 't' && p.literal("true"):
+		return newBool(true), nil
+	case c == 'f' && p.literal("false"):
+		return newBool(false), nil
+	case c == 'n' && p.literal("null"):
+		return &node{k: kNull, size: 4}, nil
+	case c == '-' || c >= '0' && c <= '9':
+		return p.number()
+	}
 	return nil, errSyntax
+}
+
+func (p *parser) object(depth int) (*node, error) {
+	if depth > maxNesting {
+		return nil, errSyntax
+	}
+	p.i++ // {
+	var ms []member
+	p.space()
+	if p.i < len(p.s) && p.s[p.i] == '}' {
+		p.i++
+		return newObject(ms), nil
+	}
+	for {
+		p.space()
+		if p.i >= len(p.s) || p.s[p.i] != '"' {
+			return nil, errSyntax
+		}
+		key, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range ms {
+			if m.key == key {
+				return nil, errDuplicateKey
+			}
+		}
+		p.space()
+		if p.i >= len(p.s) || p.s[p.i] != ':' {
+			return nil, errSyntax
+		}
+		p.i++
+		p.space()
+		v, err := p.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, member{key, v})
+		p.space()
+		if p.i >= len(p.s) {
+			return nil, errSyntax
+		}
+		switch p.s[p.i] {
+		case ',':
+			p.i++
+		case '}':
+			p.i++
+			return newObject(ms), nil
+		default:
+			return nil, errSyntax
+		}
+	}
+}
+
+func (p *parser) array(depth int) (*node, error) {
+	if depth > maxNesting {
+		return nil, errSyntax
+	}
+	p.i++ // [
+	var items []*node
+	p.space()
+	if p.i < len(p.s) && p.s[p.i] == ']' {
+		p.i++
+		return newArray(items), nil
+	}
+	for {
+		p.space()
+		v, err := p.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, v)
+		p.space()
+		if p.i >= len(p.s) {
+			return nil, errSyntax
+		}
+		switch p.s[p.i] {
+		case ',':
+			p.i++
+		case ']':
+			p.i++
+			return newArray(items), nil
+		default:
+			return nil, errSyntax
+		}
+	}
+}
+
+func (p *parser) number() (*node, error) {
+	start := p.i
+	digits := func() int {
+		n := 0
+		for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
+			p.i++
+			n++
+		}
+		return n
+	}
+	if p.s[p.i] == '-' {
+		p.i++
+	}
+	switch {
+	case p.i < len(p.s) && p.s[p.i] == '0':
+		p.i++
+	case digits() == 0:
+		return nil, errSyntax
+	}
+	if p.i < len(p.s) && p.s[p.i] == '.' {
+		p.i++
+		if digits() == 0 {
+			return nil, errSyntax
+		}
+	}
+	if p.i < len(p.s) && (p.s[p.i] == 'e' || p.s[p.i] == 'E') {
+		p.i++
+		if p.i < len(p.s) && (p.s[p.i] == '+' || p.s[p.i] == '-') {
+			p.i++
+		}
+		if digits() == 0 {
+			return nil, errSyntax
+		}
+	}
+	lit := string(p.s[start:p.i])
+	return &node{k: kNumber, s: lit, size: len(lit)}, nil
+}
+
+// str reads a string token; p.s[p.i] is the opening quote.
+func (p *parser) str() (string, error) {
+	p.i++
+	start := p.i
+	for p.i < len(p.s) {
+		c := p.s[p.i]
+		switch {
+		case c == '"':
+			s := string(p.s[start:p.i])
+			p.i++
+			return validUTF8(s), nil
+		case c == '\\':
+			return p.escaped(start)
+		case c < 0x20:
+			return "", errSyntax
+		}
+		p.i++
+	}
+	return "", errSyntax
+}
+
+// escaped finishes a string that has an escape, starting over at start.
+func (p *parser) escaped(start int) (string, error) {
+	b := make([]byte, 0, p.i-start+16)
+	b = append(b, p.s[start:p.i]...)
+	for p.i < len(p.s) {
+		c := p.s[p.i]
+		switch {
+		case c == '"':
+			p.i++
+			return validUTF8(string(b)), nil
+		case c < 0x20:
+			return "", errSyntax
+		case c != '\\':
+			b = append(b, c)
+			p.i++
+			continue
+		}
+		if p.i+1 >= len(p.s) {
+			return "", errSyntax
+		}
+		e := p.s[p.i+1]
+		p.i += 2
+		switch e {
+		case '"', '\\', '/':
+			b = append(b, e)
+		case 'b':
+			b = append(b, '\b')
+		case 'f':
+			b = append(b, '\f')
+		case 'n':
+			b = append(b, '\n')
+		case 'r':
+			b = append(b, '\r')
+		case 't':
+			b = append(b, '\t')
+		case 'u':
+			r, ok := p.hex4()
+			if !ok {
+				return "", errSyntax
+			}
+			if utf16.IsSurrogate(r) {
+				r2 := utf8.RuneError
+				if save := p.i; p.literal("\\u") {
+					if lo, ok := p.hex4(); ok {
+						r2 = lo
+					} else {
+						return "", errSyntax
+					}
+					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+						b = utf8.AppendRune(b, d)
+						continue
+					}
+					p.i = save // not a pair: the second escape stands alone
+				}
+				r = utf8.RuneError
+			}
+			b = utf8.AppendRune(b, r)
+		default:
+			return "", errSyntax
+		}
+	}
+	return "", errSyntax
+}
+
+// validUTF8 replaces each byte that is not part of valid UTF-8 with U+FFFD,
+// as encoding/json does.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	b := make([]byte, 0, len(s)+8)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		b = utf8.AppendRune(b, r) // RuneError for an invalid byte (n == 1)
+		i += n
+	}
+	return string(b)
+}
+
+func (p *parser) hex4() (rune, bool) {
+	if len(p.s)-p.i < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range p.s[p.i : p.i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	p.i += 4
+	return r, true
 }
 
 // appendJSON writes the compact serialization of n.
