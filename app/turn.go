@@ -231,10 +231,11 @@ func (t *turn) admit(ctx context.Context) ([]Delta, error) {
 	lowered := map[string]*toolschema.Schema{}
 	for _, tool := range t.req.Tools {
 		schemas[tool.Name] = tool.Parameters
-		if len(tool.UpstreamParameters) == 0 && len(tool.Parameters) > 0 {
+		up, ok := tool.Lowered()
+		if !ok {
 			return nil, errs.Newf(errs.InternalError, "a tool schema was not lowered")
 		}
-		sch, err := toolschema.Compile(tool.UpstreamParameters)
+		sch, err := toolschema.Compile(up)
 		if err != nil {
 			return nil, errs.Wrap(err, errs.InternalError)
 		}

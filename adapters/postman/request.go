@@ -175,11 +175,12 @@ func BuildBody(cfg pmconfig.Config, req ports.UpstreamRequest) ([]byte, error) {
 		for _, t := range req.Chat.Tools {
 			// Only the lowered schema goes upstream; a tool whose schema the
 			// ingress did not lower is never sent (fail closed).
-			params := json.RawMessage(t.UpstreamParameters)
-			if len(bytes.TrimSpace(params)) == 0 {
-				if len(bytes.TrimSpace(t.Parameters)) > 0 {
-					return nil, notSent(errs.Newf(errs.InternalError, "tool %d has no lowered parameter schema", safeInt(len(group.Tools))))
-				}
+			lowered, ok := t.Lowered()
+			if !ok {
+				return nil, notSent(errs.Newf(errs.InternalError, "tool %d has no lowered parameter schema", safeInt(len(group.Tools))))
+			}
+			params := json.RawMessage(lowered)
+			if params == nil {
 				params = emptyParameters
 			}
 			desc := t.Description

@@ -3,6 +3,8 @@
 // and from these types; the core never sees JSON of either side.
 package chat
 
+import "bytes"
+
 // Role is a message author role after normalization.
 type Role string
 
@@ -49,6 +51,16 @@ type Tool struct {
 	Parameters         []byte
 	UpstreamParameters []byte
 	Strict             *bool
+}
+
+// Lowered returns the schema to send upstream and validate arguments against
+// (nil for a tool without parameters). ok is false for a tool whose schema
+// was never lowered: it must be neither sent nor trusted.
+func (t Tool) Lowered() (schema []byte, ok bool) {
+	if len(bytes.TrimSpace(t.UpstreamParameters)) == 0 {
+		return nil, len(bytes.TrimSpace(t.Parameters)) == 0
+	}
+	return t.UpstreamParameters, true
 }
 
 // ToolChoiceMode is the effective tool_choice.
