@@ -111,3 +111,110 @@ func TestStrictPolicyRefusesClaudeCodeLikeTools(t *testing.T) {
 	is.Equal(*e.Error.Param, "tools[0].function.parameters.properties.url.format") // as before lowering existed
 	is.Equal(len(s.emu.Requests()), 0)                                             // nothing reached the upstream
 }
+
+// streamedCalls posts a streamed request and assembles its SSE answer into a
+// completion: the text, the tool calls and the final finish_reason.
+func streamedCalls(t *testing.T, s *served, body string) completion {
+	t.Helper()
+	resp := s.post(t, body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	evs := sseEvents(t, resp.Body)
+	if len(evs) == 0 || evs[len(evs)-1] != "[DONE]" {
+		t.Fatalf("no [DONE]: %v", evs)
+	}
+	type call struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	}
+	var text *string
+	var calls []call
+	finish := ""
+	for _, ev := range evs[:len(evs)-1] {
+		var chunk struct {
+			Choices []struct {
+				Delta struct {
+					Content   *string `json:"content"`
+					ToolCalls []struct {
+						Index int `json:"index"`
+						call
+					} `json:"tool_calls"`
+				} `json:"delta"`
+				FinishReason *string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(ev), &chunk); err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range chunk.Choices {
+			if ch.Delta.Content != nil {
+				joined := *ch.Delta.Content
+				if text != nil {
+					joined = *text + joined
+				}
+				text = &joined
+			}
+			for _, tc := range ch.Delta.ToolCalls {
+				for len(calls) <= tc.Index {
+					calls = append(calls, call{})
+				}
+				c := &calls[tc.Index]
+				if tc.ID != "" {
+					c.ID, c.Type, c.Function.Name = tc.ID, "function", tc.Function.Name
+				}
+				c.Function.Arguments += tc.Function.Arguments
+			}
+			if ch.FinishReason != nil {
+				finish = *ch.FinishReason
+			}
+		}
+	}
+	whole, err := json.Marshal(map[string]any{"choices": []any{map[string]any{
+		"message": map[string]any{"role": "assistant", "content": text, "tool_calls": calls}, "finish_reason": finish}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c completion
+	if err := json.Unmarshal(whole, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestClaudeCodeLikeToolsStreamACallAndItsAnswer(t *testing.T) {
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			is := is.New(t)
+			s := serve(t, st, nil)
+			history := []msg{{"role": "user", "content": "fetch the docs"}}
+			extra := `,"stream":true,"parallel_tool_calls":false`
+			c := streamedCalls(t, s, chatBody(t, testModel, history, claudeCodeTools, extra))
+			is.Equal(c.Choices[0].FinishReason, "tool_calls") // the streamed turn asks for a tool
+			is.Equal(len(c.Choices[0].Message.ToolCalls), 1)
+			is.Equal(c.Choices[0].Message.ToolCalls[0].Function.Arguments, `{"prompt":"value-prompt","url":"value-url"}`)
+			history = append(history, assistantAndResults(c, sunny)...)
+			c = streamedCalls(t, s, chatBody(t, testModel, history, claudeCodeTools, extra))
+			is.Equal(c.Choices[0].FinishReason, "stop")                                    // the continuation is answered
+			is.True(strings.Contains(*c.Choices[0].Message.Content, "sunny for WebFetch")) // with the result
+		})
+	}
+}
+
+// The emulator cannot satisfy a schema no value satisfies; the arguments it
+// sends are then refused as an upstream fault, naming the call and the path.
+func TestArgumentsBreakingTheLoweredSchemaAreRefusedAsAnUpstreamFault(t *testing.T) {
+	is := is.New(t)
+	s := serve(t, "web_session", nil)
+	tools := `[{"type":"function","function":{"name":"pick","parameters":{"type":"object","properties":{"code":{"type":"string","minLength":3,"maxLength":1,"pattern":"^[a-z]$"}},"required":["code"]}}}]`
+	status, _, e := turnResult(t, s, chatBody(t, testModel, []msg{{"role": "user", "content": "pick one"}}, tools, ""))
+	is.Equal(status, 502)
+	is.Equal(e.Error.Code, "upstream_malformed_event")
+	is.True(strings.HasSuffix(e.Error.Message, "tool_calls[0].function.arguments.code: does not match the tool's schema (maxLength).")) // the call and path, never the value
+	is.True(!strings.Contains(e.Error.Message, "value-"))
+	is.Equal(s.emu.Count(emulator.KindUserQuery), 1) // the upstream was asked once; nothing was retried
+}
