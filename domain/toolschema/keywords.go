@@ -63,7 +63,7 @@ var keywords = []Keyword{
 	{"$schema", "", vCore, Kept, Kept, ""},
 	{"$id", "at the root", vCore, Kept, Kept, ""},
 	{"$id", "below the root", vCore, Removed, Kept, "a `$ref` below a nested `$id` is refused, so it names nothing the lowered schema uses"},
-	{"$ref", "`#/$defs/…` or `#/definitions/…`", vCore, Inlined, Refused, "acyclic only, within the depth and size limits; see the rules below"},
+	{"$ref", "`#/$defs/…` or `#/definitions/…`", vCore, Inlined, Refused, "acyclic only, within the depth and size limits (see above)"},
 	{"$ref", "anything else (remote, other pointers, anchors)", vCore, Refused, Refused, "the target is unknown or outside this schema"},
 	{"$defs", "", vCore, Removed, Refused, "after its references are inlined"},
 	{"$anchor", "", vCore, Removed, Refused, "references to anchors are refused, so an anchor names nothing"},
