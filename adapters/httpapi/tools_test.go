@@ -130,19 +130,23 @@ func TestEveryAllowedSchemaKeywordIsAccepted(t *testing.T) {
 		"$id":                  `"urn:x"`,
 	}
 	for kw, val := range allowed {
-		t.Run(kw, func(t *testing.T) {
-			t.Parallel()
-			is := is.New(t)
-			svc := &fakeService{}
-			h, _ := newServer(t, svc)
-			schema := `{"type":"object","properties":{"p":{"` + kw + `":` + val + `}}}`
-			if kw == "type" {
-				schema = `{"type":"object","properties":{"p":{"type":["string","null"]}}}`
-			}
-			rec := post(h, withSchema(schema))
-			is.Equal(rec.Code, http.StatusOK) // the keyword belongs to the vocabulary
-			is.Equal(svc.Calls(), 1)          // and the request reaches the service
-		})
+		for _, policy := range []toolschema.Policy{toolschema.PolicyLower, toolschema.PolicyStrict} {
+			t.Run(kw+"/"+string(policy), func(t *testing.T) {
+				t.Parallel()
+				is := is.New(t)
+				svc := &fakeService{}
+				h, _ := newServer(t, svc, func(c *httpapi.Config) { c.ToolSchemaPolicy = policy })
+				schema := `{"type":"object","properties":{"p":{"` + kw + `":` + val + `}}}`
+				if kw == "type" {
+					schema = `{"type":"object","properties":{"p":{"type":["string","null"]}}}`
+				}
+				rec := post(h, withSchema(schema))
+				is.Equal(rec.Code, http.StatusOK) // the keyword belongs to the vocabulary
+				is.Equal(svc.Calls(), 1)          // and the request reaches the service
+				_, req := svc.Last()
+				is.Equal(string(req.Tools[0].UpstreamParameters), schema) // and goes upstream unchanged
+			})
+		}
 	}
 }
 

@@ -76,6 +76,8 @@ func TestZodLikeSchemaIsLowered(t *testing.T) {
 		`"owner":`+person+`,"reviewer":`+strings.TrimSuffix(person, "}")+`,"description":"Who reviews"}},`+
 		`"required":["email","owner"],"additionalProperties":false,"$schema":"http://json-schema.org/draft-07/schema#"}`) // refs inlined, definitions gone
 	is.True(!strings.Contains(out, "$ref") && !strings.Contains(out, "definitions")) // nothing outside the vocabulary is left
+	defs := strings.ReplaceAll(zodLike, "definitions", "$defs")                      // zod 4 and pydantic use $defs
+	is.Equal(mustLower(t, defs, lowerOpts), out)                                     // to the same effect
 }
 
 func TestNotesAreSortedBoundedAndAppended(t *testing.T) {
