@@ -144,7 +144,11 @@ func TestEveryAllowedSchemaKeywordIsAccepted(t *testing.T) {
 				is.Equal(rec.Code, http.StatusOK) // the keyword belongs to the vocabulary
 				is.Equal(svc.Calls(), 1)          // and the request reaches the service
 				_, req := svc.Last()
-				is.Equal(string(req.Tools[0].UpstreamParameters), schema) // and goes upstream unchanged
+				want := schema
+				if kw == "$id" && policy == toolschema.PolicyLower {
+					want = `{"type":"object","properties":{"p":{}}}` // a nested $id names nothing once refs are inlined
+				}
+				is.Equal(string(req.Tools[0].UpstreamParameters), want) // and goes upstream unchanged
 			})
 		}
 	}
