@@ -1,6 +1,8 @@
 package toolschema_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"pmgate/domain/toolschema"
@@ -51,6 +53,49 @@ func BenchmarkValidateClaudeCodeLike(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := s.Validate(args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// manyProperties is one object schema with n properties, each with a pattern
+// to lower: lookups must stay linear in the schema's size.
+func manyProperties(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"type":"object","properties":{`)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"p%05d":{"type":"string","pattern":"^a"}`, i)
+	}
+	b.WriteString(`},"required":["p00000"]}`)
+	return b.String()
+}
+
+func BenchmarkLowerTwentyThousandProperties(b *testing.B) { benchLower(b, manyProperties(20000)) }
+
+func BenchmarkValidateTwentyThousandArguments(b *testing.B) {
+	lowered, err := toolschema.Lower([]byte(manyProperties(20000)), "p", toolschema.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := toolschema.Compile(lowered)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var args strings.Builder
+	args.WriteString("{")
+	for i := 0; i < 20000; i++ {
+		if i > 0 {
+			args.WriteString(",")
+		}
+		fmt.Fprintf(&args, `"p%05d":"a"`, i)
+	}
+	args.WriteString("}")
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.Validate(args.String()); err != nil {
 			b.Fatal(err)
 		}
 	}

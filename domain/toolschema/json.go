@@ -31,8 +31,14 @@ type node struct {
 	s    string // string value, or the number literal
 	arr  []*node
 	obj  []member
-	size int // bytes of the compact serialization
+	idx  map[string]int // key -> first position in obj, for large objects
+	size int            // bytes of the compact serialization
 }
+
+// indexFrom is the member count from which an object gets a key index, so
+// that lookups in a large object (a schema with thousands of properties, or
+// arguments with thousands of keys) stay constant time.
+const indexFrom = 8
 
 type member struct {
 	key string
@@ -41,6 +47,12 @@ type member struct {
 
 // get returns the value of key, or nil.
 func (n *node) get(key string) *node {
+	if n.idx != nil {
+		if i, ok := n.idx[key]; ok {
+			return n.obj[i].val
+		}
+		return nil
+	}
 	for _, m := range n.obj {
 		if m.key == key {
 			return m.val
@@ -49,16 +61,35 @@ func (n *node) get(key string) *node {
 	return nil
 }
 
-func quotedLen(s string) int { return len(quote(s)) }
+func quotedLen(s string) int {
+	if plain(s) {
+		return len(s) + 2
+	}
+	return len(quote(s))
+}
+
+// plain reports whether s encodes as itself between quotes.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+func appendQuoted(b []byte, s string) []byte {
+	if plain(s) {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	return append(b, quote(s)...)
+}
 
 // quote encodes s as a JSON string without HTML escaping.
 func quote(s string) string {
-	plain := true
-	for i := 0; i < len(s) && plain; i++ {
-		c := s[i]
-		plain = c >= 0x20 && c < 0x7f && c != '"' && c != '\\'
-	}
-	if plain {
+	if plain(s) {
 		return `"` + s + `"`
 	}
 	var b bytes.Buffer
@@ -90,7 +121,13 @@ func newArray(items []*node) *node {
 
 func newObject(ms []member) *node {
 	n := &node{k: kObject, obj: ms, size: 2}
+	if len(ms) >= indexFrom {
+		n.idx = make(map[string]int, len(ms))
+	}
 	for i, m := range ms {
+		if _, seen := n.idx[m.key]; n.idx != nil && !seen {
+			n.idx[m.key] = i
+		}
 		if i > 0 {
 			n.size++
 		}
@@ -186,6 +223,7 @@ func (p *parser) object(depth int) (*node, error) {
 	}
 	p.i++ // {
 	var ms []member
+	var seen map[string]bool // once the object is large
 	p.space()
 	if p.i < len(p.s) && p.s[p.i] == '}' {
 		p.i++
@@ -200,9 +238,22 @@ func (p *parser) object(depth int) (*node, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, m := range ms {
-			if m.key == key {
+		if seen == nil && len(ms) >= indexFrom {
+			seen = make(map[string]bool, 2*len(ms))
+			for _, m := range ms {
+				seen[m.key] = true
+			}
+		}
+		if seen != nil {
+			if seen[key] {
 				return nil, errDuplicateKey
+			}
+			seen[key] = true
+		} else {
+			for _, m := range ms {
+				if m.key == key {
+					return nil, errDuplicateKey
+				}
 			}
 		}
 		p.space()
@@ -438,7 +489,7 @@ func appendJSON(b []byte, n *node) []byte {
 	case kNumber:
 		return append(b, n.s...)
 	case kString:
-		return append(b, quote(n.s)...)
+		return appendQuoted(b, n.s)
 	case kArray:
 		b = append(b, '[')
 		for i, it := range n.arr {
@@ -454,7 +505,7 @@ func appendJSON(b []byte, n *node) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, quote(m.key)...)
+		b = appendQuoted(b, m.key)
 		b = append(b, ':')
 		b = appendJSON(b, m.val)
 	}

@@ -44,7 +44,7 @@ const (
 	MaxDepth = 32
 	// DefaultMaxBytes bounds the compact size of one lowered schema, so that
 	// inlining a $ref DAG (which can grow exponentially) cannot blow up. A
-	// schema that is already larger than this as sent may stay as large.
+	// schema larger than half of this as sent may grow to twice its size.
 	DefaultMaxBytes = 256 << 10
 	// maxNoteBytes bounds the rendered value of one note, and maxNotesBytes all
 	// notes appended to one description.
@@ -104,10 +104,13 @@ func Lower(raw []byte, path string, opts Options) ([]byte, error) {
 	default:
 		return nil, invalid(path, "must be a JSON schema object.")
 	}
-	l := &lowerer{opts: opts, rootPath: path, root: n, limit: max(opts.MaxBytes, len(raw)), defs: map[string]*defState{}}
-	if opts.MaxBytes == 0 {
-		l.limit = max(DefaultMaxBytes, len(raw))
+	bound := opts.MaxBytes
+	if bound == 0 {
+		bound = DefaultMaxBytes
 	}
+	// Notes can make a lowered schema somewhat larger than the one sent, so a
+	// large schema keeps room to grow; a DAG grows past any constant factor.
+	l := &lowerer{opts: opts, rootPath: path, root: n, limit: max(bound, 2*len(raw)), defs: map[string]*defState{}}
 	res, err := l.schema(n, at{path: path, root: true})
 	if err != nil {
 		return nil, err

@@ -51,3 +51,16 @@ func FuzzParseAgreesWithEncodingJSON(f *testing.F) {
 		}
 	})
 }
+
+func TestLargeObjectsAreIndexedAndRefuseRepeatedKeys(t *testing.T) {
+	big := `{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9`
+	n, err := parse([]byte(big + `}`))
+	if err != nil || n.idx == nil || n.get("k9").s != "9" || n.get("k0").s != "0" || n.get("x") != nil {
+		t.Fatalf("large object lookups: %v", err)
+	}
+	for _, dup := range []string{`,"k0":1}`, `,"k9":1}`, `,"k10":1,"k10":2}`} {
+		if _, err := parse([]byte(big + dup)); err != errDuplicateKey {
+			t.Fatalf("%s: got %v, want a duplicate key", dup, err)
+		}
+	}
+}
