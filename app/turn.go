@@ -16,6 +16,7 @@ import (
 	"pmgate/domain/chat"
 	"pmgate/domain/correlation"
 	"pmgate/domain/errs"
+	"pmgate/domain/toolschema"
 	"pmgate/ports"
 )
 
@@ -227,8 +228,18 @@ func (t *turn) admit(ctx context.Context) ([]Delta, error) {
 		return nil, errs.Newf(errs.UpstreamUnverifiedEventShape, "tool calls without a conversation id")
 	}
 	schemas := map[string][]byte{}
+	lowered := map[string]*toolschema.Schema{}
 	for _, tool := range t.req.Tools {
 		schemas[tool.Name] = tool.Parameters
+		up, ok := tool.Lowered()
+		if !ok {
+			return nil, errs.Newf(errs.InternalError, "a tool schema was not lowered")
+		}
+		sch, err := toolschema.Compile(up)
+		if err != nil {
+			return nil, errs.Wrap(err, errs.InternalError)
+		}
+		lowered[tool.Name] = sch
 	}
 	groupID := t.calls[0].groupID
 	args := make([]string, len(t.calls))
@@ -248,6 +259,16 @@ func (t *turn) admit(ctx context.Context) ([]Delta, error) {
 		v, err := canon.ParseJSON([]byte(args[i]))
 		if _, isObject := v.(map[string]canon.Value); err != nil || !isObject {
 			return nil, errs.Newf(errs.UpstreamMalformedEvent, "tool call %d arguments are not a JSON object", i)
+		}
+		// The upstream saw only the lowered schema, so that is the contract its
+		// arguments must meet. Arguments that break it were produced by the
+		// upstream, not the client: an upstream fault, never shown as a call.
+		var ae *toolschema.ArgumentsError
+		if err := lowered[c.name].Validate(args[i]); errors.As(err, &ae) {
+			ae.Call = i
+			return nil, errs.Wrap(ae, errs.UpstreamMalformedEvent)
+		} else if err != nil {
+			return nil, errs.Wrap(err, errs.UpstreamMalformedEvent)
 		}
 	}
 	toolsHash, err := canon.ToolsHash(t.req.Tools, t.req.ToolChoice)

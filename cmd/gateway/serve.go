@@ -100,6 +100,7 @@ func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...pos
 		MaxConcurrent:      cfg.maxConcurrent,
 		RequestTimeout:     cfg.upstream.RequestTimeout,
 		CorrelationEnabled: cfg.correlation,
+		ToolSchemaPolicy:   cfg.upstream.ToolSchemaPolicy,
 		Health: func(ctx context.Context) map[string]any {
 			return map[string]any{"correlation": storeHealth(ctx, cfg, store)}
 		},
