@@ -167,7 +167,7 @@ func Table() fsm.Table {
 			res += " `" + string(r.reason) + "`"
 		}
 		res += ": " + r.result
-		t.Rows = append(t.Rows, fsm.Row{ID: r.id, From: string(r.from), On: string(r.on), To: string(r.to), Result: res, Ref: "issue 12"})
+		t.Rows = append(t.Rows, fsm.Row{ID: r.id, From: string(r.from), On: string(r.on), To: string(r.to), Result: res, Ref: "docs/CONVERSATIONS.md"})
 	}
 	return t
 }
