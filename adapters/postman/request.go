@@ -184,13 +184,17 @@ func BuildBody(cfg pmconfig.Config, req ports.UpstreamRequest) ([]byte, error) {
 	}
 
 	if req.Continuation == nil {
-		body.Input = wireQueryInput{
+		in := wireQueryInput{
 			ChatType:     chatTypeUserQuery,
 			Query:        Transcript(req.Chat.Messages),
 			Product:      productWorkspace,
 			StartedFrom:  startedFromChatInput,
 			ToolResponse: "",
 		}
+		if req.ConversationID != "" { // a continued conversation: Messages holds only the new user messages
+			in.ConversationID = &req.ConversationID
+		}
+		body.Input = in
 	} else {
 		in, err := continuationInput(cfg, *req.Continuation)
 		if err != nil {
