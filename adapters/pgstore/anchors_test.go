@@ -73,7 +73,7 @@ func TestAConversationStartedOnOneReplicaContinuesOnAnother(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	is.Equal(wins.Load(), int32(1))  // exactly one continuation across replicas
+	is.Equal(wins.Load(), int32(1))   // exactly one continuation across replicas
 	is.Equal(raced.Load(), int32(31)) // every other lookup starts fresh
 	checkAnchorUsage(t, u)
 }
