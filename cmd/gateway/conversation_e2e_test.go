@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -244,4 +246,31 @@ func TestTwoRacingTurnsProduceOneContinuation(t *testing.T) {
 			is.Equal(freshReasons(s.logs.String()), []string{"no_anchor", "raced"}) // the other started fresh, and said why
 		})
 	}
+}
+
+func TestAConversationStartedThroughOneReplicaContinuesThroughAnother(t *testing.T) {
+	is := is.New(t)
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	env := map[string]string{"CORRELATION_STORE": "postgres", "CORRELATION_POSTGRES_URL": pgSchema(t),
+		"CORRELATION_PRINCIPAL_KEY": base64.RawURLEncoding.EncodeToString(key)}
+	emu := newEmulator(t)
+	a := serveWith(t, emu, "web_session", env)
+	b := serveWith(t, emu, "web_session", env)
+	history := []msg{{"role": "system", "content": strings.Repeat("Rules. ", 1000)}}
+	for i, r := range []*served{a, b, a, b} {
+		history = append(history, msg{"role": "user", "content": fmt.Sprintf("turn %d #loop=0", i+1)})
+		if i == 2 {
+			history[len(history)-1]["content"] = "turn 3, with a tool" // a tool loop on replica A, answered through A
+		}
+		history, _ = chatTurn(t, r, testModel, history, sunny)
+	}
+	qs := userQueries(t, emu)
+	is.Equal(len(qs), 4)
+	for _, q := range qs[1:] {
+		is.True(q.conversationID != nil && *q.conversationID == *qs[1].conversationID) // one upstream conversation over both replicas
+	}
+	h := b.health(t)
+	is.Equal(h.Conversation.AnchorsByState["ADVANCED"], 3) // the shared store counts every replica's anchors
+	is.Equal(h.Conversation.AnchorsByState["ACTIVE"], 1)
 }
