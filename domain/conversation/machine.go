@@ -88,8 +88,6 @@ const (
 	// ReasonRetired: an earlier continuation of the anchor may have reached the
 	// upstream without an answer the client saw.
 	ReasonRetired Reason = "retired"
-	// ReasonDisabled: CONVERSATION_CONTINUITY=false.
-	ReasonDisabled Reason = "disabled"
 	// ReasonStoreUnavailable: the anchor store could not be asked; starting
 	// fresh is always correct.
 	ReasonStoreUnavailable Reason = "store_unavailable"
