@@ -2,7 +2,6 @@ package memstore
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -52,21 +51,4 @@ func (s *Anchors) Counts(context.Context) (conversation.Counts, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.reg.Counts(), nil
-}
-
-// Run sweeps every interval until ctx ends.
-func (s *Anchors) Run(ctx context.Context, every time.Duration, clock ports.Clock, log *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			rep, _ := s.Sweep(ctx, clock.Now())
-			if rep.Expired+rep.Retired+rep.Removed > 0 {
-				log.Info("conversation sweep", "expired", rep.Expired, "retired", rep.Retired, "removed", rep.Removed)
-			}
-		}
-	}
 }

@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -294,24 +293,4 @@ func (s *Anchors) Counts(ctx context.Context) (conversation.Counts, error) {
 		return c, unavailable(err, "anchor counts")
 	}
 	return c, nil
-}
-
-// Run sweeps every interval until ctx ends. Several replicas may run it at once.
-func (s *Anchors) Run(ctx context.Context, every time.Duration, clock ports.Clock, log *slog.Logger) {
-	if log == nil {
-		log = s.s.log
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			rep, err := s.Sweep(ctx, clock.Now())
-			if err == nil && rep.Expired+rep.Retired+rep.Removed > 0 {
-				log.Info("conversation sweep", "expired", rep.Expired, "retired", rep.Retired, "removed", rep.Removed)
-			}
-		}
-	}
 }

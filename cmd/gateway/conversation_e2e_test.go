@@ -202,7 +202,11 @@ func TestEveryFallBackToAFreshConversationIsExplicit(t *testing.T) {
 	chatTurn(t, s, testModel, []msg{{"role": "system", "content": "be verbose"}, history[1], history[2], two}, sunny) // changed system prompt
 	chatTurn(t, s, "gpt-other", append(append([]msg(nil), history...), two), sunny)                                   // another model
 	is.True(strings.Contains(answer, "one"))
-	time.Sleep(1100 * time.Millisecond)
+	deadline := time.Now().Add(5 * time.Second)
+	for s.health(t).Conversation.AnchorsByState["EXPIRED"] < 4 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	is.Equal(s.health(t).Conversation.AnchorsByState["EXPIRED"], 4) // the sweep expired every anchor after CONVERSATION_TTL_MS
 	chatTurn(t, s, testModel, append(append([]msg(nil), history...), two), sunny) // CONVERSATION_TTL_MS passed
 
 	is.Equal(freshReasons(s.logs.String()), []string{"no_anchor", "history_changed", "history_changed", "model_changed", "expired"})

@@ -124,7 +124,7 @@ func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...pos
 		gw.wg.Add(1)
 		go func() {
 			defer gw.wg.Done()
-			anchors.Run(runCtx, time.Second, system.Clock{}, log)
+			sweepAnchors(runCtx, anchors, time.Second, log)
 		}()
 	}
 	go func() { gw.served <- gw.srv.Serve(ln) }()
@@ -196,9 +196,32 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger) (store, error)
 }
 
 // anchorStore is the conversation anchor store of a running gateway.
-type anchorStore interface {
-	ports.AnchorStore
-	Run(ctx context.Context, every time.Duration, clock ports.Clock, log *slog.Logger)
+type anchorStore = ports.AnchorStore
+
+// sweepAnchors applies time to the anchors every interval until ctx ends
+// (several replicas may sweep one database at once: they take disjoint rows).
+// A failing sweep is logged when it starts and stops failing, not every tick.
+func sweepAnchors(ctx context.Context, st anchorStore, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			rep, err := st.Sweep(ctx, system.Clock{}.Now())
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return
+			case err != nil && !failing:
+				log.Warn("conversation sweep failed", "code", string(errs.CodeOf(err)))
+			case err == nil && rep.Expired+rep.Retired+rep.Removed > 0:
+				log.Info("conversation sweep", "expired", rep.Expired, "retired", rep.Retired, "removed", rep.Removed)
+			}
+			failing = err != nil
+		}
+	}
 }
 
 // openAnchors returns the anchor store beside the correlation store: in the
