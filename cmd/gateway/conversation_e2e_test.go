@@ -206,7 +206,7 @@ func TestEveryFallBackToAFreshConversationIsExplicit(t *testing.T) {
 	for s.health(t).Conversation.AnchorsByState["EXPIRED"] < 4 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	is.Equal(s.health(t).Conversation.AnchorsByState["EXPIRED"], 4) // the sweep expired every anchor after CONVERSATION_TTL_MS
+	is.Equal(s.health(t).Conversation.AnchorsByState["EXPIRED"], 4)               // the sweep expired every anchor after CONVERSATION_TTL_MS
 	chatTurn(t, s, testModel, append(append([]msg(nil), history...), two), sunny) // CONVERSATION_TTL_MS passed
 
 	is.Equal(freshReasons(s.logs.String()), []string{"no_anchor", "history_changed", "history_changed", "model_changed", "expired"})
