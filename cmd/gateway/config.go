@@ -14,10 +14,12 @@ import (
 	"strings"
 	"time"
 
+	"pmgate/adapters/keyfile"
 	"pmgate/adapters/postman/pmconfig"
 	"pmgate/domain/conversation"
 	"pmgate/domain/correlation"
 	"pmgate/domain/errs"
+	"pmgate/domain/keyring"
 )
 
 // config is the whole gateway configuration (CONTRACT §3). The Postman part is
@@ -26,6 +28,9 @@ type config struct {
 	host            string
 	port            int
 	apiKey          string
+	keysFile        string       // PROVIDER_KEYS_FILE (exclusive with apiKey)
+	keys            keyring.Ring // the slots read from keysFile at start-up
+	keysSum         [32]byte     // hash of that content, for the watcher
 	upstream        pmconfig.Config
 	maxConcurrent   int
 	correlation     bool
@@ -58,12 +63,25 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.port, err = intVar(getenv, "PROVIDER_PORT", 8788, 0, 65535); err != nil {
 		return c, err
 	}
-	c.apiKey = getenv("PROVIDER_API_KEY")
-	if n := len(c.apiKey); n < 16 || n > 512 || !visibleASCII(c.apiKey) {
-		return c, invalid("PROVIDER_API_KEY", "required: 16–512 visible ASCII characters")
+	c.apiKey, c.keysFile = getenv("PROVIDER_API_KEY"), getenv("PROVIDER_KEYS_FILE")
+	switch {
+	case c.apiKey != "" && c.keysFile != "":
+		return c, invalid("PROVIDER_KEYS_FILE", "exclusive with PROVIDER_API_KEY: set one of them")
+	case c.keysFile == "":
+		if n := len(c.apiKey); n < 16 || n > 512 || !visibleASCII(c.apiKey) {
+			return c, invalid("PROVIDER_API_KEY", "required (or PROVIDER_KEYS_FILE): 16–512 visible ASCII characters")
+		}
 	}
 	if c.upstream, err = pmconfig.Parse(getenv); err != nil {
 		return c, err
+	}
+	if c.keysFile != "" {
+		if c.keys, c.keysSum, err = keyfile.Load(c.keysFile, c.upstream.PublicModels); err != nil {
+			return c, err
+		}
+		if len(c.keys.Slots) == 0 {
+			return c, invalid("PROVIDER_KEYS_FILE", "has no slot: add one with `gateway keys new`")
+		}
 	}
 	if c.maxConcurrent, err = intVar(getenv, "MAX_CONCURRENT_REQUESTS", 16, 1, 4096); err != nil {
 		return c, err
@@ -196,7 +214,11 @@ func visibleASCII(s string) bool {
 func (c config) summary() map[string]string {
 	m := c.upstream.Summary()
 	m["listen"] = net.JoinHostPort(c.host, strconv.Itoa(c.port))
-	m["api_key"] = "set"
+	if c.keysFile != "" {
+		m["keys_file"] = strconv.Itoa(len(c.keys.Slots)) + " slots"
+	} else {
+		m["api_key"] = "set"
+	}
 	m["max_concurrent_requests"] = strconv.Itoa(c.maxConcurrent)
 	m["correlation_enabled"] = strconv.FormatBool(c.correlation)
 	m["correlation_store"] = c.store

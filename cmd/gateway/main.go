@@ -30,6 +30,7 @@ commands:
   emulator [--addr A]              run the Postman emulator alone
   check-config [--env-file FILE]   validate the configuration and print a redacted summary
   diagram [--dir spec] [--check]   write (or check) the generated machine diagrams and tables
+  keys new|list|revoke             manage the API key slots of PROVIDER_KEYS_FILE
   version                          print version and build information
 `
 
@@ -49,6 +50,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runCheckConfig(args[1:], getenv, stdout, stderr)
 	case "diagram":
 		return runDiagram(args[1:], stdout)
+	case "keys":
+		return runKeys(args[1:], getenv, stdout, stderr)
 	case "version":
 		return runVersion(stdout)
 	case "help", "-h", "--help":

@@ -55,7 +55,10 @@ func newLogger(cfg config, w io.Writer) *slog.Logger {
 	} else {
 		h = slog.NewJSONHandler(w, opts)
 	}
-	secrets := append(cfg.upstream.Secrets(), cfg.apiKey)
+	secrets := cfg.upstream.Secrets()
+	if cfg.apiKey != "" {
+		secrets = append(secrets, cfg.apiKey)
+	}
 	return slog.New(httpapi.WithRequestID(pmconfig.RedactingHandler(h, pmconfig.NewRedactor(secrets...))))
 }
 
@@ -91,8 +94,9 @@ func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...pos
 		anchors = openAnchors(cfg, store)
 		svc.WithAnchors(anchors, cfg.anchorPolicy)
 	}
+	keys := apiKeys(cfg)
 	handler := httpapi.NewServer(httpapi.Config{
-		APIKeys:            map[string]string{"default": cfg.apiKey},
+		Keys:               keys,
 		PrincipalKey:       cfg.principalKey,
 		Models:             cfg.upstream.PublicModels,
 		Strategy:           string(cfg.upstream.Strategy),
@@ -125,6 +129,13 @@ func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...pos
 		go func() {
 			defer gw.wg.Done()
 			sweepAnchors(runCtx, anchors, time.Second, log)
+		}()
+	}
+	if cfg.keysFile != "" {
+		gw.wg.Add(1)
+		go func() {
+			defer gw.wg.Done()
+			watchKeys(runCtx, cfg, keys, log)
 		}()
 	}
 	go func() { gw.served <- gw.srv.Serve(ln) }()

@@ -47,9 +47,10 @@ func chatBody(t *testing.T, model string, messages []msg, tools string, extra st
 }
 
 // turnResult posts and decodes a JSON chat completion or error.
-func turnResult(t *testing.T, s *served, body string) (int, completion, errorBody) {
+// header pairs are passed to post (e.g. another key's Authorization).
+func turnResult(t *testing.T, s *served, body string, header ...string) (int, completion, errorBody) {
 	t.Helper()
-	resp := s.post(t, body)
+	resp := s.post(t, body, header...)
 	var c completion
 	var e errorBody
 	raw := new(strings.Builder)
@@ -331,6 +332,11 @@ func TestMoreRowsThroughHTTP(t *testing.T) {
 // raceContinuations sends body n times at once, spread round-robin over the
 // gateways, and counts the answers by "status code".
 func raceContinuations(body string, n int, gateways ...*served) map[string]int {
+	return raceContinuationsAs(testKey, body, n, gateways...)
+}
+
+// raceContinuationsAs is raceContinuations with another API key.
+func raceContinuationsAs(key, body string, n int, gateways ...*served) map[string]int {
 	var mu sync.Mutex
 	codes := map[string]int{}
 	var wg sync.WaitGroup
@@ -340,7 +346,7 @@ func raceContinuations(body string, n int, gateways ...*served) map[string]int {
 		go func() {
 			defer wg.Done()
 			req, _ := http.NewRequest("POST", target.base+"/v1/chat/completions", strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+testKey)
+			req.Header.Set("Authorization", "Bearer "+key)
 			req.Header.Set("Content-Type", "application/json")
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
