@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"strings"
@@ -349,4 +350,28 @@ func TestTheFinalAnswerOfAToolLoopIsAnchored(t *testing.T) {
 	r.turn(t, request(append(withResults, assistant(final), user("thanks"))...))
 	is.Equal(r.last().ConversationID, "conv-t") // the next turn continues the tool loop's conversation
 	is.Equal(len(r.last().Chat.Messages), 1)    // with only the new message
+}
+
+// downAnchors is an anchor store whose database is unreachable.
+type downAnchors struct{ ports.AnchorStore }
+
+func (downAnchors) Update(context.Context, string, string, func(*conversation.Anchor) error) error {
+	return errs.New(errs.CorrelationStoreUnavailable)
+}
+
+func (downAnchors) Record(context.Context, conversation.Anchor, time.Time) error {
+	return errs.New(errs.CorrelationStoreUnavailable)
+}
+
+func TestAnUnavailableAnchorStoreDegradesToFreshConversations(t *testing.T) {
+	is := is.New(t)
+	r := newConvRig(t, nil)
+	r.gw.WithAnchors(downAnchors{r.anchors}, anchorPolicy)
+	a := r.turn(t, textRequest(user("one")))
+	is.Equal(a, "answer to one") // answers are unaffected
+	a = r.turn(t, textRequest(user("one"), assistant(a), user("two")))
+	is.Equal(a, "answer to two")
+	is.Equal(r.last().ConversationID, "")                                           // the lookup failed: a fresh conversation
+	is.Equal(r.freshReasons(), []string{"no_anchor", "store_unavailable"})          // said so
+	is.True(strings.Contains(r.logs.String(), `"msg":"conversation not anchored"`)) // and the record failure too
 }
