@@ -24,8 +24,9 @@ import (
 //     lookups of one anchor, on any replicas, exactly one sees ACTIVE and
 //     claims it.
 //   - Record locks the accounting row, supersedes an anchor of the same key
-//     (never a claimed one), sweeps and drops conversation.Victim's choice when
-//     full, and inserts.
+//     (never a claimed one), and while full drops the anchor that became a
+//     tombstone first, else the one that became ACTIVE first (an index scan;
+//     never a CLAIMED one), then inserts — the order of conversation.Registry.
 //   - Sweep takes due rows FOR UPDATE SKIP LOCKED, so replicas sweeping at
 //     once never apply a time event twice.
 //
@@ -112,7 +113,9 @@ func writeAnchor(ctx context.Context, tx pgx.Tx, old, nw conversation.Anchor) er
 			UPDATE conversation_usage SET anchors = anchors - (SELECT count(*) FROM del), bytes = bytes - coalesce((SELECT sum(bytes) FROM del), 0) WHERE id`,
 			old.PrincipalID, old.TranscriptHash)
 	} else {
-		_, err = tx.Exec(ctx, `WITH upd AS (UPDATE conversation_anchors SET state = $3, due_at = $4, bytes = $5, record = $6
+		// An anchor whose state changes enters the back of its new class.
+		_, err = tx.Exec(ctx, `WITH upd AS (UPDATE conversation_anchors SET state = $3, due_at = $4, bytes = $5, record = $6,
+					seq = CASE WHEN state = $3 THEN seq ELSE nextval('conversation_anchor_seq') END
 				WHERE principal_id = $1 AND transcript_hash = $2 RETURNING 1)
 			UPDATE conversation_usage SET bytes = bytes + $7 WHERE id AND EXISTS (SELECT 1 FROM upd)`,
 			nw.PrincipalID, nw.TranscriptHash, string(nw.State), anchorDue(nw), nw.Bytes(), encodeAnchor(nw), nw.Bytes()-old.Bytes())
@@ -169,17 +172,10 @@ func (s *Anchors) Record(ctx context.Context, a conversation.Anchor, now time.Ti
 			}
 			count--
 		}
-		if count >= s.limits.MaxAnchors {
-			rep, err := s.sweep(ctx, tx, now)
-			if err != nil {
-				return err
-			}
-			count -= rep.Removed
-		}
 		for count >= s.limits.MaxAnchors {
 			var rec []byte
 			err := tx.QueryRow(ctx, `SELECT record FROM conversation_anchors WHERE state <> 'CLAIMED'
-				ORDER BY (state = 'ACTIVE'), created_at, principal_id, transcript_hash LIMIT 1 FOR UPDATE SKIP LOCKED`).Scan(&rec)
+				ORDER BY (state = 'ACTIVE'), seq LIMIT 1 FOR UPDATE SKIP LOCKED`).Scan(&rec)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return errors.Mark(errors.New("conversation: full"), conversation.ErrFull)
 			}
@@ -199,8 +195,8 @@ func (s *Anchors) Record(ctx context.Context, a conversation.Anchor, now time.Ti
 			}
 			count--
 		}
-		if _, err := tx.Exec(ctx, `WITH ins AS (INSERT INTO conversation_anchors (principal_id, transcript_hash, state, created_at, due_at, bytes, record)
-				VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING bytes)
+		if _, err := tx.Exec(ctx, `WITH ins AS (INSERT INTO conversation_anchors (principal_id, transcript_hash, state, created_at, due_at, bytes, record, seq)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, nextval('conversation_anchor_seq')) RETURNING bytes)
 			UPDATE conversation_usage SET anchors = anchors + 1, bytes = bytes + (SELECT bytes FROM ins) WHERE id`,
 			a.PrincipalID, a.TranscriptHash, string(a.State), a.CreatedAt, anchorDue(a), a.Bytes(), encodeAnchor(a)); err != nil {
 			return dbErr(err, "insert anchor")

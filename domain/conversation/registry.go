@@ -1,6 +1,7 @@
 package conversation
 
 import (
+	"container/list"
 	"sort"
 	"time"
 
@@ -42,124 +43,110 @@ var (
 // capacity, lookup by key, updates through a closure on a copy, time and
 // accounting. It is not safe for concurrent use: a store adapter serializes
 // access. Every state change goes through the anchor machine.
+//
+// Besides the map it keeps the anchors of each class (ACTIVE, CLAIMED,
+// tombstones) in the order they entered it, so that choosing what to drop
+// when full costs O(1) whatever CONVERSATION_MAX_ANCHORS is.
 type Registry struct {
 	limits  Limits
 	policy  Policy
-	anchors map[Key]*Anchor
+	anchors map[Key]*entry
+	order   [3]*list.List // by class: entry order
 	byState map[State]int
 	bytes   int
 }
 
+type entry struct {
+	a   Anchor
+	pos *list.Element // in order[class(a.State)]
+}
+
+// Classes of the entry order.
+const (
+	classTombstone = iota
+	classActive
+	classClaimed
+)
+
+func class(s State) int {
+	switch s {
+	case Active:
+		return classActive
+	case Claimed:
+		return classClaimed
+	}
+	return classTombstone
+}
+
 // NewRegistry returns an empty registry.
 func NewRegistry(l Limits, p Policy) *Registry {
-	return &Registry{limits: l, policy: p, anchors: map[Key]*Anchor{}, byState: map[State]int{}}
+	r := &Registry{limits: l, policy: p, anchors: map[Key]*entry{}, byState: map[State]int{}}
+	for i := range r.order {
+		r.order[i] = list.New()
+	}
+	return r
 }
 
 // Policy returns the registry's TTL policy.
 func (r *Registry) Policy() Policy { return r.policy }
 
 // Record stores a (state ACTIVE). An anchor already under a's key is dropped
-// first (a claimed one is kept and a is refused with ErrBusy). When the
-// registry is full, overdue anchors are swept, then Victim is dropped; when
-// every anchor is claimed a is refused with ErrFull. It returns the decisions
-// applied to other anchors.
+// first (a claimed one is kept and a is refused with ErrBusy). While the
+// registry is full it drops the tombstone that became one longest ago, else
+// the ACTIVE anchor that became active longest ago; a claimed anchor is never
+// dropped, and when every anchor is claimed a is refused with ErrFull. Time
+// is not applied here (lookups and the periodic sweep do that). It returns
+// the decisions applied to other anchors.
 func (r *Registry) Record(a Anchor, now time.Time) ([]Decision, error) {
 	if a.State != Active || a.PrincipalID == "" || a.TranscriptHash == "" || a.ConversationID == "" {
 		return nil, errors.AssertionFailedf("conversation: a recorded anchor must be ACTIVE, keyed and carry a conversation id")
 	}
 	var ds []Decision
+	drop := func(k Key) (Decision, error) {
+		d, err := r.update(k, func(c *Anchor) (Decision, error) { return c.Drop(now, r.policy) })
+		if err == nil {
+			ds = append(ds, d)
+		}
+		return d, err
+	}
 	k := a.Key()
 	if _, ok := r.anchors[k]; ok {
-		d, err := r.update(k, func(old *Anchor) (Decision, error) { return old.Drop(now, r.policy) })
+		d, err := drop(k)
 		if err != nil {
 			return ds, err
 		}
-		ds = append(ds, d)
 		if d.Effect == EffectKeep {
 			return ds, errors.Mark(errors.New("conversation: anchor claimed"), ErrBusy)
 		}
 	}
-	if len(r.anchors) >= r.limits.MaxAnchors {
-		_, swept := r.Sweep(now)
-		ds = append(ds, swept...)
-	}
 	for len(r.anchors) >= r.limits.MaxAnchors {
-		v, ok := Victim(r.all())
-		if !ok {
-			for _, c := range r.all() { // every anchor is claimed: note the refusal on the oldest
-				d, err := r.update(c.Key(), func(c *Anchor) (Decision, error) { return c.Drop(now, r.policy) })
-				if err == nil {
-					ds = append(ds, d)
-				}
-				break
+		victim := r.order[classTombstone].Front()
+		if victim == nil {
+			victim = r.order[classActive].Front()
+		}
+		if victim == nil { // every anchor is claimed: the oldest claim is kept (row A12)
+			if _, err := drop(r.order[classClaimed].Front().Value.(Key)); err != nil {
+				return ds, err
 			}
 			return ds, errors.Mark(errors.New("conversation: full"), ErrFull)
 		}
-		d, err := r.update(v, func(c *Anchor) (Decision, error) { return c.Drop(now, r.policy) })
-		if err != nil {
+		if _, err := drop(victim.Value.(Key)); err != nil {
 			return ds, err
 		}
-		ds = append(ds, d)
 	}
-	cp := a
-	r.anchors[k] = &cp
-	r.account(nil, &cp)
+	e := &entry{a: a}
+	r.anchors[k] = e
+	r.account(e, nil, &e.a)
 	return ds, nil
-}
-
-// Victim chooses the anchor to drop for capacity among candidates: the oldest
-// tombstone, else the oldest ACTIVE anchor (by CreatedAt, then key); never a
-// claimed one. ok is false when every candidate is claimed. Both stores use
-// this order.
-func Victim(candidates []Anchor) (Key, bool) {
-	var best *Anchor
-	rank := func(s State) int {
-		if s.Terminal() {
-			return 0
-		}
-		return 1
-	}
-	for i := range candidates {
-		c := &candidates[i]
-		if c.State == Claimed {
-			continue
-		}
-		if best == nil || rank(c.State) < rank(best.State) ||
-			(rank(c.State) == rank(best.State) && (c.CreatedAt.Before(best.CreatedAt) ||
-				(c.CreatedAt.Equal(best.CreatedAt) && lessKey(c.Key(), best.Key())))) {
-			best = c
-		}
-	}
-	if best == nil {
-		return Key{}, false
-	}
-	return best.Key(), true
-}
-
-func lessKey(a, b Key) bool {
-	if a.PrincipalID != b.PrincipalID {
-		return a.PrincipalID < b.PrincipalID
-	}
-	return a.TranscriptHash < b.TranscriptHash
-}
-
-// all returns copies of every anchor in key order.
-func (r *Registry) all() []Anchor {
-	out := make([]Anchor, 0, len(r.anchors))
-	for _, a := range r.anchors {
-		out = append(out, *a)
-	}
-	sort.Slice(out, func(i, j int) bool { return lessKey(out[i].Key(), out[j].Key()) })
-	return out
 }
 
 // Get returns a copy of the anchor under k.
 func (r *Registry) Get(k Key) (Anchor, bool) {
-	a, ok := r.anchors[k]
+	e, ok := r.anchors[k]
 	if !ok {
 		return Anchor{}, false
 	}
-	return *a, true
+	return e.a, true
 }
 
 // Update runs fn on a copy of the anchor under k and writes the copy back when
@@ -171,11 +158,11 @@ func (r *Registry) Update(k Key, fn func(a *Anchor) error) error {
 }
 
 func (r *Registry) update(k Key, fn func(a *Anchor) (Decision, error)) (Decision, error) {
-	cur, ok := r.anchors[k]
+	e, ok := r.anchors[k]
 	if !ok {
 		return Decision{}, errors.Mark(errors.New("conversation: no anchor"), ErrNoAnchor)
 	}
-	cp := *cur
+	cp := e.a
 	d, err := fn(&cp)
 	if err != nil {
 		return d, err
@@ -183,23 +170,34 @@ func (r *Registry) update(k Key, fn func(a *Anchor) (Decision, error)) (Decision
 	if cp.Key() != k {
 		return d, errors.AssertionFailedf("conversation: update changed an anchor's key")
 	}
-	r.account(cur, &cp)
+	old := e.a
+	e.a = cp
+	r.account(e, &old, &e.a)
 	if cp.State == Removed {
 		delete(r.anchors, k)
-		return d, nil
 	}
-	*cur = cp
 	return d, nil
 }
 
-func (r *Registry) account(old, nw *Anchor) {
+// account moves the counters and the entry order from old (nil for a new
+// anchor) to nw. An anchor whose state changes enters the back of its new
+// class.
+func (r *Registry) account(e *entry, old, nw *Anchor) {
 	if old != nil {
 		r.byState[old.State]--
 		r.bytes -= old.Bytes()
+		if old.State == nw.State {
+			r.byState[nw.State]++
+			r.bytes += nw.Bytes()
+			return
+		}
+		r.order[class(old.State)].Remove(e.pos)
+		e.pos = nil
 	}
 	if nw.State != Removed {
 		r.byState[nw.State]++
 		r.bytes += nw.Bytes()
+		e.pos = r.order[class(nw.State)].PushBack(nw.Key())
 	}
 }
 
@@ -208,8 +206,8 @@ func (r *Registry) account(old, nw *Anchor) {
 // removed.
 func (r *Registry) Sweep(now time.Time) (SweepReport, []Decision) {
 	var due []Key
-	for k, a := range r.anchors {
-		if _, ok := a.Due(now); ok {
+	for k, e := range r.anchors {
+		if _, ok := e.a.Due(now); ok {
 			due = append(due, k)
 		}
 	}
@@ -251,4 +249,11 @@ func (r *Registry) Counts() Counts {
 		}
 	}
 	return c
+}
+
+func lessKey(a, b Key) bool {
+	if a.PrincipalID != b.PrincipalID {
+		return a.PrincipalID < b.PrincipalID
+	}
+	return a.TranscriptHash < b.TranscriptHash
 }

@@ -17,6 +17,7 @@ type mAnchor struct {
 	state                         conversation.State
 	created, expires, claim, tomb time.Time
 	claimID                       string
+	seq                           int // when it entered its state (for the capacity order)
 }
 
 // registryMachine checks conversation.Registry against a model written from
@@ -29,7 +30,14 @@ type registryMachine struct {
 	now    time.Time
 	model  map[conversation.Key]*mAnchor
 	claimN int
+	seq    int
 	test   string
+}
+
+// enter moves a to state s, noting when.
+func (m *registryMachine) enter(a *mAnchor, s conversation.State) {
+	m.seq++
+	a.state, a.seq = s, m.seq
 }
 
 var keys = func() []conversation.Key {
@@ -50,10 +58,12 @@ func (m *registryMachine) due(k conversation.Key) (via string, alive bool) {
 	a := m.model[k]
 	switch {
 	case a.state == conversation.Active && !m.now.Before(a.expires):
-		a.state, a.tomb = conversation.Expired, m.now.Add(m.policy.TerminalTTL)
+		m.enter(a, conversation.Expired)
+		a.tomb = m.now.Add(m.policy.TerminalTTL)
 		return "A05", true
 	case a.state == conversation.Claimed && !m.now.Before(a.claim):
-		a.state, a.tomb = conversation.Retired, m.now.Add(m.policy.TerminalTTL)
+		m.enter(a, conversation.Retired)
+		a.tomb = m.now.Add(m.policy.TerminalTTL)
 		return "A11", true
 	case a.state.Terminal() && !m.now.Before(a.tomb):
 		delete(m.model, k)
@@ -79,18 +89,13 @@ func (m *registryMachine) Record(t *rapid.T) {
 			delete(m.model, k)
 		}
 	}
-	if wantErr == nil && len(m.model) >= m.limits.MaxAnchors {
-		for _, k := range sortedKeys(m.model) {
-			m.due(k)
+	for wantErr == nil && len(m.model) >= m.limits.MaxAnchors {
+		v, ok := m.victim()
+		if !ok {
+			wantErr = conversation.ErrFull
+			break
 		}
-		for wantErr == nil && len(m.model) >= m.limits.MaxAnchors {
-			v, ok := m.victim()
-			if !ok {
-				wantErr = conversation.ErrFull
-				break
-			}
-			delete(m.model, v)
-		}
+		delete(m.model, v)
 	}
 	if wantErr != nil {
 		if !errors.Is(err, wantErr) {
@@ -101,19 +106,18 @@ func (m *registryMachine) Record(t *rapid.T) {
 	if err != nil {
 		t.Fatalf("record %v: %v", k, err)
 	}
-	m.model[k] = &mAnchor{state: conversation.Active, created: m.now, expires: m.now.Add(m.policy.TTL)}
+	a2 := &mAnchor{created: m.now, expires: m.now.Add(m.policy.TTL)}
+	m.enter(a2, conversation.Active)
+	m.model[k] = a2
 }
 
-// victim: the oldest tombstone, else the oldest ACTIVE anchor; ties by key.
+// victim: the anchor that became a tombstone first, else the one that became
+// ACTIVE first; never a claimed one.
 func (m *registryMachine) victim() (conversation.Key, bool) {
 	for _, want := range []func(conversation.State) bool{conversation.State.Terminal, func(s conversation.State) bool { return s == conversation.Active }} {
 		var best *conversation.Key
-		for _, k := range sortedKeys(m.model) {
-			a := m.model[k]
-			if !want(a.state) {
-				continue
-			}
-			if best == nil || a.created.Before(m.model[*best].created) {
+		for k, a := range m.model {
+			if want(a.state) && (best == nil || a.seq < m.model[*best].seq) {
 				kk := k
 				best = &kk
 			}
@@ -183,7 +187,8 @@ func (m *registryMachine) Claim(t *rapid.T) {
 					wantRow, wantReason = "A03", conversation.ReasonToolsChanged
 				default:
 					wantRow, wantReason = "A01", ""
-					a.state, a.claimID, a.claim = conversation.Claimed, id, m.now.Add(m.policy.ClaimTTL)
+					m.enter(a, conversation.Claimed)
+					a.claimID, a.claim = id, m.now.Add(m.policy.ClaimTTL)
 				}
 			case conversation.Claimed:
 				wantRow, wantReason = "A07", conversation.ReasonRaced
@@ -247,11 +252,14 @@ func (m *registryMachine) Settle(t *rapid.T) {
 	m.rec(d)
 	switch how {
 	case "complete":
-		a.state, a.tomb = conversation.Advanced, m.now.Add(m.policy.TerminalTTL)
+		m.enter(a, conversation.Advanced)
+		a.tomb = m.now.Add(m.policy.TerminalTTL)
 	case "notsent":
-		a.state, a.claimID = conversation.Active, ""
+		m.enter(a, conversation.Active)
+		a.claimID = ""
 	default:
-		a.state, a.tomb = conversation.Retired, m.now.Add(m.policy.TerminalTTL)
+		m.enter(a, conversation.Retired)
+		a.tomb = m.now.Add(m.policy.TerminalTTL)
 	}
 	if d.To != a.state {
 		t.Fatalf("settle %s: got %s vs expected %s", how, d.To, a.state)

@@ -243,3 +243,33 @@ func AnchorContract(t *testing.T, newStore NewAnchorStore) {
 		}
 	})
 }
+
+// BenchAnchorTurn measures the anchor-store work of one continued turn — the
+// lookup that claims the anchor, the settlement at its proven end and the
+// record of the extended transcript's new anchor — against s. Hashes have
+// their real sizes.
+func BenchAnchorTurn(b *testing.B, s ports.AnchorStore) {
+	ctx := context.Background()
+	hash := func(i int) string { return fmt.Sprintf("sha256:%064d", i) }
+	if err := s.Record(ctx, Anchor("principal-hmac-0123456789012345678901234567", hash(0), T0), T0); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		p, h := "principal-hmac-0123456789012345678901234567", hash(i)
+		claimID := fmt.Sprintf("claim-%024d", i)
+		d, _, err := ClaimAnchor(ctx, s, p, h, T0, claimID)
+		if err != nil || d.Effect != conversation.EffectContinue {
+			b.Fatalf("claim %d: %+v %v", i, d, err)
+		}
+		if err := s.Update(ctx, p, h, func(a *conversation.Anchor) error {
+			_, err := a.Complete(claimID, T0, AnchorPolicy)
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Record(ctx, Anchor(p, hash(i+1), T0), T0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -13,14 +13,16 @@ CREATE TABLE conversation_anchors (
     created_at      timestamptz NOT NULL,
     due_at          timestamptz,          -- next time event (Anchor.Due); NULL when none
     bytes           integer     NOT NULL CHECK (bytes > 0),
+    seq             bigint      NOT NULL, -- when the anchor entered its state (capacity order)
     record          bytea       NOT NULL, -- versioned encoding of the anchor
     PRIMARY KEY (principal_id, transcript_hash)
 );
 
 CREATE INDEX conversation_anchors_due ON conversation_anchors (due_at) WHERE due_at IS NOT NULL;
--- Capacity victims: tombstones first, then ACTIVE anchors, oldest first; never CLAIMED.
-CREATE INDEX conversation_anchors_victim ON conversation_anchors ((state = 'ACTIVE'), created_at, principal_id, transcript_hash)
-    WHERE state <> 'CLAIMED';
+-- Capacity victims: the anchor that became a tombstone first, else the one that
+-- became ACTIVE first; never a CLAIMED one.
+CREATE SEQUENCE conversation_anchor_seq;
+CREATE INDEX conversation_anchors_victim ON conversation_anchors ((state = 'ACTIVE'), seq) WHERE state <> 'CLAIMED';
 
 -- The one accounting row of anchors, locked by every Record: capacity
 -- decisions of all replicas are serialized and exact.
