@@ -48,7 +48,7 @@ func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request) 
 		g.logFresh(ctx, p, conversation.Decision{Reason: conversation.ReasonNoAnchor}, nil)
 		return up, nil
 	}
-	hash, err := conversation.TranscriptHash(history, req.Tools)
+	hash, err := conversation.TranscriptHash(history)
 	if err == nil {
 		var toolsHash, claimID string
 		if toolsHash, err = canon.ToolsHash(req.Tools, req.ToolChoice); err == nil {
@@ -140,7 +140,7 @@ func (g *Gateway) recordAnchor(ctx context.Context, p Principal, req chat.Reques
 		return
 	}
 	transcript := append(append(make([]chat.Message, 0, len(req.Messages)+1), req.Messages...), conversation.Reply(text))
-	hash, err := conversation.TranscriptHash(transcript, req.Tools)
+	hash, err := conversation.TranscriptHash(transcript)
 	var toolsHash string
 	if err == nil {
 		toolsHash, err = canon.ToolsHash(req.Tools, req.ToolChoice)

@@ -82,7 +82,7 @@ func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) 
 	}
 	t := &turn{g: g, p: p, req: req, stream: s, anchor: claim}
 	if claim != nil {
-		t.knownConv = claim.convID
+		t.convID = claim.convID // a continued stream need not repeat its conversation id
 	}
 	return t, nil
 }
@@ -114,12 +114,19 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 	if err != nil {
 		return nil, err
 	}
-	prefixHash, err := canon.TranscriptHash(cont.Prefix)
+	// Defaults come from the caller's original parameter schemas; the record
+	// is only read inside the store's atomic section, so everything else of
+	// the echo is prepared here.
+	defaults, err := canon.ToolDefaults(req.Tools)
+	if err != nil {
+		return nil, err
+	}
+	echo, err := canon.PrepareEcho(cont.Prefix, defaults)
 	if err != nil {
 		return nil, err
 	}
 	sub := correlation.Submission{
-		PrefixHash:   prefixHash,
+		Echo:         echo,
 		ResultsHash:  correlation.ResultsHash(cont),
 		PrincipalID:  p.ID,
 		WorkspaceID:  g.cfg.WorkspaceID,
@@ -185,7 +192,10 @@ func (g *Gateway) dispatch(ctx context.Context, p Principal, req chat.Request, g
 		}
 		return nil, errs.Wrap(err, errs.ContinuationOutcomeUncertain)
 	}
-	return &turn{g: g, p: p, req: req, stream: s, claimedKey: gr.Key, knownConv: gr.ConversationID}, nil
+	// The turn starts with the group's stored conversation id: a continuation
+	// stream need not repeat it (one public project's fixtures omit it), and
+	// the next tool group of this turn belongs to the same conversation.
+	return &turn{g: g, p: p, req: req, stream: s, claimedKey: gr.Key, convID: gr.ConversationID}, nil
 }
 
 // notAccepted reports whether an upstream error proves the continuation was

@@ -49,9 +49,6 @@ type turn struct {
 	// settled exactly once: ADVANCED at a proven end, RETIRED otherwise.
 	anchor        *anchorClaim
 	anchorSettled bool
-	// knownConv is the upstream conversation the request was sent into (a
-	// continued turn or a tool continuation), used when the stream names none.
-	knownConv string
 
 	text    strings.Builder
 	calls   []*pendingCall
@@ -155,7 +152,7 @@ func (t *turn) finish(ctx context.Context) {
 	t.queue = append(toolDeltas, final)
 	if len(t.calls) == 0 {
 		// A proven text answer: anchor it before the client can send its next turn.
-		t.g.recordAnchor(ctx, t.p, t.req, t.text.String(), t.conversationID())
+		t.g.recordAnchor(ctx, t.p, t.req, t.text.String(), t.convID)
 	}
 	if t.claimedKey != "" {
 		all := append(append([]Delta(nil), t.emitted...), t.queue...)
@@ -225,15 +222,6 @@ func (t *turn) settleAnchor(ctx context.Context, ev conversation.Event) {
 	t.g.settleAnchor(ctx, t.p, t.anchor, ev)
 }
 
-// conversationID is the upstream conversation of this turn: the one the
-// stream named, else the one the request was sent into.
-func (t *turn) conversationID() string {
-	if t.convID != "" {
-		return t.convID
-	}
-	return t.knownConv
-}
-
 // Close releases the upstream; a claimed continuation abandoned before its
 // proven end is UNCERTAIN. It is safe to call concurrently with Next and more
 // than once.
@@ -255,7 +243,7 @@ func (t *turn) admit(ctx context.Context) ([]Delta, error) {
 	if !g.cfg.Correlation {
 		return nil, errs.Newf(errs.UpstreamUnsupportedEvent, "tool calls while correlation is disabled")
 	}
-	if t.conversationID() == "" {
+	if t.convID == "" {
 		return nil, errs.Newf(errs.UpstreamUnverifiedEventShape, "tool calls without a conversation id")
 	}
 	schemas := map[string][]byte{}
@@ -314,7 +302,7 @@ func (t *turn) buildGroup(groupID string, args []string, schemas map[string][]by
 	}
 	grp := correlation.Group{
 		Key: key, PrincipalID: t.p.ID, WorkspaceID: g.cfg.WorkspaceID, Model: t.req.Model,
-		ConversationID: t.conversationID(), UpstreamGroupID: groupID, State: correlation.Pending,
+		ConversationID: t.convID, UpstreamGroupID: groupID, State: correlation.Pending,
 		IssuedAt: now, PendingExpiresAt: now.Add(g.cfg.Policy.PendingTTL), ToolsHash: toolsHash,
 	}
 	assistant := chat.Message{Role: chat.RoleAssistant}
@@ -351,8 +339,10 @@ func (t *turn) buildGroup(groupID string, args []string, schemas map[string][]by
 			deltas = append(deltas, Delta{ToolCall: d})
 		}
 	}
+	// The issued arguments are bound as they are; a continuation may echo
+	// them re-serialized (canon, "Echoed arguments").
 	transcript := append(append([]chat.Message(nil), t.req.Messages...), assistant)
-	th, err := canon.TranscriptHash(transcript)
+	th, err := canon.TranscriptHashV2(transcript, nil, nil)
 	if err != nil {
 		return correlation.Group{}, nil, err
 	}

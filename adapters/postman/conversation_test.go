@@ -26,9 +26,9 @@ func TestAFreshTurnCanContinueAnUpstreamConversation(t *testing.T) {
 			next.ConversationID = conv
 			s, d, err := open(t, c, next)
 			is.NoErr(err)
-			is.Equal(d.err, io.EOF)                                                       // the continued turn completes
-			is.Equal(s.ConversationID(), conv)                                            // in the same upstream conversation
-			is.Equal(d.text, "Hello from the pmgate emulator. You said: second question") // answering only the new message
+			is.Equal(d.err, io.EOF)                                                                                           // the continued turn completes
+			is.Equal(s.ConversationID(), conv)                                                                                // in the same upstream conversation
+			is.Equal(d.text, "Hello again from the pmgate emulator (turn 2 of this conversation). You said: second question") // answered from the conversation it holds
 
 			reqs := emu.Requests()
 			var body struct {

@@ -104,7 +104,8 @@ func TestATwentyTurnChatStaysUnderTheQueryLimit(t *testing.T) {
 				if turn == 7 || turn == 15 {
 					is.True(strings.Contains(answer, "get_weather=get_weather output")) // the tool loop's final answer quotes its results
 				} else if turn > 1 {
-					is.True(strings.HasPrefix(answer, fmt.Sprintf("Hello from the pmgate emulator. You said: turn %d ", turn))) // answered from the new message alone
+					// answered from the conversation the emulator holds, from the new message alone
+					is.True(strings.HasPrefix(answer, fmt.Sprintf("Hello again from the pmgate emulator (turn %d of this conversation). You said: turn %d ", turn, turn)))
 				}
 			}
 			chars := transcriptChars(history)
@@ -142,13 +143,13 @@ func TestWithoutContinuityTheTranscriptOutgrowsTheQueryLimit(t *testing.T) {
 	is := is.New(t)
 	s := serve(t, "web_session", map[string]string{"CONVERSATION_CONTINUITY": "false"})
 	history := []msg{{"role": "system", "content": strings.Repeat("Follow the house rules exactly. ", 218)}}
-	for turn := 1; turn <= 3; turn++ {
-		history = append(history, msg{"role": "user", "content": fmt.Sprintf("turn %d #loop=0 %s", turn, strings.Repeat("more detail. ", 150))})
-		history, _ = chatTurn(t, s, testModel, history, sunny)
-	}
-	qs := userQueries(t, s.emu)
-	is.True(qs[2].conversationID == nil)        // every turn is a new conversation
-	is.True(utf16Len(qs[2].query) > queryLimit) // carrying the whole transcript past the limit
+	history = append(history, msg{"role": "user", "content": "turn 1 #loop=0 " + strings.Repeat("more detail. ", 150)})
+	history, _ = chatTurn(t, s, testModel, history, sunny)
+	history = append(history, msg{"role": "user", "content": "turn 2 #loop=0 " + strings.Repeat("more detail. ", 150)})
+	status, _, e := turnResult(t, s, chatBody(t, testModel, history, toolsJSON, `,"parallel_tool_calls":false`))
+	is.Equal(status, 400)                             // the second turn's whole transcript is over the limit
+	is.Equal(e.Error.Code, "upstream_query_too_long") // refused before sending
+	is.Equal(len(userQueries(t, s.emu)), 1)           // so it never reached the upstream
 	is.Equal(s.health(t).Conversation.Continuity, false)
 }
 

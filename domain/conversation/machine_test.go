@@ -189,9 +189,9 @@ func TestSplitFindsTheNewUserMessagesAfterAnAnswer(t *testing.T) {
 	_, _, ok = conversation.Split([]chat.Message{u1, calls, tool, u2})
 	is.True(!ok) // nor are tool results
 
-	x, err := conversation.TranscriptHash([]chat.Message{sys, u1, a1}, nil)
+	x, err := conversation.TranscriptHash([]chat.Message{sys, u1, a1})
 	is.NoErr(err)
-	y, err := conversation.TranscriptHash(h, nil)
+	y, err := conversation.TranscriptHash(h)
 	is.NoErr(err)
 	is.Equal(x, y) // the history hashes like the transcript the gateway anchored
 }

@@ -5,14 +5,15 @@ import (
 	"pmgate/domain/chat"
 )
 
-// TranscriptHash is the canonical hash of msgs as the client will echo them.
-// Anchors are recorded and looked up with it, and nothing else: the
-// normalization of echoed assistant turns lives in package canon, so this is
-// the one place that chooses it. tools are the request's tool definitions
-// (an echo normalization may use their schemas).
-func TranscriptHash(msgs []chat.Message, tools []chat.Tool) (string, error) {
-	_ = tools
-	return canon.TranscriptHash(msgs)
+// TranscriptHash is the canonical hash of msgs as the client will echo them:
+// the value form of package canon (echoed tool-call arguments compare as JSON
+// values), the same form tool-call groups bind. Anchors are recorded and
+// looked up with it and nothing else, so this is the one place that chooses
+// the normalization. No issued calls are passed: both sides of the
+// comparison are transcripts in the client's own form (the messages of a
+// request plus the text answer), so there are no schema defaults to drop.
+func TranscriptHash(msgs []chat.Message) (string, error) {
+	return canon.TranscriptHashV2(msgs, nil, nil)
 }
 
 // Split divides the messages of a fresh request into the history the gateway
