@@ -14,6 +14,7 @@ import (
 
 	"pmgate/domain/canon"
 	"pmgate/domain/chat"
+	"pmgate/domain/conversation"
 	"pmgate/domain/correlation"
 	"pmgate/domain/errs"
 	"pmgate/domain/toolschema"
@@ -45,6 +46,10 @@ type turn struct {
 	// exactly once: CONSUMED at a proven end, UNCERTAIN otherwise.
 	claimedKey string
 	settled    bool
+	// anchor is the conversation anchor a continued fresh turn claimed; it is
+	// settled exactly once: ADVANCED at a proven end, RETIRED otherwise.
+	anchor        *anchorClaim
+	anchorSettled bool
 
 	text    strings.Builder
 	calls   []*pendingCall
@@ -133,6 +138,7 @@ func (t *turn) addCall(d *chat.ToolCallDelta) {
 // finish runs at a proven end.
 func (t *turn) finish(ctx context.Context) {
 	t.done = true
+	t.settleAnchor(ctx, conversation.Complete) // the upstream conversation moved on, whatever follows
 	final := Delta{Finish: FinishStop, Usage: t.usage}
 	var toolDeltas []Delta
 	if len(t.calls) > 0 {
@@ -145,6 +151,10 @@ func (t *turn) finish(ctx context.Context) {
 		final.Finish = FinishToolCalls
 	}
 	t.queue = append(toolDeltas, final)
+	if len(t.calls) == 0 {
+		// A proven text answer: anchor it before the client can send its next turn.
+		t.g.recordAnchor(ctx, t.p, t.req, t.text.String(), t.convID)
+	}
 	if t.claimedKey != "" {
 		all := append(append([]Delta(nil), t.emitted...), t.queue...)
 		cached, err := json.Marshal(all)
@@ -176,6 +186,7 @@ func (t *turn) abortAfterEnd(ctx context.Context, err error) {
 func (t *turn) fail(ctx context.Context, err error) {
 	t.done, t.queue = true, nil
 	t.err = err
+	t.settleAnchor(ctx, conversation.Ambiguous)
 	if t.claimedKey != "" && !t.settled {
 		t.g.log.WarnContext(ctx, "continuation failed after dispatch", "code", errs.CodeOf(err))
 		t.settle(ctx, func(g *correlation.Group) (correlation.Decision, error) {
@@ -203,6 +214,15 @@ func (t *turn) settle(ctx context.Context, fn func(g *correlation.Group) (correl
 	t.g.logDecision(ctx, t.p, d)
 }
 
+// settleAnchor settles the claimed conversation anchor once, if any.
+func (t *turn) settleAnchor(ctx context.Context, ev conversation.Event) {
+	if t.anchor == nil || t.anchorSettled {
+		return
+	}
+	t.anchorSettled = true
+	t.g.settleAnchor(ctx, t.p, t.anchor, ev)
+}
+
 // Close releases the upstream; a claimed continuation abandoned before its
 // proven end is UNCERTAIN. It is safe to call concurrently with Next and more
 // than once.
@@ -211,7 +231,7 @@ func (t *turn) Close() {
 		_ = t.stream.Close()
 		t.nextMu.Lock()
 		defer t.nextMu.Unlock()
-		if t.claimedKey != "" && !t.settled {
+		if (t.claimedKey != "" && !t.settled) || (t.anchor != nil && !t.anchorSettled) {
 			t.fail(context.Background(), errs.New(errs.ClientCancelled))
 		}
 	})

@@ -607,7 +607,7 @@ func approvalDirective(req *chatRequest) (n int, ok bool) {
 // directives reads #scenario and #loop. For a USER_QUERY they come from the
 // query; for a TOOL_RESPONSE the scenario comes from the first result content
 // that has one, and #loop is ignored. msg is set (a rejection message) for an
-// unknown scenario name or a loop count outside 1-5.
+// unknown scenario name or a loop count outside 0-5.
 func directives(req *chatRequest) (scenario string, loop int, msg string) {
 	loop = 1
 	texts := []string{req.query}
@@ -629,7 +629,7 @@ func directives(req *chatRequest) (scenario string, loop int, msg string) {
 	if req.chatType == KindUserQuery {
 		if m := loopRE.FindStringSubmatch(req.query); m != nil {
 			n, err := strconv.Atoi(m[1])
-			if err != nil || n < 1 || n > 5 {
+			if err != nil || n < 0 || n > 5 { // 0: a text answer although tools are offered
 				return "", 0, msgBadDirective
 			}
 			loop = n

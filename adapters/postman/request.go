@@ -214,13 +214,17 @@ func BuildBody(cfg pmconfig.Config, req ports.UpstreamRequest) ([]byte, error) {
 			return nil, notSent(refusal(errs.Newf(errs.UpstreamQueryTooLong, "the query has %d UTF-16 code units, POSTMAN_MAX_QUERY_CHARS is %d",
 				safeInt(n), safeInt(cfg.MaxQueryChars)), "messages", detail))
 		}
-		body.Input = wireQueryInput{
+		in := wireQueryInput{
 			ChatType:     chatTypeUserQuery,
 			Query:        q,
 			Product:      productWorkspace,
 			StartedFrom:  startedFromChatInput,
 			ToolResponse: "",
 		}
+		if req.ConversationID != "" { // a continued conversation: Messages holds only the new user messages
+			in.ConversationID = &req.ConversationID
+		}
+		body.Input = in
 	} else {
 		in, err := continuationInput(cfg, *req.Continuation, parallel)
 		if err != nil {
