@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"pmgate/adapters/postman/pmconfig"
+	"pmgate/domain/toolschema"
 
 	"github.com/matryer/is"
 )
@@ -485,4 +486,18 @@ func TestParseWithNilGetenvRefusesStrategy(t *testing.T) {
 	_, err := pmconfig.Parse(nil)
 	is.True(err != nil)                                                       // nothing configured is refused
 	is.True(strings.Contains(err.Error(), pmconfig.EnvStrategy+": required")) // the strategy is the first requirement
+}
+
+func TestToolSchemaPolicy(t *testing.T) {
+	is := is.New(t)
+	c := mustParse(t, webEnv())
+	is.Equal(c.ToolSchemaPolicy, toolschema.PolicyLower) // lower by default
+	is.Equal(c.Summary()["tool_schema_policy"], "lower") // shown by check-config
+	c = mustParse(t, tokenEnv().with(pmconfig.EnvToolSchemaPolicy, "strict"))
+	is.Equal(c.ToolSchemaPolicy, toolschema.PolicyStrict) // strict when asked
+	is.Equal(c.Summary()["tool_schema_policy"], "strict")
+	runRefusals(t, []refusal{
+		{"unknown policy", webEnv().with(pmconfig.EnvToolSchemaPolicy, "refuse"), pmconfig.EnvToolSchemaPolicy, "lower or strict"},
+		{"case differs", webEnv().with(pmconfig.EnvToolSchemaPolicy, "Lower"), pmconfig.EnvToolSchemaPolicy, "lower or strict"},
+	})
 }
