@@ -426,6 +426,8 @@ type argSchema struct {
 	MinLength        int                        `json:"minLength"`
 	MaxLength        *int                       `json:"maxLength"`
 	MinItems         int                        `json:"minItems"`
+	Format           string                     `json:"format"`
+	Description      string                     `json:"description"`
 }
 
 // maxArgDepth bounds the nesting of generated arguments.
@@ -434,7 +436,8 @@ const maxArgDepth = 16
 // valueFor is the value of property name: const, else the first enum value,
 // else the first anyOf/oneOf alternative, else by type (a type list uses its
 // first non-null entry; allOf members add their properties and type): string
-// "value-<name>" cut or padded with "x" to maxLength/minLength; integer or
+// a sample of its format (formatSample), else "value-<name>" cut or padded
+// with "x" to maxLength/minLength; integer or
 // number 1, raised to the minimum and to a multiple of multipleOf; boolean
 // true; null; an object of its required properties; an array of minItems
 // copies of its items value. Without a type, a string.
@@ -501,6 +504,9 @@ func valueFor(raw json.RawMessage, name string, depth int) string {
 		}
 		return "[" + strings.Join(items, ",") + "]"
 	}
+	if sample, ok := formatSample(s); ok {
+		return jsonString(sample)
+	}
 	v := []rune("value-" + name)
 	if s.MaxLength != nil && len(v) > *s.MaxLength {
 		v = v[:*s.MaxLength]
@@ -509,6 +515,33 @@ func valueFor(raw json.RawMessage, name string, depth int) string {
 		v = append(v, 'x')
 	}
 	return jsonString(string(v))
+}
+
+// formatSamples are valid values of the string formats everyday tools
+// declare (zod's .email(), .url(), .uuid(), .datetime(), .date()).
+var formatSamples = map[string]string{
+	"email":     "user@example.com",
+	"uri":       "https://example.com/",
+	"url":       "https://example.com/",
+	"uuid":      "00000000-0000-4000-8000-000000000000",
+	"date-time": "2026-01-01T00:00:00Z",
+	"date":      "2026-01-01",
+}
+
+// formatNoteRE finds the format a lowering gateway moved into the description
+// ("Schema notes: format: email; …"), as a model reading it would.
+var formatNoteRE = regexp.MustCompile(`\bformat: ([A-Za-z0-9_-]+)`)
+
+// formatSample is a valid value of the string's format, read from the format
+// keyword or from a "format: <name>" note in its description. The client
+// validates formats even where the gateway only describes them.
+func formatSample(s argSchema) (string, bool) {
+	format := s.Format
+	if m := formatNoteRE.FindStringSubmatch(s.Description); format == "" && m != nil {
+		format = m[1]
+	}
+	sample, ok := formatSamples[format]
+	return sample, ok
 }
 
 func numberFor(s argSchema) string {
