@@ -74,7 +74,10 @@ const scenarios = [
 for (const s of scenarios) {
   test(`opencode ${s.name}`, { timeout: 150_000 }, async () => {
     const m = marker();
-    const prompt = `Use your tools to look around, then tell me what you found. ${m}${s.loop > 1 ? ` #loop=${s.loop}` : ""}`;
+    // bash runs (a harmless "value-command"); with parallel calling on, read
+    // joins it in one group. The emulator's default choice (the first tool)
+    // would be apply_patch, which only fails on its sample patch.
+    const prompt = `Use your tools to look around, then tell me what you found. ${m} #tool=bash,read${s.loop > 1 ? ` #loop=${s.loop}` : ""}`;
     const { run, events, seen } = await runOpencode({ gateway: "wide", prompt });
     const steps = events.filter((ev) => ev.type === "step_finish").map((ev) => ev.part?.reason);
     const errors = events.filter((ev) => ev.type === "error");
@@ -89,6 +92,7 @@ for (const s of scenarios) {
     assert.deepEqual(errors, [], diag);
     assert.equal(run.code, 0, diag);
     assert.equal(steps.filter((r) => r === "tool-calls").length, s.loop, `tool rounds\n${diag}`);
+    assert.equal(tools.filter((x) => x === "bash:completed").length, s.loop, `bash ran once per round: ${tools}`);
     assert.equal(steps.at(-1), "stop", `the last step ends the task\n${diag}`);
     assert.match(text, /Tool results received: /, "the final answer quotes the tool results");
     assert.equal(seen.toolResponses, s.loop, "one TOOL_RESPONSE dispatch per tool round, counted at the emulator");
