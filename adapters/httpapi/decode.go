@@ -137,6 +137,9 @@ func (s *server) decodeRequest(body []byte) (chat.Request, error) {
 		}
 		return chat.Request{}, invalid("", "The body must be a JSON object.")
 	}
+	if err := checkText(body); err != nil {
+		return chat.Request{}, err
+	}
 	req := chat.Request{ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto}}
 	var err error
 

@@ -135,6 +135,7 @@ func serveWith(t *testing.T, emu *emulator.Server, strategy string, extra map[st
 				t.Errorf("a secret reached the logs")
 			}
 		}
+		checkLogLines(t, logs.String()) // every line parses as strict JSON (no duplicate key)
 	})
 	return s
 }
