@@ -352,3 +352,29 @@ func TestInvalidUTF8IsRefusedWithItsPath(t *testing.T) {
 	resp := s.post(t, userBody("a real pair: \U0001F600", false, ""))
 	is.New(t).Equal(resp.StatusCode, 200) // a proper pair and valid UTF-8 pass
 }
+
+// TestAFullCorrelationStoreSpendsNoUpstreamQuery: with the store full, a new
+// request with tools is 503 correlation_capacity_exceeded before it is sent.
+func TestAFullCorrelationStoreSpendsNoUpstreamQuery(t *testing.T) {
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			is := is.New(t)
+			s := serve(t, st, map[string]string{"CORRELATION_MAX_GROUPS": "1"})
+			pending(t, s, "fill the store")
+			before := s.emu.Count(emulator.KindUserQuery)
+			for _, stream := range []string{"", `,"stream":true`} {
+				for range 5 {
+					resp := s.post(t, chatBody(t, testModel, []msg{{"role": "user", "content": "more"}}, toolsJSON, stream))
+					is.Equal(resp.StatusCode, 503)
+					is.True(resp.Header.Get("retry-after") != "") // a retry hint
+					var e errorBody
+					is.NoErr(json.NewDecoder(resp.Body).Decode(&e))
+					is.Equal(e.Error.Code, "correlation_capacity_exceeded")
+				}
+			}
+			is.Equal(s.emu.Count(emulator.KindUserQuery), before) // not one upstream query spent
+			resp := s.post(t, userBody("no tools", false, ""))
+			is.Equal(resp.StatusCode, 200) // requests without tools still pass
+		})
+	}
+}

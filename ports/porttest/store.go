@@ -160,6 +160,51 @@ func StoreContract(t *testing.T, newStore NewStore) {
 		}
 	})
 
+	t.Run("has room tells a full store before anything is reserved", func(t *testing.T) {
+		s := newStore(t, correlation.Limits{MaxGroups: 2, MaxCalls: 3, ResponseCacheBytes: 0}, Policy)
+		room := func(calls int, now time.Time) bool {
+			t.Helper()
+			ok, err := s.HasRoom(ctx, calls, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok
+		}
+		if !room(1, T0) || room(4, T0) || room(0, T0) {
+			t.Fatal("an empty store: room for 1 call, never for more calls than the limit or for none")
+		}
+		admit(t, s, Group("g1", "p1", 2, T0), T0)
+		if !room(1, T0) || room(2, T0) {
+			t.Fatal("calls: 2 of 3 live, so room for 1 more call only")
+		}
+		r, err := s.Reserve(ctx, 1, T0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if room(1, T0) {
+			t.Fatal("groups: 1 live + 1 reserved of 2, so no room")
+		}
+		if c, _ := s.Counts(ctx); c.ReservedGroups != 1 || c.LiveGroups != 1 {
+			t.Fatalf("has room reserved or admitted something: %+v", c)
+		}
+		if err := s.Release(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if !room(1, T0) {
+			t.Fatal("a released reservation gives its room back")
+		}
+		admit(t, s, Group("g2", "p1", 1, T0), T0)
+		if room(1, T0) {
+			t.Fatal("two live groups of two: full")
+		}
+		if state(t, s, "g1") != correlation.Pending || state(t, s, "g2") != correlation.Pending {
+			t.Fatal("asking for room changed a pending group")
+		}
+		if !room(1, T0.Add(Policy.PendingTTL)) {
+			t.Fatal("after the pending TTL, overdue groups are expired and there is room again")
+		}
+	})
+
 	t.Run("a reservation holds capacity until released", func(t *testing.T) {
 		s := newStore(t, correlation.Limits{MaxGroups: 1, MaxCalls: 8, ResponseCacheBytes: 0}, Policy)
 		r, err := s.Reserve(ctx, 2, T0)
