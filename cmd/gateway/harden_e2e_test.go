@@ -14,6 +14,7 @@ import (
 	"github.com/matryer/is"
 
 	"pmgate/adapters/emulator"
+	"pmgate/domain/errs"
 )
 
 // strictJSONLine parses one log line with a decoder that rejects what lenient
@@ -376,5 +377,35 @@ func TestAFullCorrelationStoreSpendsNoUpstreamQuery(t *testing.T) {
 			resp := s.post(t, userBody("no tools", false, ""))
 			is.Equal(resp.StatusCode, 200) // requests without tools still pass
 		})
+	}
+}
+
+func TestTheHardeningSettingsAreValidated(t *testing.T) {
+	base := map[string]string{"PROVIDER_API_KEY": testKey, "PROVIDER_MODELS": testModel, "POSTMAN_TRANSPORT_STRATEGY": "web_session",
+		"POSTMAN_SESSION_COOKIE": testCookie, "POSTMAN_WORKSPACE_SUBDOMAIN": testSubdomain,
+		"POSTMAN_WORKSPACE_ID": testWorkspace, "POSTMAN_MODEL_MAP": testModel + "=GPT_55"}
+	load := func(extra map[string]string) (config, error) {
+		return loadConfig(func(k string) string {
+			if v, ok := extra[k]; ok {
+				return v
+			}
+			return base[k]
+		})
+	}
+	is := is.New(t)
+	c, err := load(nil)
+	is.NoErr(err)
+	is.Equal(c.maxConnections, 256)                 // defaults
+	is.Equal(c.bodyTimeout, 30*time.Second)         // BODY_READ_TIMEOUT_MS 30000
+	is.Equal(c.allowedHosts, []string{"127.0.0.1"}) // PROVIDER_HOST (loopback names are always served)
+	c, err = load(map[string]string{"ALLOWED_HOSTS": "gw.internal,[fd00::1]", "MAX_CONNECTIONS": "1000", "BODY_READ_TIMEOUT_MS": "5000", "PROVIDER_HOST": "0.0.0.0"})
+	is.NoErr(err)
+	is.Equal(c.allowedHosts, []string{"0.0.0.0", "gw.internal", "fd00::1"})
+	is.Equal(c.maxConnections, 1000)
+	is.Equal(c.bodyTimeout, 5*time.Second)
+	for k, v := range map[string]string{"ALLOWED_HOSTS": "*.example.com", "MAX_CONNECTIONS": "0", "BODY_READ_TIMEOUT_MS": "soon"} {
+		_, err := load(map[string]string{k: v})
+		is.True(errs.Has(err, errs.ConfigInvalid))  // refused
+		is.True(strings.Contains(describe(err), k)) // naming the variable
 	}
 }
