@@ -280,6 +280,44 @@ func StoreContract(t *testing.T, newStore NewStore) {
 		}
 	})
 
+	// Without the race detector too: every goroutine is released at once and
+	// holds its copy for a while before deciding, so a store whose Update is
+	// not atomic lets several of them claim, and the count shows it.
+	t.Run("racing goroutines with slow closures dispatch exactly once", func(t *testing.T) {
+		s := newStore(t, limits, Policy)
+		g1 := Group("g1", "p1", 2, T0)
+		admit(t, s, g1, T0)
+		sub := Submission(g1, "result")
+		var dispatches atomic.Int32
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range 24 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				var d correlation.Decision
+				err := s.Update(ctx, "g1", func(g *correlation.Group) error {
+					time.Sleep(500 * time.Microsecond) // widen the window between read and write
+					var err error
+					d, err = g.Submit(T0, Policy, sub, fmt.Sprintf("attempt-%d", i))
+					return err
+				})
+				if err == nil && d.Effect == correlation.EffectDispatch {
+					dispatches.Add(1)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if n := dispatches.Load(); n != 1 {
+			t.Fatalf("got %d dispatches of one group vs expected exactly 1", n)
+		}
+		if state(t, s, "g1") != correlation.Inflight {
+			t.Fatalf("got %s vs expected INFLIGHT after the one claim", state(t, s, "g1"))
+		}
+	})
+
 	t.Run("cached responses stay within the budget", func(t *testing.T) {
 		s := newStore(t, correlation.Limits{MaxGroups: 4, MaxCalls: 8, ResponseCacheBytes: 10}, Policy)
 		for _, k := range []string{"g1", "g2"} {
