@@ -108,8 +108,7 @@ func TestAClientThatDisconnectsMidContinuationMakesTheGroupUncertainAtOnce(t *te
 	turn.Close()                                 // and went away (the ingress closes the turn on disconnect)
 	_, err = r.gw.Chat(t.Context(), principal, cont)
 	is.Equal(errs.CodeOf(err), errs.ContinuationOutcomeUncertain) // a retry learns the outcome is unknown, not "in flight"
-	is.Equal(r.up.Continuations(), 1)                              // and nothing is sent again
+	is.Equal(r.up.Continuations(), 1)                             // and nothing is sent again
 	_, err = r.gw.Chat(t.Context(), principal, cont)
 	is.Equal(errs.CodeOf(err), errs.ContinuationOutcomeUncertain) // on every retry
 }
-

@@ -258,4 +258,3 @@ func httptestGet(path string) *http.Request {
 	r.Header.Set("Authorization", "Bearer "+apiKey)
 	return r
 }
-
