@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -408,4 +410,37 @@ func TestTheHardeningSettingsAreValidated(t *testing.T) {
 		is.True(errs.Has(err, errs.ConfigInvalid))  // refused
 		is.True(strings.Contains(describe(err), k)) // naming the variable
 	}
+}
+
+// TestIdleConnectionsAreCappedAtMaxConnections: 200 idle keep-alive clients
+// against MAX_CONNECTIONS=40 leave at most 40 connections open on the gateway;
+// every client was served.
+func TestIdleConnectionsAreCappedAtMaxConnections(t *testing.T) {
+	is := is.New(t)
+	s := serve(t, "access_token", map[string]string{"MAX_CONNECTIONS": "40"})
+	addr := strings.TrimPrefix(s.base, "http://")
+	var conns []net.Conn
+	var readers []*bufio.Reader
+	for range 200 {
+		c, err := net.Dial("tcp", addr)
+		is.NoErr(err)
+		t.Cleanup(func() { c.Close() })
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(c)
+		fmt.Fprint(c, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		is.NoErr(err) // every client is served
+		_, _ = io.Copy(io.Discard, resp.Body)
+		is.Equal(resp.StatusCode, 200)
+		conns, readers = append(conns, c), append(readers, br)
+	}
+	open := 0
+	for i, c := range conns {
+		_ = c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		if _, err := readers[i].ReadByte(); err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+			open++ // still open: the read only timed out
+		}
+	}
+	is.True(open <= 40) // the gateway closed the longest-idle ones to stay at its cap
+	is.True(open >= 30) // and kept the recent ones
 }
