@@ -223,7 +223,7 @@ func (l *Listener) rewriteBuiltin(p []byte) ([]byte, bool) {
 	e := errs.MustEntry(code)
 	body, _ := json.Marshal(errorBody{Error: errorObject{Message: e.Message + " " + detail, Type: string(e.Type), Code: string(e.Code)}})
 	body = append(body, '\n')
-	id := requestID(&http.Request{Header: http.Header{}})
+	id := newRequestID()
 	var b bytes.Buffer
 	b.WriteString(proto + strconv.Itoa(status) + " " + http.StatusText(status) + "\r\n")
 	b.WriteString("Content-Type: application/json\r\n")

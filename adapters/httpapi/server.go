@@ -233,6 +233,11 @@ func requestID(r *http.Request) string {
 	if v := r.Header.Get("x-request-id"); v != "" && len(v) <= maxClientRequestID && visibleASCII(v) {
 		return v
 	}
+	return newRequestID()
+}
+
+// newRequestID is 16 random bytes in hex.
+func newRequestID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go ≥ 1.24)
 	return hex.EncodeToString(b[:])
