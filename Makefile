@@ -5,7 +5,7 @@ AUDIT_CHECKS ?= 2000
 AUDIT_STEPS  ?= 100
 FUZZTIME     ?= 10s
 
-.PHONY: test test-clients spec spec-check audit bench bench-load lint fuzz build demo soak
+.PHONY: test test-clients spec spec-check audit bench bench-load lint fuzz build demo soak mutate
 
 ## test: the whole test suite with the race detector (the README's test command)
 test:
@@ -72,3 +72,7 @@ SOAK_DURATION ?= 10m
 soak:
 	@mkdir -p bin
 	PMGATE_SOAK=$(SOAK_DURATION) PMGATE_SOAK_OUT=$(CURDIR)/bin/soak.md $(GO) test -count=1 -timeout 0 -v -run '^TestSoak$$' ./cmd/gateway/
+
+## mutate: plant each curated defect of internal/mutate in a copy of the tree and check the tests catch it
+mutate:
+	$(GO) run ./internal/mutate
