@@ -8,8 +8,8 @@
 //
 //	go run ./internal/mutate [-run REGEXP] [-v]
 //
-// Exit status 1 when a mutant survives or an edit no longer applies (the code
-// changed: update the list).
+// Exit status 1 when a mutant survives, no longer applies (the code changed:
+// update the list) or does not compile.
 package main
 
 import (
@@ -58,7 +58,7 @@ var mutants = []mutant{
 	{"any browser Origin is served", "adapters/httpapi/host.go",
 		"\treturn p.allows(u.Hostname())", "\treturn true", "./adapters/httpapi/", "Host"},
 	{"unclean paths reach the mux (redirect)", "adapters/httpapi/server.go",
-		"return p != \"\" && p[0] == '/' && path.Clean(p) == p", "return p != \"\"", "./adapters/httpapi/", "Unclean"},
+		"return p != \"\" && p[0] == '/' && path.Clean(p) == p", "return path.IsAbs(p)", "./adapters/httpapi/", "Unclean"},
 	{"lone low surrogates accepted", "adapters/httpapi/utf8.go",
 		"// low surrogate without a high one\n\t\t\t\tok = false", "// low surrogate without a high one\n\t\t\t\tok = true", "./adapters/httpapi/", "InvalidText"},
 	{"no connection cap", "adapters/httpapi/conn.go",
@@ -121,6 +121,15 @@ func main() {
 		if err := os.WriteFile(path, bytes.Replace(orig, []byte(m.old), []byte(m.new), 1), 0o644); err != nil {
 			fail("%v", err)
 		}
+		// A mutant that does not compile proves nothing about the tests.
+		vet := exec.Command("go", "vet", m.pkg)
+		vet.Dir = dir
+		if out, err := vet.CombinedOutput(); err != nil {
+			_ = os.WriteFile(path, orig, 0o644)
+			broken++
+			fmt.Printf("NOBUILD   %s (%s): %s\n", m.name, m.file, firstLine(out))
+			continue
+		}
 		args := []string{"test", "-count=1", "-timeout", "300s"}
 		if m.run != "" {
 			args = append(args, "-run", m.run)
@@ -150,6 +159,11 @@ func main() {
 	if killed != total {
 		os.Exit(1)
 	}
+}
+
+func firstLine(b []byte) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	return line
 }
 
 func fail(format string, args ...any) {
