@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/matryer/is"
 	"pgregory.net/rapid"
 
+	"pmgate/adapters/httpapi"
 	"pmgate/domain/errs"
 )
 
@@ -74,4 +76,29 @@ func TestA503CarriesTheRetryAfterOfItsCause(t *testing.T) {
 	rec := post(h, withFields(`,"stream":true`))
 	is.Equal(rec.Code, http.StatusServiceUnavailable) // failed before the stream's headers
 	is.Equal(rec.Header().Get("retry-after"), "12")   // with its cause's own delay
+}
+
+// FuzzCheckText: on any valid JSON object the text check never panics, and it
+// accepts exactly the bodies whose strings survive a decode/encode round trip
+// unchanged (encoding/json replaces invalid text with U+FFFD).
+func FuzzCheckText(f *testing.F) {
+	for _, s := range []string{`{"a":"b"}`, `{"a":["\ud83d\ude00",{"k\u00e9":1}]}`, `{"a":"\ud800"}`, "{\"a\":\"\xff\"}", `{"":[[],{}],"b":null}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var top map[string]any
+		if json.Unmarshal(body, &top) != nil || top == nil {
+			return
+		}
+		err := httpapi.CheckText(body)
+		if utf8.Valid(body) && !bytes.Contains(body, []byte(`\u`)) && !bytes.Contains(body, []byte(`\U`)) && err != nil {
+			t.Fatalf("valid UTF-8 without escapes refused: %v", err)
+		}
+		if !utf8.Valid(body) {
+			// Invalid bytes can only sit inside strings of a valid JSON text.
+			if err == nil {
+				t.Fatalf("invalid UTF-8 accepted")
+			}
+		}
+	})
 }
