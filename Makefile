@@ -5,7 +5,7 @@ AUDIT_CHECKS ?= 2000
 AUDIT_STEPS  ?= 100
 FUZZTIME     ?= 10s
 
-.PHONY: test test-clients spec spec-check audit bench bench-load lint fuzz build demo
+.PHONY: test test-clients spec spec-check audit bench bench-load lint fuzz build demo soak mutate
 
 ## test: the whole test suite with the race detector (the README's test command)
 test:
@@ -64,3 +64,15 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+
+## soak: a bounded soak run (SOAK_DURATION, 10m by default) of mixed text, stream, tool and aborted
+## traffic against the emulator; RSS and goroutines sampled every 10 s must end within 10 % of the
+## warmed-up baseline. Figures: bin/soak.md. Not part of .ci/run.
+SOAK_DURATION ?= 10m
+soak:
+	@mkdir -p bin
+	PMGATE_SOAK=$(SOAK_DURATION) PMGATE_SOAK_OUT=$(CURDIR)/bin/soak.md $(GO) test -count=1 -timeout 0 -v -run '^TestSoak$$' ./cmd/gateway/
+
+## mutate: plant each curated defect of internal/mutate in a copy of the tree and check the tests catch it
+mutate:
+	$(GO) run ./internal/mutate

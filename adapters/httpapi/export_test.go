@@ -18,3 +18,6 @@ func SwapCompare(f func(a, b []byte) int) (restore func()) {
 func CompareIsConstantTime() bool {
 	return reflect.ValueOf(constantTimeCompare).Pointer() == reflect.ValueOf(subtle.ConstantTimeCompare).Pointer()
 }
+
+// CheckText is checkText, for the fuzz target.
+var CheckText = checkText

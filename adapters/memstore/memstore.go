@@ -42,6 +42,13 @@ func (s *Store) Reserve(_ context.Context, calls int, now time.Time) (ports.Rese
 	return ports.Reservation{ID: id, Calls: calls}, nil
 }
 
+// HasRoom implements ports.CorrelationStore.
+func (s *Store) HasRoom(_ context.Context, calls int, now time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reg.HasRoom(calls, now), nil
+}
+
 // Release implements ports.CorrelationStore.
 func (s *Store) Release(_ context.Context, r ports.Reservation) error {
 	s.mu.Lock()

@@ -100,6 +100,37 @@ func (s *Store) tryReserve(ctx context.Context, id string, calls int) (bool, err
 	return ok, nil
 }
 
+// HasRoom implements ports.CorrelationStore, as correlation.Registry.HasRoom:
+// one unlocked read of the accounting row and the unexpired reservations with
+// the predicate of tryReserve; when full, overdue groups are swept and it looks
+// once more. Nothing is written but the sweep.
+func (s *Store) HasRoom(ctx context.Context, calls int, now time.Time) (bool, error) {
+	if calls <= 0 || calls > s.limits.MaxCalls {
+		return false, nil
+	}
+	ok, err := s.roomNow(ctx, calls)
+	if err == nil && !ok {
+		if _, err = s.Sweep(ctx, now); err == nil {
+			ok, err = s.roomNow(ctx, calls)
+		}
+	}
+	return ok, err
+}
+
+func (s *Store) roomNow(ctx context.Context, calls int) (bool, error) {
+	ctx, cancel := s.opContext(ctx)
+	defer cancel()
+	var ok bool
+	err := s.pool.QueryRow(ctx, `SELECT u.live_groups + r.groups + 1 <= $1::bigint AND u.live_calls + r.calls + $2::integer <= $3::bigint
+		FROM correlation_usage u,
+		     (SELECT count(*) AS groups, coalesce(sum(calls), 0) AS calls FROM correlation_reservations WHERE expires_at > now()) r
+		WHERE u.id`, s.limits.MaxGroups, calls, s.limits.MaxCalls).Scan(&ok)
+	if err != nil {
+		return false, unavailable(err, "has room")
+	}
+	return ok, nil
+}
+
 // Release implements ports.CorrelationStore; an unknown reservation is not an
 // error. Errors: correlation_store_unavailable (the reservation then frees
 // itself at its expiry).

@@ -452,6 +452,10 @@ func isDigits(s string) bool {
 	return s != ""
 }
 
+// RetryAfter is the bounded delay itself; the ingress finds it structurally
+// (any error with this method) and sends it to the client as retry-after.
+func (e *retryAfterError) RetryAfter() time.Duration { return e.after }
+
 // RetryAfter returns the bounded delay an upstream_rate_limited error carries.
 func RetryAfter(err error) (time.Duration, bool) {
 	var ra *retryAfterError

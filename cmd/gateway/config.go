@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"pmgate/adapters/httpapi"
 	"pmgate/adapters/keyfile"
 	"pmgate/adapters/postman/pmconfig"
 	"pmgate/domain/conversation"
@@ -33,6 +34,9 @@ type config struct {
 	keysSum         [32]byte     // hash of that content, for the watcher
 	upstream        pmconfig.Config
 	maxConcurrent   int
+	maxConnections  int
+	bodyTimeout     time.Duration
+	allowedHosts    []string // PROVIDER_HOST and ALLOWED_HOSTS; loopback is always served
 	correlation     bool
 	principalKey    []byte
 	principalRandom bool
@@ -86,6 +90,19 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.maxConcurrent, err = intVar(getenv, "MAX_CONCURRENT_REQUESTS", 16, 1, 4096); err != nil {
 		return c, err
 	}
+	if c.maxConnections, err = intVar(getenv, "MAX_CONNECTIONS", httpapi.DefaultMaxConnections, 1, 65536); err != nil {
+		return c, err
+	}
+	bodyMS, err := intVar(getenv, "BODY_READ_TIMEOUT_MS", 30000, 100, 3600000)
+	if err != nil {
+		return c, err
+	}
+	c.bodyTimeout = time.Duration(bodyMS) * time.Millisecond
+	hosts, ok := httpapi.ParseAllowedHosts(getenv("ALLOWED_HOSTS"))
+	if !ok {
+		return c, invalid("ALLOWED_HOSTS", "must be a comma list of host names or IP addresses, without port, scheme or wildcard")
+	}
+	c.allowedHosts = append([]string{c.host}, hosts...)
 	switch v := getenv("CORRELATION_ENABLED"); v {
 	case "", "true":
 		c.correlation = true
@@ -220,6 +237,9 @@ func (c config) summary() map[string]string {
 		m["api_key"] = "set"
 	}
 	m["max_concurrent_requests"] = strconv.Itoa(c.maxConcurrent)
+	m["max_connections"] = strconv.Itoa(c.maxConnections)
+	m["body_read_timeout"] = c.bodyTimeout.String()
+	m["allowed_hosts"] = strings.Join(c.allowedHosts, ",")
 	m["correlation_enabled"] = strconv.FormatBool(c.correlation)
 	m["correlation_store"] = c.store
 	if c.principalRandom {

@@ -105,21 +105,23 @@ func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...pos
 		MaxToolResultBytes: cfg.upstream.MaxToolResultBytes,
 		MaxConcurrent:      cfg.maxConcurrent,
 		RequestTimeout:     cfg.upstream.RequestTimeout,
+		BodyReadTimeout:    cfg.bodyTimeout,
+		AllowedHosts:       cfg.allowedHosts,
 		CorrelationEnabled: cfg.correlation,
 		ToolSchemaPolicy:   cfg.upstream.ToolSchemaPolicy,
 		Health: func(ctx context.Context) map[string]any {
 			return map[string]any{"correlation": storeHealth(ctx, cfg, store), "conversation": anchorHealth(ctx, cfg, anchors)}
 		},
 	}, svc, log)
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port)))
+	tcp, err := net.Listen("tcp", net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port)))
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("listen: %w", err)
 	}
+	ln := httpapi.NewListener(tcp, cfg.maxConnections, log)
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	gw := &gateway{cfg: cfg, log: log, ln: ln, store: store, stop: stop, served: make(chan error, 1),
-		srv: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
-			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
+		srv: httpapi.NewHTTPServer(handler, ln, log)}
 	gw.wg.Add(1)
 	go func() {
 		defer gw.wg.Done()

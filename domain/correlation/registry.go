@@ -109,6 +109,21 @@ func (r *Registry) Reserve(id string, calls int, now time.Time) ([]Decision, err
 	return ds, nil
 }
 
+// HasRoom reports whether a group of calls would be admitted now, without
+// reserving anything: the same rule as Reserve (overdue groups are expired
+// first), but a full registry is not capacity pressure yet. The app asks it
+// before sending a request with tools upstream, so that a full store refuses
+// the turn before it costs an upstream query.
+func (r *Registry) HasRoom(calls int, now time.Time) bool {
+	if calls <= 0 || calls > r.limits.MaxCalls {
+		return false
+	}
+	if !r.fits(calls) {
+		r.Sweep(now)
+	}
+	return r.fits(calls)
+}
+
 func (r *Registry) oldestPending() *Group {
 	var best *Group
 	for _, g := range r.groups {
