@@ -45,7 +45,8 @@ func (s *server) handleChat() http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		infoFrom(r.Context()).stream = req.Stream
+		ri := infoFrom(r.Context())
+		ri.stream, ri.model = req.Stream, req.Model
 
 		ctx := context.WithValue(r.Context(), clientCtxKey{}, r.Context())
 		ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.RequestTimeout, errRequestTimeout)
@@ -67,11 +68,13 @@ func (s *server) handleChat() http.Handler {
 		defer stop()
 
 		o := output{id: "chatcmpl-" + randText(), created: s.now().Unix(), model: req.Model, includeUsage: req.IncludeUsage}
+		tr := &turnReader{turn: turn, onFirst: func() { ri.firstToken = s.now() }}
 		if req.Stream {
-			s.stream(w, r, o, &turnReader{turn: turn})
+			s.stream(w, r, o, tr)
 		} else {
-			s.complete(w, r, o, &turnReader{turn: turn})
+			s.complete(w, r, o, tr)
 		}
+		ri.toolCalls = tr.calls
 	})
 }
 

@@ -39,6 +39,12 @@ type Config struct {
 	// counts. The three fixed fields (status, strategy, upstream_verified)
 	// cannot be overridden by it.
 	Health func(ctx context.Context) map[string]any
+	// Monitor, when set, records every request and serves GET /metrics
+	// (metrics.go); MetricsOpen (METRICS_AUTH=none) serves it without a key.
+	Monitor     *Monitor
+	MetricsOpen bool
+	// Admin, when set (ADMIN_ENABLED), serves the control page (admin.go).
+	Admin *AdminInfo
 }
 
 // CONTRACT §3 defaults for zero Config values.
@@ -136,10 +142,13 @@ type ctxKey struct{}
 // reqInfo is the per-request record the handlers fill in for the access log.
 // Only safe fields: no body, no content, no key, no upstream id.
 type reqInfo struct {
-	id     string
-	slot   string
-	code   errs.Code
-	stream bool
+	id         string
+	slot       string
+	code       errs.Code
+	stream     bool
+	model      string    // a configured public id, once the request was validated
+	toolCalls  int       // tool calls shown to the client
+	firstToken time.Time // the first text or tool-call delta; zero when none
 }
 
 func infoFrom(ctx context.Context) *reqInfo {
@@ -260,6 +269,7 @@ func (s *server) middleware(next http.Handler) http.Handler {
 				}
 			}
 			s.accessLog(ctx, r, rw, ri, start)
+			s.observe(r, rw, ri, start)
 		}()
 		next.ServeHTTP(rw, r)
 	})
@@ -291,8 +301,8 @@ func (s *server) accessLog(ctx context.Context, r *http.Request, rw *recorder, r
 // hold anything) never reaches a log line.
 func routeOf(r *http.Request) string {
 	switch r.URL.Path {
-	case pathChat, pathModels, pathHealth:
+	case pathChat, pathModels, pathHealth, pathMetrics:
 		return r.URL.Path
 	}
-	return "unmatched"
+	return adminRouteOf(r.URL.Path)
 }

@@ -37,6 +37,7 @@ type Client struct {
 	now       func() time.Time
 	peek      time.Duration
 	maxConns  int
+	onEnd     func(Exchange)
 }
 
 var (
@@ -57,7 +58,24 @@ type options struct {
 	now       func() time.Time
 	peek      time.Duration
 	maxConns  int
+	onEnd     func(Exchange)
 }
+
+// Exchange is how one upstream exchange ended, for metrics: every field comes
+// from a closed set (no id, no content). Outcome is "completed" or the stable
+// code of the failure; Rule and Row name the completion rule and the declared
+// row that decided the outcome, and are empty when no stream was opened.
+type Exchange struct {
+	Strategy string
+	Outcome  string
+	Rule     string
+	Row      string
+}
+
+// WithExchangeHook calls fn once per upstream exchange, when its outcome is
+// known (a request refused before any stream, or a stream at its outcome). fn
+// runs on the request's goroutine: it must be cheap and must not block.
+func WithExchangeHook(fn func(Exchange)) Option { return func(o *options) { o.onEnd = fn } }
 
 // WithMaxIdleConns sizes the pool of idle upstream connections kept for reuse;
 // the wiring passes MAX_CONCURRENT_REQUESTS so that a full load of concurrent
@@ -185,6 +203,7 @@ func New(cfg pmconfig.Config, opts ...Option) (*Client, error) {
 		red:       red,
 		log:       logger,
 		requestID: o.requestID,
+		onEnd:     o.onEnd,
 		now:       now,
 		peek:      peek,
 	}, nil
@@ -302,6 +321,7 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 		strategy: c.cfg.Strategy,
 		reqID:    rid,
 		status:   resp.StatusCode,
+		onEnd:    c.onEnd,
 	}
 	s.d = newDecoder(resp.Body, decoderConfig{
 		rule:         c.rule,
@@ -473,4 +493,7 @@ func (c *Client) logFailure(ctx context.Context, rid string, status int, err err
 		attrs = append(attrs, slog.Int64("retry_after_s", int64(retry/time.Second)))
 	}
 	c.log.LogAttrs(ctx, slog.LevelWarn, "upstream request failed", attrs...)
+	if c.onEnd != nil {
+		c.onEnd(Exchange{Strategy: string(c.cfg.Strategy), Outcome: string(errs.CodeOf(err))})
+	}
 }

@@ -30,6 +30,7 @@ type Stream struct {
 	stop     func() bool       // stops the watch of lastCtx
 	closed   bool
 	logged   bool
+	onEnd    func(Exchange) // nil for a reader stream or without a hook
 }
 
 // ToolCall is one complete upstream tool call of a completed stream: the
@@ -138,6 +139,7 @@ func (s *Stream) finished() {
 	)
 	level := slog.LevelInfo
 	msg := "upstream stream complete"
+	outcome := "completed"
 	if !o.Complete {
 		level, msg = slog.LevelWarn, "upstream stream failed"
 		code := o.Code
@@ -145,6 +147,10 @@ func (s *Stream) finished() {
 			code = errs.CodeOf(s.d.final)
 		}
 		attrs = append(attrs, slog.String("code", string(code)))
+		outcome = string(code)
+	}
+	if s.onEnd != nil {
+		s.onEnd(Exchange{Strategy: string(s.strategy), Outcome: outcome, Rule: string(s.d.tr.Rule()), Row: s.d.tr.OutcomeRow()})
 	}
 	if s.d.lastType != evNone {
 		attrs = append(attrs, slog.String("event_type", s.d.lastType.String()))
