@@ -3,6 +3,7 @@ package httpapi
 import (
 	"embed"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"strings"
 
@@ -90,6 +91,7 @@ func (s *server) adminRoutes(mux *http.ServeMux) {
 	get(pathAdmin+"/{$}", static("index.html", "text/html; charset=utf-8"))
 	get(pathAdminStatic+"app.js", static("app.js", "text/javascript; charset=utf-8"))
 	get(pathAdminStatic+"app.css", static("app.css", "text/css; charset=utf-8"))
+	get(pathAdminStatic+"icon.svg", static("icon.svg", "image/svg+xml"))
 	get(pathAdminOverview, s.requireKey(overview))
 	get(pathAdminLive, s.requireKey(s.adminLive()))
 	mux.Handle(pathAdmin+"/", adminHeaders(s.handleNotFound()))
@@ -192,8 +194,8 @@ type layoutEdge struct {
 
 // Geometry of the drawing, in SVG user units.
 const (
-	layoutColumn = 190
-	layoutRow    = 76
+	layoutColumn = 250
+	layoutRow    = 80
 	layoutMargin = 20
 	layoutNodeW  = 140
 	layoutNodeH  = 44
@@ -211,6 +213,22 @@ func machineLayout(t fsm.Table) layout {
 					depth[r.To] = depth[cur] + 1
 					queue = append(queue, r.To)
 				}
+			}
+		}
+	}
+	// Columns follow the longest forward path, so that a state comes after
+	// every state that leads to it; rows back towards the initial state (a
+	// smaller breadth-first depth) do not count, which also bounds the loop.
+	bfs := maps.Clone(depth)
+	forward := func(r fsm.Row) bool {
+		df, okf := bfs[r.From]
+		dt, okt := bfs[r.To]
+		return r.From != r.To && okf && okt && dt >= df
+	}
+	for range t.States {
+		for _, r := range t.Rows {
+			if forward(r) && depth[r.To] < depth[r.From]+1 {
+				depth[r.To] = depth[r.From] + 1
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -180,10 +181,20 @@ func (m *Monitor) observeRequest(rec RequestRecord, code errs.Code, start, first
 	if code == errs.CorrelationStoreUnavailable {
 		m.storeErrs.Inc()
 	}
+	if !listed(rec.Route) {
+		return
+	}
 	m.mu.Lock()
 	m.recent[m.recentN%recentRequests] = rec
 	m.recentN++
 	m.mu.Unlock()
+}
+
+// listed says which routes the recent list shows: the API and /health, not
+// the control page's own polling or the scrapes, which would push every
+// client request out of the list within two minutes. Metrics count them all.
+func listed(route string) bool {
+	return route != pathMetrics && !strings.HasPrefix(route, pathAdmin)
 }
 
 func observer(cache *sync.Map, vec *prometheus.HistogramVec, route string) prometheus.Observer {

@@ -135,12 +135,10 @@
     const title = $("machine-title");
     clear(root);
     root.appendChild(title);
-    root.setAttribute("viewBox", "0 0 " + m.width + " " + (m.height + 20));
-    root.setAttribute("width", m.width);
-    root.setAttribute("height", m.height + 20);
+    root.setAttribute("viewBox", "0 -24 " + m.width + " " + (m.height + 44));
     const defs = svg("defs", {}, root);
     for (const id of ["arrow", "arrow-hot"]) {
-      const mk = svg("marker", { id: id, viewBox: "0 0 10 10", refX: "9", refY: "5", markerWidth: "7", markerHeight: "7", orient: "auto-start-reverse" }, defs);
+      const mk = svg("marker", { id: id, viewBox: "0 0 10 10", refX: "9", refY: "5", markerWidth: "10", markerHeight: "10", markerUnits: "userSpaceOnUse", orient: "auto-start-reverse" }, defs);
       svg("path", { d: "M0,0 L10,5 L0,10 z", class: id }, mk);
     }
     const pos = {};
@@ -178,7 +176,7 @@
       const count = svg("text", { x: s.x + NODE_W - 10, y: s.y + 18, "text-anchor": "end", class: "state-count" }, g);
       count.textContent = "0";
       const loops = svg("text", { x: s.x + 10, y: s.y + 35, class: "state-loops" }, g);
-      loops.textContent = s.loops.length ? "↻ " + s.loops.length + " rows" : "";
+      loops.textContent = s.loops.length ? "↻ " + s.loops.length + (s.loops.length === 1 ? " row" : " rows") + " keep it" : "";
     }
   }
 
