@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,19 +28,19 @@ import (
 type Monitor struct {
 	reg *prometheus.Registry
 
-	requests   *prometheus.CounterVec
-	duration   *prometheus.HistogramVec
-	ttft       *prometheus.HistogramVec
-	upstream   *prometheus.CounterVec
-	outcomes   *prometheus.CounterVec
-	trans      *prometheus.CounterVec
-	storeErrs  prometheus.Counter
-	durationBy sync.Map // route -> prometheus.Observer
-	ttftBy     sync.Map // route -> prometheus.Observer
-	counters   sync.Map // reqKey -> prometheus.Counter
+	requests  *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	ttft      *prometheus.HistogramVec
+	upstream  *prometheus.CounterVec
+	outcomes  *prometheus.CounterVec
+	trans     *prometheus.CounterVec
+	storeErrs prometheus.Counter
+	// byRoute holds the resolved series of every route template; it is
+	// written only in NewMonitor, so the request path reads it without a lock.
+	byRoute map[string]*routeSeries
 
 	mu          sync.Mutex
-	recent      [recentRequests]RequestRecord
+	recent      [recentRequests]listedRequest
 	recentN     int // records written so far
 	transitions [recentTransitions]TransitionRecord
 	transN      int
@@ -66,6 +67,14 @@ type RequestRecord struct {
 	TTFTMS     *float64  `json:"ttft_ms"` // null when no token was produced
 }
 
+// listedRequest is a RequestRecord as the ring keeps it: the time to first
+// token by value, so that recording allocates nothing.
+type listedRequest struct {
+	RequestRecord
+	ttft    float64
+	hasTTFT bool
+}
+
 // TransitionRecord is one applied row of the correlation machine.
 type TransitionRecord struct {
 	Time time.Time `json:"time"`
@@ -86,12 +95,23 @@ type MonitorConfig struct {
 	Now func() time.Time
 }
 
-// reqKey is the label set of one requests_total series.
-type reqKey struct {
-	route  string
+// routeSeries are the series of one route template, resolved once: the
+// histograms, the counter of plain successes (200, no code) and, for the other
+// status and code pairs, a cache filled on first use.
+type routeSeries struct {
+	duration, ttft prometheus.Observer
+	ok             prometheus.Counter
+	other          sync.Map // answerKey -> prometheus.Counter
+}
+
+type answerKey struct {
 	status int
 	code   errs.Code
 }
+
+// routeTemplates is every value routeOf can return.
+var routeTemplates = []string{pathChat, pathModels, pathHealth, pathMetrics, pathAdmin, pathAdminStatic + "*",
+	pathAdminOverview, pathAdminLive, "unmatched"}
 
 // Latency buckets in seconds: from a fast local refusal to a long upstream turn.
 var latencyBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
@@ -131,6 +151,11 @@ func NewMonitor(cfg MonitorConfig) *Monitor {
 	if cfg.Counts != nil {
 		m.reg.MustRegister(&storeCollector{counts: cfg.Counts, errs: m.storeErrs})
 	}
+	m.byRoute = make(map[string]*routeSeries, len(routeTemplates))
+	for _, r := range routeTemplates {
+		m.byRoute[r] = &routeSeries{duration: m.duration.WithLabelValues(r), ttft: m.ttft.WithLabelValues(r),
+			ok: m.requests.WithLabelValues(r, "200", "none")}
+	}
 	return m
 }
 
@@ -159,24 +184,32 @@ func (m *Monitor) ObserveExchange(strategy, outcome, rule, row string) {
 // observeRequest records one finished request. It is on every request's
 // path, so the label lookups are cached: one sync.Map load per metric.
 func (m *Monitor) observeRequest(rec RequestRecord, code errs.Code, start, firstToken time.Time, end time.Time) {
-	k := reqKey{route: rec.Route, status: rec.Status, code: code}
-	c, ok := m.counters.Load(k)
-	if !ok {
-		label := string(code)
-		if label == "" {
-			label = "none"
-		}
-		c, _ = m.counters.LoadOrStore(k, m.requests.WithLabelValues(rec.Route, strconv.Itoa(rec.Status), label))
+	rs := m.byRoute[rec.Route]
+	if rs == nil { // unreachable: routeOf returns only templates
+		rs = m.byRoute["unmatched"]
 	}
-	c.(prometheus.Counter).Inc()
+	if rec.Status == http.StatusOK && code == "" {
+		rs.ok.Inc()
+	} else {
+		k := answerKey{status: rec.Status, code: code}
+		c, ok := rs.other.Load(k)
+		if !ok {
+			label := string(code)
+			if label == "" {
+				label = "none"
+			}
+			c, _ = rs.other.LoadOrStore(k, m.requests.WithLabelValues(rec.Route, strconv.Itoa(rec.Status), label))
+		}
+		c.(prometheus.Counter).Inc()
+	}
 	d := end.Sub(start)
-	observer(&m.durationBy, m.duration, rec.Route).Observe(d.Seconds())
+	rs.duration.Observe(d.Seconds())
 	rec.DurationMS = float64(d.Microseconds()) / 1000
+	entry := listedRequest{RequestRecord: rec}
 	if !firstToken.IsZero() {
 		t := firstToken.Sub(start)
-		observer(&m.ttftBy, m.ttft, rec.Route).Observe(t.Seconds())
-		ms := float64(t.Microseconds()) / 1000
-		rec.TTFTMS = &ms
+		rs.ttft.Observe(t.Seconds())
+		entry.ttft, entry.hasTTFT = float64(t.Microseconds())/1000, true
 	}
 	if code == errs.CorrelationStoreUnavailable {
 		m.storeErrs.Inc()
@@ -185,7 +218,7 @@ func (m *Monitor) observeRequest(rec RequestRecord, code errs.Code, start, first
 		return
 	}
 	m.mu.Lock()
-	m.recent[m.recentN%recentRequests] = rec
+	m.recent[m.recentN%recentRequests] = entry
 	m.recentN++
 	m.mu.Unlock()
 }
@@ -197,19 +230,19 @@ func listed(route string) bool {
 	return route != pathMetrics && !strings.HasPrefix(route, pathAdmin)
 }
 
-func observer(cache *sync.Map, vec *prometheus.HistogramVec, route string) prometheus.Observer {
-	if o, ok := cache.Load(route); ok {
-		return o.(prometheus.Observer)
-	}
-	o, _ := cache.LoadOrStore(route, vec.WithLabelValues(route))
-	return o.(prometheus.Observer)
-}
-
 // Recent returns the last requests and transitions, newest first.
 func (m *Monitor) Recent() ([]RequestRecord, []TransitionRecord) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return newestFirst(m.recent[:], m.recentN), newestFirst(m.transitions[:], m.transN)
+	listed := newestFirst(m.recent[:], m.recentN)
+	reqs := make([]RequestRecord, len(listed))
+	for i, l := range listed {
+		reqs[i] = l.RequestRecord
+		if l.hasTTFT {
+			reqs[i].TTFTMS = &listed[i].ttft
+		}
+	}
+	return reqs, newestFirst(m.transitions[:], m.transN)
 }
 
 func newestFirst[T any](ring []T, written int) []T {
