@@ -77,11 +77,13 @@ type listedRequest struct {
 
 // TransitionRecord is one applied row of the correlation machine.
 type TransitionRecord struct {
-	Time time.Time `json:"time"`
-	Row  string    `json:"row"`
-	From string    `json:"from"`
-	To   string    `json:"to"`
-	Code string    `json:"code"`
+	Time   time.Time `json:"time"`
+	Row    string    `json:"row"`
+	From   string    `json:"from"`
+	To     string    `json:"to"`
+	Code   string    `json:"code"`
+	Count  int       `json:"count"`  // how many groups took the row at once (sweeps)
+	Source string    `json:"source"` // "request" or "sweep"
 }
 
 // MonitorConfig names the constant facts of the process.
@@ -164,10 +166,25 @@ func (m *Monitor) Registry() *prometheus.Registry { return m.reg }
 
 // ObserveDecision records one applied row of the correlation machine.
 func (m *Monitor) ObserveDecision(d correlation.Decision) {
-	m.trans.WithLabelValues(d.Row, string(d.From), string(d.To)).Inc()
+	m.transition(TransitionRecord{Row: d.Row, From: string(d.From), To: string(d.To), Code: string(d.Code),
+		Count: 1, Source: "request"})
+}
+
+// ObserveSweep records the rows a sweep of the store applied (expiry, the
+// in-flight deadline, tombstone removal), in row order.
+func (m *Monitor) ObserveSweep(rep correlation.SweepReport) {
+	for _, r := range correlation.Table().Rows {
+		if n := rep.Rows[r.ID]; n > 0 {
+			m.transition(TransitionRecord{Row: r.ID, From: r.From, To: r.To, Count: n, Source: "sweep"})
+		}
+	}
+}
+
+func (m *Monitor) transition(t TransitionRecord) {
+	m.trans.WithLabelValues(t.Row, t.From, t.To).Add(float64(t.Count))
+	t.Time = m.now()
 	m.mu.Lock()
-	m.transitions[m.transN%recentTransitions] = TransitionRecord{Time: m.now(), Row: d.Row,
-		From: string(d.From), To: string(d.To), Code: string(d.Code)}
+	m.transitions[m.transN%recentTransitions] = t
 	m.transN++
 	m.mu.Unlock()
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 	dto "github.com/prometheus/client_model/go"
@@ -219,5 +220,26 @@ func TestTheAdminPageIsNotServedWhenDisabled(t *testing.T) {
 		is.NoErr(err)
 		resp.Body.Close()
 		is.Equal(resp.StatusCode, 404)
+	}
+}
+
+func TestSweepTransitionsAreCountedByRow(t *testing.T) {
+	is := is.New(t)
+	s := serve(t, "web_session", map[string]string{"CORRELATION_PENDING_TTL_MS": "1000", "CORRELATION_TERMINAL_TTL_MS": "1000"})
+	_, _, _ = pending(t, s, "weather please")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m := scrapeWithKey(t, s)
+		expired := value(m, "pmgate_correlation_transitions_total", "row", "C09", "from", "PENDING", "to", "EXPIRED")
+		removed := value(m, "pmgate_correlation_transitions_total", "row", "C24", "from", "EXPIRED", "to", "REMOVED")
+		if expired == 1 && removed == 1 {
+			is.Equal(value(m, "pmgate_correlation_groups", "state", "EXPIRED"), 0.0)
+			is.Equal(value(m, "pmgate_correlation_live_groups"), 0.0)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sweep rows not counted: C09=%v C24=%v", expired, removed)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -121,7 +121,7 @@ func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...pos
 	gw.wg.Add(1)
 	go func() {
 		defer gw.wg.Done()
-		store.Run(runCtx, time.Second, system.Clock{}, log)
+		store.Run(runCtx, time.Second, system.Clock{}, log, monitor.ObserveSweep)
 	}()
 	go func() { gw.served <- gw.srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String(), "strategy", string(cfg.upstream.Strategy),
@@ -171,7 +171,7 @@ func (g *gateway) wait(ctx context.Context) error {
 // process-level operations both adapters provide.
 type store interface {
 	ports.CorrelationStore
-	Run(ctx context.Context, every time.Duration, clock ports.Clock, log *slog.Logger)
+	Run(ctx context.Context, every time.Duration, clock ports.Clock, log *slog.Logger, onSweep func(correlation.SweepReport))
 	Shutdown(now time.Time) (cancelled int, counts correlation.Counts)
 	Close()
 }

@@ -192,7 +192,7 @@
     const now = Date.now();
     const hot = {};
     for (const t of transitions) {
-      hits[t.row] = (hits[t.row] || 0) + 1;
+      hits[t.row] = (hits[t.row] || 0) + (t.count || 1);
       if (now - new Date(t.time).getTime() < 10000) hot[t.row] = true;
     }
     for (const g of document.querySelectorAll("#machine .edge")) {
@@ -246,7 +246,8 @@
     $("corr-summary").textContent = parts.join(" · ");
     updateMachine(c, l.transitions);
     fillRows($("transitions").tBodies[0], l.transitions.slice(0, 20), (tr, t) => {
-      cell(tr, clock(t.time)); cell(tr, t.row, "mono"); cell(tr, t.from); cell(tr, t.to); cell(tr, t.code || "–");
+      cell(tr, clock(t.time)); cell(tr, t.row + (t.count > 1 ? " ×" + t.count : ""), "mono"); cell(tr, t.from); cell(tr, t.to);
+      cell(tr, t.source === "sweep" ? "sweep" + (t.code ? " · " + t.code : "") : (t.code || "–"));
     });
     fillRows($("requests").tBodies[0], l.requests, (tr, r) => {
       tr.className = r.status >= 400 ? "failed" : "";
