@@ -80,7 +80,7 @@ func TestMetricsMoveAsTurnsGoThrough(t *testing.T) {
 	const chat = "/v1/chat/completions"
 	before := scrapeWithKey(t, s)
 	is.Equal(value(before, "pmgate_chat_concurrency_limit"), 16.0)
-	is.True(value(before, "go_goroutines") > 0)              // Go runtime collector
+	is.True(value(before, "go_goroutines") > 0)                 // Go runtime collector
 	is.True(value(before, "process_resident_memory_bytes") > 0) // process collector
 
 	// A text turn.
