@@ -176,7 +176,7 @@
       const count = svg("text", { x: s.x + NODE_W - 10, y: s.y + 18, "text-anchor": "end", class: "state-count" }, g);
       count.textContent = "0";
       const loops = svg("text", { x: s.x + 10, y: s.y + 35, class: "state-loops" }, g);
-      loops.textContent = s.loops.length ? "↻ " + s.loops.length + (s.loops.length === 1 ? " row" : " rows") + " keep it" : "";
+      loops.textContent = s.loops.length ? "↻ " + s.loops.length + (s.loops.length === 1 ? " row keeps it" : " rows keep it") : "";
     }
   }
 
