@@ -20,7 +20,7 @@ test-clients:
 ## test-browser: the /admin page in Debian's chromium (apt-get install chromium), driven by chromedp;
 ## screenshots go to bin/screenshots/
 test-browser:
-	PMGATE_BROWSER=1 $(GO) test -race -count=1 -run '^TestTheAdminPageInABrowser$$' ./cmd/gateway/
+	PMGATE_BROWSER=1 $(GO) test -race -count=1 -run '^TestTheAdminPage' ./cmd/gateway/
 
 build:
 	$(GO) build -o bin/gateway ./cmd/gateway

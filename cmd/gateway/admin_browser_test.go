@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -324,4 +325,60 @@ func TestTheAdminPageInABrowser(t *testing.T) {
 	do(t, ctx, chromedp.Evaluate[chromedp.Void](`document.body.setAttribute("style", "color: red")`))
 	within(t, ctx, 2*time.Second, "CSP probe", `window.__csp.length > 0`)
 	bl.take()
+}
+
+// The page against `gateway demo`, as its owner first sees it; its 1280×800
+// screenshot is the one in docs/.
+func TestTheAdminPageAgainstTheDemo(t *testing.T) {
+	ctx, bl := newBrowser(t)
+	dir := screenshotDir(t)
+	base, key := startDemo(t, "web_session")
+	origin := strings.TrimSuffix(base, "/v1")
+	do(t, ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(origin+"/admin"), chromedp.WaitVisible(chromedp.ID("key")),
+		chromedp.SendKeys(chromedp.ID("key"), key), chromedp.Click(chromedp.ID("open")))
+	within(t, ctx, 5*time.Second, "signed in", `document.getElementById("conn").textContent === "live"`)
+	for id, want := range map[string]string{"strategy": "web_session", "upstream-host": demoSubdomain + ".postman.co", "version": "version " + version} {
+		if got := eval[string](t, ctx, `document.getElementById("`+id+`").textContent`); got != want {
+			t.Errorf("%s: %q, want %q", id, got, want)
+		}
+	}
+	if got := eval[string](t, ctx, `document.querySelector("#models tbody").textContent`); got != demoModel+demoEnum+demoEnum {
+		t.Errorf("models %q", got)
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	send := func(body string) []byte {
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", base+"/chat/completions", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return b
+	}
+	send(`{"model":"` + demoModel + `","messages":[{"role":"user","content":"Hello!"}]}`)
+	send(`{"model":"` + demoModel + `","stream":true,"messages":[{"role":"user","content":"Hello! #scenario=truncated_frame"}]}`)
+	history := []msg{{"role": "user", "content": "weather and time?"}}
+	var c completion
+	if err := json.Unmarshal(send(chatBody(t, demoModel, history, toolsJSON, "")), &c); err != nil || len(c.Choices) == 0 {
+		t.Fatalf("tool turn: %v", err)
+	}
+	within(t, ctx, 2*time.Second, "three requests listed", `document.querySelectorAll("#requests tbody tr").length === 3`)
+	within(t, ctx, 2*time.Second, "the tool group on the diagram", `document.querySelector('#machine [data-state="PENDING"]').dataset.count === "1"`)
+	send(chatBody(t, demoModel, append(history, assistantAndResults(c, sunny)...), toolsJSON, ""))
+	within(t, ctx, 2*time.Second, "the continuation on the diagram", `document.querySelector('#machine [data-state="CONSUMED"]').dataset.count === "1"`)
+	if got := eval[string](t, ctx, `document.querySelector("#requests tbody").textContent`); !strings.Contains(got, "upstream_incomplete_stream") {
+		t.Errorf("the failed stream's code is not listed: %q", got)
+	}
+	noErrors(t, ctx, bl, "demo")
+	view, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "admin-demo-1280x800.png"), view, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shot(t, ctx, dir, "admin-demo-full.png")
 }
