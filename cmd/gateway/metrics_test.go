@@ -108,6 +108,15 @@ func TestMetricsMoveAsTurnsGoThrough(t *testing.T) {
 	is.Equal(value(m, "pmgate_completion_outcomes_total", "rule", "usage_after_output_v1"), 2.0)
 	is.Equal(value(m, "pmgate_http_requests_total", "route", chat), 2.0)
 
+	// An upstream refusal before any stream: counted by its code, no completion row.
+	resp = s.post(t, userBody("hello #scenario=rate_limited", false, ""))
+	_, _ = io.Copy(io.Discard, resp.Body)
+	is.Equal(resp.StatusCode, 429)
+	m = scrapeWithKey(t, s)
+	is.Equal(value(m, "pmgate_upstream_requests_total", "outcome", string(errs.UpstreamRateLimited)), 1.0)
+	is.Equal(value(m, "pmgate_http_requests_total", "route", chat, "status", "429", "code", string(errs.UpstreamRateLimited)), 1.0)
+	is.Equal(value(m, "pmgate_completion_outcomes_total"), 2.0) // unchanged: no stream, no row
+
 	// A tool turn: one group PENDING; then its continuation: C01 (claim) and
 	// C14 (consumed), the group CONSUMED.
 	_, cont, _ := pending(t, s, "weather please")
@@ -129,7 +138,7 @@ func TestMetricsMoveAsTurnsGoThrough(t *testing.T) {
 	is.Equal(status, 200)
 	m = scrapeWithKey(t, s)
 	is.Equal(value(m, "pmgate_correlation_transitions_total", "row", "C18"), 1.0)
-	is.Equal(value(m, "pmgate_upstream_requests_total"), 4.0) // text, failure, tool turn, one continuation
+	is.Equal(value(m, "pmgate_upstream_requests_total"), 5.0) // text, failure, refusal, tool turn, one continuation
 
 	// No label carries a key, a request id, a tool-call id or content.
 	for name, f := range m {
