@@ -34,9 +34,6 @@ type AdminInfo struct {
 	UpstreamHost string
 	Models       []AdminModel
 	Summary      map[string]string
-	// Probe returns the last probe report's verdict, or nil when no report is
-	// configured. Only a passing report makes the upstream "verified".
-	Probe func() *ProbeStatus
 }
 
 // AdminModel is one public model and the upstream enum it is pinned to.
@@ -46,7 +43,7 @@ type AdminModel struct {
 	Observed []string `json:"observed"`
 }
 
-// ProbeStatus is the verdict of a probe report.
+// ProbeStatus is the verdict of a probe report (Config.Probe).
 type ProbeStatus struct {
 	Passed bool   `json:"passed"`
 	Time   string `json:"time"`
@@ -138,13 +135,9 @@ func (s *server) adminOverview() http.Handler {
 // correlation counts, the recent requests and machine transitions.
 func (s *server) adminLive() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		out := map[string]any{"status": "ok", "strategy": s.cfg.Strategy, "upstream_verified": false,
-			"probe": nil, "time": s.now().UTC()}
-		if s.cfg.Admin.Probe != nil {
-			if p := s.cfg.Admin.Probe(); p != nil {
-				out["probe"], out["upstream_verified"] = p, p.Passed
-			}
-		}
+		p, verified := s.probe()
+		out := map[string]any{"status": "ok", "strategy": s.cfg.Strategy, "upstream_verified": verified,
+			"probe": p, "time": s.now().UTC()}
 		if s.cfg.Health != nil {
 			if c, ok := s.cfg.Health(r.Context())["correlation"]; ok {
 				out["correlation"] = c
@@ -285,4 +278,15 @@ func machineLayout(t fsm.Table) layout {
 	}
 	l.Rows = t.Rows
 	return l
+}
+
+// probe returns the last probe report's verdict (nil without one) and whether
+// it makes the upstream verified: only a passing report does. /health and the
+// control page both answer from it.
+func (s *server) probe() (*ProbeStatus, bool) {
+	if s.cfg.Probe == nil {
+		return nil, false
+	}
+	p := s.cfg.Probe()
+	return p, p != nil && p.Passed
 }

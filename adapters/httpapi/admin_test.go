@@ -216,3 +216,24 @@ func TestMetricsAreServedOnlyWithAMonitor(t *testing.T) {
 	})
 	is.Equal(get(h, "/metrics").Code, 200)
 }
+
+func TestOnlyAPassingProbeReportVerifiesTheUpstream(t *testing.T) {
+	is := is.New(t)
+	for _, tc := range []struct {
+		probe *httpapi.ProbeStatus
+		want  bool
+	}{{nil, false}, {&httpapi.ProbeStatus{Passed: false, Time: "2026-01-01T00:00:00Z"}, false}, {&httpapi.ProbeStatus{Passed: true, Time: "2026-01-01T00:00:00Z"}, true}} {
+		h, _ := newServer(t, fiveDeltas(), withAdmin(httpapi.NewMonitor(httpapi.MonitorConfig{})), func(c *httpapi.Config) {
+			c.Probe = func() *httpapi.ProbeStatus { return tc.probe }
+		})
+		var health, live struct {
+			Verified bool                 `json:"upstream_verified"`
+			Probe    *httpapi.ProbeStatus `json:"probe"`
+		}
+		is.NoErr(json.Unmarshal(get(h, "/health").Body.Bytes(), &health))
+		is.NoErr(json.Unmarshal(get(h, "/admin/api/live", "Authorization", "Bearer "+apiKey).Body.Bytes(), &live))
+		is.Equal(health.Verified, tc.want) // /health and the page agree
+		is.Equal(live.Verified, tc.want)
+		is.Equal(live.Probe != nil, tc.probe != nil)
+	}
+}

@@ -141,7 +141,8 @@ func (s *server) handleModels() http.Handler {
 }
 
 // handleHealth serves GET /health without authentication. upstream_verified
-// is always false: the gateway does not probe the upstream on its own.
+// is true only when Config.Probe reports a passing probe report: the gateway
+// never probes the upstream on its own.
 func (s *server) handleHealth() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		out := map[string]any{}
@@ -152,7 +153,7 @@ func (s *server) handleHealth() http.Handler {
 		}
 		out["status"] = "ok"
 		out["strategy"] = s.cfg.Strategy
-		out["upstream_verified"] = false
+		_, out["upstream_verified"] = s.probe()
 		body, err := json.Marshal(out)
 		if err != nil {
 			s.writeError(w, r, errors.Wrap(err, "health fields"))

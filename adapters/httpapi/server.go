@@ -45,6 +45,9 @@ type Config struct {
 	MetricsOpen bool
 	// Admin, when set (ADMIN_ENABLED), serves the control page (admin.go).
 	Admin *AdminInfo
+	// Probe returns the verdict of the configured probe report, or nil when
+	// there is none (then upstream_verified is false).
+	Probe func() *ProbeStatus
 }
 
 // CONTRACT §3 defaults for zero Config values.
