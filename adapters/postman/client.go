@@ -27,6 +27,7 @@ import (
 // configured strategy. It is safe for concurrent use.
 type Client struct {
 	cfg       pmconfig.Config
+	exchange  func(Exchange) // WithExchangeHook; nil without one
 	url       string
 	rule      completion.Rule
 	hc        *http.Client
@@ -37,7 +38,6 @@ type Client struct {
 	now       func() time.Time
 	peek      time.Duration
 	maxConns  int
-	onEnd     func(Exchange)
 }
 
 var (
@@ -50,6 +50,7 @@ type Option func(*options)
 
 type options struct {
 	transport http.RoundTripper
+	exchange  func(Exchange)
 	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
 	roots     *x509.CertPool
 	logger    *slog.Logger
@@ -58,7 +59,6 @@ type options struct {
 	now       func() time.Time
 	peek      time.Duration
 	maxConns  int
-	onEnd     func(Exchange)
 }
 
 // Exchange is how one upstream exchange ended, for metrics: every field comes
@@ -75,7 +75,7 @@ type Exchange struct {
 // WithExchangeHook calls fn once per upstream exchange, when its outcome is
 // known (a request refused before any stream, or a stream at its outcome). fn
 // runs on the request's goroutine: it must be cheap and must not block.
-func WithExchangeHook(fn func(Exchange)) Option { return func(o *options) { o.onEnd = fn } }
+func WithExchangeHook(fn func(Exchange)) Option { return func(o *options) { o.exchange = fn } }
 
 // WithMaxIdleConns sizes the pool of idle upstream connections kept for reuse;
 // the wiring passes MAX_CONCURRENT_REQUESTS so that a full load of concurrent
@@ -200,10 +200,10 @@ func New(cfg pmconfig.Config, opts ...Option) (*Client, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		traceable: traceable,
+		exchange:  o.exchange,
 		red:       red,
 		log:       logger,
 		requestID: o.requestID,
-		onEnd:     o.onEnd,
 		now:       now,
 		peek:      peek,
 	}, nil
@@ -315,13 +315,13 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 
 	s := &Stream{
 		body:     resp.Body,
+		exchange: c.exchange,
 		cancel:   cancel,
 		rctx:     rctx,
 		log:      c.log,
 		strategy: c.cfg.Strategy,
 		reqID:    rid,
 		status:   resp.StatusCode,
-		onEnd:    c.onEnd,
 	}
 	s.d = newDecoder(resp.Body, decoderConfig{
 		rule:         c.rule,
@@ -493,7 +493,7 @@ func (c *Client) logFailure(ctx context.Context, rid string, status int, err err
 		attrs = append(attrs, slog.Int64("retry_after_s", int64(retry/time.Second)))
 	}
 	c.log.LogAttrs(ctx, slog.LevelWarn, "upstream request failed", attrs...)
-	if c.onEnd != nil {
-		c.onEnd(Exchange{Strategy: string(c.cfg.Strategy), Outcome: string(errs.CodeOf(err))})
+	if c.exchange != nil {
+		c.exchange(Exchange{Strategy: string(c.cfg.Strategy), Outcome: string(errs.CodeOf(err))})
 	}
 }

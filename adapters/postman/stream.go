@@ -18,6 +18,7 @@ import (
 // goroutine to abort a blocked Next.
 type Stream struct {
 	mu       sync.Mutex
+	exchange func(Exchange) // WithExchangeHook; nil for a reader stream or without a hook
 	d        *decoder
 	body     io.ReadCloser     // nil for a reader stream
 	cancel   func(cause error) // cancels the request context; nil for a reader stream
@@ -30,7 +31,6 @@ type Stream struct {
 	stop     func() bool       // stops the watch of lastCtx
 	closed   bool
 	logged   bool
-	onEnd    func(Exchange) // nil for a reader stream or without a hook
 }
 
 // ToolCall is one complete upstream tool call of a completed stream: the
@@ -149,8 +149,8 @@ func (s *Stream) finished() {
 		attrs = append(attrs, slog.String("code", string(code)))
 		outcome = string(code)
 	}
-	if s.onEnd != nil {
-		s.onEnd(Exchange{Strategy: string(s.strategy), Outcome: outcome, Rule: string(s.d.tr.Rule()), Row: s.d.tr.OutcomeRow()})
+	if s.exchange != nil {
+		s.exchange(Exchange{Strategy: string(s.strategy), Outcome: outcome, Rule: string(s.d.tr.Rule()), Row: s.d.tr.OutcomeRow()})
 	}
 	if s.d.lastType != evNone {
 		attrs = append(attrs, slog.String("event_type", s.d.lastType.String()))
