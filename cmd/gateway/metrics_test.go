@@ -119,11 +119,11 @@ func TestMetricsMoveAsTurnsGoThrough(t *testing.T) {
 
 	// A tool turn: one group PENDING; then its continuation: C01 (claim) and
 	// C14 (consumed), the group CONSUMED.
-	_, cont, _ := pending(t, s, "weather please")
+	_, cont, tc := pending(t, s, "weather please")
 	m = scrapeWithKey(t, s)
 	is.Equal(value(m, "pmgate_correlation_groups", "state", "PENDING"), 1.0)
 	is.Equal(value(m, "pmgate_correlation_live_groups"), 1.0)
-	is.Equal(value(m, "pmgate_correlation_live_calls"), 2.0) // a parallel pair
+	is.Equal(value(m, "pmgate_correlation_live_calls"), float64(len(tc.Choices[0].Message.ToolCalls))) // the group's calls
 	status, _, _ := turnResult(t, s, chatBody(t, testModel, cont, toolsJSON, ""))
 	is.Equal(status, 200)
 	m = scrapeWithKey(t, s)
