@@ -5,7 +5,7 @@ AUDIT_CHECKS ?= 2000
 AUDIT_STEPS  ?= 100
 FUZZTIME     ?= 10s
 
-.PHONY: test test-clients spec spec-check audit bench bench-load lint fuzz build demo soak mutate
+.PHONY: test test-clients test-browser spec spec-check audit bench bench-load lint fuzz build demo soak mutate
 
 ## test: the whole test suite with the race detector (the README's test command)
 test:
@@ -16,6 +16,11 @@ test:
 test-clients:
 	cd clients/js && npm ci --ignore-scripts --no-audit --no-fund && node setup.mjs
 	PMGATE_CLIENTS=1 $(GO) test -race -count=1 -run '^TestClients$$' ./cmd/gateway/
+
+## test-browser: the /admin page in Debian's chromium (apt-get install chromium), driven by chromedp;
+## screenshots go to bin/screenshots/
+test-browser:
+	PMGATE_BROWSER=1 $(GO) test -race -count=1 -run '^TestTheAdminPage' ./cmd/gateway/
 
 build:
 	$(GO) build -o bin/gateway ./cmd/gateway

@@ -23,6 +23,10 @@ type Config struct {
 	// a tool call from the upstream cannot be continued and is refused.
 	Correlation bool
 	Policy      correlation.Policy
+	// OnDecision, when set, sees every applied row of the group machine that
+	// a request caused (metrics, the control page). It runs inside the
+	// request: it must be cheap and must not block.
+	OnDecision func(correlation.Decision)
 }
 
 // Gateway is the application: one chat turn at a time, fresh or continued.
@@ -252,6 +256,9 @@ func (g *Gateway) settleFailure(ctx context.Context, p Principal, key string, ca
 }
 
 func (g *Gateway) logDecision(ctx context.Context, p Principal, d correlation.Decision) {
+	if g.cfg.OnDecision != nil {
+		g.cfg.OnDecision(d)
+	}
 	g.log.InfoContext(ctx, "correlation", "row", d.Row, "from", string(d.From), "to", string(d.To),
 		"effect", string(d.Effect), "code", string(d.Code), "principal_slot", p.Slot)
 }

@@ -50,11 +50,11 @@ func keepAlive(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
 	t.Cleanup(func() { c.Close() })
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReader(c)
-	get(t, c, br)
+	getOnConn(t, c, br)
 	return c, br
 }
 
-func get(t *testing.T, c net.Conn, br *bufio.Reader) {
+func getOnConn(t *testing.T, c net.Conn, br *bufio.Reader) {
 	t.Helper()
 	fmt.Fprint(c, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 	resp, err := http.ReadResponse(br, nil)

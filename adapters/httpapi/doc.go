@@ -1,7 +1,9 @@
 // Package httpapi is pmgate's OpenAI-compatible ingress (CONTRACT §4):
 // POST /v1/chat/completions (JSON and SSE), GET /v1/models and GET /health,
-// in front of an app.ChatService. NewServer returns the whole surface as one
-// http.Handler; routes.go lists it.
+// in front of an app.ChatService, and the operator's surface: the control
+// page under /admin (admin.go, adminui/) and Prometheus /metrics (metrics.go,
+// monitor.go; see docs/OPERATE.md). NewServer returns the whole surface as
+// one http.Handler; routes.go lists it.
 //
 // # Errors
 //

@@ -3,6 +3,9 @@ package httpapi
 import (
 	"crypto/subtle"
 	"reflect"
+	"time"
+
+	"pmgate/domain/errs"
 )
 
 // SwapCompare replaces the key comparison for one test and returns the
@@ -21,3 +24,9 @@ func CompareIsConstantTime() bool {
 
 // CheckText is checkText, for the fuzz target.
 var CheckText = checkText
+
+// ObserveRequest runs the monitor's per-request recording, for benchmarks.
+func (m *Monitor) ObserveRequest(route string, status int, code string, start, firstToken, end time.Time) {
+	m.observeRequest(RequestRecord{Time: start, RequestID: "bench", Route: route, Status: status, Code: code, Model: "m"},
+		errs.Code(code), start, firstToken, end)
+}

@@ -45,7 +45,8 @@ func (s *server) handleChat() http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		infoFrom(r.Context()).stream = req.Stream
+		ri := infoFrom(r.Context())
+		ri.stream, ri.model = req.Stream, req.Model
 		// The key slot's own limit (if any) applies on top of the global one.
 		release, ok := acquire(s.sem, slotFrom(r.Context()).limiter())
 		if !ok {
@@ -74,11 +75,13 @@ func (s *server) handleChat() http.Handler {
 		defer stop()
 
 		o := output{id: "chatcmpl-" + randText(), created: s.now().Unix(), model: req.Model, includeUsage: req.IncludeUsage}
+		tr := &turnReader{turn: turn, onFirst: func() { ri.firstToken = s.now() }}
 		if req.Stream {
-			s.stream(w, r, o, &turnReader{turn: turn})
+			s.stream(w, r, o, tr)
 		} else {
-			s.complete(w, r, o, &turnReader{turn: turn})
+			s.complete(w, r, o, tr)
 		}
+		ri.toolCalls = tr.calls
 	})
 }
 
@@ -183,7 +186,8 @@ func (s *server) handleModels() http.Handler {
 }
 
 // handleHealth serves GET /health without authentication. upstream_verified
-// is always false: the gateway does not probe the upstream on its own.
+// is true only when Config.Probe reports a passing probe report: the gateway
+// never probes the upstream on its own.
 func (s *server) handleHealth() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		out := map[string]any{}
@@ -194,7 +198,7 @@ func (s *server) handleHealth() http.Handler {
 		}
 		out["status"] = "ok"
 		out["strategy"] = s.cfg.Strategy
-		out["upstream_verified"] = false
+		_, out["upstream_verified"] = s.probe()
 		body, err := json.Marshal(out)
 		if err != nil {
 			s.writeError(w, r, errors.Wrap(err, "health fields"))

@@ -51,6 +51,15 @@ type Config struct {
 	// counts. The three fixed fields (status, strategy, upstream_verified)
 	// cannot be overridden by it.
 	Health func(ctx context.Context) map[string]any
+	// Monitor, when set, records every request and serves GET /metrics
+	// (metrics.go); MetricsOpen (METRICS_AUTH=none) serves it without a key.
+	Monitor     *Monitor
+	MetricsOpen bool
+	// Admin, when set (ADMIN_ENABLED), serves the control page (admin.go).
+	Admin *AdminInfo
+	// Probe returns the verdict of the configured probe report, or nil when
+	// there is none (then upstream_verified is false).
+	Probe func() *ProbeStatus
 }
 
 // CONTRACT §3 defaults for zero Config values.
@@ -133,10 +142,13 @@ type ctxKey struct{}
 // reqInfo is the per-request record the handlers fill in for the access log.
 // Only safe fields: no body, no content, no key, no upstream id.
 type reqInfo struct {
-	id     string
-	slot   string
-	code   errs.Code
-	stream bool
+	id         string
+	slot       string
+	code       errs.Code
+	stream     bool
+	model      string    // a configured public id, once the request was validated
+	toolCalls  int       // tool calls shown to the client
+	firstToken time.Time // the first text or tool-call delta; zero when none
 }
 
 func infoFrom(ctx context.Context) *reqInfo {
@@ -286,6 +298,7 @@ func (s *server) middleware(next http.Handler) http.Handler {
 				}
 			}
 			s.accessLog(ctx, r, rw, ri, start)
+			s.observe(r, rw, ri, start)
 		}()
 		if !s.checkHost(rw, r) {
 			return
@@ -299,10 +312,11 @@ func (s *server) middleware(next http.Handler) http.Handler {
 }
 
 // cleanPath reports whether p is an absolute path in clean form: no empty,
-// "." or ".." segment and no trailing slash (except "/" itself). net/http's
-// mux would answer the others with a redirect to the cleaned path.
+// "." or ".." segment and no trailing slash (except "/" itself, and the
+// control page's "/admin/", which a person types). net/http's mux would
+// answer the others with a redirect to the cleaned path.
 func cleanPath(p string) bool {
-	return p != "" && p[0] == '/' && path.Clean(p) == p
+	return p == pathAdmin+"/" || p != "" && p[0] == '/' && path.Clean(p) == p
 }
 
 func (s *server) accessLog(ctx context.Context, r *http.Request, rw *recorder, ri *reqInfo, start time.Time) {
@@ -331,8 +345,8 @@ func (s *server) accessLog(ctx context.Context, r *http.Request, rw *recorder, r
 // hold anything) never reaches a log line.
 func routeOf(r *http.Request) string {
 	switch r.URL.Path {
-	case pathChat, pathModels, pathHealth:
+	case pathChat, pathModels, pathHealth, pathMetrics:
 		return r.URL.Path
 	}
-	return "unmatched"
+	return adminRouteOf(r.URL.Path)
 }

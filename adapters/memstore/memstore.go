@@ -94,8 +94,9 @@ func (s *Store) Counts(context.Context) (correlation.Counts, error) {
 	return s.reg.Counts(), nil
 }
 
-// Run sweeps every interval until ctx ends.
-func (s *Store) Run(ctx context.Context, every time.Duration, clock ports.Clock, log *slog.Logger) {
+// Run sweeps every interval until ctx ends; onSweep (may be nil) sees every
+// sweep that changed something.
+func (s *Store) Run(ctx context.Context, every time.Duration, clock ports.Clock, log *slog.Logger, onSweep func(correlation.SweepReport)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -106,6 +107,9 @@ func (s *Store) Run(ctx context.Context, every time.Duration, clock ports.Clock,
 			rep, _ := s.Sweep(ctx, clock.Now())
 			if rep.Expired+rep.Uncertain+rep.Removed > 0 {
 				log.Info("correlation sweep", "expired", rep.Expired, "uncertain", rep.Uncertain, "removed", rep.Removed)
+				if onSweep != nil {
+					onSweep(rep)
+				}
 			}
 		}
 	}

@@ -519,14 +519,7 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (correlation.SweepRepo
 				}
 				stmts = append(stmts, st...)
 				total.add(delta)
-				switch d.To {
-				case correlation.Expired:
-					batch.Expired++
-				case correlation.Uncertain:
-					batch.Uncertain++
-				case correlation.Removed:
-					batch.Removed++
-				}
+				batch.Add(d)
 			}
 			if err := sendAll(ctx, tx, append(stmts, usageStmt(total)...)); err != nil {
 				return dbErr(err, "sweep: write")
@@ -536,9 +529,7 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (correlation.SweepRepo
 		if err != nil {
 			return rep, err
 		}
-		rep.Expired += batch.Expired
-		rep.Uncertain += batch.Uncertain
-		rep.Removed += batch.Removed
+		rep.Merge(batch)
 		if n < sweepBatch {
 			return rep, nil
 		}

@@ -49,6 +49,8 @@ type config struct {
 	anchorPolicy    conversation.Policy
 	logLevel        slog.Level
 	logFormat       string
+	adminEnabled    bool // ADMIN_ENABLED: serve /admin
+	metricsOpen     bool // METRICS_AUTH=none: /metrics without a key
 }
 
 func invalid(variable, rule string) error {
@@ -179,6 +181,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	// that of a tool continuation: the request timeout plus a margin.
 	c.anchorPolicy = conversation.Policy{TTL: time.Duration(convTTL) * time.Millisecond,
 		ClaimTTL: c.policy.InflightTTL, TerminalTTL: c.policy.TerminalTTL}
+	if err := c.loadOperate(getenv); err != nil {
+		return c, err
+	}
 	switch v := getenv("LOG_LEVEL"); v {
 	case "", "info":
 		c.logLevel = slog.LevelInfo
@@ -258,6 +263,8 @@ func (c config) summary() map[string]string {
 	m["conversation_continuity"] = strconv.FormatBool(c.continuity)
 	m["conversation_ttl"] = c.anchorPolicy.TTL.String()
 	m["conversation_max_anchors"] = strconv.Itoa(c.anchorLimits.MaxAnchors)
+	m["admin_enabled"] = strconv.FormatBool(c.adminEnabled)
+	m["metrics_auth"] = map[bool]string{false: "key", true: "none"}[c.metricsOpen]
 	m["log_level"] = c.logLevel.String()
 	m["log_format"] = c.logFormat
 	return m
@@ -322,4 +329,35 @@ func configFromArgs(command string, args []string, getenv func(string) string) (
 		}
 	}
 	return loadConfig(getenv)
+}
+
+// loadOperate parses the control-plane settings: ADMIN_ENABLED (default true
+// when listening on loopback, false otherwise) and METRICS_AUTH (key, the
+// default, or none, which is allowed on loopback only).
+func (c *config) loadOperate(getenv func(string) string) error {
+	loopback := c.host == "localhost"
+	if ip := net.ParseIP(c.host); ip != nil {
+		loopback = ip.IsLoopback()
+	}
+	switch v := getenv("ADMIN_ENABLED"); v {
+	case "":
+		c.adminEnabled = loopback
+	case "true":
+		c.adminEnabled = true
+	case "false":
+		c.adminEnabled = false
+	default:
+		return invalid("ADMIN_ENABLED", "must be true or false")
+	}
+	switch v := getenv("METRICS_AUTH"); v {
+	case "", "key":
+	case "none":
+		if !loopback {
+			return invalid("METRICS_AUTH", "none is allowed only when PROVIDER_HOST is a loopback address")
+		}
+		c.metricsOpen = true
+	default:
+		return invalid("METRICS_AUTH", "must be key or none")
+	}
+	return nil
 }

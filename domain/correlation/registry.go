@@ -34,6 +34,37 @@ type SweepReport struct {
 	Expired   int
 	Uncertain int
 	Removed   int
+	// Rows counts the applied rows by id (for metrics); nil when none.
+	Rows map[string]int
+}
+
+// Add counts one transition a sweep applied.
+func (r *SweepReport) Add(d Decision) {
+	switch d.To {
+	case Expired:
+		r.Expired++
+	case Uncertain:
+		r.Uncertain++
+	case Removed:
+		r.Removed++
+	}
+	if r.Rows == nil {
+		r.Rows = map[string]int{}
+	}
+	r.Rows[d.Row]++
+}
+
+// Merge adds the counts of another report.
+func (r *SweepReport) Merge(o SweepReport) {
+	r.Expired += o.Expired
+	r.Uncertain += o.Uncertain
+	r.Removed += o.Removed
+	for id, n := range o.Rows {
+		if r.Rows == nil {
+			r.Rows = map[string]int{}
+		}
+		r.Rows[id] += n
+	}
 }
 
 // ErrDuplicatePublicID marks an admission whose public id is already indexed;
@@ -276,14 +307,7 @@ func (r *Registry) Sweep(now time.Time) (SweepReport, []Decision) {
 			continue
 		}
 		ds = append(ds, d)
-		switch d.To {
-		case Expired:
-			rep.Expired++
-		case Uncertain:
-			rep.Uncertain++
-		case Removed:
-			rep.Removed++
-		}
+		rep.Add(d)
 	}
 	return rep, ds
 }
