@@ -23,6 +23,10 @@ type Config struct {
 	// a tool call from the upstream cannot be continued and is refused.
 	Correlation bool
 	Policy      correlation.Policy
+	// OnDecision, when set, sees every applied row of the group machine that
+	// a request caused (metrics, the control page). It runs inside the
+	// request: it must be cheap and must not block.
+	OnDecision func(correlation.Decision)
 }
 
 // Gateway is the application: one chat turn at a time, fresh or continued.
@@ -68,6 +72,9 @@ func (g *Gateway) Chat(ctx context.Context, p Principal, req chat.Request) (Turn
 // freshTurn sends a USER_QUERY: in the anchored upstream conversation when the
 // request extends a transcript the gateway completed, else in a new one.
 func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) (Turn, error) {
+	if err := g.checkRoom(ctx, req); err != nil {
+		return nil, err
+	}
 	up, claim := g.planFresh(ctx, p, req)
 	s, err := g.upstream.Chat(ctx, up)
 	if err != nil {
@@ -85,6 +92,28 @@ func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) 
 		t.convID = claim.convID // a continued stream need not repeat its conversation id
 	}
 	return t, nil
+}
+
+// checkRoom refuses a fresh turn that may ask for tools while the store has no
+// room for one more group: every such answer would be refused at admission
+// anyway, after costing an upstream query. Room can still vanish during the
+// stream; the reservation at the proven end decides (and refuses before any id
+// is shown). Continuations are not pre-checked: completing one is what frees
+// its group's room, so refusing them would keep a full store full until the
+// pending TTL.
+func (g *Gateway) checkRoom(ctx context.Context, req chat.Request) error {
+	if len(req.Tools) == 0 || req.ToolChoice.Mode == chat.ToolChoiceNone {
+		return nil
+	}
+	ok, err := g.store.HasRoom(ctx, 1, g.clock.Now())
+	if err != nil {
+		return err
+	}
+	if !ok {
+		g.log.WarnContext(ctx, "correlation store full: tool turn refused before sending", "code", string(errs.CorrelationCapacityExceeded))
+		return errs.New(errs.CorrelationCapacityExceeded)
+	}
+	return nil
 }
 
 // continueTurn runs design CORRELATION §5 steps 3–10 and, when the claim is
@@ -227,6 +256,9 @@ func (g *Gateway) settleFailure(ctx context.Context, p Principal, key string, ca
 }
 
 func (g *Gateway) logDecision(ctx context.Context, p Principal, d correlation.Decision) {
+	if g.cfg.OnDecision != nil {
+		g.cfg.OnDecision(d)
+	}
 	g.log.InfoContext(ctx, "correlation", "row", d.Row, "from", string(d.From), "to", string(d.To),
 		"effect", string(d.Effect), "code", string(d.Code), "principal_slot", p.Slot)
 }

@@ -265,18 +265,46 @@ func TestAProvenNotSentFailureReturnsTheGroupToPending(t *testing.T) {
 	is.Equal(ds[len(ds)-1].Finish, app.FinishStop) // and completes
 }
 
-func TestAFullStoreRefusesTheToolTurnWithoutShowingIDs(t *testing.T) {
+func TestRoomThatVanishesDuringTheStreamRefusesTheToolTurnWithoutShowingIDs(t *testing.T) {
 	is := is.New(t)
 	r := newRig(t, toolLoop(5), correlation.Limits{MaxGroups: 1, MaxCalls: 4})
-	turn, _ := r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("a")}))
-	_, err := drain(t, turn)
+	first, err := r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("a")}))
 	is.NoErr(err)
-	turn, _ = r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("b")}))
-	ds, err := drain(t, turn)
+	second, err := r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("b")}))
+	is.NoErr(err) // both were sent while the store had room
+	_, err = drain(t, first)
+	is.NoErr(err) // the first takes the last place
+	ds, err := drain(t, second)
 	is.True(errs.Has(err, errs.CorrelationCapacityExceeded)) // the second group cannot be held
 	for _, d := range ds {
 		is.True(d.ToolCall == nil) // and no id was shown
 	}
+}
+
+func TestAFullStoreRefusesAToolTurnBeforeSendingIt(t *testing.T) {
+	is := is.New(t)
+	r := newRig(t, toolLoop(5), correlation.Limits{MaxGroups: 1, MaxCalls: 4})
+	turn, err := r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("a")}))
+	is.NoErr(err)
+	_, err = drain(t, turn)
+	is.NoErr(err) // the store is now full of one pending group
+	sent := len(r.up.Requests())
+	for range 20 {
+		_, err = r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("b")}))
+		is.Equal(errs.CodeOf(err), errs.CorrelationCapacityExceeded) // 503 at once
+	}
+	is.Equal(len(r.up.Requests()), sent) // and not one upstream query was spent on them
+	none := request(chat.Message{Role: chat.RoleUser, Content: str("c")})
+	none.ToolChoice = chat.ToolChoice{Mode: chat.ToolChoiceNone}
+	_, err = r.gw.Chat(t.Context(), principal, none)
+	is.NoErr(err) // tool_choice none cannot open a group: not refused
+	plain := request(chat.Message{Role: chat.RoleUser, Content: str("d")})
+	plain.Tools = nil
+	_, err = r.gw.Chat(t.Context(), principal, plain)
+	is.NoErr(err) // nor a request without tools
+	r.clock.Advance(policy.PendingTTL)
+	_, err = r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("e")}))
+	is.NoErr(err) // once the pending group expired there is room again
 }
 
 func TestUnknownAndForeignIDsAreTheSame404(t *testing.T) {

@@ -96,6 +96,11 @@ type CorrelationStore interface {
 	// Reserve holds capacity for a group of n calls before any public id is shown.
 	// Errors: correlation_capacity_exceeded.
 	Reserve(ctx context.Context, calls int, now time.Time) (Reservation, error)
+	// HasRoom reports whether a group of n calls would fit now, by the rule of
+	// Reserve (overdue groups are expired first), without reserving: a cheap
+	// check before a request with tools is sent upstream. Room can still vanish
+	// before Reserve; Reserve decides. Errors: correlation_store_unavailable.
+	HasRoom(ctx context.Context, calls int, now time.Time) (bool, error)
 	// Release gives back an unused reservation. It never fails for an unknown one.
 	Release(ctx context.Context, r Reservation) error
 	// Admit stores g (state PENDING) under the reservation. Errors:

@@ -141,6 +141,9 @@ func (s *server) decodeRequest(body []byte, allowed func(string) bool) (chat.Req
 		}
 		return chat.Request{}, invalid("", "The body must be a JSON object.")
 	}
+	if err := checkText(body); err != nil {
+		return chat.Request{}, err
+	}
 	req := chat.Request{ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto}}
 	var err error
 

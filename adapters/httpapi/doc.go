@@ -1,7 +1,9 @@
 // Package httpapi is pmgate's OpenAI-compatible ingress (CONTRACT §4):
 // POST /v1/chat/completions (JSON and SSE), GET /v1/models and GET /health,
-// in front of an app.ChatService. NewServer returns the whole surface as one
-// http.Handler; routes.go lists it.
+// in front of an app.ChatService, and the operator's surface: the control
+// page under /admin (admin.go, adminui/) and Prometheus /metrics (metrics.go,
+// monitor.go; see docs/OPERATE.md). NewServer returns the whole surface as
+// one http.Handler; routes.go lists it.
 //
 // # Errors
 //
@@ -131,4 +133,14 @@
 // Turn.Close, called at once even while Next is blocked; Close may therefore
 // run concurrently with Next. At most MaxConcurrent chat requests run at
 // once; the next one gets 429 concurrency_limit_exceeded with retry-after: 1.
+// The slot is taken after the body was read (under BodyReadTimeout, else 408
+// request_timeout) and validated, so slow or invalid bodies never hold one.
+//
+// # Hosts and connections
+//
+// Before any route, a Host or browser Origin that is not served is refused
+// (421 host_not_allowed, 403 origin_not_allowed; see hostPolicy), and a path
+// not in clean form is 404. NewListener caps open connections and rewrites
+// net/http's own plain-text answers into the OpenAI shape; NewHTTPServer sets
+// the timeouts. See docs/HARDENING.md.
 package httpapi

@@ -3,6 +3,9 @@ package httpapi
 import (
 	"crypto/subtle"
 	"reflect"
+	"time"
+
+	"pmgate/domain/errs"
 )
 
 // SwapCompare replaces the key comparison for one test and returns the
@@ -17,4 +20,13 @@ func SwapCompare(f func(a, b []byte) int) (restore func()) {
 // crypto/subtle.ConstantTimeCompare.
 func CompareIsConstantTime() bool {
 	return reflect.ValueOf(constantTimeCompare).Pointer() == reflect.ValueOf(subtle.ConstantTimeCompare).Pointer()
+}
+
+// CheckText is checkText, for the fuzz target.
+var CheckText = checkText
+
+// ObserveRequest runs the monitor's per-request recording, for benchmarks.
+func (m *Monitor) ObserveRequest(route string, status int, code string, start, firstToken, end time.Time) {
+	m.observeRequest(RequestRecord{Time: start, RequestID: "bench", Route: route, Status: status, Code: code, Model: "m"},
+		errs.Code(code), start, firstToken, end)
 }

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"mime"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/errors"
 
@@ -18,19 +20,17 @@ import (
 // RequestTimeout elapses.
 var errRequestTimeout = errors.New("httpapi: request timeout")
 
-// handleChat serves POST /v1/chat/completions: concurrency slot, content
-// type, bounded body, full validation, then one turn of the service rendered
-// as JSON or SSE. Nothing reaches the service unless the whole request is
-// valid.
+// handleChat serves POST /v1/chat/completions: content type, bounded body
+// read under BodyReadTimeout, full validation, then a concurrency slot and one
+// turn of the service rendered as JSON or SSE. Nothing reaches the service
+// unless the whole request is valid.
+//
+// The slot is taken after the body is read and validated: it stands for an
+// upstream exchange, so a client that trickles its body (or sends an invalid
+// one) never keeps a slot from the others; what such clients can hold is
+// bounded by MAX_CONNECTIONS and, in time, by BodyReadTimeout.
 func (s *server) handleChat() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The slot's own limit (if any) applies on top of the global one.
-		release, ok := acquire(s.sem, slotFrom(r.Context()).limiter())
-		if !ok {
-			s.writeError(w, r, errs.New(errs.ConcurrencyLimitExceeded))
-			return
-		}
-		defer release()
 		if !jsonMediaType(r.Header.Get("Content-Type")) {
 			s.writeError(w, r, invalid("", "The Content-Type must be application/json."))
 			return
@@ -45,7 +45,15 @@ func (s *server) handleChat() http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		infoFrom(r.Context()).stream = req.Stream
+		ri := infoFrom(r.Context())
+		ri.stream, ri.model = req.Stream, req.Model
+		// The key slot's own limit (if any) applies on top of the global one.
+		release, ok := acquire(s.sem, slotFrom(r.Context()).limiter())
+		if !ok {
+			s.writeError(w, r, errs.New(errs.ConcurrencyLimitExceeded))
+			return
+		}
+		defer release()
 
 		ctx := context.WithValue(r.Context(), clientCtxKey{}, r.Context())
 		ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.RequestTimeout, errRequestTimeout)
@@ -67,11 +75,13 @@ func (s *server) handleChat() http.Handler {
 		defer stop()
 
 		o := output{id: "chatcmpl-" + randText(), created: s.now().Unix(), model: req.Model, includeUsage: req.IncludeUsage}
+		tr := &turnReader{turn: turn, onFirst: func() { ri.firstToken = s.now() }}
 		if req.Stream {
-			s.stream(w, r, o, &turnReader{turn: turn})
+			s.stream(w, r, o, tr)
 		} else {
-			s.complete(w, r, o, &turnReader{turn: turn})
+			s.complete(w, r, o, tr)
 		}
+		ri.toolCalls = tr.calls
 	})
 }
 
@@ -105,10 +115,13 @@ func jsonMediaType(v string) bool {
 	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
 }
 
-// readBody reads the body under MaxBodyBytes. A declared Content-Length over
-// the limit is refused before reading; otherwise http.MaxBytesReader stops the
-// read at the limit (it looks at most one byte further, to tell "exactly at"
-// from "over").
+// readBody reads the body under MaxBodyBytes and BodyReadTimeout. A declared
+// Content-Length over the limit is refused before reading; otherwise
+// http.MaxBytesReader stops the read at the limit (it looks at most one byte
+// further, to tell "exactly at" from "over"). The connection's read deadline
+// is set for the body and cleared afterwards (net/http watches the idle
+// connection for a client disconnect during the exchange, and a deadline left
+// in place would end that watch as a disconnect).
 func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	limit := s.cfg.MaxBodyBytes
 	tooLarge := func() error {
@@ -117,15 +130,26 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	if r.ContentLength > limit {
 		return nil, tooLarge()
 	}
+	rc := http.NewResponseController(w)
+	deadline := rc.SetReadDeadline(s.now().Add(s.cfg.BodyReadTimeout)) == nil
 	var buf bytes.Buffer
 	if r.ContentLength > 0 {
 		buf.Grow(int(r.ContentLength))
 	}
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	if deadline && err == nil {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
 		return nil, tooLarge()
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The expired deadline stays: net/http tries to drain an unread body
+		// before answering, and must fail at once instead of waiting for the
+		// slow client. The connection closes after the answer.
+		w.Header().Set("Connection", "close")
+		return nil, refuse(errs.RequestTimeout, "", "The limit is "+s.cfg.BodyReadTimeout.String()+".")
 	case err != nil:
 		return nil, invalid("", "The body could not be read.")
 	}
@@ -162,7 +186,8 @@ func (s *server) handleModels() http.Handler {
 }
 
 // handleHealth serves GET /health without authentication. upstream_verified
-// is always false: the gateway does not probe the upstream on its own.
+// is true only when Config.Probe reports a passing probe report: the gateway
+// never probes the upstream on its own.
 func (s *server) handleHealth() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		out := map[string]any{}
@@ -173,7 +198,7 @@ func (s *server) handleHealth() http.Handler {
 		}
 		out["status"] = "ok"
 		out["strategy"] = s.cfg.Strategy
-		out["upstream_verified"] = false
+		_, out["upstream_verified"] = s.probe()
 		body, err := json.Marshal(out)
 		if err != nil {
 			s.writeError(w, r, errors.Wrap(err, "health fields"))

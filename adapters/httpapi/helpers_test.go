@@ -169,6 +169,7 @@ func testConfig() httpapi.Config {
 		MaxConcurrent:      4,
 		RequestTimeout:     5 * time.Second,
 		CorrelationEnabled: true,
+		AllowedHosts:       []string{"example.com"}, // httptest.NewRequest's Host
 	}
 }
 

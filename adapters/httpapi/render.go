@@ -42,10 +42,11 @@ type step struct {
 // (tool_calls when any call was emitted, stop otherwise). A violation is an
 // internal error.
 type turnReader struct {
-	turn   app.Turn
-	calls  int
-	finish app.FinishReason
-	usage  *chat.Usage
+	turn    app.Turn
+	calls   int
+	finish  app.FinishReason
+	usage   *chat.Usage
+	onFirst func() // called once, at the first text or tool-call delta; may be nil
 }
 
 // next returns the next step, or io.EOF once the turn ended with a proven
@@ -90,6 +91,10 @@ func (tr *turnReader) next(ctx context.Context) (step, error) {
 			}
 		}
 		if st.text != "" || st.call != nil {
+			if tr.onFirst != nil {
+				tr.onFirst()
+				tr.onFirst = nil
+			}
 			return st, nil
 		}
 	}

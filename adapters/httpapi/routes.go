@@ -21,6 +21,13 @@ func (s *server) routes() http.Handler {
 	mux.Handle(pathModels, s.handleMethodNotAllowed("GET, HEAD"))
 	mux.Handle("GET "+pathHealth, s.handleHealth())
 	mux.Handle(pathHealth, s.handleMethodNotAllowed("GET, HEAD"))
+	if s.cfg.Monitor != nil {
+		mux.Handle("GET "+pathMetrics, s.handleMetrics())
+		mux.Handle(pathMetrics, s.handleMethodNotAllowed("GET, HEAD"))
+	}
+	if s.cfg.Admin != nil {
+		s.adminRoutes(mux)
+	}
 	mux.Handle("/", s.handleNotFound())
 	return mux
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"path"
 	"runtime/debug"
 	"time"
 
@@ -20,9 +21,10 @@ import (
 // Config is what the ingress needs to know of the configuration. The wiring in
 // cmd/gateway fills it from the environment (CONTRACT §3).
 //
-// Zero values of MaxBodyBytes, MaxToolResultBytes, MaxConcurrent and
-// RequestTimeout take the CONTRACT §3 defaults (1 MiB, 256 KiB, 16, 120 s).
-// MaxTools is used as given: 0 means no tool may be declared.
+// Zero values of MaxBodyBytes, MaxToolResultBytes, MaxConcurrent,
+// RequestTimeout and BodyReadTimeout take the CONTRACT §3 defaults (1 MiB,
+// 256 KiB, 16, 120 s, 30 s). MaxTools is used as given: 0 means no tool may be
+// declared.
 type Config struct {
 	// Keys is the live set of API key slots (PROVIDER_KEYS_FILE, reloaded by
 	// the wiring). When nil, APIKeys is used as a fixed set.
@@ -36,6 +38,12 @@ type Config struct {
 	MaxToolResultBytes int
 	MaxConcurrent      int
 	RequestTimeout     time.Duration
+	// BodyReadTimeout bounds how long the request body may take to arrive
+	// (BODY_READ_TIMEOUT_MS); a slower body is 408 request_timeout.
+	BodyReadTimeout time.Duration
+	// AllowedHosts are the Host names and IP literals served besides the
+	// loopback ones (PROVIDER_HOST and ALLOWED_HOSTS); see hostPolicy.
+	AllowedHosts       []string
 	CorrelationEnabled bool
 	// ToolSchemaPolicy is TOOL_SCHEMA_POLICY; "" means toolschema.DefaultPolicy.
 	ToolSchemaPolicy toolschema.Policy
@@ -43,6 +51,15 @@ type Config struct {
 	// counts. The three fixed fields (status, strategy, upstream_verified)
 	// cannot be overridden by it.
 	Health func(ctx context.Context) map[string]any
+	// Monitor, when set, records every request and serves GET /metrics
+	// (metrics.go); MetricsOpen (METRICS_AUTH=none) serves it without a key.
+	Monitor     *Monitor
+	MetricsOpen bool
+	// Admin, when set (ADMIN_ENABLED), serves the control page (admin.go).
+	Admin *AdminInfo
+	// Probe returns the verdict of the configured probe report, or nil when
+	// there is none (then upstream_verified is false).
+	Probe func() *ProbeStatus
 }
 
 // CONTRACT §3 defaults for zero Config values.
@@ -51,6 +68,7 @@ const (
 	defaultMaxToolResultBytes = 256 << 10
 	defaultMaxConcurrent      = 16
 	defaultRequestTimeout     = 120 * time.Second
+	defaultBodyReadTimeout    = 30 * time.Second
 	minPrincipalKeyBytes      = 32
 )
 
@@ -63,6 +81,7 @@ type server struct {
 	keys   *Keyring
 	models map[string]bool
 	sem    chan struct{}
+	hosts  hostPolicy
 	now    func() time.Time
 }
 
@@ -96,12 +115,16 @@ func NewServer(cfg Config, svc app.ChatService, log *slog.Logger) http.Handler {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = defaultRequestTimeout
 	}
+	if cfg.BodyReadTimeout <= 0 {
+		cfg.BodyReadTimeout = defaultBodyReadTimeout
+	}
 	s := &server{
 		cfg:    cfg,
 		svc:    svc,
 		log:    slog.New(WithRequestID(log.Handler())),
 		models: make(map[string]bool, len(cfg.Models)),
 		sem:    make(chan struct{}, cfg.MaxConcurrent),
+		hosts:  newHostPolicy(cfg.AllowedHosts),
 		now:    time.Now,
 	}
 	if s.keys = cfg.Keys; s.keys == nil {
@@ -119,10 +142,13 @@ type ctxKey struct{}
 // reqInfo is the per-request record the handlers fill in for the access log.
 // Only safe fields: no body, no content, no key, no upstream id.
 type reqInfo struct {
-	id     string
-	slot   string
-	code   errs.Code
-	stream bool
+	id         string
+	slot       string
+	code       errs.Code
+	stream     bool
+	model      string    // a configured public id, once the request was validated
+	toolCalls  int       // tool calls shown to the client
+	firstToken time.Time // the first text or tool-call delta; zero when none
 }
 
 func infoFrom(ctx context.Context) *reqInfo {
@@ -143,30 +169,52 @@ func RequestID(ctx context.Context) string {
 }
 
 // WithRequestID wraps a slog handler so that every record logged with a
-// request context carries request_id. The server wraps its own logger with it;
-// the wiring may wrap the app's logger too.
+// request context carries request_id, exactly once: a record (or a logger
+// built With) that already has a top-level request_id keeps its own, so that
+// strict JSON log pipelines, which reject duplicate keys, accept every line.
+// The server wraps its own logger with it; the wiring may wrap the app's
+// logger too, and wrapping twice is a no-op.
 func WithRequestID(h slog.Handler) slog.Handler {
 	if _, ok := h.(requestIDHandler); ok {
 		return h
 	}
-	return requestIDHandler{h}
+	return requestIDHandler{Handler: h}
 }
 
-type requestIDHandler struct{ slog.Handler }
+const requestIDKey = "request_id"
+
+type requestIDHandler struct {
+	slog.Handler
+	has     bool // a WithAttrs already added request_id at the top level
+	grouped bool // inside WithGroup: an added attribute would land in the group
+}
 
 func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
-	if id := RequestID(ctx); id != "" {
-		r.AddAttrs(slog.String("request_id", id))
+	if id := RequestID(ctx); id != "" && !h.has && !h.grouped && !recordHasRequestID(r) {
+		r.AddAttrs(slog.String(requestIDKey, id))
 	}
 	return h.Handler.Handle(ctx, r)
 }
 
+func recordHasRequestID(r slog.Record) bool {
+	found := false
+	r.Attrs(func(a slog.Attr) bool {
+		found = a.Key == requestIDKey
+		return !found
+	})
+	return found
+}
+
 func (h requestIDHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return requestIDHandler{h.Handler.WithAttrs(as)}
+	has := h.has
+	for _, a := range as {
+		has = has || (!h.grouped && a.Key == requestIDKey)
+	}
+	return requestIDHandler{Handler: h.Handler.WithAttrs(as), has: has, grouped: h.grouped}
 }
 
 func (h requestIDHandler) WithGroup(name string) slog.Handler {
-	return requestIDHandler{h.Handler.WithGroup(name)}
+	return requestIDHandler{Handler: h.Handler.WithGroup(name), has: h.has, grouped: h.grouped || name != ""}
 }
 
 // maxClientRequestID bounds an x-request-id the gateway adopts from a client.
@@ -180,6 +228,11 @@ func requestID(r *http.Request) string {
 	if v := r.Header.Get("x-request-id"); v != "" && len(v) <= maxClientRequestID && visibleASCII(v) {
 		return v
 	}
+	return newRequestID()
+}
+
+// newRequestID is 16 random bytes in hex.
+func newRequestID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go ≥ 1.24)
 	return hex.EncodeToString(b[:])
@@ -222,6 +275,8 @@ func (rw *recorder) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
 
 // middleware gives every request its id (context, x-request-id, logs), one
 // access-log line with safe fields only, and recovery from handler panics.
+// Before any route it refuses a Host or browser Origin that is not served
+// (hostPolicy) and a path that is not in clean form (404, never a redirect).
 func (s *server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.now()
@@ -243,9 +298,25 @@ func (s *server) middleware(next http.Handler) http.Handler {
 				}
 			}
 			s.accessLog(ctx, r, rw, ri, start)
+			s.observe(r, rw, ri, start)
 		}()
+		if !s.checkHost(rw, r) {
+			return
+		}
+		if !cleanPath(r.URL.Path) {
+			s.writeError(rw, r, errNoRoute)
+			return
+		}
 		next.ServeHTTP(rw, r)
 	})
+}
+
+// cleanPath reports whether p is an absolute path in clean form: no empty,
+// "." or ".." segment and no trailing slash (except "/" itself, and the
+// control page's "/admin/", which a person types). net/http's mux would
+// answer the others with a redirect to the cleaned path.
+func cleanPath(p string) bool {
+	return p == pathAdmin+"/" || p != "" && p[0] == '/' && path.Clean(p) == p
 }
 
 func (s *server) accessLog(ctx context.Context, r *http.Request, rw *recorder, ri *reqInfo, start time.Time) {
@@ -274,8 +345,8 @@ func (s *server) accessLog(ctx context.Context, r *http.Request, rw *recorder, r
 // hold anything) never reaches a log line.
 func routeOf(r *http.Request) string {
 	switch r.URL.Path {
-	case pathChat, pathModels, pathHealth:
+	case pathChat, pathModels, pathHealth, pathMetrics:
 		return r.URL.Path
 	}
-	return "unmatched"
+	return adminRouteOf(r.URL.Path)
 }

@@ -42,6 +42,13 @@ func (s *Store) Reserve(_ context.Context, calls int, now time.Time) (ports.Rese
 	return ports.Reservation{ID: id, Calls: calls}, nil
 }
 
+// HasRoom implements ports.CorrelationStore.
+func (s *Store) HasRoom(_ context.Context, calls int, now time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reg.HasRoom(calls, now), nil
+}
+
 // Release implements ports.CorrelationStore.
 func (s *Store) Release(_ context.Context, r ports.Reservation) error {
 	s.mu.Lock()
@@ -87,8 +94,9 @@ func (s *Store) Counts(context.Context) (correlation.Counts, error) {
 	return s.reg.Counts(), nil
 }
 
-// Run sweeps every interval until ctx ends.
-func (s *Store) Run(ctx context.Context, every time.Duration, clock ports.Clock, log *slog.Logger) {
+// Run sweeps every interval until ctx ends; onSweep (may be nil) sees every
+// sweep that changed something.
+func (s *Store) Run(ctx context.Context, every time.Duration, clock ports.Clock, log *slog.Logger, onSweep func(correlation.SweepReport)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -99,6 +107,9 @@ func (s *Store) Run(ctx context.Context, every time.Duration, clock ports.Clock,
 			rep, _ := s.Sweep(ctx, clock.Now())
 			if rep.Expired+rep.Uncertain+rep.Removed > 0 {
 				log.Info("correlation sweep", "expired", rep.Expired, "uncertain", rep.Uncertain, "removed", rep.Removed)
+				if onSweep != nil {
+					onSweep(rep)
+				}
 			}
 		}
 	}

@@ -100,6 +100,37 @@ func (s *Store) tryReserve(ctx context.Context, id string, calls int) (bool, err
 	return ok, nil
 }
 
+// HasRoom implements ports.CorrelationStore, as correlation.Registry.HasRoom:
+// one unlocked read of the accounting row and the unexpired reservations with
+// the predicate of tryReserve; when full, overdue groups are swept and it looks
+// once more. Nothing is written but the sweep.
+func (s *Store) HasRoom(ctx context.Context, calls int, now time.Time) (bool, error) {
+	if calls <= 0 || calls > s.limits.MaxCalls {
+		return false, nil
+	}
+	ok, err := s.roomNow(ctx, calls)
+	if err == nil && !ok {
+		if _, err = s.Sweep(ctx, now); err == nil {
+			ok, err = s.roomNow(ctx, calls)
+		}
+	}
+	return ok, err
+}
+
+func (s *Store) roomNow(ctx context.Context, calls int) (bool, error) {
+	ctx, cancel := s.opContext(ctx)
+	defer cancel()
+	var ok bool
+	err := s.pool.QueryRow(ctx, `SELECT u.live_groups + r.groups + 1 <= $1::bigint AND u.live_calls + r.calls + $2::integer <= $3::bigint
+		FROM correlation_usage u,
+		     (SELECT count(*) AS groups, coalesce(sum(calls), 0) AS calls FROM correlation_reservations WHERE expires_at > now()) r
+		WHERE u.id`, s.limits.MaxGroups, calls, s.limits.MaxCalls).Scan(&ok)
+	if err != nil {
+		return false, unavailable(err, "has room")
+	}
+	return ok, nil
+}
+
 // Release implements ports.CorrelationStore; an unknown reservation is not an
 // error. Errors: correlation_store_unavailable (the reservation then frees
 // itself at its expiry).
@@ -488,14 +519,7 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (correlation.SweepRepo
 				}
 				stmts = append(stmts, st...)
 				total.add(delta)
-				switch d.To {
-				case correlation.Expired:
-					batch.Expired++
-				case correlation.Uncertain:
-					batch.Uncertain++
-				case correlation.Removed:
-					batch.Removed++
-				}
+				batch.Add(d)
 			}
 			if err := sendAll(ctx, tx, append(stmts, usageStmt(total)...)); err != nil {
 				return dbErr(err, "sweep: write")
@@ -505,9 +529,7 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (correlation.SweepRepo
 		if err != nil {
 			return rep, err
 		}
-		rep.Expired += batch.Expired
-		rep.Uncertain += batch.Uncertain
-		rep.Removed += batch.Removed
+		rep.Merge(batch)
 		if n < sweepBatch {
 			return rep, nil
 		}

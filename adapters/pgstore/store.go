@@ -228,9 +228,10 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Run sweeps every interval until ctx ends. Several replicas may run it at
+// Run sweeps every interval until ctx ends; onSweep (may be nil) sees every
+// sweep that changed something. Several replicas may run it at
 // once against one database: they sweep disjoint rows.
-func (s *Store) Run(ctx context.Context, every time.Duration, clock ports.Clock, log *slog.Logger) {
+func (s *Store) Run(ctx context.Context, every time.Duration, clock ports.Clock, log *slog.Logger, onSweep func(correlation.SweepReport)) {
 	if log == nil {
 		log = s.log
 	}
@@ -259,6 +260,9 @@ func (s *Store) Run(ctx context.Context, every time.Duration, clock ports.Clock,
 			}
 			if rep.Expired+rep.Uncertain+rep.Removed > 0 {
 				log.Info("correlation sweep", "expired", rep.Expired, "uncertain", rep.Uncertain, "removed", rep.Removed)
+				if onSweep != nil {
+					onSweep(rep)
+				}
 			}
 		}
 	}

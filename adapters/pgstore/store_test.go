@@ -422,7 +422,7 @@ func TestRunSweepsUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
-		s.Run(ctx, 10*time.Millisecond, clock, quiet())
+		s.Run(ctx, 10*time.Millisecond, clock, quiet(), nil)
 		close(done)
 	}()
 	eventually(t, 10*time.Second, func() error {

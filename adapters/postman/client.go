@@ -27,6 +27,7 @@ import (
 // configured strategy. It is safe for concurrent use.
 type Client struct {
 	cfg       pmconfig.Config
+	exchange  func(Exchange) // WithExchangeHook; nil without one
 	url       string
 	rule      completion.Rule
 	hc        *http.Client
@@ -50,6 +51,7 @@ type Option func(*options)
 
 type options struct {
 	transport http.RoundTripper
+	exchange  func(Exchange)
 	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
 	roots     *x509.CertPool
 	logger    *slog.Logger
@@ -61,6 +63,22 @@ type options struct {
 	// onStreamEnd receives the StreamSummary of every stream (OnStreamEnd).
 	onStreamEnd func(StreamSummary)
 }
+
+// Exchange is how one upstream exchange ended, for metrics: every field comes
+// from a closed set (no id, no content). Outcome is "completed" or the stable
+// code of the failure; Rule and Row name the completion rule and the declared
+// row that decided the outcome, and are empty when no stream was opened.
+type Exchange struct {
+	Strategy string
+	Outcome  string
+	Rule     string
+	Row      string
+}
+
+// WithExchangeHook calls fn once per upstream exchange, when its outcome is
+// known (a request refused before any stream, or a stream at its outcome). fn
+// runs on the request's goroutine: it must be cheap and must not block.
+func WithExchangeHook(fn func(Exchange)) Option { return func(o *options) { o.exchange = fn } }
 
 // WithMaxIdleConns sizes the pool of idle upstream connections kept for reuse;
 // the wiring passes MAX_CONCURRENT_REQUESTS so that a full load of concurrent
@@ -185,6 +203,7 @@ func New(cfg pmconfig.Config, opts ...Option) (*Client, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		traceable: traceable,
+		exchange:  o.exchange,
 		red:       red,
 		log:       logger,
 		requestID: o.requestID,
@@ -300,6 +319,7 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 
 	s := &Stream{
 		body:     resp.Body,
+		exchange: c.exchange,
 		cancel:   cancel,
 		rctx:     rctx,
 		log:      c.log,
@@ -452,6 +472,10 @@ func isDigits(s string) bool {
 	return s != ""
 }
 
+// RetryAfter is the bounded delay itself; the ingress finds it structurally
+// (any error with this method) and sends it to the client as retry-after.
+func (e *retryAfterError) RetryAfter() time.Duration { return e.after }
+
 // RetryAfter returns the bounded delay an upstream_rate_limited error carries.
 func RetryAfter(err error) (time.Duration, bool) {
 	var ra *retryAfterError
@@ -485,4 +509,7 @@ func (c *Client) logFailure(ctx context.Context, rid string, status int, err err
 		attrs = append(attrs, slog.Int64("retry_after_s", int64(retry/time.Second)))
 	}
 	c.log.LogAttrs(ctx, slog.LevelWarn, "upstream request failed", attrs...)
+	if c.exchange != nil {
+		c.exchange(Exchange{Strategy: string(c.cfg.Strategy), Outcome: string(errs.CodeOf(err))})
+	}
 }

@@ -18,6 +18,7 @@ import (
 // goroutine to abort a blocked Next.
 type Stream struct {
 	mu       sync.Mutex
+	exchange func(Exchange) // WithExchangeHook; nil for a reader stream or without a hook
 	d        *decoder
 	body     io.ReadCloser     // nil for a reader stream
 	cancel   func(cause error) // cancels the request context; nil for a reader stream
@@ -140,6 +141,7 @@ func (s *Stream) finished() {
 	)
 	level := slog.LevelInfo
 	msg := "upstream stream complete"
+	outcome := "completed"
 	if !o.Complete {
 		level, msg = slog.LevelWarn, "upstream stream failed"
 		code := o.Code
@@ -147,6 +149,10 @@ func (s *Stream) finished() {
 			code = errs.CodeOf(s.d.final)
 		}
 		attrs = append(attrs, slog.String("code", string(code)))
+		outcome = string(code)
+	}
+	if s.exchange != nil {
+		s.exchange(Exchange{Strategy: string(s.strategy), Outcome: outcome, Rule: string(s.d.tr.Rule()), Row: s.d.tr.OutcomeRow()})
 	}
 	if s.d.lastType != evNone {
 		attrs = append(attrs, slog.String("event_type", s.d.lastType.String()))

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"pmgate/adapters/httpapi"
 	"pmgate/adapters/keyfile"
 	"pmgate/adapters/postman/pmconfig"
 	"pmgate/domain/conversation"
@@ -33,6 +34,9 @@ type config struct {
 	keysSum         [32]byte     // hash of that content, for the watcher
 	upstream        pmconfig.Config
 	maxConcurrent   int
+	maxConnections  int
+	bodyTimeout     time.Duration
+	allowedHosts    []string // PROVIDER_HOST and ALLOWED_HOSTS; loopback is always served
 	correlation     bool
 	principalKey    []byte
 	principalRandom bool
@@ -45,6 +49,8 @@ type config struct {
 	anchorPolicy    conversation.Policy
 	logLevel        slog.Level
 	logFormat       string
+	adminEnabled    bool // ADMIN_ENABLED: serve /admin
+	metricsOpen     bool // METRICS_AUTH=none: /metrics without a key
 }
 
 func invalid(variable, rule string) error {
@@ -86,6 +92,19 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.maxConcurrent, err = intVar(getenv, "MAX_CONCURRENT_REQUESTS", 16, 1, 4096); err != nil {
 		return c, err
 	}
+	if c.maxConnections, err = intVar(getenv, "MAX_CONNECTIONS", httpapi.DefaultMaxConnections, 1, 65536); err != nil {
+		return c, err
+	}
+	bodyMS, err := intVar(getenv, "BODY_READ_TIMEOUT_MS", 30000, 100, 3600000)
+	if err != nil {
+		return c, err
+	}
+	c.bodyTimeout = time.Duration(bodyMS) * time.Millisecond
+	hosts, ok := httpapi.ParseAllowedHosts(getenv("ALLOWED_HOSTS"))
+	if !ok {
+		return c, invalid("ALLOWED_HOSTS", "must be a comma list of host names or IP addresses, without port, scheme or wildcard")
+	}
+	c.allowedHosts = append([]string{c.host}, hosts...)
 	switch v := getenv("CORRELATION_ENABLED"); v {
 	case "", "true":
 		c.correlation = true
@@ -162,6 +181,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	// that of a tool continuation: the request timeout plus a margin.
 	c.anchorPolicy = conversation.Policy{TTL: time.Duration(convTTL) * time.Millisecond,
 		ClaimTTL: c.policy.InflightTTL, TerminalTTL: c.policy.TerminalTTL}
+	if err := c.loadOperate(getenv); err != nil {
+		return c, err
+	}
 	switch v := getenv("LOG_LEVEL"); v {
 	case "", "info":
 		c.logLevel = slog.LevelInfo
@@ -220,6 +242,9 @@ func (c config) summary() map[string]string {
 		m["api_key"] = "set"
 	}
 	m["max_concurrent_requests"] = strconv.Itoa(c.maxConcurrent)
+	m["max_connections"] = strconv.Itoa(c.maxConnections)
+	m["body_read_timeout"] = c.bodyTimeout.String()
+	m["allowed_hosts"] = strings.Join(c.allowedHosts, ",")
 	m["correlation_enabled"] = strconv.FormatBool(c.correlation)
 	m["correlation_store"] = c.store
 	if c.principalRandom {
@@ -238,6 +263,8 @@ func (c config) summary() map[string]string {
 	m["conversation_continuity"] = strconv.FormatBool(c.continuity)
 	m["conversation_ttl"] = c.anchorPolicy.TTL.String()
 	m["conversation_max_anchors"] = strconv.Itoa(c.anchorLimits.MaxAnchors)
+	m["admin_enabled"] = strconv.FormatBool(c.adminEnabled)
+	m["metrics_auth"] = map[bool]string{false: "key", true: "none"}[c.metricsOpen]
 	m["log_level"] = c.logLevel.String()
 	m["log_format"] = c.logFormat
 	return m
@@ -302,4 +329,35 @@ func configFromArgs(command string, args []string, getenv func(string) string) (
 		}
 	}
 	return loadConfig(getenv)
+}
+
+// loadOperate parses the control-plane settings: ADMIN_ENABLED (default true
+// when listening on loopback, false otherwise) and METRICS_AUTH (key, the
+// default, or none, which is allowed on loopback only).
+func (c *config) loadOperate(getenv func(string) string) error {
+	loopback := c.host == "localhost"
+	if ip := net.ParseIP(c.host); ip != nil {
+		loopback = ip.IsLoopback()
+	}
+	switch v := getenv("ADMIN_ENABLED"); v {
+	case "":
+		c.adminEnabled = loopback
+	case "true":
+		c.adminEnabled = true
+	case "false":
+		c.adminEnabled = false
+	default:
+		return invalid("ADMIN_ENABLED", "must be true or false")
+	}
+	switch v := getenv("METRICS_AUTH"); v {
+	case "", "key":
+	case "none":
+		if !loopback {
+			return invalid("METRICS_AUTH", "none is allowed only when PROVIDER_HOST is a loopback address")
+		}
+		c.metricsOpen = true
+	default:
+		return invalid("METRICS_AUTH", "must be key or none")
+	}
+	return nil
 }

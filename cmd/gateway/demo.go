@@ -154,6 +154,8 @@ Nothing leaves this machine. Stop with Ctrl-C.
   base URL  %s
   API key   %s
   model     %s
+  admin     %s   (the control page; sign in with the API key)
+  metrics   %s   (Prometheus; Authorization: Bearer <API key>)
 
 JSON:
   curl -s %s/chat/completions -H "Authorization: Bearer %s" -H "Content-Type: application/json" \
@@ -173,7 +175,7 @@ OpenAI Go SDK (github.com/openai/openai-go/v3):
 
 Try a fault: put "#scenario=ambiguous_eof" (or truncated_frame, failure_after_text, model_mismatch, …) in the
 message text and the gateway answers with a stable error instead of a fake success.
-`, strategy, origin, base, key, demoModel, base, key, demoModel, base, key, demoModel, base, key, demoModel, base, key)
+`, strategy, origin, base, key, demoModel, strings.TrimSuffix(base, "/v1")+"/admin", strings.TrimSuffix(base, "/v1")+"/metrics", base, key, demoModel, base, key, demoModel, base, key, demoModel, base, key)
 }
 
 // runEmulator runs the emulator alone, as a fake upstream for clients and load tests.

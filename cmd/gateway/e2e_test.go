@@ -118,6 +118,11 @@ func serveWith(t *testing.T, emu *emulator.Server, strategy string, extra map[st
 	for base == "" && time.Now().Before(deadline) {
 		if m := addrRE.FindStringSubmatch(logs.String()); m != nil {
 			base = "http://" + m[1]
+		} else if p := env["PROVIDER_PORT"]; p != "0" { // a fixed port: no need for the (info) listening line
+			if resp, err := http.Get("http://127.0.0.1:" + p + "/health"); err == nil {
+				resp.Body.Close()
+				base = "http://127.0.0.1:" + p
+			}
 		}
 		select {
 		case err := <-done:
@@ -139,6 +144,7 @@ func serveWith(t *testing.T, emu *emulator.Server, strategy string, extra map[st
 				t.Errorf("a secret reached the logs")
 			}
 		}
+		checkLogLines(t, logs.String()) // every line parses as strict JSON (no duplicate key)
 	})
 	return s
 }

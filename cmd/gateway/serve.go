@@ -79,16 +79,22 @@ type gateway struct {
 func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...postman.Option) (*gateway, error) {
 	base := []postman.Option{postman.WithLogger(log), postman.WithRequestID(httpapi.RequestID), postman.WithRedactedSecrets(cfg.apiKey),
 		postman.WithMaxIdleConns(cfg.maxConcurrent)}
+	var store store
+	monitor := httpapi.NewMonitor(httpapi.MonitorConfig{Version: version, Strategy: string(cfg.upstream.Strategy),
+		Counts: func(ctx context.Context) (correlation.Counts, error) { return store.Counts(ctx) }})
+	base = append(base, postman.WithExchangeHook(func(e postman.Exchange) {
+		monitor.ObserveExchange(e.Strategy, e.Outcome, e.Rule, e.Row)
+	}))
 	client, err := postman.New(cfg.upstream, append(base, opts...)...)
 	if err != nil {
 		return nil, err
 	}
-	store, err := openStore(ctx, cfg, log)
+	store, err = openStore(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	svc := app.New(app.Config{WorkspaceID: cfg.upstream.WorkspaceID, Correlation: cfg.correlation, Policy: cfg.policy},
-		client, store, system.Clock{}, system.IDs{}, log)
+	svc := app.New(app.Config{WorkspaceID: cfg.upstream.WorkspaceID, Correlation: cfg.correlation, Policy: cfg.policy,
+		OnDecision: monitor.ObserveDecision}, client, store, system.Clock{}, system.IDs{}, log)
 	var anchors anchorStore
 	if cfg.continuity {
 		anchors = openAnchors(cfg, store)
@@ -105,25 +111,30 @@ func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...pos
 		MaxToolResultBytes: cfg.upstream.MaxToolResultBytes,
 		MaxConcurrent:      cfg.maxConcurrent,
 		RequestTimeout:     cfg.upstream.RequestTimeout,
+		BodyReadTimeout:    cfg.bodyTimeout,
+		AllowedHosts:       cfg.allowedHosts,
 		CorrelationEnabled: cfg.correlation,
 		ToolSchemaPolicy:   cfg.upstream.ToolSchemaPolicy,
 		Health: func(ctx context.Context) map[string]any {
 			return map[string]any{"correlation": storeHealth(ctx, cfg, store), "conversation": anchorHealth(ctx, cfg, anchors)}
 		},
+		Monitor:     monitor,
+		MetricsOpen: cfg.metricsOpen,
+		Admin:       adminInfo(cfg),
 	}, svc, log)
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port)))
+	tcp, err := net.Listen("tcp", net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port)))
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("listen: %w", err)
 	}
+	ln := httpapi.NewListener(tcp, cfg.maxConnections, log)
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	gw := &gateway{cfg: cfg, log: log, ln: ln, store: store, stop: stop, served: make(chan error, 1),
-		srv: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
-			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
+		srv: httpapi.NewHTTPServer(handler, ln, log)}
 	gw.wg.Add(1)
 	go func() {
 		defer gw.wg.Done()
-		store.Run(runCtx, time.Second, system.Clock{}, log)
+		store.Run(runCtx, time.Second, system.Clock{}, log, monitor.ObserveSweep)
 	}()
 	if anchors != nil {
 		gw.wg.Add(1)
@@ -187,7 +198,7 @@ func (g *gateway) wait(ctx context.Context) error {
 // process-level operations both adapters provide.
 type store interface {
 	ports.CorrelationStore
-	Run(ctx context.Context, every time.Duration, clock ports.Clock, log *slog.Logger)
+	Run(ctx context.Context, every time.Duration, clock ports.Clock, log *slog.Logger, onSweep func(correlation.SweepReport))
 	Shutdown(now time.Time) (cancelled int, counts correlation.Counts)
 	Close()
 }
@@ -295,4 +306,17 @@ func storeHealth(ctx context.Context, cfg config, st store) map[string]any {
 	h["reserved_groups"], h["cache_bytes"] = c.ReservedGroups, c.CacheBytes
 	h["max_groups"], h["max_calls"], h["max_cache_bytes"] = c.MaxGroups, c.MaxCalls, c.ResponseCacheBytes
 	return h
+}
+
+// adminInfo is what the control page shows of the configuration (nil when
+// ADMIN_ENABLED is false): check-config's redacted summary, never a secret.
+func adminInfo(cfg config) *httpapi.AdminInfo {
+	if !cfg.adminEnabled {
+		return nil
+	}
+	a := &httpapi.AdminInfo{Version: version, UpstreamHost: cfg.upstream.Summary()["host"], Summary: cfg.summary()}
+	for _, m := range cfg.upstream.Models {
+		a.Models = append(a.Models, httpapi.AdminModel{Public: m.Public, Upstream: m.Upstream, Observed: m.Observed})
+	}
+	return a
 }

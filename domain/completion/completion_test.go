@@ -282,3 +282,28 @@ func TestSteadyStateOutputDoesNotAllocate(t *testing.T) {
 	})
 	is.Equal(allocs, 0.0) // self-loops take the index, not the machine
 }
+
+func TestOutcomeRowNamesTheRowThatDecidedTheOutcome(t *testing.T) {
+	is := is.New(t)
+	for _, r := range allRules {
+		tr := completion.NewTracker(r)
+		is.Equal(tr.OutcomeRow(), "") // nothing decided yet
+		_, err := tr.Output()
+		is.NoErr(err)
+		var last string
+		for _, step := range []func() (string, error){tr.Usage, tr.Done, func() (string, error) { return tr.EOF(false) }} {
+			if tr.Outcome().Terminal() {
+				break
+			}
+			before := tr.State()
+			id, err := step()
+			is.NoErr(err)
+			if tr.State() != before {
+				last = id
+			}
+		}
+		is.True(tr.Outcome().Terminal())
+		is.Equal(tr.OutcomeRow(), last) // the row that reached the terminal state
+		is.True(last != "")
+	}
+}

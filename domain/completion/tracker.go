@@ -24,6 +24,7 @@ type Tracker struct {
 	st   State
 	si   int // st.index()
 	code errs.Code
+	row  string   // the id of the last row that changed the state
 	m    *binding // the tracker's stateless machine; nil once an outcome is reached
 }
 
@@ -47,6 +48,10 @@ func (t *Tracker) State() State { return t.st }
 func (t *Tracker) Outcome() Outcome {
 	return Outcome{State: t.st, Complete: t.st.Complete(), Code: t.code}
 }
+
+// OutcomeRow returns the id of the row that led to the current state (the row
+// that decided the outcome once Terminal), or "" before any state change.
+func (t *Tracker) OutcomeRow() string { return t.row }
 
 // Metadata records a valid, known, non-output event.
 func (t *Tracker) Metadata() (string, error) { return t.fire(Metadata, "") }
@@ -112,7 +117,7 @@ func (t *Tracker) fire(e Event, code errs.Code) (string, error) {
 		// test checks that they agree everywhere.
 		return "", errs.Newf(errs.InternalError, "completion %s: machine and index disagree on %s", t.c.rule, e)
 	}
-	t.code = r.Code
+	t.code, t.row = r.Code, r.ID
 	if r.To == Failed && r.Code == "" {
 		t.code = code
 	}

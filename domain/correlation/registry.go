@@ -34,6 +34,37 @@ type SweepReport struct {
 	Expired   int
 	Uncertain int
 	Removed   int
+	// Rows counts the applied rows by id (for metrics); nil when none.
+	Rows map[string]int
+}
+
+// Add counts one transition a sweep applied.
+func (r *SweepReport) Add(d Decision) {
+	switch d.To {
+	case Expired:
+		r.Expired++
+	case Uncertain:
+		r.Uncertain++
+	case Removed:
+		r.Removed++
+	}
+	if r.Rows == nil {
+		r.Rows = map[string]int{}
+	}
+	r.Rows[d.Row]++
+}
+
+// Merge adds the counts of another report.
+func (r *SweepReport) Merge(o SweepReport) {
+	r.Expired += o.Expired
+	r.Uncertain += o.Uncertain
+	r.Removed += o.Removed
+	for id, n := range o.Rows {
+		if r.Rows == nil {
+			r.Rows = map[string]int{}
+		}
+		r.Rows[id] += n
+	}
 }
 
 // ErrDuplicatePublicID marks an admission whose public id is already indexed;
@@ -107,6 +138,21 @@ func (r *Registry) Reserve(id string, calls int, now time.Time) ([]Decision, err
 	r.reservations[id] = calls
 	r.resCalls += calls
 	return ds, nil
+}
+
+// HasRoom reports whether a group of calls would be admitted now, without
+// reserving anything: the same rule as Reserve (overdue groups are expired
+// first), but a full registry is not capacity pressure yet. The app asks it
+// before sending a request with tools upstream, so that a full store refuses
+// the turn before it costs an upstream query.
+func (r *Registry) HasRoom(calls int, now time.Time) bool {
+	if calls <= 0 || calls > r.limits.MaxCalls {
+		return false
+	}
+	if !r.fits(calls) {
+		r.Sweep(now)
+	}
+	return r.fits(calls)
 }
 
 func (r *Registry) oldestPending() *Group {
@@ -261,14 +307,7 @@ func (r *Registry) Sweep(now time.Time) (SweepReport, []Decision) {
 			continue
 		}
 		ds = append(ds, d)
-		switch d.To {
-		case Expired:
-			rep.Expired++
-		case Uncertain:
-			rep.Uncertain++
-		case Removed:
-			rep.Removed++
-		}
+		rep.Add(d)
 	}
 	return rep, ds
 }

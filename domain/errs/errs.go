@@ -77,6 +77,13 @@ const (
 	// UpstreamQueryTooLong: the upstream query built from the request would
 	// exceed POSTMAN_MAX_QUERY_CHARS; nothing was sent.
 	UpstreamQueryTooLong Code = "upstream_query_too_long"
+	// RequestTimeout: the request body did not arrive within
+	// BODY_READ_TIMEOUT_MS; nothing was sent upstream.
+	RequestTimeout Code = "request_timeout"
+	// HostNotAllowed / OriginNotAllowed: the Host header, or a browser's
+	// Origin, is not among ALLOWED_HOSTS (a DNS-rebinding defence).
+	HostNotAllowed   Code = "host_not_allowed"
+	OriginNotAllowed Code = "origin_not_allowed"
 
 	// CORRELATION §10.
 	UnknownToolCall                   Code = "unknown_tool_call"
@@ -138,6 +145,9 @@ var catalog = []Entry{
 	{UnsupportedParameter, 400, TypeInvalidRequest, false, "The request uses a parameter or content type this gateway cannot honour.", SourceContract},
 	{UpstreamQueryTooLong, 400, TypeInvalidRequest, false, "The conversation is too long for one upstream query; nothing was sent.", SourceContract},
 	{ConcurrencyLimitExceeded, 429, TypeRateLimit, true, "Too many concurrent requests; retry after the indicated delay.", SourceContract},
+	{RequestTimeout, 408, TypeTimeout, true, "The request body did not arrive within the gateway's body read timeout; nothing was sent upstream.", SourceContract},
+	{HostNotAllowed, 421, TypeInvalidRequest, false, "The Host of the request is not served by this gateway.", SourceGateway},
+	{OriginNotAllowed, 403, TypeInvalidRequest, false, "Requests from this browser origin are not allowed.", SourceGateway},
 
 	{UnknownToolCall, 404, TypeNotFound, false, "No pending tool call matches the submitted tool_call_id.", SourceCorrelation},
 	{ToolResultGroupMismatch, 400, TypeInvalidRequest, false, "The tool results do not form exactly one issued tool-call group at the end of the conversation.", SourceCorrelation},

@@ -15,7 +15,7 @@ import (
 // WEB-SESSION §9). capacity may be 429 or 503 by the design; pmgate uses 503.
 var documented = map[errs.Code]int{
 	"invalid_api_key": 401, "model_not_found": 404, "request_too_large": 413, "invalid_request": 400,
-	"unsupported_parameter": 400, "concurrency_limit_exceeded": 429,
+	"unsupported_parameter": 400, "concurrency_limit_exceeded": 429, "request_timeout": 408,
 	"unknown_tool_call": 404, "tool_result_group_mismatch": 400, "tool_result_incomplete": 400,
 	"continuation_history_mismatch": 409, "continuation_model_mismatch": 409, "continuation_tools_mismatch": 409,
 	"continuation_workspace_mismatch": 409, "continuation_inflight": 409, "tool_call_already_consumed": 409,
@@ -44,7 +44,7 @@ func TestOnlyRetryableCodesInviteARetry(t *testing.T) {
 	is := is.New(t)
 	for _, e := range errs.Catalog() {
 		if e.Retryable {
-			is.True(e.Status == 429 || e.Status == 502 || e.Status == 503) // retry advice only for load and pre-send failures
+			is.True(e.Status == 408 || e.Status == 429 || e.Status == 502 || e.Status == 503) // retry advice only for load and pre-send failures
 		}
 	}
 	is.True(!errs.MustEntry(errs.ContinuationOutcomeUncertain).Retryable) // an uncertain dispatch is never retried

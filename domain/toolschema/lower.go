@@ -170,10 +170,11 @@ func Identifier(s string) bool {
 	return true
 }
 
-// seg renders one client-chosen key (a property name or a keyword) as a path
-// segment. Plain identifiers appear as they are; anything else is shown as
-// "?" so that a refusal never echoes arbitrary client text.
-func seg(key string) string {
+// PathSegment renders one client-chosen key (a property name or a keyword)
+// as a param path segment. Plain identifiers appear as they are; anything
+// else is shown as "?" so that a refusal never echoes arbitrary client text.
+// The ingress uses it for every path it names.
+func PathSegment(key string) string {
 	if Identifier(key) || (len(key) > 1 && key[0] == '$' && Identifier(key[1:])) {
 		return "." + key
 	}
@@ -272,7 +273,7 @@ func (l *lowerer) object(n *node, a at) (result, error) {
 	changed := false
 	for _, k := range keys {
 		v := n.get(k)
-		p := a.path + seg(k)
+		p := a.path + PathSegment(k)
 		var r kwResult
 		switch check, vocab := vocabulary[k]; {
 		case vocab:
@@ -476,7 +477,7 @@ func (l *lowerer) resolve(ref string) (target *node, defPath string, ok bool) {
 			if i == 0 {
 				defPath += "." + tok
 			} else {
-				defPath += seg(tok)
+				defPath += PathSegment(tok)
 			}
 		case kArray:
 			j, err := strconv.Atoi(tok)

@@ -270,7 +270,7 @@ func validateObject(s, v *node, path string) error {
 	if req := s.get("required"); req != nil {
 		for _, r := range req.arr {
 			if v.get(r.s) == nil {
-				return fail(path+seg(r.s), "required")
+				return fail(path+PathSegment(r.s), "required")
 			}
 		}
 	}
@@ -286,11 +286,11 @@ func validateObject(s, v *node, path string) error {
 		}
 		switch {
 		case ps != nil:
-			if err := validate(ps, m.val, path+seg(m.key)); err != nil {
+			if err := validate(ps, m.val, path+PathSegment(m.key)); err != nil {
 				return err
 			}
 		case closed:
-			return fail(path+seg(m.key), "additionalProperties")
+			return fail(path+PathSegment(m.key), "additionalProperties")
 		}
 	}
 	return nil

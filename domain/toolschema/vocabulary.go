@@ -86,7 +86,7 @@ func checkProperties(l *lowerer, v *node, a at, p string) (kwResult, error) {
 	}
 	byKey := make(map[string]result, len(v.obj))
 	for _, name := range sortedKeys(v) {
-		r, err := l.schema(v.get(name), a.sub(p+seg(name)))
+		r, err := l.schema(v.get(name), a.sub(p+PathSegment(name)))
 		if err != nil {
 			return kwResult{}, err
 		}

@@ -160,6 +160,51 @@ func StoreContract(t *testing.T, newStore NewStore) {
 		}
 	})
 
+	t.Run("has room tells a full store before anything is reserved", func(t *testing.T) {
+		s := newStore(t, correlation.Limits{MaxGroups: 2, MaxCalls: 3, ResponseCacheBytes: 0}, Policy)
+		room := func(calls int, now time.Time) bool {
+			t.Helper()
+			ok, err := s.HasRoom(ctx, calls, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok
+		}
+		if !room(1, T0) || room(4, T0) || room(0, T0) {
+			t.Fatal("an empty store: room for 1 call, never for more calls than the limit or for none")
+		}
+		admit(t, s, Group("g1", "p1", 2, T0), T0)
+		if !room(1, T0) || room(2, T0) {
+			t.Fatal("calls: 2 of 3 live, so room for 1 more call only")
+		}
+		r, err := s.Reserve(ctx, 1, T0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if room(1, T0) {
+			t.Fatal("groups: 1 live + 1 reserved of 2, so no room")
+		}
+		if c, _ := s.Counts(ctx); c.ReservedGroups != 1 || c.LiveGroups != 1 {
+			t.Fatalf("has room reserved or admitted something: %+v", c)
+		}
+		if err := s.Release(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if !room(1, T0) {
+			t.Fatal("a released reservation gives its room back")
+		}
+		admit(t, s, Group("g2", "p1", 1, T0), T0)
+		if room(1, T0) {
+			t.Fatal("two live groups of two: full")
+		}
+		if state(t, s, "g1") != correlation.Pending || state(t, s, "g2") != correlation.Pending {
+			t.Fatal("asking for room changed a pending group")
+		}
+		if !room(1, T0.Add(Policy.PendingTTL)) {
+			t.Fatal("after the pending TTL, overdue groups are expired and there is room again")
+		}
+	})
+
 	t.Run("a reservation holds capacity until released", func(t *testing.T) {
 		s := newStore(t, correlation.Limits{MaxGroups: 1, MaxCalls: 8, ResponseCacheBytes: 0}, Policy)
 		r, err := s.Reserve(ctx, 2, T0)
@@ -277,6 +322,44 @@ func StoreContract(t *testing.T, newStore NewStore) {
 		}
 		if d := submit(values, `{ "b": "x", "a": 1.0 }`); d.Effect != correlation.EffectDispatch {
 			t.Fatalf("value record, re-serialized echo: got %s %q vs expected a dispatch", d.Effect, d.Code)
+		}
+	})
+
+	// Without the race detector too: every goroutine is released at once and
+	// holds its copy for a while before deciding, so a store whose Update is
+	// not atomic lets several of them claim, and the count shows it.
+	t.Run("racing goroutines with slow closures dispatch exactly once", func(t *testing.T) {
+		s := newStore(t, limits, Policy)
+		g1 := Group("g1", "p1", 2, T0)
+		admit(t, s, g1, T0)
+		sub := Submission(g1, "result")
+		var dispatches atomic.Int32
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range 24 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				var d correlation.Decision
+				err := s.Update(ctx, "g1", func(g *correlation.Group) error {
+					time.Sleep(500 * time.Microsecond) // widen the window between read and write
+					var err error
+					d, err = g.Submit(T0, Policy, sub, fmt.Sprintf("attempt-%d", i))
+					return err
+				})
+				if err == nil && d.Effect == correlation.EffectDispatch {
+					dispatches.Add(1)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if n := dispatches.Load(); n != 1 {
+			t.Fatalf("got %d dispatches of one group vs expected exactly 1", n)
+		}
+		if state(t, s, "g1") != correlation.Inflight {
+			t.Fatalf("got %s vs expected INFLIGHT after the one claim", state(t, s, "g1"))
 		}
 	})
 

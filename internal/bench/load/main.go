@@ -60,6 +60,9 @@ type settings struct {
 	root        string
 	quick       bool
 	timeout     time.Duration
+	connBurst   int
+	maxConns    int
+	settle      time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (settings, error) {
@@ -78,6 +81,9 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	fs.StringVar(&s.root, "root", "", "module root to build from (default: found from the working directory)")
 	fs.BoolVar(&s.quick, "quick", false, "tiny counts for a smoke run (explicit flags still win)")
 	fs.DurationVar(&s.timeout, "timeout", 10*time.Minute, "abort the whole run after this long")
+	fs.IntVar(&s.connBurst, "conn-burst", 0, "instead of the rounds: open this many idle keep-alive connections to the gateway and report its RSS and descriptors during and after")
+	fs.IntVar(&s.maxConns, "max-connections", 0, "MAX_CONNECTIONS of the gateway (0: its default)")
+	fs.DurationVar(&s.settle, "settle", 30*time.Second, "with -conn-burst: how long to keep sampling after the clients closed")
 	if err := fs.Parse(args); err != nil {
 		return s, fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -105,6 +111,7 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	}{
 		{"rounds", s.rounds, 1, 50}, {"seq", s.seq, 1, 100000}, {"stream", s.stream, 1, 10000},
 		{"burst", s.burst, 1, 1000000}, {"concurrency", s.concurrency, 1, 1024}, {"warmup", s.warmup, 0, 100000}, {"hop-max-idle", s.hopMaxIdle, 0, 4096},
+		{"conn-burst", s.connBurst, 0, 10000}, {"max-connections", s.maxConns, 0, 65536},
 	}
 	for _, b := range bounds {
 		if b.v < b.lo || b.v > b.h {
@@ -131,6 +138,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer rig.close()
+
+	if s.connBurst > 0 {
+		report, err := rig.connBurst(ctx, s.connBurst, s.settle)
+		if err != nil {
+			return err
+		}
+		_, _ = io.WriteString(stdout, report)
+		if s.out != "" {
+			return os.WriteFile(s.out, []byte(report), 0o644)
+		}
+		return nil
+	}
 
 	res, err := rig.measure(ctx)
 	if err != nil {

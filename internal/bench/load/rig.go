@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"encoding/json"
@@ -240,6 +241,7 @@ func startRig(ctx context.Context, s settings, stderr io.Writer) (r *rig, err er
 		"SSL_CERT_FILE="+caFile,
 		"LOG_LEVEL=error",
 		"MAX_CONCURRENT_REQUESTS=256",
+		"MAX_CONNECTIONS="+strconv.Itoa(cmp.Or(s.maxConns, 256)),
 	))
 	if err != nil {
 		return r, err

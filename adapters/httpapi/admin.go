@@ -1,0 +1,292 @@
+package httpapi
+
+import (
+	"embed"
+	"encoding/json"
+	"maps"
+	"net/http"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+
+	"pmgate/domain/correlation"
+	"pmgate/domain/fsm"
+)
+
+// The control page: GET /admin is a static page (no data in it), its script
+// and style sheet are embedded, and every datum comes from the JSON endpoints
+// under /admin/api/, which need an API key (the same slots as the API). The
+// page asks for the key once and keeps it in sessionStorage.
+const (
+	pathAdmin         = "/admin"
+	pathAdminStatic   = "/admin/static/"
+	pathAdminOverview = "/admin/api/overview"
+	pathAdminLive     = "/admin/api/live"
+)
+
+//go:embed adminui
+var adminFiles embed.FS
+
+// AdminInfo is what the control page shows of the configuration. Nothing in
+// it is a secret: the wiring passes check-config's redacted summary.
+type AdminInfo struct {
+	Version      string
+	UpstreamHost string
+	Models       []AdminModel
+	Summary      map[string]string
+}
+
+// AdminModel is one public model and the upstream enum it is pinned to.
+type AdminModel struct {
+	Public   string   `json:"public"`
+	Upstream string   `json:"upstream"`
+	Observed []string `json:"observed"`
+}
+
+// ProbeStatus is the verdict of a probe report (Config.Probe).
+type ProbeStatus struct {
+	Passed bool   `json:"passed"`
+	Time   string `json:"time"`
+	Detail string `json:"detail"`
+}
+
+// adminHeaders are set on every /admin answer, including errors: no framing,
+// no referrer, no caching, and a policy that allows only the page's own
+// embedded script and style (no inline code, no external asset).
+func adminHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		h.Set("Cross-Origin-Resource-Policy", "same-origin")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// adminRoutes registers the control page on mux.
+func (s *server) adminRoutes(mux *http.ServeMux) {
+	static := func(name, contentType string) http.Handler {
+		body, err := adminFiles.ReadFile("adminui/" + name)
+		if err != nil {
+			panic("httpapi: missing embedded admin file " + name)
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", contentType)
+			_, _ = w.Write(body)
+		})
+	}
+	overview := s.adminOverview()
+	get := func(pattern string, h http.Handler) {
+		mux.Handle("GET "+pattern, adminHeaders(h))
+		mux.Handle(pattern, adminHeaders(s.handleMethodNotAllowed("GET, HEAD")))
+	}
+	get(pathAdmin, static("index.html", "text/html; charset=utf-8"))
+	get(pathAdmin+"/{$}", static("index.html", "text/html; charset=utf-8"))
+	get(pathAdminStatic+"app.js", static("app.js", "text/javascript; charset=utf-8"))
+	get(pathAdminStatic+"app.css", static("app.css", "text/css; charset=utf-8"))
+	get(pathAdminStatic+"icon.svg", static("icon.svg", "image/svg+xml"))
+	get(pathAdminOverview, s.requireKey(overview))
+	get(pathAdminLive, s.requireKey(s.adminLive()))
+	mux.Handle(pathAdmin+"/", adminHeaders(s.handleNotFound()))
+}
+
+// adminRouteOf names the control page's routes for logs and metrics (a fixed
+// set: never the client's path).
+func adminRouteOf(path string) string {
+	switch {
+	case path == pathAdmin || path == pathAdmin+"/":
+		return pathAdmin
+	case strings.HasPrefix(path, pathAdminStatic):
+		return pathAdminStatic + "*"
+	case path == pathAdminOverview, path == pathAdminLive:
+		return path
+	}
+	return "unmatched"
+}
+
+// adminOverview serves what does not change while the process runs.
+func (s *server) adminOverview() http.Handler {
+	a := s.cfg.Admin
+	models := a.Models
+	if models == nil {
+		models = []AdminModel{}
+	}
+	body, err := json.Marshal(map[string]any{
+		"version":       a.Version,
+		"strategy":      s.cfg.Strategy,
+		"upstream_host": a.UpstreamHost,
+		"models":        models,
+		"config":        a.Summary,
+		"machine":       machineLayout(correlation.Table()),
+	})
+	if err != nil {
+		panic("httpapi: admin overview: " + err.Error())
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, body)
+	})
+}
+
+// adminLive serves what the page polls: health, the upstream-verified state,
+// correlation counts, the recent requests and machine transitions.
+func (s *server) adminLive() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, verified := s.probe()
+		out := map[string]any{"status": "ok", "strategy": s.cfg.Strategy, "upstream_verified": verified,
+			"probe": p, "time": s.now().UTC()}
+		if s.cfg.Health != nil {
+			if c, ok := s.cfg.Health(r.Context())["correlation"]; ok {
+				out["correlation"] = c
+			}
+		}
+		reqs, trans := []RequestRecord{}, []TransitionRecord{}
+		if m := s.cfg.Monitor; m != nil {
+			reqs, trans = m.Recent()
+		}
+		out["requests"], out["transitions"] = reqs, trans
+		body, err := json.Marshal(out)
+		if err != nil {
+			s.writeError(w, r, errors.Wrap(err, "admin live"))
+			return
+		}
+		writeJSON(w, http.StatusOK, body)
+	})
+}
+
+// layout is a drawing of a declared machine: states placed in columns by
+// their distance from the initial state, and one edge per pair of distinct
+// states with the ids of its rows. Self-loops (rows that keep the state) are
+// listed on their state. Everything comes from the table, so the drawing
+// follows the declaration as spec/ does.
+type layout struct {
+	Width  int          `json:"width"`
+	Height int          `json:"height"`
+	States []layoutNode `json:"states"`
+	Edges  []layoutEdge `json:"edges"`
+	Rows   []fsm.Row    `json:"rows"`
+}
+
+type layoutNode struct {
+	Name     string   `json:"name"`
+	X        int      `json:"x"`
+	Y        int      `json:"y"`
+	Terminal bool     `json:"terminal"`
+	Initial  bool     `json:"initial"`
+	Loops    []string `json:"loops"`
+}
+
+type layoutEdge struct {
+	From string   `json:"from"`
+	To   string   `json:"to"`
+	Rows []string `json:"rows"`
+}
+
+// Geometry of the drawing, in SVG user units.
+const (
+	layoutColumn = 250
+	layoutRow    = 80
+	layoutMargin = 20
+	layoutNodeW  = 140
+	layoutNodeH  = 44
+)
+
+func machineLayout(t fsm.Table) layout {
+	depth := map[string]int{t.Initial: 0}
+	queue := []string{t.Initial}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		for _, r := range t.Rows {
+			if r.From == cur && r.To != cur {
+				if _, seen := depth[r.To]; !seen {
+					depth[r.To] = depth[cur] + 1
+					queue = append(queue, r.To)
+				}
+			}
+		}
+	}
+	// Columns follow the longest forward path, so that a state comes after
+	// every state that leads to it; rows back towards the initial state (a
+	// smaller breadth-first depth) do not count, which also bounds the loop.
+	bfs := maps.Clone(depth)
+	forward := func(r fsm.Row) bool {
+		df, okf := bfs[r.From]
+		dt, okt := bfs[r.To]
+		return r.From != r.To && okf && okt && dt >= df
+	}
+	for range t.States {
+		for _, r := range t.Rows {
+			if forward(r) && depth[r.To] < depth[r.From]+1 {
+				depth[r.To] = depth[r.From] + 1
+			}
+		}
+	}
+	maxDepth := 0
+	for _, d := range depth {
+		maxDepth = max(maxDepth, d)
+	}
+	terminal := map[string]bool{}
+	for _, s := range t.Terminal {
+		terminal[s] = true
+	}
+	column := func(s string) int {
+		if d, ok := depth[s]; ok {
+			return d
+		}
+		return maxDepth + 1 // unreachable from the initial state: a column of its own
+	}
+	// Columns are centred on the tallest one.
+	height := map[int]int{}
+	tallest := 0
+	for _, s := range t.States {
+		height[column(s)]++
+		tallest = max(tallest, height[column(s)])
+	}
+	var l layout
+	perColumn := map[int]int{}
+	index := map[string]int{}
+	for _, s := range t.States {
+		d := column(s)
+		y := layoutMargin + (tallest-height[d])*layoutRow/2 + perColumn[d]*layoutRow
+		n := layoutNode{Name: s, X: layoutMargin + d*layoutColumn, Y: y,
+			Terminal: terminal[s], Initial: s == t.Initial, Loops: []string{}}
+		perColumn[d]++
+		index[s] = len(l.States)
+		l.States = append(l.States, n)
+		l.Width = max(l.Width, n.X+layoutNodeW+layoutMargin)
+		l.Height = max(l.Height, n.Y+layoutNodeH+layoutMargin)
+	}
+	edges := map[[2]string]int{}
+	for _, r := range t.Rows {
+		if r.From == r.To {
+			n := &l.States[index[r.From]]
+			n.Loops = append(n.Loops, r.ID)
+			continue
+		}
+		k := [2]string{r.From, r.To}
+		i, ok := edges[k]
+		if !ok {
+			i = len(l.Edges)
+			edges[k] = i
+			l.Edges = append(l.Edges, layoutEdge{From: r.From, To: r.To})
+		}
+		l.Edges[i].Rows = append(l.Edges[i].Rows, r.ID)
+	}
+	l.Rows = t.Rows
+	return l
+}
+
+// probe returns the last probe report's verdict (nil without one) and whether
+// it makes the upstream verified: only a passing report does. /health and the
+// control page both answer from it.
+func (s *server) probe() (*ProbeStatus, bool) {
+	if s.cfg.Probe == nil {
+		return nil, false
+	}
+	p := s.cfg.Probe()
+	return p, p != nil && p.Passed
+}

@@ -1,0 +1,172 @@
+// Command mutate re-measures how many planted defects the test suite catches:
+// it copies the tracked files of the module to a temporary folder and, for
+// each mutant of the curated list below (a realistic defect: one exact edit of
+// one file), applies it, runs the tests that should catch it and restores the
+// file. A mutant is killed when those tests fail. The list is kept small and
+// targeted so that a run takes minutes; it names the defects the mutation run
+// of the hardening issue left alive and the ones the hardening guards against.
+//
+//	go run ./internal/mutate [-run REGEXP] [-v]
+//
+// Exit status 1 when a mutant survives, no longer applies (the code changed:
+// update the list) or does not compile.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+type mutant struct {
+	name     string
+	file     string
+	old, new string
+	pkg      string // package whose tests should catch it
+	run      string // -run pattern ("" for all)
+}
+
+var mutants = []mutant{
+	{"results matched to calls by position", "app/gateway.go",
+		"for _, call := range gr.Calls {\n\t\tc.Results = append(c.Results, ports.ContinuationResult{UpstreamCallID: call.UpstreamID, OriginalName: call.OriginalName, Content: byID[call.PublicID]})",
+		"for i, call := range gr.Calls {\n\t\tc.Results = append(c.Results, ports.ContinuationResult{UpstreamCallID: call.UpstreamID, OriginalName: call.OriginalName, Content: cont.Results[i].Content})",
+		"./app/", ""},
+	{"calls of one turn with two upstream groups admitted", "app/turn.go",
+		"if c.groupID != groupID {", "if false && c.groupID != groupID {", "./app/", ""},
+	{"a disconnect mid-continuation leaves the group INFLIGHT", "app/turn.go",
+		"if t.claimedKey != \"\" && !t.settled {\n\t\t\tt.fail(context.Background()", "if false && t.claimedKey != \"\" && !t.settled {\n\t\t\tt.fail(context.Background()", "./app/", ""},
+	{"a tool call without upstream id admitted", "app/turn.go",
+		"if _, ok := schemas[c.name]; !ok || c.upstreamID == \"\" {", "if _, ok := schemas[c.name]; !ok {", "./app/", ""},
+	{"a full store still sends the tool turn upstream", "app/gateway.go",
+		"\tif !ok {\n\t\tg.log.WarnContext(ctx, \"correlation store full", "\tif false && !ok {\n\t\tg.log.WarnContext(ctx, \"correlation store full", "./app/", ""},
+	{"API key digests compared on a prefix", "adapters/httpapi/auth.go",
+		"constantTimeCompare(digest[:], s.slots[i].digest[:])", "constantTimeCompare(digest[:2], s.slots[i].digest[:2])", "./adapters/httpapi/", ""},
+	{"a secret that prefixes another replaced first", "adapters/postman/pmconfig/redact.go",
+		"\t\tif len(a) != len(b) {\n\t\t\treturn len(b) - len(a)\n\t\t}\n", "", "./adapters/postman/pmconfig/", ""},
+	{"the memory store's claim is a read-copy-write outside the lock", "adapters/memstore/memstore.go",
+		"\ts.mu.Lock()\n\tdefer s.mu.Unlock()\n\treturn s.reg.Update(key, fn)",
+		"\ts.mu.Lock()\n\tg, ok := s.reg.Get(key)\n\ts.mu.Unlock()\n\tif !ok {\n\t\treturn s.reg.Update(key, fn)\n\t}\n\tcp := g.Clone()\n\tif err := fn(&cp); err != nil {\n\t\treturn err\n\t}\n\ts.mu.Lock()\n\tdefer s.mu.Unlock()\n\treturn s.reg.Update(key, func(x *correlation.Group) error { *x = cp; return nil })",
+		"./adapters/memstore/", ""},
+	{"any Host is served", "adapters/httpapi/host.go",
+		"return p.names[strings.TrimSuffix(host, \".\")]", "return true", "./adapters/httpapi/", "Host"},
+	{"any browser Origin is served", "adapters/httpapi/host.go",
+		"\treturn p.allows(u.Hostname())", "\treturn true", "./adapters/httpapi/", "Host"},
+	{"unclean paths reach the mux (redirect)", "adapters/httpapi/server.go",
+		"return p != \"\" && p[0] == '/' && path.Clean(p) == p", "return path.IsAbs(p)", "./adapters/httpapi/", "Unclean"},
+	{"lone low surrogates accepted", "adapters/httpapi/utf8.go",
+		"// low surrogate without a high one\n\t\t\t\tok = false", "// low surrogate without a high one\n\t\t\t\tok = true", "./adapters/httpapi/", "InvalidText"},
+	{"no connection cap", "adapters/httpapi/conn.go",
+		"if l.open < l.max {", "if true {", "./adapters/httpapi/", "Idle|Busy"},
+	{"net/http's plain-text answers passed through", "adapters/httpapi/conn.go",
+		"if out, ok := c.l.rewriteBuiltin(p); ok {", "if out, ok := c.l.rewriteBuiltin(p); false && ok {", "./adapters/httpapi/", "NetHTTP"},
+	{"a second request_id added to lines that have one", "adapters/httpapi/server.go",
+		"!h.has && !h.grouped && !recordHasRequestID(r)", "!h.grouped", "./cmd/gateway/", "OneRequestID"},
+	{"the upstream's Retry-After not exposed", "adapters/postman/client.go",
+		"func (e *retryAfterError) RetryAfter() time.Duration { return e.after }", "func (e *retryAfterError) RetryAfter() time.Duration { return 0 }", "./cmd/gateway/", "RetryAfterReaches"},
+	{"no body deadline", "adapters/httpapi/handlers.go",
+		"deadline := rc.SetReadDeadline(s.now().Add(s.cfg.BodyReadTimeout)) == nil", "deadline := false", "./cmd/gateway/", "SlowBody"},
+}
+
+func main() {
+	only := flag.String("run", "", "only mutants whose name matches this regexp")
+	verbose := flag.Bool("v", false, "print the output of surviving mutants' test runs")
+	flag.Parse()
+	var re *regexp.Regexp
+	if *only != "" {
+		re = regexp.MustCompile(*only)
+	}
+	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		fail("go list -m: %v", err)
+	}
+	src := strings.TrimSpace(string(root))
+	dir, err := os.MkdirTemp("", "pmgate-mutate-")
+	if err != nil {
+		fail("%v", err)
+	}
+	defer os.RemoveAll(dir)
+	files, err := exec.Command("git", "-C", src, "ls-files", "--cached", "--others", "--exclude-standard").Output()
+	if err != nil {
+		fail("git ls-files: %v", err)
+	}
+	for _, f := range strings.Split(strings.TrimSpace(string(files)), "\n") {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			continue // deleted in the work tree
+		}
+		_ = os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			fail("%v", err)
+		}
+	}
+	killed, total, broken := 0, 0, 0
+	for _, m := range mutants {
+		if re != nil && !re.MatchString(m.name) {
+			continue
+		}
+		total++
+		path := filepath.Join(dir, m.file)
+		orig, err := os.ReadFile(path)
+		if err != nil || bytes.Count(orig, []byte(m.old)) != 1 {
+			broken++
+			fmt.Printf("STALE     %s (%s: the edit no longer applies once)\n", m.name, m.file)
+			continue
+		}
+		if err := os.WriteFile(path, bytes.Replace(orig, []byte(m.old), []byte(m.new), 1), 0o644); err != nil {
+			fail("%v", err)
+		}
+		// A mutant that does not compile proves nothing about the tests.
+		vet := exec.Command("go", "vet", m.pkg)
+		vet.Dir = dir
+		if out, err := vet.CombinedOutput(); err != nil {
+			_ = os.WriteFile(path, orig, 0o644)
+			broken++
+			fmt.Printf("NOBUILD   %s (%s): %s\n", m.name, m.file, firstLine(out))
+			continue
+		}
+		args := []string{"test", "-count=1", "-timeout", "300s"}
+		if m.run != "" {
+			args = append(args, "-run", m.run)
+		}
+		cmd := exec.Command("go", append(args, m.pkg)...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "PMGATE_PG_URL=") // memory only: no database needed
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		_ = os.WriteFile(path, orig, 0o644)
+		took := time.Since(start).Round(100 * time.Millisecond)
+		if err != nil {
+			killed++
+			fmt.Printf("killed    %s (%s, %s)\n", m.name, m.pkg, took)
+			continue
+		}
+		fmt.Printf("SURVIVED  %s (%s, %s)\n", m.name, m.pkg, took)
+		if *verbose {
+			os.Stdout.Write(out)
+		}
+	}
+	fmt.Printf("score: %d of %d mutants killed", killed, total)
+	if broken > 0 {
+		fmt.Printf(" (%d stale)", broken)
+	}
+	fmt.Println()
+	if killed != total {
+		os.Exit(1)
+	}
+}
+
+func firstLine(b []byte) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	return line
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "mutate: "+format+"\n", args...)
+	os.Exit(1)
+}
