@@ -18,7 +18,7 @@ const gateways = {
   wide: { observer: new Observer(e.wideObserverURL), baseURL: e.wideTapURL },
 };
 
-async function runOpencode({ gateway, prompt }) {
+async function runOpencode({ gateway, prompt, tools }) {
   const home = tempHome("opencode");
   const g = gateways[gateway];
   const xdg = (d) => join(home.dir, d);
@@ -36,6 +36,7 @@ async function runOpencode({ gateway, prompt }) {
           models: { [e.model]: {} },
         },
       },
+      ...(tools ? { tools } : {}),
     }),
   );
   const win = await Window.open(g.observer);
@@ -66,9 +67,14 @@ async function runOpencode({ gateway, prompt }) {
   }
 }
 
+// With its default tools the first turn is just above the service's default
+// query limit, so it goes to the gateway with the limit raised; with tools
+// turned off in its config ("tools": {name: false}) it fits the default.
+const fewer = { apply_patch: false, edit: false, write: false, webfetch: false, task: false, todowrite: false, skill: false, glob: false, grep: false };
 const scenarios = [
-  { name: "default tools, tool round trip", loop: 1 },
-  { name: "default tools, #loop=3", loop: 3 },
+  { name: "default tools, tool round trip", loop: 1, gateway: "wide" },
+  { name: "default tools, #loop=3", loop: 3, gateway: "wide" },
+  { name: "bash and read only, #loop=3", loop: 3, gateway: "default", tools: fewer },
 ];
 
 for (const s of scenarios) {
@@ -78,7 +84,7 @@ for (const s of scenarios) {
     // joins it in one group. The emulator's default choice (the first tool)
     // would be apply_patch, which only fails on its sample patch.
     const prompt = `Use your tools to look around, then tell me what you found. ${m} #tool=bash,read${s.loop > 1 ? ` #loop=${s.loop}` : ""}`;
-    const { run, events, seen } = await runOpencode({ gateway: "wide", prompt });
+    const { run, events, seen } = await runOpencode({ gateway: s.gateway, prompt, tools: s.tools });
     const steps = events.filter((ev) => ev.type === "step_finish").map((ev) => ev.part?.reason);
     const errors = events.filter((ev) => ev.type === "error");
     const tools = events.filter((ev) => ev.type === "tool_use").map((ev) => `${ev.part?.tool}:${ev.part?.state?.status}`);
