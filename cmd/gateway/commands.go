@@ -28,6 +28,8 @@ func exitCode(err error) int {
 		return 2
 	case errors.Is(err, errStale):
 		return 3
+	case errors.Is(err, errVerify):
+		return 1
 	default:
 		return 1
 	}
@@ -82,4 +84,36 @@ func runVersion(stdout io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// parseFlags parses a subcommand's flags; -h/--help prints help to stdout and
+// reports done. Flag errors are usage errors that repeat the help's first line.
+func parseFlags(fs *flag.FlagSet, args []string, help string, stdout io.Writer) (done bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, help)
+			return true, nil
+		}
+		first, _, _ := strings.Cut(help, "\n")
+		return true, fmt.Errorf("%w: %v (%s; see --help)", errUsage, err, first)
+	}
+	return false, nil
+}
+
+// buildInfo returns the VCS revision the binary was built from and whether the
+// tree was modified ("" and false when unknown, e.g. go run or go test).
+func buildInfo() (revision string, modified bool) {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "", false
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			revision = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	return revision, modified
 }

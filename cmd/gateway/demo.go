@@ -45,44 +45,62 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 	if *strategy != "web_session" && *strategy != "access_token" {
 		return fmt.Errorf("%w: --strategy must be web_session or access_token", errUsage)
 	}
+	eu, err := startEmulatorUpstream(ctx, *strategy, *port)
+	if err != nil {
+		return err
+	}
+	defer eu.emu.Close()
+	cfg, err := loadConfig(func(k string) string { return eu.env[k] })
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	gw, err := startGateway(ctx, cfg, log, eu.opts...)
+	if err != nil {
+		return err
+	}
+	printDemo(stdout, "http://"+gw.addr()+"/v1", cfg.apiKey, *strategy, eu.emu.Origin())
+	return gw.wait(ctx)
+}
+
+// emulatorUpstream is a started emulator, the gateway environment that uses it
+// and the adapter options that reach it (trust its CA, dial it for the
+// web-session host). Only the demo and `gateway probe --emulator` use it.
+type emulatorUpstream struct {
+	emu  *emulator.Server
+	env  map[string]string
+	opts []postman.Option
+}
+
+func startEmulatorUpstream(ctx context.Context, strategy, port string) (*emulatorUpstream, error) {
 	// The emulator's credentials are fake and local to this process; the gateway
 	// holds them exactly as it would hold real ones.
 	cookie, token := randomHex(24), randomHex(24)
 	emu, err := emulator.Start(ctx, emulator.Config{WorkspaceID: demoWorkspace, Subdomain: demoSubdomain,
 		SessionCookie: cookie, AccessToken: token, Models: map[string]string{demoEnum: demoEnum}})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer emu.Close()
 	env := map[string]string{
-		"PROVIDER_PORT": *port, "PROVIDER_API_KEY": "sk-pmgate-demo-" + randomHex(16), "PROVIDER_MODELS": demoModel,
-		"POSTMAN_TRANSPORT_STRATEGY": *strategy, "POSTMAN_WORKSPACE_ID": demoWorkspace,
+		"PROVIDER_PORT": port, "PROVIDER_API_KEY": "sk-pmgate-demo-" + randomHex(16), "PROVIDER_MODELS": demoModel,
+		"POSTMAN_TRANSPORT_STRATEGY": strategy, "POSTMAN_WORKSPACE_ID": demoWorkspace,
 		"POSTMAN_MODEL_MAP": demoModel + "=" + demoEnum, "LOG_FORMAT": "text",
 	}
-	if *strategy == "web_session" {
+	if strategy == "web_session" {
 		env["POSTMAN_SESSION_COOKIE"], env["POSTMAN_WORKSPACE_SUBDOMAIN"] = cookie, demoSubdomain
 	} else {
 		env["POSTMAN_ACCESS_TOKEN"], env["POSTMAN_ORIGIN"] = token, emu.Origin()
 	}
-	cfg, err := loadConfig(func(k string) string { return env[k] })
-	if err != nil {
-		return err
-	}
-	log := newLogger(cfg, stderr)
 	host := demoSubdomain + ".postman.co:443"
 	dialer := &net.Dialer{}
-	gw, err := startGateway(ctx, cfg, log, postman.WithRootCAs(emu.CertPool()),
+	opts := []postman.Option{postman.WithRootCAs(emu.CertPool()),
 		postman.WithDialContext(func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if addr != host && "https://"+addr != emu.Origin() {
 				return nil, errs.Newf(errs.UpstreamUnavailable, "the demo dials only its emulator")
 			}
 			return dialer.DialContext(ctx, network, emu.Addr())
-		}))
-	if err != nil {
-		return err
-	}
-	printDemo(stdout, "http://"+gw.addr()+"/v1", cfg.apiKey, *strategy, emu.Origin())
-	return gw.wait(ctx)
+		})}
+	return &emulatorUpstream{emu: emu, env: env, opts: opts}, nil
 }
 
 func printDemo(w io.Writer, base, key, strategy, origin string) {

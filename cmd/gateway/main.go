@@ -30,6 +30,8 @@ commands:
   emulator [--addr A]              run the Postman emulator alone
   check-config [--env-file FILE]   validate the configuration and print a redacted summary
   diagram [--dir spec] [--check]   write (or check) the generated machine diagrams and tables
+  probe --live|--emulator [...]    verify the upstream end to end; writes an evidence report
+  verify REPORT                    check an evidence report (the closure gate)
   version                          print version and build information
 `
 
@@ -49,6 +51,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runCheckConfig(args[1:], getenv, stdout, stderr)
 	case "diagram":
 		return runDiagram(args[1:], stdout)
+	case "probe":
+		return runProbe(ctx, args[1:], getenv, stdout, stderr)
+	case "verify":
+		return runVerify(args[1:], getenv, stdout, stderr)
 	case "version":
 		return runVersion(stdout)
 	case "help", "-h", "--help":

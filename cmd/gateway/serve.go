@@ -73,6 +73,12 @@ type gateway struct {
 // startGateway wires the ports into the app and starts serving. opts reach the
 // Postman adapter (the demo trusts its emulator's CA and dials it).
 func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...postman.Option) (*gateway, error) {
+	return startGatewayWith(ctx, cfg, log, nil, opts...)
+}
+
+// startGatewayWith is startGateway with the adapter wrapped by wrap (nil: not
+// wrapped); `gateway probe` counts and bounds its dispatches this way.
+func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap func(ports.Upstream) ports.Upstream, opts ...postman.Option) (*gateway, error) {
 	base := []postman.Option{postman.WithLogger(log), postman.WithRequestID(httpapi.RequestID), postman.WithRedactedSecrets(cfg.apiKey),
 		postman.WithMaxIdleConns(cfg.maxConcurrent)}
 	client, err := postman.New(cfg.upstream, append(base, opts...)...)
@@ -83,8 +89,12 @@ func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...pos
 	if err != nil {
 		return nil, err
 	}
+	var upstream ports.Upstream = client
+	if wrap != nil {
+		upstream = wrap(client)
+	}
 	svc := app.New(app.Config{WorkspaceID: cfg.upstream.WorkspaceID, Correlation: cfg.correlation, Policy: cfg.policy},
-		client, store, system.Clock{}, system.IDs{}, log)
+		upstream, store, system.Clock{}, system.IDs{}, log)
 	handler := httpapi.NewServer(httpapi.Config{
 		APIKeys:            map[string]string{"default": cfg.apiKey},
 		PrincipalKey:       cfg.principalKey,
