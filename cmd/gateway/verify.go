@@ -324,7 +324,7 @@ func buildCommit() string {
 	return rev
 }
 
-const verifyHelp = `usage: gateway verify [--max-age 24h] [--env-file FILE] [--require-observed-model] REPORT
+const verifyHelp = `usage: gateway verify [--max-age 24h] [--env-file FILE] [--require-observed-model] [--now T] REPORT
 
 Checks a pmgate-probe/v1 evidence report (written by gateway probe) and exits 0
 only when every check holds; each failure prints its branch: format, freshness,
@@ -336,6 +336,8 @@ flags:
   --env-file FILE            compare the report with this configuration (fingerprint,
                              strategy, terminal rule); KEY=VALUE lines, the environment wins
   --require-observed-model   reject a report whose streams reported no model
+  --now T                    judge freshness at the RFC 3339 time T instead of the clock
+                             (for reproducible checks of stored reports)
 
 variables read (with --env-file or from the environment when --env-file is given):
   every variable of gateway serve (see gateway serve --help)
@@ -347,6 +349,7 @@ func runVerify(args []string, getenv func(string) string, stdout, stderr io.Writ
 	maxAge := fs.Duration("max-age", 24*time.Hour, "")
 	envPath := fs.String("env-file", "", "")
 	requireModel := fs.Bool("require-observed-model", false, "")
+	nowFlag := fs.String("now", "", "")
 	if done, err := parseFlags(fs, args, verifyHelp, stdout); done || err != nil {
 		return err
 	}
@@ -357,7 +360,13 @@ func runVerify(args []string, getenv func(string) string, stdout, stderr io.Writ
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	o := verifyOptions{now: time.Now(), maxAge: *maxAge, version: version, commit: buildCommit(),
+	now := time.Now()
+	if *nowFlag != "" {
+		if now, err = time.Parse(time.RFC3339, *nowFlag); err != nil {
+			return fmt.Errorf("%w: --now must be an RFC 3339 time", errUsage)
+		}
+	}
+	o := verifyOptions{now: now, maxAge: *maxAge, version: version, commit: buildCommit(),
 		requireObservedModel: *requireModel}
 	if *envPath != "" {
 		cfg, err := configFromArgs("verify", []string{"--env-file", *envPath}, getenv)
