@@ -138,7 +138,8 @@ func (s *server) handleModels() http.Handler {
 }
 
 // handleHealth serves GET /health without authentication. upstream_verified
-// is always false: the gateway does not probe the upstream on its own.
+// comes only from Config.Verification (a probe report that passes verify);
+// the gateway never probes the upstream on its own.
 func (s *server) handleHealth() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		out := map[string]any{}
@@ -150,6 +151,15 @@ func (s *server) handleHealth() http.Handler {
 		out["status"] = "ok"
 		out["strategy"] = s.cfg.Strategy
 		out["upstream_verified"] = false
+		if s.cfg.Verification != nil {
+			verified, fields := s.cfg.Verification()
+			for k, v := range fields {
+				if strings.HasPrefix(k, "upstream_verified_") || k == "upstream_report_digest" {
+					out[k] = v
+				}
+			}
+			out["upstream_verified"] = verified
+		}
 		body, err := json.Marshal(out)
 		if err != nil {
 			s.writeError(w, r, errors.Wrap(err, "health fields"))

@@ -39,6 +39,10 @@ type Config struct {
 	// counts. The three fixed fields (status, strategy, upstream_verified)
 	// cannot be overridden by it.
 	Health func(ctx context.Context) map[string]any
+	// Verification reports whether the upstream was verified by a probe report
+	// and the fields that go with it (time and digest, or the reason it is
+	// not); nil means never verified.
+	Verification func() (verified bool, fields map[string]any)
 }
 
 // CONTRACT §3 defaults for zero Config values.

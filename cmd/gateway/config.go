@@ -36,6 +36,7 @@ type config struct {
 	postgresURL     string
 	logLevel        slog.Level
 	logFormat       string
+	probeReport     string // PROBE_REPORT: a probe report for /health's upstream_verified
 }
 
 func invalid(variable, rule string) error {
@@ -141,6 +142,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	default:
 		return c, invalid("LOG_FORMAT", "must be json or text")
 	}
+	c.probeReport = getenv("PROBE_REPORT")
 	return c, nil
 }
 
@@ -190,6 +192,9 @@ func (c config) summary() map[string]string {
 	m["correlation_response_cache_bytes"] = strconv.Itoa(c.limits.ResponseCacheBytes)
 	if c.postgresURL != "" {
 		m["correlation_postgres_url"] = "set"
+	}
+	if c.probeReport != "" {
+		m["probe_report"] = "set"
 	}
 	m["log_level"] = c.logLevel.String()
 	m["log_format"] = c.logFormat
