@@ -49,8 +49,8 @@ func runDiagram(args []string, stdout io.Writer) error {
 	fs.SetOutput(io.Discard)
 	dir := fs.String("dir", "spec", "directory of the generated files")
 	check := fs.Bool("check", false, "exit non-zero when the directory is stale instead of writing")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if done, err := parseFlags(fs, args, diagramHelp, stdout); done || err != nil {
+		return err
 	}
 	if *check {
 		stale, err := specgen.Check(*dir)

@@ -39,8 +39,8 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 	fs.SetOutput(io.Discard)
 	strategy := fs.String("strategy", "web_session", "upstream strategy: web_session or access_token")
 	port := fs.String("port", "8788", "gateway port (0 picks a free one)")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if done, err := parseFlags(fs, args, demoHelp, stdout); done || err != nil {
+		return err
 	}
 	if *strategy != "web_session" && *strategy != "access_token" {
 		return fmt.Errorf("%w: --strategy must be web_session or access_token", errUsage)
@@ -139,8 +139,8 @@ func runEmulator(ctx context.Context, args []string, getenv func(string) string,
 	addr := fs.String("addr", "127.0.0.1:8789", "listen address (loopback only)")
 	subdomain := fs.String("subdomain", demoSubdomain, "web-session subdomain the emulator accepts")
 	workspace := fs.String("workspace", demoWorkspace, "workspace id the emulator requires")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if done, err := parseFlags(fs, args, emulatorHelp, stdout); done || err != nil {
+		return err
 	}
 	cookie, token := getenv("EMULATOR_SESSION_COOKIE"), getenv("EMULATOR_ACCESS_TOKEN")
 	if cookie == "" {
@@ -172,11 +172,24 @@ web_session (needs a resolver or dialer mapping %s.postman.co to %s):
 	return nil
 }
 
-// runCheckConfig validates the configuration and prints a redacted summary.
+// runCheckConfig validates the configuration: every problem at once, or a
+// redacted summary and the warnings.
 func runCheckConfig(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cfg, err := configFromArgs("check-config", args, getenv)
+	cfg, done, err := configCommand("check-config", checkConfigHelp, args, getenv, stdout)
+	if done {
+		return nil
+	}
 	if err != nil {
-		return err
+		if !errs.Has(err, errs.ConfigInvalid) {
+			return err
+		}
+		problems := problemsOf(err)
+		fmt.Fprintf(stderr, "configuration refused: %d problem(s)\n", len(problems))
+		for _, p := range problems {
+			_, msg, _ := strings.Cut(p.Error(), ": ") // drop the catalog's fixed sentence
+			fmt.Fprintf(stderr, "  - %s\n", msg)
+		}
+		return errs.Newf(errs.ConfigInvalid, "%d problem(s) listed above", safeCount(len(problems)))
 	}
 	m := cfg.summary()
 	keys := make([]string, 0, len(m))
@@ -188,5 +201,14 @@ func runCheckConfig(args []string, getenv func(string) string, stdout, stderr io
 	for _, k := range keys {
 		fmt.Fprintf(stdout, "  %s: %s\n", k, m[k])
 	}
+	for _, w := range configWarnings(cfg) {
+		fmt.Fprintf(stdout, "warning: %s\n", w)
+	}
 	return nil
 }
+
+// safeCount is a count that prints unredacted.
+type safeCount int
+
+// SafeValue marks counts as safe for logs.
+func (safeCount) SafeValue() {}

@@ -28,11 +28,14 @@ import (
 const shutdownGrace = 30 * time.Second
 
 func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cfg, err := configFromArgs("serve", args, getenv)
-	if err != nil {
+	cfg, done, err := configCommand("serve", serveHelp, args, getenv, stdout)
+	if done || err != nil {
 		return err
 	}
 	log := newLogger(cfg, stderr)
+	for _, w := range configWarnings(cfg) {
+		log.Warn("configuration warning", "warning", w)
+	}
 	gw, err := startGateway(ctx, cfg, log, testUpstreamOptions...)
 	if err != nil {
 		return err

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+)
+
+func TestCheckConfigRefusesTheExampleFileListingEveryPlaceholder(t *testing.T) {
+	is := is.New(t)
+	var out, errOut bytes.Buffer
+	err := run(t.Context(), []string{"check-config", "--env-file", "../../examples/gateway.env.example"}, noEnv, &out, &errOut)
+	is.Equal(exitCode(err), 78)
+	for _, v := range []string{"PROVIDER_API_KEY", "POSTMAN_SESSION_COOKIE", "POSTMAN_WORKSPACE_SUBDOMAIN", "POSTMAN_WORKSPACE_ID"} {
+		is.True(strings.Contains(errOut.String(), "  - "+v+": still holds the example file's placeholder")) // each one, in one run
+	}
+	is.True(strings.Contains(errOut.String(), "4 problem(s)"))
+	is.True(!strings.Contains(out.String(), "configuration ok"))
+}
+
+func TestCheckConfigReportsEveryProblemAtOnce(t *testing.T) {
+	is := is.New(t)
+	env := map[string]string{"PROVIDER_API_KEY": "short", "POSTMAN_TRANSPORT_STRATEGY": "web_session", "PROVIDER_PORT": "x",
+		"MAX_TOOLS": "999", "LOG_LEVEL": "loud", "POSTMAN_WORKSPACE_SUBDOMAIN": "www"}
+	var out, errOut bytes.Buffer
+	err := run(t.Context(), []string{"check-config"}, func(k string) string { return env[k] }, &out, &errOut)
+	is.Equal(exitCode(err), 78)
+	for _, v := range []string{"PROVIDER_PORT", "PROVIDER_API_KEY", "POSTMAN_SESSION_COOKIE", "POSTMAN_WORKSPACE_SUBDOMAIN",
+		"POSTMAN_WORKSPACE_ID", "PROVIDER_MODELS", "MAX_TOOLS", "LOG_LEVEL"} {
+		is.True(strings.Contains(errOut.String(), "  - "+v+": ")) // every variable named
+	}
+	is.True(strings.Contains(errOut.String(), "8 problem(s)"))
+}
+
+func TestCheckConfigWarnsWhenTheListenerIsNotLoopback(t *testing.T) {
+	is := is.New(t)
+	for host, warned := range map[string]bool{"0.0.0.0": true, "192.168.1.5": true, "127.0.0.1": false, "::1": false, "localhost": false} {
+		var out bytes.Buffer
+		err := run(t.Context(), []string{"check-config", "--env-file", "testdata/probe/web_session.env"},
+			func(k string) string { return map[string]string{"PROVIDER_HOST": host}[k] }, &out, &out)
+		is.NoErr(err) // a warning, not a refusal
+		is.Equal(strings.Contains(out.String(), "warning: PROVIDER_HOST is not a loopback address"), warned)
+	}
+}
+
+func TestEverySubcommandHasHelpListingItsFlagsAndVariables(t *testing.T) {
+	is := is.New(t)
+	cases := map[string][]string{
+		"serve":        {"--env-file", "PROVIDER_API_KEY", "POSTMAN_SESSION_COOKIE", "PROBE_REPORT"},
+		"check-config": {"--env-file", "POSTMAN_MODEL_MAP"},
+		"demo":         {"--strategy", "--port", "variables read: none"},
+		"emulator":     {"--addr", "--subdomain", "--workspace", "EMULATOR_SESSION_COOKIE"},
+		"diagram":      {"--dir", "--check"},
+		"probe":        {"--live", "--emulator", "--env-file", "--out", "--measure-limits", "POSTMAN_MAX_QUERY_CHARS"},
+		"verify":       {"--max-age", "--env-file", "--require-observed-model", "--now"},
+		"version":      {"--version"},
+	}
+	for cmd, want := range cases {
+		for _, flag := range []string{"--help", "-h"} {
+			var out bytes.Buffer
+			is.NoErr(run(t.Context(), []string{cmd, flag}, noEnv, &out, &out)) // help is not an error
+			is.True(strings.HasPrefix(out.String(), "usage: gateway "+cmd))
+			for _, w := range want {
+				is.True(strings.Contains(out.String(), w)) // lists the flag or variable
+			}
+			is.True(!strings.Contains(out.String(), "flag: help requested"))
+		}
+	}
+}
+
+func TestVersionFlagAndNearestCommandSuggestion(t *testing.T) {
+	is := is.New(t)
+	var out bytes.Buffer
+	is.NoErr(run(t.Context(), []string{"--version"}, noEnv, &out, &out))
+	is.True(strings.HasPrefix(out.String(), "gateway "))
+	for typo, want := range map[string]string{"sevre": "serve", "check-conifg": "check-config", "verfy": "verify", "prob": "probe"} {
+		err := run(t.Context(), []string{typo}, noEnv, &out, &out)
+		is.True(errors.Is(err, errUsage))
+		is.True(strings.Contains(err.Error(), `did you mean "`+want+`"?`))
+	}
+	err := run(t.Context(), []string{"frobnicate"}, noEnv, &out, &out)
+	is.True(!strings.Contains(err.Error(), "did you mean")) // nothing close
+	err = run(t.Context(), []string{"serve", "--bogus"}, noEnv, &out, &out)
+	is.True(errors.Is(err, errUsage))
+	is.True(strings.Contains(err.Error(), "see --help"))
+}
