@@ -170,8 +170,11 @@ func (s *probeStream) Next(ctx context.Context) (chat.Event, error) {
 		if !errors.Is(err, io.EOF) {
 			s.d.ErrorCode = string(errs.CodeOf(err))
 		}
-		if o, ok := s.Stream.(interface{ Outcome() dcompletion.Outcome }); ok && s.d.Outcome == "" {
-			s.d.Outcome = string(o.Outcome().State)
+		if s.d.Outcome == "" { // the adapter's summary did not say
+			s.d.Outcome = s.d.ErrorCode
+			if o, ok := s.Stream.(interface{ Outcome() dcompletion.Outcome }); ok && o.Outcome().Complete {
+				s.d.Outcome = outcomeComplete
+			}
 		}
 		if m, ok := s.Stream.(interface{ ModelObserved() (string, bool) }); ok {
 			label, seen := m.ModelObserved()

@@ -280,7 +280,7 @@ var (
 	reFinger    = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 	rePublic    = regexp.MustCompile(`^[A-Za-z0-9._:/-]{1,128}$`)
 	reEnum      = regexp.MustCompile(`^[A-Z0-9_]{0,64}$`)
-	reEventType = regexp.MustCompile(`^[A-Za-z]{1,40}$`)
+	reEventType = regexp.MustCompile(`^(\[DONE\]|[A-Za-z]{1,40})$`)
 	reRow       = regexp.MustCompile(`^[A-Za-z0-9_]{0,32}$`)
 	reTime      = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`)
 	reFailure   = regexp.MustCompile(`^[a-z ]{1,40}: [A-Za-z0-9 ,.()=<>/_-]{1,200}$`)
@@ -315,7 +315,7 @@ var stringRules = map[string]*regexp.Regexp{
 	"*.requests[].upstream[].error_code": reCode,
 	"*.requests[].upstream[].rule":       regexp.MustCompile(`^(|legacy_done|explicit_only|usage_after_output_v1)$`),
 	"*.requests[].upstream[].row":        reRow,
-	"*.requests[].upstream[].outcome":    reEnum,
+	"*.requests[].upstream[].outcome":    reCode,
 	"*.requests[].upstream[].terminal_evidence[]": regexp.MustCompile(`^(done_marker|done_event|usage_after_output)$`),
 	"*.requests[].upstream[].event_types{}":       reEventType,
 	"*.requests[].upstream[].would_complete{}":    regexp.MustCompile(`^(legacy_done|explicit_only|usage_after_output_v1)$`),

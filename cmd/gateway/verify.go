@@ -30,6 +30,10 @@ const (
 	branchHygiene      = "hygiene"
 )
 
+// outcomeComplete is a dispatch's outcome for a proven end (otherwise the
+// outcome is the stream's stable error code).
+const outcomeComplete = "complete"
+
 // probeTools are the two tools of the probe's tool loop; both take an empty
 // object.
 var probeTools = []string{"probe_alpha", "probe_beta"}
@@ -173,7 +177,7 @@ func verifyRule(v *verdict, r probeReport, o verifyOptions) {
 		rule = o.terminalRule
 	}
 	for _, d := range dispatches(r) {
-		if d.RefusedByBudget || d.Outcome == "" || !strings.HasPrefix(d.Outcome, "COMPLETE") && d.ErrorCode != "upstream_completion_ambiguous" {
+		if d.RefusedByBudget || d.Outcome != outcomeComplete && d.Outcome != "upstream_completion_ambiguous" {
 			continue // never sent, or a failure that no rule completes
 		}
 		would, known := d.WouldComplete[rule]
@@ -212,7 +216,7 @@ func upstreamComplete(q reportRequest) bool {
 	if len(q.Upstream) == 0 {
 		return false
 	}
-	return strings.HasPrefix(q.Upstream[len(q.Upstream)-1].Outcome, "COMPLETE")
+	return q.Upstream[len(q.Upstream)-1].Outcome == outcomeComplete
 }
 
 func verifyInitialTool(v *verdict, r probeReport) {
