@@ -68,6 +68,11 @@ var (
 // package.
 type retryAfterer interface{ RetryAfter() time.Duration }
 
+// settingHinter is implemented by upstream errors that know which setting to
+// check (the Postman adapter's diagnosis); matched structurally like
+// retryAfterer.
+type settingHinter interface{ SettingHint() string }
+
 // Bounds of the retry-after header, in seconds.
 const (
 	defaultRetryAfter = 1
@@ -137,6 +142,14 @@ func public(ctx context.Context, err error) (errorBody, errs.Entry, int) {
 			msg += " " + re.param + ": " + re.detail
 		default:
 			msg += " " + re.detail
+		}
+	}
+	// An upstream failure whose error type names a setting says which one to
+	// check (a fixed sentence of the adapter; never upstream text).
+	var hint settingHinter
+	if e.Code != errs.InternalError && errors.As(err, &hint) {
+		if h := hint.SettingHint(); h != "" {
+			msg += " Hint: " + h + "."
 		}
 	}
 	var rt *routeError

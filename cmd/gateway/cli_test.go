@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -86,4 +89,53 @@ func TestVersionFlagAndNearestCommandSuggestion(t *testing.T) {
 	err = run(t.Context(), []string{"serve", "--bogus"}, noEnv, &out, &out)
 	is.True(errors.Is(err, errUsage))
 	is.True(strings.Contains(err.Error(), "see --help"))
+}
+
+func TestAWrongModelEnumIsDiagnosableFromTheErrorAndTheLog(t *testing.T) {
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			is := is.New(t)
+			s := serve(t, st, map[string]string{"POSTMAN_MODEL_MAP": testModel + "=GPT_99"})
+			resp := s.post(t, userBody("hi", false, ""))
+			is.Equal(resp.StatusCode, 422)
+			var e errorBody
+			is.NoErr(json.NewDecoder(resp.Body).Decode(&e))
+			is.Equal(e.Error.Code, "upstream_request_rejected")
+			is.True(strings.Contains(e.Error.Message, "check POSTMAN_MODEL_MAP")) // the client error names the setting
+			logs := s.logs.String()
+			is.True(strings.Contains(logs, `"upstream_error_type":"INPUT_VALIDATION_ERROR"`)) // the log names the upstream's type
+			is.True(strings.Contains(logs, `"status":400`))
+		})
+	}
+}
+
+func TestAnUntrustedUpstreamCertificateIsDiagnosableFromTheLog(t *testing.T) {
+	is := is.New(t)
+	emu := newEmulator(t)
+	// No test CA: the gateway trusts only the system roots, which do not
+	// include the emulator's.
+	var logs syncBuffer
+	cfg, err := loadConfig(func(k string) string {
+		return map[string]string{"PROVIDER_PORT": "0", "PROVIDER_API_KEY": testKey, "PROVIDER_MODELS": testModel,
+			"POSTMAN_TRANSPORT_STRATEGY": "access_token", "POSTMAN_ACCESS_TOKEN": testToken, "POSTMAN_ORIGIN": emu.Origin(),
+			"POSTMAN_WORKSPACE_ID": testWorkspace, "POSTMAN_MODEL_MAP": testModel + "=GPT_55"}[k]
+	})
+	is.NoErr(err)
+	gw, err := startGateway(t.Context(), cfg, newLogger(cfg, &logs))
+	is.NoErr(err)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- gw.wait(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	req, _ := http.NewRequest(http.MethodPost, "http://"+gw.addr()+"/v1/chat/completions", strings.NewReader(userBody("hi", false, "")))
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	is.NoErr(err)
+	var e errorBody
+	_ = json.NewDecoder(resp.Body).Decode(&e)
+	resp.Body.Close()
+	is.Equal(resp.StatusCode, 502)
+	is.True(strings.Contains(logs.String(), `"cause":"tls_unknown_authority"`)) // not just status=0
+	is.True(strings.Contains(logs.String(), `"code":"upstream_unavailable"`))
 }
