@@ -62,6 +62,7 @@ func (g *Gateway) Chat(ctx context.Context, p Principal, req chat.Request) (Turn
 }
 
 func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) (Turn, error) {
+	g.log.DebugContext(ctx, "dispatch", "chat_type", "USER_QUERY", "messages", len(req.Messages), "tools", len(req.Tools))
 	s, err := g.upstream.Chat(ctx, ports.UpstreamRequest{Chat: req})
 	if err != nil {
 		return nil, err
@@ -159,6 +160,8 @@ func (g *Gateway) dispatch(ctx context.Context, p Principal, req chat.Request, g
 	for _, call := range gr.Calls {
 		c.Results = append(c.Results, ports.ContinuationResult{UpstreamCallID: call.UpstreamID, OriginalName: call.OriginalName, Content: byID[call.PublicID]})
 	}
+	g.log.DebugContext(ctx, "dispatch", "chat_type", "TOOL_RESPONSE", "results", len(c.Results),
+		"group_id_present", c.UpstreamGroupID != "")
 	s, err := g.upstream.Chat(ctx, ports.UpstreamRequest{Chat: req, Continuation: c})
 	if err != nil {
 		g.settleFailure(ctx, p, gr.Key, err)

@@ -46,6 +46,8 @@ func (s *server) handleChat() http.Handler {
 			return
 		}
 		infoFrom(r.Context()).stream = req.Stream
+		s.log.DebugContext(r.Context(), "request decoded", "stream", req.Stream, "messages", len(req.Messages),
+			"tools", len(req.Tools), "tool_choice", string(req.ToolChoice.Mode))
 
 		ctx := context.WithValue(r.Context(), clientCtxKey{}, r.Context())
 		ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.RequestTimeout, errRequestTimeout)

@@ -273,7 +273,21 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 	}
 	hreq.Header = c.cfg.Headers()
 
+	started := time.Now()
 	resp, err := c.hc.Do(hreq)
+	if c.log.Enabled(ctx, slog.LevelDebug) {
+		chatType := "USER_QUERY"
+		if req.Continuation != nil {
+			chatType = "TOOL_RESPONSE"
+		}
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		c.log.LogAttrs(ctx, slog.LevelDebug, "upstream request sent", slog.String("request_id", rid),
+			slog.String("strategy", string(c.cfg.Strategy)), slog.String("chat_type", chatType), slog.Int("body_bytes", len(body)),
+			slog.Bool("written", wrote.Load()), slog.Int("status", status), slog.Int64("headers_ms", time.Since(started).Milliseconds()))
+	}
 	if err != nil {
 		sent := wrote.Load() || !c.traceable
 		err = c.transportError(rctx, err, sent)

@@ -139,3 +139,20 @@ func TestAnUntrustedUpstreamCertificateIsDiagnosableFromTheLog(t *testing.T) {
 	is.True(strings.Contains(logs.String(), `"cause":"tls_unknown_authority"`)) // not just status=0
 	is.True(strings.Contains(logs.String(), `"code":"upstream_unavailable"`))
 }
+
+func TestDebugLogsTheRequestLifecycleWithSafeFieldsOnly(t *testing.T) {
+	is := is.New(t)
+	s := serve(t, "web_session", map[string]string{"LOG_LEVEL": "debug"})
+	_, cont, _ := pending(t, s, "weather please, secret-user-text")
+	status, _, _ := turnResult(t, s, chatBody(t, testModel, cont, toolsJSON, ""))
+	is.Equal(status, 200)
+	logs := s.logs.String()
+	for _, step := range []string{`"msg":"request decoded"`, `"msg":"dispatch","chat_type":"USER_QUERY"`,
+		`"msg":"upstream request sent"`, `"msg":"tool group admitted"`, `"msg":"dispatch","chat_type":"TOOL_RESPONSE"`,
+		`"msg":"correlation"`} {
+		is.True(strings.Contains(logs, step)) // each lifecycle step is logged
+	}
+	for _, bad := range []string{"secret-user-text", "sunny for", "call_pmn_", "conv-", "grp-", testWorkspace} {
+		is.True(!strings.Contains(logs, bad)) // never content, ids or the workspace
+	}
+}
