@@ -97,12 +97,19 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 	if err != nil {
 		return nil, err
 	}
-	prefixHash, err := canon.TranscriptHash(cont.Prefix)
+	// Defaults come from the caller's original parameter schemas; the record
+	// is only read inside the store's atomic section, so everything else of
+	// the echo is prepared here.
+	defaults, err := canon.ToolDefaults(req.Tools)
+	if err != nil {
+		return nil, err
+	}
+	echo, err := canon.PrepareEcho(cont.Prefix, defaults)
 	if err != nil {
 		return nil, err
 	}
 	sub := correlation.Submission{
-		PrefixHash:   prefixHash,
+		Echo:         echo,
 		ResultsHash:  correlation.ResultsHash(cont),
 		PrincipalID:  p.ID,
 		WorkspaceID:  g.cfg.WorkspaceID,
@@ -170,7 +177,10 @@ func (g *Gateway) dispatch(ctx context.Context, p Principal, req chat.Request, g
 		}
 		return nil, errs.Wrap(err, errs.ContinuationOutcomeUncertain)
 	}
-	return &turn{g: g, p: p, req: req, stream: s, claimedKey: gr.Key}, nil
+	// The turn starts with the group's stored conversation id: a continuation
+	// stream need not repeat it (one public project's fixtures omit it), and
+	// the next tool group of this turn belongs to the same conversation.
+	return &turn{g: g, p: p, req: req, stream: s, claimedKey: gr.Key, convID: gr.ConversationID}, nil
 }
 
 // notAccepted reports whether an upstream error proves the continuation was

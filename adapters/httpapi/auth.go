@@ -32,53 +32,79 @@ var constantTimeCompare = subtle.ConstantTimeCompare
 // digest of every slot, all of them, whatever matched first: neither the key
 // length, nor the first differing byte, nor which slot matched shows in the
 // timing.
-func (s *server) authenticate(r *http.Request) (app.Principal, bool) {
+func (s *server) authenticate(r *http.Request) (app.Principal, *authSlot, bool) {
 	var presented string
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, key, ok := strings.Cut(h, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") {
-			return app.Principal{}, false
+			return app.Principal{}, nil, false
 		}
 		presented = strings.TrimSpace(key)
 	} else {
 		presented = r.Header.Get("x-api-key")
 	}
 	if presented == "" {
-		return app.Principal{}, false
+		return app.Principal{}, nil, false
 	}
 	digest := sha256.Sum256([]byte(presented))
+	slots := s.keys.cur.Load().slots
 	found, matched := 0, 0
-	for i := range s.slots {
-		eq := constantTimeCompare(digest[:], s.slots[i].digest[:])
+	for i := range slots {
+		eq := constantTimeCompare(digest[:], slots[i].digest[:])
 		// Keep the first match without branching on the comparison result.
 		matched = subtle.ConstantTimeSelect(eq&^found, i, matched)
 		found |= eq
 	}
 	if found == 0 {
-		return app.Principal{}, false
+		return app.Principal{}, nil, false
 	}
-	sl := s.slots[matched]
-	return app.Principal{Slot: sl.name, ID: sl.principal}, true
+	sl := &slots[matched]
+	return app.Principal{Slot: sl.id, ID: sl.principal}, sl, true
 }
 
 // principalKey is the context key of the authenticated principal.
 type principalKey struct{}
 
+// authed is what authentication puts into a request's context.
+type authed struct {
+	p    app.Principal
+	slot *authSlot
+}
+
 func principalFrom(ctx context.Context) app.Principal {
-	p, _ := ctx.Value(principalKey{}).(app.Principal)
-	return p
+	a, _ := ctx.Value(principalKey{}).(authed)
+	return a.p
+}
+
+// slotFrom is the matched slot of an authenticated request (nil outside one).
+func slotFrom(ctx context.Context) *authSlot {
+	a, _ := ctx.Value(principalKey{}).(authed)
+	return a.slot
+}
+
+// limiter is the slot's own concurrency limiter (nil: none).
+func (a *authSlot) limiter() *limiter {
+	if a == nil {
+		return nil
+	}
+	return a.limit
+}
+
+// allowsModel reports whether the slot may use a configured public model.
+func (a *authSlot) allowsModel(m string) bool {
+	return a == nil || a.models == nil || a.models[m]
 }
 
 // requireKey answers 401 invalid_api_key unless the request presents a
 // configured key; otherwise it puts the principal into the context.
 func (s *server) requireKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, ok := s.authenticate(r)
+		p, sl, ok := s.authenticate(r)
 		if !ok {
 			s.writeError(w, r, errs.New(errs.InvalidAPIKey))
 			return
 		}
 		infoFrom(r.Context()).slot = p.Slot
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, authed{p: p, slot: sl})))
 	})
 }

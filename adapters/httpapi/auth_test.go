@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
 	"net/http/httptest"
@@ -19,8 +20,8 @@ func TestBearerKeyIsAccepted(t *testing.T) {
 	rec := post(h, withFields(""))
 	is.Equal(rec.Code, http.StatusOK) // a valid bearer key is accepted
 	p, _ := svc.Last()
-	is.Equal(p.Slot, "default")                                // the matched slot is passed on
-	is.Equal(p.ID, httpapi.Principal(principalKey, "default")) // the principal id is derived from the slot
+	is.Equal(p.Slot, "default")                                                                   // the matched slot is passed on
+	is.Equal(p.ID, httpapi.SlotPrincipal(principalKey, "default", sha256.Sum256([]byte(apiKey)))) // derived from the slot and its key
 }
 
 func TestLowercaseBearerSchemeIsAccepted(t *testing.T) {
@@ -123,9 +124,9 @@ func TestSecondSlotKeyGivesItsOwnPrincipal(t *testing.T) {
 	r.Header.Set("Authorization", "Bearer team-b-key-0123456789")
 	is.Equal(serve(h, r).Code, http.StatusOK) // the second slot's key is accepted
 	p, _ := svc.Last()
-	is.Equal(p.Slot, "team-b")                                  // its slot is reported
-	is.Equal(p.ID, httpapi.Principal(principalKey, "team-b"))   // with its own principal
-	is.True(p.ID != httpapi.Principal(principalKey, "default")) // distinct from the other slot's
+	is.Equal(p.Slot, "team-b")                                                                                    // its slot is reported
+	is.Equal(p.ID, httpapi.SlotPrincipal(principalKey, "team-b", sha256.Sum256([]byte("team-b-key-0123456789")))) // with its own principal
+	is.True(p.ID != httpapi.SlotPrincipal(principalKey, "default", sha256.Sum256([]byte(apiKey))))                // distinct from the other slot's
 }
 
 func TestPrincipalIsStableForTheSameSlot(t *testing.T) {

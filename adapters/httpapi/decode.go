@@ -128,7 +128,10 @@ func integer(raw json.RawMessage) (int64, bool) {
 
 // decodeRequest validates a whole chat request and normalizes it. Nothing
 // reaches the service unless this returns no error.
-func (s *server) decodeRequest(body []byte) (chat.Request, error) {
+//
+// allowed is the caller's model allowlist; a configured model outside it is
+// refused exactly like an unknown model, so a slot cannot tell the two apart.
+func (s *server) decodeRequest(body []byte, allowed func(string) bool) (chat.Request, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil || top == nil {
 		var se *json.SyntaxError
@@ -144,7 +147,7 @@ func (s *server) decodeRequest(body []byte) (chat.Request, error) {
 		return chat.Request{}, invalid("model", "is required and must be a string.")
 	}
 	req.Model = str(top["model"])
-	if !s.models[req.Model] {
+	if !s.models[req.Model] || !allowed(req.Model) {
 		return chat.Request{}, refuse(errs.ModelNotFound, "model", "")
 	}
 	if req.Stream, err = optBool(top["stream"], "stream", false); err != nil {

@@ -41,7 +41,11 @@
 // header, "x-api-key: <key>". The SHA-256 digest of the presented key is
 // compared with crypto/subtle against the digest of every configured slot,
 // always all of them; the matched slot gives app.Principal{Slot,
-// ID: Principal(PrincipalKey, slot)}. /health needs no key.
+// ID: SlotPrincipal(PrincipalKey, slot id, key digest)}. The slots come from a
+// Keyring, which the wiring may replace at any time (a reload of the key
+// file); a slot's model allowlist filters /v1/models and refuses other models
+// exactly like unknown ones, and its own concurrency limit applies on top of
+// the global one (docs/KEYS.md). /health needs no key.
 //
 // # Request policy (POST /v1/chat/completions)
 //

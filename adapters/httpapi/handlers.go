@@ -24,13 +24,13 @@ var errRequestTimeout = errors.New("httpapi: request timeout")
 // valid.
 func (s *server) handleChat() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case s.sem <- struct{}{}:
-			defer func() { <-s.sem }()
-		default:
+		// The slot's own limit (if any) applies on top of the global one.
+		release, ok := acquire(s.sem, slotFrom(r.Context()).limiter())
+		if !ok {
 			s.writeError(w, r, errs.New(errs.ConcurrencyLimitExceeded))
 			return
 		}
+		defer release()
 		if !jsonMediaType(r.Header.Get("Content-Type")) {
 			s.writeError(w, r, invalid("", "The Content-Type must be application/json."))
 			return
@@ -40,7 +40,7 @@ func (s *server) handleChat() http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		req, err := s.decodeRequest(body)
+		req, err := s.decodeRequest(body, slotFrom(r.Context()).allowsModel)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -75,6 +75,26 @@ func (s *server) handleChat() http.Handler {
 			s.complete(w, r, o, &turnReader{turn: turn})
 		}
 	})
+}
+
+// acquire takes a place in the global semaphore and, when the slot has one,
+// in the slot's limiter, without waiting; release gives back both.
+func acquire(global chan struct{}, slot *limiter) (release func(), ok bool) {
+	select {
+	case global <- struct{}{}:
+	default:
+		return nil, false
+	}
+	if slot == nil {
+		return func() { <-global }, true
+	}
+	select {
+	case slot.sem <- struct{}{}:
+		return func() { <-slot.sem; <-global }, true
+	default:
+		<-global
+		return nil, false
+	}
 }
 
 // jsonMediaType accepts application/json and application/*+json, with any
@@ -127,14 +147,18 @@ type modelJSON struct {
 	OwnedBy string `json:"owned_by"`
 }
 
-// handleModels serves GET /v1/models: the configured public ids, in order.
+// handleModels serves GET /v1/models: the configured public ids the caller's
+// slot may use, in configuration order.
 func (s *server) handleModels() http.Handler {
-	list := modelList{Object: "list", Data: make([]modelJSON, 0, len(s.cfg.Models))}
-	for _, m := range s.cfg.Models {
-		list.Data = append(list.Data, modelJSON{ID: m, Object: "model", Created: 0, OwnedBy: "pmgate"})
-	}
-	body, _ := json.Marshal(list)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sl := slotFrom(r.Context())
+		list := modelList{Object: "list", Data: make([]modelJSON, 0, len(s.cfg.Models))}
+		for _, m := range s.cfg.Models {
+			if sl.allowsModel(m) {
+				list.Data = append(list.Data, modelJSON{ID: m, Object: "model", Created: 0, OwnedBy: "pmgate"})
+			}
+		}
+		body, _ := json.Marshal(list)
 		writeJSON(w, http.StatusOK, body)
 	})
 }

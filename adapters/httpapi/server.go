@@ -3,12 +3,10 @@ package httpapi
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"sort"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -25,7 +23,10 @@ import (
 // RequestTimeout take the CONTRACT §3 defaults (1 MiB, 256 KiB, 16, 120 s).
 // MaxTools is used as given: 0 means no tool may be declared.
 type Config struct {
-	APIKeys            map[string]string // slot name -> key (today one slot "default" = PROVIDER_API_KEY)
+	// Keys is the live set of API key slots (PROVIDER_KEYS_FILE, reloaded by
+	// the wiring). When nil, APIKeys is used as a fixed set.
+	Keys               *Keyring
+	APIKeys            map[string]string // slot id -> key: the fixed form (PROVIDER_API_KEY is slot "default")
 	PrincipalKey       []byte            // CORRELATION_PRINCIPAL_KEY (≥32 bytes)
 	Models             []string          // public model ids
 	Strategy           string            // for /health
@@ -54,22 +55,13 @@ const (
 	minPrincipalKeyBytes      = 32
 )
 
-// slot is one configured API key, kept only as a digest: the comparison runs
-// on fixed-length SHA-256 digests so that it leaks neither the key length nor
-// the position of the first differing byte.
-type slot struct {
-	name      string
-	digest    [sha256.Size]byte
-	principal string
-}
-
 // server holds the dependencies of the handlers. Its fields never change
 // after NewServer.
 type server struct {
 	cfg    Config
 	svc    app.ChatService
 	log    *slog.Logger
-	slots  []slot
+	keys   *Keyring
 	models map[string]bool
 	sem    chan struct{}
 	now    func() time.Time
@@ -84,10 +76,10 @@ func NewServer(cfg Config, svc app.ChatService, log *slog.Logger) http.Handler {
 	if svc == nil {
 		panic("httpapi: nil chat service")
 	}
-	if len(cfg.APIKeys) == 0 {
+	if cfg.Keys == nil && len(cfg.APIKeys) == 0 {
 		panic("httpapi: no API key slot configured")
 	}
-	if len(cfg.PrincipalKey) < minPrincipalKeyBytes {
+	if cfg.Keys == nil && len(cfg.PrincipalKey) < minPrincipalKeyBytes {
 		panic("httpapi: principal key shorter than 32 bytes")
 	}
 	if log == nil {
@@ -113,20 +105,8 @@ func NewServer(cfg Config, svc app.ChatService, log *slog.Logger) http.Handler {
 		sem:    make(chan struct{}, cfg.MaxConcurrent),
 		now:    time.Now,
 	}
-	names := make([]string, 0, len(cfg.APIKeys))
-	for name, key := range cfg.APIKeys {
-		if key == "" {
-			panic("httpapi: empty API key in slot " + name)
-		}
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		s.slots = append(s.slots, slot{
-			name:      name,
-			digest:    sha256.Sum256([]byte(cfg.APIKeys[name])),
-			principal: Principal(cfg.PrincipalKey, name),
-		})
+	if s.keys = cfg.Keys; s.keys == nil {
+		s.keys = StaticKeyring(cfg.PrincipalKey, cfg.APIKeys)
 	}
 	for _, m := range cfg.Models {
 		s.models[m] = true

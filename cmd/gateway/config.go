@@ -16,9 +16,11 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"pmgate/adapters/keyfile"
 	"pmgate/adapters/postman/pmconfig"
 	"pmgate/domain/correlation"
 	"pmgate/domain/errs"
+	"pmgate/domain/keyring"
 )
 
 // config is the whole gateway configuration (CONTRACT §3). The Postman part is
@@ -27,6 +29,9 @@ type config struct {
 	host            string
 	port            int
 	apiKey          string
+	keysFile        string       // PROVIDER_KEYS_FILE (exclusive with apiKey)
+	keys            keyring.Ring // the slots read from keysFile at start-up
+	keysSum         [32]byte     // hash of that content, for the watcher
 	upstream        pmconfig.Config
 	maxConcurrent   int
 	correlation     bool
@@ -63,12 +68,24 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	c.port, err = intVar(getenv, "PROVIDER_PORT", 8788, 0, 65535)
 	bad(err)
-	c.apiKey = getenv("PROVIDER_API_KEY")
-	if n := len(c.apiKey); n < 16 || n > 512 || !visibleASCII(c.apiKey) {
-		bad(invalid("PROVIDER_API_KEY", "required: 16–512 visible ASCII characters"))
+	c.apiKey, c.keysFile = getenv("PROVIDER_API_KEY"), getenv("PROVIDER_KEYS_FILE")
+	switch {
+	case c.apiKey != "" && c.keysFile != "":
+		bad(invalid("PROVIDER_KEYS_FILE", "exclusive with PROVIDER_API_KEY: set one of them"))
+	case c.keysFile == "":
+		if n := len(c.apiKey); n < 16 || n > 512 || !visibleASCII(c.apiKey) {
+			bad(invalid("PROVIDER_API_KEY", "required (or PROVIDER_KEYS_FILE): 16–512 visible ASCII characters"))
+		}
 	}
 	c.upstream, err = pmconfig.Parse(getenv)
 	bad(err)
+	if c.keysFile != "" && err == nil {
+		if c.keys, c.keysSum, err = keyfile.Load(c.keysFile, c.upstream.PublicModels); err != nil {
+			bad(err)
+		} else if len(c.keys.Slots) == 0 {
+			bad(invalid("PROVIDER_KEYS_FILE", "has no slot: add one with `gateway keys new`"))
+		}
+	}
 	c.maxConcurrent, err = intVar(getenv, "MAX_CONCURRENT_REQUESTS", 16, 1, 4096)
 	bad(err)
 	switch v := getenv("CORRELATION_ENABLED"); v {
@@ -178,7 +195,11 @@ func visibleASCII(s string) bool {
 func (c config) summary() map[string]string {
 	m := c.upstream.Summary()
 	m["listen"] = net.JoinHostPort(c.host, strconv.Itoa(c.port))
-	m["api_key"] = "set"
+	if c.keysFile != "" {
+		m["keys_file"] = strconv.Itoa(len(c.keys.Slots)) + " slots"
+	} else {
+		m["api_key"] = "set"
+	}
 	m["max_concurrent_requests"] = strconv.Itoa(c.maxConcurrent)
 	m["correlation_enabled"] = strconv.FormatBool(c.correlation)
 	m["correlation_store"] = c.store

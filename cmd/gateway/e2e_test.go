@@ -141,8 +141,14 @@ func serveWith(t *testing.T, emu *emulator.Server, strategy string, extra map[st
 
 func (s *served) post(t *testing.T, body string, header ...string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", s.base+"/v1/chat/completions", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
+	return s.do(t, "POST", "/v1/chat/completions", strings.NewReader(body), append([]string{"Content-Type", "application/json"}, header...)...)
+}
+
+// do sends one request with the test key (header pairs may replace it) and
+// closes the response body at the end of the test.
+func (s *served) do(t *testing.T, method, path string, body io.Reader, header ...string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), method, s.base+path, body)
 	req.Header.Set("Authorization", "Bearer "+testKey)
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])

@@ -32,13 +32,14 @@ commands:
   diagram [--dir spec] [--check]   write (or check) the generated machine diagrams and tables
   probe --live|--emulator [...]    verify the upstream end to end; writes an evidence report
   verify REPORT                    check an evidence report (the closure gate)
+  keys new|list|revoke             manage the API key slots of PROVIDER_KEYS_FILE
   version                          print version and build information (also --version)
 
 Every command has --help listing its flags and the variables it reads.
 `
 
 // commands are the subcommands, for the nearest-command suggestion.
-var commands = []string{"serve", "demo", "emulator", "check-config", "diagram", "probe", "verify", "version", "help"}
+var commands = []string{"serve", "demo", "emulator", "check-config", "diagram", "probe", "verify", "keys", "version", "help"}
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -60,6 +61,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runProbe(ctx, args[1:], getenv, stdout, stderr)
 	case "verify":
 		return runVerify(args[1:], getenv, stdout, stderr)
+	case "keys":
+		return runKeys(args[1:], getenv, stdout, stderr)
 	case "version", "--version", "-version":
 		if len(args) > 1 && (args[1] == "--help" || args[1] == "-h") {
 			fmt.Fprint(stdout, versionHelp)

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"pmgate/adapters/emulator"
 	"pmgate/adapters/postman"
 	"pmgate/ports"
 )
@@ -108,7 +109,7 @@ func runProbe(ctx context.Context, args []string, getenv func(string) string, st
 			ext := filepath.Ext(path)
 			path = strings.TrimSuffix(path, ext) + "." + s + ext
 		}
-		eu, err := startEmulatorUpstream(ctx, s, "0")
+		eu, err := startEmulatorUpstream(ctx, s, "0", emulator.ProfileStrict, getenv)
 		if err != nil {
 			return err
 		}
@@ -184,6 +185,11 @@ type probeResult struct {
 // once and shuts it down. Only the listen address differs from serve.
 func runProbePhases(ctx context.Context, cfg config, pr probeRun) (probeResult, error) {
 	cfg.host, cfg.port = "127.0.0.1", 0
+	// The in-process gateway is reached only by the probe: it gets a key of its
+	// own, so that a PROVIDER_KEYS_FILE configuration (whose keys are stored
+	// hashed) can be probed too.
+	ownerKey := cfg.apiKey
+	cfg.apiKey, cfg.keysFile = "sk-pmgate-probe-"+randomHex(16), ""
 	pu := &probeUpstream{cfg: cfg.upstream}
 	if pr.onUpstream != nil {
 		pr.onUpstream(pu)
@@ -234,7 +240,7 @@ func runProbePhases(ctx context.Context, cfg config, pr probeRun) (probeResult, 
 
 	rep.WrittenAt = time.Now().UTC().Format(time.RFC3339)
 	rep.Verdict = "fail" // until the verifier says otherwise
-	secrets := append(cfg.upstream.Secrets(), cfg.apiKey, cfg.upstream.WorkspaceID, alpha, beta)
+	secrets := append(cfg.upstream.Secrets(), cfg.apiKey, ownerKey, cfg.upstream.WorkspaceID, alpha, beta)
 	raw, err := marshalReport(rep)
 	if err != nil {
 		return probeResult{}, err

@@ -2,7 +2,9 @@ package main
 
 import "pmgate/adapters/postman"
 
-// streamSummaryOption feeds the adapter's per-stream summary to the probe.
-// Until the adapter reports one, the probe records only what the stream itself
-// exposes (outcome, model observed), and the report's rule evidence is empty.
-func streamSummaryOption(pu *probeUpstream) []postman.Option { return nil }
+// streamSummaryOption feeds the adapter's per-stream summary (event types,
+// terminal evidence, rule, row, outcome, which rules would have completed the
+// stream) to the probe's record of the open dispatch.
+func streamSummaryOption(pu *probeUpstream) []postman.Option {
+	return []postman.Option{postman.OnStreamEnd(func(s postman.StreamSummary) { pu.onStreamEnd(streamSummary(s)) })}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"pmgate/adapters/emulator"
 	"pmgate/domain/chat"
 	"pmgate/domain/errs"
 	"pmgate/ports"
@@ -31,7 +32,7 @@ func TestProbeRefusesToRunWithoutLive(t *testing.T) {
 func probeEmulator(t *testing.T, strategy string, measure bool) (probeResult, config) {
 	t.Helper()
 	is := is.New(t)
-	eu, err := startEmulatorUpstream(t.Context(), strategy, "0")
+	eu, err := startEmulatorUpstream(t.Context(), strategy, "0", emulator.ProfileStrict, noEnv)
 	is.NoErr(err)
 	t.Cleanup(func() { eu.emu.Close() })
 	cfg, err := loadConfig(func(k string) string { return eu.env[k] })
@@ -43,16 +44,7 @@ func probeEmulator(t *testing.T, strategy string, measure bool) (probeResult, co
 	return res, cfg
 }
 
-// requireStreamSummaries skips a test that needs the adapter's per-stream
-// summaries while the adapter does not report them yet (see probe_hook.go).
-func requireStreamSummaries(t *testing.T) {
-	if streamSummaryOption(&probeUpstream{}) == nil {
-		t.Skip("the postman adapter does not report stream summaries yet")
-	}
-}
-
 func TestTheProbePassesAgainstTheEmulatorInBothStrategies(t *testing.T) {
-	requireStreamSummaries(t)
 	for _, strategy := range []string{"web_session", "access_token"} {
 		t.Run(strategy, func(t *testing.T) {
 			is := is.New(t)
@@ -60,14 +52,27 @@ func TestTheProbePassesAgainstTheEmulatorInBothStrategies(t *testing.T) {
 			r := res.report
 			is.Equal(r.Failures, []string{}) // every branch holds
 			is.Equal(r.Verdict, "pass")
-			is.Equal(r.Tools.GatewayRequests, 2)        // initial turn + one continuation
-			is.Equal(r.Tools.UpstreamDispatches, 2)     // one dispatch each
-			is.Equal(len(r.Tools.Requests[0].Calls), 2) // both tools in one parallel group
-			cont := r.Tools.Requests[1].Upstream[0]
+			if strategy == "web_session" {
+				// parallel calling is off on web_session: one tool per turn, and
+				// the second turn asks for the missing one
+				is.Equal(r.Tools.GatewayRequests, 3)
+				is.Equal(r.Tools.UpstreamDispatches, 3)
+				is.Equal(len(r.Tools.Requests[0].Calls), 1)
+				is.True(r.Tools.Requests[1].AskedMissingTool)
+			} else {
+				is.Equal(r.Tools.GatewayRequests, 2)        // initial turn + one continuation
+				is.Equal(r.Tools.UpstreamDispatches, 2)     // one dispatch each
+				is.Equal(len(r.Tools.Requests[0].Calls), 2) // both tools in one parallel group
+			}
+			last := r.Tools.Requests[len(r.Tools.Requests)-1]
+			is.True(last.ExactMarkerLine) // ALPHA=<marker>;BETA=<marker>, exactly
+			cont := last.Upstream[0]
 			is.Equal(cont.ChatType, "TOOL_RESPONSE")
-			is.Equal(cont.ResultCount, 2)
-			is.True(cont.ConversationIDPresent && cont.CallIDsPresent)
-			is.True(len(cont.EventTypes) > 0) // the adapter's summary reached the report
+			is.True(cont.ConversationIDPresent && cont.CallIDsPresent && cont.ResultCount > 0)
+			is.True(len(cont.EventTypes) > 0)           // the adapter's summary reached the report
+			is.Equal(cont.Outcome, "complete")          // as the adapter judged it
+			is.True(cont.WouldComplete[r.TerminalRule]) // the configured rule completes it
+			is.True(len(cont.TerminalEvidence) > 0)
 			is.True(r.Limits != nil && r.Limits.LongestAcceptedChars == 10000)
 			is.True(r.Shutdown.Clean)
 
@@ -84,7 +89,6 @@ func TestTheProbePassesAgainstTheEmulatorInBothStrategies(t *testing.T) {
 }
 
 func TestProbeCommandWritesReportsThatVerifyAccepts(t *testing.T) {
-	requireStreamSummaries(t)
 	is := is.New(t)
 	dir := t.TempDir()
 	var out bytes.Buffer

@@ -57,7 +57,10 @@ func newLogger(cfg config, w io.Writer) *slog.Logger {
 	} else {
 		h = slog.NewJSONHandler(w, opts)
 	}
-	secrets := append(cfg.upstream.Secrets(), cfg.apiKey)
+	secrets := cfg.upstream.Secrets()
+	if cfg.apiKey != "" {
+		secrets = append(secrets, cfg.apiKey)
+	}
 	return slog.New(httpapi.WithRequestID(pmconfig.RedactingHandler(h, pmconfig.NewRedactor(secrets...))))
 }
 
@@ -98,8 +101,9 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 	}
 	svc := app.New(app.Config{WorkspaceID: cfg.upstream.WorkspaceID, Correlation: cfg.correlation, Policy: cfg.policy},
 		upstream, store, system.Clock{}, system.IDs{}, log)
+	keys := apiKeys(cfg)
 	handler := httpapi.NewServer(httpapi.Config{
-		APIKeys:            map[string]string{"default": cfg.apiKey},
+		Keys:               keys,
 		PrincipalKey:       cfg.principalKey,
 		Models:             cfg.upstream.PublicModels,
 		Strategy:           string(cfg.upstream.Strategy),
@@ -128,6 +132,13 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 		defer gw.wg.Done()
 		store.Run(runCtx, time.Second, system.Clock{}, log)
 	}()
+	if cfg.keysFile != "" {
+		gw.wg.Add(1)
+		go func() {
+			defer gw.wg.Done()
+			watchKeys(runCtx, cfg, keys, log)
+		}()
+	}
 	go func() { gw.served <- gw.srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String(), "strategy", string(cfg.upstream.Strategy),
 		"correlation_store", cfg.store, "principal_key_random", cfg.principalRandom)

@@ -1,0 +1,113 @@
+package httpapi
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"pmgate/domain/keyring"
+)
+
+// Keyring is the ingress's live set of API key slots. Replace swaps the whole
+// set atomically (a reload of PROVIDER_KEYS_FILE); a request authenticates
+// against the set that was current when it arrived. It is safe for concurrent
+// use.
+type Keyring struct {
+	principalKey []byte
+	mu           sync.Mutex // serializes Replace
+	cur          atomic.Pointer[keySnapshot]
+	limiters     map[string]*limiter // by slot id; reused while the limit is unchanged
+}
+
+// keySnapshot is one immutable generation of the slots.
+type keySnapshot struct {
+	slots []authSlot
+}
+
+// authSlot is a slot as the authentication path needs it: the digest, the
+// derived principal, the allowlist and the slot's own concurrency limiter.
+type authSlot struct {
+	id        string
+	digest    [sha256.Size]byte
+	principal string
+	models    map[string]bool // nil: every configured model
+	limit     *limiter        // nil: only the global limit
+}
+
+// limiter is one slot's concurrency limit.
+type limiter struct {
+	max int
+	sem chan struct{}
+}
+
+// NewKeyring returns a keyring holding slots. It panics on a principal key
+// shorter than 32 bytes (mis-wiring).
+func NewKeyring(principalKey []byte, slots []keyring.Slot) *Keyring {
+	if len(principalKey) < minPrincipalKeyBytes {
+		panic("httpapi: principal key shorter than 32 bytes")
+	}
+	k := &Keyring{principalKey: append([]byte(nil), principalKey...), limiters: map[string]*limiter{}}
+	k.Replace(slots)
+	return k
+}
+
+// StaticKeyring is the keyring of fixed keys by slot id (PROVIDER_API_KEY is
+// the one-slot form, slot "default").
+func StaticKeyring(principalKey []byte, keys map[string]string) *Keyring {
+	ids := make([]string, 0, len(keys))
+	for id := range keys {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids) // the first matching slot wins: make "first" deterministic
+	slots := make([]keyring.Slot, 0, len(keys))
+	for _, id := range ids {
+		key := keys[id]
+		if key == "" {
+			panic("httpapi: empty API key in slot " + id)
+		}
+		slots = append(slots, keyring.Slot{ID: id, Digest: sha256.Sum256([]byte(key))})
+	}
+	return NewKeyring(principalKey, slots)
+}
+
+// Replace makes slots the current set. Requests already running keep their
+// principal and release their slot's limiter as they finish; the next request
+// of a slot that is gone is refused with 401.
+func (k *Keyring) Replace(slots []keyring.Slot) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	snap := &keySnapshot{slots: make([]authSlot, 0, len(slots))}
+	limiters := make(map[string]*limiter, len(slots))
+	for _, s := range slots {
+		a := authSlot{id: s.ID, digest: s.Digest, principal: SlotPrincipal(k.principalKey, s.ID, s.Digest)}
+		if len(s.Models) > 0 {
+			a.models = make(map[string]bool, len(s.Models))
+			for _, m := range s.Models {
+				a.models[m] = true
+			}
+		}
+		if s.MaxConcurrent > 0 {
+			l := k.limiters[s.ID]
+			if l == nil || l.max != s.MaxConcurrent {
+				l = &limiter{max: s.MaxConcurrent, sem: make(chan struct{}, s.MaxConcurrent)}
+			}
+			limiters[s.ID], a.limit = l, l
+		}
+		snap.slots = append(snap.slots, a)
+	}
+	k.limiters = limiters
+	k.cur.Store(snap)
+}
+
+// Len is the number of current slots.
+func (k *Keyring) Len() int { return len(k.cur.Load().slots) }
+
+// SlotPrincipal derives the principal id of a slot: Principal over the slot id
+// and its key's digest. Binding the digest makes a rotated key a new trust
+// domain: tool calls issued to the old key are unknown to the new one, even
+// under the same slot id.
+func SlotPrincipal(principalKey []byte, id string, digest [sha256.Size]byte) string {
+	return Principal(principalKey, "slot\x00"+id+"\x00"+hex.EncodeToString(digest[:]))
+}

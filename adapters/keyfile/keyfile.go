@@ -1,0 +1,215 @@
+// Package keyfile reads, edits and watches the key file (PROVIDER_KEYS_FILE)
+// whose format and rules are domain/keyring's.
+//
+// Edits are atomic: the new content goes to a temporary file in the same
+// directory, is synced, and replaces the file by rename, so a reader sees the
+// old file or the new one, never a mix. Two edits never interleave: an edit
+// holds an exclusive lock on FILE.lock, and it refuses to replace a file whose
+// content changed since it was read (an edit by hand meanwhile).
+package keyfile
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"pmgate/domain/errs"
+	"pmgate/domain/keyring"
+)
+
+// MaxFileBytes bounds the key file.
+const MaxFileBytes = 1 << 20
+
+// ErrBusy is returned by Edit when another edit holds the lock.
+var ErrBusy = errors.New("keyfile: another edit of the key file is in progress")
+
+// ErrChanged is returned by Edit when the file changed while it was edited.
+var ErrChanged = errors.New("keyfile: the key file changed during the edit; nothing was written")
+
+// read returns the file's bytes and their SHA-256. A missing file reads as
+// empty when missingOK.
+func read(path string, missingOK bool) ([]byte, [32]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if missingOK && errors.Is(err, fs.ErrNotExist) {
+			return nil, sha256.Sum256(nil), nil
+		}
+		return nil, [32]byte{}, errs.Newf(errs.ConfigInvalid, "PROVIDER_KEYS_FILE: cannot be read (%s)", osProblem(err))
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, [32]byte{}, errs.Newf(errs.ConfigInvalid, "PROVIDER_KEYS_FILE: cannot be read (%s)", osProblem(err))
+	}
+	if len(data) > MaxFileBytes {
+		return nil, [32]byte{}, errs.Newf(errs.ConfigInvalid, "PROVIDER_KEYS_FILE: larger than %d bytes", MaxFileBytes)
+	}
+	return data, sha256.Sum256(data), nil
+}
+
+// osProblem names an OS error's kind without its path (which is the
+// operator's own, but keeps messages uniform).
+func osProblem(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "no such file"
+	case errors.Is(err, fs.ErrPermission):
+		return "permission denied"
+	default:
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return pe.Err.Error()
+		}
+		return err.Error()
+	}
+}
+
+// Load reads and validates the file. models are the configured public model
+// ids (nil skips the allowlist check).
+func Load(path string, models []string) (keyring.Ring, [32]byte, error) {
+	data, sum, err := read(path, false)
+	if err != nil {
+		return keyring.Ring{}, sum, err
+	}
+	r, err := keyring.Parse(data, models)
+	return r, sum, err
+}
+
+// Edit applies fn to the file's ring under the edit lock and writes the
+// result atomically. A missing file is an empty ring when create is true. It
+// returns ErrBusy when another edit holds the lock and ErrChanged when the
+// file changed between reading and replacing it.
+func Edit(path string, models []string, create bool, fn func(keyring.Ring) (keyring.Ring, error)) error {
+	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("keyfile: lock: %s", osProblem(err))
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return ErrBusy
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it too
+
+	data, sum, err := read(path, create)
+	if err != nil {
+		return err
+	}
+	var r keyring.Ring
+	if len(data) > 0 {
+		if r, err = keyring.Parse(data, models); err != nil {
+			return err
+		}
+	}
+	next, err := fn(r)
+	if err != nil {
+		return err
+	}
+	return replace(path, keyring.Marshal(next), sum, create)
+}
+
+// editHook runs between writing the temporary file and the final check; tests
+// use it to simulate an edit by hand at the worst moment.
+var editHook func()
+
+func replace(path string, content []byte, readSum [32]byte, create bool) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("keyfile: temporary file: %s", osProblem(err))
+	}
+	defer os.Remove(tmp.Name()) // a no-op after the rename
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return fmt.Errorf("keyfile: chmod: %s", osProblem(err))
+	}
+	if _, err := tmp.Write(content); err != nil {
+		tmp.Close()
+		return fmt.Errorf("keyfile: write: %s", osProblem(err))
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("keyfile: sync: %s", osProblem(err))
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("keyfile: close: %s", osProblem(err))
+	}
+	if editHook != nil {
+		editHook()
+	}
+	if _, now, err := read(path, create); err != nil || now != readSum {
+		return ErrChanged
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("keyfile: rename: %s", osProblem(err))
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync() // make the rename durable where the platform allows
+		d.Close()
+	}
+	return nil
+}
+
+// Watch reloads the file when it changes (polled every interval by size,
+// modification time and content hash) and whenever trigger fires (SIGHUP). A
+// valid new content is passed to apply; an invalid one to refused, and the
+// previous set stays in force. It returns when ctx ends. last is the hash of
+// the content already applied.
+func Watch(ctx context.Context, path string, models []string, every time.Duration, trigger <-chan struct{}, last [32]byte,
+	apply func(keyring.Ring), refused func(error)) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var lastStat statKey
+	if st, err := os.Stat(path); err == nil {
+		lastStat = keyOf(st)
+	}
+	for {
+		forced := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-trigger:
+			forced = true
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			if forced || lastStat != (statKey{}) {
+				refused(errs.Newf(errs.ConfigInvalid, "PROVIDER_KEYS_FILE: cannot be read (%s)", osProblem(err)))
+			}
+			lastStat = statKey{}
+			continue
+		}
+		if k := keyOf(st); !forced && k == lastStat {
+			continue
+		} else {
+			lastStat = k
+		}
+		r, sum, err := Load(path, models)
+		if sum == last && err == nil {
+			continue
+		}
+		if err != nil {
+			if sum != last {
+				last = sum // report a broken content once, not on every tick
+				refused(err)
+			}
+			continue
+		}
+		last = sum
+		apply(r)
+	}
+}
+
+type statKey struct {
+	size int64
+	mod  time.Time
+}
+
+func keyOf(st fs.FileInfo) statKey { return statKey{size: st.Size(), mod: st.ModTime()} }

@@ -1,0 +1,129 @@
+package keyfile
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"pmgate/domain/keyring"
+)
+
+func newSlot(id string) keyring.Slot {
+	return keyring.Slot{ID: id, Digest: sha256.Sum256([]byte("key-of-" + id)), Created: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+}
+
+func add(id string) func(keyring.Ring) (keyring.Ring, error) {
+	return func(r keyring.Ring) (keyring.Ring, error) { return r.Add(newSlot(id), nil) }
+}
+
+func TestEditCreatesTheFileAndWritesAtomically(t *testing.T) {
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "keys.json")
+	is.True(Edit(path, nil, false, add("a")) != nil) // without create, a missing file is an error
+	is.NoErr(Edit(path, nil, true, add("a")))
+	is.NoErr(Edit(path, nil, false, add("b")))
+	r, _, err := Load(path, nil)
+	is.NoErr(err)
+	is.Equal(len(r.Slots), 2)
+	st, err := os.Stat(path)
+	is.NoErr(err)
+	is.Equal(st.Mode().Perm(), os.FileMode(0o600)) // only the owner reads the digests
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	for _, e := range entries {
+		is.True(!strings.Contains(e.Name(), ".tmp-")) // no temporary file is left behind
+	}
+}
+
+func TestAFailedEditWritesNothing(t *testing.T) {
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "keys.json")
+	is.NoErr(Edit(path, nil, true, add("a")))
+	before, _ := os.ReadFile(path)
+	is.True(Edit(path, nil, false, add("a")) != nil) // a duplicate id is refused
+	after, _ := os.ReadFile(path)
+	is.Equal(string(before), string(after)) // and the file is unchanged
+}
+
+func TestAConcurrentEditIsRefused(t *testing.T) {
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "keys.json")
+	is.NoErr(Edit(path, nil, true, add("a")))
+	lock, err := os.OpenFile(path+".lock", os.O_RDWR, 0)
+	is.NoErr(err)
+	defer lock.Close()
+	is.NoErr(syscall.Flock(int(lock.Fd()), syscall.LOCK_EX))
+	is.True(errors.Is(Edit(path, nil, false, add("b")), ErrBusy)) // another edit holds the lock
+	is.NoErr(syscall.Flock(int(lock.Fd()), syscall.LOCK_UN))
+	is.NoErr(Edit(path, nil, false, add("b"))) // and works once it is released
+}
+
+// Not parallel: it sets the package's edit hook.
+func TestAnEditByHandDuringAnEditIsNotOverwritten(t *testing.T) {
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "keys.json")
+	is.NoErr(Edit(path, nil, true, add("a")))
+	handEdit := keyring.Marshal(keyring.Ring{Slots: []keyring.Slot{newSlot("by-hand")}})
+	editHook = func() { is.NoErr(os.WriteFile(path, handEdit, 0o600)) }
+	defer func() { editHook = nil }()
+	is.True(errors.Is(Edit(path, nil, false, add("b")), ErrChanged)) // the change is detected
+	now, _ := os.ReadFile(path)
+	is.Equal(string(now), string(handEdit)) // and the hand edit survives
+}
+
+func TestWatchAppliesValidChangesAndKeepsThePreviousSetOnABrokenFile(t *testing.T) {
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "keys.json")
+	is.NoErr(Edit(path, nil, true, add("a")))
+	_, sum, err := Load(path, nil)
+	is.NoErr(err)
+	applied := make(chan keyring.Ring, 4)
+	refused := make(chan error, 4)
+	trigger := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Watch(ctx, path, nil, 10*time.Millisecond, trigger, sum,
+			func(r keyring.Ring) { applied <- r }, func(err error) { refused <- err })
+	}()
+	defer func() { cancel(); <-done }()
+
+	is.NoErr(Edit(path, nil, false, add("b")))
+	select {
+	case r := <-applied:
+		is.Equal(len(r.Slots), 2) // a change is picked up without a restart
+	case <-time.After(5 * time.Second):
+		t.Fatal("change not applied")
+	}
+
+	is.NoErr(os.WriteFile(path, []byte(`{"version":1,"slots":[{"id":"x"`), 0o600))
+	select {
+	case err := <-refused:
+		is.True(strings.Contains(err.Error(), "PROVIDER_KEYS_FILE")) // a broken file is reported
+	case <-time.After(5 * time.Second):
+		t.Fatal("broken file not reported")
+	}
+	select {
+	case <-applied:
+		t.Fatal("a broken file must not replace the set")
+	case <-time.After(50 * time.Millisecond):
+	}
+
+	// A valid file written with the same size and time is still found by the trigger (SIGHUP).
+	is.NoErr(os.WriteFile(path, keyring.Marshal(keyring.Ring{Slots: []keyring.Slot{newSlot("c")}}), 0o600))
+	trigger <- struct{}{}
+	select {
+	case r := <-applied:
+		is.Equal(r.Slots[0].ID, "c")
+	case <-time.After(5 * time.Second):
+		t.Fatal("fixed file not applied")
+	}
+}
