@@ -337,7 +337,7 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 		classifyRead: s.classifyRead,
 		onFinal:      s.finished,
 		convID:       convID,
-		evidence:     c.onEnd != nil,
+		evidence:     c.onEnd != nil || c.log.Enabled(ctx, slog.LevelDebug), // the debug log names the row
 	})
 	return s, nil
 }

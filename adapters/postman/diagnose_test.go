@@ -111,3 +111,19 @@ func TestAnUpstreamErrorTypeIsLoggedAndNamesTheSettingToCheck(t *testing.T) {
 		}
 	}
 }
+
+func TestAFailureEventLogsItsErrorTypeOnly(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	f := newFakeTLS(t, sseHandler("data: {\"eventType\":\"failure\",\"data\":{\"errorType\":\"MODEL_NOT_AVAILABLE\","+
+		"\"message\":\"secret-ish upstream text\"}}\n\n"))
+	var logs bytes.Buffer
+	cl := f.client(t, "web_session", jsonLogger(&logs))
+	_, d, err := open(t, cl, userText("hi"))
+	is.NoErr(err)
+	is.True(errs.Has(d.err, errs.UpstreamFailure))
+	var h interface{ SettingHint() string }
+	is.True(errors.As(d.err, &h) && strings.Contains(h.SettingHint(), "POSTMAN_MODEL_MAP")) // the client error names the setting
+	is.True(strings.Contains(logs.String(), `"upstream_error_type":"MODEL_NOT_AVAILABLE"`)) // the log names the type
+	is.True(!strings.Contains(logs.String(), "secret-ish"))                                 // never the message
+}

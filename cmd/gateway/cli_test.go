@@ -148,7 +148,7 @@ func TestDebugLogsTheRequestLifecycleWithSafeFieldsOnly(t *testing.T) {
 	is.Equal(status, 200)
 	logs := s.logs.String()
 	for _, step := range []string{`"msg":"request decoded"`, `"msg":"dispatch","chat_type":"USER_QUERY"`,
-		`"msg":"upstream request sent"`, `"msg":"tool group admitted"`, `"msg":"dispatch","chat_type":"TOOL_RESPONSE"`,
+		`"msg":"upstream request sent"`, `"msg":"upstream first event"`, `"msg":"completion"`, `"msg":"tool group admitted"`, `"msg":"dispatch","chat_type":"TOOL_RESPONSE"`,
 		`"msg":"correlation"`} {
 		is.True(strings.Contains(logs, step)) // each lifecycle step is logged
 	}
