@@ -142,12 +142,8 @@ func envArgs(path string) []string {
 // probeAndReport runs the probe, writes the report and prints the verdict.
 func probeAndReport(ctx context.Context, cfg config, mode, out string, measure bool, getenv func(string) string,
 	stdout, stderr io.Writer, opts []postman.Option) error {
-	maxQuery, err := intVar(getenv, "POSTMAN_MAX_QUERY_CHARS", 10000, 1, 1<<20)
-	if err != nil {
-		return err
-	}
 	log := newLogger(cfg, stderr)
-	res, err := runProbePhases(ctx, cfg, probeRun{mode: mode, measure: measure, maxQuery: maxQuery, log: log, opts: opts})
+	res, err := runProbePhases(ctx, cfg, probeRun{mode: mode, measure: measure, maxQuery: cfg.upstream.MaxQueryChars, log: log, opts: opts})
 	if err != nil {
 		return err
 	}
@@ -398,14 +394,28 @@ func runLimitsPhase(ctx context.Context, cl *probeClient, pu *probeUpstream, pol
 		lim.Phase.Requests = append(lim.Phase.Requests, q)
 		lim.Phase.Turns++
 		lim.Phase.GatewayRequests++
-		lim.Continuation = "rejected"
-		if q.HTTPStatus == http.StatusOK {
+		switch {
+		case q.HTTPStatus == http.StatusOK:
 			lim.Continuation = "accepted"
+		case allNotSent(q.Upstream):
+			lim.Continuation = "refused_by_gateway" // e.g. upstream_query_too_long: nothing was sent
+		default:
+			lim.Continuation = "rejected"
 		}
 	}
 	lim.Phase.UpstreamDispatches, lim.Phase.RefusedDispatches = pu.counts()
 	lim.Phase.DurationMS = time.Since(start).Milliseconds()
 	return lim
+}
+
+// allNotSent: no dispatch of a request reached the upstream.
+func allNotSent(ds []reportDispatch) bool {
+	for _, d := range ds {
+		if !d.NotSent {
+			return false
+		}
+	}
+	return true
 }
 
 // probeClient drives the in-process gateway over HTTP like any client.
@@ -625,8 +635,12 @@ func printVerdict(w io.Writer, r probeReport, path, digest string) {
 	line("tools", r.Tools)
 	if r.Limits != nil {
 		line("limits", r.Limits.Phase)
-		fmt.Fprintf(w, "           longest accepted query %d chars (refused from %d; upper bound tested: %t), continuation %s\n",
-			r.Limits.LongestAcceptedChars, r.Limits.ShortestRejectedChars, r.Limits.UpperBoundTested, r.Limits.Continuation)
+		refused := "none refused"
+		if r.Limits.ShortestRejectedChars > 0 {
+			refused = fmt.Sprintf("refused from %d", r.Limits.ShortestRejectedChars)
+		}
+		fmt.Fprintf(w, "           longest accepted query %d chars (%s; above the configured limit not tested: %t), continuation %s\n",
+			r.Limits.LongestAcceptedChars, refused, !r.Limits.UpperBoundTested, r.Limits.Continuation)
 	}
 	fmt.Fprintf(w, "  model    observed %t, match %t\n", r.Model.ModelObserved, r.Model.ModelMatch)
 	fmt.Fprintf(w, "  shutdown clean %t\n", r.Shutdown.Clean)

@@ -97,7 +97,8 @@ func (p *probeUpstream) Chat(ctx context.Context, req ports.UpstreamRequest) (po
 	p.mu.Lock()
 	p.pending = append(p.pending, d)
 	if p.dispatched >= p.budget {
-		d.RefusedByBudget, d.ErrorCode = true, string(errs.UpstreamUnavailable)
+		d.RefusedByBudget, d.NotSent, d.ErrorCode = true, true, string(errs.UpstreamUnavailable)
+		d.Outcome = d.ErrorCode
 		p.refused++
 		p.mu.Unlock()
 		return nil, errProbeBudget
@@ -111,6 +112,7 @@ func (p *probeUpstream) Chat(ctx context.Context, req ports.UpstreamRequest) (po
 	if err != nil {
 		p.mu.Lock()
 		d.ErrorCode, d.DurationMS = string(errs.CodeOf(err)), time.Since(start).Milliseconds()
+		d.Outcome, d.NotSent = d.ErrorCode, errors.Is(err, ports.ErrNotSent)
 		p.mu.Unlock()
 		return nil, err
 	}

@@ -115,6 +115,7 @@ type reportDispatch struct {
 	CallIDsPresent        bool            `json:"call_ids_present"`
 	ResultCount           int             `json:"result_count"`
 	RefusedByBudget       bool            `json:"refused_by_budget"`
+	NotSent               bool            `json:"not_sent"`
 	ErrorCode             string          `json:"error_code"`
 	Rule                  string          `json:"rule"`
 	Row                   string          `json:"row"`
@@ -305,7 +306,7 @@ var stringRules = map[string]*regexp.Regexp{
 	"model.upstream_enum":                reEnum,
 	"verdict":                            regexp.MustCompile(`^(pass|fail)$`),
 	"failures[]":                         reFailure,
-	"limits.continuation":                regexp.MustCompile(`^(accepted|rejected|not_tried)$`),
+	"limits.continuation":                regexp.MustCompile(`^(accepted|rejected|refused_by_gateway|not_tried)$`),
 	"*.requests[].kind":                  regexp.MustCompile(`^(text|tool_initial|tool_continuation|limit_fresh|limit_continuation)$`),
 	"*.requests[].tool_choice":           regexp.MustCompile(`^(|required|auto)$`),
 	"*.requests[].error_code":            reCode,
