@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/matryer/is"
 
 	"pmgate/adapters/emulator"
+	"pmgate/adapters/postman"
 	"pmgate/domain/chat"
 	"pmgate/domain/errs"
 	"pmgate/ports"
@@ -133,4 +136,38 @@ func TestTheDispatchBeyondTheBudgetIsRefusedBeforeItIsSent(t *testing.T) {
 	got := pu.take()
 	is.Equal(len(got), 5)
 	is.True(got[4].RefusedByBudget)
+}
+
+func TestProbeLiveUsesTheServeConfigurationAndWritesAReportVerifyAccepts(t *testing.T) {
+	is := is.New(t)
+	emu := newEmulator(t)
+	env := map[string]string{"PROVIDER_API_KEY": testKey, "PROVIDER_MODELS": testModel, "POSTMAN_TRANSPORT_STRATEGY": "web_session",
+		"POSTMAN_SESSION_COOKIE": testCookie, "POSTMAN_WORKSPACE_SUBDOMAIN": testSubdomain, "POSTMAN_WORKSPACE_ID": testWorkspace,
+		"POSTMAN_MODEL_MAP": testModel + "=GPT_55", "PROVIDER_PORT": "1"} // the probe never binds the configured port
+	getenv := func(k string) string { return env[k] }
+	out := filepath.Join(t.TempDir(), "live.json")
+	var stdout, stderr bytes.Buffer
+	testOptionsMu.Lock()
+	testUpstreamOptions = []postman.Option{postman.WithRootCAs(emu.CertPool()),
+		postman.WithDialContext(func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, emu.Addr())
+		})}
+	err := run(t.Context(), []string{"probe", "--live", "--out", out}, getenv, &stdout, &stderr)
+	testOptionsMu.Unlock()
+	is.NoErr(err) // exit 0 only on pass
+	is.True(strings.Contains(stdout.String(), "pmgate probe (live, web_session"))
+	raw, err := os.ReadFile(out)
+	is.NoErr(err)
+	for _, s := range []string{testKey, testCookie, testWorkspace} {
+		is.True(!bytes.Contains(raw, []byte(s))) // no secret, no workspace
+		is.True(!strings.Contains(stderr.String(), s))
+	}
+	var r probeReport
+	is.NoErr(json.Unmarshal(raw, &r))
+	is.Equal(r.Mode, "live")
+	is.Equal(emu.Count(emulator.KindUserQuery), 2)    // the text turn and the tool loop's first turn
+	is.Equal(emu.Count(emulator.KindToolResponse), 2) // one tool per turn on web_session, then the answer
+	stdout.Reset()
+	is.NoErr(run(t.Context(), []string{"verify", "--require-observed-model", out}, getenv, &stdout, &stdout))
 }
