@@ -25,7 +25,7 @@ import (
 )
 
 const probeHelp = `usage: gateway probe --live [--env-file FILE] [--out FILE] [--measure-limits]
-       gateway probe --emulator [--strategy S] [--out FILE] [--measure-limits]
+       gateway probe --emulator [--strategy S] [--profile P] [--out FILE] [--measure-limits]
 
 Starts the gateway in-process on a loopback port with exactly the serve
 configuration and drives it over HTTP like a client: a streamed text turn, then
@@ -40,6 +40,8 @@ flags:
   --live              talk to the configured upstream (required for a real account)
   --emulator          run the same probe against the built-in emulator, offline
   --strategy S        with --emulator: web_session, access_token or both (default both)
+  --profile P         with --emulator: the emulator profile (default strict; observed answers like
+                      the public projects' fixtures, done_event ends streams with a done event)
   --env-file FILE     KEY=VALUE lines read first; the real environment wins
   --out FILE          where the report is written (default pmgate-probe.json); with
                       --emulator and both strategies, FILE gets .web_session/.access_token
@@ -69,6 +71,7 @@ func runProbe(ctx context.Context, args []string, getenv func(string) string, st
 	live := fs.Bool("live", false, "")
 	emu := fs.Bool("emulator", false, "")
 	strategy := fs.String("strategy", "both", "")
+	profile := fs.String("profile", emulator.ProfileStrict, "")
 	envPath := fs.String("env-file", "", "")
 	out := fs.String("out", "pmgate-probe.json", "")
 	measure := fs.Bool("measure-limits", false, "")
@@ -82,6 +85,8 @@ func runProbe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("%w: probe sends real upstream queries and refuses to run without --live (or use --emulator, offline)", errUsage)
 	case *emu && *envPath != "":
 		return fmt.Errorf("%w: --env-file is for --live; --emulator builds its own configuration", errUsage)
+	case *live && *profile != emulator.ProfileStrict:
+		return fmt.Errorf("%w: --profile is for --emulator", errUsage)
 	}
 	if *live {
 		if *strategy != "both" {
@@ -109,7 +114,7 @@ func runProbe(ctx context.Context, args []string, getenv func(string) string, st
 			ext := filepath.Ext(path)
 			path = strings.TrimSuffix(path, ext) + "." + s + ext
 		}
-		eu, err := startEmulatorUpstream(ctx, s, "0", emulator.ProfileStrict, getenv)
+		eu, err := startEmulatorUpstream(ctx, s, "0", *profile, getenv)
 		if err != nil {
 			return err
 		}

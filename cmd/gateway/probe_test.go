@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,9 +34,13 @@ func TestProbeRefusesToRunWithoutLive(t *testing.T) {
 // probeEmulator runs the emulator probe for one strategy and returns the
 // result with the configuration's secrets.
 func probeEmulator(t *testing.T, strategy string, measure bool) (probeResult, config) {
+	return probeProfile(t, strategy, emulator.ProfileStrict, measure)
+}
+
+func probeProfile(t *testing.T, strategy, profile string, measure bool) (probeResult, config) {
 	t.Helper()
 	is := is.New(t)
-	eu, err := startEmulatorUpstream(t.Context(), strategy, "0", emulator.ProfileStrict, noEnv)
+	eu, err := startEmulatorUpstream(t.Context(), strategy, "0", profile, noEnv)
 	is.NoErr(err)
 	t.Cleanup(func() { eu.emu.Close() })
 	cfg, err := loadConfig(func(k string) string { return eu.env[k] })
@@ -170,4 +175,27 @@ func TestProbeLiveUsesTheServeConfigurationAndWritesAReportVerifyAccepts(t *test
 	is.Equal(emu.Count(emulator.KindToolResponse), 2) // one tool per turn on web_session, then the answer
 	stdout.Reset()
 	is.NoErr(run(t.Context(), []string{"verify", "--require-observed-model", out}, getenv, &stdout, &stdout))
+}
+
+func TestTheProbeSettlesWhichCompletionRuleFitsTheUpstreamsStreams(t *testing.T) {
+	is := is.New(t)
+	// Streams like the public projects' fixtures (no usage, no [DONE]): the
+	// default web_session rule cannot prove them, and the report says so.
+	res, _ := probeProfile(t, "web_session", emulator.ProfileObserved, false)
+	b := verdict{res.report.Failures}.branches()
+	is.Equal(res.report.Verdict, "fail")
+	is.True(slices.Contains(b, branchRule)) // the configured rule would not have completed them
+	is.True(slices.Contains(b, branchText))
+	d := res.report.Text.Requests[0].Upstream[0]
+	is.Equal(d.Outcome, "upstream_completion_ambiguous")
+	is.Equal(d.TerminalEvidence, []string{}) // no terminal evidence at all
+	is.True(!d.WouldComplete["usage_after_output_v1"] && !d.WouldComplete["explicit_only"])
+	is.Equal(d.EventTypes["usage"], 0)
+
+	// A done event after the output is an explicit end under every web rule.
+	res, _ = probeProfile(t, "web_session", emulator.ProfileDoneEvent, false)
+	is.Equal(res.report.Verdict, "pass")
+	d = res.report.Text.Requests[0].Upstream[0]
+	is.True(slices.Contains(d.TerminalEvidence, "done_event"))
+	is.True(d.WouldComplete["explicit_only"] && d.WouldComplete["usage_after_output_v1"])
 }
