@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -155,4 +156,13 @@ func TestDebugLogsTheRequestLifecycleWithSafeFieldsOnly(t *testing.T) {
 	for _, bad := range []string{"secret-user-text", "sunny for", "call_pmn_", "conv-", "grp-", testWorkspace} {
 		is.True(!strings.Contains(logs, bad)) // never content, ids or the workspace
 	}
+}
+
+func TestServeRefusesAConfigurationListingEveryProblem(t *testing.T) {
+	is := is.New(t)
+	err := run(t.Context(), []string{"serve", "--env-file", "../../examples/gateway.env.example"}, noEnv, io.Discard, io.Discard)
+	is.Equal(exitCode(err), 78)
+	d := describe(err)
+	is.True(strings.HasPrefix(d, "config_invalid: 4 problems:\n  - PROVIDER_API_KEY: still holds"))
+	is.True(strings.Contains(d, "\n  - POSTMAN_WORKSPACE_ID: still holds"))
 }

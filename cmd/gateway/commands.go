@@ -38,10 +38,20 @@ func exitCode(err error) int {
 // describe renders a command error for the terminal: the stable code first for
 // catalogued errors (messages are secret-free by construction).
 func describe(err error) string {
-	if c := errs.CodeOf(err); c != errs.InternalError {
-		return string(c) + ": " + err.Error()
+	c := errs.CodeOf(err)
+	if c == errs.InternalError {
+		return err.Error()
 	}
-	return err.Error()
+	if ps := problemsOf(err); len(ps) > 1 { // every configuration problem, one per line
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s: %d problems:", c, len(ps))
+		for _, p := range ps {
+			_, msg, _ := strings.Cut(p.Error(), ": ") // drop the catalog's fixed sentence
+			b.WriteString("\n  - " + msg)
+		}
+		return b.String()
+	}
+	return string(c) + ": " + err.Error()
 }
 
 func runDiagram(args []string, stdout io.Writer) error {
