@@ -284,7 +284,7 @@ var (
 	reEventType = regexp.MustCompile(`^(\[DONE\]|[A-Za-z]{1,40})$`)
 	reRow       = regexp.MustCompile(`^[A-Za-z0-9_]{0,32}$`)
 	reTime      = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`)
-	reFailure   = regexp.MustCompile(`^[a-z ]{1,40}: [A-Za-z0-9 ,.()=<>/_-]{1,200}$`)
+	reFailure   = regexp.MustCompile(`^[a-z ]{1,40}: [A-Za-z0-9 ,.()=<>/_:\[\]{}+"-]{1,200}$`)
 	// reIDLike finds what looks like an identifier, a marker or a key: the
 	// gateway's and the upstream's id prefixes, API-key prefixes, and long
 	// hexadecimal or base64-ish runs.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 )
@@ -246,5 +247,19 @@ func eachDispatch(d map[string]any, fn func(map[string]any)) {
 				fn(u.(map[string]any))
 			}
 		}
+	}
+}
+
+func TestAFailingProbeReportKeepsItsFailuresAndPassesHygiene(t *testing.T) {
+	is := is.New(t)
+	res, _ := probeProfile(t, "web_session", "observed", false)
+	is.Equal(res.report.Verdict, "fail")
+	is.Equal(hygiene(res.raw, res.markers), "") // failure sentences are within their pattern
+	_, v := verifyReport(res.raw, verifyOptions{now: time.Now(), maxAge: time.Hour, version: version, commit: buildCommit()})
+	is.Equal(v.failures, res.report.Failures) // the verifier reaches the probe's own verdict
+	for _, f := range []string{"continuation: turn 2: HTTP status 409",
+		"hygiene: field text.requests[].upstream[].event_types{} holds a value that looks like an id or a secret",
+		"freshness: written 25h0m0s ago, older than --max-age 24h0m0s"} {
+		is.Equal(checkString("failures[]", f), "") // every verifier sentence fits a report's failures
 	}
 }
