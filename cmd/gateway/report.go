@@ -288,7 +288,7 @@ var (
 	// reIDLike finds what looks like an identifier, a marker or a key: the
 	// gateway's and the upstream's id prefixes, API-key prefixes, and long
 	// hexadecimal or base64-ish runs.
-	reIDLike = regexp.MustCompile(`(?i)call_pmn_|chatcmpl|conv-|grp-|tc-|sk-|bearer|postman\.sid|[0-9a-f]{16}|[A-Za-z0-9+/_-]{41}`)
+	reIDLike = regexp.MustCompile(`(?i)call_pmn_|chatcmpl|(^|[^a-z0-9])(conv|grp|tc|sk)-|bearer|postman\.sid|[0-9a-f]{16}|[A-Za-z0-9+/_-]{41}`)
 )
 
 // stringRules maps a field path (array indices as [], map keys as {}) to its

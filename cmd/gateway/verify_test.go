@@ -263,3 +263,13 @@ func TestAFailingProbeReportKeepsItsFailuresAndPassesHygiene(t *testing.T) {
 		is.Equal(checkString("failures[]", f), "") // every verifier sentence fits a report's failures
 	}
 }
+
+func TestHygieneTellsIdsFromOrdinaryNames(t *testing.T) {
+	is := is.New(t)
+	for _, ok := range []string{"gpt-5.5", "task-model", "claude-sonnet-4-5"} {
+		is.Equal(checkString("model.public", ok), "") // an ordinary public model id
+	}
+	for _, bad := range []string{"sk-pmgate-0123", "conv-1a2b", "call_pmn_x", "a1b2c3d4e5f60718", "tc-9", strings.Repeat("Ab1", 14)} {
+		is.True(checkString("model.public", bad) != "") // ids, keys and long random runs
+	}
+}
