@@ -10,6 +10,7 @@ import (
 
 	"pmgate/domain/canon"
 	"pmgate/domain/chat"
+	"pmgate/domain/conversation"
 	"pmgate/domain/correlation"
 	"pmgate/domain/errs"
 	"pmgate/ports"
@@ -33,6 +34,9 @@ type Gateway struct {
 	ids      ports.IDSource
 	log      *slog.Logger
 	cfg      Config
+	// anchors is nil when conversation continuity is off (see WithAnchors).
+	anchors      ports.AnchorStore
+	anchorPolicy conversation.Policy
 }
 
 // New wires the use cases. It panics on a nil dependency: that is mis-wiring.
@@ -61,13 +65,28 @@ func (g *Gateway) Chat(ctx context.Context, p Principal, req chat.Request) (Turn
 	return g.freshTurn(ctx, p, req)
 }
 
+// freshTurn sends a USER_QUERY: in the anchored upstream conversation when the
+// request extends a transcript the gateway completed, else in a new one.
 func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) (Turn, error) {
-	g.log.DebugContext(ctx, "dispatch", "chat_type", "USER_QUERY", "messages", len(req.Messages), "tools", len(req.Tools))
-	s, err := g.upstream.Chat(ctx, ports.UpstreamRequest{Chat: req})
+	up, claim := g.planFresh(ctx, p, req)
+	g.log.DebugContext(ctx, "dispatch", "chat_type", "USER_QUERY", "messages", len(req.Messages), "tools", len(req.Tools),
+		"continues_conversation", claim != nil)
+	s, err := g.upstream.Chat(ctx, up)
 	if err != nil {
+		if claim != nil {
+			ev := conversation.Ambiguous
+			if notAccepted(err) {
+				ev = conversation.NotSent
+			}
+			g.settleAnchor(ctx, p, claim, ev)
+		}
 		return nil, err
 	}
-	return &turn{g: g, p: p, req: req, stream: s}, nil
+	t := &turn{g: g, p: p, req: req, stream: s, anchor: claim}
+	if claim != nil {
+		t.convID = claim.convID // a continued stream need not repeat its conversation id
+	}
+	return t, nil
 }
 
 // continueTurn runs design CORRELATION §5 steps 3–10 and, when the claim is

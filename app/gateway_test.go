@@ -46,8 +46,8 @@ func newRig(t *testing.T, respond func(ports.UpstreamRequest) porttest.Script, l
 var principal = app.Principal{Slot: "default", ID: "principal-1"}
 
 var tools = []chat.Tool{
-	{Name: "get_weather", Parameters: []byte(`{"type":"object","properties":{"q":{"type":"string"}}}`)},
-	{Name: "get_time", Parameters: []byte(`{"type":"object"}`)},
+	{Name: "get_weather", Parameters: []byte(`{"type":"object","properties":{"q":{"type":"string"}}}`), UpstreamParameters: []byte(`{"type":"object","properties":{"q":{"type":"string"}}}`)},
+	{Name: "get_time", Parameters: []byte(`{"type":"object"}`), UpstreamParameters: []byte(`{"type":"object"}`)},
 }
 
 func request(msgs ...chat.Message) chat.Request {

@@ -14,8 +14,10 @@ import (
 
 	"pmgate/domain/canon"
 	"pmgate/domain/chat"
+	"pmgate/domain/conversation"
 	"pmgate/domain/correlation"
 	"pmgate/domain/errs"
+	"pmgate/domain/toolschema"
 	"pmgate/ports"
 )
 
@@ -44,6 +46,10 @@ type turn struct {
 	// exactly once: CONSUMED at a proven end, UNCERTAIN otherwise.
 	claimedKey string
 	settled    bool
+	// anchor is the conversation anchor a continued fresh turn claimed; it is
+	// settled exactly once: ADVANCED at a proven end, RETIRED otherwise.
+	anchor        *anchorClaim
+	anchorSettled bool
 
 	text    strings.Builder
 	calls   []*pendingCall
@@ -132,6 +138,7 @@ func (t *turn) addCall(d *chat.ToolCallDelta) {
 // finish runs at a proven end.
 func (t *turn) finish(ctx context.Context) {
 	t.done = true
+	t.settleAnchor(ctx, conversation.Complete) // the upstream conversation moved on, whatever follows
 	final := Delta{Finish: FinishStop, Usage: t.usage}
 	var toolDeltas []Delta
 	if len(t.calls) > 0 {
@@ -144,6 +151,10 @@ func (t *turn) finish(ctx context.Context) {
 		final.Finish = FinishToolCalls
 	}
 	t.queue = append(toolDeltas, final)
+	if len(t.calls) == 0 {
+		// A proven text answer: anchor it before the client can send its next turn.
+		t.g.recordAnchor(ctx, t.p, t.req, t.text.String(), t.convID)
+	}
 	if t.claimedKey != "" {
 		all := append(append([]Delta(nil), t.emitted...), t.queue...)
 		cached, err := json.Marshal(all)
@@ -175,6 +186,7 @@ func (t *turn) abortAfterEnd(ctx context.Context, err error) {
 func (t *turn) fail(ctx context.Context, err error) {
 	t.done, t.queue = true, nil
 	t.err = err
+	t.settleAnchor(ctx, conversation.Ambiguous)
 	if t.claimedKey != "" && !t.settled {
 		t.g.log.WarnContext(ctx, "continuation failed after dispatch", "code", errs.CodeOf(err))
 		t.settle(ctx, func(g *correlation.Group) (correlation.Decision, error) {
@@ -202,6 +214,15 @@ func (t *turn) settle(ctx context.Context, fn func(g *correlation.Group) (correl
 	t.g.logDecision(ctx, t.p, d)
 }
 
+// settleAnchor settles the claimed conversation anchor once, if any.
+func (t *turn) settleAnchor(ctx context.Context, ev conversation.Event) {
+	if t.anchor == nil || t.anchorSettled {
+		return
+	}
+	t.anchorSettled = true
+	t.g.settleAnchor(ctx, t.p, t.anchor, ev)
+}
+
 // Close releases the upstream; a claimed continuation abandoned before its
 // proven end is UNCERTAIN. It is safe to call concurrently with Next and more
 // than once.
@@ -210,7 +231,7 @@ func (t *turn) Close() {
 		_ = t.stream.Close()
 		t.nextMu.Lock()
 		defer t.nextMu.Unlock()
-		if t.claimedKey != "" && !t.settled {
+		if (t.claimedKey != "" && !t.settled) || (t.anchor != nil && !t.anchorSettled) {
 			t.fail(context.Background(), errs.New(errs.ClientCancelled))
 		}
 	})
@@ -227,8 +248,18 @@ func (t *turn) admit(ctx context.Context) ([]Delta, error) {
 		return nil, errs.Newf(errs.UpstreamUnverifiedEventShape, "tool calls without a conversation id")
 	}
 	schemas := map[string][]byte{}
+	lowered := map[string]*toolschema.Schema{}
 	for _, tool := range t.req.Tools {
 		schemas[tool.Name] = tool.Parameters
+		up, ok := tool.Lowered()
+		if !ok {
+			return nil, errs.Newf(errs.InternalError, "a tool schema was not lowered")
+		}
+		sch, err := toolschema.Compile(up)
+		if err != nil {
+			return nil, errs.Wrap(err, errs.InternalError)
+		}
+		lowered[tool.Name] = sch
 	}
 	groupID := t.calls[0].groupID
 	args := make([]string, len(t.calls))
@@ -248,6 +279,16 @@ func (t *turn) admit(ctx context.Context) ([]Delta, error) {
 		v, err := canon.ParseJSON([]byte(args[i]))
 		if _, isObject := v.(map[string]canon.Value); err != nil || !isObject {
 			return nil, errs.Newf(errs.UpstreamMalformedEvent, "tool call %d arguments are not a JSON object", i)
+		}
+		// The upstream saw only the lowered schema, so that is the contract its
+		// arguments must meet. Arguments that break it were produced by the
+		// upstream, not the client: an upstream fault, never shown as a call.
+		var ae *toolschema.ArgumentsError
+		if err := lowered[c.name].Validate(args[i]); errors.As(err, &ae) {
+			ae.Call = i
+			return nil, errs.Wrap(ae, errs.UpstreamMalformedEvent)
+		} else if err != nil {
+			return nil, errs.Wrap(err, errs.UpstreamMalformedEvent)
 		}
 	}
 	toolsHash, err := canon.ToolsHash(t.req.Tools, t.req.ToolChoice)

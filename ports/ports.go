@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"pmgate/domain/chat"
+	"pmgate/domain/conversation"
 	"pmgate/domain/correlation"
 
 	"github.com/cockroachdb/errors"
@@ -36,6 +37,10 @@ type UpstreamRequest struct {
 	Chat chat.Request
 	// Continuation is set for a TOOL_RESPONSE turn and nil for a fresh USER_QUERY.
 	Continuation *Continuation
+	// ConversationID, on a fresh USER_QUERY, continues that upstream
+	// conversation (Chat.Messages then holds only the new user messages); empty
+	// starts a new one. It comes only from a claimed conversation anchor.
+	ConversationID string
 }
 
 // Continuation is built only from a validated, claimed group record.
@@ -108,6 +113,30 @@ type CorrelationStore interface {
 	Sweep(ctx context.Context, now time.Time) (correlation.SweepReport, error)
 	// Counts reports state counts and capacity use.
 	Counts(ctx context.Context) (correlation.Counts, error)
+}
+
+// AnchorStore keeps conversation anchors, keyed by (principal, transcript
+// hash). Every change goes through Update, whose closure runs on a private copy
+// inside one atomic unit (a mutex for memory, one transaction for PostgreSQL);
+// the copy is written only when the closure returns nil, and an anchor that
+// reaches REMOVED is deleted. Its errors never reach a client: a request that
+// cannot use the store starts a fresh conversation.
+type AnchorStore interface {
+	// Record stores a (ACTIVE) as conversation.Registry.Record does: an older
+	// anchor under the same key is superseded, a full store drops its oldest
+	// tombstone or ACTIVE anchor, and a claimed anchor is never dropped.
+	// Errors: conversation.ErrBusy, conversation.ErrFull, or the store's
+	// unavailability (correlation_store_unavailable for PostgreSQL).
+	Record(ctx context.Context, a conversation.Anchor, now time.Time) error
+	// Update runs fn on a copy of the anchor of (principalID, transcriptHash).
+	// Errors: conversation.ErrNoAnchor when there is none; otherwise whatever
+	// fn returned, or the store's unavailability.
+	Update(ctx context.Context, principalID, transcriptHash string, fn func(a *conversation.Anchor) error) error
+	// Sweep applies time: overdue ACTIVE → EXPIRED, claims past their
+	// deadline → RETIRED, tombstones past the terminal TTL removed.
+	Sweep(ctx context.Context, now time.Time) (conversation.SweepReport, error)
+	// Counts reports anchors per state and their bytes.
+	Counts(ctx context.Context) (conversation.Counts, error)
 }
 
 // Clock reads the time. Only the app layer calls it; the domain takes time as an argument.

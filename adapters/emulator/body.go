@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"regexp"
 	"sort"
@@ -393,21 +394,140 @@ func usesForbiddenKeyword(raw json.RawMessage) bool {
 	return walk(v)
 }
 
-// argumentsFor builds the deterministic arguments of a call from a JSON schema:
-// each required property of type string becomes "value-<prop>", integer or
-// number becomes 1, boolean becomes true; nothing else is included. A type list
-// uses its first non-null entry. Keys are sorted.
+// argumentsFor builds the deterministic arguments of a call from the JSON
+// schema it received (the gateway sends its lowered form), valid under that
+// schema's bounded vocabulary: only required properties are included, in
+// sorted order (one that properties does not describe is a string). See valueFor for each value.
 func argumentsFor(params json.RawMessage) (string, bool) {
-	var schema struct {
-		Properties map[string]struct {
-			Type json.RawMessage `json:"type"`
-		} `json:"properties"`
-		Required []string `json:"required"`
-	}
-	if len(params) == 0 || params[0] != '{' || json.Unmarshal(params, &schema) != nil {
+	if len(params) == 0 || params[0] != '{' {
 		return "", false
 	}
-	required := append([]string(nil), schema.Required...)
+	var s argSchema
+	if json.Unmarshal(params, &s) != nil {
+		return "", false
+	}
+	return objectFor(s, 0), true
+}
+
+// argSchema is the part of a (lowered) schema the emulator reads.
+type argSchema struct {
+	Type             json.RawMessage            `json:"type"`
+	Properties       map[string]json.RawMessage `json:"properties"`
+	Required         []string                   `json:"required"`
+	Items            json.RawMessage            `json:"items"`
+	Enum             []json.RawMessage          `json:"enum"`
+	Const            json.RawMessage            `json:"const"`
+	AnyOf            []json.RawMessage          `json:"anyOf"`
+	OneOf            []json.RawMessage          `json:"oneOf"`
+	AllOf            []json.RawMessage          `json:"allOf"`
+	Minimum          *float64                   `json:"minimum"`
+	ExclusiveMinimum *float64                   `json:"exclusiveMinimum"`
+	MultipleOf       *float64                   `json:"multipleOf"`
+	MinLength        int                        `json:"minLength"`
+	MaxLength        *int                       `json:"maxLength"`
+	MinItems         int                        `json:"minItems"`
+}
+
+// maxArgDepth bounds the nesting of generated arguments.
+const maxArgDepth = 16
+
+// valueFor is the value of property name: const, else the first enum value,
+// else the first anyOf/oneOf alternative, else by type (a type list uses its
+// first non-null entry; allOf members add their properties and type): string
+// "value-<name>" cut or padded with "x" to maxLength/minLength; integer or
+// number 1, raised to the minimum and to a multiple of multipleOf; boolean
+// true; null; an object of its required properties; an array of minItems
+// copies of its items value. Without a type, a string.
+func valueFor(raw json.RawMessage, name string, depth int) string {
+	var s argSchema
+	if depth > maxArgDepth || json.Unmarshal(raw, &s) != nil {
+		return "null"
+	}
+	for _, sub := range s.AllOf {
+		var a argSchema
+		if json.Unmarshal(sub, &a) != nil {
+			continue
+		}
+		if len(s.Type) == 0 {
+			s.Type = a.Type
+		}
+		for k, v := range a.Properties {
+			if s.Properties == nil {
+				s.Properties = map[string]json.RawMessage{}
+			}
+			if _, ok := s.Properties[k]; !ok {
+				s.Properties[k] = v
+			}
+		}
+		s.Required = append(s.Required, a.Required...)
+		if len(s.Const) == 0 {
+			s.Const = a.Const
+		}
+		if len(s.Enum) == 0 {
+			s.Enum = a.Enum
+		}
+	}
+	switch {
+	case len(s.Const) > 0:
+		return string(s.Const)
+	case len(s.Enum) > 0:
+		return string(s.Enum[0])
+	case len(s.AnyOf) > 0:
+		return valueFor(s.AnyOf[0], name, depth+1)
+	case len(s.OneOf) > 0:
+		return valueFor(s.OneOf[0], name, depth+1)
+	}
+	t := schemaType(s.Type)
+	if t == "" && len(s.Properties) > 0 {
+		t = "object"
+	}
+	switch t {
+	case "integer", "number":
+		return numberFor(s)
+	case "boolean":
+		return "true"
+	case "null":
+		return "null"
+	case "object":
+		return objectFor(s, depth+1)
+	case "array":
+		item := `"value-` + name + `"`
+		if len(s.Items) > 0 {
+			item = valueFor(s.Items, name, depth+1)
+		}
+		items := make([]string, s.MinItems)
+		for i := range items {
+			items[i] = item
+		}
+		return "[" + strings.Join(items, ",") + "]"
+	}
+	v := []rune("value-" + name)
+	if s.MaxLength != nil && len(v) > *s.MaxLength {
+		v = v[:*s.MaxLength]
+	}
+	for len(v) < s.MinLength {
+		v = append(v, 'x')
+	}
+	return jsonString(string(v))
+}
+
+func numberFor(s argSchema) string {
+	v := 1.0
+	if s.Minimum != nil && *s.Minimum > v {
+		v = math.Ceil(*s.Minimum)
+	}
+	if s.ExclusiveMinimum != nil && *s.ExclusiveMinimum >= v {
+		v = math.Floor(*s.ExclusiveMinimum) + 1
+	}
+	if m := s.MultipleOf; m != nil && *m > 0 && math.Mod(v, *m) != 0 {
+		v = math.Ceil(v / *m) * *m
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// objectFor is the object of the required properties of s, keys sorted.
+func objectFor(s argSchema, depth int) string {
+	required := append([]string(nil), s.Required...)
 	sort.Strings(required)
 	var b strings.Builder
 	b.WriteByte('{')
@@ -416,31 +536,20 @@ func argumentsFor(params json.RawMessage) (string, bool) {
 		if i > 0 && name == required[i-1] {
 			continue
 		}
-		prop, ok := schema.Properties[name]
+		prop, ok := s.Properties[name]
 		if !ok {
-			continue
-		}
-		var value string
-		switch schemaType(prop.Type) {
-		case "string":
-			value = jsonString("value-" + name)
-		case "integer", "number":
-			value = "1"
-		case "boolean":
-			value = "true"
-		default:
-			continue
+			prop = json.RawMessage(`{}`) // required but undescribed: any value will do
 		}
 		if n > 0 {
 			b.WriteByte(',')
 		}
 		b.WriteString(jsonString(name))
 		b.WriteByte(':')
-		b.WriteString(value)
+		b.WriteString(valueFor(prop, name, depth))
 		n++
 	}
 	b.WriteByte('}')
-	return b.String(), true
+	return b.String()
 }
 
 func schemaType(raw json.RawMessage) string {
@@ -454,6 +563,9 @@ func schemaType(raw json.RawMessage) string {
 			if t != "null" {
 				return t
 			}
+		}
+		if len(many) > 0 {
+			return many[0]
 		}
 	}
 	return ""
@@ -495,7 +607,7 @@ func approvalDirective(req *chatRequest) (n int, ok bool) {
 // directives reads #scenario and #loop. For a USER_QUERY they come from the
 // query; for a TOOL_RESPONSE the scenario comes from the first result content
 // that has one, and #loop is ignored. msg is set (a rejection message) for an
-// unknown scenario name or a loop count outside 1-5.
+// unknown scenario name or a loop count outside 0-5.
 func directives(req *chatRequest) (scenario string, loop int, msg string) {
 	loop = 1
 	texts := []string{req.query}
@@ -517,7 +629,7 @@ func directives(req *chatRequest) (scenario string, loop int, msg string) {
 	if req.chatType == KindUserQuery {
 		if m := loopRE.FindStringSubmatch(req.query); m != nil {
 			n, err := strconv.Atoi(m[1])
-			if err != nil || n < 1 || n > 5 {
+			if err != nil || n < 0 || n > 5 { // 0: a text answer although tools are offered
 				return "", 0, msgBadDirective
 			}
 			loop = n

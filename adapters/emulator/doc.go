@@ -45,7 +45,8 @@
 // (turn N of this conversation)"); any other id fails with
 // CONVERSATION_NOT_FOUND, for a TOOL_RESPONSE too. When tools are offered
 // (clientTools.thirdParty with exactly one group), autoRun is true and loop
-// rounds remain (directive "#loop=N" in the query, 1-5, default 1), the turn
+// rounds remain (directive "#loop=N" in the query, 0-5, default 1; 0 answers
+// with text although tools are offered), the turn
 // is a tool group; otherwise it is a text reply. A TOOL_RESPONSE must answer
 // the conversation's pending group exactly; it then gets the next tool group
 // or a final text quoting every result received since the USER_QUERY. After

@@ -323,7 +323,7 @@ var (
 			"required": []any{"metric", "city", "days", "tags"},
 		},
 	}
-	weatherArgs = `{"city":"value-city","days":1,"metric":true}`
+	weatherArgs = `{"city":"value-city","days":1,"metric":true,"tags":[]}`
 	timeTool    = map[string]any{
 		"name":        "get_time",
 		"description": "Current time in a zone",

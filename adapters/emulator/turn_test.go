@@ -89,7 +89,7 @@ func TestToolTurnParallelGroupOfTwo(t *testing.T) {
 	is.Equal(len(calls), 2)                   // one call to each of the first two tools
 	is.Equal(calls[0].name, "get_weather")    // first tool
 	is.Equal(calls[1].name, "get_time")       // second tool
-	is.Equal(calls[0].args, weatherArgs)      // required string/integer/boolean only, sorted
+	is.Equal(calls[0].args, weatherArgs)      // the required properties only, sorted
 	is.Equal(calls[1].args, timeArgs)         // type list uses the first non-null
 	is.True(calls[0].id != calls[1].id)       // distinct call ids
 	for _, c := range calls {

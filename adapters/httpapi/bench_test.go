@@ -12,6 +12,7 @@ import (
 	"pmgate/adapters/httpapi"
 	"pmgate/app"
 	"pmgate/domain/chat"
+	"pmgate/domain/toolschema"
 )
 
 // fiveDeltas is a service whose every turn is five text deltas and a stop.
@@ -48,4 +49,59 @@ func BenchmarkChatCompletionsJSON(b *testing.B) {
 
 func BenchmarkChatCompletionsSSE(b *testing.B) {
 	benchmarkChat(b, streamRequest(true))
+}
+
+// benchTools is n tools in the upstream's vocabulary, each about 1 KiB: the
+// schema check runs for every tool of every request.
+func benchTools(n int, extra string) string {
+	var b strings.Builder
+	b.WriteString("[")
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(`{"type":"function","function":{"name":"tool_` + string(rune('a'+i)) + `","description":"A tool","parameters":` +
+			`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","additionalProperties":false,"required":["path","mode"],"properties":{` +
+			`"path":{"type":"string","description":"The absolute path of the file to read"` + extra + `},` +
+			`"offset":{"type":"integer","minimum":0,"description":"The line number to start reading from"},` +
+			`"limit":{"type":"integer","exclusiveMinimum":0,"description":"The number of lines to read"},` +
+			`"mode":{"type":"string","enum":["text","binary","auto"]},` +
+			`"tags":{"type":"array","items":{"type":"string","minLength":1},"maxItems":16},` +
+			`"options":{"type":"object","properties":{"follow":{"type":"boolean"},"encoding":{"anyOf":[{"type":"string"},{"type":"null"}]}}}}}}}`)
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+func benchmarkTools(b *testing.B, tools string, policy toolschema.Policy) {
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	cfg := testConfig()
+	cfg.MaxTools, cfg.MaxBodyBytes, cfg.ToolSchemaPolicy = 64, 1<<20, policy
+	h := httpapi.NewServer(cfg, fiveDeltas(), log)
+	body := withTools(tools)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer "+apiKey)
+		r.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+	}
+}
+
+// Sixteen tools already in the vocabulary, under each policy.
+func BenchmarkSixteenToolsStrict(b *testing.B) {
+	benchmarkTools(b, benchTools(16, ""), toolschema.PolicyStrict)
+}
+func BenchmarkSixteenToolsLower(b *testing.B) {
+	benchmarkTools(b, benchTools(16, ""), toolschema.PolicyLower)
+}
+
+// Sixteen tools whose path carries a pattern and a format, lowered.
+func BenchmarkSixteenAnnotatedToolsLower(b *testing.B) {
+	benchmarkTools(b, benchTools(16, `,"pattern":"^/","format":"uri-reference"`), toolschema.PolicyLower)
 }

@@ -10,6 +10,7 @@ import (
 
 	"pmgate/domain/chat"
 	"pmgate/domain/errs"
+	"pmgate/domain/toolschema"
 )
 
 // The request is decoded object by object into maps of raw values and each
@@ -547,8 +548,9 @@ func decodeContent(p string, raw json.RawMessage) (*string, error) {
 	return &s, nil
 }
 
-// decodeTools validates the tool definitions; the parameters schema is kept
-// byte-for-byte as sent.
+// decodeTools validates the tool definitions. The parameters schema is kept
+// byte-for-byte as sent (it is what the tools hash binds); its lowered form
+// under ToolSchemaPolicy (domain/toolschema) is what the upstream receives.
 func (s *server) decodeTools(raw json.RawMessage) ([]chat.Tool, error) {
 	switch kindOf(raw) {
 	case kindInvalid, kindNull:
@@ -599,10 +601,15 @@ func (s *server) decodeTools(raw json.RawMessage) ([]chat.Tool, error) {
 		switch params := ff["parameters"]; kindOf(params) {
 		case kindInvalid, kindNull:
 		case kindObject:
-			if err := checkSchema(params, p+".function.parameters", 0); err != nil {
+			lowered, err := toolschema.Lower(params, p+".function.parameters", toolschema.Options{Policy: s.cfg.ToolSchemaPolicy})
+			var pr *toolschema.Problem
+			if errors.As(err, &pr) {
+				return nil, refuse(pr.Code, pr.Path, pr.Detail)
+			}
+			if err != nil {
 				return nil, err
 			}
-			t.Parameters = params
+			t.Parameters, t.UpstreamParameters = params, lowered
 		default:
 			return nil, invalid(p+".function.parameters", "must be a JSON schema object.")
 		}
@@ -619,18 +626,7 @@ func (s *server) decodeTools(raw json.RawMessage) ([]chat.Tool, error) {
 }
 
 // validToolName matches ^[A-Za-z0-9_-]{1,64}$ (design CORRELATION §1).
-func validToolName(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+func validToolName(s string) bool { return toolschema.Identifier(s) }
 
 // decodeToolChoice reads "auto" | "none" | "required" | {"type":"function",
 // "function":{"name":…}}; absent means auto.

@@ -105,14 +105,12 @@
 //
 // Tools: {type:"function", function:{name, description?, parameters?,
 // strict?}}, names ^[A-Za-z0-9_-]{1,64}$ and unique. parameters is an object
-// schema checked recursively (depth ≤ 32) against the vocabulary of design
-// CORRELATION §1 (type, properties, required, boolean additionalProperties,
-// single-schema items, enum, const, anyOf, oneOf, allOf, title, description,
-// default, examples, deprecated, readOnly, writeOnly, minimum, maximum,
-// exclusiveMinimum, exclusiveMaximum, multipleOf, minLength, maxLength,
-// minItems, maxItems, uniqueItems, minProperties, maxProperties, $schema,
-// $id); any other keyword is unsupported_parameter with its full path. The
-// schema bytes reach chat.Tool.Parameters exactly as sent.
+// schema checked by domain/toolschema under Config.ToolSchemaPolicy: lowered
+// to the upstream's bounded vocabulary (lower, the default) or refused outside
+// it (strict); a keyword that cannot be lowered is unsupported_parameter with
+// its full path (docs/TOOL-SCHEMAS.md lists every keyword). The caller's
+// schema bytes reach chat.Tool.Parameters exactly as sent (the tools hash
+// binds them); the lowered schema is chat.Tool.UpstreamParameters.
 //
 // # Responses
 //

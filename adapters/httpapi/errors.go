@@ -73,14 +73,13 @@ type retryAfterer interface{ RetryAfter() time.Duration }
 // retryAfterer.
 type settingHinter interface{ SettingHint() string }
 
-// publicDetailer is implemented by refusals of other adapters that name a
-// parameter path and a fixed, content-free detail a client may see (for
-// example the upstream adapter's query-length refusal). Matched structurally,
-// like retryAfterer.
-type publicDetailer interface {
-	PublicParam() string
-	PublicDetail() string
-}
+// publicDetailer is implemented by errors of other packages that carry a
+// fixed, value-free sentence a client may see (the upstream adapter's
+// query-length refusal, toolschema.ArgumentsError); publicParamer by those
+// that also name a parameter path. Matched structurally, like retryAfterer.
+type publicDetailer interface{ PublicDetail() string }
+
+type publicParamer interface{ PublicParam() string }
 
 // Bounds of the retry-after header, in seconds.
 const (
@@ -161,10 +160,16 @@ func public(ctx context.Context, err error) (errorBody, errs.Entry, int) {
 			msg += " Hint: " + h + "."
 		}
 	}
+	// An error may carry a sentence written for clients (which tool call's
+	// arguments broke which schema keyword, the query size and its limit); it
+	// never holds a value.
 	var pd publicDetailer
 	if e.Code != errs.InternalError && re == nil && errors.As(err, &pd) {
-		if p := pd.PublicParam(); p != "" {
-			param = &p
+		var pp publicParamer
+		if errors.As(err, &pp) {
+			if p := pp.PublicParam(); p != "" {
+				param = &p
+			}
 		}
 		msg += " " + pd.PublicDetail()
 	}

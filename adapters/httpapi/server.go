@@ -14,6 +14,7 @@ import (
 
 	"pmgate/app"
 	"pmgate/domain/errs"
+	"pmgate/domain/toolschema"
 )
 
 // Config is what the ingress needs to know of the configuration. The wiring in
@@ -36,6 +37,8 @@ type Config struct {
 	MaxConcurrent      int
 	RequestTimeout     time.Duration
 	CorrelationEnabled bool
+	// ToolSchemaPolicy is TOOL_SCHEMA_POLICY; "" means toolschema.DefaultPolicy.
+	ToolSchemaPolicy toolschema.Policy
 	// Health returns extra /health fields (may be nil), e.g. correlation
 	// counts. The three fixed fields (status, strategy, upstream_verified)
 	// cannot be overridden by it.

@@ -9,6 +9,8 @@ import (
 
 	"pmgate/adapters/httpapi"
 	"pmgate/domain/chat"
+	"pmgate/domain/errs"
+	"pmgate/domain/toolschema"
 )
 
 func TestToolDefinitionRefusalsNameTheParamPath(t *testing.T) {
@@ -52,6 +54,7 @@ func TestToolsAreNormalizedWithTheirRawSchema(t *testing.T) {
 	is.Equal(rec.Code, http.StatusOK) // the tools are accepted
 	_, req := svc.Last()
 	is.Equal(string(req.Tools[0].Parameters), schema)                                          // the schema bytes are kept exactly as sent
+	is.Equal(string(req.Tools[0].UpstreamParameters), schema)                                  // nothing to lower: the same bytes go upstream
 	is.Equal(req.Tools[0].Description, "Weather.")                                             // the description is kept
 	is.True(req.Tools[0].Strict != nil && *req.Tools[0].Strict)                                // strict is kept
 	is.Equal(req.Tools[1].Parameters, []byte(nil))                                             // absent parameters stay nil
@@ -127,23 +130,35 @@ func TestEveryAllowedSchemaKeywordIsAccepted(t *testing.T) {
 		"$id":                  `"urn:x"`,
 	}
 	for kw, val := range allowed {
-		t.Run(kw, func(t *testing.T) {
-			t.Parallel()
-			is := is.New(t)
-			svc := &fakeService{}
-			h, _ := newServer(t, svc)
-			schema := `{"type":"object","properties":{"p":{"` + kw + `":` + val + `}}}`
-			if kw == "type" {
-				schema = `{"type":"object","properties":{"p":{"type":["string","null"]}}}`
-			}
-			rec := post(h, withSchema(schema))
-			is.Equal(rec.Code, http.StatusOK) // the keyword belongs to the vocabulary
-			is.Equal(svc.Calls(), 1)          // and the request reaches the service
-		})
+		for _, policy := range []toolschema.Policy{toolschema.PolicyLower, toolschema.PolicyStrict} {
+			t.Run(kw+"/"+string(policy), func(t *testing.T) {
+				t.Parallel()
+				is := is.New(t)
+				svc := &fakeService{}
+				h, _ := newServer(t, svc, func(c *httpapi.Config) { c.ToolSchemaPolicy = policy })
+				schema := `{"type":"object","properties":{"p":{"` + kw + `":` + val + `}}}`
+				if kw == "type" {
+					schema = `{"type":"object","properties":{"p":{"type":["string","null"]}}}`
+				}
+				rec := post(h, withSchema(schema))
+				is.Equal(rec.Code, http.StatusOK) // the keyword belongs to the vocabulary
+				is.Equal(svc.Calls(), 1)          // and the request reaches the service
+				_, req := svc.Last()
+				want := schema
+				if kw == "$id" && policy == toolschema.PolicyLower {
+					want = `{"type":"object","properties":{"p":{}}}` // a nested $id names nothing once refs are inlined
+				}
+				is.Equal(string(req.Tools[0].UpstreamParameters), want) // and goes upstream unchanged
+			})
+		}
 	}
 }
 
-func TestRefusedSchemaKeywordsAreNamedWithTheirFullPath(t *testing.T) {
+func strictSchemas(c *httpapi.Config) { c.ToolSchemaPolicy = toolschema.PolicyStrict }
+
+// Under TOOL_SCHEMA_POLICY=strict every keyword outside the bounded
+// vocabulary is refused, exactly as before lowering existed.
+func TestStrictRefusesSchemaKeywordsWithTheirFullPath(t *testing.T) {
 	p := "tools[0].function.parameters"
 	checkRefusals(t, []refusal{
 		{"format", withSchema(`{"type":"object","properties":{"x":{"type":"string","format":"email"}}}`), 400, "unsupported_parameter", p + ".properties.x.format"},
@@ -166,7 +181,46 @@ func TestRefusedSchemaKeywordsAreNamedWithTheirFullPath(t *testing.T) {
 		{"deep in anyOf", withSchema(`{"type":"object","properties":{"a":{"anyOf":[{"type":"string"},{"type":"object","properties":{"b":{"items":{"type":"string","format":"uri"}}}}]}}}`), 400, "unsupported_parameter", p + ".properties.a.anyOf[1].properties.b.items.format"},
 		{"unprintable property name", withSchema(`{"type":"object","properties":{"a b\u0000":{"pattern":"x"}}}`), 400, "unsupported_parameter", p + ".properties.?.pattern"},
 		{"second tool", withTools(`[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"b","parameters":{"type":"object","properties":{"x":{"format":"date"}}}}}]`), 400, "unsupported_parameter", "tools[1].function.parameters.properties.x.format"},
+	}, strictSchemas)
+}
+
+// Under the default policy what cannot be lowered without changing which
+// arguments are valid is still refused, with its path.
+func TestLowerStillRefusesWhatItCannotLower(t *testing.T) {
+	p := "tools[0].function.parameters"
+	checkRefusals(t, []refusal{
+		{"tuple items", withSchema(`{"type":"object","properties":{"x":{"type":"array","items":[{"type":"string"}]}}}`), 400, "unsupported_parameter", p + ".properties.x.items"},
+		{"prefixItems", withSchema(`{"type":"object","properties":{"x":{"type":"array","prefixItems":[{}]}}}`), 400, "unsupported_parameter", p + ".properties.x.prefixItems"},
+		{"numeric additionalProperties", withSchema(`{"type":"object","additionalProperties":1}`), 400, "unsupported_parameter", p + ".additionalProperties"},
+		{"patternProperties", withSchema(`{"type":"object","patternProperties":{"^a":{}}}`), 400, "unsupported_parameter", p + ".patternProperties"},
+		{"if", withSchema(`{"type":"object","if":{},"then":{}}`), 400, "unsupported_parameter", p + ".if"},
+		{"not", withSchema(`{"type":"object","not":{"required":["a"]}}`), 400, "unsupported_parameter", p + ".not"},
+		{"boolean subschema", withSchema(`{"type":"object","properties":{"x":true}}`), 400, "unsupported_parameter", p + ".properties.x"},
+		{"draft-04 exclusiveMinimum", withSchema(`{"type":"object","properties":{"x":{"minimum":1,"exclusiveMinimum":true}}}`), 400, "unsupported_parameter", p + ".properties.x.exclusiveMinimum"},
+		{"non-object root", withSchema(`{"type":"array","items":{}}`), 400, "unsupported_parameter", p + ".type"},
+		{"dangling $ref", withSchema(`{"type":"object","properties":{"x":{"$ref":"#/$defs/y"}}}`), 400, "invalid_request", p + ".properties.x.$ref"},
+		{"remote $ref", withSchema(`{"type":"object","properties":{"x":{"$ref":"https://example.com/s.json"}}}`), 400, "unsupported_parameter", p + ".properties.x.$ref"},
+		{"recursive $ref", withSchema(`{"type":"object","properties":{"n":{"$ref":"#/$defs/N"}},"$defs":{"N":{"type":"object","properties":{"next":{"$ref":"#/$defs/N"}}}}}`), 400, "unsupported_parameter", p + ".$defs.N.properties.next.$ref"},
+		{"unknown keyword", withSchema(`{"type":"object","nullable":true}`), 400, "unsupported_parameter", p + ".nullable"},
+		{"deep in anyOf", withSchema(`{"type":"object","properties":{"a":{"anyOf":[{"type":"string"},{"type":"object","properties":{"b":{"items":{"type":"string","not":{}}}}}]}}}`), 400, "unsupported_parameter", p + ".properties.a.anyOf[1].properties.b.items.not"},
+		{"second tool", withTools(`[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"b","parameters":{"type":"object","properties":{"x":{"dependentRequired":{}}}}}}]`), 400, "unsupported_parameter", "tools[1].function.parameters.properties.x.dependentRequired"},
 	})
+}
+
+// Under the default policy the caller's bytes are kept for the tools hash and
+// the lowered schema is what goes upstream.
+func TestLowerKeepsTheOriginalAndPassesTheLoweredSchema(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	svc := &fakeService{}
+	h, _ := newServer(t, svc)
+	schema := `{"type":"object","properties":{"url":{"type":"string","format":"uri"},"id":{"type":"string","pattern":"^[a-z]+$","description":"Run id"}},"required":["url"]}`
+	rec := post(h, withSchema(schema))
+	is.Equal(rec.Code, http.StatusOK) // format and pattern no longer refuse the request
+	_, req := svc.Last()
+	is.Equal(string(req.Tools[0].Parameters), schema) // the caller's bytes, for the tools hash
+	is.Equal(string(req.Tools[0].UpstreamParameters),
+		`{"type":"object","properties":{"url":{"type":"string","description":"Schema notes: format: uri"},"id":{"type":"string","description":"Run id\nSchema notes: pattern: ^[a-z]+$"}},"required":["url"]}`) // lowered for upstream
 }
 
 func TestMalformedSchemaValuesAreInvalid(t *testing.T) {
@@ -199,4 +253,19 @@ func TestSchemaNestingIsBoundedAt32Levels(t *testing.T) {
 	is.Equal(e.Code, "unsupported_parameter")   // as a schema the gateway cannot honour
 	is.True(strings.HasSuffix(e.param(), ".a")) // at the level that is too deep
 	is.Equal(svc.Calls(), 1)                    // only the accepted request reached the service
+}
+
+// Arguments the upstream produced against the lowered schema are an upstream
+// fault; the client learns which call and path, never the value.
+func TestInvalidUpstreamArgumentsNameTheCallAndPath(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	fault := errs.Wrap(&toolschema.ArgumentsError{Call: 1, Path: ".city", Keyword: "type"}, errs.UpstreamMalformedEvent)
+	h, _ := newServer(t, returning(nil, fault))
+	rec := post(h, withFields(""))
+	e := decodeError(t, rec.Body.Bytes())
+	is.Equal(rec.Code, http.StatusBadGateway)    // an upstream fault
+	is.Equal(e.Code, "upstream_malformed_event") // with a stable code
+	is.Equal(e.Message, "The upstream sent a malformed event. tool_calls[1].function.arguments.city: does not match the tool's schema (type).")
+	is.Equal(e.param(), "<null>") // no request parameter is at fault
 }

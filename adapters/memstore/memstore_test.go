@@ -7,6 +7,7 @@ import (
 	"github.com/matryer/is"
 
 	"pmgate/adapters/memstore"
+	"pmgate/domain/conversation"
 	"pmgate/domain/correlation"
 	"pmgate/ports"
 	"pmgate/ports/porttest"
@@ -35,4 +36,10 @@ func TestShutdownCancelsPendingGroupsOnly(t *testing.T) {
 	is.Equal(n, 1)                                // one pending group cancelled
 	is.Equal(c.ByState[correlation.Cancelled], 1) // it is a tombstone now
 	is.Equal(c.ByState[correlation.Inflight], 1)  // the in-flight one is left to its request
+}
+
+func TestMemoryAnchorStorePassesTheAnchorContract(t *testing.T) {
+	porttest.AnchorContract(t, func(t *testing.T, l conversation.Limits, p conversation.Policy) ports.AnchorStore {
+		return memstore.NewAnchors(l, p)
+	})
 }

@@ -35,8 +35,8 @@ const (
 var principal = app.Principal{Slot: "default", ID: "principal-1"}
 
 var weatherTools = []chat.Tool{
-	{Name: "get_weather", Description: "Weather of a city", Parameters: []byte(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)},
-	{Name: "get_time", Description: "Time in a zone", Parameters: []byte(`{"type":"object","properties":{"tz":{"type":"string"}},"required":["tz"]}`)},
+	{Name: "get_weather", Description: "Weather of a city", Parameters: []byte(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`), UpstreamParameters: []byte(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)},
+	{Name: "get_time", Description: "Time in a zone", Parameters: []byte(`{"type":"object","properties":{"tz":{"type":"string"}},"required":["tz"]}`), UpstreamParameters: []byte(`{"type":"object","properties":{"tz":{"type":"string"}},"required":["tz"]}`)},
 }
 
 type replica struct {

@@ -126,7 +126,7 @@ func TestBodyUsesOnlyConfigurationConstantsAndNormalizedInput(t *testing.T) {
 			f := newFakeTLS(t, cap.handler(sseHandler(okStream)))
 			hostile := `hi","platform":"DESKTOP_MACOS","conversationId":"conv-evil","workspaceId":"evil","selectedModel":"X"} postman.sid=abc`
 			req := userText(hostile)
-			req.Chat.Tools = []chat.Tool{{Name: "t1", Description: `"workspaceId":"evil"`, Parameters: []byte(`{"type":"object","properties":{"workspaceId":{"type":"string"}}}`)}}
+			req.Chat.Tools = []chat.Tool{{Name: "t1", Description: `"workspaceId":"evil"`, Parameters: []byte(`{"type":"object","properties":{"workspaceId":{"type":"string"}}}`), UpstreamParameters: []byte(`{"type":"object","properties":{"workspaceId":{"type":"string"}}}`)}}
 			_, _, err := open(t, f.client(t, strategy), req)
 			is.NoErr(err) // sent
 			var body struct {

@@ -152,8 +152,8 @@ func userText(text string) ports.UpstreamRequest {
 }
 
 var weatherTools = []chat.Tool{
-	{Name: "get_weather", Description: "Weather of a city", Parameters: []byte(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)},
-	{Name: "get_time", Description: "Time in a zone", Parameters: []byte(`{"type":"object","properties":{"tz":{"type":"string"},"exact":{"type":"boolean"}},"required":["tz","exact"]}`)},
+	{Name: "get_weather", Description: "Weather of a city", Parameters: []byte(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`), UpstreamParameters: []byte(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)},
+	{Name: "get_time", Description: "Time in a zone", Parameters: []byte(`{"type":"object","properties":{"tz":{"type":"string"},"exact":{"type":"boolean"}},"required":["tz","exact"]}`), UpstreamParameters: []byte(`{"type":"object","properties":{"tz":{"type":"string"},"exact":{"type":"boolean"}},"required":["tz","exact"]}`)},
 }
 
 func toolRequest(text string, parallel bool) ports.UpstreamRequest {

@@ -150,6 +150,9 @@ var emptyParameters = json.RawMessage(`{"type":"object","properties":{}}`)
 // result over MaxToolResultBytes (upstream_request_too_large). Every error is
 // marked ports.ErrNotSent.
 //
+// Each tool is sent with its lowered schema (chat.Tool.UpstreamParameters);
+// a tool with parameters but no lowered schema is an internal_error.
+//
 // Errors: model_not_found, invalid_request (more tools than MAX_TOOLS, an
 // invalid parameter schema, a continuation without a conversation id or with an
 // ungrouped multi-call group), unsupported_tool_result_continuation (a call the
@@ -185,8 +188,14 @@ func BuildBody(cfg pmconfig.Config, req ports.UpstreamRequest) ([]byte, error) {
 	if tools {
 		group := wireToolGroup{Tools: make([]wireTool, 0, len(req.Chat.Tools))}
 		for _, t := range req.Chat.Tools {
-			params := json.RawMessage(t.Parameters)
-			if len(bytes.TrimSpace(params)) == 0 {
+			// Only the lowered schema goes upstream; a tool whose schema the
+			// ingress did not lower is never sent (fail closed).
+			lowered, ok := t.Lowered()
+			if !ok {
+				return nil, notSent(errs.Newf(errs.InternalError, "tool %d has no lowered parameter schema", safeInt(len(group.Tools))))
+			}
+			params := json.RawMessage(lowered)
+			if params == nil {
 				params = emptyParameters
 			}
 			desc := t.Description
@@ -205,13 +214,17 @@ func BuildBody(cfg pmconfig.Config, req ports.UpstreamRequest) ([]byte, error) {
 			return nil, notSent(refusal(errs.Newf(errs.UpstreamQueryTooLong, "the query has %d UTF-16 code units, POSTMAN_MAX_QUERY_CHARS is %d",
 				safeInt(n), safeInt(cfg.MaxQueryChars)), "messages", detail))
 		}
-		body.Input = wireQueryInput{
+		in := wireQueryInput{
 			ChatType:     chatTypeUserQuery,
 			Query:        q,
 			Product:      productWorkspace,
 			StartedFrom:  startedFromChatInput,
 			ToolResponse: "",
 		}
+		if req.ConversationID != "" { // a continued conversation: Messages holds only the new user messages
+			in.ConversationID = &req.ConversationID
+		}
+		body.Input = in
 	} else {
 		in, err := continuationInput(cfg, *req.Continuation, parallel)
 		if err != nil {

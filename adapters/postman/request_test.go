@@ -279,7 +279,7 @@ func TestTooManyToolsAndBadSchemaAreRefused(t *testing.T) {
 	req := toolRequest("x", true)
 	_, err := postman.BuildBody(tokenConfig(t, "MAX_TOOLS", "1"), req)
 	is.True(errs.Has(err, errs.InvalidRequest)) // more tools than MAX_TOOLS
-	req.Chat.Tools = []chat.Tool{{Name: "bad", Parameters: []byte(`{"type":`)}}
+	req.Chat.Tools = []chat.Tool{{Name: "bad", Parameters: []byte(`{"type":`), UpstreamParameters: []byte(`{"type":`)}}
 	_, err = postman.BuildBody(tokenConfig(t), req)
 	is.True(errs.Has(err, errs.InvalidRequest)) // a schema that is not JSON
 	is.True(errors.Is(err, ports.ErrNotSent))   // refused before sending
@@ -409,4 +409,34 @@ func TestParallelFlagChoosesTheContinuationForm(t *testing.T) {
 	is.Equal([2]any{f, p}, [2]any{"flat", false}) // access_token with the client's flag off: flat
 	f, p = form(tokenConfig(t, pmconfig.EnvParallelTools, "false"), true, continuation("grp-1", 1))
 	is.Equal([2]any{f, p}, [2]any{"flat", false}) // the setting wins over the client
+}
+
+func TestOnlyTheLoweredSchemaIsSentUpstream(t *testing.T) {
+	is := is.New(t)
+	req := toolRequest("x", true)
+	original := `{"type":"object","properties":{"url":{"type":"string","format":"uri"}},"$comment":"caller's own"}`
+	lowered := `{"type":"object","properties":{"url":{"type":"string","description":"Schema notes: format: uri"}},"description":"Schema notes: $comment: caller's own"}`
+	req.Chat.Tools = []chat.Tool{{Name: "fetch", Parameters: []byte(original), UpstreamParameters: []byte(lowered)}}
+	body, err := postman.BuildBody(tokenConfig(t), req)
+	is.NoErr(err)
+	var b struct {
+		ClientTools struct {
+			ThirdParty map[string]struct {
+				Tools []struct {
+					Parameters json.RawMessage `json:"parameters"`
+				} `json:"tools"`
+			} `json:"thirdParty"`
+		} `json:"clientTools"`
+	}
+	is.NoErr(json.Unmarshal(body, &b))
+	is.Equal(len(b.ClientTools.ThirdParty), 1)
+	for _, g := range b.ClientTools.ThirdParty {
+		is.Equal(string(g.Tools[0].Parameters), lowered) // the lowered bytes, exactly
+	}
+	is.True(!strings.Contains(string(body), `"format"`)) // the caller's keyword never reaches the upstream
+
+	req.Chat.Tools[0].UpstreamParameters = nil
+	_, err = postman.BuildBody(tokenConfig(t), req)
+	is.True(errs.Has(err, errs.InternalError)) // a schema the ingress did not lower is never sent
+	is.True(errors.Is(err, ports.ErrNotSent))
 }

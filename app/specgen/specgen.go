@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"pmgate/domain/completion"
+	"pmgate/domain/conversation"
 	"pmgate/domain/correlation"
 	"pmgate/domain/fsm"
 )
@@ -25,7 +26,8 @@ type Machine struct {
 
 // Machines returns every declared machine, in a fixed order.
 func Machines() []Machine {
-	ms := []Machine{{Table: correlation.Table(), DOT: correlation.Graph()}}
+	ms := []Machine{{Table: correlation.Table(), DOT: correlation.Graph()},
+		{Table: conversation.Table(), DOT: conversation.Graph()}}
 	for _, r := range completion.Rules() {
 		ms = append(ms, Machine{Table: completion.Table(r), DOT: completion.Graph(r)})
 	}

@@ -18,6 +18,7 @@ import (
 
 	"pmgate/adapters/keyfile"
 	"pmgate/adapters/postman/pmconfig"
+	"pmgate/domain/conversation"
 	"pmgate/domain/correlation"
 	"pmgate/domain/errs"
 	"pmgate/domain/keyring"
@@ -41,6 +42,9 @@ type config struct {
 	policy          correlation.Policy
 	store           string
 	postgresURL     string
+	continuity      bool
+	anchorLimits    conversation.Limits
+	anchorPolicy    conversation.Policy
 	logLevel        slog.Level
 	logFormat       string
 	probeReport     string // PROBE_REPORT: a probe report for /health's upstream_verified
@@ -139,6 +143,21 @@ func loadConfig(getenv func(string) string) (config, error) {
 	bad(err)
 	c.limits.ResponseCacheBytes, err = intVar(getenv, "CORRELATION_RESPONSE_CACHE_BYTES", 8<<20, 0, 1<<30)
 	bad(err)
+	switch v := getenv("CONVERSATION_CONTINUITY"); v {
+	case "", "true":
+		c.continuity = true
+	case "false":
+	default:
+		bad(invalid("CONVERSATION_CONTINUITY", "must be true or false"))
+	}
+	convTTL, err := intVar(getenv, "CONVERSATION_TTL_MS", 1800000, 1000, 86400000)
+	bad(err)
+	c.anchorLimits.MaxAnchors, err = intVar(getenv, "CONVERSATION_MAX_ANCHORS", 10000, 1, 1000000)
+	bad(err)
+	// Tombstones live as long as the correlation's; a claim's hard deadline is
+	// that of a tool continuation: the request timeout plus a margin.
+	c.anchorPolicy = conversation.Policy{TTL: time.Duration(convTTL) * time.Millisecond,
+		ClaimTTL: c.policy.InflightTTL, TerminalTTL: c.policy.TerminalTTL}
 	switch v := getenv("LOG_LEVEL"); v {
 	case "", "info":
 		c.logLevel = slog.LevelInfo
@@ -216,6 +235,9 @@ func (c config) summary() map[string]string {
 	if c.postgresURL != "" {
 		m["correlation_postgres_url"] = "set"
 	}
+	m["conversation_continuity"] = strconv.FormatBool(c.continuity)
+	m["conversation_ttl"] = c.anchorPolicy.TTL.String()
+	m["conversation_max_anchors"] = strconv.Itoa(c.anchorLimits.MaxAnchors)
 	if c.probeReport != "" {
 		m["probe_report"] = "set"
 	}

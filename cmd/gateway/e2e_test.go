@@ -343,7 +343,7 @@ func TestValidationRefusalsNeverReachTheUpstream(t *testing.T) {
 		"image part":         {fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, testModel), 400, "unsupported_parameter"},
 		"unknown model":      {`{"model":"nope","messages":[{"role":"user","content":"hi"}]}`, 404, "model_not_found"},
 		"malformed JSON":     {`{"model":`, 400, "invalid_request"},
-		"pattern keyword":    {userBody("hi", false, `,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string","pattern":"x"}}}}}]`), 400, "unsupported_parameter"},
+		"not keyword":        {userBody("hi", false, `,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string","not":{"const":"x"}}}}}}]`), 400, "unsupported_parameter"},
 		"json_schema format": {userBody("hi", false, `,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{}}}`), 400, "unsupported_parameter"},
 	}
 	for name, c := range cases {

@@ -82,6 +82,9 @@ func TestTheProbePassesAgainstTheEmulatorInBothStrategies(t *testing.T) {
 			is.True(cont.WouldComplete[r.TerminalRule]) // the configured rule completes it
 			is.True(len(cont.TerminalEvidence) > 0)
 			is.True(r.Limits != nil && r.Limits.LongestAcceptedChars == 10000)
+			lc := r.Limits.Phase.Requests[len(r.Limits.Phase.Requests)-1]
+			is.Equal(r.Limits.Continuation, "accepted")   // continuity sends only the new message
+			is.True(lc.Upstream[0].ConversationIDPresent) // on the stored conversation
 			is.True(r.Shutdown.Clean)
 
 			// Never content, markers, ids, workspace, cookie or token.

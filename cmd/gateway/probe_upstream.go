@@ -86,6 +86,7 @@ func (p *probeUpstream) rule() string {
 func (p *probeUpstream) Chat(ctx context.Context, req ports.UpstreamRequest) (ports.Stream, error) {
 	d := &reportDispatch{ChatType: "USER_QUERY", Rule: p.rule(), EventTypes: map[string]int{},
 		TerminalEvidence: []string{}, WouldComplete: map[string]bool{}}
+	d.ConversationIDPresent = req.ConversationID != "" // a fresh turn continuing a conversation
 	if c := req.Continuation; c != nil {
 		d.ChatType = "TOOL_RESPONSE"
 		d.ConversationIDPresent, d.GroupIDPresent, d.ResultCount = c.ConversationID != "", c.UpstreamGroupID != "", len(c.Results)

@@ -19,6 +19,7 @@ import (
 	"pmgate/adapters/postman/pmconfig"
 	"pmgate/adapters/system"
 	"pmgate/app"
+	"pmgate/domain/conversation"
 	"pmgate/domain/correlation"
 	"pmgate/domain/errs"
 	"pmgate/ports"
@@ -101,6 +102,11 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 	}
 	svc := app.New(app.Config{WorkspaceID: cfg.upstream.WorkspaceID, Correlation: cfg.correlation, Policy: cfg.policy},
 		upstream, store, system.Clock{}, system.IDs{}, log)
+	var anchors anchorStore
+	if cfg.continuity {
+		anchors = openAnchors(cfg, store)
+		svc.WithAnchors(anchors, cfg.anchorPolicy)
+	}
 	keys := apiKeys(cfg)
 	handler := httpapi.NewServer(httpapi.Config{
 		Keys:               keys,
@@ -113,8 +119,9 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 		MaxConcurrent:      cfg.maxConcurrent,
 		RequestTimeout:     cfg.upstream.RequestTimeout,
 		CorrelationEnabled: cfg.correlation,
+		ToolSchemaPolicy:   cfg.upstream.ToolSchemaPolicy,
 		Health: func(ctx context.Context) map[string]any {
-			return map[string]any{"correlation": storeHealth(ctx, cfg, store)}
+			return map[string]any{"correlation": storeHealth(ctx, cfg, store), "conversation": anchorHealth(ctx, cfg, anchors)}
 		},
 		Verification: probeVerification(cfg, time.Now),
 	}, svc, log)
@@ -132,6 +139,13 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 		defer gw.wg.Done()
 		store.Run(runCtx, time.Second, system.Clock{}, log)
 	}()
+	if anchors != nil {
+		gw.wg.Add(1)
+		go func() {
+			defer gw.wg.Done()
+			sweepAnchors(runCtx, anchors, time.Second, log)
+		}()
+	}
 	if cfg.keysFile != "" {
 		gw.wg.Add(1)
 		go func() {
@@ -141,7 +155,7 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 	}
 	go func() { gw.served <- gw.srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String(), "strategy", string(cfg.upstream.Strategy),
-		"correlation_store", cfg.store, "principal_key_random", cfg.principalRandom)
+		"correlation_store", cfg.store, "principal_key_random", cfg.principalRandom, "conversation_continuity", cfg.continuity)
 	return gw, nil
 }
 
@@ -205,6 +219,68 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger) (store, error)
 		return pgstore.Open(ctx, cfg.postgresURL, cfg.limits, cfg.policy, log)
 	}
 	return memoryStore{memstore.New(cfg.limits, cfg.policy)}, nil
+}
+
+// anchorStore is the conversation anchor store of a running gateway.
+type anchorStore = ports.AnchorStore
+
+// sweepAnchors applies time to the anchors every interval until ctx ends
+// (several replicas may sweep one database at once: they take disjoint rows).
+// A failing sweep is logged when it starts and stops failing, not every tick.
+func sweepAnchors(ctx context.Context, st anchorStore, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			rep, err := st.Sweep(ctx, system.Clock{}.Now())
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return
+			case err != nil && !failing:
+				log.Warn("conversation sweep failed", "code", string(errs.CodeOf(err)))
+			case err == nil && rep.Expired+rep.Retired+rep.Removed > 0:
+				log.Info("conversation sweep", "expired", rep.Expired, "retired", rep.Retired, "removed", rep.Removed)
+			}
+			failing = err != nil
+		}
+	}
+}
+
+// openAnchors returns the anchor store beside the correlation store: in the
+// same PostgreSQL database (so every replica continues every conversation),
+// or in memory.
+func openAnchors(cfg config, st store) anchorStore {
+	if pg, ok := st.(*pgstore.Store); ok {
+		return pg.Anchors(cfg.anchorLimits, cfg.anchorPolicy)
+	}
+	return memstore.NewAnchors(cfg.anchorLimits, cfg.anchorPolicy)
+}
+
+// anchorHealth is the conversation part of /health: anchors per state, their
+// bytes and the limit — never an id.
+func anchorHealth(ctx context.Context, cfg config, st anchorStore) map[string]any {
+	h := map[string]any{"continuity": cfg.continuity}
+	if st == nil {
+		return h
+	}
+	c, err := st.Counts(ctx)
+	if err != nil {
+		h["state"], h["code"] = "unavailable", string(errs.CodeOf(err))
+		return h
+	}
+	states := map[string]int{}
+	for _, s := range conversation.States {
+		if s != conversation.Removed {
+			states[string(s)] = c.ByState[s]
+		}
+	}
+	h["state"], h["anchors_by_state"], h["anchors"] = "ok", states, c.Anchors
+	h["bytes"], h["max_anchors"], h["ttl_ms"] = c.Bytes, c.MaxAnchors, cfg.anchorPolicy.TTL.Milliseconds()
+	return h
 }
 
 // storeHealth is the correlation part of /health: counts per state and

@@ -3,6 +3,8 @@
 // and from these types; the core never sees JSON of either side.
 package chat
 
+import "bytes"
+
 // Role is a message author role after normalization.
 type Role string
 
@@ -38,12 +40,27 @@ type Message struct {
 }
 
 // Tool is one normalized function tool definition. Parameters is the JSON schema
-// exactly as the client sent it (raw JSON text, validated by the ingress).
+// exactly as the client sent it (raw JSON text, validated by the ingress); the
+// tools hash binds it. UpstreamParameters is its lowered form (domain/toolschema),
+// filled by the ingress: the only schema sent upstream and the one the
+// arguments the upstream produces are validated against. Both are nil for a
+// tool without parameters.
 type Tool struct {
-	Name        string
-	Description string
-	Parameters  []byte
-	Strict      *bool
+	Name               string
+	Description        string
+	Parameters         []byte
+	UpstreamParameters []byte
+	Strict             *bool
+}
+
+// Lowered returns the schema to send upstream and validate arguments against
+// (nil for a tool without parameters). ok is false for a tool whose schema
+// was never lowered: it must be neither sent nor trusted.
+func (t Tool) Lowered() (schema []byte, ok bool) {
+	if len(bytes.TrimSpace(t.UpstreamParameters)) == 0 {
+		return nil, len(bytes.TrimSpace(t.Parameters)) == 0
+	}
+	return t.UpstreamParameters, true
 }
 
 // ToolChoiceMode is the effective tool_choice.

@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"pmgate/domain/errs"
+	"pmgate/domain/toolschema"
 )
 
 // Strategy is the upstream transport strategy (design §3.1). It is closed: only
@@ -68,6 +69,7 @@ const (
 	EnvMaxQueryChars    = "POSTMAN_MAX_QUERY_CHARS"
 	EnvMaxToolsUpstream = "POSTMAN_MAX_TOOLS_UPSTREAM"
 	EnvParallelTools    = "POSTMAN_PARALLEL_TOOL_CALLS"
+	EnvToolSchemaPolicy = "TOOL_SCHEMA_POLICY"
 )
 
 // Defaults.
@@ -156,6 +158,9 @@ type Config struct {
 	MaxToolArgumentBytes int
 	MaxToolResultBytes   int
 	MaxTools             int
+	// ToolSchemaPolicy is how the ingress treats tool schema keywords outside
+	// the bounded vocabulary (docs/TOOL-SCHEMAS.md).
+	ToolSchemaPolicy toolschema.Policy
 
 	// MaxQueryChars bounds input.query in UTF-16 code units
 	// (POSTMAN_MAX_QUERY_CHARS).
@@ -244,6 +249,9 @@ func Parse(getenv func(string) string) (Config, error) {
 	add(c.parseLimits(getenv))
 	add(c.parseUpstreamConstraints(getenv))
 	if err := joinProblems(problems); err != nil {
+		return Config{}, err
+	}
+	if err := c.parseToolSchemaPolicy(getenv); err != nil {
 		return Config{}, err
 	}
 	return c, nil
@@ -532,6 +540,20 @@ func (c *Config) parseTerminalRule(getenv func(string) string) error {
 	default:
 		return refuse(EnvTerminalRule, "must be exactly explicit_only or usage_after_output_v1")
 	}
+	return nil
+}
+
+func (c *Config) parseToolSchemaPolicy(getenv func(string) string) error {
+	raw := getenv(EnvToolSchemaPolicy)
+	if raw == "" {
+		c.ToolSchemaPolicy = toolschema.DefaultPolicy
+		return nil
+	}
+	p, ok := toolschema.ParsePolicy(raw)
+	if !ok {
+		return refuse(EnvToolSchemaPolicy, "must be exactly lower or strict")
+	}
+	c.ToolSchemaPolicy = p
 	return nil
 }
 

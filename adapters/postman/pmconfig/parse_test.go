@@ -8,6 +8,7 @@ import (
 
 	"pmgate/adapters/postman/pmconfig"
 	"pmgate/domain/errs"
+	"pmgate/domain/toolschema"
 
 	"github.com/matryer/is"
 )
@@ -498,4 +499,18 @@ func TestEveryRefusalIsReportedAtOnce(t *testing.T) {
 		is.True(strings.Contains(err.Error(), v+":"))      // every broken variable is named
 		is.True(strings.Contains(errs.Redact(err), v+":")) // also in the redacted form
 	}
+}
+
+func TestToolSchemaPolicy(t *testing.T) {
+	is := is.New(t)
+	c := mustParse(t, webEnv())
+	is.Equal(c.ToolSchemaPolicy, toolschema.PolicyLower) // lower by default
+	is.Equal(c.Summary()["tool_schema_policy"], "lower") // shown by check-config
+	c = mustParse(t, tokenEnv().with(pmconfig.EnvToolSchemaPolicy, "strict"))
+	is.Equal(c.ToolSchemaPolicy, toolschema.PolicyStrict) // strict when asked
+	is.Equal(c.Summary()["tool_schema_policy"], "strict")
+	runRefusals(t, []refusal{
+		{"unknown policy", webEnv().with(pmconfig.EnvToolSchemaPolicy, "refuse"), pmconfig.EnvToolSchemaPolicy, "lower or strict"},
+		{"case differs", webEnv().with(pmconfig.EnvToolSchemaPolicy, "Lower"), pmconfig.EnvToolSchemaPolicy, "lower or strict"},
+	})
 }

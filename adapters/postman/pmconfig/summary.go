@@ -12,8 +12,9 @@ import (
 // Secrets and the workspace id appear only as "set" (never a value or a
 // length). Keys: strategy, host, chat_path, access_token or session_cookie,
 // workspace, models, model_map, user_agent, app_version, terminal_rule
-// (web_session only), request_timeout_ms, the max_* limits and
-// parallel_tool_calls (true, false, or client: the client's choice).
+// (web_session only), request_timeout_ms, the max_* limits,
+// parallel_tool_calls (true, false, or client: the client's choice) and
+// tool_schema_policy.
 func (c Config) Summary() map[string]string {
 	set := func(v string) string {
 		if v == "" {
@@ -39,6 +40,7 @@ func (c Config) Summary() map[string]string {
 		"max_tools":               strconv.Itoa(c.MaxTools),
 		"max_tool_argument_bytes": strconv.Itoa(c.MaxToolArgumentBytes),
 		"max_tool_result_bytes":   strconv.Itoa(c.MaxToolResultBytes),
+		"tool_schema_policy":      string(c.ToolSchemaPolicy),
 		"max_query_chars":         strconv.Itoa(c.MaxQueryChars),
 		"max_tools_upstream":      strconv.Itoa(c.MaxToolsUpstream),
 		"parallel_tool_calls":     string(c.ParallelToolCalls),

@@ -197,6 +197,39 @@ export function defineScenarios(t) {
     gatewaySent(o, { lastRole: "tool", count: 2 });
   });
 
+  test(name("multi-turn session continues its upstream conversation"), opts, async () => {
+    // The client resends its whole history every turn, echoing each answer as
+    // the SDK returned it; the gateway sends only the new user message, in the
+    // conversation the emulator holds (it numbers the turns it has seen).
+    const marks = [marker(), marker(), marker(), marker()];
+    const texts = [`hello ${marks[0]} #loop=0`, `tell me more ${marks[1]} #loop=0`, `weather in Oslo ${marks[2]}`, `thanks ${marks[3]} #loop=0`];
+    const tools = [weatherTool];
+    const messages = [{ role: "system", content: "You are terse. " + "Follow the rules. ".repeat(300) }];
+    for (let i = 0; i < texts.length; i++) {
+      messages.push({ role: "user", content: texts[i] });
+      for (;;) {
+        const c =
+          i % 2 === 1
+            ? await openai.chat.completions.stream({ model, messages, tools }).finalChatCompletion()
+            : await openai.chat.completions.create({ model, messages, tools });
+        const msg = c.choices[0].message;
+        messages.push(msg);
+        if (c.choices[0].finish_reason !== "tool_calls") {
+          if (i > 0 && i !== 2) {
+            const want = `Hello again from the pmgate emulator (turn ${i + 1} of this conversation). You said: ${texts[i]}`;
+            assert.equal(msg.content, want, "continued with only the new message");
+          }
+          break;
+        }
+        for (const call of msg.tool_calls) messages.push({ role: "tool", tool_call_id: call.id, content: `rain ${marks[2]}` });
+      }
+    }
+    const o = await observer.until({ marker: marks[0] });
+    assert.equal(o.emulator.user_query, 1, "the first turn's words reached the upstream once: the history was never re-sent");
+    const oslo = await observer.until({ marker: marks[2] });
+    assert.equal(oslo.emulator.tool_response, 1, "the tool loop inside the session was dispatched once");
+  });
+
   test(name("upstream failure mid-stream"), opts, async () => {
     const m = marker();
     const failModel = t.model("streamFail");

@@ -1,0 +1,168 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/cockroachdb/errors"
+
+	"pmgate/domain/canon"
+	"pmgate/domain/chat"
+	"pmgate/domain/conversation"
+	"pmgate/domain/errs"
+	"pmgate/ports"
+)
+
+// WithAnchors turns conversation continuity on (CONVERSATION_CONTINUITY): a
+// fresh turn that extends a transcript the gateway completed continues its
+// upstream conversation with only the new user messages. Call it before
+// serving; without it every fresh turn starts a new upstream conversation.
+func (g *Gateway) WithAnchors(s ports.AnchorStore, p conversation.Policy) *Gateway {
+	if s == nil {
+		panic("app: nil anchor store")
+	}
+	g.anchors, g.anchorPolicy = s, p
+	return g
+}
+
+// anchorClaim is the anchor a continued turn holds: settled exactly once.
+type anchorClaim struct {
+	hash    string
+	claimID string
+	convID  string
+}
+
+// planFresh decides how a fresh turn reaches the upstream: the continuation of
+// an anchored conversation (only the new user messages, the stored
+// conversation id, and the claim the turn must settle), or a new conversation
+// with the whole transcript. Every outcome is logged once, with the reason of
+// a fresh conversation and never an id. A store failure is a fresh
+// conversation: that is always correct, only costlier.
+func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request) (ports.UpstreamRequest, *anchorClaim) {
+	up := ports.UpstreamRequest{Chat: req}
+	if g.anchors == nil {
+		return up, nil
+	}
+	history, added, ok := conversation.Split(req.Messages)
+	if !ok {
+		g.logFresh(ctx, p, conversation.Decision{Reason: conversation.ReasonNoAnchor}, nil)
+		return up, nil
+	}
+	hash, err := conversation.TranscriptHash(history)
+	if err == nil {
+		var toolsHash, claimID string
+		if toolsHash, err = canon.ToolsHash(req.Tools, req.ToolChoice); err == nil {
+			claimID, err = g.ids.Token()
+		}
+		if err == nil {
+			var d conversation.Decision
+			var a conversation.Anchor
+			areq := conversation.Request{WorkspaceID: g.cfg.WorkspaceID, Model: req.Model, ToolsHash: toolsHash}
+			err = g.anchors.Update(ctx, p.ID, hash, func(an *conversation.Anchor) error {
+				var err error
+				d, err = an.Claim(g.clock.Now(), g.anchorPolicy, areq, claimID)
+				a = *an
+				return err
+			})
+			if errors.Is(err, conversation.ErrNoAnchor) {
+				d, err = conversation.LookupMissing(), nil
+			}
+			if err == nil {
+				if d.Effect != conversation.EffectContinue {
+					g.logFresh(ctx, p, d, nil)
+					return up, nil
+				}
+				g.log.InfoContext(ctx, "conversation: continued", "row", d.Row, "via", d.Via, "principal_slot", p.Slot,
+					"history_messages", len(history), "new_messages", len(added))
+				cont := req
+				cont.Messages = added
+				return ports.UpstreamRequest{Chat: cont, ConversationID: a.ConversationID},
+					&anchorClaim{hash: hash, claimID: claimID, convID: a.ConversationID}
+			}
+		}
+	}
+	g.logFresh(ctx, p, conversation.Decision{Reason: conversation.ReasonStoreUnavailable}, err)
+	return up, nil
+}
+
+func (g *Gateway) logFresh(ctx context.Context, p Principal, d conversation.Decision, err error) {
+	attrs := []any{"reason", string(d.Reason), "principal_slot", p.Slot}
+	if d.Row != "" {
+		attrs = append(attrs, "row", d.Row)
+	}
+	if d.Via != "" {
+		attrs = append(attrs, "via", d.Via)
+	}
+	level := slog.LevelInfo
+	if err != nil {
+		level = slog.LevelWarn
+		attrs = append(attrs, "code", string(errs.CodeOf(err)), "error", errs.Redact(err))
+	}
+	g.log.Log(ctx, level, "conversation: fresh", attrs...)
+}
+
+// settleAnchor settles the claim of a continued turn: Complete at a proven
+// end, ReleaseNotSent when the upstream provably never took the request,
+// Retire otherwise. A failure is logged; the anchor then stays CLAIMED until
+// its hard deadline retires it (never continued again: safe).
+func (g *Gateway) settleAnchor(ctx context.Context, p Principal, c *anchorClaim, ev conversation.Event) {
+	var d conversation.Decision
+	err := g.anchors.Update(context.WithoutCancel(ctx), p.ID, c.hash, func(a *conversation.Anchor) error {
+		var err error
+		now := g.clock.Now()
+		switch ev {
+		case conversation.Complete:
+			d, err = a.Complete(c.claimID, now, g.anchorPolicy)
+		case conversation.NotSent:
+			d, err = a.ReleaseNotSent(c.claimID, now, g.anchorPolicy)
+		default:
+			d, err = a.Retire(c.claimID, now, g.anchorPolicy)
+		}
+		return err
+	})
+	if err != nil {
+		g.log.WarnContext(ctx, "conversation settle failed", "event", string(ev), "code", string(errs.CodeOf(err)), "error", errs.Redact(err))
+		return
+	}
+	g.log.InfoContext(ctx, "conversation anchor", "row", d.Row, "from", string(d.From), "to", string(d.To), "principal_slot", p.Slot)
+}
+
+// recordAnchor anchors a text answer the gateway proved complete: the request's
+// messages plus the answer, as the client will echo them, under the upstream
+// conversation that now holds them. Failing to record only makes the next turn
+// a fresh conversation; the answer is not affected.
+func (g *Gateway) recordAnchor(ctx context.Context, p Principal, req chat.Request, text, convID string) {
+	if g.anchors == nil {
+		return
+	}
+	if convID == "" || text == "" {
+		g.log.InfoContext(ctx, "conversation not anchored", "reason", "no_conversation_id_or_text", "principal_slot", p.Slot)
+		return
+	}
+	transcript := append(append(make([]chat.Message, 0, len(req.Messages)+1), req.Messages...), conversation.Reply(text))
+	hash, err := conversation.TranscriptHash(transcript)
+	var toolsHash string
+	if err == nil {
+		toolsHash, err = canon.ToolsHash(req.Tools, req.ToolChoice)
+	}
+	if err == nil {
+		now := g.clock.Now()
+		err = g.anchors.Record(context.WithoutCancel(ctx), conversation.Anchor{
+			PrincipalID: p.ID, WorkspaceID: g.cfg.WorkspaceID, Model: req.Model, ToolsHash: toolsHash,
+			TranscriptHash: hash, TranscriptLength: len(transcript), ConversationID: convID,
+			State: conversation.Active, CreatedAt: now, ExpiresAt: now.Add(g.anchorPolicy.TTL),
+		}, now)
+	}
+	if err != nil {
+		reason := "store_unavailable"
+		switch {
+		case errors.Is(err, conversation.ErrBusy):
+			reason = "claimed"
+		case errors.Is(err, conversation.ErrFull):
+			reason = "full"
+		}
+		g.log.WarnContext(ctx, "conversation not anchored", "reason", reason, "code", string(errs.CodeOf(err)), "principal_slot", p.Slot)
+		return
+	}
+	g.log.DebugContext(ctx, "conversation anchored", "messages", len(transcript), "principal_slot", p.Slot)
+}

@@ -1,0 +1,73 @@
+// Package conversation is the pure core of conversation continuity: the anchor
+// record that maps a transcript the gateway completed to the upstream
+// conversation that holds it, the declared anchor machine, the rule that splits
+// a fresh request into "anchored history + new user messages", and the
+// capacity/expiry rules over many anchors (Registry). Time is always an
+// argument; nothing here reads a clock, locks, or performs I/O.
+//
+// docs/CONVERSATIONS.md describes the record, the machine and the decisions.
+package conversation
+
+import "time"
+
+// State is an anchor's lifecycle state.
+type State string
+
+// SafeValue marks states as safe for logs.
+func (State) SafeValue() {}
+
+// The five states of an anchor, plus Removed, the pseudo-state of a record that
+// does not exist (never stored; a lookup that finds nothing is answered from it).
+const (
+	Active   State = "ACTIVE"
+	Claimed  State = "CLAIMED"
+	Advanced State = "ADVANCED"
+	Retired  State = "RETIRED"
+	Expired  State = "EXPIRED"
+	Removed  State = "REMOVED"
+)
+
+// Terminal reports whether s is a tombstone state (kept until the terminal TTL,
+// then removed).
+func (s State) Terminal() bool { return s == Advanced || s == Retired || s == Expired }
+
+// Anchor is the record of one transcript the gateway completed: who may
+// continue it (principal, workspace, model, tools) and which upstream
+// conversation holds it. It is keyed by (PrincipalID, TranscriptHash): nothing
+// a client sends can name an anchor, and the conversation id never leaves the
+// gateway.
+type Anchor struct {
+	PrincipalID string
+	WorkspaceID string
+	Model       string
+	ToolsHash   string
+	// TranscriptHash is the canonical hash (TranscriptHash) of the request's
+	// messages plus the assistant message the gateway returned, as the client
+	// will echo them.
+	TranscriptHash   string
+	TranscriptLength int    // number of messages it covers
+	ConversationID   string // private upstream id; never logged, never shown
+	State            State
+	CreatedAt        time.Time
+	ExpiresAt        time.Time // end of ACTIVE (CONVERSATION_TTL_MS after CreatedAt)
+	// ClaimID is the random id of the one request continuing the anchor; set
+	// while CLAIMED (and kept afterwards for diagnosis), empty before.
+	ClaimID           string
+	ClaimExpiresAt    time.Time // hard deadline of the claim; zero unless CLAIMED
+	TerminalExpiresAt time.Time // zero unless a tombstone
+}
+
+// Key is the lookup key of an anchor.
+type Key struct{ PrincipalID, TranscriptHash string }
+
+// Key returns a's lookup key.
+func (a Anchor) Key() Key { return Key{a.PrincipalID, a.TranscriptHash} }
+
+// Bytes is the accounted size of an anchor: a fixed overhead plus every
+// variable string it keeps. Stores report the sum in their counts.
+func (a Anchor) Bytes() int {
+	return anchorOverhead + len(a.PrincipalID) + len(a.WorkspaceID) + len(a.Model) + len(a.ToolsHash) +
+		len(a.TranscriptHash) + len(a.ConversationID) + len(a.ClaimID)
+}
+
+const anchorOverhead = 160

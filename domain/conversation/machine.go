@@ -1,0 +1,414 @@
+package conversation
+
+import (
+	"context"
+	"reflect"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/qmuntal/stateless"
+
+	"pmgate/domain/fsm"
+)
+
+// Event is a trigger of the anchor machine.
+type Event string
+
+// SafeValue marks events as safe for logs.
+func (Event) SafeValue() {}
+
+// Events of the anchor machine. Continue and the *Mismatch events are the
+// classified lookup of an ACTIVE anchor by a fresh request (see Anchor.Claim);
+// Lookup is that request meeting an anchor in any other state; the others are
+// the outcome of the continued turn, the store's decisions and time.
+const (
+	Continue          Event = "Continue"
+	ModelMismatch     Event = "ModelMismatch"
+	ToolsMismatch     Event = "ToolsMismatch"
+	WorkspaceMismatch Event = "WorkspaceMismatch"
+	Lookup            Event = "Lookup"
+	Complete          Event = "Complete"
+	NotSent           Event = "NotSent"
+	Ambiguous         Event = "Ambiguous"
+	Deadline          Event = "Deadline"
+	Drop              Event = "Drop"
+	TombstoneElapsed  Event = "TombstoneElapsed"
+)
+
+// Effect is what a caller must do after a row was applied.
+type Effect string
+
+// SafeValue marks effects as safe for logs.
+func (Effect) SafeValue() {}
+
+// Effects of rows.
+const (
+	// EffectContinue: the claim was won; send only the new user messages, in
+	// the anchor's upstream conversation.
+	EffectContinue Effect = "continue"
+	// EffectFresh: start a fresh upstream conversation with the whole
+	// transcript, for the row's Reason; the anchor did not change.
+	EffectFresh Effect = "fresh"
+	// EffectTransition: the anchor's state changed.
+	EffectTransition Effect = "transition"
+	// EffectKeep: nothing changed (a claimed anchor is never dropped; the newer
+	// anchor is not recorded instead).
+	EffectKeep Effect = "keep"
+)
+
+// Reason says why a fresh request did not continue an upstream conversation.
+// Reasons are logged; they never carry an id.
+type Reason string
+
+// SafeValue marks reasons as safe for logs.
+func (Reason) SafeValue() {}
+
+// Reasons of a fresh conversation.
+const (
+	// ReasonNoAnchor: nothing to continue — the request has no assistant answer
+	// before its trailing user messages (a first turn).
+	ReasonNoAnchor Reason = "no_anchor"
+	// ReasonHistoryChanged: the history before the new user messages matches no
+	// anchor of this principal: edited, truncated or re-ordered messages, a
+	// changed system prompt — or an anchor this gateway no longer holds
+	// (removed after its tombstone TTL, dropped for capacity, or never
+	// recorded).
+	ReasonHistoryChanged   Reason = "history_changed"
+	ReasonModelChanged     Reason = "model_changed"
+	ReasonToolsChanged     Reason = "tools_changed"
+	ReasonWorkspaceChanged Reason = "workspace_changed"
+	// ReasonExpired: the anchor outlived CONVERSATION_TTL_MS.
+	ReasonExpired Reason = "expired"
+	// ReasonRaced: another request is continuing the same anchor right now.
+	ReasonRaced Reason = "raced"
+	// ReasonAlreadyContinued: the anchor was continued before, with other new
+	// messages (a regenerated or edited last user message): the upstream
+	// conversation has moved past the history the client sent.
+	ReasonAlreadyContinued Reason = "already_continued"
+	// ReasonRetired: an earlier continuation of the anchor may have reached the
+	// upstream without an answer the client saw.
+	ReasonRetired Reason = "retired"
+	// ReasonStoreUnavailable: the anchor store could not be asked; starting
+	// fresh is always correct.
+	ReasonStoreUnavailable Reason = "store_unavailable"
+)
+
+type row struct {
+	id     string
+	from   State
+	on     Event
+	to     State
+	effect Effect
+	reason Reason
+	result string
+}
+
+// rows is the one declaration of the anchor machine. The stateless machine,
+// the spec, the audit and the exhaustive test's row lookup derive from it.
+var rows = []row{
+	{"A01", Active, Continue, Claimed, EffectContinue, "", "store a random claim id and the claim's hard deadline; send only the new user messages with the stored conversation id"},
+	{"A02", Active, ModelMismatch, Active, EffectFresh, ReasonModelChanged, "fresh conversation with the whole transcript; anchor unchanged"},
+	{"A03", Active, ToolsMismatch, Active, EffectFresh, ReasonToolsChanged, "fresh conversation with the whole transcript; anchor unchanged"},
+	{"A04", Active, WorkspaceMismatch, Active, EffectFresh, ReasonWorkspaceChanged, "fresh conversation with the whole transcript; anchor unchanged"},
+	{"A05", Active, Deadline, Expired, EffectTransition, "", "CONVERSATION_TTL_MS passed; tombstone retained"},
+	{"A06", Active, Drop, Removed, EffectTransition, "", "superseded by a newer anchor of the same transcript, or the oldest ACTIVE anchor dropped for capacity"},
+	{"A07", Claimed, Lookup, Claimed, EffectFresh, ReasonRaced, "another request holds the claim: fresh conversation (correct, only costlier)"},
+	{"A08", Claimed, Complete, Advanced, EffectTransition, "", "the continued turn was proven complete; its extended transcript gets a new anchor"},
+	{"A09", Claimed, NotSent, Active, EffectTransition, "", "the transport proved nothing was sent: claim cleared, the anchor may be continued again"},
+	{"A10", Claimed, Ambiguous, Retired, EffectTransition, "", "sent, outcome unknown: the upstream conversation may hold an unanswered message; never continued again"},
+	{"A11", Claimed, Deadline, Retired, EffectTransition, "", "the claim's hard deadline passed (the replica died mid-turn): never continued again"},
+	{"A12", Claimed, Drop, Claimed, EffectKeep, "", "a claimed anchor is never dropped; the newer anchor is not recorded"},
+	{"A13", Advanced, Lookup, Advanced, EffectFresh, ReasonAlreadyContinued, "fresh conversation: the upstream conversation has moved past this history"},
+	{"A14", Advanced, TombstoneElapsed, Removed, EffectTransition, "", "record removed"},
+	{"A15", Advanced, Drop, Removed, EffectTransition, "", "tombstone superseded or dropped for capacity"},
+	{"A16", Retired, Lookup, Retired, EffectFresh, ReasonRetired, "fresh conversation"},
+	{"A17", Retired, TombstoneElapsed, Removed, EffectTransition, "", "record removed"},
+	{"A18", Retired, Drop, Removed, EffectTransition, "", "tombstone superseded or dropped for capacity"},
+	{"A19", Expired, Lookup, Expired, EffectFresh, ReasonExpired, "fresh conversation"},
+	{"A20", Expired, TombstoneElapsed, Removed, EffectTransition, "", "record removed"},
+	{"A21", Expired, Drop, Removed, EffectTransition, "", "tombstone superseded or dropped for capacity"},
+	{"A22", Removed, Lookup, Removed, EffectFresh, ReasonHistoryChanged, "no anchor for this history: fresh conversation"},
+}
+
+// States lists every state in declaration order.
+var States = []State{Active, Claimed, Advanced, Retired, Expired, Removed}
+
+// Events lists every event in declaration order.
+var Events = []Event{Continue, ModelMismatch, ToolsMismatch, WorkspaceMismatch, Lookup, Complete, NotSent,
+	Ambiguous, Deadline, Drop, TombstoneElapsed}
+
+// MachineName is the name of the anchor machine in spec/ and the audit.
+const MachineName = "conversation"
+
+// Table returns the neutral declaration of the anchor machine.
+func Table() fsm.Table {
+	t := fsm.Table{
+		Name:     MachineName,
+		Title:    "Conversation anchor machine",
+		Initial:  string(Active),
+		Terminal: []string{string(Advanced), string(Retired), string(Expired), string(Removed)},
+		Notes: []string{
+			"An anchor is recorded ACTIVE after a proven completion with a known upstream conversation id (a text answer, or the final answer of a tool loop), keyed by (principal, canonical hash of the transcript as the client will echo it).",
+			"`REMOVED` is a pseudo-state: the record does not exist (never recorded, removed after the terminal TTL, or dropped). It is never stored; a lookup that finds nothing is answered from it.",
+			"A fresh request is looked up only when its messages are a history ending in an assistant answer followed by one or more `user` messages; a request without such a history starts fresh with `no_anchor` and applies no row.",
+			"Lookups are classified by `Anchor.Claim`: first an overdue time event is applied (ACTIVE past its TTL → `A05`, CLAIMED past its hard deadline → `A11`, a tombstone past the terminal TTL → removed), then an ACTIVE anchor is checked for workspace, model and tools in that order (`Continue` when all match); every other state takes `Lookup`.",
+			"A pair (state, event) without a row is an illegal transition: the machine returns an error marked `conversation.ErrIllegalTransition` and changes nothing.",
+			"Every transition runs inside the store's update closure on a copy; the copy is written only when the closure succeeds.",
+		},
+	}
+	for _, s := range States {
+		t.States = append(t.States, string(s))
+	}
+	for _, r := range rows {
+		res := string(r.effect)
+		if r.reason != "" {
+			res += " `" + string(r.reason) + "`"
+		}
+		res += ": " + r.result
+		t.Rows = append(t.Rows, fsm.Row{ID: r.id, From: string(r.from), On: string(r.on), To: string(r.to), Result: res, Ref: "docs/CONVERSATIONS.md"})
+	}
+	return t
+}
+
+// ErrIllegalTransition marks an event that has no row in the anchor's state.
+var ErrIllegalTransition = errors.New("conversation: illegal transition")
+
+// Policy holds the TTLs the machine applies when it enters a state.
+type Policy struct {
+	TTL         time.Duration // lifetime of an ACTIVE anchor (CONVERSATION_TTL_MS)
+	ClaimTTL    time.Duration // hard deadline of a claim (request timeout + margin)
+	TerminalTTL time.Duration // tombstone retention
+}
+
+// Decision is the outcome of applying one row.
+type Decision struct {
+	Row    string
+	From   State
+	To     State
+	Event  Event
+	Effect Effect
+	// Reason is set on EffectFresh rows.
+	Reason Reason
+	// Via is the row of the time event applied first by the same lookup
+	// (expiry, a claim's deadline, tombstone removal), or "".
+	Via string
+}
+
+// firing carries the parameters of one transition to the entry actions.
+type firing struct {
+	a       *Anchor
+	now     time.Time
+	policy  Policy
+	claimID string
+}
+
+type ctxKey struct{}
+
+// machine is built once from rows and shared: immutable after build, fired in
+// immediate mode, with the state in the anchor reached through the context, so
+// concurrent use on different anchors is safe.
+var machine = build()
+
+var rowIndex = func() map[[2]string]row {
+	m := make(map[[2]string]row, len(rows))
+	for _, r := range rows {
+		m[[2]string{string(r.from), string(r.on)}] = r
+	}
+	return m
+}()
+
+func anchorOf(ctx context.Context) *Anchor {
+	a, _ := ctx.Value(ctxKey{}).(*Anchor)
+	return a
+}
+
+func build() *stateless.StateMachine {
+	sm := stateless.NewStateMachineWithExternalStorage(
+		func(ctx context.Context) (stateless.State, error) {
+			if a := anchorOf(ctx); a != nil {
+				return a.State, nil
+			}
+			return Active, nil // ToGraph draws the initial arrow from here
+		},
+		func(ctx context.Context, s stateless.State) error {
+			anchorOf(ctx).State = s.(State)
+			return nil
+		},
+		stateless.FiringImmediate)
+	for _, e := range Events {
+		sm.SetTriggerParameters(e, reflect.TypeOf(&firing{}))
+	}
+	for _, s := range States {
+		cfg := sm.Configure(s)
+		for _, r := range rows {
+			if r.from != s {
+				continue
+			}
+			if r.to == r.from {
+				cfg.InternalTransition(r.on, noMutation)
+			} else {
+				cfg.Permit(r.on, r.to)
+			}
+		}
+	}
+	sm.Configure(Claimed).OnEntryFrom(Continue, recordClaim)
+	sm.Configure(Active).OnEntryFrom(NotSent, clearClaim)
+	for _, s := range []State{Advanced, Retired, Expired} {
+		sm.Configure(s).OnEntry(startTombstone)
+	}
+	sm.OnUnhandledTrigger(func(_ context.Context, s stateless.State, t stateless.Trigger, _ []string) error {
+		return errors.WithHint(
+			errors.Mark(errors.Newf("conversation: %s not permitted in %s", t.(Event), s.(State)), ErrIllegalTransition),
+			"the anchor is not in a state that accepts this event")
+	})
+	return sm
+}
+
+func noMutation(context.Context, ...any) error { return nil }
+
+func recordClaim(_ context.Context, args ...any) error {
+	f := args[0].(*firing)
+	f.a.ClaimID = f.claimID
+	f.a.ClaimExpiresAt = f.now.Add(f.policy.ClaimTTL)
+	return nil
+}
+
+func clearClaim(_ context.Context, args ...any) error {
+	f := args[0].(*firing)
+	f.a.ClaimID = ""
+	f.a.ClaimExpiresAt = time.Time{}
+	return nil
+}
+
+func startTombstone(_ context.Context, args ...any) error {
+	f := args[0].(*firing)
+	f.a.TerminalExpiresAt = f.now.Add(f.policy.TerminalTTL)
+	f.a.ClaimExpiresAt = time.Time{}
+	return nil
+}
+
+// apply fires ev on a and returns the applied row.
+func apply(a *Anchor, ev Event, f *firing) (Decision, error) {
+	from := a.State
+	r, ok := rowIndex[[2]string{string(from), string(ev)}]
+	f.a = a
+	ctx := context.WithValue(context.Background(), ctxKey{}, a)
+	if err := machine.FireCtx(ctx, ev, f); err != nil {
+		return Decision{}, err
+	}
+	if !ok { // the machine accepted an event the table does not declare: mis-wiring
+		return Decision{}, errors.AssertionFailedf("conversation: fired undeclared %s in %s", ev, from)
+	}
+	d := Decision{Row: r.id, From: from, To: a.State, Event: ev, Effect: r.effect}
+	if r.effect == EffectFresh {
+		d.Reason = r.reason
+	}
+	return d, nil
+}
+
+// Graph returns the DOT rendering of the anchor machine, from stateless.
+func Graph() string { return machine.ToGraph() }
+
+// Request is what a fresh request brings to the anchor it found: the
+// settings it must share with the anchored turn.
+type Request struct {
+	WorkspaceID string
+	Model       string
+	ToolsHash   string
+}
+
+// Claim classifies one lookup of a by a fresh request and applies the row:
+// an overdue time event first, then Continue (the claim is won under claimID),
+// a mismatch, or Lookup in any state but ACTIVE.
+func (a *Anchor) Claim(now time.Time, p Policy, req Request, claimID string) (Decision, error) {
+	var via string
+	if ev, due := a.Due(now); due {
+		d, err := apply(a, ev, &firing{now: now, policy: p})
+		if err != nil {
+			return Decision{}, err
+		}
+		via = d.Row
+	}
+	ev := Lookup
+	if a.State == Active {
+		switch {
+		case req.WorkspaceID != a.WorkspaceID:
+			ev = WorkspaceMismatch
+		case req.Model != a.Model:
+			ev = ModelMismatch
+		case req.ToolsHash != a.ToolsHash:
+			ev = ToolsMismatch
+		default:
+			ev = Continue
+		}
+	}
+	d, err := apply(a, ev, &firing{now: now, policy: p, claimID: claimID})
+	d.Via = via
+	return d, err
+}
+
+// LookupMissing answers a lookup that found no anchor: the REMOVED row.
+func LookupMissing() Decision {
+	a := Anchor{State: Removed}
+	d, err := apply(&a, Lookup, &firing{})
+	if err != nil {
+		panic(err) // the row is declared; failing here is mis-wiring
+	}
+	return d
+}
+
+// ErrStaleClaim marks a settlement by a request whose claim is no longer the
+// anchor's (its deadline passed and the anchor moved on).
+var ErrStaleClaim = errors.New("conversation: the claim is no longer held")
+
+func (a *Anchor) settle(claimID string, ev Event, now time.Time, p Policy) (Decision, error) {
+	if a.State == Claimed && a.ClaimID != claimID {
+		return Decision{}, errors.Mark(errors.New("conversation: settled by another claim"), ErrStaleClaim)
+	}
+	return apply(a, ev, &firing{now: now, policy: p})
+}
+
+// Complete records the proven end of the continued turn of claimID.
+func (a *Anchor) Complete(claimID string, now time.Time, p Policy) (Decision, error) {
+	return a.settle(claimID, Complete, now, p)
+}
+
+// ReleaseNotSent returns the anchor to ACTIVE after a failure that proves
+// nothing reached the upstream.
+func (a *Anchor) ReleaseNotSent(claimID string, now time.Time, p Policy) (Decision, error) {
+	return a.settle(claimID, NotSent, now, p)
+}
+
+// Retire records a failure after the continuation may have been sent.
+func (a *Anchor) Retire(claimID string, now time.Time, p Policy) (Decision, error) {
+	return a.settle(claimID, Ambiguous, now, p)
+}
+
+// Drop removes the anchor to make room or because a newer anchor of the same
+// transcript supersedes it; a claimed anchor stays (EffectKeep).
+func (a *Anchor) Drop(now time.Time, p Policy) (Decision, error) {
+	return apply(a, Drop, &firing{now: now, policy: p})
+}
+
+// Due reports which time event, if any, is due for a at now.
+func (a Anchor) Due(now time.Time) (Event, bool) {
+	switch {
+	case a.State == Active && !now.Before(a.ExpiresAt):
+		return Deadline, true
+	case a.State == Claimed && !a.ClaimExpiresAt.IsZero() && !now.Before(a.ClaimExpiresAt):
+		return Deadline, true
+	case a.State.Terminal() && !now.Before(a.TerminalExpiresAt):
+		return TombstoneElapsed, true
+	}
+	return "", false
+}
+
+// Tick applies the time event due at now, if any. ok is false when nothing was due.
+func (a *Anchor) Tick(now time.Time, p Policy) (d Decision, ok bool, err error) {
+	ev, due := a.Due(now)
+	if !due {
+		return Decision{}, false, nil
+	}
+	d, err = apply(a, ev, &firing{now: now, policy: p})
+	return d, err == nil, err
+}

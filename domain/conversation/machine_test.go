@@ -1,0 +1,197 @@
+package conversation_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/matryer/is"
+
+	"pmgate/domain/chat"
+	"pmgate/domain/conversation"
+)
+
+// model is the hand-written reference of the anchor machine, written from the
+// issue's description and deliberately not derived from the rows.
+func model(s conversation.State, e conversation.Event) (conversation.State, conversation.Effect, conversation.Reason, bool) {
+	c := conversation.Continue
+	switch s {
+	case conversation.Active:
+		switch e {
+		case c:
+			return conversation.Claimed, conversation.EffectContinue, "", true
+		case conversation.ModelMismatch:
+			return s, conversation.EffectFresh, conversation.ReasonModelChanged, true
+		case conversation.ToolsMismatch:
+			return s, conversation.EffectFresh, conversation.ReasonToolsChanged, true
+		case conversation.WorkspaceMismatch:
+			return s, conversation.EffectFresh, conversation.ReasonWorkspaceChanged, true
+		case conversation.Deadline:
+			return conversation.Expired, conversation.EffectTransition, "", true
+		case conversation.Drop:
+			return conversation.Removed, conversation.EffectTransition, "", true
+		}
+	case conversation.Claimed:
+		switch e {
+		case conversation.Lookup:
+			return s, conversation.EffectFresh, conversation.ReasonRaced, true
+		case conversation.Complete:
+			return conversation.Advanced, conversation.EffectTransition, "", true
+		case conversation.NotSent:
+			return conversation.Active, conversation.EffectTransition, "", true
+		case conversation.Ambiguous, conversation.Deadline:
+			return conversation.Retired, conversation.EffectTransition, "", true
+		case conversation.Drop:
+			return s, conversation.EffectKeep, "", true
+		}
+	case conversation.Advanced, conversation.Retired, conversation.Expired:
+		switch e {
+		case conversation.Lookup:
+			return s, conversation.EffectFresh, map[conversation.State]conversation.Reason{
+				conversation.Advanced: conversation.ReasonAlreadyContinued, conversation.Retired: conversation.ReasonRetired,
+				conversation.Expired: conversation.ReasonExpired}[s], true
+		case conversation.TombstoneElapsed, conversation.Drop:
+			return conversation.Removed, conversation.EffectTransition, "", true
+		}
+	case conversation.Removed:
+		if e == conversation.Lookup {
+			return s, conversation.EffectFresh, conversation.ReasonHistoryChanged, true
+		}
+	}
+	return s, "", "", false
+}
+
+func TestEveryStateAndEventMatchesTheHandWrittenModel(t *testing.T) {
+	declared := 0
+	for _, s := range conversation.States {
+		for _, e := range conversation.Events {
+			t.Run(string(s)+"/"+string(e), func(t *testing.T) {
+				is := is.New(t)
+				a := anchor("p", "h", t0)
+				a.State = s
+				d, err := a.Fire(e, t0, policy)
+				to, effect, reason, ok := model(s, e)
+				if !ok {
+					is.True(errors.Is(err, conversation.ErrIllegalTransition)) // undeclared pairs are illegal
+					is.Equal(a.State, s)                                       // and change nothing
+					return
+				}
+				declared++
+				is.NoErr(err)
+				is.Equal(d.To, to)         // next state as the model says
+				is.Equal(a.State, to)      // held by the record
+				is.Equal(d.Effect, effect) // effect as the model says
+				is.Equal(d.Reason, reason) // and the reason of a fresh conversation
+				record(t.Name(), d)
+			})
+		}
+	}
+	if declared != len(conversation.Table().Rows) {
+		t.Fatalf("model declares %d pairs, table has %d rows", declared, len(conversation.Table().Rows))
+	}
+}
+
+func TestTheTableIsWellFormed(t *testing.T) {
+	is := is.New(t)
+	is.NoErr(conversation.Table().Validate())
+	is.True(conversation.Graph() != "") // stateless draws it
+}
+
+func TestAClaimIsWonOnceAndSettledOnlyByItsHolder(t *testing.T) {
+	is := is.New(t)
+	a := anchor("p", "h", t0)
+	d, err := a.Claim(t0.Add(time.Minute), policy, req, "claim-1")
+	is.NoErr(err)
+	record(t.Name(), d)
+	is.Equal(d.Effect, conversation.EffectContinue)                        // the first matching request continues
+	is.Equal(a.ClaimID, "claim-1")                                         // under its claim id
+	is.True(a.ClaimExpiresAt.Equal(t0.Add(time.Minute + policy.ClaimTTL))) // with a hard deadline
+	d, err = a.Claim(t0.Add(time.Minute), policy, req, "claim-2")
+	is.NoErr(err)
+	record(t.Name(), d)
+	is.Equal(d.Reason, conversation.ReasonRaced) // the second one starts fresh
+	_, err = a.Complete("claim-2", t0, policy)
+	is.True(errors.Is(err, conversation.ErrStaleClaim)) // only the holder settles
+	d, err = a.Complete("claim-1", t0.Add(2*time.Minute), policy)
+	is.NoErr(err)
+	record(t.Name(), d)
+	is.Equal(a.State, conversation.Advanced)                                       // completed
+	is.True(a.TerminalExpiresAt.Equal(t0.Add(2*time.Minute + policy.TerminalTTL))) // tombstone TTL starts
+	d, err = a.Claim(t0.Add(3*time.Minute), policy, req, "claim-3")
+	is.NoErr(err)
+	record(t.Name(), d)
+	is.Equal(d.Reason, conversation.ReasonAlreadyContinued) // never continued twice
+}
+
+func TestALookupAppliesTimeFirst(t *testing.T) {
+	is := is.New(t)
+	a := anchor("p", "h", t0)
+	d, err := a.Claim(a.ExpiresAt, policy, req, "c")
+	is.NoErr(err)
+	record(t.Name(), d)
+	is.Equal(d.Via, "A05")                         // exactly at the TTL the anchor expires
+	is.Equal(d.Reason, conversation.ReasonExpired) // and the request starts fresh
+
+	b := anchor("p", "h", t0)
+	_, err = b.Claim(t0, policy, req, "c")
+	is.NoErr(err)
+	d, err = b.Claim(b.ClaimExpiresAt, policy, req, "c2")
+	is.NoErr(err)
+	record(t.Name(), d)
+	is.Equal(d.Via, "A11")                         // a claim past its deadline retires the anchor
+	is.Equal(d.Reason, conversation.ReasonRetired) // which is never continued again
+	_, err = b.ReleaseNotSent("c", b.ClaimExpiresAt, policy)
+	is.True(errors.Is(err, conversation.ErrIllegalTransition)) // and can never come back
+}
+
+func TestAMismatchStartsFreshAndKeepsTheAnchor(t *testing.T) {
+	is := is.New(t)
+	for _, tc := range []struct {
+		req    conversation.Request
+		reason conversation.Reason
+	}{
+		{conversation.Request{WorkspaceID: "ws", Model: "other", ToolsHash: "tools"}, conversation.ReasonModelChanged},
+		{conversation.Request{WorkspaceID: "ws", Model: "m", ToolsHash: "other"}, conversation.ReasonToolsChanged},
+		{conversation.Request{WorkspaceID: "other", Model: "other", ToolsHash: "tools"}, conversation.ReasonWorkspaceChanged},
+	} {
+		a := anchor("p", "h", t0)
+		d, err := a.Claim(t0, policy, tc.req, "c")
+		is.NoErr(err)
+		record(t.Name(), d)
+		is.Equal(d.Reason, tc.reason)          // the reason names what changed
+		is.Equal(a.State, conversation.Active) // and the anchor stays for the original settings
+	}
+}
+
+func str(s string) *string { return &s }
+
+func TestSplitFindsTheNewUserMessagesAfterAnAnswer(t *testing.T) {
+	is := is.New(t)
+	sys := chat.Message{Role: chat.RoleSystem, Content: str("be brief")}
+	u1 := chat.Message{Role: chat.RoleUser, Content: str("hi")}
+	a1 := conversation.Reply("hello")
+	u2 := chat.Message{Role: chat.RoleUser, Content: str("more")}
+	u3 := chat.Message{Role: chat.RoleUser, Content: str("and more")}
+
+	h, added, ok := conversation.Split([]chat.Message{sys, u1, a1, u2, u3})
+	is.True(ok)
+	is.Equal(len(h), 3)     // the history ends with the answer
+	is.Equal(len(added), 2) // every trailing user message is new
+
+	_, _, ok = conversation.Split([]chat.Message{sys, u1})
+	is.True(!ok) // a first turn has nothing to continue
+	_, _, ok = conversation.Split([]chat.Message{sys, u1, a1})
+	is.True(!ok) // no new user message
+	calls := chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "x", Name: "f", Arguments: "{}"}}}
+	_, _, ok = conversation.Split([]chat.Message{u1, calls, u2})
+	is.True(!ok) // tool calls the client never answered are no anchored answer
+	tool := chat.Message{Role: chat.RoleTool, ToolCallID: "x", Content: str("r")}
+	_, _, ok = conversation.Split([]chat.Message{u1, calls, tool, u2})
+	is.True(!ok) // nor are tool results
+
+	x, err := conversation.TranscriptHash([]chat.Message{sys, u1, a1})
+	is.NoErr(err)
+	y, err := conversation.TranscriptHash(h)
+	is.NoErr(err)
+	is.Equal(x, y) // the history hashes like the transcript the gateway anchored
+}

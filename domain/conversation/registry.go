@@ -1,0 +1,259 @@
+package conversation
+
+import (
+	"container/list"
+	"sort"
+	"time"
+
+	"github.com/cockroachdb/errors"
+)
+
+// Limits bound the anchors a store keeps.
+type Limits struct {
+	MaxAnchors int // stored records, tombstones included (CONVERSATION_MAX_ANCHORS)
+}
+
+// Counts reports anchors per state and their accounted bytes, without ids.
+type Counts struct {
+	ByState    map[State]int
+	Anchors    int
+	Bytes      int
+	MaxAnchors int
+}
+
+// SweepReport counts what one sweep changed.
+type SweepReport struct {
+	Expired int
+	Retired int
+	Removed int
+}
+
+// Errors of Record and Update. None reaches a client: a request that cannot
+// use or record an anchor is simply a fresh conversation.
+var (
+	// ErrNoAnchor: no anchor under the key (Update).
+	ErrNoAnchor = errors.New("conversation: no anchor")
+	// ErrBusy: a claimed anchor holds the key; the newer one is not recorded.
+	ErrBusy = errors.New("conversation: the transcript's anchor is claimed")
+	// ErrFull: every stored anchor is claimed; nothing can make room.
+	ErrFull = errors.New("conversation: every anchor is claimed")
+)
+
+// Registry is the pure in-memory model of many anchors: recording with
+// capacity, lookup by key, updates through a closure on a copy, time and
+// accounting. It is not safe for concurrent use: a store adapter serializes
+// access. Every state change goes through the anchor machine.
+//
+// Besides the map it keeps the anchors of each class (ACTIVE, CLAIMED,
+// tombstones) in the order they entered it, so that choosing what to drop
+// when full costs O(1) whatever CONVERSATION_MAX_ANCHORS is.
+type Registry struct {
+	limits  Limits
+	policy  Policy
+	anchors map[Key]*entry
+	order   [3]*list.List // by class: entry order
+	byState map[State]int
+	bytes   int
+}
+
+type entry struct {
+	a   Anchor
+	pos *list.Element // in order[class(a.State)]
+}
+
+// Classes of the entry order.
+const (
+	classTombstone = iota
+	classActive
+	classClaimed
+)
+
+func class(s State) int {
+	switch s {
+	case Active:
+		return classActive
+	case Claimed:
+		return classClaimed
+	}
+	return classTombstone
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry(l Limits, p Policy) *Registry {
+	r := &Registry{limits: l, policy: p, anchors: map[Key]*entry{}, byState: map[State]int{}}
+	for i := range r.order {
+		r.order[i] = list.New()
+	}
+	return r
+}
+
+// Policy returns the registry's TTL policy.
+func (r *Registry) Policy() Policy { return r.policy }
+
+// Record stores a (state ACTIVE). An anchor already under a's key is dropped
+// first (a claimed one is kept and a is refused with ErrBusy). While the
+// registry is full it drops the tombstone that became one longest ago, else
+// the ACTIVE anchor that became active longest ago; a claimed anchor is never
+// dropped, and when every anchor is claimed a is refused with ErrFull. Time
+// is not applied here (lookups and the periodic sweep do that). It returns
+// the decisions applied to other anchors.
+func (r *Registry) Record(a Anchor, now time.Time) ([]Decision, error) {
+	if a.State != Active || a.PrincipalID == "" || a.TranscriptHash == "" || a.ConversationID == "" {
+		return nil, errors.AssertionFailedf("conversation: a recorded anchor must be ACTIVE, keyed and carry a conversation id")
+	}
+	var ds []Decision
+	drop := func(k Key) (Decision, error) {
+		d, err := r.update(k, func(c *Anchor) (Decision, error) { return c.Drop(now, r.policy) })
+		if err == nil {
+			ds = append(ds, d)
+		}
+		return d, err
+	}
+	k := a.Key()
+	if _, ok := r.anchors[k]; ok {
+		d, err := drop(k)
+		if err != nil {
+			return ds, err
+		}
+		if d.Effect == EffectKeep {
+			return ds, errors.Mark(errors.New("conversation: anchor claimed"), ErrBusy)
+		}
+	}
+	for len(r.anchors) >= r.limits.MaxAnchors {
+		victim := r.order[classTombstone].Front()
+		if victim == nil {
+			victim = r.order[classActive].Front()
+		}
+		if victim == nil { // every anchor is claimed: the oldest claim is kept (row A12)
+			if _, err := drop(r.order[classClaimed].Front().Value.(Key)); err != nil {
+				return ds, err
+			}
+			return ds, errors.Mark(errors.New("conversation: full"), ErrFull)
+		}
+		if _, err := drop(victim.Value.(Key)); err != nil {
+			return ds, err
+		}
+	}
+	e := &entry{a: a}
+	r.anchors[k] = e
+	r.account(e, nil, &e.a)
+	return ds, nil
+}
+
+// Get returns a copy of the anchor under k.
+func (r *Registry) Get(k Key) (Anchor, bool) {
+	e, ok := r.anchors[k]
+	if !ok {
+		return Anchor{}, false
+	}
+	return e.a, true
+}
+
+// Update runs fn on a copy of the anchor under k and writes the copy back when
+// fn returns nil; an anchor that reaches REMOVED is deleted. Errors:
+// ErrNoAnchor when absent; otherwise whatever fn returned.
+func (r *Registry) Update(k Key, fn func(a *Anchor) error) error {
+	_, err := r.update(k, func(a *Anchor) (Decision, error) { return Decision{}, fn(a) })
+	return err
+}
+
+func (r *Registry) update(k Key, fn func(a *Anchor) (Decision, error)) (Decision, error) {
+	e, ok := r.anchors[k]
+	if !ok {
+		return Decision{}, errors.Mark(errors.New("conversation: no anchor"), ErrNoAnchor)
+	}
+	cp := e.a
+	d, err := fn(&cp)
+	if err != nil {
+		return d, err
+	}
+	if cp.Key() != k {
+		return d, errors.AssertionFailedf("conversation: update changed an anchor's key")
+	}
+	old := e.a
+	e.a = cp
+	r.account(e, &old, &e.a)
+	if cp.State == Removed {
+		delete(r.anchors, k)
+	}
+	return d, nil
+}
+
+// account moves the counters and the entry order from old (nil for a new
+// anchor) to nw. An anchor whose state changes enters the back of its new
+// class.
+func (r *Registry) account(e *entry, old, nw *Anchor) {
+	if old != nil {
+		r.byState[old.State]--
+		r.bytes -= old.Bytes()
+		if old.State == nw.State {
+			r.byState[nw.State]++
+			r.bytes += nw.Bytes()
+			return
+		}
+		r.order[class(old.State)].Remove(e.pos)
+		e.pos = nil
+	}
+	if nw.State != Removed {
+		r.byState[nw.State]++
+		r.bytes += nw.Bytes()
+		e.pos = r.order[class(nw.State)].PushBack(nw.Key())
+	}
+}
+
+// Sweep applies time to every anchor in key order: overdue ACTIVE → EXPIRED,
+// claims past their deadline → RETIRED, tombstones past the terminal TTL
+// removed.
+func (r *Registry) Sweep(now time.Time) (SweepReport, []Decision) {
+	var due []Key
+	for k, e := range r.anchors {
+		if _, ok := e.a.Due(now); ok {
+			due = append(due, k)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool { return lessKey(due[i], due[j]) })
+	var rep SweepReport
+	var ds []Decision
+	for _, k := range due {
+		d, err := r.update(k, func(a *Anchor) (Decision, error) {
+			d, _, err := a.Tick(now, r.policy)
+			return d, err
+		})
+		if err != nil || d.Row == "" {
+			continue
+		}
+		ds = append(ds, d)
+		rep.Add(d)
+	}
+	return rep, ds
+}
+
+// Add counts one applied time row.
+func (rep *SweepReport) Add(d Decision) {
+	switch d.To {
+	case Expired:
+		rep.Expired++
+	case Retired:
+		rep.Retired++
+	case Removed:
+		rep.Removed++
+	}
+}
+
+// Counts reports state counts and bytes.
+func (r *Registry) Counts() Counts {
+	c := Counts{ByState: map[State]int{}, Anchors: len(r.anchors), Bytes: r.bytes, MaxAnchors: r.limits.MaxAnchors}
+	for s, n := range r.byState {
+		if n != 0 {
+			c.ByState[s] = n
+		}
+	}
+	return c
+}
+
+func lessKey(a, b Key) bool {
+	if a.PrincipalID != b.PrincipalID {
+		return a.PrincipalID < b.PrincipalID
+	}
+	return a.TranscriptHash < b.TranscriptHash
+}

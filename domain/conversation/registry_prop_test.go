@@ -1,0 +1,341 @@
+package conversation_test
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"pgregory.net/rapid"
+
+	"pmgate/domain/conversation"
+)
+
+// mAnchor is the hand-written model's view of one anchor.
+type mAnchor struct {
+	state                         conversation.State
+	created, expires, claim, tomb time.Time
+	claimID                       string
+	seq                           int // when it entered its state (for the capacity order)
+}
+
+// registryMachine checks conversation.Registry against a model written from
+// the rules, not from the rows: recording (superseding, capacity,
+// never dropping a claimed anchor), lookups, settlements and time.
+type registryMachine struct {
+	reg    *conversation.Registry
+	limits conversation.Limits
+	policy conversation.Policy
+	now    time.Time
+	model  map[conversation.Key]*mAnchor
+	claimN int
+	seq    int
+	test   string
+}
+
+// enter moves a to state s, noting when.
+func (m *registryMachine) enter(a *mAnchor, s conversation.State) {
+	m.seq++
+	a.state, a.seq = s, m.seq
+}
+
+var keys = func() []conversation.Key {
+	var ks []conversation.Key
+	for _, p := range []string{"p1", "p2"} {
+		for _, h := range []string{"h1", "h2", "h3"} {
+			ks = append(ks, conversation.Key{PrincipalID: p, TranscriptHash: h})
+		}
+	}
+	return ks
+}()
+
+func (m *registryMachine) rec(d conversation.Decision) { record(m.test, d) }
+
+// due applies time to one model anchor; it returns false when the anchor is
+// gone.
+func (m *registryMachine) due(k conversation.Key) (via string, alive bool) {
+	a := m.model[k]
+	switch {
+	case a.state == conversation.Active && !m.now.Before(a.expires):
+		m.enter(a, conversation.Expired)
+		a.tomb = m.now.Add(m.policy.TerminalTTL)
+		return "A05", true
+	case a.state == conversation.Claimed && !m.now.Before(a.claim):
+		m.enter(a, conversation.Retired)
+		a.tomb = m.now.Add(m.policy.TerminalTTL)
+		return "A11", true
+	case a.state.Terminal() && !m.now.Before(a.tomb):
+		delete(m.model, k)
+		return map[conversation.State]string{conversation.Advanced: "A14", conversation.Retired: "A17", conversation.Expired: "A20"}[a.state], false
+	}
+	return "", true
+}
+
+func (m *registryMachine) Record(t *rapid.T) {
+	k := rapid.SampledFrom(keys).Draw(t, "key")
+	a := conversation.Anchor{PrincipalID: k.PrincipalID, WorkspaceID: "ws", Model: "m", ToolsHash: "tools",
+		TranscriptHash: k.TranscriptHash, ConversationID: "conv", State: conversation.Active, CreatedAt: m.now,
+		ExpiresAt: m.now.Add(m.policy.TTL)}
+	ds, err := m.reg.Record(a, m.now)
+	for _, d := range ds {
+		m.rec(d)
+	}
+	var wantErr error
+	if old, ok := m.model[k]; ok {
+		if old.state == conversation.Claimed {
+			wantErr = conversation.ErrBusy
+		} else {
+			delete(m.model, k)
+		}
+	}
+	for wantErr == nil && len(m.model) >= m.limits.MaxAnchors {
+		v, ok := m.victim()
+		if !ok {
+			wantErr = conversation.ErrFull
+			break
+		}
+		delete(m.model, v)
+	}
+	if wantErr != nil {
+		if !errors.Is(err, wantErr) {
+			t.Fatalf("record %v: got %v vs expected %v", k, err, wantErr)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("record %v: %v", k, err)
+	}
+	a2 := &mAnchor{created: m.now, expires: m.now.Add(m.policy.TTL)}
+	m.enter(a2, conversation.Active)
+	m.model[k] = a2
+}
+
+// victim: the anchor that became a tombstone first, else the one that became
+// ACTIVE first; never a claimed one.
+func (m *registryMachine) victim() (conversation.Key, bool) {
+	for _, want := range []func(conversation.State) bool{conversation.State.Terminal, func(s conversation.State) bool { return s == conversation.Active }} {
+		var best *conversation.Key
+		for k, a := range m.model {
+			if want(a.state) && (best == nil || a.seq < m.model[*best].seq) {
+				kk := k
+				best = &kk
+			}
+		}
+		if best != nil {
+			return *best, true
+		}
+	}
+	return conversation.Key{}, false
+}
+
+func sortedKeys(mm map[conversation.Key]*mAnchor) []conversation.Key {
+	ks := make([]conversation.Key, 0, len(mm))
+	for k := range mm {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		if ks[i].PrincipalID != ks[j].PrincipalID {
+			return ks[i].PrincipalID < ks[j].PrincipalID
+		}
+		return ks[i].TranscriptHash < ks[j].TranscriptHash
+	})
+	return ks
+}
+
+func (m *registryMachine) Claim(t *rapid.T) {
+	k := rapid.SampledFrom(keys).Draw(t, "key")
+	r := req
+	switch rapid.SampledFrom([]string{"same", "same", "same", "model", "tools", "workspace"}).Draw(t, "variant") {
+	case "model":
+		r.Model = "other"
+	case "tools":
+		r.ToolsHash = "other"
+	case "workspace":
+		r.WorkspaceID = "other"
+	}
+	m.claimN++
+	id := fmt.Sprintf("claim-%d", m.claimN)
+	var d conversation.Decision
+	err := m.reg.Update(k, func(a *conversation.Anchor) error {
+		var err error
+		d, err = a.Claim(m.now, m.policy, r, id)
+		return err
+	})
+	if errors.Is(err, conversation.ErrNoAnchor) {
+		d, err = conversation.LookupMissing(), nil
+	}
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	m.rec(d)
+
+	wantVia, wantRow, wantReason := "", "A22", conversation.ReasonHistoryChanged
+	if _, ok := m.model[k]; ok {
+		var alive bool
+		wantVia, alive = m.due(k)
+		if alive {
+			a := m.model[k]
+			switch a.state {
+			case conversation.Active:
+				switch {
+				case r.WorkspaceID != req.WorkspaceID:
+					wantRow, wantReason = "A04", conversation.ReasonWorkspaceChanged
+				case r.Model != req.Model:
+					wantRow, wantReason = "A02", conversation.ReasonModelChanged
+				case r.ToolsHash != req.ToolsHash:
+					wantRow, wantReason = "A03", conversation.ReasonToolsChanged
+				default:
+					wantRow, wantReason = "A01", ""
+					m.enter(a, conversation.Claimed)
+					a.claimID, a.claim = id, m.now.Add(m.policy.ClaimTTL)
+				}
+			case conversation.Claimed:
+				wantRow, wantReason = "A07", conversation.ReasonRaced
+			case conversation.Advanced:
+				wantRow, wantReason = "A13", conversation.ReasonAlreadyContinued
+			case conversation.Retired:
+				wantRow, wantReason = "A16", conversation.ReasonRetired
+			case conversation.Expired:
+				wantRow, wantReason = "A19", conversation.ReasonExpired
+			}
+		}
+	}
+	if d.Via != wantVia || d.Row != wantRow || d.Reason != wantReason {
+		t.Fatalf("claim %v: got via %q row %s reason %q vs expected via %q row %s reason %q", k, d.Via, d.Row, d.Reason, wantVia, wantRow, wantReason)
+	}
+	if got, ok := m.reg.Get(k); ok && got.State == conversation.Claimed && got.ClaimID != m.model[k].claimID {
+		t.Fatalf("claim id: got %q vs expected %q", got.ClaimID, m.model[k].claimID)
+	}
+}
+
+func (m *registryMachine) Settle(t *rapid.T) {
+	var claimed []conversation.Key
+	for _, k := range sortedKeys(m.model) {
+		if m.model[k].state == conversation.Claimed {
+			claimed = append(claimed, k)
+		}
+	}
+	if len(claimed) == 0 {
+		t.Skip("no claimed anchor")
+	}
+	k := rapid.SampledFrom(claimed).Draw(t, "claimed")
+	how := rapid.SampledFrom([]string{"complete", "notsent", "retire"}).Draw(t, "outcome")
+	stale := rapid.IntRange(0, 9).Draw(t, "stale") == 0
+	a := m.model[k]
+	id := a.claimID
+	if stale {
+		id = "someone-else"
+	}
+	var d conversation.Decision
+	err := m.reg.Update(k, func(an *conversation.Anchor) error {
+		var err error
+		switch how {
+		case "complete":
+			d, err = an.Complete(id, m.now, m.policy)
+		case "notsent":
+			d, err = an.ReleaseNotSent(id, m.now, m.policy)
+		default:
+			d, err = an.Retire(id, m.now, m.policy)
+		}
+		return err
+	})
+	if stale {
+		if !errors.Is(err, conversation.ErrStaleClaim) {
+			t.Fatalf("stale settle: got %v", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("settle: %v", err)
+	}
+	m.rec(d)
+	switch how {
+	case "complete":
+		m.enter(a, conversation.Advanced)
+		a.tomb = m.now.Add(m.policy.TerminalTTL)
+	case "notsent":
+		m.enter(a, conversation.Active)
+		a.claimID = ""
+	default:
+		m.enter(a, conversation.Retired)
+		a.tomb = m.now.Add(m.policy.TerminalTTL)
+	}
+	if d.To != a.state {
+		t.Fatalf("settle %s: got %s vs expected %s", how, d.To, a.state)
+	}
+}
+
+func (m *registryMachine) Tick(t *rapid.T) {
+	m.now = m.now.Add(time.Duration(rapid.IntRange(0, 1200).Draw(t, "seconds")) * time.Second)
+}
+
+func (m *registryMachine) Sweep(t *rapid.T) {
+	rep, ds := m.reg.Sweep(m.now)
+	for _, d := range ds {
+		m.rec(d)
+	}
+	var want conversation.SweepReport
+	for _, k := range sortedKeys(m.model) {
+		via, alive := m.due(k)
+		switch {
+		case !alive:
+			want.Removed++
+		case via == "A05":
+			want.Expired++
+		case via == "A11":
+			want.Retired++
+		}
+	}
+	if rep != want {
+		t.Fatalf("sweep: got %+v vs expected %+v", rep, want)
+	}
+}
+
+func (m *registryMachine) Check(t *rapid.T) {
+	c := m.reg.Counts()
+	want := map[conversation.State]int{}
+	for _, a := range m.model {
+		want[a.state]++
+	}
+	if c.Anchors != len(m.model) || len(c.ByState) != len(want) {
+		t.Fatalf("counts: got %+v vs expected %v", c, want)
+	}
+	for s, n := range want {
+		if c.ByState[s] != n {
+			t.Fatalf("counts of %s: got %d vs expected %d", s, c.ByState[s], n)
+		}
+	}
+	if c.Anchors > m.limits.MaxAnchors {
+		t.Fatalf("%d anchors over the limit %d", c.Anchors, m.limits.MaxAnchors)
+	}
+	bytes := 0
+	for k := range m.model {
+		got, ok := m.reg.Get(k)
+		if !ok || got.State != m.model[k].state {
+			t.Fatalf("anchor %v: got %v/%s vs expected %s", k, ok, got.State, m.model[k].state)
+		}
+		bytes += got.Bytes()
+	}
+	if c.Bytes != bytes {
+		t.Fatalf("bytes: got %d vs expected %d", c.Bytes, bytes)
+	}
+}
+
+func TestRegistryMatchesTheHandWrittenModel(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		m := &registryMachine{
+			limits: conversation.Limits{MaxAnchors: rapid.IntRange(1, 5).Draw(rt, "max anchors")},
+			policy: conversation.Policy{
+				TTL:         time.Duration(rapid.IntRange(1, 1800).Draw(rt, "ttl s")) * time.Second,
+				ClaimTTL:    time.Duration(rapid.IntRange(1, 600).Draw(rt, "claim ttl s")) * time.Second,
+				TerminalTTL: time.Duration(rapid.IntRange(1, 1800).Draw(rt, "terminal ttl s")) * time.Second,
+			},
+			now:   t0,
+			model: map[conversation.Key]*mAnchor{},
+			test:  t.Name(),
+		}
+		m.reg = conversation.NewRegistry(m.limits, m.policy)
+		rt.Repeat(rapid.StateMachineActions(m))
+	})
+}

@@ -1,0 +1,39 @@
+package conversation
+
+import (
+	"pmgate/domain/canon"
+	"pmgate/domain/chat"
+)
+
+// TranscriptHash is the canonical hash of msgs as the client will echo them:
+// the value form of package canon (echoed tool-call arguments compare as JSON
+// values), the same form tool-call groups bind. Anchors are recorded and
+// looked up with it and nothing else, so this is the one place that chooses
+// the normalization. No issued calls are passed: both sides of the
+// comparison are transcripts in the client's own form (the messages of a
+// request plus the text answer), so there are no schema defaults to drop.
+func TranscriptHash(msgs []chat.Message) (string, error) {
+	return canon.TranscriptHashV2(msgs, nil, nil)
+}
+
+// Split divides the messages of a fresh request into the history the gateway
+// may have anchored and the new user messages after it: added is the run of
+// trailing `user` messages, history everything before. ok is false when there
+// is nothing to continue: no trailing user message, or a history that does
+// not end with an assistant answer (a first turn, or a turn after tool results
+// the gateway never answered).
+func Split(msgs []chat.Message) (history, added []chat.Message, ok bool) {
+	i := len(msgs)
+	for i > 0 && msgs[i-1].Role == chat.RoleUser {
+		i--
+	}
+	if i == len(msgs) || i == 0 || msgs[i-1].Role != chat.RoleAssistant || len(msgs[i-1].ToolCalls) > 0 {
+		return nil, nil, false
+	}
+	return msgs[:i], msgs[i:], true
+}
+
+// Reply is the assistant message of a text answer as the gateway returned it.
+func Reply(text string) chat.Message {
+	return chat.Message{Role: chat.RoleAssistant, Content: &text}
+}
