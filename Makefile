@@ -5,7 +5,7 @@ AUDIT_CHECKS ?= 2000
 AUDIT_STEPS  ?= 100
 FUZZTIME     ?= 10s
 
-.PHONY: test test-clients test-browser spec spec-check audit bench bench-load lint fuzz build demo soak mutate
+.PHONY: test test-clients test-browser spec spec-check audit bench bench-load lint fuzz build demo soak mutate probe-check
 
 ## test: the whole test suite with the race detector (the README's test command)
 test:
@@ -58,6 +58,10 @@ BENCH_FLAGS ?=
 bench-load:
 	@mkdir -p bin
 	$(GO) run ./internal/bench/load -out bin/bench-load.md $(BENCH_FLAGS)
+
+## probe-check: the probe against the emulator, verify on its reports and on every seeded bad report
+probe-check:
+	scripts/probe-check.sh
 
 ## demo: the gateway on the built-in emulator
 demo:

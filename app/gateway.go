@@ -76,6 +76,8 @@ func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) 
 		return nil, err
 	}
 	up, claim := g.planFresh(ctx, p, req)
+	g.log.DebugContext(ctx, "dispatch", "chat_type", "USER_QUERY", "messages", len(req.Messages), "tools", len(req.Tools),
+		"continues_conversation", claim != nil)
 	s, err := g.upstream.Chat(ctx, up)
 	if err != nil {
 		if claim != nil {
@@ -213,6 +215,8 @@ func (g *Gateway) dispatch(ctx context.Context, p Principal, req chat.Request, g
 	for _, call := range gr.Calls {
 		c.Results = append(c.Results, ports.ContinuationResult{UpstreamCallID: call.UpstreamID, OriginalName: call.OriginalName, Content: byID[call.PublicID]})
 	}
+	g.log.DebugContext(ctx, "dispatch", "chat_type", "TOOL_RESPONSE", "results", len(c.Results),
+		"group_id_present", c.UpstreamGroupID != "")
 	s, err := g.upstream.Chat(ctx, ports.UpstreamRequest{Chat: req, Continuation: c})
 	if err != nil {
 		g.settleFailure(ctx, p, gr.Key, err)

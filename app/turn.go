@@ -306,6 +306,7 @@ func (t *turn) admit(ctx context.Context) ([]Delta, error) {
 			err = g.store.Admit(ctx, res, grp)
 		}
 		if err == nil {
+			g.log.DebugContext(ctx, "tool group admitted", "calls", len(t.calls), "principal_slot", t.p.Slot)
 			return deltas, nil
 		}
 		if !errors.Is(err, correlation.ErrDuplicatePublicID) || attempt >= 3 {

@@ -3,6 +3,7 @@ package emulator
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -62,9 +63,10 @@ type conversation struct {
 	tool     string     // the tools the last USER_QUERY asked to be called (#tool=A[,B]), "" for the default
 	used     int        // tool rounds already issued
 	results  []quotedResult
-	turns    int // USER_QUERY turns of this conversation
-	approval int // tool rounds after which the next round is a loop-approval gate (0: never)
-	gated    int // tool rounds issued in total, for the gate
+	turns    int    // USER_QUERY turns of this conversation
+	approval int    // tool rounds after which the next round is a loop-approval gate (0: never)
+	gated    int    // tool rounds issued in total, for the gate
+	answer   string // the answer template of the opening query ("" when none), see answerTemplate
 }
 
 // turn is what one accepted request produces before the scenario shapes it.
@@ -102,6 +104,7 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, 
 	if req.chatType == KindUserQuery {
 		// A new user turn abandons any pending group and restarts the loop.
 		c.pending, c.rounds, c.used, c.results, c.tool = nil, loop, 0, nil, toolName
+		c.answer = answerTemplate(req.query)
 		c.turns++
 		t.turnNo = c.turns
 		if approval > 0 {
@@ -145,21 +148,72 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, 
 			t.approval = true // the agent-loop guard stops the round
 			return t
 		}
-		t.group = newGroup(req, c.tool)
+		t.group = newGroup(req, namedTools(req.tools, c.tool))
 		c.pending = t.group
 		c.used++
 		c.gated++
 		return t
 	}
+	if missing := missingTools(c.answer, c.results, req.tools); allowTools && req.autoRun && len(missing) > 0 &&
+		req.chatType == KindToolResponse {
+		// Like a model following the answer instruction: ask for the tools the
+		// template names that have not answered yet (at most once each).
+		t.group = newGroup(req, missing)
+		c.pending = t.group
+		c.gated++
+		return t
+	}
+	a, filled := fillAnswer(c.answer, c.results)
 	switch {
 	case req.chatType == KindUserQuery && c.turns > 1:
 		t.reply = againPrefix(c.turns) + truncateUTF8(req.query, quoteBytes)
 	case req.chatType == KindUserQuery:
 		t.reply = replyPrefix + truncateUTF8(req.query, quoteBytes)
+	case filled:
+		t.reply = a
 	default:
 		t.reply = quoteResults(c.results)
 	}
 	return t
+}
+
+// answerRE finds the instruction `reply with exactly this line and nothing
+// else: KEY=<result of TOOL>;KEY=<result of TOOL>…` that `gateway probe` puts in
+// its tool-loop query (the emulator's stand-in for a model that follows it).
+var answerRE = regexp.MustCompile(`reply with exactly this line and nothing else: ((?:[A-Za-z0-9_]+=<result of [A-Za-z0-9_-]+>;?)+)`)
+
+// answerSlotRE is one KEY=<result of TOOL> slot of the template.
+var answerSlotRE = regexp.MustCompile(`<result of ([A-Za-z0-9_-]+)>`)
+
+// answerTemplate returns the answer template of a query, or "".
+func answerTemplate(query string) string {
+	if m := answerRE.FindStringSubmatch(query); m != nil {
+		return strings.TrimSuffix(m[1], ";")
+	}
+	return ""
+}
+
+// fillAnswer replaces every <result of TOOL> slot of the template with the last
+// result of that tool; ok is false when there is no template or a tool has not
+// answered yet (then the emulator quotes the results as usual).
+func fillAnswer(template string, results []quotedResult) (string, bool) {
+	if template == "" {
+		return "", false
+	}
+	last := map[string]string{}
+	for _, r := range results {
+		last[r.name] = r.content
+	}
+	ok := true
+	out := answerSlotRE.ReplaceAllStringFunc(template, func(slot string) string {
+		name := answerSlotRE.FindStringSubmatch(slot)[1]
+		v, found := last[name]
+		if !found {
+			ok = false
+		}
+		return v
+	})
+	return out, ok
 }
 
 // groupMatches checks the continuation's toolCallGroupId: web_session requires
@@ -189,34 +243,62 @@ func answersExactly(g *toolGroup, results []toolResult) bool {
 	return true
 }
 
-// newGroup calls the tools named by a #tool directive ("#tool=A" or
-// "#tool=A,B", in that order; only the first with parallel calling off) that
-// are offered; without a directive, or when none of its tools is offered, the
-// first tool, or the first two when parallel calling is on and at least two
-// tools are offered.
-func newGroup(req *chatRequest, toolNames string) *toolGroup {
-	g := &toolGroup{id: "grp-" + randomHex(8), parallel: req.parallel}
-	if toolNames != "" {
-		for _, name := range strings.Split(toolNames, ",") {
-			for _, t := range req.tools {
-				if t.name == name && (len(g.calls) == 0 || req.parallel) {
-					g.calls = append(g.calls, toolCall{id: "tc-" + randomHex(8), index: len(g.calls), name: t.name, args: t.args})
-					break
-				}
-			}
-		}
-		if len(g.calls) > 0 {
-			return g
-		}
+// newGroup calls the first tool, or the first two when parallel calling is on
+// and at least two tools are offered. With only set, it calls those of the
+// offered tools instead (the first of them without parallel calling).
+func newGroup(req *chatRequest, only []tool) *toolGroup {
+	offered := req.tools
+	if only != nil {
+		offered = only
 	}
 	n := 1
-	if req.parallel && len(req.tools) >= 2 {
+	if req.parallel && len(offered) >= 2 {
 		n = 2
 	}
-	for i, t := range req.tools[:n] {
+	g := &toolGroup{id: "grp-" + randomHex(8), parallel: req.parallel}
+	for i, t := range offered[:n] {
 		g.calls = append(g.calls, toolCall{id: "tc-" + randomHex(8), index: i, name: t.name, args: t.args})
 	}
 	return g
+}
+
+// namedTools returns the offered tools a "#tool=A[,B]" directive names, in the
+// directive's order; nil without a directive or when none of them is offered
+// (then the first tools are called).
+func namedTools(offered []tool, names string) []tool {
+	var out []tool
+	for _, name := range strings.Split(names, ",") {
+		for _, t := range offered {
+			if name != "" && t.name == name {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// missingTools returns the offered tools that the answer template names and
+// that have no result yet, in the offered order.
+func missingTools(template string, results []quotedResult, offered []tool) []tool {
+	if template == "" {
+		return nil
+	}
+	answered := map[string]bool{}
+	for _, r := range results {
+		answered[r.name] = true
+	}
+	named := map[string]bool{}
+	for _, m := range answerSlotRE.FindAllStringSubmatch(template, -1) {
+		named[m[1]] = true
+	}
+	var out []tool
+	for _, t := range offered {
+		if named[t.name] && !answered[t.name] {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // reissue repeats a group's calls under fresh ids.

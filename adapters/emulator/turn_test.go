@@ -440,3 +440,29 @@ func TestToolDirectiveNamesTheToolOfEveryRound(t *testing.T) {
 	is.Equal(len(calls), 1) // parallel calling off: the first named only
 	is.Equal(calls[0].name, "get_time")
 }
+
+func TestAnswerTemplateIsFilledWithTheLastResultOfEachTool(t *testing.T) {
+	t.Parallel()
+	for _, parallel := range []bool{true, false} {
+		is := is.New(t)
+		s := start(t)
+		p := webPeer(t, s)
+		q := "Call both tools, then reply with exactly this line and nothing else: W=<result of get_weather>;T=<result of get_time>"
+		st := p.turn(userQuery(q).withTools(parallel, true, weatherTool, timeTool))
+		conv := st.conversationID()
+		calls, group := st.calls(t)
+		form := "web"
+		if parallel {
+			form = "grouped" // a parallel group is answered through toolResponses[]
+		}
+		st = p.turn(answer(form, conv, group, calls, parallel, 1))
+		if !parallel {
+			// only get_weather was called: the emulator asks for the missing tool
+			calls, group = st.calls(t)
+			is.Equal(len(calls), 1)
+			is.Equal(calls[0].name, "get_time")
+			st = p.turn(answer(form, conv, group, calls, parallel, 1))
+		}
+		is.Equal(st.text(), "W=r1-get_weather;T=r1-get_time") // the template, filled
+	}
+}

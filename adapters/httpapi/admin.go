@@ -43,7 +43,7 @@ type AdminModel struct {
 	Observed []string `json:"observed"`
 }
 
-// ProbeStatus is the verdict of a probe report (Config.Probe).
+// ProbeStatus is the verdict of a probe report (from Config.Verification).
 type ProbeStatus struct {
 	Passed bool   `json:"passed"`
 	Time   string `json:"time"`
@@ -136,8 +136,10 @@ func (s *server) adminOverview() http.Handler {
 func (s *server) adminLive() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, verified := s.probe()
+		_, fields := s.verification()
+		reason, _ := fields["upstream_verified_reason"].(string)
 		out := map[string]any{"status": "ok", "strategy": s.cfg.Strategy, "upstream_verified": verified,
-			"probe": p, "time": s.now().UTC()}
+			"upstream_verified_reason": reason, "probe": p, "time": s.now().UTC()}
 		if s.cfg.Health != nil {
 			if c, ok := s.cfg.Health(r.Context())["correlation"]; ok {
 				out["correlation"] = c
@@ -280,13 +282,26 @@ func machineLayout(t fsm.Table) layout {
 	return l
 }
 
-// probe returns the last probe report's verdict (nil without one) and whether
-// it makes the upstream verified: only a passing report does. /health and the
-// control page both answer from it.
+// verification is the upstream-verified state of Config.Verification
+// (false, with no fields, when it is nil). /health and the control page both
+// answer from it.
+func (s *server) verification() (bool, map[string]any) {
+	if s.cfg.Verification == nil {
+		return false, nil
+	}
+	return s.cfg.Verification()
+}
+
+// probe returns the verdict of the configured probe report for the control
+// page (nil when no report could be read) and whether it makes the upstream
+// verified: only a passing report does.
 func (s *server) probe() (*ProbeStatus, bool) {
-	if s.cfg.Probe == nil {
+	verified, fields := s.verification()
+	if _, read := fields["upstream_report_digest"]; !read && !verified {
 		return nil, false
 	}
-	p := s.cfg.Probe()
-	return p, p != nil && p.Passed
+	p := &ProbeStatus{Passed: verified}
+	p.Time, _ = fields["upstream_verified_at"].(string)
+	p.Detail, _ = fields["upstream_verified_reason"].(string)
+	return p, verified
 }

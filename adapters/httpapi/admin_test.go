@@ -224,7 +224,11 @@ func TestOnlyAPassingProbeReportVerifiesTheUpstream(t *testing.T) {
 		want  bool
 	}{{nil, false}, {&httpapi.ProbeStatus{Passed: false, Time: "2026-01-01T00:00:00Z"}, false}, {&httpapi.ProbeStatus{Passed: true, Time: "2026-01-01T00:00:00Z"}, true}} {
 		h, _ := newServer(t, fiveDeltas(), withAdmin(httpapi.NewMonitor(httpapi.MonitorConfig{})), func(c *httpapi.Config) {
-			c.Probe = func() *httpapi.ProbeStatus { return tc.probe }
+			if tc.probe != nil {
+				c.Verification = func() (bool, map[string]any) {
+					return tc.probe.Passed, map[string]any{"upstream_verified_at": tc.probe.Time, "upstream_report_digest": "sha256:x"}
+				}
+			}
 		})
 		var health, live struct {
 			Verified bool                 `json:"upstream_verified"`

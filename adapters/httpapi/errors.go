@@ -68,6 +68,11 @@ var (
 // package.
 type retryAfterer interface{ RetryAfter() time.Duration }
 
+// settingHinter is implemented by upstream errors that know which setting to
+// check (the Postman adapter's diagnosis); matched structurally like
+// retryAfterer.
+type settingHinter interface{ SettingHint() string }
+
 // publicDetailer is implemented by errors of other packages that carry a
 // fixed, value-free sentence a client may see (the upstream adapter's
 // query-length refusal, toolschema.ArgumentsError); publicParamer by those
@@ -145,6 +150,14 @@ func public(ctx context.Context, err error) (errorBody, errs.Entry, int) {
 			msg += " " + re.param + ": " + re.detail
 		default:
 			msg += " " + re.detail
+		}
+	}
+	// An upstream failure whose error type names a setting says which one to
+	// check (a fixed sentence of the adapter; never upstream text).
+	var hint settingHinter
+	if e.Code != errs.InternalError && errors.As(err, &hint) {
+		if h := hint.SettingHint(); h != "" {
+			msg += " Hint: " + h + "."
 		}
 	}
 	// An error may carry a sentence written for clients (which tool call's

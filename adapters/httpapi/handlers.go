@@ -54,6 +54,8 @@ func (s *server) handleChat() http.Handler {
 			return
 		}
 		defer release()
+		s.log.DebugContext(r.Context(), "request decoded", "stream", req.Stream, "messages", len(req.Messages),
+			"tools", len(req.Tools), "tool_choice", string(req.ToolChoice.Mode))
 
 		ctx := context.WithValue(r.Context(), clientCtxKey{}, r.Context())
 		ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.RequestTimeout, errRequestTimeout)
@@ -186,8 +188,8 @@ func (s *server) handleModels() http.Handler {
 }
 
 // handleHealth serves GET /health without authentication. upstream_verified
-// is true only when Config.Probe reports a passing probe report: the gateway
-// never probes the upstream on its own.
+// comes only from Config.Verification (a probe report that passes verify);
+// the gateway never probes the upstream on its own.
 func (s *server) handleHealth() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		out := map[string]any{}
@@ -198,7 +200,13 @@ func (s *server) handleHealth() http.Handler {
 		}
 		out["status"] = "ok"
 		out["strategy"] = s.cfg.Strategy
-		_, out["upstream_verified"] = s.probe()
+		verified, fields := s.verification()
+		for k, v := range fields {
+			if strings.HasPrefix(k, "upstream_verified_") || k == "upstream_report_digest" {
+				out[k] = v
+			}
+		}
+		out["upstream_verified"] = verified
 		body, err := json.Marshal(out)
 		if err != nil {
 			s.writeError(w, r, errors.Wrap(err, "health fields"))

@@ -49,6 +49,33 @@ func TestHealthNeedsNoKeyAndMergesExtraFields(t *testing.T) {
 	is.Equal(got["correlation_groups"], float64(3))  // extra fields are merged
 }
 
+func TestHealthShowsVerificationOnlyFromTheConfiguredSource(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	verified := false
+	h, _ := newServer(t, &fakeService{}, func(c *httpapi.Config) {
+		c.Health = func(context.Context) map[string]any { return map[string]any{"upstream_verified": "forged"} }
+		c.Verification = func() (bool, map[string]any) {
+			if verified {
+				return true, map[string]any{"upstream_verified_at": "2026-12-01T09:00:00Z", "upstream_report_digest": "sha256:ab", "other": 1}
+			}
+			return false, map[string]any{"upstream_verified_reason": "freshness: too old"}
+		}
+	})
+	var got map[string]any
+	is.NoErr(json.Unmarshal(serve(h, httptest.NewRequest(http.MethodGet, "/health", nil)).Body.Bytes(), &got))
+	is.Equal(got["upstream_verified"], false)                       // not verified
+	is.Equal(got["upstream_verified_reason"], "freshness: too old") // with the reason
+	verified = true
+	got = nil
+	is.NoErr(json.Unmarshal(serve(h, httptest.NewRequest(http.MethodGet, "/health", nil)).Body.Bytes(), &got))
+	is.Equal(got["upstream_verified"], true)                      // verified
+	is.Equal(got["upstream_verified_at"], "2026-12-01T09:00:00Z") // its time
+	is.Equal(got["upstream_report_digest"], "sha256:ab")          // its digest
+	is.Equal(got["other"], nil)                                   // only verification fields pass
+	is.Equal(got["upstream_verified_reason"], nil)
+}
+
 func TestUnknownPathIsAnOpenAIShaped404(t *testing.T) {
 	t.Parallel()
 	is := is.New(t)

@@ -57,9 +57,10 @@ type Config struct {
 	MetricsOpen bool
 	// Admin, when set (ADMIN_ENABLED), serves the control page (admin.go).
 	Admin *AdminInfo
-	// Probe returns the verdict of the configured probe report, or nil when
-	// there is none (then upstream_verified is false).
-	Probe func() *ProbeStatus
+	// Verification reports whether the upstream was verified by a probe report
+	// and the fields that go with it (time and digest, or the reason it is
+	// not); nil means never verified.
+	Verification func() (verified bool, fields map[string]any)
 }
 
 // CONTRACT §3 defaults for zero Config values.

@@ -296,7 +296,21 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 	}
 	hreq.Header = c.cfg.Headers()
 
+	started := time.Now()
 	resp, err := c.hc.Do(hreq)
+	if c.log.Enabled(ctx, slog.LevelDebug) {
+		chatType := "USER_QUERY"
+		if req.Continuation != nil {
+			chatType = "TOOL_RESPONSE"
+		}
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		c.log.LogAttrs(ctx, slog.LevelDebug, "upstream request sent", slog.String("request_id", rid),
+			slog.String("strategy", string(c.cfg.Strategy)), slog.String("chat_type", chatType), slog.Int("body_bytes", len(body)),
+			slog.Bool("written", wrote.Load()), slog.Int("status", status), slog.Int64("headers_ms", time.Since(started).Milliseconds()))
+	}
 	if err != nil {
 		sent := wrote.Load() || !c.traceable
 		err = c.transportError(rctx, err, sent)
@@ -343,7 +357,7 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 		classifyRead: s.classifyRead,
 		onFinal:      s.finished,
 		convID:       convID,
-		evidence:     c.onEnd != nil,
+		evidence:     c.onEnd != nil || c.log.Enabled(ctx, slog.LevelDebug), // the debug log names the row
 	})
 	return s, nil
 }
@@ -361,6 +375,14 @@ func (c *Client) transportError(rctx context.Context, err error, sent bool) erro
 	default:
 		out = errs.Newf(errs.UpstreamConnectionLost, "%s", msg)
 	}
+	cause := transportCause(err)
+	if rctx.Err() != nil {
+		cause = causeCancelled
+		if contextCode(rctx) == errs.UpstreamTimeout {
+			cause = causeTimeout
+		}
+	}
+	out = diagnose(out, cause, "")
 	if !sent {
 		out = notSent(out)
 	}
@@ -411,26 +433,27 @@ func (c *Client) classify(resp *http.Response, cancel func(error)) error {
 	case st == http.StatusPaymentRequired:
 		return errs.Newf(errs.UpstreamQuotaExhausted, "HTTP status %d", status)
 	}
-	if code := classifyText(c.peekLower(resp.Body, cancel)); code != "" {
-		return errs.Newf(code, "HTTP status %d", status)
+	body := c.peekBody(resp.Body, cancel)
+	errType := upstreamErrorType(body) // the type only: the text never leaves here
+	if code := classifyText(bytes.ToLower(body)); code != "" {
+		return diagnose(errs.Newf(code, "HTTP status %d", status), "", errType)
 	}
 	switch {
 	case st == 400 || st == 409 || st == 413 || st == 422:
-		return errs.Newf(errs.UpstreamRequestRejected, "HTTP status %d", status)
+		return diagnose(errs.Newf(errs.UpstreamRequestRejected, "HTTP status %d", status), "", errType)
 	case st >= 500:
-		return errs.Newf(errs.UpstreamServerError, "HTTP status %d", status)
+		return diagnose(errs.Newf(errs.UpstreamServerError, "HTTP status %d", status), "", errType)
 	}
-	return errs.Newf(errs.UpstreamStatusError, "HTTP status %d", status)
+	return diagnose(errs.Newf(errs.UpstreamStatusError, "HTTP status %d", status), "", errType)
 }
 
-// peekLower reads at most maxErrorPeek bytes of an error body, lowercased,
-// for at most the peek timeout (then the request is cancelled, which ends the
-// read).
-func (c *Client) peekLower(body io.Reader, cancel func(error)) []byte {
+// peekBody reads at most maxErrorPeek bytes of an error body for at most the peek
+// timeout (then the request is cancelled, which ends the read).
+func (c *Client) peekBody(body io.Reader, cancel func(error)) []byte {
 	t := time.AfterFunc(c.peek, func() { cancel(errClosedCause) })
 	defer t.Stop()
 	b, _ := io.ReadAll(io.LimitReader(body, maxErrorPeek))
-	return bytes.ToLower(b)
+	return b
 }
 
 // Retry-After bounds.
@@ -493,7 +516,9 @@ func (c *Client) reqID(ctx context.Context) string {
 }
 
 // logFailure logs a request that ended before a stream existed: only the
-// request id, strategy, HTTP status (0 without a response), stable code and
+// request id, strategy, HTTP status (0 without a response), stable code, the
+// diagnosis (a transport cause token such as tls_unknown_authority,
+// dns_not_found, connection_refused or timeout; the upstream's error type) and
 // retry-after.
 func (c *Client) logFailure(ctx context.Context, rid string, status int, err error, retry time.Duration) {
 	attrs := make([]slog.Attr, 0, 6)
@@ -505,6 +530,17 @@ func (c *Client) logFailure(ctx context.Context, rid string, status int, err err
 		slog.Int("status", status),
 		slog.String("code", string(errs.CodeOf(err))),
 	)
+	if cause, typ := diagnosisOf(err); cause != "" || typ != "" {
+		if cause != "" {
+			attrs = append(attrs, slog.String("cause", cause))
+		}
+		if typ != "" {
+			attrs = append(attrs, slog.String("upstream_error_type", typ))
+		}
+		if h := settingHint(typ); h != "" {
+			attrs = append(attrs, slog.String("hint", h))
+		}
+	}
 	if retry > 0 {
 		attrs = append(attrs, slog.Int64("retry_after_s", int64(retry/time.Second)))
 	}

@@ -183,6 +183,10 @@ type decoder struct {
 	q     []chat.Event
 	qh    int
 	final error // io.EOF after a proven completion, else the outcome's error
+	// errType is the error type a failure event named (errorType or code, an
+	// upper-case identifier such as INPUT_VALIDATION_ERROR), "" when none. It is
+	// the only thing of a failure's text that may be logged.
+	errType string
 
 	// Scratch space, reused across events.
 	top, data, meta, entry, fn []member
@@ -1022,11 +1026,34 @@ func (d *decoder) failureCode(env *envelope, dataKind jkind) errs.Code {
 		s, _ := str(env.data, &d.sbuf)
 		text = append(text, s...)
 	}
+	d.errType = d.failureType(dataKind)
 	lower := bytes.ToLower(text)
 	if code := classifyText(lower); code != "" {
 		return code
 	}
 	return errs.UpstreamFailure
+}
+
+// failureType is the error type of a failure event: data.errorType or
+// data.code, else the top-level errorType or code, when it looks like an
+// error type.
+func (d *decoder) failureType(dataKind jkind) string {
+	pick := func(ms []member) string {
+		for _, k := range [...]string{"errorType", "code"} {
+			if m, err := d.get(ms, k); err == nil && m != nil && m.kind == kString {
+				if s, _ := str(m, &d.sbuf); isErrorType(string(s)) {
+					return string(s)
+				}
+			}
+		}
+		return ""
+	}
+	if dataKind == kObject {
+		if t := pick(d.data); t != "" {
+			return t
+		}
+	}
+	return pick(d.top)
 }
 
 // toolCallChunk accumulates tool-call fragments (protocol notes E).

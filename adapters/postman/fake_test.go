@@ -398,10 +398,25 @@ func TestLogsCarryOnlyTheAllowedFields(t *testing.T) {
 	}
 	allowed := map[string]bool{"time": true, "level": true, "msg": true, "request_id": true, "strategy": true, "status": true,
 		"code": true, "retry_after_s": true, "event_type": true, "bytes_in": true, "output_bytes": true, "argument_bytes": true,
-		"model_observed": true, "model_match": true}
-	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+		"model_observed": true, "model_match": true,
+		// the diagnosis and the debug lifecycle
+		"cause": true, "upstream_error_type": true, "hint": true, "chat_type": true, "body_bytes": true, "written": true,
+		"headers_ms": true, "event_kind": true, "rule": true, "row": true, "state": true}
+	var lines, debug []string
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if strings.Contains(line, `"level":"DEBUG"`) {
+			debug = append(debug, line)
+		} else {
+			lines = append(lines, line)
+		}
+	}
 	is.Equal(len(lines), 3) // one record per request
-	for _, line := range lines {
+	// at debug level: "sent" for each request, "first event" and "completion"
+	// for each of the two that became streams
+	is.Equal(len(debug), 7)
+	is.Equal(strings.Count(strings.Join(debug, "\n"), `"msg":"upstream request sent"`), 3)
+	is.Equal(strings.Count(strings.Join(debug, "\n"), `"msg":"completion"`), 2)
+	for _, line := range append(lines, debug...) {
 		var rec map[string]any
 		is.NoErr(json.Unmarshal([]byte(line), &rec)) // JSON records
 		for k := range rec {

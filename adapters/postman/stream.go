@@ -33,6 +33,7 @@ type Stream struct {
 	logged   bool
 	onEnd    func(StreamSummary) // nil unless OnStreamEnd was given
 	chatType string              // input.chatType of the request
+	first    bool                // the first event was returned (debug log)
 }
 
 // ToolCall is one complete upstream tool call of a completed stream: the
@@ -68,7 +69,16 @@ func (s *Stream) Next(ctx context.Context) (chat.Event, error) {
 		}
 		s.watch(ctx)
 	}
-	return s.d.next()
+	ev, err := s.d.next()
+	if err == nil && !s.first {
+		s.first = true
+		s.log.LogAttrs(ctx, slog.LevelDebug, "upstream first event", slog.String("request_id", s.reqID),
+			slog.String("strategy", string(s.strategy)), slog.Int("event_kind", int(ev.Kind)))
+	}
+	if err != nil && err != io.EOF && s.d.errType != "" {
+		err = diagnose(err, "", s.d.errType) // the client error may name the setting to check
+	}
+	return ev, err
 }
 
 func eventOfContextErr(err error) completion.Event {
@@ -166,7 +176,21 @@ func (s *Stream) finished() {
 	if s.d.labelSeen {
 		attrs = append(attrs, slog.Bool("model_match", s.d.labelMatch))
 	}
+	if s.d.errType != "" {
+		attrs = append(attrs, slog.String("upstream_error_type", s.d.errType))
+		if h := settingHint(s.d.errType); h != "" {
+			attrs = append(attrs, slog.String("hint", h))
+		}
+	}
 	s.log.LogAttrs(context.Background(), level, msg, attrs...)
+	if s.log.Enabled(context.Background(), slog.LevelDebug) {
+		row := ""
+		if s.d.ev != nil {
+			row = s.d.ev.row
+		}
+		s.log.LogAttrs(context.Background(), slog.LevelDebug, "completion", slog.String("request_id", s.reqID),
+			slog.String("strategy", string(s.strategy)), slog.String("rule", string(s.d.cfg.rule)), slog.String("row", row), slog.String("state", string(o.State)))
+	}
 	if s.onEnd != nil {
 		s.onEnd(s.d.summary(s.chatType))
 	}

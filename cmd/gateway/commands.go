@@ -28,6 +28,8 @@ func exitCode(err error) int {
 		return 2
 	case errors.Is(err, errStale):
 		return 3
+	case errors.Is(err, errVerify):
+		return 1
 	default:
 		return 1
 	}
@@ -36,10 +38,20 @@ func exitCode(err error) int {
 // describe renders a command error for the terminal: the stable code first for
 // catalogued errors (messages are secret-free by construction).
 func describe(err error) string {
-	if c := errs.CodeOf(err); c != errs.InternalError {
-		return string(c) + ": " + err.Error()
+	c := errs.CodeOf(err)
+	if c == errs.InternalError {
+		return err.Error()
 	}
-	return err.Error()
+	if ps := problemsOf(err); len(ps) > 1 { // every configuration problem, one per line
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s: %d problems:", c, len(ps))
+		for _, p := range ps {
+			_, msg, _ := strings.Cut(p.Error(), ": ") // drop the catalog's fixed sentence
+			b.WriteString("\n  - " + msg)
+		}
+		return b.String()
+	}
+	return string(c) + ": " + err.Error()
 }
 
 func runDiagram(args []string, stdout io.Writer) error {
@@ -47,8 +59,8 @@ func runDiagram(args []string, stdout io.Writer) error {
 	fs.SetOutput(io.Discard)
 	dir := fs.String("dir", "spec", "directory of the generated files")
 	check := fs.Bool("check", false, "exit non-zero when the directory is stale instead of writing")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if done, err := parseFlags(fs, args, diagramHelp, stdout); done || err != nil {
+		return err
 	}
 	if *check {
 		stale, err := specgen.Check(*dir)
@@ -82,4 +94,36 @@ func runVersion(stdout io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// parseFlags parses a subcommand's flags; -h/--help prints help to stdout and
+// reports done. Flag errors are usage errors that repeat the help's first line.
+func parseFlags(fs *flag.FlagSet, args []string, help string, stdout io.Writer) (done bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, help)
+			return true, nil
+		}
+		first, _, _ := strings.Cut(help, "\n")
+		return true, fmt.Errorf("%w: %v (%s; see --help)", errUsage, err, first)
+	}
+	return false, nil
+}
+
+// buildInfo returns the VCS revision the binary was built from and whether the
+// tree was modified ("" and false when unknown, e.g. go run or go test).
+func buildInfo() (revision string, modified bool) {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "", false
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			revision = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	return revision, modified
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/errors"
+
 	"pmgate/adapters/httpapi"
 	"pmgate/adapters/keyfile"
 	"pmgate/adapters/postman/pmconfig"
@@ -49,8 +51,9 @@ type config struct {
 	anchorPolicy    conversation.Policy
 	logLevel        slog.Level
 	logFormat       string
-	adminEnabled    bool // ADMIN_ENABLED: serve /admin
-	metricsOpen     bool // METRICS_AUTH=none: /metrics without a key
+	adminEnabled    bool   // ADMIN_ENABLED: serve /admin
+	metricsOpen     bool   // METRICS_AUTH=none: /metrics without a key
+	probeReport     string // PROBE_REPORT: a probe report for /health's upstream_verified
 }
 
 func invalid(variable, rule string) error {
@@ -60,49 +63,49 @@ func invalid(variable, rule string) error {
 func loadConfig(getenv func(string) string) (config, error) {
 	var c config
 	var err error
+	var problems []error
+	bad := func(err error) {
+		if err != nil {
+			problems = append(problems, err)
+		}
+	}
+	bad(refusePlaceholders(getenv))
 	if c.host = getenv("PROVIDER_HOST"); c.host == "" {
 		c.host = "127.0.0.1"
 	}
 	if c.host != "localhost" && net.ParseIP(c.host) == nil {
-		return c, invalid("PROVIDER_HOST", "must be an IP address or localhost")
+		bad(invalid("PROVIDER_HOST", "must be an IP address or localhost"))
 	}
-	if c.port, err = intVar(getenv, "PROVIDER_PORT", 8788, 0, 65535); err != nil {
-		return c, err
-	}
+	c.port, err = intVar(getenv, "PROVIDER_PORT", 8788, 0, 65535)
+	bad(err)
 	c.apiKey, c.keysFile = getenv("PROVIDER_API_KEY"), getenv("PROVIDER_KEYS_FILE")
 	switch {
 	case c.apiKey != "" && c.keysFile != "":
-		return c, invalid("PROVIDER_KEYS_FILE", "exclusive with PROVIDER_API_KEY: set one of them")
+		bad(invalid("PROVIDER_KEYS_FILE", "exclusive with PROVIDER_API_KEY: set one of them"))
 	case c.keysFile == "":
 		if n := len(c.apiKey); n < 16 || n > 512 || !visibleASCII(c.apiKey) {
-			return c, invalid("PROVIDER_API_KEY", "required (or PROVIDER_KEYS_FILE): 16–512 visible ASCII characters")
+			bad(invalid("PROVIDER_API_KEY", "required (or PROVIDER_KEYS_FILE): 16–512 visible ASCII characters"))
 		}
 	}
-	if c.upstream, err = pmconfig.Parse(getenv); err != nil {
-		return c, err
-	}
-	if c.keysFile != "" {
+	c.upstream, err = pmconfig.Parse(getenv)
+	bad(err)
+	if c.keysFile != "" && err == nil {
 		if c.keys, c.keysSum, err = keyfile.Load(c.keysFile, c.upstream.PublicModels); err != nil {
-			return c, err
+			bad(err)
+		} else if len(c.keys.Slots) == 0 {
+			bad(invalid("PROVIDER_KEYS_FILE", "has no slot: add one with `gateway keys new`"))
 		}
-		if len(c.keys.Slots) == 0 {
-			return c, invalid("PROVIDER_KEYS_FILE", "has no slot: add one with `gateway keys new`")
-		}
 	}
-	if c.maxConcurrent, err = intVar(getenv, "MAX_CONCURRENT_REQUESTS", 16, 1, 4096); err != nil {
-		return c, err
-	}
-	if c.maxConnections, err = intVar(getenv, "MAX_CONNECTIONS", httpapi.DefaultMaxConnections, 1, 65536); err != nil {
-		return c, err
-	}
+	c.maxConcurrent, err = intVar(getenv, "MAX_CONCURRENT_REQUESTS", 16, 1, 4096)
+	bad(err)
+	c.maxConnections, err = intVar(getenv, "MAX_CONNECTIONS", httpapi.DefaultMaxConnections, 1, 65536)
+	bad(err)
 	bodyMS, err := intVar(getenv, "BODY_READ_TIMEOUT_MS", 30000, 100, 3600000)
-	if err != nil {
-		return c, err
-	}
+	bad(err)
 	c.bodyTimeout = time.Duration(bodyMS) * time.Millisecond
 	hosts, ok := httpapi.ParseAllowedHosts(getenv("ALLOWED_HOSTS"))
 	if !ok {
-		return c, invalid("ALLOWED_HOSTS", "must be a comma list of host names or IP addresses, without port, scheme or wildcard")
+		bad(invalid("ALLOWED_HOSTS", "must be a comma list of host names or IP addresses, without port, scheme or wildcard"))
 	}
 	c.allowedHosts = append([]string{c.host}, hosts...)
 	switch v := getenv("CORRELATION_ENABLED"); v {
@@ -110,80 +113,68 @@ func loadConfig(getenv func(string) string) (config, error) {
 		c.correlation = true
 	case "false":
 	default:
-		return c, invalid("CORRELATION_ENABLED", "must be true or false")
+		bad(invalid("CORRELATION_ENABLED", "must be true or false"))
 	}
 	switch c.store = getenv("CORRELATION_STORE"); c.store {
 	case "":
 		c.store = "memory"
 	case "memory", "postgres":
 	default:
-		return c, invalid("CORRELATION_STORE", "must be memory or postgres")
+		bad(invalid("CORRELATION_STORE", "must be memory or postgres"))
 	}
 	c.postgresURL = getenv("CORRELATION_POSTGRES_URL")
 	if c.store == "postgres" && c.postgresURL == "" {
-		return c, invalid("CORRELATION_POSTGRES_URL", "required with CORRELATION_STORE=postgres")
+		bad(invalid("CORRELATION_POSTGRES_URL", "required with CORRELATION_STORE=postgres"))
 	}
 	if c.store == "memory" && c.postgresURL != "" {
-		return c, invalid("CORRELATION_POSTGRES_URL", "only with CORRELATION_STORE=postgres")
+		bad(invalid("CORRELATION_POSTGRES_URL", "only with CORRELATION_STORE=postgres"))
 	}
 	if k := getenv("CORRELATION_PRINCIPAL_KEY"); k != "" {
 		c.principalKey, err = base64.RawURLEncoding.DecodeString(strings.TrimRight(k, "="))
 		if err != nil || len(c.principalKey) < 32 {
-			return c, invalid("CORRELATION_PRINCIPAL_KEY", "must be base64url of at least 32 bytes")
+			bad(invalid("CORRELATION_PRINCIPAL_KEY", "must be base64url of at least 32 bytes"))
 		}
 	} else {
 		if c.store == "postgres" {
-			return c, invalid("CORRELATION_PRINCIPAL_KEY", "required with a shared store")
+			bad(invalid("CORRELATION_PRINCIPAL_KEY", "required with a shared store"))
 		}
 		c.principalKey, c.principalRandom = make([]byte, 32), true
 		if _, err := rand.Read(c.principalKey); err != nil {
-			return c, err
+			return c, err // the CSPRNG failed: nothing else matters
 		}
 	}
 	pending, err := intVar(getenv, "CORRELATION_PENDING_TTL_MS", 900000, 1000, 86400000)
-	if err != nil {
-		return c, err
-	}
+	bad(err)
 	terminal, err := intVar(getenv, "CORRELATION_TERMINAL_TTL_MS", 900000, 1000, 86400000)
-	if err != nil {
-		return c, err
-	}
+	bad(err)
 	c.policy = correlation.Policy{
 		PendingTTL:  time.Duration(pending) * time.Millisecond,
 		TerminalTTL: time.Duration(terminal) * time.Millisecond,
 		// design §8: the claim's hard deadline is the request timeout plus 30 s.
 		InflightTTL: c.upstream.RequestTimeout + 30*time.Second,
 	}
-	if c.limits.MaxGroups, err = intVar(getenv, "CORRELATION_MAX_GROUPS", 1000, 1, 1000000); err != nil {
-		return c, err
-	}
-	if c.limits.MaxCalls, err = intVar(getenv, "CORRELATION_MAX_CALLS", 4096, 1, 4000000); err != nil {
-		return c, err
-	}
-	if c.limits.ResponseCacheBytes, err = intVar(getenv, "CORRELATION_RESPONSE_CACHE_BYTES", 8<<20, 0, 1<<30); err != nil {
-		return c, err
-	}
+	c.limits.MaxGroups, err = intVar(getenv, "CORRELATION_MAX_GROUPS", 1000, 1, 1000000)
+	bad(err)
+	c.limits.MaxCalls, err = intVar(getenv, "CORRELATION_MAX_CALLS", 4096, 1, 4000000)
+	bad(err)
+	c.limits.ResponseCacheBytes, err = intVar(getenv, "CORRELATION_RESPONSE_CACHE_BYTES", 8<<20, 0, 1<<30)
+	bad(err)
 	switch v := getenv("CONVERSATION_CONTINUITY"); v {
 	case "", "true":
 		c.continuity = true
 	case "false":
 	default:
-		return c, invalid("CONVERSATION_CONTINUITY", "must be true or false")
+		bad(invalid("CONVERSATION_CONTINUITY", "must be true or false"))
 	}
 	convTTL, err := intVar(getenv, "CONVERSATION_TTL_MS", 1800000, 1000, 86400000)
-	if err != nil {
-		return c, err
-	}
-	if c.anchorLimits.MaxAnchors, err = intVar(getenv, "CONVERSATION_MAX_ANCHORS", 10000, 1, 1000000); err != nil {
-		return c, err
-	}
+	bad(err)
+	c.anchorLimits.MaxAnchors, err = intVar(getenv, "CONVERSATION_MAX_ANCHORS", 10000, 1, 1000000)
+	bad(err)
 	// Tombstones live as long as the correlation's; a claim's hard deadline is
 	// that of a tool continuation: the request timeout plus a margin.
 	c.anchorPolicy = conversation.Policy{TTL: time.Duration(convTTL) * time.Millisecond,
 		ClaimTTL: c.policy.InflightTTL, TerminalTTL: c.policy.TerminalTTL}
-	if err := c.loadOperate(getenv); err != nil {
-		return c, err
-	}
+	bad(c.loadOperate(getenv))
 	switch v := getenv("LOG_LEVEL"); v {
 	case "", "info":
 		c.logLevel = slog.LevelInfo
@@ -194,14 +185,18 @@ func loadConfig(getenv func(string) string) (config, error) {
 	case "error":
 		c.logLevel = slog.LevelError
 	default:
-		return c, invalid("LOG_LEVEL", "must be debug, info, warn or error")
+		bad(invalid("LOG_LEVEL", "must be debug, info, warn or error"))
 	}
 	switch c.logFormat = getenv("LOG_FORMAT"); c.logFormat {
 	case "":
 		c.logFormat = "json"
 	case "json", "text":
 	default:
-		return c, invalid("LOG_FORMAT", "must be json or text")
+		bad(invalid("LOG_FORMAT", "must be json or text"))
+	}
+	c.probeReport = getenv("PROBE_REPORT")
+	if len(problems) > 0 {
+		return c, errors.Join(problems...) // every problem at once (check-config lists them)
 	}
 	return c, nil
 }
@@ -265,6 +260,9 @@ func (c config) summary() map[string]string {
 	m["conversation_max_anchors"] = strconv.Itoa(c.anchorLimits.MaxAnchors)
 	m["admin_enabled"] = strconv.FormatBool(c.adminEnabled)
 	m["metrics_auth"] = map[bool]string{false: "key", true: "none"}[c.metricsOpen]
+	if c.probeReport != "" {
+		m["probe_report"] = "set"
+	}
 	m["log_level"] = c.logLevel.String()
 	m["log_format"] = c.logFormat
 	return m

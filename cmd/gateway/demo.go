@@ -42,28 +42,60 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 	strategy := fs.String("strategy", "web_session", "upstream strategy: web_session or access_token")
 	port := fs.String("port", "8788", "gateway port (0 picks a free one)")
 	profile := fs.String("profile", emulator.ProfileStrict, "emulator profile: "+strings.Join(emulator.Profiles(), ", "))
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if done, err := parseFlags(fs, args, demoHelp, stdout); done || err != nil {
+		return err
 	}
 	if *strategy != "web_session" && *strategy != "access_token" {
 		return fmt.Errorf("%w: --strategy must be web_session or access_token", errUsage)
 	}
-	limits, err := upstreamLimits(getenv)
+	eu, err := startEmulatorUpstream(ctx, *strategy, *port, *profile, getenv)
 	if err != nil {
 		return err
+	}
+	defer eu.emu.Close()
+	cfg, err := loadConfig(func(k string) string { return eu.env[k] })
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	gw, err := startGateway(ctx, cfg, log, eu.opts...)
+	if err != nil {
+		return err
+	}
+	printDemo(stdout, "http://"+gw.addr()+"/v1", cfg.apiKey, *strategy, eu.emu.Origin())
+	if *profile != emulator.ProfileStrict {
+		fmt.Fprintf(stdout, "\nEmulator profile %q: its streams show what the public projects report; the default completion rules may refuse them.\n", *profile)
+	}
+	return gw.wait(ctx)
+}
+
+// emulatorUpstream is a started emulator, the gateway environment that uses it
+// and the adapter options that reach it (trust its CA, dial it for the
+// web-session host). Only the demo and `gateway probe --emulator` use it.
+type emulatorUpstream struct {
+	emu  *emulator.Server
+	env  map[string]string
+	opts []postman.Option
+}
+
+// startEmulatorUpstream starts the emulator with a profile and the owner's
+// upstream limits (read through getenv, honoured on both sides).
+func startEmulatorUpstream(ctx context.Context, strategy, port, profile string, getenv func(string) string) (*emulatorUpstream, error) {
+	limits, err := upstreamLimits(getenv)
+	if err != nil {
+		return nil, err
 	}
 	// The emulator's credentials are fake and local to this process; the gateway
 	// holds them exactly as it would hold real ones.
 	cookie, token := randomHex(24), randomHex(24)
 	emu, err := startEmulator(ctx, emulator.Config{WorkspaceID: demoWorkspace, Subdomain: demoSubdomain,
-		SessionCookie: cookie, AccessToken: token, Models: map[string]string{demoEnum: demoEnum}}, *profile, limits)
+		SessionCookie: cookie, AccessToken: token, Models: map[string]string{demoEnum: demoEnum}}, profile, limits)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer emu.Close()
 	env := map[string]string{
-		"PROVIDER_PORT": *port, "PROVIDER_API_KEY": "sk-pmgate-demo-" + randomHex(16), "PROVIDER_MODELS": demoModel,
-		"POSTMAN_TRANSPORT_STRATEGY": *strategy, "POSTMAN_WORKSPACE_ID": demoWorkspace,
+		"PROVIDER_PORT": port, "PROVIDER_API_KEY": "sk-pmgate-demo-" + randomHex(16), "PROVIDER_MODELS": demoModel,
+		"POSTMAN_TRANSPORT_STRATEGY": strategy, "POSTMAN_WORKSPACE_ID": demoWorkspace,
 		"POSTMAN_MODEL_MAP": demoModel + "=" + demoEnum, "LOG_FORMAT": "text",
 	}
 	// The upstream constraints an owner may set are honoured by both sides.
@@ -72,33 +104,21 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 			env[k] = v
 		}
 	}
-	if *strategy == "web_session" {
+	if strategy == "web_session" {
 		env["POSTMAN_SESSION_COOKIE"], env["POSTMAN_WORKSPACE_SUBDOMAIN"] = cookie, demoSubdomain
 	} else {
 		env["POSTMAN_ACCESS_TOKEN"], env["POSTMAN_ORIGIN"] = token, emu.Origin()
 	}
-	cfg, err := loadConfig(func(k string) string { return env[k] })
-	if err != nil {
-		return err
-	}
-	log := newLogger(cfg, stderr)
 	host := demoSubdomain + ".postman.co:443"
 	dialer := &net.Dialer{}
-	gw, err := startGateway(ctx, cfg, log, postman.WithRootCAs(emu.CertPool()),
+	opts := []postman.Option{postman.WithRootCAs(emu.CertPool()),
 		postman.WithDialContext(func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if addr != host && "https://"+addr != emu.Origin() {
 				return nil, errs.Newf(errs.UpstreamUnavailable, "the demo dials only its emulator")
 			}
 			return dialer.DialContext(ctx, network, emu.Addr())
-		}))
-	if err != nil {
-		return err
-	}
-	printDemo(stdout, "http://"+gw.addr()+"/v1", cfg.apiKey, *strategy, emu.Origin())
-	if *profile != emulator.ProfileStrict {
-		fmt.Fprintf(stdout, "\nEmulator profile %q: its streams show what the public projects report; the default completion rules may refuse them.\n", *profile)
-	}
-	return gw.wait(ctx)
+		})}
+	return &emulatorUpstream{emu: emu, env: env, opts: opts}, nil
 }
 
 // limitSettings are the upstream constraints `demo` and `emulator` honour on
@@ -186,8 +206,8 @@ func runEmulator(ctx context.Context, args []string, getenv func(string) string,
 	subdomain := fs.String("subdomain", demoSubdomain, "web-session subdomain the emulator accepts")
 	workspace := fs.String("workspace", demoWorkspace, "workspace id the emulator requires")
 	profile := fs.String("profile", emulator.ProfileStrict, "emulator profile: "+strings.Join(emulator.Profiles(), ", "))
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if done, err := parseFlags(fs, args, emulatorHelp, stdout); done || err != nil {
+		return err
 	}
 	limits, err := upstreamLimits(getenv)
 	if err != nil {
@@ -224,11 +244,24 @@ web_session (needs a resolver or dialer mapping %s.postman.co to %s):
 	return nil
 }
 
-// runCheckConfig validates the configuration and prints a redacted summary.
+// runCheckConfig validates the configuration: every problem at once, or a
+// redacted summary and the warnings.
 func runCheckConfig(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cfg, err := configFromArgs("check-config", args, getenv)
+	cfg, done, err := configCommand("check-config", checkConfigHelp, args, getenv, stdout)
+	if done {
+		return nil
+	}
 	if err != nil {
-		return err
+		if !errs.Has(err, errs.ConfigInvalid) {
+			return err
+		}
+		problems := problemsOf(err)
+		fmt.Fprintf(stderr, "configuration refused: %d problem(s)\n", len(problems))
+		for _, p := range problems {
+			_, msg, _ := strings.Cut(p.Error(), ": ") // drop the catalog's fixed sentence
+			fmt.Fprintf(stderr, "  - %s\n", msg)
+		}
+		return errs.Newf(errs.ConfigInvalid, "%d problem(s) listed above", safeCount(len(problems)))
 	}
 	m := cfg.summary()
 	keys := make([]string, 0, len(m))
@@ -240,5 +273,14 @@ func runCheckConfig(args []string, getenv func(string) string, stdout, stderr io
 	for _, k := range keys {
 		fmt.Fprintf(stdout, "  %s: %s\n", k, m[k])
 	}
+	for _, w := range configWarnings(cfg) {
+		fmt.Fprintf(stdout, "warning: %s\n", w)
+	}
 	return nil
 }
+
+// safeCount is a count that prints unredacted.
+type safeCount int
+
+// SafeValue marks counts as safe for logs.
+func (safeCount) SafeValue() {}

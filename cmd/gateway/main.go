@@ -30,9 +30,16 @@ commands:
   emulator [--addr A]              run the Postman emulator alone
   check-config [--env-file FILE]   validate the configuration and print a redacted summary
   diagram [--dir spec] [--check]   write (or check) the generated machine diagrams and tables
+  probe --live|--emulator [...]    verify the upstream end to end; writes an evidence report
+  verify REPORT                    check an evidence report (the closure gate)
   keys new|list|revoke             manage the API key slots of PROVIDER_KEYS_FILE
-  version                          print version and build information
+  version                          print version and build information (also --version)
+
+Every command has --help listing its flags and the variables it reads.
 `
+
+// commands are the subcommands, for the nearest-command suggestion.
+var commands = []string{"serve", "demo", "emulator", "check-config", "diagram", "probe", "verify", "keys", "version", "help"}
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -50,15 +57,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runCheckConfig(args[1:], getenv, stdout, stderr)
 	case "diagram":
 		return runDiagram(args[1:], stdout)
+	case "probe":
+		return runProbe(ctx, args[1:], getenv, stdout, stderr)
+	case "verify":
+		return runVerify(args[1:], getenv, stdout, stderr)
 	case "keys":
 		return runKeys(args[1:], getenv, stdout, stderr)
-	case "version":
+	case "version", "--version", "-version":
+		if len(args) > 1 && (args[1] == "--help" || args[1] == "-h") {
+			fmt.Fprint(stdout, versionHelp)
+			return nil
+		}
 		return runVersion(stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
 	default:
 		fmt.Fprint(stderr, usage)
+		if n := nearest(args[0], commands); n != "" {
+			return fmt.Errorf("%w: unknown command %q; did you mean %q?", errUsage, args[0], n)
+		}
 		return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
 	}
 }

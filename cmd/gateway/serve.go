@@ -29,11 +29,14 @@ import (
 const shutdownGrace = 30 * time.Second
 
 func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cfg, err := configFromArgs("serve", args, getenv)
-	if err != nil {
+	cfg, done, err := configCommand("serve", serveHelp, args, getenv, stdout)
+	if done || err != nil {
 		return err
 	}
 	log := newLogger(cfg, stderr)
+	for _, w := range configWarnings(cfg) {
+		log.Warn("configuration warning", "warning", w)
+	}
 	gw, err := startGateway(ctx, cfg, log, testUpstreamOptions...)
 	if err != nil {
 		return err
@@ -77,6 +80,12 @@ type gateway struct {
 // startGateway wires the ports into the app and starts serving. opts reach the
 // Postman adapter (the demo trusts its emulator's CA and dials it).
 func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...postman.Option) (*gateway, error) {
+	return startGatewayWith(ctx, cfg, log, nil, opts...)
+}
+
+// startGatewayWith is startGateway with the adapter wrapped by wrap (nil: not
+// wrapped); `gateway probe` counts and bounds its dispatches this way.
+func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap func(ports.Upstream) ports.Upstream, opts ...postman.Option) (*gateway, error) {
 	base := []postman.Option{postman.WithLogger(log), postman.WithRequestID(httpapi.RequestID), postman.WithRedactedSecrets(cfg.apiKey),
 		postman.WithMaxIdleConns(cfg.maxConcurrent)}
 	var store store
@@ -93,8 +102,12 @@ func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...pos
 	if err != nil {
 		return nil, err
 	}
+	var upstream ports.Upstream = client
+	if wrap != nil {
+		upstream = wrap(client)
+	}
 	svc := app.New(app.Config{WorkspaceID: cfg.upstream.WorkspaceID, Correlation: cfg.correlation, Policy: cfg.policy,
-		OnDecision: monitor.ObserveDecision}, client, store, system.Clock{}, system.IDs{}, log)
+		OnDecision: monitor.ObserveDecision}, upstream, store, system.Clock{}, system.IDs{}, log)
 	var anchors anchorStore
 	if cfg.continuity {
 		anchors = openAnchors(cfg, store)
@@ -118,9 +131,10 @@ func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...pos
 		Health: func(ctx context.Context) map[string]any {
 			return map[string]any{"correlation": storeHealth(ctx, cfg, store), "conversation": anchorHealth(ctx, cfg, anchors)}
 		},
-		Monitor:     monitor,
-		MetricsOpen: cfg.metricsOpen,
-		Admin:       adminInfo(cfg),
+		Monitor:      monitor,
+		MetricsOpen:  cfg.metricsOpen,
+		Admin:        adminInfo(cfg),
+		Verification: probeVerification(cfg, time.Now),
 	}, svc, log)
 	tcp, err := net.Listen("tcp", net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port)))
 	if err != nil {

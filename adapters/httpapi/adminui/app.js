@@ -235,7 +235,7 @@
       verdict.textContent = "facade healthy · upstream not verified by /health";
       verdict.className = "verdict warn";
     }
-    $("probe").textContent = l.probe ? ((l.probe.passed ? "passed" : "failed") + " at " + l.probe.time + (l.probe.detail ? " — " + l.probe.detail : "")) : "none (no probe report configured)";
+    $("probe").textContent = l.probe ? ((l.probe.passed ? "passed" : "failed") + " at " + l.probe.time + (l.probe.detail ? " — " + l.probe.detail : "")) : "none" + (l.upstream_verified_reason ? " — " + l.upstream_verified_reason : "");
     $("updated").textContent = clock(l.time);
     const c = l.correlation || {};
     const parts = [];

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/errors"
+
 	"pmgate/domain/errs"
 	"pmgate/domain/toolschema"
 )
@@ -200,65 +202,71 @@ func refuse(name envName, format string, args ...any) error {
 }
 
 // Parse reads and validates the adapter's configuration through getenv. An
-// empty value counts as unset. It returns the first refusal as an error with
-// code errs.ConfigInvalid.
+// empty value counts as unset. It returns every refusal it finds at once (an
+// errors.Join of errors with code errs.ConfigInvalid; a single refusal is
+// returned as it is): the strategy's own variables are checked only when the
+// strategy is valid, everything else always.
 func Parse(getenv func(string) string) (Config, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
 	var c Config
+	var problems []error
+	add := func(err error) {
+		if err != nil {
+			problems = append(problems, err)
+		}
+	}
 
 	switch s := getenv(EnvStrategy); Strategy(s) {
 	case StrategyAccessToken, StrategyWebSession:
 		c.Strategy = Strategy(s)
 	case "":
-		return Config{}, refuse(EnvStrategy, "required; must be access_token or web_session")
+		add(refuse(EnvStrategy, "required; must be access_token or web_session"))
 	default:
-		return Config{}, refuse(EnvStrategy, "must be exactly access_token or web_session")
+		add(refuse(EnvStrategy, "must be exactly access_token or web_session"))
 	}
 
 	if getenv(EnvAccessToken) != "" && getenv(EnvSessionCookie) != "" {
-		return Config{}, refuse(EnvAccessToken+" and "+EnvSessionCookie,
-			"both secrets are set; configure only the secret of POSTMAN_TRANSPORT_STRATEGY")
-	}
-
-	var err error
-	if c.Strategy == StrategyAccessToken {
-		err = c.parseAccessToken(getenv)
-	} else {
-		err = c.parseWebSession(getenv)
-	}
-	if err != nil {
-		return Config{}, err
+		add(refuse(EnvAccessToken+" and "+EnvSessionCookie,
+			"both secrets are set; configure only the secret of POSTMAN_TRANSPORT_STRATEGY"))
+	} else if c.Strategy == StrategyAccessToken {
+		add(c.parseAccessToken(getenv))
+	} else if c.Strategy == StrategyWebSession {
+		add(c.parseWebSession(getenv))
 	}
 
 	c.WorkspaceID = getenv(EnvWorkspaceID)
 	if c.WorkspaceID == "" {
-		return Config{}, refuse(EnvWorkspaceID, "required")
-	}
-	if !visibleASCII(c.WorkspaceID, 1, MaxWorkspaceBytes) {
-		return Config{}, refuse(EnvWorkspaceID, "must be 1-256 bytes of visible ASCII (0x21-0x7e)")
+		add(refuse(EnvWorkspaceID, "required"))
+	} else if !visibleASCII(c.WorkspaceID, 1, MaxWorkspaceBytes) {
+		add(refuse(EnvWorkspaceID, "must be 1-256 bytes of visible ASCII (0x21-0x7e)"))
 	}
 
-	if err := c.parseModels(getenv); err != nil {
-		return Config{}, err
-	}
-	if err := c.parseHeaderValues(getenv); err != nil {
-		return Config{}, err
-	}
-	if err := c.parseTerminalRule(getenv); err != nil {
-		return Config{}, err
-	}
-	if err := c.parseLimits(getenv); err != nil {
-		return Config{}, err
-	}
-	if err := c.parseUpstreamConstraints(getenv); err != nil {
+	add(c.parseModels(getenv))
+	add(c.parseHeaderValues(getenv))
+	add(c.parseTerminalRule(getenv))
+	add(c.parseLimits(getenv))
+	add(c.parseUpstreamConstraints(getenv))
+	if err := joinProblems(problems); err != nil {
 		return Config{}, err
 	}
 	if err := c.parseToolSchemaPolicy(getenv); err != nil {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// joinProblems is nil, the one refusal, or all of them joined (redaction-aware,
+// so that logs keep every variable name and rule).
+func joinProblems(problems []error) error {
+	switch len(problems) {
+	case 0:
+		return nil
+	case 1:
+		return problems[0]
+	}
+	return errors.Join(problems...)
 }
 
 // parseUpstreamConstraints reads the service constraints the public projects
@@ -293,55 +301,54 @@ func (c *Config) parseAccessToken(getenv func(string) string) error {
 	if err := forbid(getenv, c.Strategy, EnvSessionCookie, EnvSubdomain, EnvTerminalRule); err != nil {
 		return err
 	}
+	var problems []error
 	c.AccessToken = getenv(EnvAccessToken)
 	if c.AccessToken == "" {
-		return refuse(EnvAccessToken, "required when POSTMAN_TRANSPORT_STRATEGY is access_token")
-	}
-	if !visibleASCII(c.AccessToken, 1, MaxSecretBytes) {
-		return refuse(EnvAccessToken, "must be 1-4096 bytes of visible ASCII (0x21-0x7e)")
+		problems = append(problems, refuse(EnvAccessToken, "required when POSTMAN_TRANSPORT_STRATEGY is access_token"))
+	} else if !visibleASCII(c.AccessToken, 1, MaxSecretBytes) {
+		problems = append(problems, refuse(EnvAccessToken, "must be 1-4096 bytes of visible ASCII (0x21-0x7e)"))
 	}
 	c.Origin = getenv(EnvOrigin)
+	originOK := false
 	if c.Origin == "" {
-		return refuse(EnvOrigin, "required when POSTMAN_TRANSPORT_STRATEGY is access_token")
-	}
-	if _, _, err := splitOrigin(c.Origin); err != nil {
-		return err
+		problems = append(problems, refuse(EnvOrigin, "required when POSTMAN_TRANSPORT_STRATEGY is access_token"))
+	} else if _, _, err := splitOrigin(c.Origin); err != nil {
+		problems = append(problems, err)
+	} else {
+		originOK = true
 	}
 	c.ChatPath = getenv(EnvChatPath)
 	if c.ChatPath == "" {
 		c.ChatPath = DefaultChatPath
 	}
 	if err := checkChatPath(c.ChatPath); err != nil {
-		return err
+		problems = append(problems, err)
+	} else if originOK && accessTokenURL(c.Origin, c.ChatPath) == nil {
+		problems = append(problems, refuse(EnvChatPath, "together with POSTMAN_ORIGIN does not survive URL construction unchanged"))
 	}
-	if accessTokenURL(c.Origin, c.ChatPath) == nil {
-		return refuse(EnvChatPath, "together with POSTMAN_ORIGIN does not survive URL construction unchanged")
-	}
-	return nil
+	return joinProblems(problems)
 }
 
 func (c *Config) parseWebSession(getenv func(string) string) error {
 	if err := forbid(getenv, c.Strategy, EnvAccessToken, EnvOrigin, EnvChatPath); err != nil {
 		return err
 	}
+	var problems []error
 	c.SessionCookie = getenv(EnvSessionCookie)
 	if c.SessionCookie == "" {
-		return refuse(EnvSessionCookie, "required when POSTMAN_TRANSPORT_STRATEGY is web_session")
-	}
-	if err := checkCookie(c.SessionCookie); err != nil {
-		return err
+		problems = append(problems, refuse(EnvSessionCookie, "required when POSTMAN_TRANSPORT_STRATEGY is web_session"))
+	} else if err := checkCookie(c.SessionCookie); err != nil {
+		problems = append(problems, err)
 	}
 	c.Subdomain = getenv(EnvSubdomain)
 	if c.Subdomain == "" {
-		return refuse(EnvSubdomain, "required when POSTMAN_TRANSPORT_STRATEGY is web_session")
+		problems = append(problems, refuse(EnvSubdomain, "required when POSTMAN_TRANSPORT_STRATEGY is web_session"))
+	} else if err := checkSubdomain(c.Subdomain); err != nil {
+		problems = append(problems, err)
+	} else if webSessionURL(c.Subdomain) == nil {
+		problems = append(problems, refuse(EnvSubdomain, "the chat URL fails its post-construction checks"))
 	}
-	if err := checkSubdomain(c.Subdomain); err != nil {
-		return err
-	}
-	if webSessionURL(c.Subdomain) == nil {
-		return refuse(EnvSubdomain, "the chat URL fails its post-construction checks")
-	}
-	return nil
+	return joinProblems(problems)
 }
 
 func checkCookie(v string) error {
@@ -557,6 +564,7 @@ const (
 
 func (c *Config) parseLimits(getenv func(string) string) error {
 	var timeoutMS int
+	var problems []error
 	for _, l := range []struct {
 		name     envName
 		dst      *int
@@ -572,7 +580,8 @@ func (c *Config) parseLimits(getenv func(string) string) error {
 	} {
 		v, err := parseInt(getenv, l.name, l.def, l.min, l.max)
 		if err != nil {
-			return err
+			problems = append(problems, err)
+			v = l.def // so that the checks below still run
 		}
 		*l.dst = v
 	}
@@ -581,14 +590,14 @@ func (c *Config) parseLimits(getenv func(string) string) error {
 	raw := getenv(EnvMaxToolResBytes)
 	if raw == "" {
 		c.MaxToolResultBytes = min(256*kib, c.MaxBodyBytes)
-		return nil
+		return joinProblems(problems)
 	}
 	v, ok := decimal(raw)
 	if !ok || v < 256 || v > c.MaxBodyBytes {
-		return refuse(EnvMaxToolResBytes, "must be a decimal integer from 256 to MAX_BODY_BYTES (%d)", redactSafeInt(c.MaxBodyBytes))
+		problems = append(problems, refuse(EnvMaxToolResBytes, "must be a decimal integer from 256 to MAX_BODY_BYTES (%d)", redactSafeInt(c.MaxBodyBytes)))
 	}
 	c.MaxToolResultBytes = v
-	return nil
+	return joinProblems(problems)
 }
 
 func parseInt(getenv func(string) string, name envName, def, lo, hi int) (int, error) {

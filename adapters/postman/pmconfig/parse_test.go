@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"pmgate/adapters/postman/pmconfig"
+	"pmgate/domain/errs"
 	"pmgate/domain/toolschema"
 
 	"github.com/matryer/is"
@@ -486,6 +487,18 @@ func TestParseWithNilGetenvRefusesStrategy(t *testing.T) {
 	_, err := pmconfig.Parse(nil)
 	is.True(err != nil)                                                       // nothing configured is refused
 	is.True(strings.Contains(err.Error(), pmconfig.EnvStrategy+": required")) // the strategy is the first requirement
+}
+
+func TestEveryRefusalIsReportedAtOnce(t *testing.T) {
+	is := is.New(t)
+	e := webEnv().with(pmconfig.EnvSessionCookie, "<unset>", pmconfig.EnvSubdomain, "www", pmconfig.EnvWorkspaceID, "<unset>",
+		pmconfig.EnvMaxTools, "999", pmconfig.EnvMaxEventBytes, "x")
+	err := mustRefuse(t, e, pmconfig.EnvSessionCookie)
+	for _, v := range []string{pmconfig.EnvSessionCookie, pmconfig.EnvSubdomain, pmconfig.EnvWorkspaceID,
+		pmconfig.EnvMaxTools, pmconfig.EnvMaxEventBytes} {
+		is.True(strings.Contains(err.Error(), v+":"))      // every broken variable is named
+		is.True(strings.Contains(errs.Redact(err), v+":")) // also in the redacted form
+	}
 }
 
 func TestToolSchemaPolicy(t *testing.T) {

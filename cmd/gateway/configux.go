@@ -1,0 +1,218 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+)
+
+// placeholders are the values examples/gateway.env.example ships with. A
+// configuration that still holds one is refused: it cannot work, and the
+// upstream would only answer it with an authentication failure.
+var placeholders = map[string][]string{
+	"PROVIDER_API_KEY":            {"replace-with-a-long-random-key"},
+	"POSTMAN_SESSION_COOKIE":      {"replace-with-the-postman.sid-value"},
+	"POSTMAN_WORKSPACE_SUBDOMAIN": {"your-team"},
+	"POSTMAN_ACCESS_TOKEN":        {"replace-with-your-token"},
+	"POSTMAN_ORIGIN":              {"https://example.invalid"},
+	"POSTMAN_WORKSPACE_ID":        {"replace-with-your-team-id"},
+}
+
+// placeholderOrder keeps the refusals in the example file's order.
+var placeholderOrder = []string{"PROVIDER_API_KEY", "POSTMAN_SESSION_COOKIE", "POSTMAN_WORKSPACE_SUBDOMAIN",
+	"POSTMAN_ACCESS_TOKEN", "POSTMAN_ORIGIN", "POSTMAN_WORKSPACE_ID"}
+
+// refusePlaceholders refuses every variable that still holds the example's
+// placeholder (or any "replace-with-…" value).
+func refusePlaceholders(getenv func(string) string) error {
+	var problems []error
+	for _, name := range placeholderOrder {
+		v := getenv(name)
+		if v == "" {
+			continue
+		}
+		hit := strings.HasPrefix(v, "replace-with-")
+		for _, p := range placeholders[name] {
+			hit = hit || v == p
+		}
+		if hit {
+			problems = append(problems, invalid(name, "still holds the example file's placeholder; put your own value (docs/CONNECT.md says where to find it)"))
+		}
+	}
+	return errors.Join(problems...)
+}
+
+// configWarnings are accepted settings worth a second look; check-config
+// prints them and serve logs them at start-up.
+func configWarnings(c config) []string {
+	var out []string
+	if ip := net.ParseIP(c.host); c.host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		out = append(out, "PROVIDER_HOST is not a loopback address: the gateway will be reachable from other machines; "+
+			"anyone who can reach it and holds PROVIDER_API_KEY spends your Postman account")
+	}
+	return out
+}
+
+// configVariablesHelp lists the variables the gateway configuration reads
+// (README "Configuration" has each one's default and rule).
+const configVariablesHelp = `variables read (the real environment wins over --env-file):
+  PROVIDER_HOST PROVIDER_PORT PROVIDER_API_KEY (or PROVIDER_KEYS_FILE) PROVIDER_MODELS
+  POSTMAN_TRANSPORT_STRATEGY
+  access_token: POSTMAN_ACCESS_TOKEN POSTMAN_ORIGIN POSTMAN_CHAT_PATH
+  web_session:  POSTMAN_SESSION_COOKIE POSTMAN_WORKSPACE_SUBDOMAIN POSTMAN_WEB_SESSION_TERMINAL_RULE
+  POSTMAN_WORKSPACE_ID POSTMAN_MODEL_MAP (or POSTMAN_WEB_SESSION_SELECTED_MODEL,
+    POSTMAN_WEB_SESSION_OBSERVED_MODELS) POSTMAN_USER_AGENT POSTMAN_APP_VERSION
+  POSTMAN_MAX_QUERY_CHARS POSTMAN_MAX_TOOLS_UPSTREAM POSTMAN_PARALLEL_TOOL_CALLS TOOL_SCHEMA_POLICY
+  REQUEST_TIMEOUT_MS MAX_BODY_BYTES MAX_EVENT_BYTES MAX_OUTPUT_BYTES MAX_TOOLS
+    MAX_TOOL_ARGUMENT_BYTES MAX_TOOL_RESULT_BYTES MAX_CONCURRENT_REQUESTS
+  CORRELATION_ENABLED CORRELATION_STORE CORRELATION_POSTGRES_URL CORRELATION_PRINCIPAL_KEY
+    CORRELATION_PENDING_TTL_MS CORRELATION_TERMINAL_TTL_MS CORRELATION_MAX_GROUPS
+    CORRELATION_MAX_CALLS CORRELATION_RESPONSE_CACHE_BYTES
+  CONVERSATION_CONTINUITY CONVERSATION_TTL_MS CONVERSATION_MAX_ANCHORS
+  PROBE_REPORT LOG_LEVEL LOG_FORMAT
+  SSL_CERT_FILE (the upstream's trust store, as in any Go program)
+`
+
+const serveHelp = `usage: gateway serve [--env-file FILE]
+
+Runs the gateway with the configuration from the environment. Stops on
+SIGINT/SIGTERM after in-flight requests finish (at most 30 s).
+
+flags:
+  --env-file FILE   read KEY=VALUE lines first (blank lines and # comments skipped)
+
+` + configVariablesHelp
+
+const checkConfigHelp = `usage: gateway check-config [--env-file FILE]
+
+Validates the configuration, lists every problem at once (exit 78) or prints a
+redacted summary and any warnings (exit 0). Secrets are shown only as "set".
+
+flags:
+  --env-file FILE   read KEY=VALUE lines first (blank lines and # comments skipped)
+
+` + configVariablesHelp
+
+const demoHelp = `usage: gateway demo [--strategy S] [--port P]
+
+Starts the built-in emulator of the Postman upstream and a gateway wired to it
+through the real adapter, offline, with a generated API key; prints ready-to-paste
+snippets.
+
+flags:
+  --strategy S   web_session (default) or access_token
+  --port P       the gateway's port (default 8788; 0 picks a free one)
+
+variables read: none
+`
+
+const emulatorHelp = `usage: gateway emulator [--addr A] [--subdomain S] [--workspace W]
+
+Runs the emulator of the Postman upstream alone (loopback HTTPS with its own CA)
+and prints its origin, CA file and matching gateway settings.
+
+flags:
+  --addr A        listen address, loopback only (default 127.0.0.1:8789)
+  --subdomain S   web-session subdomain it accepts (default pmgate-demo)
+  --workspace W   workspace id it requires (default demo-workspace)
+
+variables read:
+  EMULATOR_SESSION_COOKIE EMULATOR_ACCESS_TOKEN   the credentials it accepts (random when unset)
+`
+
+const diagramHelp = `usage: gateway diagram [--dir spec] [--check]
+
+Writes the generated diagrams and tables of the declared machines, or checks
+that they are current (exit 3 when stale).
+
+flags:
+  --dir D    directory of the generated files (default spec)
+  --check    check instead of writing
+
+variables read: none
+`
+
+const versionHelp = `usage: gateway version   (or gateway --version)
+
+Prints the version and build information (Go version, VCS revision).
+
+variables read: none
+`
+
+// configCommand parses a configuration command's flags (--env-file, --help)
+// and loads the configuration; done means help was printed.
+func configCommand(command, help string, args []string, getenv func(string) string, stdout io.Writer) (config, bool, error) {
+	fs := flag.NewFlagSet(command, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	envPath := fs.String("env-file", "", "")
+	if done, err := parseFlags(fs, args, help, stdout); done || err != nil {
+		return config{}, done && err == nil, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, false, fmt.Errorf("%w: %s takes no arguments (see --help)", errUsage, command)
+	}
+	if *envPath != "" {
+		var err error
+		if getenv, err = envFile(*envPath, getenv); err != nil {
+			return config{}, false, err
+		}
+	}
+	cfg, err := loadConfig(getenv)
+	return cfg, false, err
+}
+
+// problemsOf lists the refusals of a (possibly joined) configuration error.
+func problemsOf(err error) []error {
+	// A join may sit under wrappers (a stack trace); a single refusal has none.
+	for e := err; e != nil; {
+		if m, ok := e.(interface{ Unwrap() []error }); ok {
+			var out []error
+			for _, c := range m.Unwrap() {
+				out = append(out, problemsOf(c)...)
+			}
+			return out
+		}
+		u, ok := e.(interface{ Unwrap() error })
+		if !ok {
+			break
+		}
+		e = u.Unwrap()
+	}
+	return []error{err}
+}
+
+// nearest returns the known command closest to s (edit distance at most 3),
+// or "".
+func nearest(s string, known []string) string {
+	best, bestD := "", 4
+	for _, k := range known {
+		if d := editDistance(s, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,660 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"pmgate/adapters/emulator"
+	"pmgate/adapters/postman"
+	"pmgate/ports"
+)
+
+const probeHelp = `usage: gateway probe --live [--env-file FILE] [--out FILE] [--measure-limits]
+       gateway probe --emulator [--strategy S] [--profile P] [--out FILE] [--measure-limits]
+
+Starts the gateway in-process on a loopback port with exactly the serve
+configuration and drives it over HTTP like a client: a streamed text turn, then
+a two-tool loop (tool_choice required, then auto; at most 3 turns, 3 gateway
+requests and 4 upstream dispatches, the 5th refused before it is sent) whose
+final answer must be exactly ALPHA=<marker>;BETA=<marker>. Nothing is retried
+and nothing fails over. Writes a pmgate-probe/v1 evidence report (docs/PROBE.md)
+and prints a one-screen verdict; exits 0 only on pass. A live probe costs a few
+upstream queries (2-4, plus at most 6 with --measure-limits).
+
+flags:
+  --live              talk to the configured upstream (required for a real account)
+  --emulator          run the same probe against the built-in emulator, offline
+  --strategy S        with --emulator: web_session, access_token or both (default both)
+  --profile P         with --emulator: the emulator profile (default strict; observed answers like
+                      the public projects' fixtures, done_event ends streams with a done event)
+  --env-file FILE     KEY=VALUE lines read first; the real environment wins
+  --out FILE          where the report is written (default pmgate-probe.json); with
+                      --emulator and both strategies, FILE gets .web_session/.access_token
+                      before its extension
+  --measure-limits    also search the longest query the service accepts on a fresh
+                      conversation (at most 5 extra queries from POSTMAN_MAX_QUERY_CHARS)
+                      and whether a continuation is accepted after it
+
+variables read: every variable of gateway serve (see gateway serve --help), and
+POSTMAN_MAX_QUERY_CHARS (default 10000) as the start of --measure-limits.
+`
+
+// probeInstruction is the tool loop's user message. The emulator follows its
+// "reply with exactly this line and nothing else:" template.
+const probeInstruction = "This is an automated connectivity check of a tool-calling gateway. " +
+	"Call the tools probe_alpha and probe_beta (both of them; in parallel if you can). Each returns a short code. " +
+	"When you have both results, reply with exactly this line and nothing else: ALPHA=<result of probe_alpha>;BETA=<result of probe_beta>"
+
+const probeTextInstruction = "This is an automated connectivity check. Reply with one short sentence."
+
+// probeToolSchema is the parameter schema of both probe tools: no arguments.
+const probeToolSchema = `{"type":"object","properties":{},"additionalProperties":false}`
+
+func runProbe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	live := fs.Bool("live", false, "")
+	emu := fs.Bool("emulator", false, "")
+	strategy := fs.String("strategy", "both", "")
+	profile := fs.String("profile", emulator.ProfileStrict, "")
+	envPath := fs.String("env-file", "", "")
+	out := fs.String("out", "pmgate-probe.json", "")
+	measure := fs.Bool("measure-limits", false, "")
+	if done, err := parseFlags(fs, args, probeHelp, stdout); done || err != nil {
+		return err
+	}
+	switch {
+	case *live && *emu:
+		return fmt.Errorf("%w: --live and --emulator exclude each other", errUsage)
+	case !*live && !*emu:
+		return fmt.Errorf("%w: probe sends real upstream queries and refuses to run without --live (or use --emulator, offline)", errUsage)
+	case *emu && *envPath != "":
+		return fmt.Errorf("%w: --env-file is for --live; --emulator builds its own configuration", errUsage)
+	case *live && *profile != emulator.ProfileStrict:
+		return fmt.Errorf("%w: --profile is for --emulator", errUsage)
+	}
+	if *live {
+		if *strategy != "both" {
+			return fmt.Errorf("%w: --strategy is for --emulator; --live uses POSTMAN_TRANSPORT_STRATEGY", errUsage)
+		}
+		cfg, err := configFromArgs("probe", envArgs(*envPath), getenv)
+		if err != nil {
+			return err
+		}
+		return probeAndReport(ctx, cfg, "live", *out, *measure, getenv, stdout, stderr, testUpstreamOptions)
+	}
+	var strategies []string
+	switch *strategy {
+	case "both":
+		strategies = []string{"web_session", "access_token"}
+	case "web_session", "access_token":
+		strategies = []string{*strategy}
+	default:
+		return fmt.Errorf("%w: --strategy must be web_session, access_token or both", errUsage)
+	}
+	var failed []string
+	for _, s := range strategies {
+		path := *out
+		if len(strategies) > 1 {
+			ext := filepath.Ext(path)
+			path = strings.TrimSuffix(path, ext) + "." + s + ext
+		}
+		eu, err := startEmulatorUpstream(ctx, s, "0", *profile, getenv)
+		if err != nil {
+			return err
+		}
+		cfg, err := loadConfig(func(k string) string { return eu.env[k] })
+		if err == nil {
+			err = probeAndReport(ctx, cfg, "emulator", path, *measure, getenv, stdout, stderr, eu.opts)
+		}
+		eu.emu.Close()
+		if errors.Is(err, errVerify) {
+			failed = append(failed, s)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%w: %s", errVerify, strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+func envArgs(path string) []string {
+	if path == "" {
+		return nil
+	}
+	return []string{"--env-file", path}
+}
+
+// probeAndReport runs the probe, writes the report and prints the verdict.
+func probeAndReport(ctx context.Context, cfg config, mode, out string, measure bool, getenv func(string) string,
+	stdout, stderr io.Writer, opts []postman.Option) error {
+	log := newLogger(cfg, stderr)
+	res, err := runProbePhases(ctx, cfg, probeRun{mode: mode, measure: measure, maxQuery: cfg.upstream.MaxQueryChars, log: log, opts: opts})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(out, res.raw, 0o600); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	printVerdict(stdout, res.report, out, reportDigest(res.raw))
+	if res.report.Verdict != "pass" {
+		return fmt.Errorf("%w: %s", errVerify, strings.Join(verdict{res.report.Failures}.branches(), ", "))
+	}
+	return nil
+}
+
+// probeRun is one probe's settings.
+type probeRun struct {
+	mode     string
+	measure  bool
+	maxQuery int
+	log      *slog.Logger
+	opts     []postman.Option
+	// onUpstream, when set, receives the probe's upstream wrapper (tests hook
+	// the adapter's stream summaries through it).
+	onUpstream func(*probeUpstream)
+}
+
+// probeResult is the report (and its bytes) plus the markers it must never
+// contain, for the tests.
+type probeResult struct {
+	report  probeReport
+	raw     []byte
+	markers []string
+}
+
+// runProbePhases starts the gateway in-process on loopback, runs every phase
+// once and shuts it down. Only the listen address differs from serve.
+func runProbePhases(ctx context.Context, cfg config, pr probeRun) (probeResult, error) {
+	cfg.host, cfg.port = "127.0.0.1", 0
+	// The in-process gateway is reached only by the probe: it gets a key of its
+	// own, so that a PROVIDER_KEYS_FILE configuration (whose keys are stored
+	// hashed) can be probed too.
+	ownerKey := cfg.apiKey
+	cfg.apiKey, cfg.keysFile = "sk-pmgate-probe-"+randomHex(16), ""
+	pu := &probeUpstream{cfg: cfg.upstream}
+	if pr.onUpstream != nil {
+		pr.onUpstream(pu)
+	}
+	opts := append(append([]postman.Option(nil), pr.opts...), streamSummaryOption(pu)...)
+	gctx, stopGateway := context.WithCancel(ctx)
+	defer stopGateway()
+	gw, err := startGatewayWith(gctx, cfg, pr.log, func(u ports.Upstream) ports.Upstream { pu.next = u; return pu }, opts...)
+	if err != nil {
+		return probeResult{}, err
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- gw.wait(gctx) }()
+
+	m := cfg.upstream.Models[0]
+	rep := probeReport{
+		Schema: reportSchema, Version: version, Commit: buildCommit(), Mode: pr.mode,
+		Strategy: string(cfg.upstream.Strategy), ConfigFingerprint: fingerprint(cfg.upstream), TerminalRule: terminalRuleOf(cfg),
+		Model:    reportModel{Public: m.Public, UpstreamEnum: m.Upstream},
+		Policy:   defaultPolicy(int(cfg.upstream.RequestTimeout.Milliseconds()), pr.maxQuery),
+		Failures: []string{},
+	}
+	cl := &probeClient{base: "http://" + gw.addr() + "/v1", key: cfg.apiKey, model: m.Public,
+		hc: &http.Client{Timeout: cfg.upstream.RequestTimeout + 15*time.Second}}
+	alpha, beta := probeMarker(), probeMarker()
+
+	rep.Text = runTextPhase(ctx, cl, pu, rep.Policy)
+	rep.Tools = runToolPhase(ctx, cl, pu, rep.Policy, alpha, beta)
+	if pr.measure {
+		rep.Limits = runLimitsPhase(ctx, cl, pu, rep.Policy)
+	}
+
+	start := time.Now()
+	stopGateway()
+	werr := <-waited
+	rep.Shutdown.DurationMS = time.Since(start).Milliseconds()
+	rep.Shutdown.Clean = werr == nil && !listening(gw.addr())
+
+	for _, d := range dispatches(rep) {
+		rep.Model.ModelObserved = rep.Model.ModelObserved || d.ModelObserved
+	}
+	rep.Model.ModelMatch = rep.Model.ModelObserved
+	for _, d := range dispatches(rep) {
+		if d.ModelObserved && !d.ModelMatch {
+			rep.Model.ModelMatch = false
+		}
+	}
+
+	rep.WrittenAt = time.Now().UTC().Format(time.RFC3339)
+	rep.Verdict = "fail" // until the verifier says otherwise
+	secrets := append(cfg.upstream.Secrets(), cfg.apiKey, ownerKey, cfg.upstream.WorkspaceID, alpha, beta)
+	raw, err := marshalReport(rep)
+	if err != nil {
+		return probeResult{}, err
+	}
+	_, v := verifyReport(raw, verifyOptions{now: time.Now(), maxAge: time.Hour, version: version, commit: buildCommit(),
+		fingerprint: rep.ConfigFingerprint, strategy: rep.Strategy, terminalRule: rep.TerminalRule, secrets: secrets})
+	rep.Verdict = "pass"
+	if !v.ok() {
+		rep.Verdict, rep.Failures = "fail", v.failures
+	}
+	if raw, err = marshalReport(rep); err != nil {
+		return probeResult{}, err
+	}
+	return probeResult{report: rep, raw: raw, markers: []string{alpha, beta}}, nil
+}
+
+// listening reports whether something still accepts connections at addr.
+func listening(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
+}
+
+// probeMarker is a fresh random tool result: "MK-" and 16 upper-case hex digits.
+func probeMarker() string {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return "MK-" + strings.ToUpper(hex.EncodeToString(b))
+}
+
+func runTextPhase(ctx context.Context, cl *probeClient, pu *probeUpstream, pol reportPolicy) reportPhase {
+	ph := reportPhase{Ran: true, Requests: []reportRequest{}}
+	start := time.Now()
+	pu.begin(pol.TextMaxDispatches)
+	body := map[string]any{"model": cl.model, "stream": true, "messages": []any{userMessage(probeTextInstruction)}}
+	q, _ := cl.send(ctx, body, "text", "")
+	q.QueryChars = len(probeTextInstruction)
+	q.Upstream = pu.take()
+	ph.Requests = append(ph.Requests, q)
+	ph.Turns, ph.GatewayRequests = 1, 1
+	ph.UpstreamDispatches, ph.RefusedDispatches = pu.counts()
+	ph.DurationMS = time.Since(start).Milliseconds()
+	return ph
+}
+
+func userMessage(text string) map[string]any { return map[string]any{"role": "user", "content": text} }
+
+func runToolPhase(ctx context.Context, cl *probeClient, pu *probeUpstream, pol reportPolicy, alpha, beta string) reportPhase {
+	ph := reportPhase{Ran: true, Requests: []reportRequest{}}
+	start := time.Now()
+	pu.begin(pol.ToolMaxDispatches)
+	results := map[string]string{"probe_alpha": alpha, "probe_beta": beta}
+	want := "ALPHA=" + alpha + ";BETA=" + beta
+	tools := []any{}
+	for _, name := range probeTools {
+		tools = append(tools, map[string]any{"type": "function", "function": map[string]any{
+			"name": name, "description": "Returns a short code for the connectivity check.", "parameters": json.RawMessage(probeToolSchema)}})
+	}
+	messages := []any{userMessage(probeInstruction)}
+	answered := map[string]bool{}
+	for turn := 1; turn <= pol.ToolMaxTurns && turn <= pol.ToolMaxRequests; turn++ {
+		// tool_choice is part of the group's binding (a continuation that
+		// changed it would be refused with continuation_tools_mismatch), so the
+		// continuations repeat "required"; upstream both mean autoRun.
+		choice, kind := "required", "tool_initial"
+		if turn > 1 {
+			kind = "tool_continuation"
+		}
+		body := map[string]any{"model": cl.model, "messages": messages, "tools": tools, "tool_choice": choice,
+			"parallel_tool_calls": true}
+		q, msg := cl.send(ctx, body, kind, choice)
+		q.Upstream = pu.take()
+		ph.Turns++
+		ph.GatewayRequests++
+		if q.HTTPStatus == http.StatusOK && q.FinishReason == "stop" {
+			q.ExactMarkerLine = strings.TrimSpace(msg.content) == want
+		}
+		if q.HTTPStatus != http.StatusOK || q.FinishReason != "tool_calls" || len(msg.calls) == 0 {
+			ph.Requests = append(ph.Requests, q)
+			break
+		}
+		// Answer every call; a later turn that asks only for tools not yet
+		// answered is "asking for the missing tool".
+		if turn > 1 {
+			q.AskedMissingTool = true
+			for _, c := range msg.calls {
+				q.AskedMissingTool = q.AskedMissingTool && !answered[c.Function.Name] && results[c.Function.Name] != ""
+			}
+		}
+		ph.Requests = append(ph.Requests, q)
+		messages = append(messages, msg.assistant)
+		for _, c := range msg.calls {
+			content := results[c.Function.Name]
+			if content == "" {
+				content = "unknown tool"
+			}
+			answered[c.Function.Name] = true
+			messages = append(messages, map[string]any{"role": "tool", "tool_call_id": c.ID, "content": content})
+		}
+	}
+	ph.UpstreamDispatches, ph.RefusedDispatches = pu.counts()
+	ph.DurationMS = time.Since(start).Milliseconds()
+	return ph
+}
+
+// runLimitsPhase searches the longest query the service accepts on a fresh
+// conversation: first the configured limit; when that is refused, a bisection
+// down to half of it (at most 5 queries in all); then one continuation of the
+// longest accepted conversation. The gateway never sends more than its own
+// limit, so an accepted start means the upper bound was not tested.
+func runLimitsPhase(ctx context.Context, cl *probeClient, pu *probeUpstream, pol reportPolicy) *reportLimits {
+	lim := &reportLimits{Phase: reportPhase{Ran: true, Requests: []reportRequest{}}, StartChars: pol.MaxQueryCharsAtStartup,
+		Continuation: "not_tried"}
+	start := time.Now()
+	pu.begin(pol.LimitMaxQueries + pol.LimitMaxContinuations)
+	lo, hi := 0, 0 // longest accepted, shortest refused (0: none yet)
+	size := pol.MaxQueryCharsAtStartup
+	var longest []any
+	for i := 0; i < pol.LimitMaxQueries && size > 0; i++ {
+		filler := strings.Repeat("pmgate filler text. ", size/20+1)[:size]
+		msgs := []any{userMessage(filler)}
+		q, msg := cl.send(ctx, map[string]any{"model": cl.model, "messages": msgs}, "limit_fresh", "")
+		q.QueryChars = size
+		q.Upstream = pu.take()
+		lim.Phase.Requests = append(lim.Phase.Requests, q)
+		lim.Phase.Turns++
+		lim.Phase.GatewayRequests++
+		if q.HTTPStatus == http.StatusOK {
+			lo, longest = size, append(msgs, msg.assistant)
+		} else {
+			hi = size
+		}
+		if lo == pol.MaxQueryCharsAtStartup || hi-lo <= 100 && lo > 0 {
+			break
+		}
+		if lo == 0 {
+			size = hi / 2
+			if hi == pol.MaxQueryCharsAtStartup {
+				size = hi - hi/10 // first refusal: try just below it
+			}
+		} else {
+			size = (lo + hi) / 2
+		}
+	}
+	lim.LongestAcceptedChars, lim.ShortestRejectedChars = lo, hi
+	if longest != nil {
+		msgs := append(longest, userMessage("Reply with OK."))
+		q, _ := cl.send(ctx, map[string]any{"model": cl.model, "messages": msgs}, "limit_continuation", "")
+		q.Upstream = pu.take()
+		lim.Phase.Requests = append(lim.Phase.Requests, q)
+		lim.Phase.Turns++
+		lim.Phase.GatewayRequests++
+		switch {
+		case q.HTTPStatus == http.StatusOK:
+			lim.Continuation = "accepted"
+		case allNotSent(q.Upstream):
+			lim.Continuation = "refused_by_gateway" // e.g. upstream_query_too_long: nothing was sent
+		default:
+			lim.Continuation = "rejected"
+		}
+	}
+	lim.Phase.UpstreamDispatches, lim.Phase.RefusedDispatches = pu.counts()
+	lim.Phase.DurationMS = time.Since(start).Milliseconds()
+	return lim
+}
+
+// allNotSent: no dispatch of a request reached the upstream.
+func allNotSent(ds []reportDispatch) bool {
+	for _, d := range ds {
+		if !d.NotSent {
+			return false
+		}
+	}
+	return true
+}
+
+// probeClient drives the in-process gateway over HTTP like any client.
+type probeClient struct {
+	base, key, model string
+	hc               *http.Client
+}
+
+type wireCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// probeAnswer is what one response held, kept in memory only.
+type probeAnswer struct {
+	content   string
+	calls     []wireCall
+	assistant map[string]any // the assistant message to send back
+}
+
+// send posts one request and reduces the answer to report fields.
+func (c *probeClient) send(ctx context.Context, body map[string]any, kind, choice string) (reportRequest, probeAnswer) {
+	q := reportRequest{Kind: kind, ToolChoice: choice, Calls: []reportCall{}, Upstream: []reportDispatch{}}
+	q.Stream, _ = body["stream"].(bool)
+	start := time.Now()
+	defer func() { q.DurationMS = time.Since(start).Milliseconds() }()
+	var ans probeAnswer
+	raw, _ := json.Marshal(body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/chat/completions", bytes.NewReader(raw))
+	if err != nil {
+		q.ErrorCode = "internal_error"
+		return q, ans
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		q.ErrorCode = "client_cancelled"
+		if ctx.Err() == nil {
+			q.ErrorCode = "gateway_unreachable"
+		}
+		q.DurationMS = time.Since(start).Milliseconds()
+		return q, ans
+	}
+	defer resp.Body.Close()
+	q.HTTPStatus = resp.StatusCode
+	if resp.StatusCode != http.StatusOK {
+		q.ErrorCode = errorCodeOf(resp.Body)
+	} else if q.Stream {
+		c.readStream(resp.Body, &q, &ans)
+	} else {
+		c.readJSON(resp.Body, &q, &ans)
+	}
+	q.TextBytes = len(ans.content)
+	for _, call := range ans.calls {
+		q.Calls = append(q.Calls, judgeCall(call))
+	}
+	q.DurationMS = time.Since(start).Milliseconds()
+	return q, ans
+}
+
+// judgeCall reduces a call to its name (one of the probe's tools, else
+// "other") and whether its arguments are an object valid for the schema.
+func judgeCall(c wireCall) reportCall {
+	rc := reportCall{Name: "other"}
+	for _, t := range probeTools {
+		if c.Function.Name == t {
+			rc.Name = t
+		}
+	}
+	var obj map[string]json.RawMessage
+	args := strings.TrimSpace(c.Function.Arguments)
+	rc.ArgumentsObject = strings.HasPrefix(args, "{") && json.Unmarshal([]byte(args), &obj) == nil
+	rc.ArgumentsValid = rc.ArgumentsObject && len(obj) == 0 // properties {} and additionalProperties false
+	return rc
+}
+
+func errorCodeOf(r io.Reader) string {
+	var e struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if json.NewDecoder(io.LimitReader(r, 1<<20)).Decode(&e) != nil || !reCode.MatchString(e.Error.Code) {
+		return "unreadable_error"
+	}
+	return e.Error.Code
+}
+
+func (c *probeClient) readJSON(r io.Reader, q *reportRequest, ans *probeAnswer) {
+	var resp struct {
+		Choices []struct {
+			Message struct {
+				Content   *string    `json:"content"`
+				ToolCalls []wireCall `json:"tool_calls"`
+			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r, 16<<20)).Decode(&resp); err != nil || len(resp.Choices) != 1 {
+		q.ErrorCode = "unreadable_response"
+		return
+	}
+	ch := resp.Choices[0]
+	q.FinishReason = safeFinish(ch.FinishReason)
+	if ch.Message.Content != nil {
+		ans.content = *ch.Message.Content
+	}
+	ans.calls = ch.Message.ToolCalls
+	ans.assistant = map[string]any{"role": "assistant", "content": ch.Message.Content}
+	if len(ch.Message.ToolCalls) > 0 {
+		ans.assistant["tool_calls"] = ch.Message.ToolCalls
+	}
+}
+
+func (c *probeClient) readStream(r io.Reader, q *reportRequest, ans *probeAnswer) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	var content strings.Builder
+	for sc.Scan() {
+		line := sc.Text()
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		if data == "[DONE]" {
+			q.SawDone = true
+			continue
+		}
+		var chunk struct {
+			Choices []struct {
+				Delta struct {
+					Content *string `json:"content"`
+				} `json:"delta"`
+				FinishReason *string `json:"finish_reason"`
+			} `json:"choices"`
+			Error *struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		if json.Unmarshal([]byte(data), &chunk) != nil {
+			q.ErrorCode = "unreadable_response"
+			continue
+		}
+		if chunk.Error != nil {
+			q.ErrorCode = "unreadable_error"
+			if reCode.MatchString(chunk.Error.Code) {
+				q.ErrorCode = chunk.Error.Code
+			}
+		}
+		for _, ch := range chunk.Choices {
+			if ch.Delta.Content != nil {
+				content.WriteString(*ch.Delta.Content)
+			}
+			if ch.FinishReason != nil {
+				q.FinishReason = safeFinish(*ch.FinishReason)
+			}
+		}
+	}
+	ans.content = content.String()
+	text := ans.content
+	ans.assistant = map[string]any{"role": "assistant", "content": text}
+}
+
+// safeFinish keeps the OpenAI finish reasons and nothing else.
+func safeFinish(s string) string {
+	switch s {
+	case "stop", "tool_calls", "length", "content_filter":
+		return s
+	case "":
+		return ""
+	}
+	return "other"
+}
+
+// printVerdict is the one-screen summary on stdout.
+func printVerdict(w io.Writer, r probeReport, path, digest string) {
+	fmt.Fprintf(w, "pmgate probe (%s, %s, %s → %s)\n", r.Mode, r.Strategy, r.Model.Public, r.Model.UpstreamEnum)
+	line := func(name string, p reportPhase) {
+		if !p.Ran {
+			fmt.Fprintf(w, "  %-8s not run\n", name)
+			return
+		}
+		var parts []string
+		for _, q := range p.Requests {
+			s := fmt.Sprintf("%d", q.HTTPStatus)
+			if q.FinishReason != "" {
+				s += " " + q.FinishReason
+			}
+			if q.ErrorCode != "" {
+				s += " " + q.ErrorCode
+			}
+			if len(q.Calls) > 0 {
+				names := make([]string, len(q.Calls))
+				for i, c := range q.Calls {
+					names[i] = c.Name
+				}
+				s += " [" + strings.Join(names, ",") + "]"
+			}
+			for _, d := range q.Upstream {
+				ev := d.TerminalEvidence
+				if len(ev) == 0 {
+					ev = []string{"no terminal evidence"}
+				}
+				s += fmt.Sprintf(" (%s %s: %s)", d.ChatType, d.Outcome, strings.Join(ev, "+"))
+			}
+			parts = append(parts, s)
+		}
+		fmt.Fprintf(w, "  %-8s %d request(s), %d dispatch(es), %d ms: %s\n", name, p.GatewayRequests, p.UpstreamDispatches,
+			p.DurationMS, strings.Join(parts, "; "))
+	}
+	line("text", r.Text)
+	line("tools", r.Tools)
+	if r.Limits != nil {
+		line("limits", r.Limits.Phase)
+		refused := "none refused"
+		if r.Limits.ShortestRejectedChars > 0 {
+			refused = fmt.Sprintf("refused from %d", r.Limits.ShortestRejectedChars)
+		}
+		fmt.Fprintf(w, "           longest accepted query %d chars (%s; above the configured limit not tested: %t), continuation %s\n",
+			r.Limits.LongestAcceptedChars, refused, !r.Limits.UpperBoundTested, r.Limits.Continuation)
+	}
+	fmt.Fprintf(w, "  model    observed %t, match %t\n", r.Model.ModelObserved, r.Model.ModelMatch)
+	fmt.Fprintf(w, "  shutdown clean %t\n", r.Shutdown.Clean)
+	if r.Verdict == "pass" {
+		fmt.Fprintf(w, "PASS  report %s (%s)\n", path, digest)
+		return
+	}
+	for _, f := range r.Failures {
+		fmt.Fprintf(w, "FAIL  %s\n", f)
+	}
+	fmt.Fprintf(w, "FAIL  report %s (%s)\n", path, digest)
+}

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"maps"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"pmgate/adapters/postman/pmconfig"
+	"pmgate/domain/chat"
+	dcompletion "pmgate/domain/completion"
+	"pmgate/domain/errs"
+	"pmgate/ports"
+)
+
+// streamSummary is what the adapter reports about one upstream stream when it
+// ends (the fields of postman.StreamSummary): the upstream event types with
+// counts, which terminal evidence arrived, the rule, row and outcome that ended
+// it, and which rules would have completed it.
+type streamSummary struct {
+	ChatType                                                   string
+	EventTypes                                                 map[string]int
+	SawDoneMarker, SawDoneEvent, UsageAfterOutput, WholeFrames bool
+	Rule, Row, Outcome                                         string
+	WouldComplete                                              map[string]bool
+}
+
+// probeUpstream wraps the gateway's ports.Upstream for `gateway probe`: it
+// counts every dispatch, refuses the one beyond the phase's budget before it
+// is sent, and records each dispatch's request shape and stream evidence
+// (never content or ids). The probe drives one request at a time.
+type probeUpstream struct {
+	next ports.Upstream
+	cfg  pmconfig.Config
+
+	mu         sync.Mutex
+	budget     int
+	dispatched int
+	refused    int
+	pending    []*reportDispatch // dispatches since the last take
+	last       *reportDispatch   // the dispatch whose stream is open
+}
+
+// errProbeBudget refuses a dispatch beyond the phase's budget; it is marked
+// not sent (nothing was).
+var errProbeBudget = errors.Join(errs.Newf(errs.UpstreamUnavailable, "the probe's upstream dispatch budget is exhausted; nothing was sent"), ports.ErrNotSent)
+
+// begin starts a phase with a dispatch budget.
+func (p *probeUpstream) begin(budget int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.budget, p.dispatched, p.refused, p.pending, p.last = budget, 0, 0, nil, nil
+}
+
+// counts returns the phase's dispatched and refused counts.
+func (p *probeUpstream) counts() (dispatched, refused int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dispatched, p.refused
+}
+
+// take returns the dispatches recorded since the last take.
+func (p *probeUpstream) take() []reportDispatch {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]reportDispatch, len(p.pending))
+	for i, d := range p.pending {
+		out[i] = *d
+	}
+	p.pending = nil
+	return out
+}
+
+func (p *probeUpstream) rule() string {
+	if p.cfg.Strategy == pmconfig.StrategyAccessToken {
+		return string(dcompletion.RuleLegacyDone)
+	}
+	return string(p.cfg.TerminalRule)
+}
+
+// Chat implements ports.Upstream.
+func (p *probeUpstream) Chat(ctx context.Context, req ports.UpstreamRequest) (ports.Stream, error) {
+	d := &reportDispatch{ChatType: "USER_QUERY", Rule: p.rule(), EventTypes: map[string]int{},
+		TerminalEvidence: []string{}, WouldComplete: map[string]bool{}}
+	d.ConversationIDPresent = req.ConversationID != "" // a fresh turn continuing a conversation
+	if c := req.Continuation; c != nil {
+		d.ChatType = "TOOL_RESPONSE"
+		d.ConversationIDPresent, d.GroupIDPresent, d.ResultCount = c.ConversationID != "", c.UpstreamGroupID != "", len(c.Results)
+		d.CallIDsPresent = len(c.Results) > 0
+		for _, r := range c.Results {
+			d.CallIDsPresent = d.CallIDsPresent && r.UpstreamCallID != ""
+		}
+	}
+	p.mu.Lock()
+	p.pending = append(p.pending, d)
+	if p.dispatched >= p.budget {
+		d.RefusedByBudget, d.NotSent, d.ErrorCode = true, true, string(errs.UpstreamUnavailable)
+		d.Outcome = d.ErrorCode
+		p.refused++
+		p.mu.Unlock()
+		return nil, errProbeBudget
+	}
+	p.dispatched++
+	p.last = d
+	p.mu.Unlock()
+
+	start := time.Now()
+	s, err := p.next.Chat(ctx, req)
+	if err != nil {
+		p.mu.Lock()
+		d.ErrorCode, d.DurationMS = string(errs.CodeOf(err)), time.Since(start).Milliseconds()
+		d.Outcome, d.NotSent = d.ErrorCode, errors.Is(err, ports.ErrNotSent)
+		p.mu.Unlock()
+		return nil, err
+	}
+	m, _ := p.cfg.Model(req.Chat.Model)
+	return &probeStream{Stream: s, p: p, d: d, start: start, observed: m.Observed}, nil
+}
+
+// onStreamEnd records the adapter's summary of the stream that just ended on
+// the open dispatch.
+func (p *probeUpstream) onStreamEnd(s streamSummary) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d := p.last
+	if d == nil {
+		return
+	}
+	if s.EventTypes != nil {
+		d.EventTypes = maps.Clone(s.EventTypes)
+	}
+	d.TerminalEvidence = []string{}
+	if s.SawDoneMarker {
+		d.TerminalEvidence = append(d.TerminalEvidence, "done_marker")
+	}
+	if s.SawDoneEvent {
+		d.TerminalEvidence = append(d.TerminalEvidence, "done_event")
+	}
+	if s.UsageAfterOutput {
+		d.TerminalEvidence = append(d.TerminalEvidence, "usage_after_output")
+	}
+	d.WholeFrames = s.WholeFrames
+	if s.Rule != "" {
+		d.Rule = s.Rule
+	}
+	d.Row, d.Outcome = s.Row, s.Outcome
+	if s.WouldComplete != nil {
+		d.WouldComplete = maps.Clone(s.WouldComplete)
+	}
+}
+
+// probeStream records the end of one upstream stream.
+type probeStream struct {
+	ports.Stream
+	p        *probeUpstream
+	d        *reportDispatch
+	start    time.Time
+	observed []string
+	done     bool
+}
+
+func (s *probeStream) Next(ctx context.Context) (chat.Event, error) {
+	ev, err := s.Stream.Next(ctx)
+	if err != nil && !s.done {
+		s.done = true
+		s.p.mu.Lock()
+		defer s.p.mu.Unlock()
+		s.d.DurationMS = time.Since(s.start).Milliseconds()
+		if !errors.Is(err, io.EOF) {
+			s.d.ErrorCode = string(errs.CodeOf(err))
+		}
+		if s.d.Outcome == "" { // the adapter's summary did not say
+			s.d.Outcome = s.d.ErrorCode
+			if o, ok := s.Stream.(interface{ Outcome() dcompletion.Outcome }); ok && o.Outcome().Complete {
+				s.d.Outcome = outcomeComplete
+			}
+		}
+		if m, ok := s.Stream.(interface{ ModelObserved() (string, bool) }); ok {
+			label, seen := m.ModelObserved()
+			// the label is upstream data: only whether it matched is kept
+			s.d.ModelObserved, s.d.ModelMatch = seen, seen && slices.Contains(s.observed, label)
+		}
+	}
+	return ev, err
+}
+
+// sortedKeys returns the keys of a map in order (for the verdict screen).
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

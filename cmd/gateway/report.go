@@ -1,0 +1,400 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"pmgate/adapters/postman/pmconfig"
+)
+
+// reportSchema names the evidence report format written by `gateway probe` and
+// read by `gateway verify` (docs/PROBE.md documents every field).
+const reportSchema = "pmgate-probe/v1"
+
+// Every field of the report is always present (no omitempty): the verifier
+// treats a missing field as a format failure, never as a default.
+type probeReport struct {
+	Schema            string         `json:"schema"`
+	Version           string         `json:"version"`
+	Commit            string         `json:"commit"`
+	WrittenAt         string         `json:"written_at"`
+	Mode              string         `json:"mode"`
+	Strategy          string         `json:"strategy"`
+	ConfigFingerprint string         `json:"config_fingerprint"`
+	TerminalRule      string         `json:"terminal_rule"`
+	Model             reportModel    `json:"model"`
+	Policy            reportPolicy   `json:"policy"`
+	Text              reportPhase    `json:"text"`
+	Tools             reportPhase    `json:"tools"`
+	Limits            *reportLimits  `json:"limits"`
+	Shutdown          reportShutdown `json:"shutdown"`
+	Verdict           string         `json:"verdict"`
+	Failures          []string       `json:"failures"`
+}
+
+type reportModel struct {
+	Public        string `json:"public"`
+	UpstreamEnum  string `json:"upstream_enum"`
+	ModelObserved bool   `json:"model_observed"`
+	ModelMatch    bool   `json:"model_match"`
+}
+
+// reportPolicy is what the probe allowed itself; the verifier refuses anything
+// above the defaults below.
+type reportPolicy struct {
+	Retry                  bool `json:"retry"`
+	Failover               bool `json:"failover"`
+	TextMaxRequests        int  `json:"text_max_requests"`
+	TextMaxDispatches      int  `json:"text_max_dispatches"`
+	ToolMaxTurns           int  `json:"tool_max_turns"`
+	ToolMaxRequests        int  `json:"tool_max_requests"`
+	ToolMaxDispatches      int  `json:"tool_max_dispatches"`
+	LimitMaxQueries        int  `json:"limit_max_queries"`
+	LimitMaxContinuations  int  `json:"limit_max_continuations"`
+	RequestTimeoutMS       int  `json:"request_timeout_ms"`
+	MaxQueryCharsAtStartup int  `json:"max_query_chars"`
+}
+
+// defaultPolicy is the probe's fixed policy: no retry, no failover, and these
+// budgets (the tool loop's are the issue's: 3 turns, 3 gateway requests, 4
+// upstream dispatches).
+func defaultPolicy(timeoutMS, maxQuery int) reportPolicy {
+	return reportPolicy{TextMaxRequests: 1, TextMaxDispatches: 1, ToolMaxTurns: 3, ToolMaxRequests: 3,
+		ToolMaxDispatches: 4, LimitMaxQueries: 5, LimitMaxContinuations: 1, RequestTimeoutMS: timeoutMS,
+		MaxQueryCharsAtStartup: maxQuery}
+}
+
+// reportPhase is one phase: its gateway requests in order and its counters.
+type reportPhase struct {
+	Ran                bool            `json:"ran"`
+	Turns              int             `json:"turns"`
+	GatewayRequests    int             `json:"gateway_requests"`
+	UpstreamDispatches int             `json:"upstream_dispatches"`
+	RefusedDispatches  int             `json:"refused_dispatches"`
+	DurationMS         int64           `json:"duration_ms"`
+	Requests           []reportRequest `json:"requests"`
+}
+
+// reportRequest is one gateway request of a phase, as a client saw it, plus
+// the upstream dispatches it caused, as the adapter saw them.
+type reportRequest struct {
+	Kind             string           `json:"kind"`
+	ToolChoice       string           `json:"tool_choice"`
+	Stream           bool             `json:"stream"`
+	QueryChars       int              `json:"query_chars"`
+	HTTPStatus       int              `json:"http_status"`
+	ErrorCode        string           `json:"error_code"`
+	FinishReason     string           `json:"finish_reason"`
+	SawDone          bool             `json:"saw_done"`
+	TextBytes        int              `json:"text_bytes"`
+	Calls            []reportCall     `json:"calls"`
+	ExactMarkerLine  bool             `json:"exact_marker_line"`
+	AskedMissingTool bool             `json:"asked_missing_tool"`
+	DurationMS       int64            `json:"duration_ms"`
+	Upstream         []reportDispatch `json:"upstream"`
+}
+
+// reportCall is one tool call the gateway showed: never its id or arguments.
+type reportCall struct {
+	Name            string `json:"name"`
+	ArgumentsObject bool   `json:"arguments_object"`
+	ArgumentsValid  bool   `json:"arguments_valid"`
+}
+
+// reportDispatch is one upstream dispatch (or a dispatch the budget refused).
+type reportDispatch struct {
+	ChatType              string          `json:"chat_type"`
+	ConversationIDPresent bool            `json:"conversation_id_present"`
+	GroupIDPresent        bool            `json:"group_id_present"`
+	CallIDsPresent        bool            `json:"call_ids_present"`
+	ResultCount           int             `json:"result_count"`
+	RefusedByBudget       bool            `json:"refused_by_budget"`
+	NotSent               bool            `json:"not_sent"`
+	ErrorCode             string          `json:"error_code"`
+	Rule                  string          `json:"rule"`
+	Row                   string          `json:"row"`
+	Outcome               string          `json:"outcome"`
+	EventTypes            map[string]int  `json:"event_types"`
+	TerminalEvidence      []string        `json:"terminal_evidence"`
+	WholeFrames           bool            `json:"whole_frames"`
+	WouldComplete         map[string]bool `json:"would_complete"`
+	ModelObserved         bool            `json:"model_observed"`
+	ModelMatch            bool            `json:"model_match"`
+	DurationMS            int64           `json:"duration_ms"`
+}
+
+// reportLimits is the optional --measure-limits phase.
+type reportLimits struct {
+	Phase                 reportPhase `json:"phase"`
+	StartChars            int         `json:"start_chars"`
+	LongestAcceptedChars  int         `json:"longest_accepted_chars"`
+	ShortestRejectedChars int         `json:"shortest_rejected_chars"`
+	UpperBoundTested      bool        `json:"upper_bound_tested"`
+	Continuation          string      `json:"continuation"`
+}
+
+type reportShutdown struct {
+	Clean      bool  `json:"clean"`
+	DurationMS int64 `json:"duration_ms"`
+}
+
+// fingerprint hashes what identifies the upstream account and model mapping of
+// a configuration: strategy, chat host (web_session) or origin (access_token),
+// workspace id and the model map. No secret is part of it; the workspace only
+// enters the hash.
+func fingerprint(c pmconfig.Config) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pmgate-fingerprint/v1\nstrategy=%s\n", c.Strategy)
+	if u := c.ChatURL(); u != nil {
+		fmt.Fprintf(&b, "endpoint=%s://%s%s\n", u.Scheme, u.Host, u.Path)
+	}
+	fmt.Fprintf(&b, "workspace=%q\n", c.WorkspaceID)
+	for _, m := range c.Models {
+		fmt.Fprintf(&b, "model=%q=%q", m.Public, m.Upstream)
+		for _, l := range m.Observed {
+			fmt.Fprintf(&b, "|%q", l)
+		}
+		b.WriteByte('\n')
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// reportDigest is the digest /health shows for a verified report.
+func reportDigest(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// marshalReport renders a report as indented JSON with a final newline.
+func marshalReport(r probeReport) ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// decodeReport parses a report strictly: unknown fields, wrong types, trailing
+// data and missing fields are all errors (the format branch).
+func decodeReport(raw []byte) (probeReport, error) {
+	var r probeReport
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return r, fmt.Errorf("not a %s report: %s", reportSchema, jsonProblem(err))
+	}
+	if dec.More() {
+		return r, fmt.Errorf("data after the report object")
+	}
+	var generic any
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		return r, fmt.Errorf("not JSON")
+	}
+	again, _ := json.Marshal(r)
+	var want any
+	_ = json.Unmarshal(again, &want)
+	if p := missingKey(want, generic, ""); p != "" {
+		return r, fmt.Errorf("missing field %s", p)
+	}
+	return r, nil
+}
+
+// jsonProblem describes a decoding error by field and type, never by value.
+func jsonProblem(err error) string {
+	if te, ok := err.(*json.UnmarshalTypeError); ok {
+		return fmt.Sprintf("field %s has the wrong type (%s, want %s)", te.Field, te.Value, te.Type)
+	}
+	if s := err.Error(); strings.HasPrefix(s, "json: unknown field ") {
+		return "unknown field " + strings.TrimPrefix(s, "json: unknown field ")
+	}
+	if _, ok := err.(*json.SyntaxError); ok {
+		return "not valid JSON"
+	}
+	return "not a JSON object of the expected shape"
+}
+
+// missingKey returns the path of the first key present in want (the decoded
+// report marshalled again) but absent from got (the raw document). Maps that
+// the report fills freely (event_types, would_complete) are compared only as
+// being present.
+func missingKey(want, got any, path string) string {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			if got == nil && w != nil && freeMap(path) {
+				return path
+			}
+			return ""
+		}
+		if freeMap(path) {
+			return ""
+		}
+		keys := make([]string, 0, len(w))
+		for k := range w {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			gv, present := g[k]
+			if !present {
+				return strings.TrimPrefix(path+"."+k, ".")
+			}
+			if p := missingKey(w[k], gv, path+"."+k); p != "" {
+				return p
+			}
+		}
+	case []any:
+		g, ok := got.([]any)
+		if !ok {
+			return ""
+		}
+		for i := range min(len(w), len(g)) {
+			if p := missingKey(w[i], g[i], fmt.Sprintf("%s[%d]", path, i)); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+func freeMap(path string) bool {
+	return strings.HasSuffix(path, ".event_types") || strings.HasSuffix(path, ".would_complete")
+}
+
+// Hygiene: every string a report may hold matches the pattern of its field.
+// A free-text field does not exist, so content cannot hide in one; ids,
+// markers and secrets do not match any pattern (and are caught by the generic
+// id check as well).
+var (
+	reEnumWord  = regexp.MustCompile(`^[a-z_]{0,40}$`)
+	reCode      = regexp.MustCompile(`^[a-z0-9_]{0,64}$`)
+	reVersion   = regexp.MustCompile(`^[A-Za-z0-9._+-]{1,64}$`)
+	reCommit    = regexp.MustCompile(`^([0-9a-f]{7,40}(-dirty)?)?$`)
+	reFinger    = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	rePublic    = regexp.MustCompile(`^[A-Za-z0-9._:/-]{1,128}$`)
+	reEnum      = regexp.MustCompile(`^[A-Z0-9_]{0,64}$`)
+	reEventType = regexp.MustCompile(`^(\[DONE\]|[A-Za-z]{1,40})$`)
+	reRow       = regexp.MustCompile(`^[A-Za-z0-9_]{0,32}$`)
+	reTime      = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`)
+	reFailure   = regexp.MustCompile(`^[a-z ]{1,40}: [A-Za-z0-9 ,.()=<>/_:\[\]{}+"-]{1,200}$`)
+	// reIDLike finds what looks like an identifier, a marker or a key: the
+	// gateway's and the upstream's id prefixes, API-key prefixes, and long
+	// hexadecimal or base64-ish runs.
+	reIDLike = regexp.MustCompile(`(?i)call_pmn_|chatcmpl|(^|[^a-z0-9])(conv|grp|tc|sk)-|bearer|postman\.sid|[0-9a-f]{16}|[A-Za-z0-9+/_-]{41}`)
+)
+
+// stringRules maps a field path (array indices as [], map keys as {}) to its
+// pattern.
+var stringRules = map[string]*regexp.Regexp{
+	"schema":                             regexp.MustCompile(`^` + regexp.QuoteMeta(reportSchema) + `$`),
+	"version":                            reVersion,
+	"commit":                             reCommit,
+	"written_at":                         reTime,
+	"mode":                               regexp.MustCompile(`^(live|emulator)$`),
+	"strategy":                           regexp.MustCompile(`^(web_session|access_token)$`),
+	"config_fingerprint":                 reFinger,
+	"terminal_rule":                      regexp.MustCompile(`^(legacy_done|explicit_only|usage_after_output_v1)$`),
+	"model.public":                       rePublic,
+	"model.upstream_enum":                reEnum,
+	"verdict":                            regexp.MustCompile(`^(pass|fail)$`),
+	"failures[]":                         reFailure,
+	"limits.continuation":                regexp.MustCompile(`^(accepted|rejected|refused_by_gateway|not_tried)$`),
+	"*.requests[].kind":                  regexp.MustCompile(`^(text|tool_initial|tool_continuation|limit_fresh|limit_continuation)$`),
+	"*.requests[].tool_choice":           regexp.MustCompile(`^(|required|auto)$`),
+	"*.requests[].error_code":            reCode,
+	"*.requests[].finish_reason":         reEnumWord,
+	"*.requests[].calls[].name":          regexp.MustCompile(`^(probe_alpha|probe_beta|other)$`),
+	"*.requests[].upstream[].chat_type":  regexp.MustCompile(`^(USER_QUERY|TOOL_RESPONSE)$`),
+	"*.requests[].upstream[].error_code": reCode,
+	"*.requests[].upstream[].rule":       regexp.MustCompile(`^(|legacy_done|explicit_only|usage_after_output_v1)$`),
+	"*.requests[].upstream[].row":        reRow,
+	"*.requests[].upstream[].outcome":    reCode,
+	"*.requests[].upstream[].terminal_evidence[]": regexp.MustCompile(`^(done_marker|done_event|usage_after_output)$`),
+	"*.requests[].upstream[].event_types{}":       reEventType,
+	"*.requests[].upstream[].would_complete{}":    regexp.MustCompile(`^(legacy_done|explicit_only|usage_after_output_v1)$`),
+}
+
+// idExempt are the fields whose patterns already allow hex runs.
+var idExempt = map[string]bool{"commit": true, "config_fingerprint": true}
+
+// hygiene walks the raw report and returns the first problem: a string at a
+// path without a rule, a string not matching its rule, or one that looks like
+// an id or secret. secrets (optional) are values that must not occur anywhere.
+func hygiene(raw []byte, secrets []string) string {
+	for _, s := range secrets {
+		// Values shorter than 6 bytes would match numbers by chance; every
+		// configured secret is far longer, markers too.
+		if len(s) >= 6 && bytes.Contains(raw, []byte(s)) {
+			return "the report contains a configured secret or a marker"
+		}
+	}
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return "not JSON"
+	}
+	return walkHygiene(doc, "")
+}
+
+func walkHygiene(v any, path string) string {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		free := freeMap("." + path)
+		for _, k := range keys {
+			if free {
+				if p := checkString(path+"{}", k); p != "" {
+					return p
+				}
+				continue
+			}
+			if p := walkHygiene(x[k], strings.TrimPrefix(path+"."+k, ".")); p != "" {
+				return p
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if p := walkHygiene(e, path+"[]"); p != "" {
+				return p
+			}
+		}
+	case string:
+		return checkString(path, x)
+	}
+	return ""
+}
+
+func checkString(path, s string) string {
+	rule := stringRules[path]
+	if rule == nil {
+		if _, rest, ok := strings.Cut(path, "."); ok {
+			rule = stringRules["*."+rest]
+			if rule == nil {
+				if _, rest2, ok := strings.Cut(rest, "."); ok { // limits.phase.requests…
+					rule = stringRules["*."+rest2]
+				}
+			}
+		}
+	}
+	if rule == nil {
+		return fmt.Sprintf("field %s holds a string where none is expected", path)
+	}
+	if !rule.MatchString(s) {
+		return fmt.Sprintf("field %s holds a value that looks like content, an id or a secret", path)
+	}
+	if !idExempt[path] && reIDLike.MatchString(s) {
+		return fmt.Sprintf("field %s holds a value that looks like an id or a secret", path)
+	}
+	return ""
+}

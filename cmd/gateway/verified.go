@@ -1,0 +1,34 @@
+package main
+
+import (
+	"os"
+	"time"
+)
+
+// probeVerification is /health's upstream_verified: true only while the
+// PROBE_REPORT file passes verify for the running configuration (so a report
+// that ages past 24 h turns it false again). The file is read once at start-up;
+// its digest is the one /health shows.
+func probeVerification(cfg config, now func() time.Time) func() (bool, map[string]any) {
+	if cfg.probeReport == "" {
+		return func() (bool, map[string]any) {
+			return false, map[string]any{"upstream_verified_reason": "no PROBE_REPORT is configured"}
+		}
+	}
+	raw, err := os.ReadFile(cfg.probeReport)
+	if err != nil {
+		return func() (bool, map[string]any) {
+			return false, map[string]any{"upstream_verified_reason": "PROBE_REPORT could not be read"}
+		}
+	}
+	digest := reportDigest(raw)
+	return func() (bool, map[string]any) {
+		r, v := verifyReport(raw, verifyOptions{now: now(), maxAge: 24 * time.Hour, version: version, commit: buildCommit(),
+			fingerprint: fingerprint(cfg.upstream), strategy: string(cfg.upstream.Strategy), terminalRule: terminalRuleOf(cfg),
+			secrets: append(cfg.upstream.Secrets(), cfg.apiKey, cfg.upstream.WorkspaceID)})
+		if !v.ok() {
+			return false, map[string]any{"upstream_verified_reason": v.failures[0], "upstream_report_digest": digest}
+		}
+		return true, map[string]any{"upstream_verified_at": r.WrittenAt, "upstream_report_digest": digest}
+	}
+}

@@ -1,0 +1,400 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// errVerify marks a report that `gateway verify` rejected (exit code 1).
+var errVerify = errors.New("report rejected")
+
+// The verifier's branches, in the order they are checked and printed.
+const (
+	branchFormat       = "format"
+	branchFreshness    = "freshness"
+	branchConfig       = "configuration"
+	branchPolicy       = "policy"
+	branchModel        = "model"
+	branchRule         = "completion rule"
+	branchText         = "text phase"
+	branchInitialTool  = "initial tool phase"
+	branchContinuation = "continuation"
+	branchBudgets      = "budgets"
+	branchCleanup      = "cleanup"
+	branchHygiene      = "hygiene"
+)
+
+// outcomeComplete is a dispatch's outcome for a proven end (otherwise the
+// outcome is the stream's stable error code).
+const outcomeComplete = "complete"
+
+// probeTools are the two tools of the probe's tool loop; both take an empty
+// object.
+var probeTools = []string{"probe_alpha", "probe_beta"}
+
+// verifyOptions are the verifier's inputs besides the report.
+type verifyOptions struct {
+	now                  time.Time
+	maxAge               time.Duration
+	version, commit      string
+	fingerprint          string // "" when no configuration was given
+	strategy             string // "" when no configuration was given
+	terminalRule         string // "" when no configuration was given
+	requireObservedModel bool
+	secrets              []string // values that must not occur in the report
+}
+
+// verdict is the outcome of verifyReport: each failure is "branch: reason",
+// with fixed reasons (no value from the report is echoed).
+type verdict struct{ failures []string }
+
+func (v *verdict) fail(branch, format string, args ...any) {
+	v.failures = append(v.failures, branch+": "+fmt.Sprintf(format, args...))
+}
+
+func (v verdict) ok() bool { return len(v.failures) == 0 }
+
+// branches returns the distinct failed branches in order.
+func (v verdict) branches() []string {
+	var out []string
+	for _, f := range v.failures {
+		b, _, _ := strings.Cut(f, ":")
+		if !slices.Contains(out, b) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// verifyReport is the deterministic closure gate: it never retries, never
+// chooses a fallback, never repairs the evidence and never treats a missing
+// field as success. The probe uses it for its own verdict (without the raw
+// report's age), so the rules live here only.
+func verifyReport(raw []byte, o verifyOptions) (probeReport, verdict) {
+	var v verdict
+	r, err := decodeReport(raw)
+	if err == nil && r.Schema != reportSchema {
+		err = fmt.Errorf("unknown schema version (want %s)", reportSchema)
+	}
+	if err != nil {
+		v.fail(branchFormat, "%s", err.Error())
+		return r, v // nothing else can be judged
+	}
+	verifyFreshness(&v, r, o)
+	verifyConfig(&v, r, o)
+	verifyPolicy(&v, r)
+	verifyModel(&v, r, o)
+	verifyRule(&v, r, o)
+	verifyText(&v, r)
+	verifyInitialTool(&v, r)
+	verifyContinuation(&v, r)
+	verifyBudgets(&v, r)
+	if !r.Shutdown.Clean {
+		v.fail(branchCleanup, "the in-process server's shutdown was not proven clean")
+	}
+	if p := hygiene(raw, o.secrets); p != "" {
+		v.fail(branchHygiene, "%s", p)
+	}
+	return r, v
+}
+
+func verifyFreshness(v *verdict, r probeReport, o verifyOptions) {
+	t, err := time.Parse(time.RFC3339, r.WrittenAt)
+	switch {
+	case err != nil:
+		v.fail(branchFreshness, "written_at is not an RFC 3339 time")
+	case o.now.Sub(t) > o.maxAge:
+		v.fail(branchFreshness, "written %s ago, older than --max-age %s", o.now.Sub(t).Round(time.Second), o.maxAge)
+	case t.Sub(o.now) > 5*time.Minute:
+		v.fail(branchFreshness, "written in the future")
+	}
+	if r.Version != o.version || (r.Commit != "" || o.commit != "") && r.Commit != o.commit {
+		v.fail(branchFreshness, "written by another version than this verifier")
+	}
+}
+
+func verifyConfig(v *verdict, r probeReport, o verifyOptions) {
+	if o.fingerprint == "" {
+		return
+	}
+	if r.ConfigFingerprint != o.fingerprint {
+		v.fail(branchConfig, "the configuration fingerprint differs from the current configuration")
+	}
+	if r.Strategy != o.strategy {
+		v.fail(branchConfig, "the strategy differs from the current configuration")
+	}
+	if r.TerminalRule != o.terminalRule {
+		v.fail(branchConfig, "the terminal rule differs from the current configuration")
+	}
+}
+
+func verifyPolicy(v *verdict, r probeReport) {
+	p, d := r.Policy, defaultPolicy(r.Policy.RequestTimeoutMS, r.Policy.MaxQueryCharsAtStartup)
+	if p.Retry {
+		v.fail(branchPolicy, "retry was enabled")
+	}
+	if p.Failover {
+		v.fail(branchPolicy, "failover was enabled")
+	}
+	if p.TextMaxRequests > d.TextMaxRequests || p.TextMaxDispatches > d.TextMaxDispatches ||
+		p.ToolMaxTurns > d.ToolMaxTurns || p.ToolMaxRequests > d.ToolMaxRequests ||
+		p.ToolMaxDispatches > d.ToolMaxDispatches || p.LimitMaxQueries > d.LimitMaxQueries ||
+		p.LimitMaxContinuations > d.LimitMaxContinuations {
+		v.fail(branchPolicy, "budgets above the defaults")
+	}
+	if p.TextMaxRequests < 1 || p.ToolMaxTurns < 2 || p.ToolMaxRequests < 2 || p.ToolMaxDispatches < 2 {
+		v.fail(branchPolicy, "budgets too small for the phases to be judged")
+	}
+}
+
+func verifyModel(v *verdict, r probeReport, o verifyOptions) {
+	switch {
+	case !r.Model.ModelObserved && o.requireObservedModel:
+		v.fail(branchModel, "the upstream reported no model and --require-observed-model is set")
+	case r.Model.ModelObserved && !r.Model.ModelMatch:
+		v.fail(branchModel, "the observed model does not match the configured enum")
+	}
+	for _, d := range dispatches(r) {
+		if d.ModelObserved && !d.ModelMatch {
+			v.fail(branchModel, "a stream reported a model that does not match the configured enum")
+			return
+		}
+	}
+}
+
+// verifyRule flags a configured completion rule that would not have completed
+// a stream the upstream ended normally: it is the live answer to "does this
+// account's upstream send what the rule needs".
+func verifyRule(v *verdict, r probeReport, o verifyOptions) {
+	rule := r.TerminalRule
+	if o.terminalRule != "" {
+		rule = o.terminalRule
+	}
+	for _, d := range dispatches(r) {
+		if d.RefusedByBudget || d.Outcome != outcomeComplete && d.Outcome != "upstream_completion_ambiguous" {
+			continue // never sent, or a failure that no rule completes
+		}
+		would, known := d.WouldComplete[rule]
+		switch {
+		case !known:
+			v.fail(branchRule, "a stream carries no evidence for the configured rule")
+			return
+		case !would:
+			v.fail(branchRule, "the configured rule would not have completed a stream the upstream ended")
+			return
+		}
+	}
+}
+
+func verifyText(v *verdict, r probeReport) {
+	p := r.Text
+	if !p.Ran || len(p.Requests) == 0 {
+		v.fail(branchText, "the text phase did not run")
+		return
+	}
+	q := p.Requests[len(p.Requests)-1]
+	if q.HTTPStatus != 200 {
+		v.fail(branchText, "HTTP status %d", q.HTTPStatus)
+	}
+	if q.TextBytes == 0 {
+		v.fail(branchText, "no text")
+	}
+	if q.FinishReason != "stop" || (q.Stream && !q.SawDone) || !upstreamComplete(q) {
+		v.fail(branchText, "no proven completion")
+	}
+}
+
+// upstreamComplete: the request's last upstream dispatch ended in a complete
+// outcome.
+func upstreamComplete(q reportRequest) bool {
+	if len(q.Upstream) == 0 {
+		return false
+	}
+	return q.Upstream[len(q.Upstream)-1].Outcome == outcomeComplete
+}
+
+func verifyInitialTool(v *verdict, r probeReport) {
+	p := r.Tools
+	if !p.Ran || len(p.Requests) == 0 {
+		v.fail(branchInitialTool, "the tool phase did not run")
+		return
+	}
+	q := p.Requests[0]
+	if q.HTTPStatus != 200 {
+		v.fail(branchInitialTool, "HTTP status %d", q.HTTPStatus)
+	}
+	if n := len(q.Calls); n == 0 || n > 2 {
+		v.fail(branchInitialTool, "%d tool calls (want 1 or 2)", n)
+	}
+	if q.HTTPStatus == 200 && (q.FinishReason != "tool_calls" || !upstreamComplete(q)) {
+		v.fail(branchInitialTool, "the tool turn did not end with a proven tool_calls completion")
+	}
+	for _, c := range q.Calls {
+		switch {
+		case !slices.Contains(probeTools, c.Name):
+			v.fail(branchInitialTool, "a call to an unknown tool")
+		case !c.ArgumentsObject:
+			v.fail(branchInitialTool, "arguments are not a JSON object")
+		case !c.ArgumentsValid:
+			v.fail(branchInitialTool, "arguments are not valid for the tool's schema")
+		}
+	}
+}
+
+func verifyContinuation(v *verdict, r probeReport) {
+	p := r.Tools
+	if len(p.Requests) < 2 {
+		v.fail(branchContinuation, "no continuation turn")
+		return
+	}
+	last := p.Requests[len(p.Requests)-1]
+	for i, q := range p.Requests[1:] {
+		if q.HTTPStatus != 200 {
+			v.fail(branchContinuation, "turn %d: HTTP status %d", i+2, q.HTTPStatus)
+			return
+		}
+		final := i+2 == len(p.Requests)
+		if !final && !q.AskedMissingTool {
+			v.fail(branchContinuation, "turn %d neither finished nor asked for the missing tool", i+2)
+			return
+		}
+	}
+	if last.FinishReason == "tool_calls" {
+		v.fail(branchContinuation, "the last turn neither finished nor asked for the missing tool within the budget")
+		return
+	}
+	if !last.ExactMarkerLine {
+		v.fail(branchContinuation, "the final answer is not exactly the marker line")
+	}
+	if last.FinishReason != "stop" || !upstreamComplete(last) {
+		v.fail(branchContinuation, "the final answer has no proven completion")
+	}
+}
+
+func verifyBudgets(v *verdict, r probeReport) {
+	p := r.Policy
+	check := func(name string, ph reportPhase, maxTurns, maxReq, maxDisp int) {
+		n := 0
+		for _, q := range ph.Requests {
+			n += len(q.Upstream)
+		}
+		switch {
+		case ph.Turns > maxTurns:
+			v.fail(branchBudgets, "%s: more turns than the policy", name)
+		case ph.GatewayRequests > maxReq || len(ph.Requests) > maxReq:
+			v.fail(branchBudgets, "%s: more gateway requests than the policy", name)
+		case ph.UpstreamDispatches > maxDisp:
+			v.fail(branchBudgets, "%s: more upstream dispatches than the policy", name)
+		case ph.GatewayRequests != len(ph.Requests) || ph.UpstreamDispatches+ph.RefusedDispatches != n:
+			v.fail(branchBudgets, "%s: the counters do not match the recorded requests", name)
+		}
+	}
+	check("text", r.Text, p.TextMaxRequests, p.TextMaxRequests, p.TextMaxDispatches)
+	check("tools", r.Tools, p.ToolMaxTurns, p.ToolMaxRequests, p.ToolMaxDispatches)
+	if r.Limits != nil {
+		n := p.LimitMaxQueries + p.LimitMaxContinuations
+		check("limits", r.Limits.Phase, n, n, n)
+	}
+}
+
+// dispatches lists every upstream dispatch of the report.
+func dispatches(r probeReport) []reportDispatch {
+	var out []reportDispatch
+	phases := []reportPhase{r.Text, r.Tools}
+	if r.Limits != nil {
+		phases = append(phases, r.Limits.Phase)
+	}
+	for _, p := range phases {
+		for _, q := range p.Requests {
+			out = append(out, q.Upstream...)
+		}
+	}
+	return out
+}
+
+// buildCommit is the VCS revision of this binary ("" when unknown), with
+// "-dirty" when it was built from a modified tree.
+func buildCommit() string {
+	rev, modified := buildInfo()
+	if rev != "" && modified {
+		rev += "-dirty"
+	}
+	return rev
+}
+
+const verifyHelp = `usage: gateway verify [--max-age 24h] [--env-file FILE] [--require-observed-model] [--now T] REPORT
+
+Checks a pmgate-probe/v1 evidence report (written by gateway probe) and exits 0
+only when every check holds; each failure prints its branch: format, freshness,
+configuration, policy, model, completion rule, text phase, initial tool phase,
+continuation, budgets, cleanup, hygiene.
+
+flags:
+  --max-age D                reject reports older than D (default 24h)
+  --env-file FILE            compare the report with this configuration (fingerprint,
+                             strategy, terminal rule); KEY=VALUE lines, the environment wins
+  --require-observed-model   reject a report whose streams reported no model
+  --now T                    judge freshness at the RFC 3339 time T instead of the clock
+                             (for reproducible checks of stored reports)
+
+variables read (with --env-file or from the environment when --env-file is given):
+  every variable of gateway serve (see gateway serve --help)
+`
+
+func runVerify(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	maxAge := fs.Duration("max-age", 24*time.Hour, "")
+	envPath := fs.String("env-file", "", "")
+	requireModel := fs.Bool("require-observed-model", false, "")
+	nowFlag := fs.String("now", "", "")
+	if done, err := parseFlags(fs, args, verifyHelp, stdout); done || err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: verify needs exactly one REPORT file", errUsage)
+	}
+	raw, err := os.ReadFile(fs.Arg(0))
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	now := time.Now()
+	if *nowFlag != "" {
+		if now, err = time.Parse(time.RFC3339, *nowFlag); err != nil {
+			return fmt.Errorf("%w: --now must be an RFC 3339 time", errUsage)
+		}
+	}
+	o := verifyOptions{now: now, maxAge: *maxAge, version: version, commit: buildCommit(),
+		requireObservedModel: *requireModel}
+	if *envPath != "" {
+		cfg, err := configFromArgs("verify", []string{"--env-file", *envPath}, getenv)
+		if err != nil {
+			return err
+		}
+		o.fingerprint, o.strategy, o.terminalRule = fingerprint(cfg.upstream), string(cfg.upstream.Strategy), terminalRuleOf(cfg)
+		o.secrets = append(cfg.upstream.Secrets(), cfg.apiKey, cfg.upstream.WorkspaceID)
+	}
+	_, v := verifyReport(raw, o)
+	if v.ok() {
+		fmt.Fprintf(stdout, "PASS %s (%s)\n", fs.Arg(0), reportDigest(raw))
+		return nil
+	}
+	for _, f := range v.failures {
+		fmt.Fprintf(stdout, "FAIL %s\n", f)
+	}
+	return fmt.Errorf("%w: %s", errVerify, strings.Join(v.branches(), ", "))
+}
+
+// terminalRuleOf is the completion rule the configuration's strategy uses.
+func terminalRuleOf(cfg config) string {
+	if cfg.upstream.TerminalRule == "" {
+		return "legacy_done"
+	}
+	return string(cfg.upstream.TerminalRule)
+}
