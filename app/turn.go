@@ -250,7 +250,7 @@ func (t *turn) admit(ctx context.Context) ([]Delta, error) {
 			return nil, errs.Newf(errs.UpstreamMalformedEvent, "tool call %d arguments are not a JSON object", i)
 		}
 	}
-	toolsHash, err := canon.ToolsHash(t.req.Tools, t.req.ToolChoice)
+	toolsHash, err := toolsHashOf(t.req)
 	if err != nil {
 		return nil, err
 	}
