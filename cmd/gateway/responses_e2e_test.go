@@ -129,6 +129,18 @@ func TestABrokenUpstreamNeverYieldsResponseCompleted(t *testing.T) {
 			is.Equal(resp["status"], "failed")
 			is.True(resp["error"].(map[string]any)["code"] != "")
 
+			// The Go SDK sees the failure as the last event, never a completion.
+			client := responsesClient(s)
+			stream := client.Responses.NewStreaming(t.Context(), responses.ResponseNewParams{Model: testModel,
+				Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi #scenario=failure_after_text")}})
+			var lastType string
+			for stream.Next() {
+				is.True(stream.Current().Type != "response.completed")
+				lastType = stream.Current().Type
+			}
+			is.Equal(lastType, "response.failed")
+			is.Equal(stream.Current().Response.Status, responses.ResponseStatusFailed)
+
 			status, body = rawResponses(t, s, `{"model":"`+testModel+`","stream":true,"input":"hi #scenario=ambiguous_eof"}`)
 			is.True(!strings.Contains(body, "response.completed")) // an ambiguous end is not a completion
 			_ = status
