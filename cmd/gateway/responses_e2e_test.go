@@ -250,3 +250,43 @@ func TestAGroupIsContinuedOnlyThroughTheAPIItWasIssuedThrough(t *testing.T) {
 	is.Equal(e.Error.Code, "continuation_tools_mismatch")
 	is.Equal(s.emu.Count(emulator.KindToolResponse), 0)
 }
+
+func TestACustomToolIsOfferedAsAFunctionAndAnsweredAsACustomToolCall(t *testing.T) {
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			is := is.New(t)
+			s := serve(t, st, nil)
+			tools := `[{"type":"custom","name":"apply_patch","description":"Apply a patch","format":{"type":"grammar","syntax":"lark","definition":"start: \"*** Begin Patch\" /.+/"}}]`
+			first := `{"model":"` + testModel + `","input":[{"role":"user","content":"patch it"}],"tools":` + tools + `}`
+			status, raw := rawResponses(t, s, first)
+			is.Equal(status, 200)
+			var r struct{ Output []map[string]any }
+			is.NoErr(json.Unmarshal([]byte(raw), &r))
+			var call map[string]any
+			for _, it := range r.Output {
+				if it["type"] == "custom_tool_call" {
+					call = it
+				}
+			}
+			is.True(call != nil) // a custom tool call, not a function call
+			is.Equal(call["name"], "apply_patch")
+			input, ok := call["input"].(string)
+			is.True(ok) // its input is the free text, not a JSON object
+
+			// The upstream saw a function with one string parameter, the grammar in its description.
+			var sawGrammar bool
+			for _, rec := range s.emu.Requests() {
+				sawGrammar = sawGrammar || strings.Contains(string(rec.Body), `lark grammar`)
+			}
+			is.True(sawGrammar)
+
+			echo := fmt.Sprintf(`,{"type":"custom_tool_call","call_id":%q,"name":"apply_patch","input":%q},{"type":"custom_tool_call_output","call_id":%q,"output":"Done!"}`,
+				call["call_id"], input, call["call_id"])
+			next := strings.Replace(first, `"content":"patch it"}`, `"content":"patch it"}`+echo, 1)
+			status, raw = rawResponses(t, s, next)
+			is.Equal(status, 200) // the echo continues the group
+			is.True(strings.Contains(raw, "Done!"))
+			is.Equal(s.emu.Count(emulator.KindToolResponse), 1)
+		})
+	}
+}
