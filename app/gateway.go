@@ -96,12 +96,19 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 	if err != nil {
 		return nil, err
 	}
-	prefixHash, err := canon.TranscriptHash(cont.Prefix)
+	// Defaults come from the caller's original parameter schemas; the record
+	// is only read inside the store's atomic section, so everything else of
+	// the echo is prepared here.
+	defaults, err := canon.ToolDefaults(req.Tools)
+	if err != nil {
+		return nil, err
+	}
+	echo, err := canon.PrepareEcho(cont.Prefix, defaults)
 	if err != nil {
 		return nil, err
 	}
 	sub := correlation.Submission{
-		PrefixHash:   prefixHash,
+		Echo:         echo,
 		ResultsHash:  correlation.ResultsHash(cont),
 		PrincipalID:  p.ID,
 		WorkspaceID:  g.cfg.WorkspaceID,

@@ -319,8 +319,10 @@ func (t *turn) buildGroup(groupID string, args []string, schemas map[string][]by
 			deltas = append(deltas, Delta{ToolCall: d})
 		}
 	}
+	// The issued arguments are bound as they are; a continuation may echo
+	// them re-serialized (canon, "Echoed arguments").
 	transcript := append(append([]chat.Message(nil), t.req.Messages...), assistant)
-	th, err := canon.TranscriptHash(transcript)
+	th, err := canon.TranscriptHashV2(transcript, nil, nil)
 	if err != nil {
 		return correlation.Group{}, nil, err
 	}

@@ -76,7 +76,7 @@ func BenchmarkClaimUnderContention(b *testing.B) {
 		}
 		keys[i] = g.Key
 		subs[i] = porttest.Submission(g, "result")
-		subs[i].PrefixHash, _ = canon.TranscriptHash(subs[i].Continuation.Prefix)
+		subs[i].Echo, _ = canon.PrepareEcho(subs[i].Continuation.Prefix, nil)
 		subs[i].ResultsHash = correlation.ResultsHash(subs[i].Continuation)
 	}
 	var workers, claims, rejected atomic.Int64

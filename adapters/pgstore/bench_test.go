@@ -57,7 +57,7 @@ func BenchmarkClaim(b *testing.B) {
 			for i := range groups {
 				groups[i] = porttest.TypicalGroup(i)
 				subs[i] = porttest.Submission(groups[i], "result")
-				subs[i].PrefixHash, _ = canon.TranscriptHash(subs[i].Continuation.Prefix)
+				subs[i].Echo, _ = canon.PrepareEcho(subs[i].Continuation.Prefix, nil)
 			}
 			for chunk := range slices.Chunk(groups, 10000) {
 				if err := stores[0].LoadPending(b.Context(), chunk); err != nil {

@@ -1,6 +1,7 @@
 package canon_test
 
 import (
+	"strings"
 	"testing"
 
 	"pmgate/domain/canon"
@@ -36,6 +37,83 @@ func BenchmarkTranscriptHash(b *testing.B) {
 	for b.Loop() {
 		if _, err := canon.TranscriptHash(msgs); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkTranscriptHashV2(b *testing.B) {
+	msgs := tenMessages()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := canon.TranscriptHashV2(msgs, nil, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// echoBench is a continuation prefix of ten messages whose last message echoes
+// the issued call with another key order and one schema default added.
+func echoBench() ([]chat.Message, canon.DefaultsByTool, []canon.IssuedCall) {
+	msgs := tenMessages()[:7]
+	id := "call_pmn_DDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDD"
+	msgs = append(msgs, chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{
+		{ID: id, Name: "get_weather", Arguments: `{"fields":["temp","humidity"],"unit":"celsius","city":"Rome","days":1}`},
+	}})
+	d, err := canon.SchemaDefaults([]byte(`{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer","default":1}}}`))
+	if err != nil {
+		panic(err)
+	}
+	return msgs, canon.DefaultsByTool{"get_weather": d}, []canon.IssuedCall{{ID: id, Name: "get_weather", Arguments: `{"city":"Rome","unit":"celsius","fields":["temp","humidity"]}`}}
+}
+
+// BenchmarkPrepareEcho is the part of the continuation's history check done
+// before the store's atomic section.
+func BenchmarkPrepareEcho(b *testing.B) {
+	msgs, defaults, _ := echoBench()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := canon.PrepareEcho(msgs, defaults); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEchoHash is the part done inside the store's atomic section: for
+// an echo with a default to drop (the slowest case, the issued arguments are
+// parsed) and for a faithful echo (only the last message is hashed).
+func BenchmarkEchoHash(b *testing.B) {
+	msgs, defaults, issued := echoBench()
+	faithful := append([]chat.Message(nil), msgs...)
+	faithful[len(faithful)-1] = chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{
+		{ID: issued[0].ID, Name: issued[0].Name, Arguments: issued[0].Arguments}}}
+	for _, c := range []struct {
+		name string
+		msgs []chat.Message
+	}{{"drop-default", msgs}, {"faithful", faithful}} {
+		b.Run(c.name, func(b *testing.B) {
+			e, err := canon.PrepareEcho(c.msgs, defaults)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.Hash(issued); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCanonicalNumberHugeExponent spells a literal with a 100,000-digit
+// exponent: linear work, no arithmetic on the value.
+func BenchmarkCanonicalNumberHugeExponent(b *testing.B) {
+	lit := "0.00012300e" + strings.Repeat("9", 100_000)
+	b.SetBytes(int64(len(lit)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := canon.CanonicalNumber(lit); !ok {
+			b.Fatal("refused")
 		}
 	}
 }

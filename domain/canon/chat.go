@@ -35,7 +35,9 @@ func MessageValue(m chat.Message) Value {
 }
 
 // TranscriptHash is the Hash of {"kind":"transcript","messages":[MessageValue…]}:
-// the transcriptHash of design CORRELATION §4.
+// the exact transcript form, argument strings byte for byte. The gateway now
+// stores [TranscriptHashV2]; this form remains for records stored by earlier
+// builds (package documentation, "Transcript forms").
 func TranscriptHash(msgs []chat.Message) (string, error) {
 	ms := make([]Value, len(msgs))
 	for i, m := range msgs {

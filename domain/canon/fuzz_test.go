@@ -3,10 +3,12 @@ package canon_test
 import (
 	"bytes"
 	"encoding/json"
+	"math/big"
 	"reflect"
 	"testing"
 
 	"pmgate/domain/canon"
+	"pmgate/domain/chat"
 	"pmgate/domain/errs"
 )
 
@@ -78,4 +80,77 @@ func FuzzParseMarshal(f *testing.F) {
 			t.Fatalf("not a fixed point: %q -> %q (%v)", out1, out2, err)
 		}
 	})
+}
+
+// FuzzCanonicalNumber checks the spelling by value against exact rationals
+// (for exponents big.Rat can hold) and that it is a fixed point.
+func FuzzCanonicalNumber(f *testing.F) {
+	for _, c := range numberCases {
+		f.Add(c.input)
+	}
+	for _, s := range []string{"0", "-0.0", "1e-0", "10", "0.0001", "1.0e+01", "-9.990e-2", "01", "1e", "1e99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, lit string) {
+		c, ok := canon.CanonicalNumber(lit)
+		if !ok {
+			if v, err := canon.ParseJSON([]byte(lit)); err == nil && v == canon.Number(lit) {
+				t.Fatalf("refused the JSON number %q", lit)
+			}
+			return
+		}
+		if cc, ok := canon.CanonicalNumber(c); !ok || cc != c {
+			t.Fatalf("%q → %q → %q: not a fixed point", lit, c, cc)
+		}
+		if len(lit) > 64 {
+			return // big.Rat would expand a huge exponent
+		}
+		a, okA := new(big.Rat).SetString(lit)
+		b, okB := new(big.Rat).SetString(c)
+		if okA && okB && a.Cmp(b) != 0 {
+			t.Fatalf("%q → %q changed the value", lit, c)
+		}
+	})
+}
+
+// FuzzEchoHash checks that the prepared echo hash equals the whole-transcript
+// hash for arbitrary echoed and issued argument strings, and never panics.
+func FuzzEchoHash(f *testing.F) {
+	for _, c := range echoCases {
+		f.Add(c.issued, c.echo)
+	}
+	defaults, err := canon.ToolDefaults([]chat.Tool{{Name: "edit", Parameters: []byte(echoSchema)}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, issued, echo string) {
+		msgs := []chat.Message{
+			{Role: chat.RoleUser, Content: ptr("edit it")},
+			{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: echoVectorID, Name: "edit", Arguments: echo}}},
+		}
+		calls := []canon.IssuedCall{{ID: echoVectorID, Name: "edit", Arguments: issued}}
+		whole, err := canon.TranscriptHashV2(msgs, defaults, calls)
+		e, perr := canon.PrepareEcho(msgs, defaults)
+		if (err == nil) != (perr == nil) {
+			t.Fatalf("whole %v, prepare %v", err, perr)
+		}
+		if err != nil {
+			return
+		}
+		got, err := e.Hash(calls)
+		if err != nil || got != whole {
+			t.Fatalf("prepared %q (%v), whole %q", got, err, whole)
+		}
+		if issued == echo {
+			admitted, err := canon.TranscriptHashV2(msgs, nil, nil)
+			if _, isObj := mustValue(issued).(map[string]canon.Value); err == nil && isObj && admitted != whole {
+				t.Fatalf("an identical echo of %q does not match", issued)
+			}
+		}
+	})
+}
+
+func mustValue(s string) canon.Value {
+	v, _ := canon.ArgumentsValue(s)
+	return v
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"unicode/utf16"
 
@@ -24,16 +25,23 @@ var update = flag.Bool("update", false, "rewrite testdata/vectors.json from the 
 const vectorsPath = "testdata/vectors.json"
 
 // vector is one golden case. Exactly one of Input (a JSON text given to
-// ParseJSON) and Chat (a description of a chat-level input built by chatCases)
-// is set. Canonical and Hash are the expected outputs; Error is the expected
-// error code for a refused input.
+// ParseJSON), Number (a number literal given to CanonicalNumber, whose
+// canonical spelling is hashed as a Number) and Chat (a description of a
+// chat-level input built by chatCases) is set. Canonical and Hash are the
+// expected outputs; Error is the expected error code for a refused input. An
+// echo vector (a chat vector of echoCases) also has IssuedHash, the
+// admission's hash of the issued transcript, and Match, whether the echo's
+// Hash equals it.
 type vector struct {
-	Name      string `json:"name"`
-	Input     string `json:"input,omitempty"`
-	Chat      string `json:"chat,omitempty"`
-	Canonical string `json:"canonical,omitempty"`
-	Hash      string `json:"hash,omitempty"`
-	Error     string `json:"error,omitempty"`
+	Name       string `json:"name"`
+	Input      string `json:"input,omitempty"`
+	Number     string `json:"number,omitempty"`
+	Chat       string `json:"chat,omitempty"`
+	Canonical  string `json:"canonical,omitempty"`
+	Hash       string `json:"hash,omitempty"`
+	IssuedHash string `json:"issued_hash,omitempty"`
+	Match      *bool  `json:"match,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
 // jsonCases are the JSON-text vectors, in file order.
@@ -84,12 +92,32 @@ var jsonCases = []struct{ name, input string }{
 	{"error-whitespace-only", " "},
 }
 
+// numberCases are the CanonicalNumber vectors: the spelling of a number by
+// value is part of every value-form transcript hash.
+var numberCases = []struct{ name, input string }{
+	{"number-value-1", "1"},
+	{"number-value-1.0", "1.0"},
+	{"number-value-1e0", "1e0"},
+	{"number-value-10e-1", "10e-1"},
+	{"number-value-negative-zero", "-0.0"},
+	{"number-value-100", "100"},
+	{"number-value-0.5", "0.5"},
+	{"number-value-trailing-zeros", "-12.340e-5"},
+	{"number-value-exponent-leading-zeros", "1E+007"},
+	{"number-value-huge-exponent", "0.0000001e10000000000000000000"},
+	{"number-value-huge-negative-exponent", "100e-10000000000000000000"},
+}
+
 // chatCase is a chat-level vector: doc is the canonical document the package
-// documentation promises; hash is the package function under test.
+// documentation promises; hash is the package function under test. For an
+// echo vector, issued is the admission hash the echo is compared with and
+// match the expected outcome.
 type chatCase struct {
 	name, desc string
 	doc        func() canon.Value
 	hash       func() (string, error)
+	issued     func() (string, error)
+	match      bool
 }
 
 func goldenTranscript() []chat.Message {
@@ -232,6 +260,134 @@ var chatCases = []chatCase{
 			})
 		},
 	},
+	{
+		name: "transcript-v2-system-user-assistant-with-tool-calls",
+		desc: `TranscriptHashV2 of goldenTranscript() with no issued calls: the argument strings in value form`,
+		doc: func() canon.Value {
+			calls := []canon.Value{
+				map[string]canon.Value{"id": "call_pmn_3q2+7wAAAAAAAAAAAAAAAAAAAAAAAAAA", "name": "get_weather", "arguments": map[string]canon.Value{"city": "Paris"}},
+				map[string]canon.Value{"id": "call_pmn_Zm9vYmFyYmF6cXV4cXV1eHh4eHh4eHh4", "name": "get_weather", "arguments": map[string]canon.Value{"city": "Oslo", "unit": "c"}},
+			}
+			return map[string]canon.Value{"kind": "transcript.v2", "messages": []canon.Value{
+				map[string]canon.Value{"role": "system", "content": "You are a helpful assistant."},
+				map[string]canon.Value{"role": "user", "name": "alice", "content": "What's the weather in Paris and Oslo? <b>&</b>"},
+				map[string]canon.Value{"role": "assistant", "content": nil, "tool_calls": calls},
+			}}
+		},
+		hash: func() (string, error) { return canon.TranscriptHashV2(goldenTranscript(), nil, nil) },
+	},
+}
+
+// echoSchema is the parameter schema of the tool "edit" in the echo vectors:
+// replace_all defaults to false, options.encoding to "utf-8".
+const echoSchema = `{"type":"object","required":["file_path","content"],"properties":{` +
+	`"file_path":{"type":"string"},"content":{"type":"string"},"line":{"type":"number"},` +
+	`"replace_all":{"type":"boolean","default":false},` +
+	`"options":{"type":"object","properties":{"encoding":{"type":"string","default":"utf-8"}}}}}`
+
+const echoVectorID = "call_pmn_ZWNob2VjaG9lY2hvZWNob2VjaG9lY2hv"
+
+// echoCase is one golden case of the echo rule: the gateway issued a call of
+// tool "edit" (echoSchema) with the issued argument string after the user
+// message "edit it"; the client echoes it with echo (and with id or name
+// changed when they are set). want is the canonical JSON of the echoed
+// arguments after the rule (written with canonical number spellings), or, when
+// wantText is set, the echo is kept as unparsed text.
+type echoCase struct {
+	name, issued, echo string
+	id, toolName       string
+	want               string
+	wantText           bool
+	match              bool
+}
+
+var echoCases = []echoCase{
+	{name: "echo-same-bytes", issued: `{"content":"hi","file_path":"/a"}`, echo: `{"content":"hi","file_path":"/a"}`, want: `{"content":"hi","file_path":"/a"}`, match: true},
+	{name: "echo-reordered-keys", issued: `{"content":"hi","file_path":"/a"}`, echo: `{"file_path":"/a","content":"hi"}`, want: `{"content":"hi","file_path":"/a"}`, match: true},
+	{name: "echo-whitespace", issued: `{"content":"hi","file_path":"/a"}`, echo: "{ \"file_path\" : \"/a\" ,\n\t\"content\":\"hi\" }", want: `{"content":"hi","file_path":"/a"}`, match: true},
+	{name: "echo-number-1-as-1.0", issued: `{"file_path":"/a","line":1}`, echo: `{"line":1.0,"file_path":"/a"}`, want: `{"file_path":"/a","line":1}`, match: true},
+	{name: "echo-number-100-as-1e2", issued: `{"file_path":"/a","line":100}`, echo: `{"file_path":"/a","line":1e2}`, want: `{"file_path":"/a","line":1e2}`, match: true},
+	{name: "echo-number-0-as-negative-zero", issued: `{"file_path":"/a","line":0}`, echo: `{"file_path":"/a","line":-0.0}`, want: `{"file_path":"/a","line":0}`, match: true},
+	{name: "echo-number-changed-refused", issued: `{"file_path":"/a","line":1}`, echo: `{"file_path":"/a","line":1.000001}`, want: `{"file_path":"/a","line":1000001e-6}`},
+	{name: "echo-default-added", issued: `{"content":"hi","file_path":"/a"}`, echo: `{"file_path":"/a","content":"hi","replace_all":false}`, want: `{"content":"hi","file_path":"/a"}`, match: true},
+	{name: "echo-default-with-other-value-refused", issued: `{"content":"hi","file_path":"/a"}`, echo: `{"file_path":"/a","content":"hi","replace_all":true}`, want: `{"content":"hi","file_path":"/a","replace_all":true}`},
+	{name: "echo-default-omitted-refused", issued: `{"content":"hi","file_path":"/a","replace_all":false}`, echo: `{"file_path":"/a","content":"hi"}`, want: `{"content":"hi","file_path":"/a"}`},
+	{name: "echo-default-kept-when-issued", issued: `{"content":"hi","file_path":"/a","replace_all":false}`, echo: `{"replace_all":false,"file_path":"/a","content":"hi"}`, want: `{"content":"hi","file_path":"/a","replace_all":false}`, match: true},
+	{name: "echo-nested-default-added", issued: `{"file_path":"/a","options":{}}`, echo: `{"file_path":"/a","options":{"encoding":"utf-8"}}`, want: `{"file_path":"/a","options":{}}`, match: true},
+	{name: "echo-nested-default-with-other-value-refused", issued: `{"file_path":"/a","options":{}}`, echo: `{"file_path":"/a","options":{"encoding":"latin1"}}`, want: `{"file_path":"/a","options":{"encoding":"latin1"}}`},
+	{name: "echo-unicode-escape-as-raw", issued: `{"content":"caf\u00e9","file_path":"/a"}`, echo: "{\"content\":\"caf\u00e9\",\"file_path\":\"/a\"}", want: "{\"content\":\"caf\u00e9\",\"file_path\":\"/a\"}", match: true},
+	{name: "echo-raw-as-unicode-escape", issued: "{\"content\":\"\U0001F600\",\"file_path\":\"/a\"}", echo: `{"content":"\ud83d\ude00","file_path":"\/a"}`, want: "{\"content\":\"\U0001F600\",\"file_path\":\"/a\"}", match: true},
+	{name: "echo-nfd-for-nfc-refused", issued: "{\"content\":\"caf\u00e9\",\"file_path\":\"/a\"}", echo: "{\"content\":\"cafe\u0301\",\"file_path\":\"/a\"}", want: "{\"content\":\"cafe\u0301\",\"file_path\":\"/a\"}"},
+	{name: "echo-extra-property-without-default-refused", issued: `{"content":"hi","file_path":"/a"}`, echo: `{"content":"hi","file_path":"/a","mode":"fast"}`, want: `{"content":"hi","file_path":"/a","mode":"fast"}`},
+	{name: "echo-missing-property-refused", issued: `{"content":"hi","file_path":"/a"}`, echo: `{"file_path":"/a"}`, want: `{"file_path":"/a"}`},
+	{name: "echo-changed-value-refused", issued: `{"content":"hi","file_path":"/a"}`, echo: `{"content":"hi!","file_path":"/a"}`, want: `{"content":"hi!","file_path":"/a"}`},
+	{name: "echo-changed-id-refused", issued: `{"content":"hi","file_path":"/a"}`, echo: `{"content":"hi","file_path":"/a","replace_all":false}`, id: "call_pmn_b3RoZXJvdGhlcm90aGVyb3RoZXJvdGhl", want: `{"content":"hi","file_path":"/a","replace_all":false}`},
+	{name: "echo-changed-name-refused", issued: `{"content":"hi","file_path":"/a"}`, echo: `{"content":"hi","file_path":"/a"}`, toolName: "write", want: `{"content":"hi","file_path":"/a"}`},
+	{name: "echo-as-json-string-refused", issued: `{"content":"hi","file_path":"/a"}`, echo: `"{\"content\":\"hi\",\"file_path\":\"/a\"}"`, want: `"{\"content\":\"hi\",\"file_path\":\"/a\"}"`},
+	{name: "echo-not-json-refused", issued: `{"content":"hi","file_path":"/a"}`, echo: `{"content":"hi",`, wantText: true},
+}
+
+func (c echoCase) messages(id, name, args string) []chat.Message {
+	return []chat.Message{
+		{Role: chat.RoleUser, Content: ptr("edit it")},
+		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: id, Name: name, Arguments: args}}},
+	}
+}
+
+func (c echoCase) echoed() (id, name string) {
+	id, name = echoVectorID, "edit"
+	if c.id != "" {
+		id = c.id
+	}
+	if c.toolName != "" {
+		name = c.toolName
+	}
+	return id, name
+}
+
+func (c echoCase) chatCase() chatCase {
+	id, name := c.echoed()
+	desc := fmt.Sprintf("issued: edit %s id %s; echoed: %s %s id %s; both tools have echoSchema", c.issued, echoVectorID, name, c.echo, id)
+	return chatCase{
+		name:  c.name,
+		desc:  desc,
+		match: c.match,
+		doc: func() canon.Value {
+			call := map[string]canon.Value{"id": id, "name": name}
+			if c.wantText {
+				call["arguments_text"] = c.echo
+			} else {
+				call["arguments"] = mustParse(c.want)
+			}
+			return map[string]canon.Value{"kind": "transcript.v2", "messages": []canon.Value{
+				map[string]canon.Value{"role": "user", "content": "edit it"},
+				map[string]canon.Value{"role": "assistant", "content": nil, "tool_calls": []canon.Value{call}},
+			}}
+		},
+		hash: func() (string, error) {
+			defaults, err := canon.ToolDefaults([]chat.Tool{{Name: "edit", Parameters: []byte(echoSchema)}, {Name: "write", Parameters: []byte(echoSchema)}})
+			if err != nil {
+				return "", err
+			}
+			e, err := canon.PrepareEcho(c.messages(id, name, c.echo), defaults)
+			if err != nil {
+				return "", err
+			}
+			return e.Hash([]canon.IssuedCall{{ID: echoVectorID, Name: "edit", Arguments: c.issued}})
+		},
+		issued: func() (string, error) {
+			return canon.TranscriptHashV2(c.messages(echoVectorID, "edit", c.issued), nil, nil)
+		},
+	}
+}
+
+// allChatCases are chatCases followed by the echo vectors.
+func allChatCases() []chatCase {
+	out := append([]chatCase(nil), chatCases...)
+	for _, c := range echoCases {
+		out = append(out, c.chatCase())
+	}
+	return out
 }
 
 // compute produces a vector from the current implementation.
@@ -256,8 +412,32 @@ func computeJSON(name, input string) vector {
 	return v
 }
 
+func computeNumber(name, input string) vector {
+	v := vector{Name: name, Number: input}
+	c, ok := canon.CanonicalNumber(input)
+	if !ok {
+		v.Error = string(errs.InvalidRequest)
+		return v
+	}
+	h, err := canon.Hash(canon.Number(c))
+	if err != nil {
+		v.Error = string(errs.CodeOf(err))
+		return v
+	}
+	v.Canonical, v.Hash = c, h
+	return v
+}
+
 func computeChat(c chatCase) vector {
 	v := vector{Name: c.name, Chat: c.desc}
+	if c.issued != nil {
+		ih, err := c.issued()
+		if err != nil {
+			v.Error = string(errs.CodeOf(err))
+			return v
+		}
+		v.IssuedHash = ih
+	}
 	b, err := canon.Marshal(c.doc())
 	if err != nil {
 		v.Error = string(errs.CodeOf(err))
@@ -269,6 +449,10 @@ func computeChat(c chatCase) vector {
 		return v
 	}
 	v.Canonical, v.Hash = string(b), h
+	if c.issued != nil {
+		m := h == v.IssuedHash
+		v.Match = &m
+	}
 	return v
 }
 
@@ -277,7 +461,10 @@ func computeAll() []vector {
 	for _, c := range jsonCases {
 		vs = append(vs, computeJSON(c.name, c.input))
 	}
-	for _, c := range chatCases {
+	for _, c := range numberCases {
+		vs = append(vs, computeNumber(c.name, c.input))
+	}
+	for _, c := range allChatCases() {
 		vs = append(vs, computeChat(c))
 	}
 	return vs
@@ -293,7 +480,8 @@ type goldenFile struct {
 const goldenNote = "Generated by `go test ./domain/canon -run Golden -update`. The file itself is " +
 	"ASCII-only JSON: every non-ASCII character and DEL inside its strings is written as a \\u escape so " +
 	"that editors cannot normalize or strip it. Decode the JSON strings to get the exact bytes; " +
-	"hash = \"sha256:\" + hex(SHA-256(version + \"\\n\" + canonical))."
+	"hash = \"sha256:\" + hex(SHA-256(version + \"\\n\" + canonical)), behind the tag \"transcript.v2:\" for " +
+	"value-form transcripts; an echo vector matches when its hash equals its issued_hash."
 
 func encodeVectors(vs []vector) []byte {
 	var buf bytes.Buffer
@@ -339,7 +527,7 @@ func TestGoldenVectorsMatchTheSerializer(t *testing.T) {
 	}
 	vs := readVectors(t)
 	byName := map[string]chatCase{}
-	for _, c := range chatCases {
+	for _, c := range allChatCases() {
 		byName[c.name] = c
 	}
 	var names []string
@@ -353,6 +541,13 @@ func TestGoldenVectorsMatchTheSerializer(t *testing.T) {
 				is.True(ok) // chat vector has a builder in chatCases
 				got = computeChat(c)
 				is.Equal(got.Chat, v.Chat) // description matches the builder
+				if c.issued != nil {
+					is.Equal(got.IssuedHash, v.IssuedHash)         // same admission hash
+					is.True(v.Match != nil && *v.Match == c.match) // the stored outcome is the rule's outcome
+					is.Equal(*got.Match, c.match)                  // and the implementation agrees
+				}
+			} else if v.Number != "" {
+				got = computeNumber(v.Name, v.Number)
 			} else {
 				got = computeJSON(v.Name, v.Input)
 			}
@@ -361,7 +556,8 @@ func TestGoldenVectorsMatchTheSerializer(t *testing.T) {
 			is.Equal(got.Hash, v.Hash)           // same hash
 			if v.Error == "" {
 				sum := sha256.Sum256([]byte(canon.Version + "\n" + v.Canonical))
-				is.Equal(v.Hash, "sha256:"+hex.EncodeToString(sum[:])) // stored hash is SHA-256 of the version line and stored bytes
+				untagged := strings.TrimPrefix(v.Hash, "transcript.v2:")
+				is.Equal(untagged, "sha256:"+hex.EncodeToString(sum[:])) // stored hash is SHA-256 of the version line and stored bytes
 			}
 		})
 	}

@@ -4,7 +4,11 @@
 // argument; nothing here reads a clock, locks, or performs I/O.
 package correlation
 
-import "time"
+import (
+	"time"
+
+	"pmgate/domain/canon"
+)
 
 // State is a group's lifecycle state (design CORRELATION §4, §7).
 type State string
@@ -59,10 +63,13 @@ type Group struct {
 	PendingExpiresAt  time.Time
 	InflightExpiresAt time.Time // zero unless INFLIGHT (hard deadline of the claim)
 	TerminalExpiresAt time.Time // zero unless terminal
-	TranscriptHash    string
-	TranscriptLength  int // number of messages in the stored prefix
-	ToolsHash         string
-	Calls             []Call
+	// TranscriptHash binds the transcript the client must echo: a value-form
+	// hash (canon.TranscriptHashV2) for groups this build admits; an exact-form
+	// one (canon.TranscriptHash) in records stored by earlier builds.
+	TranscriptHash   string
+	TranscriptLength int // number of messages in the stored prefix
+	ToolsHash        string
+	Calls            []Call
 	// AcceptedResultsHash is set on the PENDING→INFLIGHT claim.
 	AcceptedResultsHash string
 	// DispatchAttemptID is the random id of the one dispatch claim; empty otherwise.
@@ -72,6 +79,16 @@ type Group struct {
 	// CachedResponse is the retained terminal response for idempotent replay; nil
 	// when it was not retained (over the cache budget) or not yet known.
 	CachedResponse []byte
+}
+
+// IssuedCalls returns the calls as the gateway showed them: public id, tool
+// name and the exact argument string, in call order.
+func (g Group) IssuedCalls() []canon.IssuedCall {
+	out := make([]canon.IssuedCall, len(g.Calls))
+	for i, c := range g.Calls {
+		out[i] = canon.IssuedCall{ID: c.PublicID, Name: c.OriginalName, Arguments: c.ArgumentsJSON}
+	}
+	return out
 }
 
 // Clone returns a deep copy, so that a store can hand out values nobody can mutate.

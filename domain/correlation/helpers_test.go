@@ -39,8 +39,12 @@ func str(s string) *string { return &s }
 type fixture struct {
 	prefix    []chat.Message
 	toolsHash string
+	defaults  canon.DefaultsByTool
 	group     correlation.Group
 }
+
+// fixtureSchema is get_weather's parameters: unit defaults to "c".
+const fixtureSchema = `{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string","default":"c"}}}`
 
 // fataler is the part of testing.TB and *rapid.T the fixtures need.
 type fataler interface {
@@ -62,17 +66,23 @@ func newFixture(tb fataler, key, principal string, ids ...string) fixture {
 		{Role: chat.RoleUser, Content: str("weather in Oslo?")},
 		{Role: chat.RoleAssistant, ToolCalls: calls},
 	}
-	th, err := canon.TranscriptHash(prefix)
+	th, err := canon.TranscriptHashV2(prefix, nil, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tools, err := canon.ToolsHash([]chat.Tool{{Name: "get_weather", Parameters: []byte(`{"type":"object"}`)}}, chat.ToolChoice{Mode: chat.ToolChoiceAuto})
+	toolDefs := []chat.Tool{{Name: "get_weather", Parameters: []byte(fixtureSchema)}}
+	tools, err := canon.ToolsHash(toolDefs, chat.ToolChoice{Mode: chat.ToolChoiceAuto})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defaults, err := canon.ToolDefaults(toolDefs)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return fixture{
 		prefix:    prefix,
 		toolsHash: tools,
+		defaults:  defaults,
 		group: correlation.Group{
 			Key: key, PrincipalID: principal, WorkspaceID: "ws-1", Model: "gpt-5.5", ConversationID: "conv-" + key,
 			UpstreamGroupID: "grp-" + key, State: correlation.Pending, IssuedAt: t0, PendingExpiresAt: t0.Add(policy.PendingTTL),
@@ -97,5 +107,5 @@ func (f fixture) submission(contents ...string) correlation.Submission {
 		panic("fixture: not a continuation")
 	}
 	return correlation.Submission{PrincipalID: f.group.PrincipalID, WorkspaceID: "ws-1", Model: "gpt-5.5",
-		ToolsHash: f.toolsHash, Continuation: cont}
+		ToolsHash: f.toolsHash, Defaults: f.defaults, Continuation: cont}
 }

@@ -67,10 +67,14 @@ type Submission struct {
 	Model        string
 	ToolsHash    string // canon.ToolsHash of the request's tools and tool_choice
 	Continuation Continuation
-	// PrefixHash is canon.TranscriptHash of Continuation.Prefix, computed once
-	// before the store's atomic section (hashing is the costly part of
-	// validation); empty means "compute it here".
-	PrefixHash string
+	// Echo is Continuation.Prefix prepared with canon.PrepareEcho and the
+	// defaults of the request's tools, once, before the store's atomic section
+	// (hashing is the costly part of validation); nil means "prepare it here
+	// with Defaults".
+	Echo *canon.Echo
+	// Defaults are the schema defaults of the request's tools
+	// (canon.ToolDefaults); only read when Echo is nil.
+	Defaults canon.DefaultsByTool
 	// ResultsHash is ResultsHash(Continuation), precomputed likewise; empty
 	// means "compute it here".
 	ResultsHash string
@@ -98,7 +102,7 @@ var Steps = []Step{
 	{"4 one group", CheckOneGroup},
 	{"5 exactly one result per call", CheckComplete},
 	{"7 results are the contiguous final suffix", CheckContiguous},
-	{"6 byte-exact transcript prefix", CheckHistory},
+	{"6 same transcript prefix, arguments as JSON values", CheckHistory},
 	{"8 same model", CheckModel},
 	{"9 same workspace", CheckWorkspace},
 	{"9 same tools", CheckTools},
@@ -154,20 +158,36 @@ func CheckContiguous(g Group, s Submission) errs.Code {
 	return ""
 }
 
-// CheckHistory is step 6: the prefix equals the stored transcript prefix after
-// canonical serialization.
+// CheckHistory is step 6: the prefix equals the stored transcript prefix
+// under the rules of the stored hash's form. For a value-form record (every
+// group admitted by this build) the prefix is hashed in value form after
+// dropping the properties the echo added with their schema default, relative
+// to the issued arguments the record keeps (canon, "Echoed arguments"). A
+// record stored by an earlier build holds an exact-form hash and is compared
+// under the exact rules it was written with, so a rolling deploy neither
+// refuses a byte-identical echo of it nor relaxes it after the fact. Any other
+// form fails closed.
 func CheckHistory(g Group, s Submission) errs.Code {
 	if len(s.Continuation.Prefix) != g.TranscriptLength {
 		return errs.ContinuationHistoryMismatch
 	}
-	h := s.PrefixHash
-	if h == "" {
-		var err error
-		if h, err = canon.TranscriptHash(s.Continuation.Prefix); err != nil {
-			return errs.ContinuationHistoryMismatch
+	var h string
+	var err error
+	switch canon.FormOf(g.TranscriptHash) {
+	case canon.TranscriptValues:
+		e := s.Echo
+		if e == nil {
+			if e, err = canon.PrepareEcho(s.Continuation.Prefix, s.Defaults); err != nil {
+				return errs.ContinuationHistoryMismatch
+			}
 		}
+		h, err = e.Hash(g.IssuedCalls())
+	case canon.TranscriptExact:
+		h, err = canon.TranscriptHash(s.Continuation.Prefix)
+	default:
+		return errs.ContinuationHistoryMismatch
 	}
-	if h != g.TranscriptHash {
+	if err != nil || h != g.TranscriptHash {
 		return errs.ContinuationHistoryMismatch
 	}
 	return ""

@@ -5,6 +5,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"pmgate/domain/canon"
 	"pmgate/domain/chat"
 	"pmgate/domain/correlation"
 	"pmgate/domain/errs"
@@ -57,9 +58,21 @@ func TestEachValidationStepRejectsWithItsCode(t *testing.T) {
 			s.Continuation.Prefix = p
 		}, errs.ContinuationHistoryMismatch},
 		{"changed tool call arguments are a history mismatch", func(_ fixture, s *correlation.Submission) {
+			setArguments(s, 0, `{"city": "Bergen"}`)
+		}, errs.ContinuationHistoryMismatch},
+		{"an echo-added default with another value is a history mismatch", func(_ fixture, s *correlation.Submission) {
+			setArguments(s, 0, `{"city":"Oslo","unit":"f"}`)
+		}, errs.ContinuationHistoryMismatch},
+		{"an echo-added property without a default is a history mismatch", func(_ fixture, s *correlation.Submission) {
+			setArguments(s, 0, `{"city":"Oslo","days":1}`)
+		}, errs.ContinuationHistoryMismatch},
+		{"echoed arguments that are not an object are a history mismatch", func(_ fixture, s *correlation.Submission) {
+			setArguments(s, 0, `"{\"city\":\"Oslo\"}"`)
+		}, errs.ContinuationHistoryMismatch},
+		{"a changed call id is a history mismatch", func(_ fixture, s *correlation.Submission) {
 			p := append([]chat.Message(nil), s.Continuation.Prefix...)
 			calls := append([]chat.ToolCall(nil), p[2].ToolCalls...)
-			calls[0].Arguments = `{"city": "Oslo"}`
+			calls[0].ID = "call_pmn_other"
 			p[2].ToolCalls = calls
 			s.Continuation.Prefix = p
 		}, errs.ContinuationHistoryMismatch},
@@ -102,4 +115,61 @@ func TestEchoFormsOfTheAssistantTurnAreAccepted(t *testing.T) {
 		s.Continuation.Prefix = p
 		is.Equal(correlation.Validate(f.group, s), errs.Code("")) // null, absent or "" content and a name are the same turn
 	}
+}
+
+// setArguments replaces the echoed argument string of call i of the
+// submission's assistant turn (the last prefix message).
+func setArguments(s *correlation.Submission, i int, args string) {
+	p := append([]chat.Message(nil), s.Continuation.Prefix...)
+	last := len(p) - 1
+	calls := append([]chat.ToolCall(nil), p[last].ToolCalls...)
+	calls[i].Arguments = args
+	p[last].ToolCalls = calls
+	s.Continuation.Prefix = p
+}
+
+func TestReserializedArgumentEchoesAreTheSameTurn(t *testing.T) {
+	f := newFixture(t, "g1", "p1", "call_pmn_a", "call_pmn_b")
+	for _, args := range []string{
+		`{ "city" : "Oslo" }`,                                  // whitespace
+		`{"city":"Osl\u006f"}`,                                 // an escape for a raw character
+		`{"unit":"c","city":"Oslo"}`,                           // the schema default added, another key order
+		"{\n  \"city\": \"Oslo\",\n  \"unit\": \"\\u0063\"\n}", // both, pretty-printed
+	} {
+		t.Run(args, func(t *testing.T) {
+			is := is.New(t)
+			s := f.submission("r1", "r2")
+			setArguments(&s, 1, args)
+			is.Equal(correlation.Validate(f.group, s), errs.Code("")) // the same JSON value after dropping echo-added defaults
+			echo, err := canon.PrepareEcho(s.Continuation.Prefix, f.defaults)
+			is.NoErr(err)
+			s.Echo, s.Defaults = echo, nil
+			is.Equal(correlation.Validate(f.group, s), errs.Code("")) // prepared outside the lock: the same outcome
+		})
+	}
+}
+
+func TestARecordOfTheExactFormIsCheckedUnderItsOwnRules(t *testing.T) {
+	// A record stored by a build before value-form transcripts: its hash is
+	// the exact form. A byte-identical echo is still accepted; a re-serialized
+	// one is refused, as it was when the record was written.
+	is := is.New(t)
+	f := newFixture(t, "g1", "p1", "call_pmn_a")
+	exact, err := canon.TranscriptHash(f.prefix)
+	is.NoErr(err)
+	legacy := f.group
+	legacy.TranscriptHash = exact
+	s := f.submission("r1")
+	echo, err := canon.PrepareEcho(s.Continuation.Prefix, f.defaults)
+	is.NoErr(err)
+	s.Echo = echo
+	is.Equal(correlation.Validate(legacy, s), errs.Code("")) // byte-identical echo of an old record
+	setArguments(&s, 0, `{"city": "Oslo"}`)
+	s.Echo = nil
+	is.Equal(correlation.Validate(legacy, s), errs.ContinuationHistoryMismatch) // exact rules for an exact record
+	is.Equal(correlation.Validate(f.group, s), errs.Code(""))                   // value rules for a value record
+
+	unknown := f.group
+	unknown.TranscriptHash = "sha512:" + exact[len("sha256:"):]
+	is.Equal(correlation.Validate(unknown, f.submission("r1")), errs.ContinuationHistoryMismatch) // an unknown form fails closed
 }

@@ -43,7 +43,7 @@ func Group(key, principal string, n int, now time.Time) correlation.Group {
 		calls = append(calls, chat.ToolCall{ID: id, Name: "tool", Arguments: "{}"})
 	}
 	prefix := prefixOf(calls)
-	h, err := canon.TranscriptHash(prefix)
+	h, err := canon.TranscriptHashV2(prefix, nil, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -235,6 +235,51 @@ func StoreContract(t *testing.T, newStore NewStore) {
 		}
 	})
 
+	t.Run("stored transcript hashes keep their form", func(t *testing.T) {
+		// A value-form record accepts a re-serialized echo after a round trip
+		// through the store; a record of the exact form (stored by an earlier
+		// build) is still checked byte for byte.
+		s := newStore(t, limits, Policy)
+		values := Group("g1", "p1", 1, T0)
+		values.Calls[0].ArgumentsJSON = `{"a":1,"b":"x"}`
+		exact := Group("g2", "p1", 1, T0)
+		exact.Calls[0].ArgumentsJSON = values.Calls[0].ArgumentsJSON
+		var err error
+		if values.TranscriptHash, err = canon.TranscriptHashV2(Submission(values, "").Continuation.Prefix, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if exact.TranscriptHash, err = canon.TranscriptHash(Submission(exact, "").Continuation.Prefix); err != nil {
+			t.Fatal(err)
+		}
+		admit(t, s, values, T0)
+		admit(t, s, exact, T0)
+		submit := func(g correlation.Group, args string) correlation.Decision {
+			sub := Submission(g, "result")
+			sub.Continuation.Prefix[1].ToolCalls[0].Arguments = args
+			if sub.Echo, err = canon.PrepareEcho(sub.Continuation.Prefix, nil); err != nil {
+				t.Fatal(err)
+			}
+			var d correlation.Decision
+			if err := s.Update(ctx, g.Key, func(gr *correlation.Group) error {
+				var err error
+				d, err = gr.Submit(T0, Policy, sub, "a-"+g.Key)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+		if d := submit(exact, `{"b":"x","a":1.0}`); d.Code != errs.ContinuationHistoryMismatch {
+			t.Fatalf("exact record, re-serialized echo: got %q vs expected continuation_history_mismatch", d.Code)
+		}
+		if d := submit(exact, exact.Calls[0].ArgumentsJSON); d.Effect != correlation.EffectDispatch {
+			t.Fatalf("exact record, identical echo: got %s %q vs expected a dispatch", d.Effect, d.Code)
+		}
+		if d := submit(values, `{ "b": "x", "a": 1.0 }`); d.Effect != correlation.EffectDispatch {
+			t.Fatalf("value record, re-serialized echo: got %s %q vs expected a dispatch", d.Effect, d.Code)
+		}
+	})
+
 	t.Run("cached responses stay within the budget", func(t *testing.T) {
 		s := newStore(t, correlation.Limits{MaxGroups: 4, MaxCalls: 8, ResponseCacheBytes: 10}, Policy)
 		for _, k := range []string{"g1", "g2"} {
@@ -285,7 +330,7 @@ func TypicalGroup(i int) correlation.Group {
 	}
 	g.ConversationID = fmt.Sprintf("conv-%032x", i)
 	g.ToolsHash = "sha256:" + strings.Repeat("c", 64)
-	h, err := canon.TranscriptHash(Submission(g, "").Continuation.Prefix) // the call ids changed
+	h, err := canon.TranscriptHashV2(Submission(g, "").Continuation.Prefix, nil, nil) // the call ids changed
 	if err != nil {
 		panic(err)
 	}

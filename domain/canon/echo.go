@@ -1,0 +1,486 @@
+package canon
+
+import (
+	"crypto/sha256"
+	"encoding"
+	"encoding/hex"
+	"strings"
+
+	"pmgate/domain/chat"
+	"pmgate/domain/errs"
+)
+
+// transcriptV2Kind is the "kind" of the value-form transcript document.
+const transcriptV2Kind = "transcript.v2"
+
+// transcriptV2Tag prefixes every value-form transcript hash, so that a stored
+// hash says which rules produced it.
+const transcriptV2Tag = transcriptV2Kind + ":"
+
+// TranscriptForm names the rules a stored transcript hash was computed under.
+type TranscriptForm int
+
+// The transcript forms (package documentation, "Transcript forms").
+const (
+	// TranscriptUnknown is a string no function of this package produces.
+	TranscriptUnknown TranscriptForm = iota
+	// TranscriptExact is [TranscriptHash]: argument strings compared byte for byte.
+	TranscriptExact
+	// TranscriptValues is [TranscriptHashV2]: arguments compared as JSON values.
+	TranscriptValues
+)
+
+// FormOf reports the form of a transcript hash produced by this package.
+func FormOf(hash string) TranscriptForm {
+	switch {
+	case strings.HasPrefix(hash, transcriptV2Tag+"sha256:"):
+		return TranscriptValues
+	case strings.HasPrefix(hash, "sha256:"):
+		return TranscriptExact
+	default:
+		return TranscriptUnknown
+	}
+}
+
+// Normalize returns v with every Number replaced by its [CanonicalNumber]
+// spelling, so that values equal as JSON values are identical. It rewrites
+// arrays and objects in place (use it on values it may own, such as a fresh
+// ParseJSON result) and returns the result. An invalid Number is kept as it
+// is; Marshal refuses it later.
+func Normalize(v Value) Value {
+	switch x := v.(type) {
+	case Number:
+		if c, ok := CanonicalNumber(string(x)); ok {
+			return Number(c)
+		}
+		return x
+	case []Value:
+		for i := range x {
+			x[i] = Normalize(x[i])
+		}
+		return x
+	case map[string]Value:
+		for k, e := range x {
+			x[k] = Normalize(e)
+		}
+		return x
+	default:
+		return v
+	}
+}
+
+// Equal reports whether two normalized values are the same JSON value: same
+// type, same strings and canonical number literals, arrays element by element,
+// objects with the same keys and equal members.
+func Equal(a, b Value) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case Number:
+		y, ok := b.(Number)
+		return ok && x == y
+	case []Value:
+		y, ok := b.([]Value)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !Equal(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]Value:
+		y, ok := b.(map[string]Value)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, e := range x {
+			f, ok := y[k]
+			if !ok || !Equal(e, f) {
+				return false
+			}
+		}
+		return true
+	default:
+		return false
+	}
+}
+
+// ArgumentsValue returns the value form of one argument string: its parsed,
+// normalized JSON value, or ok=false when it is not one JSON text (package
+// documentation, "Transcript forms").
+func ArgumentsValue(arguments string) (v Value, ok bool) {
+	v, err := ParseJSON([]byte(arguments))
+	if err != nil {
+		return nil, false
+	}
+	return Normalize(v), true
+}
+
+// Defaults is the tree of `default` values one tool's parameter schema
+// declares along chains of `properties` (package documentation, "Schema
+// defaults"). The nil *Defaults declares none.
+type Defaults struct {
+	props map[string]propDefault
+}
+
+type propDefault struct {
+	value  Value // normalized
+	has    bool
+	nested *Defaults
+}
+
+// DefaultsByTool maps a tool name to its schema defaults.
+type DefaultsByTool map[string]*Defaults
+
+// SchemaDefaults collects the defaults of a tool's original `parameters`:
+// for every member k of the root's `properties` whose schema is an object with
+// a `default`, that default; and the same, recursively, for the `properties`
+// of k's schema. Nothing else is read: `$ref`, `anyOf`, `oneOf`, `allOf`,
+// `items` and `additionalProperties` never contribute a default. Empty
+// parameters declare none; invalid JSON is refused with errs.InvalidRequest.
+func SchemaDefaults(parameters []byte) (*Defaults, error) {
+	s, err := schemaValue(parameters)
+	if err != nil {
+		return nil, err
+	}
+	return defaultsOf(s), nil
+}
+
+func defaultsOf(schema Value) *Defaults {
+	obj, _ := schema.(map[string]Value)
+	props, _ := obj["properties"].(map[string]Value)
+	var d *Defaults
+	for k, ps := range props {
+		p, ok := ps.(map[string]Value)
+		if !ok {
+			continue
+		}
+		var pd propDefault
+		if dv, ok := p["default"]; ok {
+			pd.value, pd.has = Normalize(dv), true
+		}
+		pd.nested = defaultsOf(p)
+		if !pd.has && pd.nested == nil {
+			continue
+		}
+		if d == nil {
+			d = &Defaults{props: map[string]propDefault{}}
+		}
+		d.props[k] = pd
+	}
+	return d
+}
+
+// ToolDefaults returns the schema defaults of each tool by name, from the
+// tools' original parameters. Tools without defaults are absent.
+func ToolDefaults(tools []chat.Tool) (DefaultsByTool, error) {
+	out := DefaultsByTool{}
+	for _, t := range tools {
+		d, err := SchemaDefaults(t.Parameters)
+		if err != nil {
+			return nil, err
+		}
+		if d != nil {
+			out[t.Name] = d
+		}
+	}
+	return out, nil
+}
+
+// hasDefaultValued reports whether echo holds, at some depth d describes, a
+// property equal to its default: the only properties the echo rule can drop.
+func hasDefaultValued(echo map[string]Value, d *Defaults) bool {
+	if d == nil {
+		return false
+	}
+	for k, pd := range d.props {
+		v, ok := echo[k]
+		if !ok {
+			continue
+		}
+		if pd.has && Equal(v, pd.value) {
+			return true
+		}
+		if o, isObj := v.(map[string]Value); isObj && hasDefaultValued(o, pd.nested) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropEchoDefaults returns echo without the properties the issued object
+// lacks and whose value equals their schema default, looking into properties
+// present on both sides as objects. echo is never modified; changed reports
+// whether the result differs from it.
+func dropEchoDefaults(echo, issued map[string]Value, d *Defaults) (out map[string]Value, changed bool) {
+	if d == nil {
+		return echo, false
+	}
+	out = echo
+	for k, pd := range d.props {
+		v, inEcho := echo[k]
+		if !inEcho {
+			continue
+		}
+		iv, inIssued := issued[k]
+		var nv Value
+		drop := false
+		switch {
+		case !inIssued:
+			drop = pd.has && Equal(v, pd.value)
+		case pd.nested != nil:
+			eo, ok1 := v.(map[string]Value)
+			io, ok2 := iv.(map[string]Value)
+			if !ok1 || !ok2 {
+				continue
+			}
+			sub, ch := dropEchoDefaults(eo, io, pd.nested)
+			if !ch {
+				continue
+			}
+			nv = sub
+		default:
+			continue
+		}
+		if !changed {
+			out = make(map[string]Value, len(echo))
+			for ek, ev := range echo {
+				out[ek] = ev
+			}
+			changed = true
+		}
+		if drop {
+			delete(out, k)
+		} else {
+			out[k] = nv
+		}
+	}
+	return out, changed
+}
+
+// IssuedCall is a tool call as the gateway showed it to the client: the
+// public id, the tool name and the exact argument string.
+type IssuedCall struct {
+	ID, Name, Arguments string
+}
+
+// echoedArguments returns the value form of one echoed call's arguments, with
+// echo-added defaults dropped when the call is issued (same id and name), both
+// sides are objects and the tool declares defaults.
+func echoedArguments(c chat.ToolCall, v Value, d *Defaults, iss IssuedCall, issued bool) Value {
+	eo, isObj := v.(map[string]Value)
+	if !issued || !isObj || iss.Name != c.Name || !hasDefaultValued(eo, d) {
+		return v
+	}
+	iv, ok := ArgumentsValue(iss.Arguments)
+	io, isObj := iv.(map[string]Value)
+	if !ok || !isObj {
+		return v
+	}
+	out, _ := dropEchoDefaults(eo, io, d)
+	return out
+}
+
+// callValueV2 is one tool call of the value form.
+func callValueV2(c chat.ToolCall, args Value, parsed bool) Value {
+	cv := map[string]Value{"id": c.ID, "name": c.Name}
+	if parsed {
+		cv["arguments"] = args
+	} else {
+		cv["arguments_text"] = c.Arguments
+	}
+	return cv
+}
+
+// messageValueV2 is MessageValue with each tool call's arguments in value form;
+// args(i, call) gives the value of call i and whether it parsed.
+func messageValueV2(m chat.Message, args func(i int, c chat.ToolCall) (Value, bool)) map[string]Value {
+	v := MessageValue(m).(map[string]Value)
+	if tc, ok := v["tool_calls"]; ok {
+		calls := tc.([]Value)
+		for i, c := range m.ToolCalls {
+			a, parsed := args(i, c)
+			calls[i] = callValueV2(c, a, parsed)
+		}
+	}
+	return v
+}
+
+// MessageValueV2 returns the value form of a message (package documentation,
+// "Transcript forms"): MessageValue, except that each tool call is
+// {"id","name","arguments":<ArgumentsValue>} when its argument string is one
+// JSON text and {"id","name","arguments_text":<exact string>} otherwise.
+func MessageValueV2(m chat.Message) Value {
+	return messageValueV2(m, func(_ int, c chat.ToolCall) (Value, bool) { return ArgumentsValue(c.Arguments) })
+}
+
+// TranscriptHashV2 is the value-form transcript hash: the tag
+// "transcript.v2:" followed by the Hash of
+// {"kind":"transcript.v2","messages":[MessageValueV2…]}, where, for every tool
+// call whose id and name are those of an issued call, the properties the echo
+// added with their schema default (defaults of the tool with that name) are
+// dropped from its arguments first (package documentation, "Echoed
+// arguments").
+//
+// At admission it is called with the transcript the client will echo (the
+// request's messages and the assistant message the gateway returns) and no
+// issued calls: the issued arguments are taken as they are. For a later
+// request it is called with that request's copy of the transcript, the tools'
+// defaults and the calls the gateway issued in it; both hashes are equal
+// exactly when the request echoes the transcript under the rules. Invalid
+// UTF-8 outside argument strings is refused with errs.InvalidRequest.
+func TranscriptHashV2(msgs []chat.Message, defaults DefaultsByTool, issued []IssuedCall) (string, error) {
+	byID := issuedByID(issued)
+	ms := make([]Value, len(msgs))
+	for i, m := range msgs {
+		ms[i] = messageValueV2(m, func(_ int, c chat.ToolCall) (Value, bool) {
+			v, ok := ArgumentsValue(c.Arguments)
+			if !ok {
+				return nil, false
+			}
+			iss, isIssued := byID[c.ID]
+			return echoedArguments(c, v, defaults[c.Name], iss, isIssued), true
+		})
+	}
+	h, err := Hash(map[string]Value{"kind": transcriptV2Kind, "messages": ms})
+	if err != nil {
+		return "", err
+	}
+	return transcriptV2Tag + h, nil
+}
+
+func issuedByID(issued []IssuedCall) map[string]IssuedCall {
+	byID := make(map[string]IssuedCall, len(issued))
+	for _, c := range issued {
+		byID[c.ID] = c
+	}
+	return byID
+}
+
+// Echo is a continuation prefix prepared for comparison with a stored
+// value-form transcript hash. Everything that does not depend on the issued
+// calls — hashing every message but the last, parsing the last message's
+// arguments — is done once by PrepareEcho, outside any lock; Hash then only
+// looks at the issued arguments of the last message's calls.
+type Echo struct {
+	state    []byte          // SHA-256 state after the bytes before the last message
+	headIDs  map[string]bool // tool call ids of the messages before the last
+	last     map[string]Value
+	lastMsg  chat.Message
+	lastArgs []echoArg
+	lastRaw  []byte // Marshal(last)
+	empty    bool   // no messages at all
+	defaults DefaultsByTool
+}
+
+type echoArg struct {
+	value      Value
+	parsed     bool
+	candidates bool // an object holding a default-valued property
+}
+
+// PrepareEcho prepares msgs, a continuation's prefix, for [Echo.Hash] with the
+// defaults of the request's tools. Invalid UTF-8 outside argument strings is
+// refused with errs.InvalidRequest. The caller must not modify msgs afterwards.
+func PrepareEcho(msgs []chat.Message, defaults DefaultsByTool) (*Echo, error) {
+	h := sha256.New()
+	b := make([]byte, 0, 512)
+	b = append(b, Version...)
+	b = append(b, "\n{\"kind\":\""+transcriptV2Kind+"\",\"messages\":["...)
+	e := &Echo{headIDs: map[string]bool{}, defaults: defaults, empty: len(msgs) == 0}
+	for i, m := range msgs {
+		if i == len(msgs)-1 {
+			break
+		}
+		var err error
+		if b, err = appendValue(b, MessageValueV2(m), 0); err != nil {
+			return nil, err
+		}
+		b = append(b, ',')
+		for _, c := range m.ToolCalls {
+			e.headIDs[c.ID] = true
+		}
+		if len(b) >= 32<<10 {
+			h.Write(b)
+			b = b[:0]
+		}
+	}
+	h.Write(b)
+	state, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		return nil, errs.Wrap(err, errs.InternalError)
+	}
+	e.state = state
+	if e.empty {
+		return e, nil
+	}
+	e.lastMsg = msgs[len(msgs)-1]
+	e.lastArgs = make([]echoArg, len(e.lastMsg.ToolCalls))
+	e.last = messageValueV2(e.lastMsg, func(i int, c chat.ToolCall) (Value, bool) {
+		v, ok := ArgumentsValue(c.Arguments)
+		o, isObj := v.(map[string]Value)
+		e.lastArgs[i] = echoArg{value: v, parsed: ok, candidates: isObj && hasDefaultValued(o, defaults[c.Name])}
+		return v, ok
+	})
+	if e.lastRaw, err = Marshal(e.last); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Hash returns TranscriptHashV2(msgs, defaults, issued) for the prepared msgs
+// and defaults, when no issued id appears before the last message (a genuine
+// echo of a transcript that ended with the issued calls never has one); when
+// one does, it refuses with errs.ContinuationHistoryMismatch instead. Hash
+// does not modify the Echo and may be called any number of times.
+func (e *Echo) Hash(issued []IssuedCall) (string, error) {
+	for _, c := range issued {
+		if e.headIDs[c.ID] {
+			// The admitted transcript cannot hold ids drawn after it.
+			return "", errs.Newf(errs.ContinuationHistoryMismatch, "canon: an issued tool call id appears before the last message")
+		}
+	}
+	raw := e.lastRaw
+	if !e.empty {
+		byID := issuedByID(issued)
+		var calls []Value
+		for i, c := range e.lastMsg.ToolCalls {
+			a := e.lastArgs[i]
+			iss, isIssued := byID[c.ID]
+			if !a.candidates || !isIssued {
+				continue
+			}
+			v := echoedArguments(c, a.value, e.defaults[c.Name], iss, true)
+			if calls == nil {
+				calls = append([]Value(nil), e.last["tool_calls"].([]Value)...)
+			}
+			calls[i] = callValueV2(c, v, true)
+		}
+		if calls != nil {
+			m := make(map[string]Value, len(e.last))
+			for k, v := range e.last {
+				m[k] = v
+			}
+			m["tool_calls"] = calls
+			var err error
+			if raw, err = Marshal(m); err != nil {
+				return "", err
+			}
+		}
+	}
+	h := sha256.New()
+	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(e.state); err != nil {
+		return "", errs.Wrap(err, errs.InternalError)
+	}
+	h.Write(raw)
+	h.Write([]byte("]}"))
+	return transcriptV2Tag + "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
