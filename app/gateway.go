@@ -174,7 +174,10 @@ func (g *Gateway) dispatch(ctx context.Context, p Principal, req chat.Request, g
 		}
 		return nil, errs.Wrap(err, errs.ContinuationOutcomeUncertain)
 	}
-	return &turn{g: g, p: p, req: req, stream: s, claimedKey: gr.Key}, nil
+	// The turn starts with the group's stored conversation id: a continuation
+	// stream need not repeat it (one public project's fixtures omit it), and
+	// the next tool group of this turn belongs to the same conversation.
+	return &turn{g: g, p: p, req: req, stream: s, claimedKey: gr.Key, convID: gr.ConversationID}, nil
 }
 
 // notAccepted reports whether an upstream error proves the continuation was

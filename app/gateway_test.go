@@ -330,3 +330,37 @@ func TestAnUpstreamRefusalOfTheContinuationReturnsTheGroupToPending(t *testing.T
 	is.NoErr(err)
 	is.Equal(ds[len(ds)-1].Finish, app.FinishStop)
 }
+
+// A continuation stream that does not repeat the conversation id (one public
+// project's fixtures) still opens the next tool group: the turn starts with
+// the group's stored conversation id, and the second round is sent to it.
+func TestAContinuationStreamWithoutConversationIDKeepsTheStoredOne(t *testing.T) {
+	is := is.New(t)
+	n := 0
+	r := newRig(t, func(req ports.UpstreamRequest) porttest.Script {
+		n++
+		switch {
+		case n == 1:
+			return porttest.Script{Events: porttest.ToolCalls("conv-1", "grp-a", "get_weather")}
+		case n == 2:
+			return porttest.Script{Events: porttest.ToolCalls("conv-1", "grp-b", "get_weather")[1:]} // no conversation event
+		}
+		return porttest.Script{Events: porttest.Text("conv-1", "done")[1:]}
+	})
+	history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
+	turn, err := r.gw.Chat(t.Context(), principal, request(history...))
+	is.NoErr(err)
+	ds, err := drain(t, turn)
+	is.NoErr(err)
+	for range 2 {
+		history = echo(history, ds, "r")
+		turn, err = r.gw.Chat(t.Context(), principal, request(history...))
+		is.NoErr(err) // the continuation is accepted
+		ds, err = drain(t, turn)
+		is.NoErr(err) // and its tool group admitted although the stream named no conversation
+	}
+	is.Equal(ds[len(ds)-1].Finish, app.FinishStop)
+	reqs := r.up.Requests()
+	is.Equal(len(reqs), 3)
+	is.Equal(reqs[2].Continuation.ConversationID, "conv-1") // the second round is sent to the stored conversation
+}

@@ -58,6 +58,8 @@ type wireInput struct {
 	ToolResponseStatus      *string            `json:"toolResponseStatus"`
 	ToolResponseFailureType *string            `json:"toolResponseFailureType"`
 	ToolResponses           *[]json.RawMessage `json:"toolResponses"`
+	Agent                   json.RawMessage    `json:"agent"`
+	StartedFrom             *string            `json:"startedFrom"`
 }
 
 type wireClientTools struct {
@@ -90,8 +92,9 @@ type wirePackedResult struct {
 
 // tool is an offered tool reduced to what the emulator uses.
 type tool struct {
-	name string
-	args string // deterministic arguments built from the schema
+	name      string
+	args      string // deterministic arguments built from the schema
+	forbidden bool   // the schema uses anyOf or $ref anywhere
 }
 
 type toolResult struct {
@@ -103,6 +106,7 @@ type toolResult struct {
 type continuation struct {
 	groupID string // "" when the request carried none
 	results []toolResult
+	grouped bool // the array form toolResponses[] (else a flat form)
 }
 
 // chatRequest is a body that passed validation.
@@ -155,6 +159,13 @@ func (s *Server) parseChat(strategy string, raw []byte) (req *chatRequest, chatT
 	if in.Query == nil {
 		return nil, chatType, reject(http.StatusBadRequest, msgValidation)
 	}
+	// Fields both public projects send on every turn, continuations included.
+	if string(bytes.TrimSpace(in.Agent)) != "null" || in.StartedFrom == nil || *in.StartedFrom != "CHAT_INPUT" {
+		return nil, chatType, reject(http.StatusBadRequest, msgValidation)
+	}
+	if chatType == KindToolResponse && !nonEmpty(in.ConversationID) {
+		return nil, chatType, reject(http.StatusBadRequest, msgValidation) // a continuation names its conversation
+	}
 	req = &chatRequest{
 		chatType: chatType,
 		query:    *in.Query,
@@ -194,9 +205,12 @@ func (s *Server) parseChat(strategy string, raw []byte) (req *chatRequest, chatT
 		return nil, chatType, reject(http.StatusBadRequest, msgForbiddenShape)
 	}
 	var ok bool
-	if strategy == StrategyWebSession {
+	switch {
+	case strategy == StrategyWebSession && in.ToolResponses != nil && len(*in.ToolResponses) > 0:
+		req.cont, ok = parseGrouped(in, false)
+	case strategy == StrategyWebSession:
 		req.cont, ok = parseWebContinuation(in)
-	} else {
+	default:
 		req.cont, ok = parseTokenContinuation(in, s.cfg.ContinuationShape)
 	}
 	if !ok {
@@ -226,16 +240,7 @@ func parseTokenContinuation(in *wireInput, shape string) (*continuation, bool) {
 			nonEmpty(in.ToolResponseSummary) || nonEmpty(in.ToolResponseStatus) || nonEmpty(in.ToolResponseFailureType) {
 			return nil, false
 		}
-		c := &continuation{groupID: *in.ToolCallGroupID}
-		for _, raw := range *in.ToolResponses {
-			var e wireGroupedResult
-			if !decodeStrict(raw, &e) || !nonEmpty(e.ToolCallID) || e.Content == nil ||
-				e.ToolResponseSummary == nil || e.ToolResponseStatus == nil || !statusValues[*e.ToolResponseStatus] {
-				return nil, false
-			}
-			c.results = append(c.results, toolResult{id: *e.ToolCallID, content: *e.Content})
-		}
-		return c, true
+		return parseGrouped(in, true)
 	case flat && !grouped:
 		if shape == ShapeGrouped || in.ToolResponse == nil || in.ToolResponseSummary == nil ||
 			in.ToolResponseStatus != nil && !statusValues[*in.ToolResponseStatus] {
@@ -249,6 +254,29 @@ func parseTokenContinuation(in *wireInput, shape string) (*continuation, bool) {
 	default:
 		return nil, false
 	}
+}
+
+// parseGrouped reads the array form toolResponses[{toolCallId, content,
+// toolResponseSummary, toolResponseStatus}]; the group id is required when
+// needGroup (access_token), else checked by the turn.
+func parseGrouped(in *wireInput, needGroup bool) (*continuation, bool) {
+	if needGroup && !nonEmpty(in.ToolCallGroupID) || nonEmpty(in.ToolCallID) || nonEmpty(in.ToolResponse) ||
+		nonEmpty(in.ToolResponseSummary) || nonEmpty(in.ToolResponseStatus) || nonEmpty(in.ToolResponseFailureType) {
+		return nil, false
+	}
+	c := &continuation{grouped: true}
+	if in.ToolCallGroupID != nil {
+		c.groupID = *in.ToolCallGroupID
+	}
+	for _, raw := range *in.ToolResponses {
+		var e wireGroupedResult
+		if !decodeStrict(raw, &e) || !nonEmpty(e.ToolCallID) || e.Content == nil ||
+			e.ToolResponseSummary == nil || e.ToolResponseStatus == nil || !statusValues[*e.ToolResponseStatus] {
+			return nil, false
+		}
+		c.results = append(c.results, toolResult{id: *e.ToolCallID, content: *e.Content})
+	}
+	return c, true
 }
 
 // parseWebContinuation reads the web_session flat form: toolCallId, toolResponse
@@ -332,9 +360,37 @@ func parseTools(raw json.RawMessage) ([]tool, bool) {
 		if !ok {
 			return nil, false
 		}
-		tools = append(tools, tool{name: *t.Name, args: args})
+		tools = append(tools, tool{name: *t.Name, args: args, forbidden: usesForbiddenKeyword(t.Parameters)})
 	}
 	return tools, true
+}
+
+// usesForbiddenKeyword reports whether a schema uses anyOf or $ref at any
+// depth: one public project reports the service refuses both.
+func usesForbiddenKeyword(raw json.RawMessage) bool {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	var walk func(any) bool
+	walk = func(v any) bool {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, c := range x {
+				if k == "anyOf" || k == "$ref" || walk(c) {
+					return true
+				}
+			}
+		case []any:
+			for _, c := range x {
+				if walk(c) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(v)
 }
 
 // argumentsFor builds the deterministic arguments of a call from a JSON schema:
@@ -415,7 +471,26 @@ func jsonString(s string) string {
 var (
 	scenarioRE = regexp.MustCompile(`#scenario=([A-Za-z0-9_-]*)`)
 	loopRE     = regexp.MustCompile(`#loop=([0-9A-Za-z_-]*)`)
+	approvalRE = regexp.MustCompile(`#approval_after=([0-9A-Za-z_-]*)`)
 )
+
+// approvalDirective reads "#approval_after=N" (1-5) of a USER_QUERY: after N
+// tool rounds the conversation's next tool round is a loopApprovalChunk. ok is
+// false for a malformed value; n is 0 without the directive.
+func approvalDirective(req *chatRequest) (n int, ok bool) {
+	if req.chatType != KindUserQuery {
+		return 0, true
+	}
+	m := approvalRE.FindStringSubmatch(req.query)
+	if m == nil {
+		return 0, true
+	}
+	v, err := strconv.Atoi(m[1])
+	if err != nil || v < 1 || v > 5 {
+		return 0, false
+	}
+	return v, true
+}
 
 // directives reads #scenario and #loop. For a USER_QUERY they come from the
 // query; for a TOOL_RESPONSE the scenario comes from the first result content

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net"
@@ -74,17 +75,36 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusBadRequest, msg)
 		return
 	}
+	approval, ok := approvalDirective(req)
+	if !ok {
+		refuse(http.StatusBadRequest, msgBadDirective)
+		return
+	}
+	if approval == 0 {
+		approval = s.cfg.LoopApprovalAfter
+	}
 	rec.Scenario = scenario
 	if scenarios[scenario] == scenarioHTTP {
 		s.serveHTTPScenario(w, scenario, rec)
 		return
 	}
+	if refusal, failure := s.refusalOf(req); failure != nil {
+		// Refused the way the service is reported to: a failure event, and no
+		// conversation is touched.
+		rec.Refusal, rec.Status = refusal, http.StatusOK
+		s.record(rec)
+		b := &streamBuilder{strategy: strategy}
+		b.event("failure", failure)
+		s.writeStream(r.Context(), w, b.frames, 0)
+		return
+	}
 
-	t := s.runTurn(strategy, req, loop, scenarios[scenario] != scenarioText)
+	t := s.runTurn(strategy, req, loop, approval, scenarios[scenario] != scenarioText)
 	if t.convID != "" {
 		rec.ConversationID = t.convID
 	}
-	frames := s.render(strategy, s.cfg.Models[req.model], len(body), t, scenario)
+	rec.Turn, rec.Repeated = t.turnNo, t.repeated
+	frames := s.render(strategy, s.cfg.Models[req.model], len(body), t, scenario, req.chatType)
 	var delay time.Duration
 	if scenario == ScenarioSlowStream {
 		delay = s.cfg.SlowDelay
@@ -92,6 +112,27 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 	rec.Status = http.StatusOK
 	s.record(rec)
 	s.writeStream(r.Context(), w, frames, delay)
+}
+
+// refusalOf applies the request-side constraints the public projects report:
+// at most MaxTools tools, no anyOf/$ref in schemas (with ForbidSchemaKeywords)
+// and a query of at most MaxQueryChars UTF-16 code units. It returns the name
+// of the refusal and the failure event's data, or ("", nil).
+func (s *Server) refusalOf(req *chatRequest) (string, *failureData) {
+	if len(req.tools) > s.cfg.MaxTools {
+		return "too_many_tools", failForbiddenInput
+	}
+	if s.cfg.ForbidSchemaKeywords {
+		for _, t := range req.tools {
+			if t.forbidden {
+				return "forbidden_schema", failForbiddenInput
+			}
+		}
+	}
+	if utf16Len(req.query) > s.cfg.MaxQueryChars {
+		return "query_too_long", &failureData{ErrorType: "INPUT_VALIDATION_ERROR", UserMessage: fmt.Sprintf(queryLimitText, s.cfg.MaxQueryChars)}
+	}
+	return "", nil
 }
 
 // strategyOf: Host "<Subdomain>.postman.co[:port]" is web_session, anything else access_token.

@@ -15,20 +15,57 @@
 // "x-access-token: <AccessToken>". Secrets are compared in constant time and never
 // appear in a response or in a recorded header.
 //
-// # Turns
+// # Request-side constraints (always on)
 //
-// A USER_QUERY with conversationId null starts a conversation. When tools are
-// offered (clientTools.thirdParty with exactly one group), autoRun is true and
-// loop rounds remain (directive "#loop=N" in the query, 1-5, default 1), the turn
-// is a tool group; otherwise it is a text reply. A TOOL_RESPONSE must answer the
-// conversation's pending group exactly; it then gets the next tool group or a
-// final text quoting every result received since the USER_QUERY.
+// The emulator enforces what the public projects report about the service
+// (docs/UPSTREAM.md), so that the gateway's suite cannot pass on its
+// generosity:
 //
-// # End of stream
+//   - every turn carries input.agent null and input.startedFrom CHAT_INPUT, and
+//     a TOOL_RESPONSE names its conversation (else 400 INPUT_VALIDATION_ERROR);
+//   - a query longer than MaxQueryChars UTF-16 code units (default 10000) is
+//     answered with a failure event {errorType INPUT_VALIDATION_ERROR,
+//     userMessage "Agent Mode accepts upto N characters as input."};
+//   - more than MaxTools tools (default 20), or with ForbidSchemaKeywords a
+//     schema using anyOf or $ref, is a failure event INPUT_VALIDATION_ERROR
+//     "Forbidden";
+//   - a group issued with isParallelToolCallingSupported true must be answered
+//     with the array form toolResponses[]: a flat answer leaves it unanswered
+//     and the same calls are issued again under new ids; on web_session the
+//     array form for a group issued with the flag off is Forbidden.
 //
-// access_token streams end with a usage event, then "data: [DONE]", then EOF.
-// web_session streams end with a usage event after the last output, then EOF.
-// In-stream failures (failure event) end with EOF on both strategies.
+// Refusals are counted as "refused_in_stream", repeated groups as
+// "repeated_tool_group".
+//
+// # Turns and conversation memory
+//
+// A USER_QUERY with conversationId null starts a conversation; one naming a
+// conversation the emulator created continues it (Request.Turn counts its user
+// turns, "continued_user_query" counts them, and the reply says "Hello again …
+// (turn N of this conversation)"); any other id fails with
+// CONVERSATION_NOT_FOUND, for a TOOL_RESPONSE too. When tools are offered
+// (clientTools.thirdParty with exactly one group), autoRun is true and loop
+// rounds remain (directive "#loop=N" in the query, 1-5, default 1), the turn
+// is a tool group; otherwise it is a text reply. A TOOL_RESPONSE must answer
+// the conversation's pending group exactly; it then gets the next tool group
+// or a final text quoting every result received since the USER_QUERY. After
+// LoopApprovalAfter tool rounds (or "#approval_after=N") the next round is the
+// agent-loop guard: usage and a loopApprovalChunk.
+//
+// # Profiles and end of stream
+//
+// Profile "strict" (default): access_token streams end with a usage event, then
+// "data: [DONE]", then EOF; web_session streams end with a usage event after
+// the last output, then EOF. "observed" answers like the projects' fixtures: no
+// usage event, the conversation id only on the first output chunk and none on
+// continuation streams, tool names on the second chunk of a call, "" arguments
+// for a call without parameters, no [DONE]. "done_event" is strict with a
+// {"eventType":"done"} event at the end. "forbid_schemas" is strict with
+// ForbidSchemaKeywords. Each response-side change can also be asked for per
+// request with a scenario (usage_absent, usage_first, usage_last, done_event,
+// conversation_on_chunk, continuation_without_conversation, late_tool_name,
+// empty_arguments, no_done_marker, observed_stream). In-stream failures
+// (failure event) end with EOF on both strategies.
 //
 // # Token counts in the usage event
 //

@@ -32,6 +32,16 @@ const (
 	KindUserQuery    = "USER_QUERY"
 	KindToolResponse = "TOOL_RESPONSE"
 	KindRejected     = "rejected"
+	// KindRefusedInStream counts accepted requests the emulator refused the way
+	// the service is reported to: a failure event (query too long, too many
+	// tools, a forbidden schema keyword).
+	KindRefusedInStream = "refused_in_stream"
+	// KindContinuedQuery counts USER_QUERY requests that continued a known
+	// conversation.
+	KindContinuedQuery = "continued_user_query"
+	// KindRepeatedGroup counts tool groups issued again because a parallel
+	// group was answered with a flat form.
+	KindRepeatedGroup = "repeated_tool_group"
 )
 
 // Continuation shapes accepted on the access_token strategy (Config.ContinuationShape).
@@ -42,12 +52,14 @@ const (
 )
 
 const (
-	defaultAddr       = "127.0.0.1:0"
-	defaultChatPath   = "/_gw/chat"
-	webChatPath       = "/_gw/chat"
-	defaultChunkBytes = 24
-	defaultSlowDelay  = 200 * time.Millisecond
-	maxBodyBytes      = 8 << 20
+	defaultAddr          = "127.0.0.1:0"
+	defaultChatPath      = "/_gw/chat"
+	webChatPath          = "/_gw/chat"
+	defaultChunkBytes    = 24
+	defaultSlowDelay     = 200 * time.Millisecond
+	defaultMaxQueryChars = 10000
+	defaultMaxTools      = 20
+	maxBodyBytes         = 8 << 20
 	// maxRecorded and maxRecordedBytes bound the request log kept for Requests
 	// (oldest dropped first); Count stays exact.
 	maxRecorded      = 4096
@@ -79,6 +91,24 @@ type Config struct {
 	// ContinuationShape selects the access_token continuation shapes accepted:
 	// "both" (default), "grouped" or "flat".
 	ContinuationShape string
+
+	// Profile selects the whole behaviour (see Profiles): "strict" (default),
+	// "observed", "done_event" or "forbid_schemas".
+	Profile string
+	// MaxQueryChars is the input.query length, in UTF-16 code units, above which
+	// a USER_QUERY is refused with the service's INPUT_VALIDATION_ERROR failure
+	// (default 10000, as POSTMAN_MAX_QUERY_CHARS).
+	MaxQueryChars int
+	// MaxTools is the number of tools above which a request is refused as
+	// Forbidden (default 20).
+	MaxTools int
+	// ForbidSchemaKeywords refuses tools whose schema uses anyOf or $ref as
+	// Forbidden (on with the forbid_schemas profile).
+	ForbidSchemaKeywords bool
+	// LoopApprovalAfter makes the next tool round of a conversation a
+	// loopApprovalChunk once it has had this many tool rounds (0: never; the
+	// "#approval_after=N" directive sets it per conversation).
+	LoopApprovalAfter int
 }
 
 // Request is one recorded chat request.
@@ -89,7 +119,15 @@ type Request struct {
 	Scenario       string // the selected scenario, "" for none or an unknown name
 	Status         int    // HTTP status sent; 0 when the connection was dropped
 	Rejected       bool   // refused by validation (counted as "rejected" by Count)
-	Body           []byte // the raw body as read (at most 8 MiB)
+	// Refusal names an in-stream refusal: "query_too_long", "too_many_tools"
+	// or "forbidden_schema"; "" for none.
+	Refusal string
+	// Turn is the conversation's USER_QUERY turn number (1 for a new
+	// conversation, 2… when a USER_QUERY continued it); 0 for a TOOL_RESPONSE.
+	Turn int
+	// Repeated: the answer repeated a parallel group answered with a flat form.
+	Repeated bool
+	Body     []byte // the raw body as read (at most 8 MiB)
 	// Header is a copy of the request headers with Cookie, x-access-token and
 	// Authorization values replaced by "REDACTED".
 	Header http.Header
@@ -241,6 +279,26 @@ func withDefaults(cfg Config) (Config, error) {
 	if cfg.SlowDelay <= 0 {
 		cfg.SlowDelay = defaultSlowDelay
 	}
+	switch cfg.Profile {
+	case "":
+		cfg.Profile = ProfileStrict
+	default:
+		if _, ok := profiles[cfg.Profile]; !ok {
+			return cfg, errors.New("emulator: unknown Profile")
+		}
+	}
+	if profiles[cfg.Profile].forbidSchemas {
+		cfg.ForbidSchemaKeywords = true
+	}
+	if cfg.MaxQueryChars <= 0 {
+		cfg.MaxQueryChars = defaultMaxQueryChars
+	}
+	if cfg.MaxTools <= 0 {
+		cfg.MaxTools = defaultMaxTools
+	}
+	if cfg.LoopApprovalAfter < 0 {
+		return cfg, errors.New("emulator: LoopApprovalAfter must not be negative")
+	}
 	switch cfg.ContinuationShape {
 	case "":
 		cfg.ContinuationShape = ShapeBoth
@@ -352,6 +410,15 @@ func (s *Server) record(rec Request) {
 	s.recMu.Lock()
 	defer s.recMu.Unlock()
 	s.counts[kind]++
+	if rec.Refusal != "" {
+		s.counts[KindRefusedInStream]++
+	}
+	if rec.Turn > 1 {
+		s.counts[KindContinuedQuery]++
+	}
+	if rec.Repeated {
+		s.counts[KindRepeatedGroup]++
+	}
 	s.records = append(s.records, rec)
 	s.recBytes += len(rec.Body)
 	for len(s.records) > maxRecorded || len(s.records) > 1 && s.recBytes > maxRecordedBytes {
@@ -392,6 +459,9 @@ type requestSummary struct {
 	ChatType string `json:"chat_type"`
 	Scenario string `json:"scenario"`
 	Status   int    `json:"status"`
+	Refusal  string `json:"refusal,omitempty"`
+	Turn     int    `json:"turn,omitempty"`
+	Repeated bool   `json:"repeated,omitempty"`
 }
 
 func (s *Server) serveRequestList(w http.ResponseWriter, r *http.Request) {
@@ -403,7 +473,8 @@ func (s *Server) serveRequestList(w http.ResponseWriter, r *http.Request) {
 	s.recMu.Lock()
 	list := make([]requestSummary, len(s.records))
 	for i, rec := range s.records {
-		list[i] = requestSummary{Strategy: rec.Strategy, ChatType: rec.ChatType, Scenario: rec.Scenario, Status: rec.Status}
+		list[i] = requestSummary{Strategy: rec.Strategy, ChatType: rec.ChatType, Scenario: rec.Scenario, Status: rec.Status,
+			Refusal: rec.Refusal, Turn: rec.Turn, Repeated: rec.Repeated}
 	}
 	s.recMu.Unlock()
 	writeJSON(w, http.StatusOK, list)

@@ -136,9 +136,6 @@ func TestContinuationShapesOutsideTheStrategyAreForbidden(t *testing.T) {
 		shape string
 		build func(conv, group string, calls []*call) body
 	}{
-		{"web_session grouped array", true, emulator.ShapeBoth, func(conv, group string, calls []*call) body {
-			return toolResponse(conv, false, weatherTool).grouped(group, result{calls[0].id, "x"})
-		}},
 		{"web_session packed with the wrong first id", true, emulator.ShapeBoth, func(conv, group string, calls []*call) body {
 			b := toolResponse(conv, false, weatherTool).packed(group, result{calls[0].id, "x"}, result{"tc-other", "y"})
 			b.input()["toolCallId"] = "tc-other"
@@ -196,11 +193,6 @@ func TestContinuationsThatDoNotMatchFailInStream(t *testing.T) {
 		{"unknown conversation", false, false, func(_, group string, calls []*call) body {
 			return toolResponse("conv-unknown", false, weatherTool).grouped(group, result{calls[0].id, "x"})
 		}, "CONVERSATION_NOT_FOUND", false},
-		{"null conversation", true, false, func(_, group string, calls []*call) body {
-			b := toolResponse("", false, weatherTool).flat(group, result{calls[0].id, "x"})
-			b.input()["conversationId"] = nil
-			return b
-		}, "CONVERSATION_NOT_FOUND", false},
 		{"unknown call id", false, false, func(conv, group string, _ []*call) body {
 			return toolResponse(conv, false, weatherTool).grouped(group, result{"tc-nope", "x"})
 		}, "TOOL_CALL_NOT_FOUND", true},
@@ -210,9 +202,9 @@ func TestContinuationsThatDoNotMatchFailInStream(t *testing.T) {
 		{"web_session without group id", true, false, func(conv, _ string, calls []*call) body {
 			return toolResponse(conv, false, weatherTool).flat("", result{calls[0].id, "x"})
 		}, "TOOL_CALL_NOT_FOUND", true},
-		{"singular flat for a two-call group", false, true, func(conv, group string, calls []*call) body {
-			return toolResponse(conv, true, weatherTool, timeTool).flat(group, result{calls[0].id, "x"})
-		}, "TOOL_CALL_NOT_FOUND", true},
+		{"web_session grouped array for a serial group", true, false, func(conv, group string, calls []*call) body {
+			return toolResponse(conv, false, weatherTool).grouped(group, result{calls[0].id, "x"})
+		}, "INPUT_VALIDATION_ERROR", true},
 		{"partial grouped answer", false, true, func(conv, group string, calls []*call) body {
 			return toolResponse(conv, true, weatherTool, timeTool).grouped(group, result{calls[1].id, "x"})
 		}, "TOOL_CALL_NOT_FOUND", true},

@@ -23,7 +23,101 @@ const (
 	ScenarioDataAfterDone    = "data_after_done"    // the normal turn, [DONE], then one more textChunk
 	ScenarioLoopApproval     = "loop_approval"      // usage, then a loopApprovalChunk, normal end
 	ScenarioToolCallNoID     = "tool_call_no_id"    // the normal turn; tool call entries carry no id
+
+	// Response-side variants of the normal turn (docs/UPSTREAM.md): each
+	// changes one thing the public projects' fixtures show.
+	ScenarioUsageAbsent      = "usage_absent"                      // no usage event; EOF after the output
+	ScenarioUsageFirst       = "usage_first"                       // the usage event before the output, none after it
+	ScenarioUsageLast        = "usage_last"                        // usage after the last output (the strict default)
+	ScenarioDoneEvent        = "done_event"                        // a {"eventType":"done"} event ends the stream
+	ScenarioConvOnChunk      = "conversation_on_chunk"             // no conversation event; the id rides on the first output chunk
+	ScenarioContinuationNoID = "continuation_without_conversation" // a continuation stream names no conversation at all
+	ScenarioLateToolName     = "late_tool_name"                    // a call's name arrives on its second chunk
+	ScenarioEmptyArguments   = "empty_arguments"                   // a call without parameters has "" arguments
+	ScenarioNoDoneMarker     = "no_done_marker"                    // access_token without [DONE]
+	ScenarioObservedStream   = "observed_stream"                   // every change of the observed profile at once
 )
+
+// Profile names (Config.Profile, `gateway emulator --profile`).
+const (
+	// ProfileStrict is the default: every request-side constraint the public
+	// projects report is enforced, and streams end the way the default
+	// completion rules can prove (usage after the output; [DONE] on
+	// access_token).
+	ProfileStrict = "strict"
+	// ProfileObserved keeps the constraints and answers like the projects'
+	// fixtures: no usage event, the conversation id only on an output chunk and
+	// absent from continuation streams, late tool names, "" arguments, no
+	// [DONE] on access_token.
+	ProfileObserved = "observed"
+	// ProfileDoneEvent is strict with a {"eventType":"done"} event at the end of
+	// every normal stream.
+	ProfileDoneEvent = "done_event"
+	// ProfileForbidSchemas is strict and also refuses anyOf and $ref in tool
+	// schemas as Forbidden (reported by one project only).
+	ProfileForbidSchemas = "forbid_schemas"
+)
+
+// shape is how a normal turn's stream is rendered.
+type shape struct {
+	usage          string // "last", "first" or "absent"
+	doneEvent      bool
+	noDoneMarker   bool // access_token: no [DONE]
+	convOnChunk    bool // the conversation id on the first output chunk instead of a conversation event
+	convAbsentCont bool // continuation streams carry no conversation id
+	lateNames      bool
+	emptyArgs      bool
+}
+
+var profiles = map[string]struct {
+	shape         shape
+	forbidSchemas bool
+}{
+	ProfileStrict:        {shape: shape{usage: "last"}},
+	ProfileObserved:      {shape: observedShape},
+	ProfileDoneEvent:     {shape: shape{usage: "last", doneEvent: true}},
+	ProfileForbidSchemas: {shape: shape{usage: "last"}, forbidSchemas: true},
+}
+
+var observedShape = shape{usage: "absent", noDoneMarker: true, convOnChunk: true, convAbsentCont: true, lateNames: true, emptyArgs: true}
+
+// Profiles lists every profile name, sorted.
+func Profiles() []string {
+	names := make([]string, 0, len(profiles))
+	for name := range profiles {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// shapeFor applies a response-side scenario to the profile's shape.
+func shapeFor(base shape, scenario string) shape {
+	sh := base
+	switch scenario {
+	case ScenarioUsageAbsent:
+		sh.usage = "absent"
+	case ScenarioUsageFirst:
+		sh.usage = "first"
+	case ScenarioUsageLast:
+		sh.usage = "last"
+	case ScenarioDoneEvent:
+		sh.doneEvent = true
+	case ScenarioConvOnChunk:
+		sh.convOnChunk = true
+	case ScenarioContinuationNoID:
+		sh.convAbsentCont = true
+	case ScenarioLateToolName:
+		sh.lateNames = true
+	case ScenarioEmptyArguments:
+		sh.emptyArgs = true
+	case ScenarioNoDoneMarker:
+		sh.noDoneMarker = true
+	case ScenarioObservedStream:
+		sh = observedShape
+	}
+	return sh
+}
 
 type scenarioKind int
 
@@ -56,6 +150,16 @@ var scenarios = map[string]scenarioKind{
 	ScenarioSlowStream:       scenarioTurn,
 	ScenarioDataAfterDone:    scenarioTurn,
 	ScenarioToolCallNoID:     scenarioTurn,
+	ScenarioUsageAbsent:      scenarioTurn,
+	ScenarioUsageFirst:       scenarioTurn,
+	ScenarioUsageLast:        scenarioTurn,
+	ScenarioDoneEvent:        scenarioTurn,
+	ScenarioConvOnChunk:      scenarioTurn,
+	ScenarioContinuationNoID: scenarioTurn,
+	ScenarioLateToolName:     scenarioTurn,
+	ScenarioEmptyArguments:   scenarioTurn,
+	ScenarioNoDoneMarker:     scenarioTurn,
+	ScenarioObservedStream:   scenarioTurn,
 }
 
 // Scenarios lists every scenario name, sorted.

@@ -242,5 +242,128 @@ func TestCancellingTheStartContextClosesTheServer(t *testing.T) {
 func TestScenarioListIsComplete(t *testing.T) {
 	t.Parallel()
 	is := is.New(t)
-	is.Equal(len(emulator.Scenarios()), 19) // every documented scenario
+	is.Equal(len(emulator.Scenarios()), 29) // every documented scenario
+}
+
+// listTool has no parameters: the emulator calls it with {}.
+var listTool = map[string]any{"name": "list_files", "description": "List", "parameters": map[string]any{"type": "object", "properties": map[string]any{}}}
+
+// Each response-side variant changes exactly what it names, on both strategies.
+func TestResponseVariantsShapeTheNormalTurn(t *testing.T) {
+	t.Parallel()
+	type check func(is *is.I, st stream, web bool)
+	ends := func(web bool, rest ...string) []string {
+		if !web {
+			rest = append(rest, "[DONE]")
+		}
+		return rest
+	}
+	cases := []struct {
+		scenario string
+		tools    bool
+		check    check
+	}{
+		{"usage_last", false, func(is *is.I, st stream, web bool) {
+			is.Equal(st.shape(), append([]string{"conversation", "thinkingChunk", "textChunk"}, ends(web, "usage")...))
+		}},
+		{"usage_absent", false, func(is *is.I, st stream, web bool) {
+			is.Equal(st.shape(), append([]string{"conversation", "thinkingChunk"}, ends(web, "textChunk")...)) // no usage at all
+		}},
+		{"usage_first", false, func(is *is.I, st stream, web bool) {
+			is.Equal(st.shape(), append([]string{"conversation", "usage", "thinkingChunk"}, ends(web, "textChunk")...)) // usage before the output only
+		}},
+		{"done_event", false, func(is *is.I, st stream, web bool) {
+			is.Equal(st.shape(), append([]string{"conversation", "thinkingChunk", "textChunk", "usage"}, ends(web, "done")...)) // a done event last
+		}},
+		{"no_done_marker", false, func(is *is.I, st stream, _ bool) {
+			is.Equal(st.shape(), []string{"conversation", "thinkingChunk", "textChunk", "usage"}) // never [DONE]
+		}},
+		{"conversation_on_chunk", false, func(is *is.I, st stream, _ bool) {
+			is.Equal(st.first("conversation"), nil)                                              // no conversation event
+			md := st.first("textChunk")["metadata"].(map[string]any)                             // the first text chunk
+			is.True(strings.HasPrefix(md["conversationId"].(string), "conv-"))                   // carries the id
+			is.Equal(st.all("textChunk")[1]["metadata"].(map[string]any)["conversationId"], nil) // only the first
+		}},
+		{"conversation_on_chunk", true, func(is *is.I, st stream, _ bool) {
+			is.Equal(st.first("conversation"), nil)                                                   // no conversation event
+			is.True(strings.HasPrefix(st.first("toolCallChunk")["conversationId"].(string), "conv-")) // data.conversationId of the tool chunk
+		}},
+		{"late_tool_name", true, func(is *is.I, st stream, _ bool) {
+			chunks := st.all("toolCallChunk")
+			is.Equal(len(chunks), 2)
+			fn := func(i int) map[string]any {
+				return chunks[i]["toolCalls"].([]any)[0].(map[string]any)["function"].(map[string]any)
+			}
+			_, named := fn(0)["name"]
+			is.True(!named)                       // the first chunk has no name
+			is.Equal(fn(1)["name"], "list_files") // the second names the call
+		}},
+		{"empty_arguments", true, func(is *is.I, st stream, _ bool) {
+			var args string
+			for _, c := range st.all("toolCallChunk") {
+				args += c["toolCalls"].([]any)[0].(map[string]any)["function"].(map[string]any)["arguments"].(string)
+			}
+			is.Equal(args, "") // "" instead of {}
+		}},
+	}
+	for _, tc := range cases {
+		for _, web := range []bool{true, false} {
+			t.Run(tc.scenario, func(t *testing.T) {
+				t.Parallel()
+				is := is.New(t)
+				s := start(t)
+				p := tokenPeer(t, s)
+				if web {
+					p = webPeer(t, s)
+				}
+				q := userQuery("a longer greeting so that the reply is cut into several chunks #scenario=" + tc.scenario)
+				if tc.tools {
+					q = q.withTools(false, true, listTool)
+				}
+				tc.check(is, p.turn(q), web)
+			})
+		}
+	}
+}
+
+// The observed profile answers like the projects' fixtures, and a continuation
+// stream names no conversation.
+func TestObservedProfile(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	s := start(t, func(c *emulator.Config) { c.Profile = emulator.ProfileObserved })
+	for _, p := range []*peer{webPeer(t, s), tokenPeer(t, s)} {
+		st := p.turn(userQuery("go #loop=2").withTools(false, true, listTool))
+		is.Equal(st.shape(), []string{"thinkingChunk", "toolCallChunk"}) // no conversation event, no usage, no [DONE]
+		first := st.first("toolCallChunk")
+		conv := first["conversationId"].(string)
+		entry := first["toolCalls"].([]any)[0].(map[string]any)
+		_, named := entry["function"].(map[string]any)["name"]
+		is.True(!named) // the name comes late
+		cont := toolResponse(conv, false, listTool).flat(entry["toolCallGroupId"].(string), result{entry["id"].(string), "files"})
+		st = p.turn(cont)
+		is.Equal(st.shape(), []string{"thinkingChunk", "toolCallChunk"}) // the next round
+		is.Equal(st.first("toolCallChunk")["conversationId"], nil)       // a continuation stream names no conversation
+	}
+}
+
+func TestUnknownProfileIsRefused(t *testing.T) {
+	is := is.New(t)
+	_, err := emulator.Start(t.Context(), emulator.Config{WorkspaceID: "w", AccessToken: "t", Profile: "lenient"})
+	is.True(err != nil) // unknown profile
+	is.Equal(emulator.Profiles(), []string{"done_event", "forbid_schemas", "observed", "strict"})
+}
+
+// After N tool rounds the next round is the loop-approval gate.
+func TestLoopApprovalAfterRounds(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	s := start(t, func(c *emulator.Config) { c.LoopApprovalAfter = 1 })
+	p := webPeer(t, s)
+	st := p.turn(userQuery("go #loop=3").withTools(false, true, weatherTool))
+	calls, group := st.calls(t)
+	st = p.turn(toolResponse(st.conversationID(), false, weatherTool).flat(group, result{calls[0].id, "x"}))
+	is.Equal(st.shape(), []string{"conversation", "usage", "loopApprovalChunk"}) // the gate instead of round 2
+	resp, _ := p.post(userQuery("go #approval_after=9"))
+	is.Equal(resp.StatusCode, http.StatusBadRequest) // 1-5 only
 }

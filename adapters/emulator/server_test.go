@@ -163,7 +163,7 @@ func TestEmulatorEndpoints(t *testing.T) {
 	var list []map[string]any
 	is.NoErr(json.Unmarshal(b, &list)) // JSON list
 	is.Equal(list, []map[string]any{
-		{"strategy": "web_session", "chat_type": "USER_QUERY", "scenario": "empty_stream", "status": float64(200)},
+		{"strategy": "web_session", "chat_type": "USER_QUERY", "scenario": "empty_stream", "status": float64(200), "turn": float64(1)},
 		{"strategy": "web_session", "chat_type": "", "scenario": "", "status": float64(401)},
 	}) // summaries only: no body, no header
 }

@@ -20,7 +20,8 @@ const (
 )
 
 type metadata struct {
-	Model string `json:"model"`
+	Model          string `json:"model"`
+	ConversationID string `json:"conversationId,omitempty"`
 }
 
 type textData struct {
@@ -41,11 +42,12 @@ type toolCallEntry struct {
 }
 
 type functionPart struct {
-	Name      string `json:"name"`
+	Name      string `json:"name,omitempty"`
 	Arguments string `json:"arguments"`
 }
 
 type toolCallData struct {
+	ConversationID  string          `json:"conversationId,omitempty"`
 	ToolCallGroupID string          `json:"toolCallGroupId"`
 	ToolCalls       []toolCallEntry `json:"toolCalls"`
 	Metadata        metadata        `json:"metadata"`
@@ -77,7 +79,9 @@ type streamBuilder struct {
 	strategy    string
 	label       string
 	promptBytes int
-	outBytes    int // bytes of thinking, text and argument content emitted
+	outBytes    int    // bytes of thinking, text and argument content emitted
+	sh          shape  // how a normal turn is rendered
+	chunkConv   string // a conversation id still to be put on the first output chunk
 }
 
 func (b *streamBuilder) event(eventType string, data any) {
@@ -101,31 +105,43 @@ func (b *streamBuilder) conversation(id string) {
 
 func (b *streamBuilder) thinking() {
 	b.outBytes += len(thinkingText)
-	b.event("thinkingChunk", thinkingData{ThinkingContent: thinkingText, Metadata: metadata{b.label}})
+	b.event("thinkingChunk", thinkingData{ThinkingContent: thinkingText, Metadata: metadata{Model: b.label}})
 }
 
 func (b *streamBuilder) texts(pieces []string) {
 	for _, p := range pieces {
 		b.outBytes += len(p)
-		b.event("textChunk", textData{TextContent: p, Metadata: metadata{b.label}})
+		md := metadata{Model: b.label, ConversationID: b.chunkConv}
+		b.chunkConv = ""
+		b.event("textChunk", textData{TextContent: p, Metadata: md})
 	}
 }
 
 // toolCalls emits each call over two chunks (arguments split in the middle on a
 // character boundary), repeating the full name, index and group id every time.
+// With late names the first chunk of a call has no name; with empty arguments
+// a call whose arguments are {} sends "" instead.
 func (b *streamBuilder) toolCalls(g *toolGroup, withIDs bool) {
 	for _, call := range g.calls {
-		mid := len(truncateUTF8(call.args, len(call.args)/2))
-		if mid == 0 {
-			mid = len(call.args) / 2
+		args := call.args
+		if b.sh.emptyArgs && args == "{}" {
+			args = ""
 		}
-		for _, part := range []string{call.args[:mid], call.args[mid:]} {
+		mid := len(truncateUTF8(args, len(args)/2))
+		if mid == 0 {
+			mid = len(args) / 2
+		}
+		for i, part := range []string{args[:mid], args[mid:]} {
 			entry := toolCallEntry{Index: call.index, ToolCallGroupID: g.id, Function: functionPart{Name: call.name, Arguments: part}}
+			if b.sh.lateNames && i == 0 {
+				entry.Function.Name = ""
+			}
 			if withIDs {
 				entry.ID = call.id
 			}
 			b.outBytes += len(part)
-			b.event("toolCallChunk", toolCallData{ToolCallGroupID: g.id, ToolCalls: []toolCallEntry{entry}, Metadata: metadata{b.label}})
+			b.event("toolCallChunk", toolCallData{ConversationID: b.chunkConv, ToolCallGroupID: g.id, ToolCalls: []toolCallEntry{entry}, Metadata: metadata{Model: b.label}})
+			b.chunkConv = ""
 		}
 	}
 }
@@ -139,26 +155,59 @@ func (b *streamBuilder) usage(state string) {
 	})
 }
 
-// end closes a successful stream: [DONE] on access_token, nothing (EOF) on web_session.
+// end closes a successful stream: [DONE] on access_token, nothing (EOF) on
+// web_session; a done event first when the shape asks for one.
 func (b *streamBuilder) end() {
-	if b.strategy == StrategyAccessToken {
+	if b.sh.doneEvent {
+		b.event("done", struct{}{})
+	}
+	if b.strategy == StrategyAccessToken && !b.sh.noDoneMarker {
 		b.raw(doneFrame)
 	}
 }
 
 func ceilDiv4(n int) int { return (n + 3) / 4 }
 
+// loopApproval is the agent-loop guard: generation stops and only usage and a
+// loopApprovalChunk arrive.
+func (b *streamBuilder) loopApproval() {
+	b.usage("AVAILABLE")
+	b.event("loopApprovalChunk", loopApprovalData{
+		Message:    loopApprovalText,
+		Reasons:    []string{"TOOL_CALL_LIMIT_REACHED"},
+		Counters:   map[string]int{"toolCalls": 25},
+		Thresholds: map[string]int{"toolCalls": 25},
+	})
+	b.end()
+}
+
 // render turns a turn and a scenario into frames.
-func (s *Server) render(strategy, label string, promptBytes int, t turn, scenario string) [][]byte {
+func (s *Server) render(strategy, label string, promptBytes int, t turn, scenario, chatType string) [][]byte {
 	b := &streamBuilder{strategy: strategy, label: label, promptBytes: promptBytes}
+	normal := scenarios[scenario] != scenarioText
+	if normal {
+		b.sh = shapeFor(profiles[s.cfg.Profile].shape, scenario)
+	} else {
+		b.sh = shape{usage: "last"} // the text scenarios keep their own documented streams
+	}
 	if scenario == ScenarioModelMismatch {
 		b.label = mismatchLabel
 	}
-	if t.convID != "" {
+	switch {
+	case t.convID == "":
+	case chatType == KindToolResponse && b.sh.convAbsentCont && t.failure == nil:
+		// the continuation stream names no conversation at all
+	case b.sh.convOnChunk && t.failure == nil && !t.approval:
+		b.chunkConv = t.convID
+	default:
 		b.conversation(t.convID)
 	}
 	if t.failure != nil {
 		b.event("failure", t.failure)
+		return b.frames
+	}
+	if t.approval {
+		b.loopApproval()
 		return b.frames
 	}
 	pieces := splitUTF8(t.reply, s.cfg.ChunkBytes)
@@ -187,22 +236,20 @@ func (s *Server) render(strategy, label string, promptBytes int, t turn, scenari
 		b.usage("AVAILABLE")
 		b.end()
 	case ScenarioLoopApproval:
-		b.usage("AVAILABLE")
-		b.event("loopApprovalChunk", loopApprovalData{
-			Message:    loopApprovalText,
-			Reasons:    []string{"TOOL_CALL_LIMIT_REACHED"},
-			Counters:   map[string]int{"toolCalls": 25},
-			Thresholds: map[string]int{"toolCalls": 25},
-		})
-		b.end()
-	default: // the normal turn: "", model_mismatch, slow_stream, data_after_done, tool_call_no_id
+		b.loopApproval()
+	default: // the normal turn and its response-side variants
+		if b.sh.usage == "first" {
+			b.usage("AVAILABLE")
+		}
 		b.thinking()
 		if t.group != nil {
 			b.toolCalls(t.group, scenario != ScenarioToolCallNoID)
 		} else {
 			b.texts(pieces)
 		}
-		b.usage("AVAILABLE")
+		if b.sh.usage == "last" {
+			b.usage("AVAILABLE")
+		}
 		if scenario == ScenarioDataAfterDone {
 			b.raw(doneFrame)
 			b.texts([]string{"late"})

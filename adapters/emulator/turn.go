@@ -3,6 +3,7 @@ package emulator
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -11,7 +12,16 @@ const (
 	replyPrefix  = "Hello from the pmgate emulator. You said: "
 	resultPrefix = "Tool results received: "
 	quoteBytes   = 200
+	// queryLimitText is the service's reported wording for an over-long query
+	// (%d is the limit).
+	queryLimitText = "Agent Mode accepts upto %d characters as input."
 )
+
+// againPrefix starts the reply to a USER_QUERY that continues a known
+// conversation: the emulator answers from what it holds.
+func againPrefix(turn int) string {
+	return "Hello again from the pmgate emulator (turn " + strconv.Itoa(turn) + " of this conversation). You said: "
+}
 
 // failureData is the data of an in-stream failure event.
 type failureData struct {
@@ -34,8 +44,9 @@ type toolCall struct {
 }
 
 type toolGroup struct {
-	id    string
-	calls []toolCall
+	id       string
+	calls    []toolCall
+	parallel bool // issued with isParallelToolCallingSupported: the answer must be the array form
 }
 
 type quotedResult struct {
@@ -50,19 +61,25 @@ type conversation struct {
 	rounds   int        // tool rounds asked for by the last USER_QUERY (#loop)
 	used     int        // tool rounds already issued
 	results  []quotedResult
+	turns    int // USER_QUERY turns of this conversation
+	approval int // tool rounds after which the next round is a loop-approval gate (0: never)
+	gated    int // tool rounds issued in total, for the gate
 }
 
 // turn is what one accepted request produces before the scenario shapes it.
 type turn struct {
-	convID  string       // "" when no conversation is involved
-	failure *failureData // an in-stream failure ends the turn
-	group   *toolGroup   // a tool turn
-	reply   string       // a text turn
+	convID   string       // "" when no conversation is involved
+	failure  *failureData // an in-stream failure ends the turn
+	group    *toolGroup   // a tool turn
+	reply    string       // a text turn
+	approval bool         // the loop-approval gate instead of a tool round
+	turnNo   int          // the conversation's USER_QUERY turn number (USER_QUERY only)
+	repeated bool         // the group repeats calls whose answer was not accepted
 }
 
 // runTurn applies a validated request to the conversation table. allowTools is
 // false for scenarios that always answer with text.
-func (s *Server) runTurn(strategy string, req *chatRequest, loop int, allowTools bool) turn {
+func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, allowTools bool) turn {
 	if req.extraGroups {
 		return turn{failure: failForbiddenInput}
 	}
@@ -83,9 +100,31 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop int, allowTools
 	if req.chatType == KindUserQuery {
 		// A new user turn abandons any pending group and restarts the loop.
 		c.pending, c.rounds, c.used, c.results = nil, loop, 0, nil
+		c.turns++
+		t.turnNo = c.turns
+		if approval > 0 {
+			c.approval = approval
+		}
 	} else {
 		p := c.pending
-		if p == nil || !groupMatches(strategy, req.cont.groupID, p.id) || !answersExactly(p, req.cont.results) {
+		if p == nil || !groupMatches(strategy, req.cont.groupID, p.id) {
+			t.failure = failToolCallNotFound
+			return t
+		}
+		switch {
+		case p.parallel && !req.cont.grouped:
+			// With parallel calling on, the service expects the group answered
+			// through toolResponses[]; a flat answer leaves it unanswered and
+			// the model asks again (reported by one public project).
+			t.group = reissue(p)
+			t.repeated = true
+			c.pending = t.group
+			return t
+		case !p.parallel && req.cont.grouped && strategy == StrategyWebSession:
+			t.failure = failForbiddenInput // the array form without parallel calling: Forbidden
+			return t
+		}
+		if !answersExactly(p, req.cont.results) {
 			t.failure = failToolCallNotFound
 			return t
 		}
@@ -100,14 +139,22 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop int, allowTools
 	}
 
 	if allowTools && len(req.tools) > 0 && req.autoRun && c.used < c.rounds {
+		if c.approval > 0 && c.gated >= c.approval {
+			t.approval = true // the agent-loop guard stops the round
+			return t
+		}
 		t.group = newGroup(req)
 		c.pending = t.group
 		c.used++
+		c.gated++
 		return t
 	}
-	if req.chatType == KindUserQuery {
+	switch {
+	case req.chatType == KindUserQuery && c.turns > 1:
+		t.reply = againPrefix(c.turns) + truncateUTF8(req.query, quoteBytes)
+	case req.chatType == KindUserQuery:
 		t.reply = replyPrefix + truncateUTF8(req.query, quoteBytes)
-	} else {
+	default:
 		t.reply = quoteResults(c.results)
 	}
 	return t
@@ -147,11 +194,34 @@ func newGroup(req *chatRequest) *toolGroup {
 	if req.parallel && len(req.tools) >= 2 {
 		n = 2
 	}
-	g := &toolGroup{id: "grp-" + randomHex(8)}
+	g := &toolGroup{id: "grp-" + randomHex(8), parallel: req.parallel}
 	for i, t := range req.tools[:n] {
 		g.calls = append(g.calls, toolCall{id: "tc-" + randomHex(8), index: i, name: t.name, args: t.args})
 	}
 	return g
+}
+
+// reissue repeats a group's calls under fresh ids.
+func reissue(p *toolGroup) *toolGroup {
+	g := &toolGroup{id: "grp-" + randomHex(8), parallel: p.parallel}
+	for _, c := range p.calls {
+		c.id = "tc-" + randomHex(8)
+		g.calls = append(g.calls, c)
+	}
+	return g
+}
+
+// utf16Len counts s as JavaScript's String.length does.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		if r >= 0x10000 {
+			n += 2
+		} else {
+			n++
+		}
+	}
+	return n
 }
 
 func quoteResults(results []quotedResult) string {

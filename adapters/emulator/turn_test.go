@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -158,7 +159,7 @@ func TestLoopOfTwoRoundsEndsWithAnswerQuotingEveryResult(t *testing.T) {
 		shape    string
 		parallel bool
 	}{
-		{"web_session packed", emulator.StrategyWebSession, "web", emulator.ShapeBoth, true},
+		{"web_session grouped (parallel)", emulator.StrategyWebSession, "grouped", emulator.ShapeBoth, true},
 		{"web_session single", emulator.StrategyWebSession, "web", emulator.ShapeBoth, false},
 		{"access_token grouped", emulator.StrategyAccessToken, "grouped", emulator.ShapeBoth, true},
 		{"access_token grouped only", emulator.StrategyAccessToken, "grouped", emulator.ShapeGrouped, true},
@@ -265,6 +266,141 @@ func TestUserQueryOnAKnownConversationStartsANewTurn(t *testing.T) {
 	q := userQuery("second")
 	q.input()["conversationId"] = conv
 	st := p.turn(q)
-	is.Equal(st.conversationID(), conv)    // same conversation
-	is.Equal(st.text(), greeting+"second") // new reply
+	is.Equal(st.conversationID(), conv)                                                                         // same conversation
+	is.Equal(st.text(), "Hello again from the pmgate emulator (turn 2 of this conversation). You said: second") // answered from what it holds
+	q.input()["query"] = "third"
+	is.Equal(p.turn(q).text(), "Hello again from the pmgate emulator (turn 3 of this conversation). You said: third")
+	is.Equal(s.Count(emulator.KindContinuedQuery), 2) // observable through the counters
+	var turns []int
+	for _, r := range s.Requests() {
+		turns = append(turns, r.Turn)
+	}
+	is.Equal(turns, []int{1, 2, 3}) // and the recorded requests
+}
+
+func TestUserQueryNamingAnUnknownConversationFailsLikeTheService(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	s := start(t)
+	for _, p := range []*peer{webPeer(t, s), tokenPeer(t, s)} {
+		q := userQuery("hello")
+		q.input()["conversationId"] = "conv-never-created"
+		st := p.turn(q)
+		is.Equal(st.shape(), []string{"failure"})                            // no conversation is created
+		is.Equal(st.first("failure")["errorType"], "CONVERSATION_NOT_FOUND") // the service's error
+	}
+}
+
+// With parallel calling on, a flat answer leaves the group unanswered: the
+// calls are issued again (new ids) and only the array form answers them.
+func TestAParallelGroupAnsweredFlatIsIssuedAgain(t *testing.T) {
+	t.Parallel()
+	for _, web := range []bool{true, false} {
+		is := is.New(t)
+		s := start(t)
+		p := tokenPeer(t, s)
+		if web {
+			p = webPeer(t, s)
+		}
+		st := p.turn(userQuery("go").withTools(true, true, weatherTool, timeTool))
+		conv := st.conversationID()
+		calls, group := st.calls(t)
+		is.Equal(len(calls), 2)
+		flat := toolResponse(conv, true, weatherTool, timeTool)
+		if web {
+			flat = flat.packed(group, result{calls[0].id, "a"}, result{calls[1].id, "b"})
+		} else {
+			flat = flat.flat(group, result{calls[0].id, "a"})
+		}
+		st = p.turn(flat)
+		again, group2 := st.calls(t)
+		is.Equal(len(again), 2)                                // the same calls again
+		is.Equal(again[0].name, calls[0].name)                 // same tools
+		is.True(again[0].id != calls[0].id && group2 != group) // under fresh ids
+		is.Equal(s.Count(emulator.KindRepeatedGroup), 1)       // counted
+		st = p.turn(toolResponse(conv, true, weatherTool, timeTool).grouped(group2, result{again[0].id, "a"}, result{again[1].id, "b"}))
+		is.Equal(st.text(), "Tool results received: get_weather=a; get_time=b") // the array form answers the group
+	}
+}
+
+func TestRequestSideConstraintsAreEnforced(t *testing.T) {
+	t.Parallel()
+	many := make([]map[string]any, 21)
+	for i := range many {
+		many[i] = map[string]any{"name": "t" + strconv.Itoa(i), "description": "d", "parameters": map[string]any{"type": "object", "properties": map[string]any{}}}
+	}
+	anyOf := map[string]any{"name": "pick", "description": "d", "parameters": map[string]any{"type": "object", "properties": map[string]any{
+		"v": map[string]any{"anyOf": []any{map[string]any{"type": "string"}, map[string]any{"type": "integer"}}}}}}
+	cases := []struct {
+		name    string
+		cfg     func(*emulator.Config)
+		body    func() body
+		refusal string
+		failure map[string]any // expected failure data; nil: accepted
+		status  int            // expected HTTP status when refused before a stream
+	}{
+		{"query at the limit", nil, func() body { return userQuery(strings.Repeat("x", 10000)) }, "", nil, 0},
+		{"query over the limit (UTF-16)", nil, func() body { return userQuery(strings.Repeat("x", 9999) + "😀") }, "query_too_long",
+			map[string]any{"errorType": "INPUT_VALIDATION_ERROR", "userMessage": "Agent Mode accepts upto 10000 characters as input."}, 0},
+		{"configured query limit", func(c *emulator.Config) { c.MaxQueryChars = 5 }, func() body { return userQuery("123456") }, "query_too_long",
+			map[string]any{"errorType": "INPUT_VALIDATION_ERROR", "userMessage": "Agent Mode accepts upto 5 characters as input."}, 0},
+		{"20 tools", nil, func() body { return userQuery("x").withTools(false, true, many[:20]...) }, "", nil, 0},
+		{"21 tools", nil, func() body { return userQuery("x").withTools(false, true, many...) }, "too_many_tools",
+			map[string]any{"errorType": "INPUT_VALIDATION_ERROR", "message": "Forbidden"}, 0},
+		{"anyOf accepted by default", nil, func() body { return userQuery("x").withTools(false, true, anyOf) }, "", nil, 0},
+		{"anyOf with the switch", func(c *emulator.Config) { c.ForbidSchemaKeywords = true }, func() body { return userQuery("x").withTools(false, true, anyOf) }, "forbidden_schema",
+			map[string]any{"errorType": "INPUT_VALIDATION_ERROR", "message": "Forbidden"}, 0},
+		{"anyOf with the forbid_schemas profile", func(c *emulator.Config) { c.Profile = emulator.ProfileForbidSchemas }, func() body { return userQuery("x").withTools(false, true, anyOf) }, "forbidden_schema",
+			map[string]any{"errorType": "INPUT_VALIDATION_ERROR", "message": "Forbidden"}, 0},
+		{"agent missing", nil, func() body { b := userQuery("x"); delete(b.input(), "agent"); return b }, "", nil, http.StatusBadRequest},
+		{"agent not null", nil, func() body { b := userQuery("x"); b.input()["agent"] = "a"; return b }, "", nil, http.StatusBadRequest},
+		{"startedFrom missing", nil, func() body { b := userQuery("x"); delete(b.input(), "startedFrom"); return b }, "", nil, http.StatusBadRequest},
+		{"continuation without agent", nil, func() body {
+			b := toolResponse("conv-x", false, weatherTool).flat("g", result{"tc-1", "x"})
+			delete(b.input(), "agent")
+			return b
+		}, "", nil, http.StatusBadRequest},
+		{"continuation without startedFrom", nil, func() body {
+			b := toolResponse("conv-x", false, weatherTool).flat("g", result{"tc-1", "x"})
+			delete(b.input(), "startedFrom")
+			return b
+		}, "", nil, http.StatusBadRequest},
+		{"continuation with a null conversation", nil, func() body {
+			b := toolResponse("", false, weatherTool).flat("g", result{"tc-1", "x"})
+			b.input()["conversationId"] = nil
+			return b
+		}, "", nil, http.StatusBadRequest},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			is := is.New(t)
+			var muts []func(*emulator.Config)
+			if tc.cfg != nil {
+				muts = append(muts, tc.cfg)
+			}
+			s := start(t, muts...)
+			for _, p := range []*peer{webPeer(t, s), tokenPeer(t, s)} {
+				if tc.status != 0 {
+					resp, _ := p.post(tc.body())
+					is.Equal(resp.StatusCode, tc.status) // refused before any stream
+					continue
+				}
+				st := p.turn(tc.body())
+				f := st.first("failure")
+				if tc.failure == nil {
+					is.True(f == nil) // accepted
+					continue
+				}
+				is.Equal(st.shape(), []string{"failure"}) // only the failure event, then EOF
+				for k, v := range tc.failure {
+					is.Equal(f[k], v) // the service's wording
+				}
+			}
+			if tc.refusal != "" {
+				is.Equal(s.Count(emulator.KindRefusedInStream), 2) // counted, per strategy
+				is.Equal(s.Requests()[0].Refusal, tc.refusal)      // and named in the record
+			}
+		})
+	}
 }

@@ -68,6 +68,15 @@ var (
 // package.
 type retryAfterer interface{ RetryAfter() time.Duration }
 
+// publicDetailer is implemented by refusals of other adapters that name a
+// parameter path and a fixed, content-free detail a client may see (for
+// example the upstream adapter's query-length refusal). Matched structurally,
+// like retryAfterer.
+type publicDetailer interface {
+	PublicParam() string
+	PublicDetail() string
+}
+
 // Bounds of the retry-after header, in seconds.
 const (
 	defaultRetryAfter = 1
@@ -138,6 +147,13 @@ func public(ctx context.Context, err error) (errorBody, errs.Entry, int) {
 		default:
 			msg += " " + re.detail
 		}
+	}
+	var pd publicDetailer
+	if e.Code != errs.InternalError && re == nil && errors.As(err, &pd) {
+		if p := pd.PublicParam(); p != "" {
+			param = &p
+		}
+		msg += " " + pd.PublicDetail()
 	}
 	var rt *routeError
 	if errors.As(err, &rt) {

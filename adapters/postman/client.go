@@ -37,6 +37,7 @@ type Client struct {
 	now       func() time.Time
 	peek      time.Duration
 	maxConns  int
+	onEnd     func(StreamSummary)
 }
 
 var (
@@ -57,6 +58,8 @@ type options struct {
 	now       func() time.Time
 	peek      time.Duration
 	maxConns  int
+	// onStreamEnd receives the StreamSummary of every stream (OnStreamEnd).
+	onStreamEnd func(StreamSummary)
 }
 
 // WithMaxIdleConns sizes the pool of idle upstream connections kept for reuse;
@@ -187,6 +190,7 @@ func New(cfg pmconfig.Config, opts ...Option) (*Client, error) {
 		requestID: o.requestID,
 		now:       now,
 		peek:      peek,
+		onEnd:     o.onStreamEnd,
 	}, nil
 }
 
@@ -302,6 +306,12 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 		strategy: c.cfg.Strategy,
 		reqID:    rid,
 		status:   resp.StatusCode,
+		onEnd:    c.onEnd,
+		chatType: chatTypeUserQuery,
+	}
+	var convID string
+	if req.Continuation != nil {
+		s.chatType, convID = chatTypeToolResponse, req.Continuation.ConversationID
 	}
 	s.d = newDecoder(resp.Body, decoderConfig{
 		rule:         c.rule,
@@ -312,6 +322,8 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 		observed:     m.Observed,
 		classifyRead: s.classifyRead,
 		onFinal:      s.finished,
+		convID:       convID,
+		evidence:     c.onEnd != nil,
 	})
 	return s, nil
 }

@@ -39,6 +39,7 @@ const (
 	evResultFailure
 	evToolCallChunk
 	evLoopApprovalChunk
+	evDoneEvent
 )
 
 var evNames = [...]string{
@@ -63,6 +64,7 @@ var evNames = [...]string{
 	evResultFailure:     "result:failure",
 	evToolCallChunk:     "toolCallChunk",
 	evLoopApprovalChunk: "loopApprovalChunk",
+	evDoneEvent:         "done",
 }
 
 func (t evType) String() string { return evNames[t] }
@@ -106,6 +108,8 @@ func lookupEvType(name []byte) evType {
 		return evToolCallChunk
 	case "loopApprovalChunk":
 		return evLoopApprovalChunk
+	case "done":
+		return evDoneEvent
 	}
 	return evUnknown
 }
@@ -145,6 +149,11 @@ type decoderConfig struct {
 	readChunk    int
 	classifyRead func(error) completion.Event // a read error (io.EOF included) → EOF, Abort, Timeout or ReadError
 	onFinal      func()                       // called once when the outcome is known
+	// convID is the conversation a continuation was sent to: the stream may
+	// repeat it but never name another one. "" for a fresh query.
+	convID string
+	// evidence asks for the record a StreamSummary needs.
+	evidence bool
 }
 
 // callAcc accumulates one upstream tool call.
@@ -156,8 +165,9 @@ type callAcc struct {
 	synthetic bool
 	group     string
 	upName    string // the name as the upstream sent it
-	name      string // the client's name
+	name      string // the client's name; "" until the upstream named the call
 	args      []byte
+	announced bool // the first delta (with the name) was emitted
 }
 
 // decoder turns an upstream SSE body into chat events and a completion outcome.
@@ -176,11 +186,16 @@ type decoder struct {
 
 	// Scratch space, reused across events.
 	top, data, meta, entry, fn []member
+	cmeta                      []member
 	kbuf, tbuf, lbuf, sbuf     []byte
+	cbuf                       []byte // the conversation id of the current event
+	convSeen                   bool   // cbuf holds an id of the current event
+	metaSpan                   []byte // the metadata object the label check parsed into meta, for this event
 	deltas                     []chat.Event
 
 	convID     string
-	label      string // the first observed model label
+	ev         *evidence // nil unless a summary was asked for
+	label      string    // the first observed model label
 	labelSeen  bool
 	labelMatch bool // every observed label matched so far
 	outBytes   int
@@ -209,6 +224,10 @@ func newDecoder(r io.Reader, cfg decoderConfig) *decoder {
 		split:      sse.NewSplitter(cfg.maxEvent),
 		tr:         completion.NewTracker(cfg.rule),
 		labelMatch: true,
+		convID:     cfg.convID,
+	}
+	if cfg.evidence {
+		d.ev = newEvidence(cfg.rule)
 	}
 	d.emit = d.line
 	return d
@@ -262,7 +281,7 @@ func (d *decoder) next() (chat.Event, error) {
 			// report a clean EOF (the server ended the response when it saw the
 			// client close), which must never count as the upstream's end.
 			if e := d.cfg.classifyRead(err); e == completion.EOF {
-				d.apply(d.tr.EOF(d.split.Partial()))
+				d.endOfBody()
 			} else {
 				d.end(e)
 			}
@@ -288,12 +307,26 @@ func (d *decoder) abort(e completion.Event) error {
 func (d *decoder) end(e completion.Event) {
 	switch e {
 	case completion.Abort:
-		d.apply(d.tr.Abort())
+		d.apply(d.fire(completion.Abort, ""))
 	case completion.Timeout:
-		d.apply(d.tr.Timeout())
+		d.apply(d.fire(completion.Timeout, ""))
 	default:
-		d.apply(d.tr.ReadError())
+		d.apply(d.fire(completion.ReadError, ""))
 	}
+}
+
+// endOfBody handles a clean read of the body's end: the tool calls must be
+// whole (every call named, empty arguments become {}) before EOF may complete.
+func (d *decoder) endOfBody() {
+	partial := d.split.Partial()
+	if !partial && d.finishCalls() != nil {
+		return
+	}
+	if partial {
+		d.apply(d.fire(completion.EOFPartial, ""))
+		return
+	}
+	d.apply(d.fire(completion.EOF, ""))
 }
 
 // apply takes a tracker result and settles the outcome when it is terminal.
@@ -337,7 +370,7 @@ func (d *decoder) internal(err error) {
 
 // fail records a failure with code and returns errStop.
 func (d *decoder) fail(code errs.Code) error {
-	d.apply(d.tr.Failure(code))
+	d.apply(d.fire(completion.Failure, code))
 	return errStop
 }
 
@@ -365,12 +398,42 @@ func (d *decoder) line(l []byte) error {
 	d.lines++
 	if string(payload) == "[DONE]" {
 		d.lastType = evDone
-		if !d.step(d.tr.Done()) {
+		d.countType(evDone)
+		if err := d.finishCalls(); err != nil {
+			return err
+		}
+		if !d.step(d.fire(completion.Done, "")) {
 			return errStop
 		}
 		return nil
 	}
 	return d.event(payload)
+}
+
+// finishCalls runs when the upstream ends its stream ([DONE], a done event or
+// EOF): a call that was never named is an unverified shape, and a call whose
+// arguments are empty (a tool without parameters; both public projects'
+// fixtures show "") gets the arguments {} as one last fragment.
+func (d *decoder) finishCalls() error {
+	for _, c := range d.calls {
+		if c.name == "" {
+			return d.fail(errs.UpstreamUnverifiedEventShape)
+		}
+	}
+	for _, c := range d.calls {
+		if len(c.args) == 0 {
+			if d.outBytes+2 > d.cfg.maxOutput {
+				return d.fail(errs.UpstreamOutputTooLarge)
+			}
+			c.args = append(c.args, "{}"...)
+			d.outBytes += 2
+			d.argBytes += 2
+			d.push(chat.Event{Kind: chat.EventToolCall, ToolCall: &chat.ToolCallDelta{
+				Index: c.index, UpstreamID: c.id, UpstreamGroupID: c.group, ArgumentsFragment: "{}",
+			}})
+		}
+	}
+	return nil
 }
 
 // get returns the one member named key, nil when absent, errDup when repeated.
@@ -487,16 +550,20 @@ func (d *decoder) event(p []byte) error {
 	d.top, err = parseTopObject(p, d.top)
 	switch {
 	case errors.Is(err, errNotObject):
+		d.countType(evUnknown)
 		return d.fail(errs.UpstreamUnverifiedEventShape)
 	case err != nil:
+		d.countType(evUnknown)
 		return d.fail(errs.UpstreamMalformedEvent)
 	}
 	env, err := d.envelope()
 	if err != nil {
+		d.countType(evUnknown)
 		return d.fail(errs.UpstreamUnverifiedEventShape)
 	}
 	typ, err := d.eventType(&env)
 	d.lastType = typ
+	d.countType(typ)
 	if err != nil || typ == evUnknown {
 		return d.fail(errs.UpstreamUnverifiedEventShape)
 	}
@@ -516,12 +583,29 @@ func (d *decoder) event(p []byte) error {
 	if code := d.checkModel(&env, dataKind == kObject); code != "" {
 		return d.fail(code)
 	}
+	found, code := d.conversationIn(dataKind == kObject)
+	if code != "" {
+		return d.fail(code)
+	}
 
 	switch typ {
 	case evTextChunk:
 		return d.textChunk(dataKind)
 	case evConversation:
-		return d.conversation(dataKind)
+		if dataKind != kObject || !found {
+			return d.fail(errs.UpstreamUnverifiedEventShape) // a conversation event names its conversation
+		}
+	case evDoneEvent:
+		if dataKind != kNull && dataKind != kObject {
+			return d.fail(errs.UpstreamUnverifiedEventShape)
+		}
+		if err := d.finishCalls(); err != nil {
+			return err
+		}
+		if !d.step(d.fire(completion.DoneEvent, "")) {
+			return errStop
+		}
+		return nil
 	case evUsage:
 		return d.usage(dataKind)
 	case evFailure, evError, evResultFailure:
@@ -534,9 +618,10 @@ func (d *decoder) event(p []byte) error {
 	case evLoopApprovalChunk:
 		return d.fail(errs.UpstreamUnsupportedEvent)
 	}
-	// thinkingChunk, thinkingComplete, ping, info, planningChunk, progressUpdate,
-	// todoChunk, streamingFormat, notification, usageUpdate: valid and ignored.
-	if !d.step(d.tr.Metadata()) {
+	// conversation, thinkingChunk, thinkingComplete, ping, info, planningChunk,
+	// progressUpdate, todoChunk, streamingFormat, notification, usageUpdate:
+	// valid and ignored.
+	if !d.step(d.fire(completion.Metadata, "")) {
 		return errStop
 	}
 	return nil
@@ -594,6 +679,7 @@ func (d *decoder) labelIn(meta, model, modelID, sel *member) ([]byte, errs.Code)
 			return nil, errs.UpstreamUnverifiedEventShape
 		}
 		var err error
+		d.metaSpan = meta.val
 		if d.meta, err = parseObjectSpan(meta.val, d.meta); err != nil {
 			return nil, errs.UpstreamMalformedEvent
 		}
@@ -657,7 +743,7 @@ func (d *decoder) textChunk(dataKind jkind) error {
 		return d.fail(errs.UpstreamUnverifiedEventShape)
 	}
 	if len(text) == 0 {
-		if !d.step(d.tr.Metadata()) {
+		if !d.step(d.fire(completion.Metadata, "")) {
 			return errStop
 		}
 		return nil
@@ -665,7 +751,7 @@ func (d *decoder) textChunk(dataKind jkind) error {
 	if d.outBytes+len(text) > d.cfg.maxOutput {
 		return d.fail(errs.UpstreamOutputTooLarge)
 	}
-	if !d.step(d.tr.Output()) {
+	if !d.step(d.fire(completion.Output, "")) {
 		return errStop
 	}
 	d.outBytes += len(text)
@@ -687,45 +773,119 @@ func validID(b []byte) bool {
 	return true
 }
 
-func (d *decoder) conversation(dataKind jkind) error {
-	if dataKind != kObject {
-		return d.fail(errs.UpstreamUnverifiedEventShape)
+// conversationIn reads the conversation id from every place the public
+// projects look for it, on any event: conversationId, conversation_id and
+// metadata.conversationId of the event; conversationId, conversation_id,
+// metadata.conversationId, conversation.id and conversation.conversationId of
+// its data; and, on a conversation event, data.id. Every id present must be a
+// bounded identifier, and all must agree with each other and with the id the
+// stream already has (a continuation starts with the stored one): two
+// different ids in one stream are an unverified shape. A new id is emitted as
+// an EventConversation, before the event's own output. found reports whether
+// the event named a conversation.
+func (d *decoder) conversationIn(dataObject bool) (found bool, code errs.Code) {
+	d.convSeen = false
+	defer func() { d.metaSpan = nil }()
+	if code = d.convKeys(d.top, convIDKeys[:]); code != "" {
+		return false, code
 	}
-	m, err := d.first(d.data, "id", "conversationId", "conversation_id")
+	if code = d.convNested(d.top, "metadata", convMetaKeys[:]); code != "" {
+		return false, code
+	}
+	if dataObject {
+		if code = d.convKeys(d.data, convIDKeys[:]); code != "" {
+			return false, code
+		}
+		if d.lastType == evConversation {
+			if code = d.convKeys(d.data, convObjectKeys[:1]); code != "" {
+				return false, code
+			}
+		}
+		if code = d.convNested(d.data, "metadata", convMetaKeys[:]); code != "" {
+			return false, code
+		}
+		if code = d.convNested(d.data, "conversation", convObjectKeys[:]); code != "" {
+			return false, code
+		}
+	}
+	if !d.convSeen {
+		return false, ""
+	}
+	if d.convID != "" {
+		if string(d.cbuf) != d.convID {
+			return true, errs.UpstreamUnverifiedEventShape // a second, different conversation
+		}
+		return true, ""
+	}
+	d.convID = string(d.cbuf)
+	d.push(chat.Event{Kind: chat.EventConversation, ConversationID: d.convID})
+	return true, ""
+}
+
+// Where conversation ids are read (see conversationIn).
+var (
+	convIDKeys     = [...]string{"conversationId", "conversation_id"}
+	convMetaKeys   = [...]string{"conversationId"}
+	convObjectKeys = [...]string{"id", "conversationId"}
+)
+
+// convKeys takes the conversation id of each key of ms that is present.
+func (d *decoder) convKeys(ms []member, keys []string) errs.Code {
+	for _, k := range keys {
+		m, err := d.get(ms, k)
+		if err != nil {
+			return errs.UpstreamUnverifiedEventShape
+		}
+		if c := d.convTake(m); c != "" {
+			return c
+		}
+	}
+	return ""
+}
+
+// convNested takes the conversation ids of keys inside the object member name
+// of ms; a member that is not an object is left to the other checks.
+func (d *decoder) convNested(ms []member, name string, keys []string) errs.Code {
+	m, err := d.get(ms, name)
 	if err != nil {
-		return d.fail(errs.UpstreamUnverifiedEventShape)
+		return errs.UpstreamUnverifiedEventShape
 	}
-	if m == nil {
-		c, err := d.get(d.data, "conversation")
-		if err != nil || c == nil || c.kind != kObject {
-			return d.fail(errs.UpstreamUnverifiedEventShape)
-		}
-		if d.meta, err = parseObjectSpan(c.val, d.meta); err != nil {
-			return d.fail(errs.UpstreamMalformedEvent)
-		}
-		if m, err = d.first(d.meta, "id", "conversationId"); err != nil {
-			return d.fail(errs.UpstreamUnverifiedEventShape)
-		}
+	if m == nil || m.kind != kObject {
+		return ""
+	}
+	if sameSpan(m.val, d.metaSpan) {
+		return d.convKeys(d.meta, keys) // the label check parsed this object already
+	}
+	if d.cmeta, err = parseObjectSpan(m.val, d.cmeta); err != nil {
+		return errs.UpstreamMalformedEvent
+	}
+	return d.convKeys(d.cmeta, keys)
+}
+
+// sameSpan reports whether a and b are the same bytes of the same line.
+func sameSpan(a, b []byte) bool {
+	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
+}
+
+// convTake records one conversation id of the current event: it must be a
+// bounded identifier and equal every other id of the event.
+func (d *decoder) convTake(m *member) errs.Code {
+	if m == nil || m.kind == kNull {
+		return ""
 	}
 	id, ok := str(m, &d.sbuf)
 	if !ok || !validID(id) {
-		return d.fail(errs.UpstreamUnverifiedEventShape)
+		return errs.UpstreamUnverifiedEventShape
 	}
-	if d.convID != "" {
-		if string(id) != d.convID {
-			return d.fail(errs.UpstreamUnverifiedEventShape) // a second, different conversation
-		}
-		if !d.step(d.tr.Metadata()) {
-			return errStop
-		}
-		return nil
+	if !d.convSeen {
+		d.cbuf = append(d.cbuf[:0], id...)
+		d.convSeen = true
+		return ""
 	}
-	if !d.step(d.tr.Metadata()) {
-		return errStop
+	if !bytes.Equal(d.cbuf, id) {
+		return errs.UpstreamUnverifiedEventShape // two different ids in one event
 	}
-	d.convID = string(id)
-	d.push(chat.Event{Kind: chat.EventConversation, ConversationID: d.convID})
-	return nil
+	return ""
 }
 
 // tokenField reads one explicit token count: the first present of keys, which
@@ -751,7 +911,7 @@ func (d *decoder) tokenField(keys ...string) (*int64, bool) {
 func (d *decoder) usage(dataKind jkind) error {
 	switch dataKind {
 	case kNull:
-		if !d.step(d.tr.Usage()) {
+		if !d.step(d.fire(completion.Usage, "")) {
 			return errStop
 		}
 		return nil
@@ -782,7 +942,7 @@ func (d *decoder) usage(dataKind jkind) error {
 	if !ok1 || !ok2 || !ok3 {
 		return d.fail(errs.UpstreamUnverifiedEventShape)
 	}
-	if !d.step(d.tr.Usage()) {
+	if !d.step(d.fire(completion.Usage, "")) {
 		return errStop
 	}
 	if u.Reported() {
@@ -934,12 +1094,12 @@ func (d *decoder) toolCallChunk(dm *member, dataKind jkind) error {
 		return d.fail(code)
 	}
 	if len(d.deltas) == 0 {
-		if !d.step(d.tr.Metadata()) {
+		if !d.step(d.fire(completion.Metadata, "")) {
 			return errStop
 		}
 		return nil
 	}
-	if !d.step(d.tr.Output()) {
+	if !d.step(d.fire(completion.Output, "")) {
 		return errStop
 	}
 	d.q = append(d.q, d.deltas...)
@@ -1016,12 +1176,21 @@ func (d *decoder) toolEntry(span []byte, pos int, dataGroup []byte) errs.Code {
 			c = d.calls[gi]
 		}
 	}
-	first := c == nil
 	if c != nil {
 		if id != "" && c.id != id {
 			return errs.UpstreamUnverifiedEventShape // an id that contradicts the call's
 		}
-		if name != nil && string(name) != c.upName {
+		switch {
+		case len(name) == 0:
+		case c.upName == "":
+			// The name arrives on a later chunk of the call (a fixture of both
+			// public projects): the call is announced now.
+			client, ok := d.mapName(name)
+			if !ok {
+				return errs.UpstreamUnverifiedEventShape // a tool that was never advertised
+			}
+			c.upName, c.name = string(name), client
+		case string(name) != c.upName:
 			return errs.UpstreamUnverifiedEventShape // the repeated name must not change
 		}
 		if len(group) > 0 {
@@ -1043,12 +1212,12 @@ func (d *decoder) toolEntry(span []byte, pos int, dataGroup []byte) errs.Code {
 		if len(d.calls) >= maxCalls {
 			return errs.UpstreamOutputTooLarge
 		}
-		if len(name) == 0 {
-			return errs.UpstreamUnverifiedEventShape
-		}
-		client, ok := d.mapName(name)
-		if !ok {
-			return errs.UpstreamUnverifiedEventShape // a tool that was never advertised
+		var client string
+		if len(name) > 0 {
+			var ok bool
+			if client, ok = d.mapName(name); !ok {
+				return errs.UpstreamUnverifiedEventShape // a tool that was never advertised
+			}
 		}
 		gi := len(d.calls)
 		c = &callAcc{index: gi, upIdx: idx, hasUpIdx: hasIdx, id: id, group: string(group), upName: string(name), name: client}
@@ -1073,15 +1242,22 @@ func (d *decoder) toolEntry(span []byte, pos int, dataGroup []byte) errs.Code {
 	if d.outBytes+len(args) > d.cfg.maxOutput {
 		return errs.UpstreamOutputTooLarge
 	}
-	if !first && len(args) == 0 {
-		return ""
-	}
 	d.outBytes += len(args)
 	d.argBytes += len(args)
 	c.args = append(c.args, args...)
-	delta := &chat.ToolCallDelta{Index: c.index, UpstreamID: c.id, UpstreamGroupID: c.group, ArgumentsFragment: string(args)}
-	if first {
-		delta.Name = c.name
+	if c.name == "" {
+		return "" // held until the upstream names the call
+	}
+	frag := args
+	switch {
+	case !c.announced:
+		frag = c.args // the first delta carries the name and every fragment held so far
+	case len(args) == 0:
+		return ""
+	}
+	delta := &chat.ToolCallDelta{Index: c.index, UpstreamID: c.id, UpstreamGroupID: c.group, ArgumentsFragment: string(frag)}
+	if !c.announced {
+		delta.Name, c.announced = c.name, true
 	}
 	d.deltas = append(d.deltas, chat.Event{Kind: chat.EventToolCall, ToolCall: delta})
 	return ""

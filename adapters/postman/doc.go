@@ -18,21 +18,36 @@
 // parameters}]}} when tools are advertised, clientKBTerms {native:[]},
 // mandatoryContext.workspaceId from the configuration, selectedContext [],
 // backgroundContext [] and devModeOptions {selectedModel (the model mapping's
-// upstream enum), isParallelToolCallingSupported (tools && parallel_tool_calls),
-// autoRun (tools && tool_choice != none), supportsAskUser,
-// supportsActionRecommendations and useThinkingModeIfAvailable false}.
+// upstream enum), isParallelToolCallingSupported (tools && Config.Parallel:
+// POSTMAN_PARALLEL_TOOL_CALLS when set, else false on web_session and the
+// client's parallel_tool_calls on access_token), autoRun (tools && tool_choice
+// != none), supportsAskUser, supportsActionRecommendations and
+// useThinkingModeIfAvailable false}. No seedingMessages, no priming turns.
+//
+// Before anything is sent: more tools than POSTMAN_MAX_TOOLS_UPSTREAM (default
+// 20) is unsupported_parameter (param "tools"), and a query longer than
+// POSTMAN_MAX_QUERY_CHARS UTF-16 code units (default 10000, counted like
+// JavaScript's String.length) is upstream_query_too_long (param "messages");
+// both name the numbers only, never content (PublicParam/PublicDetail).
 //
 // A continuation (TOOL_RESPONSE) keeps that envelope and replaces input with
 // {chatType TOOL_RESPONSE, query "", conversationId <stored>, product, useCase
-// null} plus, for access_token, either toolCallGroupId + toolResponses[{toolCallId,
-// content, toolResponseSummary "Result for <name>", toolResponseStatus SUCCESS}]
-// (the upstream sent a group id) or the singular flat toolCallId, toolResponse,
-// toolResponseSummary (one ungrouped call); for web_session the flat form
-// toolCallGroupId (omitted when the upstream sent none), toolCallId (the first
-// call), toolResponse (the content of one result, or the JSON string
-// [{"toolCallId","status":"SUCCESS","content"}] for several), toolResponseSummary
-// ("Result for <name>" for one, "N tool calls completed" for several) and
-// toolResponseStatus SUCCESS.
+// null, agent null, startedFrom CHAT_INPUT} plus a form that follows the
+// request's parallel flag (docs/UPSTREAM.md):
+//
+//   - flag on (both strategies): toolCallGroupId (when the upstream sent one) +
+//     toolResponse "" + toolResponses[{toolCallId, content, toolResponseSummary
+//     "Result for <name>", toolResponseStatus SUCCESS}]; on access_token
+//     several results without a group id are refused (design CORRELATION §6);
+//   - flag off, access_token: the singular flat toolCallGroupId (when known),
+//     toolCallId, toolResponse, toolResponseSummary for one result, else the
+//     grouped form above;
+//   - flag off, web_session: the flat form toolCallGroupId (omitted when the
+//     upstream sent none), toolCallId (the first call), toolResponse (the
+//     content of one result, or the JSON string
+//     [{"toolCallId","status":"SUCCESS","content"}] for several),
+//     toolResponseSummary ("Result for <name>" for one, "N tool calls
+//     completed" for several) and toolResponseStatus SUCCESS.
 //
 // # Transcript format (input.query)
 //
@@ -75,7 +90,9 @@
 //	lost after the request was written    upstream_connection_lost (not ErrNotSent)
 //
 //	[DONE] (exact payload)                completion evidence; data after it: upstream_data_after_done
-//	conversation                          EventConversation (first id; a different second id fails)
+//	done ({"eventType":"done"})           web_session after output: completion evidence like [DONE];
+//	                                      before output: upstream_empty_stream; access_token: metadata
+//	conversation                          metadata; must name its conversation (see below)
 //	textChunk                             EventText (data.textContent)
 //	thinkingChunk, thinkingComplete, ping, info, planningChunk, progressUpdate,
 //	todoChunk, streamingFormat, notification, usageUpdate   ignored (metadata)
@@ -111,12 +128,22 @@
 //     counts must be non-negative integers. A usage event without token fields
 //     still counts for the terminal rule but emits no EventUsage.
 //   - An empty textChunk is metadata: it is not output and emits nothing.
-//   - Conversation and tool ids must be 1–256 bytes of visible ASCII. Only the
-//     conversation event sets the conversation id.
+//   - Conversation and tool ids must be 1–256 bytes of visible ASCII. The
+//     conversation id is read on any event from conversationId,
+//     conversation_id, metadata.conversationId of the event and of its data,
+//     data.conversation.id, data.conversation.conversationId and, on a
+//     conversation event, data.id. A new id is emitted once as
+//     EventConversation; a second, different id (also one different from the
+//     stored id a continuation was sent to) is an unverified shape.
 //   - Tool calls are resolved by explicit index, then id, then (without both)
 //     position in the chunk. A chunk that contradicts a call (another id,
 //     another name, another group id) is an unverified shape; the name is
-//     emitted once, on the first delta, mapped to the client's name. Object
+//     emitted once, on the first delta, mapped to the client's name. A call
+//     whose first chunk has no name is held (its fragments accumulate) until a
+//     later chunk of the same call names it; its first delta then carries the
+//     name and every fragment so far. A call still unnamed when the stream ends
+//     ([DONE], a done event or EOF) is an unverified shape; a call whose
+//     arguments are empty when it ends gets "{}" as one last fragment. Object
 //     arguments are taken as their raw JSON text. An upstream id starting with
 //     InternalIDPrefix is refused so that it can never collide with an internal
 //     id. At most 256 calls per response (upstream_output_too_large beyond).

@@ -159,16 +159,33 @@ func checkDeltas(t *testing.T, events []chat.Event, calls []postman.ToolCall) {
 	}
 }
 
-func TestToolLoopWebSessionPackedContinuation(t *testing.T) {
+// With POSTMAN_PARALLEL_TOOL_CALLS=true a web_session group of two calls is
+// answered with the array form, which the emulator (pairing enforced) accepts;
+// a flat answer would have been repeated.
+func TestToolLoopWebSessionParallelGroupedContinuation(t *testing.T) {
 	t.Parallel()
 	is := is.New(t)
 	emu := startEmu(t)
-	text := toolLoop(t, emu, webClient(t, emu, nil), true, false)
+	text := toolLoop(t, emu, webClient(t, emu, []string{"POSTMAN_PARALLEL_TOOL_CALLS", "true"}), true, false)
 	is.True(strings.HasPrefix(text, "Tool results received: get_weather=result get_weather; get_time=result get_time")) // every result reached the upstream
 	for _, r := range emu.Requests() {
 		if r.ChatType == emulator.KindToolResponse {
-			is.True(strings.Contains(string(r.Body), `"toolResponseSummary":"2 tool calls completed"`)) // several results are packed
+			is.True(strings.Contains(string(r.Body), `"toolResponses":[`)) // the array form
 		}
+	}
+	is.Equal(emu.Count(emulator.KindRepeatedGroup), 0) // no group was left unanswered
+}
+
+// By default web_session sends the parallel flag off: one call per round,
+// answered flat.
+func TestWebSessionParallelCallingIsOffByDefault(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	emu := startEmu(t)
+	text := toolLoop(t, emu, webClient(t, emu, nil), false, false)
+	is.True(strings.HasPrefix(text, "Tool results received: get_weather=result get_weather; get_weather=result get_weather"))
+	for _, r := range emu.Requests() {
+		is.True(strings.Contains(string(r.Body), `"isParallelToolCallingSupported":false`)) // the flag is off on every request
 	}
 }
 

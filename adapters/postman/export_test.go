@@ -41,6 +41,14 @@ func NewReaderStream(r io.Reader, c ReaderConfig) *Stream {
 	})
 }
 
+// NewReaderStreamIn is NewReaderStream for a continuation sent to convID.
+func NewReaderStreamIn(r io.Reader, c ReaderConfig, convID string) *Stream {
+	s := NewReaderStream(r, c)
+	s.d.convID = convID
+	s.d.cfg.convID = convID
+	return s
+}
+
 // WithClock sets the clock used to read Retry-After dates.
 func WithClock(now func() time.Time) Option { return withClock(now) }
 
@@ -52,7 +60,7 @@ var ParseRetryAfter = parseRetryAfter
 // buffer is bounded by the Splitter itself.
 func Footprint(s *Stream) int {
 	d := s.d
-	n := cap(d.buf) + cap(d.kbuf) + cap(d.tbuf) + cap(d.lbuf) + cap(d.sbuf)
+	n := cap(d.buf) + cap(d.kbuf) + cap(d.tbuf) + cap(d.lbuf) + cap(d.sbuf) + cap(d.cbuf)
 	for _, c := range d.calls {
 		n += cap(c.args)
 	}

@@ -59,15 +59,23 @@ func completionProvable(input []byte, rule completion.Rule) bool {
 	if dones == 1 && string(last) == "[DONE]" {
 		return true // the explicit end: every rule
 	}
-	if rule != completion.RuleUsageAfterOutput || dones != 0 {
+	if !rule.Web() || dones != 0 {
 		return false
 	}
-	// usage_after_output_v1: the last event is a usage event after some output.
 	var env struct {
 		EventType string `json:"eventType"`
 		Type      string `json:"type"`
 	}
-	if json.Unmarshal(last, &env) != nil || (env.EventType != "usage" && (env.EventType != "" || env.Type != "usage")) {
+	if json.Unmarshal(last, &env) != nil {
+		return false
+	}
+	typ := env.EventType
+	if typ == "" {
+		typ = env.Type
+	}
+	// web_session: the last event is a done event after some output, or
+	// (usage_after_output_v1) a usage event after some output.
+	if typ != "done" && (rule != completion.RuleUsageAfterOutput || typ != "usage") {
 		return false
 	}
 	for _, p := range data[:len(data)-1] {

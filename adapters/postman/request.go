@@ -3,6 +3,7 @@ package postman
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -55,7 +56,10 @@ type wireGroupedInput struct {
 	ConversationID  string              `json:"conversationId"`
 	Product         string              `json:"product"`
 	UseCase         *string             `json:"useCase"`
-	ToolCallGroupID string              `json:"toolCallGroupId"`
+	Agent           *string             `json:"agent"`
+	StartedFrom     string              `json:"startedFrom"`
+	ToolCallGroupID string              `json:"toolCallGroupId,omitempty"`
+	ToolResponse    string              `json:"toolResponse"`
 	ToolResponses   []wireGroupedResult `json:"toolResponses"`
 }
 
@@ -74,6 +78,9 @@ type wireFlatInput struct {
 	ConversationID      string  `json:"conversationId"`
 	Product             string  `json:"product"`
 	UseCase             *string `json:"useCase"`
+	Agent               *string `json:"agent"`
+	StartedFrom         string  `json:"startedFrom"`
+	ToolCallGroupID     string  `json:"toolCallGroupId,omitempty"`
 	ToolCallID          string  `json:"toolCallId"`
 	ToolResponse        string  `json:"toolResponse"`
 	ToolResponseSummary string  `json:"toolResponseSummary"`
@@ -86,6 +93,8 @@ type wireWebInput struct {
 	ConversationID      string  `json:"conversationId"`
 	Product             string  `json:"product"`
 	UseCase             *string `json:"useCase"`
+	Agent               *string `json:"agent"`
+	StartedFrom         string  `json:"startedFrom"`
 	ToolCallGroupID     string  `json:"toolCallGroupId,omitempty"`
 	ToolCallID          string  `json:"toolCallId"`
 	ToolResponse        string  `json:"toolResponse"`
@@ -153,7 +162,13 @@ func BuildBody(cfg pmconfig.Config, req ports.UpstreamRequest) ([]byte, error) {
 	if len(req.Chat.Tools) > cfg.MaxTools {
 		return nil, notSent(errs.Newf(errs.InvalidRequest, "%d tools exceed MAX_TOOLS", safeInt(len(req.Chat.Tools))))
 	}
+	if n := len(req.Chat.Tools); n > cfg.MaxToolsUpstream {
+		detail := fmt.Sprintf("%d tools are more than the upstream accepts (POSTMAN_MAX_TOOLS_UPSTREAM is %d).", n, cfg.MaxToolsUpstream)
+		return nil, notSent(refusal(errs.Newf(errs.UnsupportedParameter, "%d tools exceed POSTMAN_MAX_TOOLS_UPSTREAM %d",
+			safeInt(n), safeInt(cfg.MaxToolsUpstream)), "tools", detail))
+	}
 	tools := len(req.Chat.Tools) > 0
+	parallel := tools && cfg.Parallel(req.Chat.ParallelToolCalls)
 	body := wireBody{
 		Platform:          platformWeb,
 		ClientTools:       wireClientTools{Native: []struct{}{}},
@@ -163,7 +178,7 @@ func BuildBody(cfg pmconfig.Config, req ports.UpstreamRequest) ([]byte, error) {
 		BackgroundContext: []struct{}{},
 		DevModeOptions: wireDevModeOption{
 			SelectedModel:                  m.Upstream,
-			IsParallelToolCallingSupported: tools && req.Chat.ParallelToolCalls,
+			IsParallelToolCallingSupported: parallel,
 			AutoRun:                        tools && req.Chat.ToolChoice.Mode != chat.ToolChoiceNone,
 		},
 	}
@@ -184,15 +199,21 @@ func BuildBody(cfg pmconfig.Config, req ports.UpstreamRequest) ([]byte, error) {
 	}
 
 	if req.Continuation == nil {
+		q := Transcript(req.Chat.Messages)
+		if n := QueryChars(q); n > cfg.MaxQueryChars {
+			detail := fmt.Sprintf("the upstream query would be %d characters (UTF-16 code units); POSTMAN_MAX_QUERY_CHARS is %d.", n, cfg.MaxQueryChars)
+			return nil, notSent(refusal(errs.Newf(errs.UpstreamQueryTooLong, "the query has %d UTF-16 code units, POSTMAN_MAX_QUERY_CHARS is %d",
+				safeInt(n), safeInt(cfg.MaxQueryChars)), "messages", detail))
+		}
 		body.Input = wireQueryInput{
 			ChatType:     chatTypeUserQuery,
-			Query:        Transcript(req.Chat.Messages),
+			Query:        q,
 			Product:      productWorkspace,
 			StartedFrom:  startedFromChatInput,
 			ToolResponse: "",
 		}
 	} else {
-		in, err := continuationInput(cfg, *req.Continuation)
+		in, err := continuationInput(cfg, *req.Continuation, parallel)
 		if err != nil {
 			return nil, notSent(err)
 		}
@@ -211,8 +232,25 @@ func BuildBody(cfg pmconfig.Config, req ports.UpstreamRequest) ([]byte, error) {
 	return raw, nil
 }
 
-// continuationInput builds the TOOL_RESPONSE input of a strategy.
-func continuationInput(cfg pmconfig.Config, c ports.Continuation) (any, error) {
+// QueryChars is the length of an input.query as the service counts it: UTF-16
+// code units, like JavaScript's String.length (a character outside the Basic
+// Multilingual Plane counts twice).
+func QueryChars(q string) int {
+	n := 0
+	for _, r := range q {
+		if r >= 0x10000 {
+			n += 2
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// continuationInput builds the TOOL_RESPONSE input of a strategy. parallel is
+// the request's isParallelToolCallingSupported: the continuation form follows
+// it (docs/UPSTREAM.md).
+func continuationInput(cfg pmconfig.Config, c ports.Continuation, parallel bool) (any, error) {
 	if c.ConversationID == "" {
 		return nil, errs.Newf(errs.InvalidRequest, "a continuation needs the stored conversation id")
 	}
@@ -229,35 +267,44 @@ func continuationInput(cfg pmconfig.Config, c ports.Continuation) (any, error) {
 				safeInt(i+1), safeInt(len(r.Content)), safeInt(cfg.MaxToolResultBytes))
 		}
 	}
-	if cfg.Strategy == pmconfig.StrategyWebSession {
+	switch {
+	case cfg.Strategy == pmconfig.StrategyWebSession && parallel:
+		return groupedContinuation(c), nil
+	case cfg.Strategy == pmconfig.StrategyWebSession:
 		return webContinuation(c)
+	case !parallel && len(c.Results) == 1:
+		return flatContinuation(c), nil
 	}
 	return tokenContinuation(c)
 }
 
-// tokenContinuation is design CORRELATION §6: grouped when the upstream sent a
-// group id, the singular flat form for one ungrouped call.
-func tokenContinuation(c ports.Continuation) (any, error) {
-	if c.UpstreamGroupID == "" {
-		if len(c.Results) != 1 {
-			return nil, errs.Newf(errs.InvalidRequest, "%d ungrouped results; only one ungrouped call can be answered", safeInt(len(c.Results)))
-		}
-		r := c.Results[0]
-		return wireFlatInput{
-			ChatType:            chatTypeToolResponse,
-			Query:               "",
-			ConversationID:      c.ConversationID,
-			Product:             productWorkspace,
-			ToolCallID:          r.UpstreamCallID,
-			ToolResponse:        r.Content,
-			ToolResponseSummary: summaryFor(r.OriginalName),
-		}, nil
+// flatContinuation is the singular flat form of one result, with the group id
+// when the upstream sent one.
+func flatContinuation(c ports.Continuation) wireFlatInput {
+	r := c.Results[0]
+	return wireFlatInput{
+		ChatType:            chatTypeToolResponse,
+		Query:               "",
+		ConversationID:      c.ConversationID,
+		Product:             productWorkspace,
+		StartedFrom:         startedFromChatInput,
+		ToolCallGroupID:     c.UpstreamGroupID,
+		ToolCallID:          r.UpstreamCallID,
+		ToolResponse:        r.Content,
+		ToolResponseSummary: summaryFor(r.OriginalName),
 	}
+}
+
+// groupedContinuation is the array form toolResponses[{toolCallId, content,
+// toolResponseSummary, toolResponseStatus}], with the group id when the
+// upstream sent one.
+func groupedContinuation(c ports.Continuation) wireGroupedInput {
 	in := wireGroupedInput{
 		ChatType:        chatTypeToolResponse,
 		Query:           "",
 		ConversationID:  c.ConversationID,
 		Product:         productWorkspace,
+		StartedFrom:     startedFromChatInput,
 		ToolCallGroupID: c.UpstreamGroupID,
 		ToolResponses:   make([]wireGroupedResult, 0, len(c.Results)),
 	}
@@ -269,7 +316,19 @@ func tokenContinuation(c ports.Continuation) (any, error) {
 			ToolResponseStatus:  statusSuccess,
 		})
 	}
-	return in, nil
+	return in
+}
+
+// tokenContinuation is design CORRELATION §6: grouped when the upstream sent a
+// group id, the singular flat form for one ungrouped call.
+func tokenContinuation(c ports.Continuation) (any, error) {
+	if c.UpstreamGroupID == "" {
+		if len(c.Results) != 1 {
+			return nil, errs.Newf(errs.InvalidRequest, "%d ungrouped results; only one ungrouped call can be answered", safeInt(len(c.Results)))
+		}
+		return flatContinuation(c), nil
+	}
+	return groupedContinuation(c), nil
 }
 
 // webContinuation is the web_session flat form: one result as plain content,
@@ -280,6 +339,7 @@ func webContinuation(c ports.Continuation) (any, error) {
 		Query:              "",
 		ConversationID:     c.ConversationID,
 		Product:            productWorkspace,
+		StartedFrom:        startedFromChatInput,
 		ToolCallGroupID:    c.UpstreamGroupID,
 		ToolCallID:         c.Results[0].UpstreamCallID,
 		ToolResponseStatus: statusSuccess,

@@ -72,6 +72,8 @@ func TestQueryBodiesMatchGolden(t *testing.T) {
 		{"query_transcript", tokenConfig(t), ports.UpstreamRequest{Chat: chat.Request{Model: publicModel, Messages: transcriptMessages(), ParallelToolCalls: true}}},
 		{"query_tools_parallel_auto", webConfig(t), toolRequest("weather?", true)},
 		{"query_tools_parallel_false", webConfig(t), toolRequest("weather?", false)},
+		{"query_tools_parallel_setting_web", webConfig(t, pmconfig.EnvParallelTools, "true"), toolRequest("weather?", false)},
+		{"query_tools_parallel_client_token", tokenConfig(t), toolRequest("weather?", true)},
 		{"query_tools_choice_none", webConfig(t), func() ports.UpstreamRequest {
 			r := toolRequest("weather?", true)
 			r.Chat.ToolChoice = chat.ToolChoice{Mode: chat.ToolChoiceNone}
@@ -120,6 +122,8 @@ func TestContinuationBodiesMatchGolden(t *testing.T) {
 		{"continuation_web_single", webConfig(t), continuation("grp-1", 1)},
 		{"continuation_web_packed", webConfig(t), continuation("grp-1", 2)},
 		{"continuation_web_ungrouped", webConfig(t), continuation("", 1)},
+		{"continuation_web_parallel_grouped", webConfig(t, pmconfig.EnvParallelTools, "true"), continuation("grp-1", 2)},
+		{"continuation_token_serial_flat_grouped", tokenConfig(t, pmconfig.EnvParallelTools, "false"), continuation("grp-1", 1)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -279,4 +283,130 @@ func TestTooManyToolsAndBadSchemaAreRefused(t *testing.T) {
 	_, err = postman.BuildBody(tokenConfig(t), req)
 	is.True(errs.Has(err, errs.InvalidRequest)) // a schema that is not JSON
 	is.True(errors.Is(err, ports.ErrNotSent))   // refused before sending
+}
+
+// publicDetail is what the HTTP layer reads of a refusal.
+type publicDetail interface {
+	PublicParam() string
+	PublicDetail() string
+}
+
+func TestMoreToolsThanTheUpstreamAcceptsAreRefusedBeforeSending(t *testing.T) {
+	is := is.New(t)
+	tools := make([]chat.Tool, 21)
+	for i := range tools {
+		tools[i] = chat.Tool{Name: "t" + strconv.Itoa(i)}
+	}
+	for _, cfg := range []pmconfig.Config{webConfig(t), tokenConfig(t)} {
+		req := userText("x")
+		req.Chat.Tools = tools[:20]
+		_, err := postman.BuildBody(cfg, req)
+		is.NoErr(err) // 20 tools, the default POSTMAN_MAX_TOOLS_UPSTREAM, are sent
+		req.Chat.Tools = tools
+		_, err = postman.BuildBody(cfg, req)
+		is.Equal(errs.CodeOf(err), errs.UnsupportedParameter) // 21 are refused
+		is.True(errors.Is(err, ports.ErrNotSent))             // before anything is sent
+		var pd publicDetail
+		is.True(errors.As(err, &pd))                                               // with a public param and detail
+		is.Equal(pd.PublicParam(), "tools")                                        // naming the tools
+		is.True(strings.Contains(pd.PublicDetail(), "21 tools"))                   // the count
+		is.True(strings.Contains(pd.PublicDetail(), "20"))                         // and the limit
+		is.True(strings.Contains(pd.PublicDetail(), "POSTMAN_MAX_TOOLS_UPSTREAM")) // and the setting
+	}
+	req := userText("x")
+	req.Chat.Tools = tools
+	_, err := postman.BuildBody(webConfig(t, pmconfig.EnvMaxToolsUpstream, "21"), req)
+	is.NoErr(err) // the setting raises the limit
+}
+
+func TestQueryLengthIsCountedInUTF16AndCappedBeforeSending(t *testing.T) {
+	is := is.New(t)
+	is.Equal(postman.QueryChars("abc"), 3)
+	is.Equal(postman.QueryChars("é"), 1)   // one BMP character, two UTF-8 bytes
+	is.Equal(postman.QueryChars("😀"), 2)   // outside the BMP: a surrogate pair
+	is.Equal(postman.QueryChars("a😀b"), 4) // like JavaScript's "a😀b".length
+	for _, cfg := range []pmconfig.Config{webConfig(t), tokenConfig(t)} {
+		_, err := postman.BuildBody(cfg, userText(strings.Repeat("x", 10000)))
+		is.NoErr(err) // exactly POSTMAN_MAX_QUERY_CHARS is sent
+		_, err = postman.BuildBody(cfg, userText(strings.Repeat("x", 9999)+"😀"))
+		is.Equal(errs.CodeOf(err), errs.UpstreamQueryTooLong) // 10,001 code units are refused although 9,999 + 1 runes
+		is.True(errors.Is(err, ports.ErrNotSent))             // before anything is sent
+		var pd publicDetail
+		is.True(errors.As(err, &pd))                          // with a public param and detail
+		is.Equal(pd.PublicParam(), "messages")                // naming the messages
+		is.True(strings.Contains(pd.PublicDetail(), "10001")) // the size
+		is.True(strings.Contains(pd.PublicDetail(), "10000")) // and the limit
+		is.True(!strings.Contains(pd.PublicDetail(), "xxxx")) // never the content
+		is.True(!strings.Contains(errs.Redact(err), "xxxx"))  // not even in logs
+	}
+	// The transcript of a longer conversation counts as a whole.
+	_, err := postman.BuildBody(webConfig(t, pmconfig.EnvMaxQueryChars, "20"), ports.UpstreamRequest{Chat: chat.Request{Model: publicModel, Messages: transcriptMessages()}})
+	is.Equal(errs.CodeOf(err), errs.UpstreamQueryTooLong) // the whole transcript is the query
+	// A continuation carries no query: its results are never capped by it.
+	req := toolRequest("x", false)
+	req.Continuation = continuation("grp-1", 1)
+	req.Continuation.Results[0].Content = strings.Repeat("r", 50000)
+	_, err = postman.BuildBody(webConfig(t), req)
+	is.NoErr(err) // a long tool result travels in toolResponse
+}
+
+func TestContinuationsCarryAgentAndStartedFromLikeFirstTurns(t *testing.T) {
+	is := is.New(t)
+	for _, c := range []struct {
+		cfg  pmconfig.Config
+		cont *ports.Continuation
+	}{
+		{webConfig(t), continuation("grp-1", 1)},
+		{webConfig(t), continuation("grp-1", 2)},
+		{webConfig(t, pmconfig.EnvParallelTools, "true"), continuation("grp-1", 2)},
+		{tokenConfig(t), continuation("grp-1", 2)},
+		{tokenConfig(t), continuation("", 1)},
+	} {
+		req := toolRequest("x", true)
+		req.Continuation = c.cont
+		body, err := postman.BuildBody(c.cfg, req)
+		is.NoErr(err)
+		var b struct {
+			Input map[string]json.RawMessage `json:"input"`
+		}
+		is.NoErr(json.Unmarshal(body, &b))
+		agent, ok := b.Input["agent"]
+		is.True(ok)                                              // agent is present
+		is.Equal(string(agent), "null")                          // and null
+		is.Equal(string(b.Input["startedFrom"]), `"CHAT_INPUT"`) // startedFrom as on a first turn
+		is.Equal(string(b.Input["conversationId"]), `"conv-1"`)  // the stored conversation id
+		_, seeded := b.Input["seedingMessages"]
+		is.True(!seeded) // never seeding messages
+	}
+}
+
+func TestParallelFlagChoosesTheContinuationForm(t *testing.T) {
+	is := is.New(t)
+	form := func(cfg pmconfig.Config, parallel bool, cont *ports.Continuation) (string, bool) {
+		req := toolRequest("x", parallel)
+		req.Continuation = cont
+		body, err := postman.BuildBody(cfg, req)
+		is.NoErr(err)
+		var b struct {
+			Input          map[string]json.RawMessage `json:"input"`
+			DevModeOptions struct {
+				Parallel bool `json:"isParallelToolCallingSupported"`
+			} `json:"devModeOptions"`
+		}
+		is.NoErr(json.Unmarshal(body, &b))
+		if _, ok := b.Input["toolResponses"]; ok {
+			return "grouped", b.DevModeOptions.Parallel
+		}
+		return "flat", b.DevModeOptions.Parallel
+	}
+	f, p := form(webConfig(t), true, continuation("grp-1", 2))
+	is.Equal([2]any{f, p}, [2]any{"flat", false}) // web_session default: flag off, flat form, whatever the client asks
+	f, p = form(webConfig(t, pmconfig.EnvParallelTools, "true"), false, continuation("grp-1", 2))
+	is.Equal([2]any{f, p}, [2]any{"grouped", true}) // web_session with the setting on: the array form
+	f, p = form(tokenConfig(t), true, continuation("grp-1", 1))
+	is.Equal([2]any{f, p}, [2]any{"grouped", true}) // access_token: the client's flag, grouped when on
+	f, p = form(tokenConfig(t), false, continuation("grp-1", 1))
+	is.Equal([2]any{f, p}, [2]any{"flat", false}) // access_token with the client's flag off: flat
+	f, p = form(tokenConfig(t, pmconfig.EnvParallelTools, "false"), true, continuation("grp-1", 1))
+	is.Equal([2]any{f, p}, [2]any{"flat", false}) // the setting wins over the client
 }

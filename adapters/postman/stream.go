@@ -30,6 +30,8 @@ type Stream struct {
 	stop     func() bool       // stops the watch of lastCtx
 	closed   bool
 	logged   bool
+	onEnd    func(StreamSummary) // nil unless OnStreamEnd was given
+	chatType string              // input.chatType of the request
 }
 
 // ToolCall is one complete upstream tool call of a completed stream: the
@@ -159,6 +161,9 @@ func (s *Stream) finished() {
 		attrs = append(attrs, slog.Bool("model_match", s.d.labelMatch))
 	}
 	s.log.LogAttrs(context.Background(), level, msg, attrs...)
+	if s.onEnd != nil {
+		s.onEnd(s.d.summary(s.chatType))
+	}
 }
 
 // Close releases the connection; it is safe to call more than once. Closing a

@@ -48,7 +48,13 @@ func TestClients(t *testing.T) {
 	for _, st := range strategies {
 		t.Run(st, func(t *testing.T) {
 			t.Parallel()
-			s := serve(t, st, nil)
+			// The suites include a parallel two-tool group on both strategies;
+			// web_session asks for parallel calls only with the setting on.
+			var extra map[string]string
+			if st == "web_session" {
+				extra = map[string]string{"POSTMAN_PARALLEL_TOOL_CALLS": "true"}
+			}
+			s := serve(t, st, extra)
 			obs := newClientObserver(t, s)
 			t.Run("openai-go", func(t *testing.T) { goClientScenarios(t, s) })
 			for _, suite := range []struct{ client, file string }{

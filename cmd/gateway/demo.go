@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"pmgate/adapters/emulator"
@@ -39,17 +41,22 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 	fs.SetOutput(io.Discard)
 	strategy := fs.String("strategy", "web_session", "upstream strategy: web_session or access_token")
 	port := fs.String("port", "8788", "gateway port (0 picks a free one)")
+	profile := fs.String("profile", emulator.ProfileStrict, "emulator profile: "+strings.Join(emulator.Profiles(), ", "))
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if *strategy != "web_session" && *strategy != "access_token" {
 		return fmt.Errorf("%w: --strategy must be web_session or access_token", errUsage)
 	}
+	limits, err := upstreamLimits(getenv)
+	if err != nil {
+		return err
+	}
 	// The emulator's credentials are fake and local to this process; the gateway
 	// holds them exactly as it would hold real ones.
 	cookie, token := randomHex(24), randomHex(24)
-	emu, err := emulator.Start(ctx, emulator.Config{WorkspaceID: demoWorkspace, Subdomain: demoSubdomain,
-		SessionCookie: cookie, AccessToken: token, Models: map[string]string{demoEnum: demoEnum}})
+	emu, err := startEmulator(ctx, emulator.Config{WorkspaceID: demoWorkspace, Subdomain: demoSubdomain,
+		SessionCookie: cookie, AccessToken: token, Models: map[string]string{demoEnum: demoEnum}}, *profile, limits)
 	if err != nil {
 		return err
 	}
@@ -58,6 +65,12 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 		"PROVIDER_PORT": *port, "PROVIDER_API_KEY": "sk-pmgate-demo-" + randomHex(16), "PROVIDER_MODELS": demoModel,
 		"POSTMAN_TRANSPORT_STRATEGY": *strategy, "POSTMAN_WORKSPACE_ID": demoWorkspace,
 		"POSTMAN_MODEL_MAP": demoModel + "=" + demoEnum, "LOG_FORMAT": "text",
+	}
+	// The upstream constraints an owner may set are honoured by both sides.
+	for _, k := range limitSettings {
+		if v := getenv(k); v != "" {
+			env[k] = v
+		}
 	}
 	if *strategy == "web_session" {
 		env["POSTMAN_SESSION_COOKIE"], env["POSTMAN_WORKSPACE_SUBDOMAIN"] = cookie, demoSubdomain
@@ -82,7 +95,56 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	printDemo(stdout, "http://"+gw.addr()+"/v1", cfg.apiKey, *strategy, emu.Origin())
+	if *profile != emulator.ProfileStrict {
+		fmt.Fprintf(stdout, "\nEmulator profile %q: its streams show what the public projects report; the default completion rules may refuse them.\n", *profile)
+	}
 	return gw.wait(ctx)
+}
+
+// limitSettings are the upstream constraints `demo` and `emulator` honour on
+// both sides (the gateway refuses before sending, the emulator like the
+// service).
+var limitSettings = []string{"POSTMAN_MAX_QUERY_CHARS", "POSTMAN_MAX_TOOLS_UPSTREAM", "POSTMAN_PARALLEL_TOOL_CALLS"}
+
+// emulatorLimits are the emulator's service constraints taken from the
+// environment; zero keeps the emulator's default.
+type emulatorLimits struct{ queryChars, tools int }
+
+// upstreamLimits reads POSTMAN_MAX_QUERY_CHARS and POSTMAN_MAX_TOOLS_UPSTREAM
+// with the gateway's own rules (pmconfig), so both sides share one limit.
+func upstreamLimits(getenv func(string) string) (emulatorLimits, error) {
+	var l emulatorLimits
+	for _, v := range []struct {
+		name   string
+		dst    *int
+		lo, hi int
+	}{
+		{"POSTMAN_MAX_QUERY_CHARS", &l.queryChars, 1, 1000000},
+		{"POSTMAN_MAX_TOOLS_UPSTREAM", &l.tools, 0, 256},
+	} {
+		raw := getenv(v.name)
+		if raw == "" {
+			continue
+		}
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < v.lo || n > v.hi || strings.TrimSpace(raw) != raw || strings.HasPrefix(raw, "+") {
+			return l, errs.Newf(errs.ConfigInvalid, "%s: must be a decimal integer from %d to %d", v.name, v.lo, v.hi)
+		}
+		*v.dst = n
+	}
+	return l, nil
+}
+
+// startEmulator starts the emulator with a profile and the owner's limits.
+func startEmulator(ctx context.Context, cfg emulator.Config, profile string, l emulatorLimits) (*emulator.Server, error) {
+	if !slices.Contains(emulator.Profiles(), profile) {
+		return nil, fmt.Errorf("%w: --profile must be one of %s", errUsage, strings.Join(emulator.Profiles(), ", "))
+	}
+	cfg.Profile, cfg.MaxQueryChars = profile, l.queryChars
+	if l.tools > 0 {
+		cfg.MaxTools = l.tools
+	}
+	return emulator.Start(ctx, cfg)
 }
 
 func printDemo(w io.Writer, base, key, strategy, origin string) {
@@ -121,8 +183,13 @@ func runEmulator(ctx context.Context, args []string, getenv func(string) string,
 	addr := fs.String("addr", "127.0.0.1:8789", "listen address (loopback only)")
 	subdomain := fs.String("subdomain", demoSubdomain, "web-session subdomain the emulator accepts")
 	workspace := fs.String("workspace", demoWorkspace, "workspace id the emulator requires")
+	profile := fs.String("profile", emulator.ProfileStrict, "emulator profile: "+strings.Join(emulator.Profiles(), ", "))
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	limits, err := upstreamLimits(getenv)
+	if err != nil {
+		return err
 	}
 	cookie, token := getenv("EMULATOR_SESSION_COOKIE"), getenv("EMULATOR_ACCESS_TOKEN")
 	if cookie == "" {
@@ -131,8 +198,8 @@ func runEmulator(ctx context.Context, args []string, getenv func(string) string,
 	if token == "" {
 		token = randomHex(24)
 	}
-	emu, err := emulator.Start(ctx, emulator.Config{Addr: *addr, WorkspaceID: *workspace, Subdomain: *subdomain,
-		SessionCookie: cookie, AccessToken: token})
+	emu, err := startEmulator(ctx, emulator.Config{Addr: *addr, WorkspaceID: *workspace, Subdomain: *subdomain,
+		SessionCookie: cookie, AccessToken: token}, *profile, limits)
 	if err != nil {
 		return err
 	}
@@ -142,13 +209,14 @@ func runEmulator(ctx context.Context, args []string, getenv func(string) string,
 	fmt.Fprintf(stdout, `pmgate emulator (a fake Postman upstream; these credentials are its own, not real ones)
   origin     %s
   trust CA   %s   (e.g. SSL_CERT_FILE=%s)
+  profile    %s  (of %s; docs/UPSTREAM.md)
   scenarios  %s  (put "#scenario=NAME" in the user text)
 
 access_token gateway:
   POSTMAN_TRANSPORT_STRATEGY=access_token POSTMAN_ORIGIN=%s POSTMAN_ACCESS_TOKEN=%s POSTMAN_WORKSPACE_ID=%s
 web_session (needs a resolver or dialer mapping %s.postman.co to %s):
   POSTMAN_TRANSPORT_STRATEGY=web_session POSTMAN_WORKSPACE_SUBDOMAIN=%s POSTMAN_SESSION_COOKIE=%s POSTMAN_WORKSPACE_ID=%s
-`, emu.Origin(), emu.CAFile(), emu.CAFile(), strings.Join(scen, ", "), emu.Origin(), token, *workspace,
+`, emu.Origin(), emu.CAFile(), emu.CAFile(), *profile, strings.Join(emulator.Profiles(), ", "), strings.Join(scen, ", "), emu.Origin(), token, *workspace,
 		*subdomain, emu.Addr(), *subdomain, cookie, *workspace)
 	<-ctx.Done()
 	return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"regexp"
 	"strings"
@@ -17,11 +18,17 @@ import (
 // base URL and API key.
 func startDemo(t *testing.T, strategy string) (base, key string) {
 	t.Helper()
+	return startDemoWith(t, strategy, nil, nil)
+}
+
+// startDemoWith is startDemo with more flags and an environment.
+func startDemoWith(t *testing.T, strategy string, flags []string, env map[string]string) (base, key string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out, logs := &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"demo", "--port", "0", "--strategy", strategy}, func(string) string { return "" }, out, logs)
+		done <- run(ctx, append([]string{"demo", "--port", "0", "--strategy", strategy}, flags...), func(k string) string { return env[k] }, out, logs)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -127,4 +134,52 @@ func TestTheGoSDKRunsAToolLoopToItsFinalAnswer(t *testing.T) {
 			is.Equal(rounds, 2) // two tool rounds, then the answer
 		})
 	}
+}
+
+func TestTheDemoHonoursTheProfileAndTheQueryLimit(t *testing.T) {
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			is := is.New(t)
+			hello := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello observed")}
+
+			base, key := startDemoWith(t, st, []string{"--profile", "observed"}, nil)
+			client := openai.NewClient(option.WithBaseURL(base), option.WithAPIKey(key), option.WithMaxRetries(0))
+			_, err := client.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{Model: demoModel, Messages: hello})
+			var apiErr *openai.Error
+			is.True(errors.As(err, &apiErr)) // the observed streams cannot be proven complete by the default rules
+			want := "upstream_completion_ambiguous"
+			if st == "access_token" {
+				want = "upstream_incomplete_stream" // no [DONE]
+			}
+			is.Equal(apiErr.Code, want)
+
+			base, key = startDemoWith(t, st, nil, map[string]string{"POSTMAN_MAX_QUERY_CHARS": "20"})
+			client = openai.NewClient(option.WithBaseURL(base), option.WithAPIKey(key), option.WithMaxRetries(0))
+			_, err = client.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{Model: demoModel,
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(strings.Repeat("q", 21))}})
+			is.True(errors.As(err, &apiErr))
+			is.Equal(apiErr.StatusCode, 400)
+			is.Equal(apiErr.Code, "upstream_query_too_long")                                          // refused before sending
+			is.Equal(apiErr.Param, "messages")                                                        // naming the messages
+			is.True(strings.Contains(apiErr.Message, "21") && strings.Contains(apiErr.Message, "20")) // the size and the limit
+			c, err := client.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{Model: demoModel,
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(strings.Repeat("q", 20))}})
+			is.NoErr(err) // at the limit: sent
+			is.Equal(string(c.Choices[0].FinishReason), "stop")
+
+			base, key = startDemoWith(t, st, nil, map[string]string{"POSTMAN_MAX_QUERY_CHARS": "15000"})
+			client = openai.NewClient(option.WithBaseURL(base), option.WithAPIKey(key), option.WithMaxRetries(0))
+			_, err = client.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{Model: demoModel,
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(strings.Repeat("q", 12000))}})
+			is.NoErr(err) // a raised limit is honoured by the emulator too
+		})
+	}
+}
+
+func TestTheDemoRefusesAnUnknownProfile(t *testing.T) {
+	is := is.New(t)
+	err := run(t.Context(), []string{"demo", "--port", "0", "--profile", "lenient"}, func(string) string { return "" }, io.Discard, io.Discard)
+	is.True(errors.Is(err, errUsage)) // a usage error
+	err = run(t.Context(), []string{"emulator", "--addr", "127.0.0.1:0", "--profile", "nope"}, func(string) string { return "" }, io.Discard, io.Discard)
+	is.True(errors.Is(err, errUsage))
 }

@@ -87,42 +87,60 @@ func assistantAndResults(c completion, result func(name string) string) []msg {
 
 func sunny(name string) string { return "sunny for " + name }
 
+// parallelCases are the ways a client's parallel_tool_calls meets the
+// strategy's POSTMAN_PARALLEL_TOOL_CALLS: web_session asks for parallel calls
+// only with the setting on; access_token follows the client unless it is set.
+var parallelCases = []struct {
+	strategy string
+	client   bool
+	setting  string
+	want     int // calls per group
+}{
+	{"web_session", true, "", 1},
+	{"web_session", false, "", 1},
+	{"web_session", false, "true", 2},
+	{"access_token", true, "", 2},
+	{"access_token", false, "", 1},
+	{"access_token", true, "false", 1},
+}
+
 func TestTheToolLoopRunsToItsFinalAnswer(t *testing.T) {
-	for _, st := range strategies {
-		for _, parallel := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%s/parallel=%v", st, parallel), func(t *testing.T) {
-				is := is.New(t)
-				s := serve(t, st, nil)
-				history := []msg{{"role": "user", "content": "weather and time please #loop=2"}}
-				extra := fmt.Sprintf(`,"parallel_tool_calls":%v`, parallel)
-				status, c, e := turnResult(t, s, chatBody(t, testModel, history, toolsJSON, extra))
-				is.Equal(status, 200) // the first turn asks for tools
-				is.Equal(e.Error.Code, "")
-				for round := 1; ; round++ {
-					calls := c.Choices[0].Message.ToolCalls
-					is.Equal(c.Choices[0].FinishReason, "tool_calls")
-					if parallel {
-						is.Equal(len(calls), 2) // a parallel group of two
-					} else {
-						is.Equal(len(calls), 1) // one call at a time
-					}
-					for _, tc := range calls {
-						is.True(strings.HasPrefix(tc.ID, "call_pmn_"))           // public ids only
-						is.True(json.Valid([]byte(tc.Function.Arguments)))       // exact argument JSON
-						is.True(strings.Contains(tc.Function.Arguments, "city")) // from the schema
-					}
-					history = append(history, assistantAndResults(c, sunny)...)
-					status, c, e = turnResult(t, s, chatBody(t, testModel, history, toolsJSON, extra))
-					is.Equal(status, 200) // each continuation is accepted
-					if c.Choices[0].FinishReason == "stop" {
-						is.Equal(round, 2)                                                                // two rounds, then the answer
-						is.True(strings.Contains(*c.Choices[0].Message.Content, "sunny for get_weather")) // quoting the results
-						break
-					}
+	for _, pc := range parallelCases {
+		st, parallel := pc.strategy, pc.client
+		t.Run(fmt.Sprintf("%s/parallel=%v/setting=%q", st, parallel, pc.setting), func(t *testing.T) {
+			is := is.New(t)
+			var env map[string]string
+			if pc.setting != "" {
+				env = map[string]string{"POSTMAN_PARALLEL_TOOL_CALLS": pc.setting}
+			}
+			s := serve(t, st, env)
+			history := []msg{{"role": "user", "content": "weather and time please #loop=2"}}
+			extra := fmt.Sprintf(`,"parallel_tool_calls":%v`, parallel)
+			status, c, e := turnResult(t, s, chatBody(t, testModel, history, toolsJSON, extra))
+			is.Equal(status, 200) // the first turn asks for tools
+			is.Equal(e.Error.Code, "")
+			for round := 1; ; round++ {
+				calls := c.Choices[0].Message.ToolCalls
+				is.Equal(c.Choices[0].FinishReason, "tool_calls")
+				is.Equal(len(calls), pc.want) // a parallel group of two only when the flag is on
+				for _, tc := range calls {
+					is.True(strings.HasPrefix(tc.ID, "call_pmn_"))           // public ids only
+					is.True(json.Valid([]byte(tc.Function.Arguments)))       // exact argument JSON
+					is.True(strings.Contains(tc.Function.Arguments, "city")) // from the schema
 				}
-				is.Equal(s.emu.Count(emulator.KindToolResponse), 2) // exactly one TOOL_RESPONSE per round
-			})
-		}
+				history = append(history, assistantAndResults(c, sunny)...)
+				status, c, e = turnResult(t, s, chatBody(t, testModel, history, toolsJSON, extra))
+				is.Equal(status, 200) // each continuation is accepted
+				if c.Choices[0].FinishReason == "stop" {
+					is.Equal(round, 2)                                                                // two rounds, then the answer
+					is.True(strings.Contains(*c.Choices[0].Message.Content, "sunny for get_weather")) // quoting the results
+					break
+				}
+			}
+			is.Equal(s.emu.Count(emulator.KindToolResponse), 2)  // exactly one TOOL_RESPONSE per round
+			is.Equal(s.emu.Count(emulator.KindRepeatedGroup), 0) // every group was answered in the form its flag asks for
+			is.Equal(s.emu.Count(emulator.KindRejected), 0)      // and every body accepted
+		})
 	}
 }
 
@@ -140,7 +158,8 @@ func pending(t *testing.T, s *served, text string) (history []msg, cont []msg, c
 func TestEachValidationStepIsRefusedWithoutDispatch(t *testing.T) {
 	for _, st := range strategies {
 		t.Run(st, func(t *testing.T) {
-			s := serve(t, st, map[string]string{"PROVIDER_MODELS": testModel + ",other-model", "POSTMAN_MODEL_MAP": testModel + "=GPT_55,other-model=GPT_55"})
+			s := serve(t, st, map[string]string{"PROVIDER_MODELS": testModel + ",other-model", "POSTMAN_MODEL_MAP": testModel + "=GPT_55,other-model=GPT_55",
+				"POSTMAN_PARALLEL_TOOL_CALLS": "true"}) // groups of two calls on both strategies
 			_, cont, _ := pending(t, s, "first")
 			_, cont2, _ := pending(t, s, "second")
 			n := len(cont)
@@ -362,4 +381,26 @@ func raceContinuationsAs(key, body string, n int, gateways ...*served) map[strin
 	}
 	wg.Wait()
 	return codes
+}
+
+func TestMoreToolsThanTheUpstreamAcceptsAreRefusedBeforeSending(t *testing.T) {
+	var tools []string
+	for i := range 21 {
+		tools = append(tools, fmt.Sprintf(`{"type":"function","function":{"name":"t%d","parameters":{"type":"object","properties":{}}}}`, i))
+	}
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			is := is.New(t)
+			s := serve(t, st, nil)
+			history := []msg{{"role": "user", "content": "many tools"}}
+			status, _, e := turnResult(t, s, chatBody(t, testModel, history, "["+strings.Join(tools, ",")+"]", ""))
+			is.Equal(status, 400)                                                    // refused
+			is.Equal(e.Error.Code, "unsupported_parameter")                          // with the stable code
+			is.True(e.Error.Param != nil && *e.Error.Param == "tools")               // naming the tools
+			is.True(strings.Contains(e.Error.Message, "POSTMAN_MAX_TOOLS_UPSTREAM")) // and the setting
+			is.Equal(len(s.emu.Requests()), 0)                                       // before anything was sent
+			status, _, _ = turnResult(t, s, chatBody(t, testModel, history, "["+strings.Join(tools[:20], ",")+"]", ""))
+			is.Equal(status, 200) // 20 tools are sent and accepted by the emulator's own limit
+		})
+	}
 }

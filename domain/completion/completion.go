@@ -86,7 +86,7 @@ const (
 	MetadataSeen State = "METADATA"     // valid events, no output
 	OutputSeen   State = "OUTPUT"       // output seen, no usage after the last output
 	OutputUsage  State = "OUTPUT_USAGE" // a usage event after the last output
-	DoneSeen     State = "DONE_SEEN"    // exact [DONE] seen; waiting for a clean EOF
+	DoneSeen     State = "DONE_SEEN"    // exact [DONE] (or, on web_session, a done event after output) seen; waiting for a clean EOF
 
 	CompleteExplicit         State = "COMPLETE_EXPLICIT"
 	CompleteUsageAfterOutput State = "COMPLETE_USAGE_AFTER_OUTPUT"
@@ -156,11 +156,16 @@ func (Event) SafeValue() {}
 
 // The events.
 const (
-	Metadata   Event = "Metadata"   // a valid, known, non-output event: conversation, thinking, ping, info…
-	Output     Event = "Output"     // a text or tool-call chunk
-	Usage      Event = "Usage"      // a usage event
-	Failure    Event = "Failure"    // a failure; carries an errs.Code
-	Done       Event = "Done"       // the exact [DONE] payload
+	Metadata Event = "Metadata" // a valid, known, non-output event: conversation, thinking, ping, info…
+	Output   Event = "Output"   // a text or tool-call chunk
+	Usage    Event = "Usage"    // a usage event
+	Failure  Event = "Failure"  // a failure; carries an errs.Code
+	Done     Event = "Done"     // the exact [DONE] payload
+	// DoneEvent is a {"eventType":"done"} event. On web_session, after output,
+	// it is an explicit end: like [DONE] it then waits for a clean EOF. Before
+	// output it ends the stream as empty. On access_token it is a known event
+	// that does not end the stream (only [DONE] does).
+	DoneEvent  Event = "DoneEvent"
 	EOF        Event = "EOF"        // clean EOF: no partial frame, UTF-8 or JSON buffered
 	EOFPartial Event = "EOFPartial" // EOF with a partial frame
 	Abort      Event = "Abort"      // the client cancelled
@@ -169,7 +174,7 @@ const (
 )
 
 // events lists every event; the index of an event in it is its internal number.
-var events = [...]Event{Metadata, Output, Usage, Failure, Done, EOF, EOFPartial, Abort, Timeout, ReadError}
+var events = [...]Event{Metadata, Output, Usage, Failure, Done, EOF, EOFPartial, Abort, Timeout, ReadError, DoneEvent}
 
 const numEvents = len(events)
 
@@ -195,6 +200,8 @@ func (e Event) index() int {
 		return 8
 	case ReadError:
 		return 9
+	case DoneEvent:
+		return 10
 	}
 	return -1
 }

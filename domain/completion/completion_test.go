@@ -112,10 +112,42 @@ func TestRule3NoNativeTerminalEventIsDeclared(t *testing.T) {
 			if r.To == string(completion.CompleteExplicit) {
 				is.Equal([2]string{r.From, r.On}, [2]string{string(completion.DoneSeen), string(eof)}) // explicit completion only from [DONE] + EOF
 			}
-			if r.To == string(completion.DoneSeen) {
-				is.Equal(r.On, string(done)) // only the exact [DONE] leads to DONE_SEEN (the native-terminal enum is empty)
+			if r.To == string(completion.DoneSeen) && r.On != string(done) {
+				// The one native terminal event: a done event, on web_session, after output.
+				is.True(rule.Web())
+				is.Equal(r.On, string(completion.DoneEvent))
+				is.True(r.From == string(completion.OutputSeen) || r.From == string(completion.OutputUsage))
 			}
 		}
+	}
+}
+
+// A {"eventType":"done"} event after output is an explicit end on every
+// web_session rule (also without usage), a known event that ends nothing on
+// access_token, and never a completion before output or when data follows it.
+func TestDoneEventIsAnExplicitEndOnWebSessionOnly(t *testing.T) {
+	dev := completion.DoneEvent
+	for _, c := range []struct {
+		rule completion.Rule
+		evs  []completion.Event
+		want completion.Outcome
+	}{
+		{explicit, []completion.Event{meta, out, dev, eof}, completion.Outcome{State: completion.CompleteExplicit, Complete: true}},
+		{usage, []completion.Event{meta, out, dev, eof}, completion.Outcome{State: completion.CompleteExplicit, Complete: true}},
+		{usage, []completion.Event{out, use, dev, eof}, completion.Outcome{State: completion.CompleteExplicit, Complete: true}},
+		{explicit, []completion.Event{meta, dev}, completion.Outcome{State: completion.IncompleteEmpty, Code: errs.UpstreamEmptyStream}},
+		{usage, []completion.Event{dev}, completion.Outcome{State: completion.IncompleteEmpty, Code: errs.UpstreamEmptyStream}},
+		{usage, []completion.Event{out, dev, use}, completion.Outcome{State: completion.Failed, Code: errs.UpstreamDataAfterDone}},
+		{explicit, []completion.Event{out, dev, done}, completion.Outcome{State: completion.Failed, Code: errs.UpstreamDataAfterDone}},
+		{usage, []completion.Event{out, dev, eofP}, completion.Outcome{State: completion.Failed, Code: errs.UpstreamDataAfterDone}},
+		{legacy, []completion.Event{out, dev, eof}, completion.Outcome{State: completion.IncompleteTruncated, Code: errs.UpstreamIncompleteStream}},
+		{legacy, []completion.Event{dev, out, use, dev, done, eof}, completion.Outcome{State: completion.CompleteExplicit, Complete: true}},
+		{legacy, []completion.Event{out, done, dev}, completion.Outcome{State: completion.Failed, Code: errs.UpstreamDataAfterDone}},
+	} {
+		t.Run(string(c.rule), func(t *testing.T) {
+			is := is.New(t)
+			is.Equal(run(t, c.rule, c.evs...).Outcome(), c.want) // the done event's outcome
+		})
 	}
 }
 

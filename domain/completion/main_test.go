@@ -41,6 +41,7 @@ var (
 	allEvents = []completion.Event{
 		completion.Metadata, completion.Output, completion.Usage, completion.Failure, completion.Done,
 		completion.EOF, completion.EOFPartial, completion.Abort, completion.Timeout, completion.ReadError,
+		completion.DoneEvent,
 	}
 
 	// failureCodes are codes a decoder may report through Failure.
@@ -85,6 +86,8 @@ func fire(tr *completion.Tracker, e completion.Event, code errs.Code) (string, e
 		return tr.Failure(code)
 	case completion.Done:
 		return tr.Done()
+	case completion.DoneEvent:
+		return tr.DoneEvent()
 	case completion.EOF:
 		return tr.EOF(false)
 	case completion.EOFPartial:
@@ -170,6 +173,12 @@ func (m *model) step(e completion.Event, code errs.Code) bool {
 		end(completion.Failed, code)
 	case e == completion.Done:
 		m.done = true
+	case e == completion.DoneEvent && m.rule == completion.RuleLegacyDone:
+		m.valid = true // a known event that ends nothing on access_token
+	case e == completion.DoneEvent && m.output:
+		m.done = true // an explicit end on web_session after output
+	case e == completion.DoneEvent:
+		end(completion.IncompleteEmpty, errs.UpstreamEmptyStream)
 	case e == completion.EOFPartial:
 		end(completion.IncompleteTruncated, errs.UpstreamIncompleteStream)
 	case e == completion.EOF && m.rule == completion.RuleLegacyDone:

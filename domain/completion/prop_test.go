@@ -25,10 +25,15 @@ func proven(rule completion.Rule, applied []completion.Event) bool {
 		return false
 	}
 	body := applied[:n-1]
-	if k := len(body); k > 0 && body[k-1] == completion.Done && slices.Index(body, completion.Done) == k-1 {
-		return true
+	// An end marker: [DONE], or on web_session a done event (which ends the
+	// stream only after output).
+	marker := func(e completion.Event) bool {
+		return e == completion.Done || rule.Web() && e == completion.DoneEvent
 	}
-	if rule != completion.RuleUsageAfterOutput || slices.Contains(body, completion.Failure) || slices.Contains(body, completion.Done) {
+	if k := len(body); k > 0 && marker(body[k-1]) && slices.IndexFunc(body, marker) == k-1 {
+		return body[k-1] == completion.Done || slices.Contains(body, completion.Output)
+	}
+	if rule != completion.RuleUsageAfterOutput || slices.Contains(body, completion.Failure) || slices.ContainsFunc(body, marker) {
 		return false
 	}
 	lastOut := -1
@@ -103,6 +108,7 @@ var frames = map[string]string{
 	"unknown":      `{"type":"surprise"}`,
 	"malformed":    `{"type":"textChunk","data":`,
 	"done":         `[DONE]`,
+	"doneEvent":    `{"type":"done","data":{}}`,
 }
 
 var frameNames = func() []string {
@@ -132,6 +138,8 @@ func classify(payload []byte) (completion.Event, errs.Code) {
 		return completion.Output, ""
 	case "usage":
 		return completion.Usage, ""
+	case "done":
+		return completion.DoneEvent, ""
 	case "failure", "error":
 		return completion.Failure, errs.UpstreamFailure
 	}

@@ -38,6 +38,9 @@ const (
 	refRule6      = "WEB-SESSION §6.3 rule 6"
 	refRule7      = "WEB-SESSION §6.3 rule 7"
 	refUsageRule  = "CONTRACT §3 POSTMAN_WEB_SESSION_TERMINAL_RULE=usage_after_output_v1"
+	refDoneEvent  = "done event: an explicit end on web_session after output (docs/UPSTREAM.md); data after it is data after the end"
+	refDoneEmpty  = "done event before any output: the stream ended with nothing (docs/UPSTREAM.md)"
+	refDoneLegacy = "done event on access_token: a known event that does not end the stream; only [DONE] does (docs/UPSTREAM.md)"
 	refRule5Web   = "WEB-SESSION §6.3 rule 5; CONTRACT §3 POSTMAN_WEB_SESSION_TERMINAL_RULE (anything else at EOF)"
 )
 
@@ -107,4 +110,15 @@ var rows = []row{
 	{"K53", all, DoneSeen, Abort, Aborted, errs.ClientCancelled, refRule7},
 	{"K54", all, DoneSeen, Timeout, TimedOut, errs.UpstreamTimeout, refRule7},
 	{"K55", all, DoneSeen, ReadError, Failed, errs.UpstreamConnectionLost, refRule7},
+
+	// The {"eventType":"done"} event.
+	{"K56", legacy, Awaiting, DoneEvent, MetadataSeen, "", refDoneLegacy},
+	{"K57", legacy, MetadataSeen, DoneEvent, MetadataSeen, "", refDoneLegacy},
+	{"K58", legacy, OutputSeen, DoneEvent, OutputSeen, "", refDoneLegacy},
+	{"K59", legacy, OutputUsage, DoneEvent, OutputUsage, "", refDoneLegacy},
+	{"K60", all, DoneSeen, DoneEvent, Failed, errs.UpstreamDataAfterDone, refAfterDone},
+	{"K61", web, Awaiting, DoneEvent, IncompleteEmpty, errs.UpstreamEmptyStream, refDoneEmpty},
+	{"K62", web, MetadataSeen, DoneEvent, IncompleteEmpty, errs.UpstreamEmptyStream, refDoneEmpty},
+	{"K63", web, OutputSeen, DoneEvent, DoneSeen, "", refDoneEvent},
+	{"K64", web, OutputUsage, DoneEvent, DoneSeen, "", refDoneEvent},
 }

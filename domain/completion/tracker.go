@@ -73,6 +73,9 @@ func (t *Tracker) Failure(code errs.Code) (string, error) {
 // Done records the exact [DONE] payload.
 func (t *Tracker) Done() (string, error) { return t.fire(Done, "") }
 
+// DoneEvent records a {"eventType":"done"} event.
+func (t *Tracker) DoneEvent() (string, error) { return t.fire(DoneEvent, "") }
+
 // EOF records the end of the body. partial says a partial SSE frame, UTF-8
 // sequence or JSON payload was still buffered.
 func (t *Tracker) EOF(partial bool) (string, error) {

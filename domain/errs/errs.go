@@ -74,6 +74,9 @@ const (
 	InvalidRequest           Code = "invalid_request"
 	UnsupportedParameter     Code = "unsupported_parameter"
 	ConcurrencyLimitExceeded Code = "concurrency_limit_exceeded"
+	// UpstreamQueryTooLong: the upstream query built from the request would
+	// exceed POSTMAN_MAX_QUERY_CHARS; nothing was sent.
+	UpstreamQueryTooLong Code = "upstream_query_too_long"
 
 	// CORRELATION §10.
 	UnknownToolCall                   Code = "unknown_tool_call"
@@ -133,6 +136,7 @@ var catalog = []Entry{
 	{RequestTooLarge, 413, TypeInvalidRequest, false, "The request body exceeds the gateway's size limit.", SourceContract},
 	{InvalidRequest, 400, TypeInvalidRequest, false, "The request is not valid.", SourceContract},
 	{UnsupportedParameter, 400, TypeInvalidRequest, false, "The request uses a parameter or content type this gateway cannot honour.", SourceContract},
+	{UpstreamQueryTooLong, 400, TypeInvalidRequest, false, "The conversation is too long for one upstream query; nothing was sent.", SourceContract},
 	{ConcurrencyLimitExceeded, 429, TypeRateLimit, true, "Too many concurrent requests; retry after the indicated delay.", SourceContract},
 
 	{UnknownToolCall, 404, TypeNotFound, false, "No pending tool call matches the submitted tool_call_id.", SourceCorrelation},

@@ -63,6 +63,9 @@ const (
 	EnvMaxTools         = "MAX_TOOLS"
 	EnvMaxToolArgBytes  = "MAX_TOOL_ARGUMENT_BYTES"
 	EnvMaxToolResBytes  = "MAX_TOOL_RESULT_BYTES"
+	EnvMaxQueryChars    = "POSTMAN_MAX_QUERY_CHARS"
+	EnvMaxToolsUpstream = "POSTMAN_MAX_TOOLS_UPSTREAM"
+	EnvParallelTools    = "POSTMAN_PARALLEL_TOOL_CALLS"
 )
 
 // Defaults.
@@ -76,7 +79,26 @@ const (
 	DefaultTerminalRule = TerminalUsageAfterOutput
 	// WebSessionDomain is the parent domain of every web-session host.
 	WebSessionDomain = "postman.co"
+	// DefaultMaxQueryChars is the input.query length (UTF-16 code units) the
+	// service is reported to accept (docs/UPSTREAM.md).
+	DefaultMaxQueryChars = 10000
+	// DefaultMaxToolsUpstream is the number of tools the service is reported
+	// to accept in one request (docs/UPSTREAM.md).
+	DefaultMaxToolsUpstream = 20
 )
+
+// ParallelSetting is POSTMAN_PARALLEL_TOOL_CALLS: unset, true or false.
+type ParallelSetting string
+
+// The values of POSTMAN_PARALLEL_TOOL_CALLS.
+const (
+	ParallelUnset ParallelSetting = ""
+	ParallelOn    ParallelSetting = "true"
+	ParallelOff   ParallelSetting = "false"
+)
+
+// SafeValue marks the setting as safe for logs.
+func (ParallelSetting) SafeValue() {}
 
 // Bounds of the free-form values.
 const (
@@ -132,6 +154,32 @@ type Config struct {
 	MaxToolArgumentBytes int
 	MaxToolResultBytes   int
 	MaxTools             int
+
+	// MaxQueryChars bounds input.query in UTF-16 code units
+	// (POSTMAN_MAX_QUERY_CHARS).
+	MaxQueryChars int
+	// MaxToolsUpstream bounds the tools advertised upstream
+	// (POSTMAN_MAX_TOOLS_UPSTREAM).
+	MaxToolsUpstream int
+	// ParallelToolCalls is POSTMAN_PARALLEL_TOOL_CALLS; see Parallel.
+	ParallelToolCalls ParallelSetting
+}
+
+// Parallel decides devModeOptions.isParallelToolCallingSupported for a request
+// with tools whose client asked for parallel_tool_calls = client: the setting
+// when given; unset, false on web_session (the public project that documents
+// the flag pins it false) and the client's choice on access_token.
+func (c Config) Parallel(client bool) bool {
+	switch c.ParallelToolCalls {
+	case ParallelOn:
+		return true
+	case ParallelOff:
+		return false
+	}
+	if c.Strategy == StrategyWebSession {
+		return false
+	}
+	return client
 }
 
 // envName is a variable name; names are safe to log.
@@ -199,7 +247,29 @@ func Parse(getenv func(string) string) (Config, error) {
 	if err := c.parseLimits(getenv); err != nil {
 		return Config{}, err
 	}
+	if err := c.parseUpstreamConstraints(getenv); err != nil {
+		return Config{}, err
+	}
 	return c, nil
+}
+
+// parseUpstreamConstraints reads the service constraints the public projects
+// report: the query length, the tool count and the parallel-calling flag.
+func (c *Config) parseUpstreamConstraints(getenv func(string) string) error {
+	var err error
+	if c.MaxQueryChars, err = parseInt(getenv, EnvMaxQueryChars, DefaultMaxQueryChars, 1, 1000000); err != nil {
+		return err
+	}
+	if c.MaxToolsUpstream, err = parseInt(getenv, EnvMaxToolsUpstream, DefaultMaxToolsUpstream, 0, 256); err != nil {
+		return err
+	}
+	switch v := ParallelSetting(getenv(EnvParallelTools)); v {
+	case ParallelUnset, ParallelOn, ParallelOff:
+		c.ParallelToolCalls = v
+	default:
+		return refuse(EnvParallelTools, "must be exactly true or false")
+	}
+	return nil
 }
 
 func forbid(getenv func(string) string, s Strategy, names ...string) error {

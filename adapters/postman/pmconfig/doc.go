@@ -46,6 +46,12 @@
 //     leading or trailing space.
 //   - POSTMAN_WEB_SESSION_TERMINAL_RULE set on access_token is refused; the
 //     access_token rule is fixed (explicit [DONE]) and Config.TerminalRule is "".
+//   - POSTMAN_MAX_QUERY_CHARS (1-1,000,000, default 10000) and
+//     POSTMAN_MAX_TOOLS_UPSTREAM (0-256, default 20) are allowed on both
+//     strategies: they are the service's reported limits, not a strategy's.
+//     POSTMAN_PARALLEL_TOOL_CALLS is exactly "true" or "false"; unset means
+//     false on web_session and the client's parallel_tool_calls on
+//     access_token (Config.Parallel; the summary shows "false" or "client").
 //   - MAX_TOOL_RESULT_BYTES defaults to min(256 KiB, MAX_BODY_BYTES); a value
 //     set above MAX_BODY_BYTES is refused. Integers are decimal digits only.
 //   - Headers on access_token carry no Origin or Referer (the legacy envelope

@@ -407,8 +407,32 @@ func TestIntegerDefaults(t *testing.T) {
 	is.Equal(c.MaxTools, 64)                    // MAX_TOOLS default
 	is.Equal(c.MaxToolArgumentBytes, 256<<10)   // MAX_TOOL_ARGUMENT_BYTES default
 	is.Equal(c.MaxToolResultBytes, 256<<10)     // MAX_TOOL_RESULT_BYTES default
+	is.Equal(c.MaxQueryChars, 10000)            // POSTMAN_MAX_QUERY_CHARS default
+	is.Equal(c.MaxToolsUpstream, 20)            // POSTMAN_MAX_TOOLS_UPSTREAM default
 	c = mustParse(t, webEnv().with(pmconfig.EnvMaxBodyBytes, "1024"))
 	is.Equal(c.MaxToolResultBytes, 1024) // the default never exceeds MAX_BODY_BYTES
+}
+
+func TestParallelToolCalls(t *testing.T) {
+	is := is.New(t)
+	web, tok := mustParse(t, webEnv()), mustParse(t, tokenEnv())
+	is.Equal(web.Parallel(true), false)                     // web_session default: off whatever the client asks
+	is.Equal(tok.Parallel(true), true)                      // access_token default: the client's choice
+	is.Equal(tok.Parallel(false), false)                    // access_token default: the client's choice
+	is.Equal(web.Summary()["parallel_tool_calls"], "false") // the summary shows the effective default
+	is.Equal(tok.Summary()["parallel_tool_calls"], "client")
+	for _, e := range []env{webEnv(), tokenEnv()} {
+		on := mustParse(t, e.with(pmconfig.EnvParallelTools, "true"))
+		off := mustParse(t, e.with(pmconfig.EnvParallelTools, "false"))
+		is.Equal(on.Parallel(false), true)  // the setting wins over the client
+		is.Equal(off.Parallel(true), false) // the setting wins over the client
+		is.Equal(on.Summary()["parallel_tool_calls"], "true")
+	}
+	var rows []refusal
+	for _, v := range []string{"TRUE", "1", "yes", "on", " true", "client"} {
+		rows = append(rows, refusal{"parallel " + strconv.Quote(v), webEnv().with(pmconfig.EnvParallelTools, v), pmconfig.EnvParallelTools, "exactly true or false"})
+	}
+	runRefusals(t, rows)
 }
 
 func TestIntegerBounds(t *testing.T) {
@@ -425,6 +449,8 @@ func TestIntegerBounds(t *testing.T) {
 		{pmconfig.EnvMaxTools, 0, 256, func(c pmconfig.Config) int { return c.MaxTools }},
 		{pmconfig.EnvMaxToolArgBytes, 256, 4 << 20, func(c pmconfig.Config) int { return c.MaxToolArgumentBytes }},
 		{pmconfig.EnvMaxToolResBytes, 256, 1 << 20, func(c pmconfig.Config) int { return c.MaxToolResultBytes }},
+		{pmconfig.EnvMaxQueryChars, 1, 1000000, func(c pmconfig.Config) int { return c.MaxQueryChars }},
+		{pmconfig.EnvMaxToolsUpstream, 0, 256, func(c pmconfig.Config) int { return c.MaxToolsUpstream }},
 	}
 	var rows []refusal
 	for _, b := range bounds {

@@ -12,7 +12,8 @@ import (
 // Secrets and the workspace id appear only as "set" (never a value or a
 // length). Keys: strategy, host, chat_path, access_token or session_cookie,
 // workspace, models, model_map, user_agent, app_version, terminal_rule
-// (web_session only), request_timeout_ms and the max_* limits.
+// (web_session only), request_timeout_ms, the max_* limits and
+// parallel_tool_calls (true, false, or client: the client's choice).
 func (c Config) Summary() map[string]string {
 	set := func(v string) string {
 		if v == "" {
@@ -38,6 +39,15 @@ func (c Config) Summary() map[string]string {
 		"max_tools":               strconv.Itoa(c.MaxTools),
 		"max_tool_argument_bytes": strconv.Itoa(c.MaxToolArgumentBytes),
 		"max_tool_result_bytes":   strconv.Itoa(c.MaxToolResultBytes),
+		"max_query_chars":         strconv.Itoa(c.MaxQueryChars),
+		"max_tools_upstream":      strconv.Itoa(c.MaxToolsUpstream),
+		"parallel_tool_calls":     string(c.ParallelToolCalls),
+	}
+	if c.ParallelToolCalls == ParallelUnset {
+		s["parallel_tool_calls"] = "false"
+		if c.Strategy == StrategyAccessToken {
+			s["parallel_tool_calls"] = "client"
+		}
 	}
 	if c.AppVersion != "" {
 		s["app_version"] = c.AppVersion

@@ -1,0 +1,304 @@
+package postman_test
+
+import (
+	"encoding/json"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"pmgate/adapters/emulator"
+	"pmgate/adapters/postman"
+	"pmgate/domain/chat"
+	"pmgate/domain/completion"
+	"pmgate/domain/errs"
+	"pmgate/ports"
+)
+
+// noParams is a tool without parameters: the emulator calls it with {} (or
+// "" with empty_arguments).
+var noParams = chat.Tool{Name: "list_files", Description: "List the files"}
+
+// ruleCases are the three ways a stream is judged: web_session with each rule,
+// and access_token.
+var ruleCases = []struct {
+	name   string
+	client func(t *testing.T, emu *emulator.Server, opts ...postman.Option) *postman.Client
+}{
+	{"web_session/usage_after_output_v1", func(t *testing.T, emu *emulator.Server, opts ...postman.Option) *postman.Client {
+		return webClient(t, emu, nil, opts...)
+	}},
+	{"web_session/explicit_only", func(t *testing.T, emu *emulator.Server, opts ...postman.Option) *postman.Client {
+		return webClient(t, emu, []string{"POSTMAN_WEB_SESSION_TERMINAL_RULE", "explicit_only"}, opts...)
+	}},
+	{"access_token/legacy_done", func(t *testing.T, emu *emulator.Server, opts ...postman.Option) *postman.Client {
+		return tokenClient(t, emu, nil, opts...)
+	}},
+}
+
+const (
+	complete = completion.CompleteUsageAfterOutput
+	explicit = completion.CompleteExplicit
+	ambig    = completion.AmbiguousEOF
+	trunc    = completion.IncompleteTruncated
+)
+
+// Every response-side variant the emulator can produce, with its outcome under
+// each rule. The first turn asks for a tool when tools is set.
+func TestEveryResponseVariantHasItsOutcomeOnBothStrategies(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		scenario string
+		tools    bool
+		want     [3]completion.State // web usage rule, web explicit_only, access_token
+	}{
+		{emulator.ScenarioUsageLast, false, [3]completion.State{complete, ambig, explicit}},
+		{emulator.ScenarioUsageLast, true, [3]completion.State{complete, ambig, explicit}},
+		{emulator.ScenarioUsageAbsent, false, [3]completion.State{ambig, ambig, explicit}},
+		{emulator.ScenarioUsageAbsent, true, [3]completion.State{ambig, ambig, explicit}},
+		{emulator.ScenarioUsageFirst, false, [3]completion.State{ambig, ambig, explicit}},
+		{emulator.ScenarioDoneEvent, false, [3]completion.State{explicit, explicit, explicit}},
+		{emulator.ScenarioDoneEvent, true, [3]completion.State{explicit, explicit, explicit}},
+		{emulator.ScenarioConvOnChunk, false, [3]completion.State{complete, ambig, explicit}},
+		{emulator.ScenarioConvOnChunk, true, [3]completion.State{complete, ambig, explicit}},
+		{emulator.ScenarioLateToolName, true, [3]completion.State{complete, ambig, explicit}},
+		{emulator.ScenarioEmptyArguments, true, [3]completion.State{complete, ambig, explicit}},
+		{emulator.ScenarioNoDoneMarker, false, [3]completion.State{complete, ambig, trunc}},
+		{emulator.ScenarioObservedStream, true, [3]completion.State{ambig, ambig, trunc}},
+	}
+	emu := startEmu(t)
+	for _, c := range cases {
+		for i, rc := range ruleCases {
+			name := c.scenario + "/" + rc.name
+			if c.tools {
+				name += "/tools"
+			}
+			t.Run(name, func(t *testing.T) {
+				is := is.New(t)
+				req := userText("hello #scenario=" + c.scenario)
+				if c.tools {
+					req.Chat.Tools = []chat.Tool{noParams}
+					req.Chat.ParallelToolCalls = false
+				}
+				s, d, err := open(t, rc.client(t, emu), req)
+				is.NoErr(err)                          // accepted
+				is.Equal(s.Outcome().State, c.want[i]) // the variant's outcome under this rule
+				is.Equal(d.err == io.EOF, s.Outcome().Complete)
+				is.True(strings.HasPrefix(s.ConversationID(), "conv-")) // the conversation id is found wherever it rides
+				if !c.tools || !s.Outcome().Complete {
+					return
+				}
+				calls := s.ToolCalls()
+				is.Equal(len(calls), 1)                // one call
+				is.Equal(calls[0].Name, noParams.Name) // named, also when the name came late
+				is.Equal(calls[0].Arguments, "{}")     // "" arguments become {}
+				checkDeltas(t, d.events, calls)
+			})
+		}
+	}
+}
+
+// The profiles change every stream at once: observed streams are what the
+// projects' fixtures show (the default rules cannot prove them), done_event
+// streams complete explicitly.
+func TestEmulatorProfilesThroughTheAdapter(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		profile string
+		want    [3]completion.State
+	}{
+		{emulator.ProfileStrict, [3]completion.State{complete, ambig, explicit}},
+		{emulator.ProfileObserved, [3]completion.State{ambig, ambig, trunc}},
+		{emulator.ProfileDoneEvent, [3]completion.State{explicit, explicit, explicit}},
+	} {
+		emu := startEmu(t, func(cfg *emulator.Config) { cfg.Profile = c.profile })
+		for i, rc := range ruleCases {
+			t.Run(c.profile+"/"+rc.name, func(t *testing.T) {
+				is := is.New(t)
+				s, _, err := open(t, rc.client(t, emu), userText("hello"))
+				is.NoErr(err)
+				is.Equal(s.Outcome().State, c.want[i]) // the profile's outcome under this rule
+			})
+		}
+	}
+}
+
+// A continuation stream that names no conversation keeps the stored one; one
+// that names another conversation fails.
+func TestContinuationStreamsKeepTheStoredConversation(t *testing.T) {
+	t.Parallel()
+	emu := startEmu(t)
+	for _, sc := range strategies {
+		t.Run(sc.name, func(t *testing.T) {
+			is := is.New(t)
+			c := sc.client(t, emu, nil)
+			req := toolRequest("go #loop=2", false)
+			s, _, err := open(t, c, req)
+			is.NoErr(err)
+			conv := s.ConversationID()
+			call := s.ToolCalls()[0]
+			req.Continuation = &ports.Continuation{ConversationID: conv, UpstreamGroupID: call.UpstreamGroupID,
+				Results: []ports.ContinuationResult{{UpstreamCallID: call.UpstreamID, OriginalName: call.Name, Content: "x #scenario=continuation_without_conversation"}}}
+			s, d, err := open(t, c, req)
+			is.NoErr(err)
+			is.Equal(d.err, io.EOF) // the continuation completes
+			for _, ev := range d.events {
+				is.True(ev.Kind != chat.EventConversation) // the stream named no conversation
+			}
+			is.Equal(s.ConversationID(), conv) // the stored one is kept
+			is.Equal(len(s.ToolCalls()), 1)    // and the next round's call is there
+			var body struct {
+				Input map[string]json.RawMessage `json:"input"`
+			}
+			reqs := emu.Requests()
+			is.NoErr(json.Unmarshal(reqs[len(reqs)-1].Body, &body))
+			is.Equal(string(body.Input["conversationId"]), `"`+conv+`"`) // sent to the stored conversation
+		})
+	}
+}
+
+func TestAStreamNamingAnotherConversationThanTheStoredOneFails(t *testing.T) {
+	is := is.New(t)
+	body := "data: {\"eventType\":\"conversation\",\"data\":{\"id\":\"conv-2\"}}\n\ndata: {\"eventType\":\"textChunk\",\"data\":{\"textContent\":\"x\"}}\n\ndata: [DONE]\n\n"
+	s := postman.NewReaderStreamIn(strings.NewReader(body), postman.ReaderConfig{Rule: completion.RuleLegacyDone, MaxEventBytes: 1 << 20,
+		MaxOutputBytes: 1 << 20, MaxToolArgumentBytes: 1 << 20, Observed: []string{upstreamModel}}, "conv-1")
+	d := drain(t, s)
+	is.Equal(errs.CodeOf(d.err), errs.UpstreamUnverifiedEventShape) // a second, different conversation
+	is.Equal(s.ConversationID(), "conv-1")
+}
+
+// The emulator refuses an over-long query like the service; the adapter never
+// sends one above POSTMAN_MAX_QUERY_CHARS.
+func TestQueryLimitOnBothSides(t *testing.T) {
+	t.Parallel()
+	emu := startEmu(t)
+	long := userText(strings.Repeat("y", 10001))
+	for _, sc := range strategies {
+		t.Run(sc.name, func(t *testing.T) {
+			is := is.New(t)
+			before := emu.Requests()
+			_, _, err := open(t, sc.client(t, emu, nil), long)
+			is.Equal(errs.CodeOf(err), errs.UpstreamQueryTooLong) // refused by the adapter
+			is.Equal(len(emu.Requests()), len(before))            // nothing was sent
+			_, d, err := open(t, sc.client(t, emu, []string{"POSTMAN_MAX_QUERY_CHARS", "20000"}), long)
+			is.NoErr(err)
+			is.Equal(errs.CodeOf(d.err), errs.UpstreamRequestRejected) // a raised limit meets the emulator's: the service's rejection
+		})
+	}
+	is := is.New(t)
+	is.Equal(emu.Count(emulator.KindRefusedInStream), 2)
+	wide := startEmu(t, func(c *emulator.Config) { c.MaxQueryChars = 20000 })
+	_, d, err := open(t, webClient(t, wide, []string{"POSTMAN_MAX_QUERY_CHARS", "20000"}), long)
+	is.NoErr(err)
+	is.Equal(d.err, io.EOF) // both limits raised: answered
+}
+
+// A loop-approval gate after N tool rounds is the unsupported event it is.
+func TestLoopApprovalAfterToolRounds(t *testing.T) {
+	t.Parallel()
+	emu := startEmu(t)
+	for _, sc := range strategies {
+		t.Run(sc.name, func(t *testing.T) {
+			is := is.New(t)
+			c := sc.client(t, emu, nil)
+			req := toolRequest("go #loop=3 #approval_after=1", false)
+			s, _, err := open(t, c, req)
+			is.NoErr(err)
+			call := s.ToolCalls()[0]
+			req.Continuation = &ports.Continuation{ConversationID: s.ConversationID(), UpstreamGroupID: call.UpstreamGroupID,
+				Results: []ports.ContinuationResult{{UpstreamCallID: call.UpstreamID, OriginalName: call.Name, Content: "x"}}}
+			_, d, err := open(t, c, req)
+			is.NoErr(err)
+			is.Equal(errs.CodeOf(d.err), errs.UpstreamUnsupportedEvent) // the gate after one round
+		})
+	}
+}
+
+func TestOnStreamEndSummarisesEveryStreamOnce(t *testing.T) {
+	t.Parallel()
+	emu := startEmu(t)
+	var mu sync.Mutex
+	var got []postman.StreamSummary
+	hook := postman.OnStreamEnd(func(s postman.StreamSummary) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, s)
+	})
+	take := func() []postman.StreamSummary {
+		mu.Lock()
+		defer mu.Unlock()
+		out := got
+		got = nil
+		return out
+	}
+	is := is.New(t)
+
+	web := webClient(t, emu, nil, hook)
+	s, d, err := open(t, web, userText("hello"))
+	is.NoErr(err)
+	is.Equal(d.err, io.EOF)
+	sums := take()
+	is.Equal(len(sums), 1) // exactly one summary per stream
+	sum := sums[0]
+	is.Equal(sum.ChatType, "USER_QUERY")
+	is.Equal(sum.Rule, "usage_after_output_v1")
+	is.Equal(sum.Outcome, postman.OutcomeComplete)
+	is.Equal(sum.Row, "K41") // the row that completed it
+	is.True(sum.UsageAfterOutput && sum.WholeFrames && !sum.SawDoneMarker && !sum.SawDoneEvent)
+	is.Equal(sum.WouldComplete, map[string]bool{"usage_after_output_v1": true, "explicit_only": false})
+	is.Equal(sum.EventTypes["conversation"], 1)
+	is.Equal(sum.EventTypes["usage"], 1)
+	is.True(sum.EventTypes["textChunk"] >= 1)
+	raw, _ := json.Marshal(sum)
+	is.True(!strings.Contains(string(raw), s.ConversationID())) // never an id
+	is.True(!strings.Contains(string(raw), "Hello from"))       // never content
+	_ = s.Close()
+	is.Equal(len(take()), 0) // Close after the end reports nothing more
+
+	_, d, err = open(t, web, userText("hi #scenario=done_event"))
+	is.NoErr(err)
+	is.Equal(d.err, io.EOF)
+	sum = take()[0]
+	is.True(sum.SawDoneEvent)
+	is.Equal(sum.Row, "K51") // DONE_SEEN then a clean EOF
+	is.Equal(sum.WouldComplete, map[string]bool{"usage_after_output_v1": true, "explicit_only": true})
+
+	_, d, err = open(t, web, userText("hi #scenario=unknown_event"))
+	is.NoErr(err)
+	sum = take()[0]
+	is.Equal(sum.Outcome, string(errs.UpstreamUnverifiedEventShape))
+	is.Equal(sum.EventTypes["unknown"], 1) // a type outside the closed set
+
+	_, d, err = open(t, web, userText("hi #scenario=usage_absent"))
+	is.NoErr(err)
+	sum = take()[0]
+	is.Equal(sum.Outcome, string(errs.UpstreamCompletionAmbiguous))
+	is.Equal(sum.WouldComplete, map[string]bool{"usage_after_output_v1": false, "explicit_only": false})
+	is.True(sum.WholeFrames && !sum.UsageAfterOutput)
+
+	tok := tokenClient(t, emu, nil, hook)
+	_, d, err = open(t, tok, userText("hello"))
+	is.NoErr(err)
+	is.Equal(d.err, io.EOF)
+	sum = take()[0]
+	is.Equal(sum.Rule, "legacy_done")
+	is.True(sum.SawDoneMarker)
+	is.Equal(sum.EventTypes["[DONE]"], 1)
+	is.Equal(sum.WouldComplete, map[string]bool{"legacy_done": true})
+
+	// A stream closed before its end is summarised once, as cancelled.
+	s, err = tok.Open(t.Context(), userText("slow #scenario=slow_stream"))
+	is.NoErr(err)
+	_ = s.Close()
+	_ = s.Close()
+	sums = take()
+	is.Equal(len(sums), 1)
+	is.Equal(sums[0].Outcome, string(errs.ClientCancelled))
+
+	// A refusal before any stream produces no summary.
+	_, err = tok.Open(t.Context(), userText("x #scenario=rate_limited"))
+	is.True(err != nil)
+	is.Equal(len(take()), 0)
+}

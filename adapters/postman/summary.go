@@ -1,0 +1,176 @@
+package postman
+
+import (
+	"pmgate/domain/completion"
+	"pmgate/domain/errs"
+)
+
+// StreamSummary describes how one upstream stream ended, in shapes only: it
+// never carries content, ids or secrets. A client built with OnStreamEnd
+// receives one per stream; the live probe uses it to record which terminal
+// evidence the real service sends and which completion rules it satisfies.
+type StreamSummary struct {
+	// ChatType is the request's input.chatType: USER_QUERY or TOOL_RESPONSE.
+	ChatType string
+	// EventTypes counts the data lines by event type. Keys are the closed set
+	// of names the decoder knows ("textChunk", "usage", "done", "[DONE]", …);
+	// every other type, and a line that is not a JSON event, counts as
+	// "unknown".
+	EventTypes map[string]int
+	// SawDoneMarker: an exact data: [DONE] line arrived.
+	SawDoneMarker bool
+	// SawDoneEvent: a {"eventType":"done"} event arrived.
+	SawDoneEvent bool
+	// UsageAfterOutput: output was seen and a usage event came after the last
+	// output event.
+	UsageAfterOutput bool
+	// WholeFrames: the body reached EOF with no partial frame buffered.
+	WholeFrames bool
+	// Rule is the completion rule that judged the stream; Row the id of its
+	// declared row that reached the outcome ("" when the decoder failed
+	// internally).
+	Rule, Row string
+	// Outcome is "complete" or the stable error code of the stream.
+	Outcome string
+	// WouldComplete says, for each completion rule of the strategy
+	// (legacy_done on access_token; explicit_only and usage_after_output_v1 on
+	// web_session), whether that rule would have completed this same stream.
+	WouldComplete map[string]bool
+}
+
+// OnStreamEnd registers fn, called exactly once per upstream stream (every
+// response that became a Stream) when its outcome is known: a proven end, a
+// failure, a timeout or Close. It runs on the goroutine that ended the stream,
+// inside Next or Close; it must not call back into the stream. Errors before a
+// stream exists (a refused connection, an HTTP error status) are returned by
+// Open and do not produce a summary.
+func OnStreamEnd(fn func(StreamSummary)) Option { return func(o *options) { o.onStreamEnd = fn } }
+
+// OutcomeComplete is StreamSummary.Outcome for a proven completion.
+const OutcomeComplete = "complete"
+
+// strategyRules are the completion rules of a strategy, for WouldComplete.
+func strategyRules(main completion.Rule) []completion.Rule {
+	if main.Web() {
+		return []completion.Rule{completion.RuleExplicitOnly, completion.RuleUsageAfterOutput}
+	}
+	return []completion.Rule{completion.RuleLegacyDone}
+}
+
+// evidence is what the decoder records for a StreamSummary. It exists only
+// when a summary was asked for.
+type evidence struct {
+	types       map[string]int
+	shadows     []*completion.Tracker // the strategy's other rules, fed the same events
+	output      bool
+	usageAfter  bool
+	doneMarker  bool
+	doneEvent   bool
+	wholeFrames bool
+	row         string // the row that reached the outcome
+}
+
+func newEvidence(main completion.Rule) *evidence {
+	ev := &evidence{types: map[string]int{}}
+	for _, r := range strategyRules(main) {
+		if r != main {
+			ev.shadows = append(ev.shadows, completion.NewTracker(r))
+		}
+	}
+	return ev
+}
+
+// fireOn applies one event to a tracker through its facade.
+func fireOn(t *completion.Tracker, e completion.Event, code errs.Code, partial bool) (string, error) {
+	switch e {
+	case completion.Metadata:
+		return t.Metadata()
+	case completion.Output:
+		return t.Output()
+	case completion.Usage:
+		return t.Usage()
+	case completion.Failure:
+		return t.Failure(code)
+	case completion.Done:
+		return t.Done()
+	case completion.DoneEvent:
+		return t.DoneEvent()
+	case completion.EOF, completion.EOFPartial:
+		return t.EOF(partial)
+	case completion.Abort:
+		return t.Abort()
+	case completion.Timeout:
+		return t.Timeout()
+	}
+	return t.ReadError()
+}
+
+// fire applies one event to the decoder's tracker and, when a summary is
+// wanted, records the evidence and feeds the shadow trackers.
+func (d *decoder) fire(e completion.Event, code errs.Code) (string, error) {
+	partial := e == completion.EOFPartial
+	if ev := d.ev; ev != nil {
+		switch e {
+		case completion.Output:
+			ev.output, ev.usageAfter = true, false
+		case completion.Usage:
+			ev.usageAfter = ev.usageAfter || ev.output
+		case completion.Done:
+			ev.doneMarker = true
+		case completion.DoneEvent:
+			ev.doneEvent = true
+		case completion.EOF:
+			ev.wholeFrames = true
+		}
+		for _, sh := range ev.shadows {
+			if !sh.State().Terminal() {
+				_, _ = fireOn(sh, e, code, partial)
+			}
+		}
+	}
+	id, err := fireOn(d.tr, e, code, partial)
+	if err == nil && d.ev != nil && d.tr.State().Terminal() && d.ev.row == "" {
+		d.ev.row = id
+	}
+	return id, err
+}
+
+// countType records one data line's event type for the summary.
+func (d *decoder) countType(t evType) {
+	if d.ev == nil {
+		return
+	}
+	if t == evNone {
+		t = evUnknown
+	}
+	d.ev.types[t.String()]++
+}
+
+// summary builds the StreamSummary of a decoder whose outcome is known.
+func (d *decoder) summary(chatType string) StreamSummary {
+	s := StreamSummary{ChatType: chatType, Rule: string(d.cfg.rule)}
+	o := d.tr.Outcome()
+	switch {
+	case o.Complete:
+		s.Outcome = OutcomeComplete
+	case d.final != nil:
+		s.Outcome = string(errs.CodeOf(d.final))
+	default:
+		s.Outcome = string(o.Code)
+	}
+	s.WouldComplete = map[string]bool{string(d.cfg.rule): o.Complete}
+	if ev := d.ev; ev != nil {
+		s.EventTypes = make(map[string]int, len(ev.types))
+		for k, v := range ev.types {
+			s.EventTypes[k] = v
+		}
+		s.SawDoneMarker, s.SawDoneEvent = ev.doneMarker, ev.doneEvent
+		s.UsageAfterOutput = ev.output && ev.usageAfter
+		s.WholeFrames = ev.wholeFrames
+		s.Row = ev.row
+		for _, sh := range ev.shadows {
+			s.WouldComplete[string(sh.Rule())] = sh.Outcome().Complete
+		}
+	}
+	return s
+}
