@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"pmgate/adapters/emulator"
 )
@@ -44,7 +45,9 @@ func TestCodex(t *testing.T) {
 			// Codex's first request alone serializes to about 20,000
 			// characters (its instructions and environment context), above the
 			// service's reported query limit; the scenario raises it.
-			s := serve(t, st, map[string]string{"POSTMAN_MAX_QUERY_CHARS": "200000"})
+			const limit = 200000
+			emu := newEmulator(t, func(c *emulator.Config) { c.MaxQueryChars = limit })
+			s := serveWith(t, emu, st, map[string]string{"POSTMAN_MAX_QUERY_CHARS": strconv.Itoa(limit)})
 			sink := newRefusingProxy(t)
 			for _, sc := range []struct {
 				name   string
@@ -68,6 +71,7 @@ func TestCodex(t *testing.T) {
 					}
 				})
 			}
+			t.Logf("codex: largest upstream query %d UTF-16 code units (POSTMAN_MAX_QUERY_CHARS raised to %d)", largestQuery(emu), limit)
 			if a := sink.attempts(); len(a) > 0 {
 				t.Logf("codex: outbound attempts refused by the sink: %s", strings.Join(a, ", "))
 			}
@@ -142,6 +146,23 @@ func failedRequests(logs string) string {
 		}
 	}
 	return b.String()
+}
+
+// largestQuery is the longest input.query the emulator received, in UTF-16
+// code units (as the service counts).
+func largestQuery(emu *emulator.Server) int {
+	n := 0
+	for _, rec := range emu.Requests() {
+		var body struct {
+			Input struct {
+				Query string `json:"query"`
+			} `json:"input"`
+		}
+		if json.Unmarshal(rec.Body, &body) == nil {
+			n = max(n, len(utf16.Encode([]rune(body.Input.Query))))
+		}
+	}
+	return n
 }
 
 // refusingProxy is an HTTP(S) proxy on loopback that records the target of
