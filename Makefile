@@ -11,11 +11,12 @@ FUZZTIME     ?= 10s
 test:
 	$(GO) test -race -count=1 $(PKGS)
 
-## test-clients: the client conformance suite (openai-go, the openai npm SDK, 9router) against the
+## test-clients: the client conformance suite (openai-go, the openai npm SDK, 9router, Codex CLI) against the
 ## emulator, both strategies; installs the pinned npm packages of clients/js first (npm registry only)
 test-clients:
 	cd clients/js && npm ci --ignore-scripts --no-audit --no-fund && node setup.mjs
-	PMGATE_CLIENTS=1 $(GO) test -race -count=1 -run '^TestClients$$' ./cmd/gateway/
+	cd clients/codex && npm ci --ignore-scripts --no-audit --no-fund
+	PMGATE_CLIENTS=1 $(GO) test -race -count=1 -run '^(TestClients|TestCodex)$$' ./cmd/gateway/
 
 ## test-browser: the /admin page in Debian's chromium (apt-get install chromium), driven by chromedp;
 ## screenshots go to bin/screenshots/

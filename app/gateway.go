@@ -141,7 +141,7 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 		g.logDecision(ctx, p, d)
 		return nil, d.Err()
 	}
-	toolsHash, err := canon.ToolsHash(req.Tools, req.ToolChoice)
+	toolsHash, err := toolsHashOf(req)
 	if err != nil {
 		return nil, err
 	}

@@ -60,6 +60,7 @@ func TestClients(t *testing.T) {
 			for _, suite := range []struct{ client, file string }{
 				{"openai-node", "openai.test.mjs"},
 				{"9router", "9router.test.mjs"},
+				{"openai-node-responses", "responses.test.mjs"},
 			} {
 				t.Run(suite.client, func(t *testing.T) {
 					runNodeSuite(t, suite.client, suite.file, []string{

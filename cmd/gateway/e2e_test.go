@@ -68,10 +68,15 @@ func serve(t *testing.T, strategy string, extra map[string]string) *served {
 }
 
 // newEmulator starts an emulator for the test's gateways.
-func newEmulator(t *testing.T) *emulator.Server {
+// mutate may change the emulator's configuration (limits, profile).
+func newEmulator(t *testing.T, mutate ...func(*emulator.Config)) *emulator.Server {
 	t.Helper()
-	emu, err := emulator.Start(t.Context(), emulator.Config{WorkspaceID: testWorkspace, Subdomain: testSubdomain,
-		SessionCookie: testCookie, AccessToken: testToken, Models: map[string]string{"GPT_55": "GPT_55"}, SlowDelay: 300 * time.Millisecond})
+	cfg := emulator.Config{WorkspaceID: testWorkspace, Subdomain: testSubdomain,
+		SessionCookie: testCookie, AccessToken: testToken, Models: map[string]string{"GPT_55": "GPT_55"}, SlowDelay: 300 * time.Millisecond}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	emu, err := emulator.Start(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
