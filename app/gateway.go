@@ -145,6 +145,10 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 	if err != nil {
 		return nil, err
 	}
+	legacyTools, err := legacyToolsHashOf(req)
+	if err != nil {
+		return nil, err
+	}
 	// Defaults come from the caller's original parameter schemas; the record
 	// is only read inside the store's atomic section, so everything else of
 	// the echo is prepared here.
@@ -157,15 +161,16 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 		return nil, err
 	}
 	sub := correlation.Submission{
-		Echo:         echo,
-		ResultsHash:  correlation.ResultsHash(cont),
-		PrincipalID:  p.ID,
-		WorkspaceID:  g.cfg.WorkspaceID,
-		Model:        req.Model,
-		ToolsHash:    toolsHash,
-		Continuation: cont,
-		Unresolved:   len(ids) - len(keys),
-		OtherGroups:  len(groups) - 1,
+		Echo:            echo,
+		ResultsHash:     correlation.ResultsHash(cont),
+		PrincipalID:     p.ID,
+		WorkspaceID:     g.cfg.WorkspaceID,
+		Model:           req.Model,
+		ToolsHash:       toolsHash,
+		LegacyToolsHash: legacyTools,
+		Continuation:    cont,
+		Unresolved:      len(ids) - len(keys),
+		OtherGroups:     len(groups) - 1,
 	}
 	attempt, err := g.ids.Token()
 	if err != nil {
