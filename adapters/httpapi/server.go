@@ -47,6 +47,8 @@ type Config struct {
 	CorrelationEnabled bool
 	// ToolSchemaPolicy is TOOL_SCHEMA_POLICY; "" means toolschema.DefaultPolicy.
 	ToolSchemaPolicy toolschema.Policy
+	// WidenCombinators is POSTMAN_SCHEMA_COMBINATORS=widen (toolschema.Options).
+	WidenCombinators bool
 	// Health returns extra /health fields (may be nil), e.g. correlation
 	// counts. The three fixed fields (status, strategy, upstream_verified)
 	// cannot be overridden by it.
