@@ -222,7 +222,7 @@ var fieldPolicy = []fieldRule{
 	// Refused unless default: honouring them is impossible and ignoring them
 	// would return something other than what was asked for.
 	{"n", checkN},
-	{"logprobs", checkLogprobs},
+	{"logprobs", refusedWhenTrue("log probabilities are not available.")},
 	{"top_logprobs", checkTopLogprobs},
 	{"logit_bias", checkLogitBias},
 	{"response_format", checkResponseFormat},
@@ -289,15 +289,18 @@ func checkN(param string, raw json.RawMessage) error {
 	return nil
 }
 
-func checkLogprobs(param string, raw json.RawMessage) error {
-	on, err := optBool(raw, param, false)
-	if err != nil {
-		return err
+// refusedWhenTrue accepts an optional boolean and refuses true.
+func refusedWhenTrue(detail string) func(string, json.RawMessage) error {
+	return func(param string, raw json.RawMessage) error {
+		on, err := optBool(raw, param, false)
+		if err != nil {
+			return err
+		}
+		if on {
+			return unsupported(param, detail)
+		}
+		return nil
 	}
-	if on {
-		return unsupported(param, "log probabilities are not available.")
-	}
-	return nil
 }
 
 func checkTopLogprobs(param string, raw json.RawMessage) error {

@@ -173,7 +173,7 @@ var responsesFieldPolicy = []fieldRule{
 	{"previous_response_id", refusedUnlessNull("server-side conversation state is not kept: send the full input with store: false.")},
 	{"conversation", refusedUnlessNull("server-side conversations are not kept: send the full input with store: false.")},
 	{"prompt", refusedUnlessNull("stored prompts are not available.")},
-	{"background", checkBackground},
+	{"background", refusedWhenTrue("background responses are not kept.")},
 	{"top_logprobs", checkTopLogprobs},
 }
 
@@ -187,17 +187,6 @@ func checkTruncation(param string, raw json.RawMessage) error {
 		}
 	}
 	return invalid(param, `must be "disabled" or "auto".`)
-}
-
-func checkBackground(param string, raw json.RawMessage) error {
-	on, err := optBool(raw, param, false)
-	if err != nil {
-		return err
-	}
-	if on {
-		return unsupported(param, "background responses are not kept.")
-	}
-	return nil
 }
 
 // checkResponsesText accepts text.format of type "text" (and text.verbosity);

@@ -202,28 +202,19 @@ func messageOf(id, text, status string) json.RawMessage {
 // completeResponse collects the whole turn and writes one response object;
 // any failure before the proven end is a plain error with its status.
 func (s *server) completeResponse(w http.ResponseWriter, r *http.Request, o respOutput, tr *turnReader) {
-	var text strings.Builder
-	var calls []*callOut
-	for {
-		st, err := tr.next(r.Context())
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		text.WriteString(st.text)
-		if c := st.call; c != nil {
-			if st.first {
-				calls = append(calls, &callOut{itemID: "fc_" + randText(), callID: c.ID, tool: o.toolOf(c.Name)})
-			}
-			calls[c.Index].arguments.WriteString(c.Arguments)
-		}
+	all, err := collect(r.Context(), tr)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	calls := make([]*callOut, len(all.calls))
+	for i, c := range all.calls {
+		calls[i] = &callOut{itemID: "fc_" + randText(), callID: c.ID, tool: o.toolOf(c.Name)}
+		calls[i].arguments.WriteString(c.Arguments)
 	}
 	var output []json.RawMessage
-	if text.Len() > 0 || len(calls) == 0 {
-		output = append(output, messageOf("msg_"+randText(), text.String(), "completed"))
+	if all.text != "" || len(calls) == 0 {
+		output = append(output, messageOf("msg_"+randText(), all.text, "completed"))
 	}
 	for _, c := range calls {
 		item, err := c.item("completed")
