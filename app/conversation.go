@@ -6,7 +6,6 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"pmgate/domain/canon"
 	"pmgate/domain/chat"
 	"pmgate/domain/conversation"
 	"pmgate/domain/errs"
@@ -51,7 +50,7 @@ func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request) 
 	hash, err := conversation.TranscriptHash(history)
 	if err == nil {
 		var toolsHash, claimID string
-		if toolsHash, err = canon.ToolsHash(req.Tools, req.ToolChoice); err == nil {
+		if toolsHash, err = toolsHashOf(req); err == nil {
 			claimID, err = g.ids.Token()
 		}
 		if err == nil {
@@ -143,7 +142,7 @@ func (g *Gateway) recordAnchor(ctx context.Context, p Principal, req chat.Reques
 	hash, err := conversation.TranscriptHash(transcript)
 	var toolsHash string
 	if err == nil {
-		toolsHash, err = canon.ToolsHash(req.Tools, req.ToolChoice)
+		toolsHash, err = toolsHashOf(req)
 	}
 	if err == nil {
 		now := g.clock.Now()

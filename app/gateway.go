@@ -141,7 +141,11 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 		g.logDecision(ctx, p, d)
 		return nil, d.Err()
 	}
-	toolsHash, err := canon.ToolsHash(req.Tools, req.ToolChoice)
+	toolsHash, err := toolsHashOf(req)
+	if err != nil {
+		return nil, err
+	}
+	legacyTools, err := legacyToolsHashOf(req)
 	if err != nil {
 		return nil, err
 	}
@@ -157,15 +161,16 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 		return nil, err
 	}
 	sub := correlation.Submission{
-		Echo:         echo,
-		ResultsHash:  correlation.ResultsHash(cont),
-		PrincipalID:  p.ID,
-		WorkspaceID:  g.cfg.WorkspaceID,
-		Model:        req.Model,
-		ToolsHash:    toolsHash,
-		Continuation: cont,
-		Unresolved:   len(ids) - len(keys),
-		OtherGroups:  len(groups) - 1,
+		Echo:            echo,
+		ResultsHash:     correlation.ResultsHash(cont),
+		PrincipalID:     p.ID,
+		WorkspaceID:     g.cfg.WorkspaceID,
+		Model:           req.Model,
+		ToolsHash:       toolsHash,
+		LegacyToolsHash: legacyTools,
+		Continuation:    cont,
+		Unresolved:      len(ids) - len(keys),
+		OtherGroups:     len(groups) - 1,
 	}
 	attempt, err := g.ids.Token()
 	if err != nil {

@@ -291,7 +291,7 @@ func (t *turn) admit(ctx context.Context) ([]Delta, error) {
 			return nil, errs.Wrap(err, errs.UpstreamMalformedEvent)
 		}
 	}
-	toolsHash, err := canon.ToolsHash(t.req.Tools, t.req.ToolChoice)
+	toolsHash, err := toolsHashOf(t.req)
 	if err != nil {
 		return nil, err
 	}

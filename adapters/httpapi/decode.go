@@ -222,7 +222,7 @@ var fieldPolicy = []fieldRule{
 	// Refused unless default: honouring them is impossible and ignoring them
 	// would return something other than what was asked for.
 	{"n", checkN},
-	{"logprobs", checkLogprobs},
+	{"logprobs", refusedWhenTrue("log probabilities are not available.")},
 	{"top_logprobs", checkTopLogprobs},
 	{"logit_bias", checkLogitBias},
 	{"response_format", checkResponseFormat},
@@ -289,15 +289,18 @@ func checkN(param string, raw json.RawMessage) error {
 	return nil
 }
 
-func checkLogprobs(param string, raw json.RawMessage) error {
-	on, err := optBool(raw, param, false)
-	if err != nil {
-		return err
+// refusedWhenTrue accepts an optional boolean and refuses true.
+func refusedWhenTrue(detail string) func(string, json.RawMessage) error {
+	return func(param string, raw json.RawMessage) error {
+		on, err := optBool(raw, param, false)
+		if err != nil {
+			return err
+		}
+		if on {
+			return unsupported(param, detail)
+		}
+		return nil
 	}
-	if on {
-		return unsupported(param, "log probabilities are not available.")
-	}
-	return nil
 }
 
 func checkTopLogprobs(param string, raw json.RawMessage) error {
@@ -604,7 +607,7 @@ func (s *server) decodeTools(raw json.RawMessage) ([]chat.Tool, error) {
 		switch params := ff["parameters"]; kindOf(params) {
 		case kindInvalid, kindNull:
 		case kindObject:
-			lowered, err := toolschema.Lower(params, p+".function.parameters", toolschema.Options{Policy: s.cfg.ToolSchemaPolicy})
+			lowered, err := toolschema.Lower(params, p+".function.parameters", toolschema.Options{Policy: s.cfg.ToolSchemaPolicy, WidenCombinators: s.cfg.WidenCombinators})
 			var pr *toolschema.Problem
 			if errors.As(err, &pr) {
 				return nil, refuse(pr.Code, pr.Path, pr.Detail)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"pmgate/domain/chat"
 	"pmgate/domain/errs"
 )
 
@@ -20,71 +21,84 @@ import (
 // RequestTimeout elapses.
 var errRequestTimeout = errors.New("httpapi: request timeout")
 
-// handleChat serves POST /v1/chat/completions: content type, bounded body
-// read under BodyReadTimeout, full validation, then a concurrency slot and one
-// turn of the service rendered as JSON or SSE. Nothing reaches the service
-// unless the whole request is valid.
+// handleChat serves POST /v1/chat/completions: one turn (serveTurn) of the
+// request rendered as a chat completion, JSON or SSE.
+func (s *server) handleChat() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		serveTurn(s, w, r, func(body []byte) (chat.Request, chat.Request, error) {
+			req, err := s.decodeRequest(body, slotFrom(r.Context()).allowsModel)
+			return req, req, err
+		}, func(w http.ResponseWriter, r *http.Request, req chat.Request, tr *turnReader) {
+			o := output{id: "chatcmpl-" + randText(), created: s.now().Unix(), model: req.Model, includeUsage: req.IncludeUsage}
+			if req.Stream {
+				s.stream(w, r, o, tr)
+			} else {
+				s.complete(w, r, o, tr)
+			}
+		})
+	})
+}
+
+// serveTurn is the one request path of both APIs: content type, bounded body
+// read under BodyReadTimeout, full validation (decode, which returns the
+// API's own request and the normalized chat request), then a concurrency
+// slot and one turn of the service, rendered by render. Nothing reaches the
+// service unless the whole request is valid.
 //
 // The slot is taken after the body is read and validated: it stands for an
 // upstream exchange, so a client that trickles its body (or sends an invalid
 // one) never keeps a slot from the others; what such clients can hold is
 // bounded by MAX_CONNECTIONS and, in time, by BodyReadTimeout.
-func (s *server) handleChat() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !jsonMediaType(r.Header.Get("Content-Type")) {
-			s.writeError(w, r, invalid("", "The Content-Type must be application/json."))
-			return
-		}
-		body, err := s.readBody(w, r)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		req, err := s.decodeRequest(body, slotFrom(r.Context()).allowsModel)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		ri := infoFrom(r.Context())
-		ri.stream, ri.model = req.Stream, req.Model
-		// The key slot's own limit (if any) applies on top of the global one.
-		release, ok := acquire(s.sem, slotFrom(r.Context()).limiter())
-		if !ok {
-			s.writeError(w, r, errs.New(errs.ConcurrencyLimitExceeded))
-			return
-		}
-		defer release()
-		s.log.DebugContext(r.Context(), "request decoded", "stream", req.Stream, "messages", len(req.Messages),
-			"tools", len(req.Tools), "tool_choice", string(req.ToolChoice.Mode))
+func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, decode func(body []byte) (T, chat.Request, error),
+	render func(w http.ResponseWriter, r *http.Request, req T, tr *turnReader)) {
+	if !jsonMediaType(r.Header.Get("Content-Type")) {
+		s.writeError(w, r, invalid("", "The Content-Type must be application/json."))
+		return
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	apiReq, req, err := decode(body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ri := infoFrom(r.Context())
+	ri.stream, ri.model = req.Stream, req.Model
+	// The key slot's own limit (if any) applies on top of the global one.
+	release, ok := acquire(s.sem, slotFrom(r.Context()).limiter())
+	if !ok {
+		s.writeError(w, r, errs.New(errs.ConcurrencyLimitExceeded))
+		return
+	}
+	defer release()
+	s.log.DebugContext(r.Context(), "request decoded", "stream", req.Stream, "messages", len(req.Messages),
+		"tools", len(req.Tools), "tool_choice", string(req.ToolChoice.Mode))
 
-		ctx := context.WithValue(r.Context(), clientCtxKey{}, r.Context())
-		ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.RequestTimeout, errRequestTimeout)
-		defer cancel()
-		r = r.WithContext(ctx)
+	ctx := context.WithValue(r.Context(), clientCtxKey{}, r.Context())
+	ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.RequestTimeout, errRequestTimeout)
+	defer cancel()
+	r = r.WithContext(ctx)
 
-		turn, err := s.svc.Chat(ctx, principalFrom(ctx), req)
-		if err == nil && turn == nil {
-			err = errors.AssertionFailedf("httpapi: service returned neither a turn nor an error")
-		}
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		defer turn.Close()
-		// A client disconnect or the request timeout releases the upstream at
-		// once, even while Next is blocked.
-		stop := context.AfterFunc(ctx, turn.Close)
-		defer stop()
+	turn, err := s.svc.Chat(ctx, principalFrom(ctx), req)
+	if err == nil && turn == nil {
+		err = errors.AssertionFailedf("httpapi: service returned neither a turn nor an error")
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer turn.Close()
+	// A client disconnect or the request timeout releases the upstream at
+	// once, even while Next is blocked.
+	stop := context.AfterFunc(ctx, turn.Close)
+	defer stop()
 
-		o := output{id: "chatcmpl-" + randText(), created: s.now().Unix(), model: req.Model, includeUsage: req.IncludeUsage}
-		tr := &turnReader{turn: turn, onFirst: func() { ri.firstToken = s.now() }}
-		if req.Stream {
-			s.stream(w, r, o, tr)
-		} else {
-			s.complete(w, r, o, tr)
-		}
-		ri.toolCalls = tr.calls
-	})
+	tr := &turnReader{turn: turn, onFirst: func() { ri.firstToken = s.now() }}
+	render(w, r, apiReq, tr)
+	ri.toolCalls = tr.calls
 }
 
 // acquire takes a place in the global semaphore and, when the slot has one,

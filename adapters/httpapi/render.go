@@ -157,34 +157,59 @@ type functionJSON struct {
 // content is the concatenated text; it is null only when the turn produced
 // tool calls and no text. usage holds the upstream's token counts and is
 // null when the upstream reported none: the gateway never invents counts.
-func (s *server) complete(w http.ResponseWriter, r *http.Request, o output, tr *turnReader) {
+// collected is a whole turn read to its proven end: the text and each tool
+// call (id, name, argument string), in order.
+type collected struct {
+	text  string
+	calls []app.ToolCallDelta // ID, Name and the whole Arguments of each call
+}
+
+// collect reads a turn to its proven end; any failure before it is returned
+// as it is, and nothing may be shown.
+func collect(ctx context.Context, tr *turnReader) (collected, error) {
 	var text strings.Builder
-	var calls []toolCallJSON
+	var calls []app.ToolCallDelta
 	var args []*strings.Builder
 	for {
-		st, err := tr.next(r.Context())
+		st, err := tr.next(ctx)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return collected{}, err
 		}
 		text.WriteString(st.text)
 		if c := st.call; c != nil {
 			if st.first {
-				calls = append(calls, toolCallJSON{ID: c.ID, Type: "function", Function: functionJSON{Name: c.Name}})
+				calls = append(calls, app.ToolCallDelta{Index: c.Index, ID: c.ID, Name: c.Name})
 				args = append(args, new(strings.Builder))
 			}
 			args[c.Index].WriteString(c.Arguments)
 		}
 	}
 	for i := range calls {
-		calls[i].Function.Arguments = args[i].String()
+		calls[i].Arguments = args[i].String()
 	}
+	return collected{text: text.String(), calls: calls}, nil
+}
+
+func (s *server) complete(w http.ResponseWriter, r *http.Request, o output, tr *turnReader) {
+	all, err := collect(r.Context(), tr)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	calls := make([]toolCallJSON, len(all.calls))
+	for i, c := range all.calls {
+		calls[i] = toolCallJSON{ID: c.ID, Type: "function", Function: functionJSON{Name: c.Name, Arguments: c.Arguments}}
+	}
+	if len(calls) == 0 {
+		calls = nil
+	}
+	text := all.text
 	msg := responseMessage{Role: "assistant", ToolCalls: calls}
-	if content := text.String(); content != "" || len(calls) == 0 {
-		msg.Content = &content
+	if text != "" || len(calls) == 0 {
+		msg.Content = &text
 	}
 	body, err := json.Marshal(completion{
 		ID: o.id, Object: "chat.completion", Created: o.created, Model: o.model,

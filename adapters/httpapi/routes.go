@@ -4,9 +4,10 @@ import "net/http"
 
 // Paths of the API surface (CONTRACT §4).
 const (
-	pathChat   = "/v1/chat/completions"
-	pathModels = "/v1/models"
-	pathHealth = "/health"
+	pathChat      = "/v1/chat/completions"
+	pathResponses = "/v1/responses"
+	pathModels    = "/v1/models"
+	pathHealth    = "/health"
 )
 
 // routes is the whole API surface. A method-less pattern for each path is
@@ -17,6 +18,8 @@ func (s *server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST "+pathChat, s.requireKey(s.handleChat()))
 	mux.Handle(pathChat, s.handleMethodNotAllowed("POST"))
+	mux.Handle("POST "+pathResponses, s.requireKey(s.handleResponses()))
+	mux.Handle(pathResponses, s.handleMethodNotAllowed("POST"))
 	mux.Handle("GET "+pathModels, s.requireKey(s.handleModels()))
 	mux.Handle(pathModels, s.handleMethodNotAllowed("GET, HEAD"))
 	mux.Handle("GET "+pathHealth, s.handleHealth())

@@ -47,6 +47,8 @@ type Config struct {
 	CorrelationEnabled bool
 	// ToolSchemaPolicy is TOOL_SCHEMA_POLICY; "" means toolschema.DefaultPolicy.
 	ToolSchemaPolicy toolschema.Policy
+	// WidenCombinators is POSTMAN_SCHEMA_COMBINATORS=widen (toolschema.Options).
+	WidenCombinators bool
 	// Health returns extra /health fields (may be nil), e.g. correlation
 	// counts. The three fixed fields (status, strategy, upstream_verified)
 	// cannot be overridden by it.
@@ -346,7 +348,7 @@ func (s *server) accessLog(ctx context.Context, r *http.Request, rw *recorder, r
 // hold anything) never reaches a log line.
 func routeOf(r *http.Request) string {
 	switch r.URL.Path {
-	case pathChat, pathModels, pathHealth, pathMetrics:
+	case pathChat, pathResponses, pathModels, pathHealth, pathMetrics:
 		return r.URL.Path
 	}
 	return adminRouteOf(r.URL.Path)

@@ -67,13 +67,14 @@ func serve(t *testing.T, strategy string, extra map[string]string) *served {
 	return serveWith(t, newEmulator(t), strategy, extra)
 }
 
-// newEmulator starts an emulator for the test's gateways; opts adjust its config.
-func newEmulator(t *testing.T, opts ...func(*emulator.Config)) *emulator.Server {
+// newEmulator starts an emulator for the test's gateways.
+// mutate may change the emulator's configuration (limits, profile).
+func newEmulator(t *testing.T, mutate ...func(*emulator.Config)) *emulator.Server {
 	t.Helper()
 	cfg := emulator.Config{WorkspaceID: testWorkspace, Subdomain: testSubdomain,
 		SessionCookie: testCookie, AccessToken: testToken, Models: map[string]string{"GPT_55": "GPT_55"}, SlowDelay: 300 * time.Millisecond}
-	for _, o := range opts {
-		o(&cfg)
+	for _, m := range mutate {
+		m(&cfg)
 	}
 	emu, err := emulator.Start(t.Context(), cfg)
 	if err != nil {

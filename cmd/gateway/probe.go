@@ -308,12 +308,12 @@ func runToolPhase(ctx context.Context, cl *probeClient, pu *probeUpstream, pol r
 	messages := []any{userMessage(probeInstruction)}
 	answered := map[string]bool{}
 	for turn := 1; turn <= pol.ToolMaxTurns && turn <= pol.ToolMaxRequests; turn++ {
-		// tool_choice is part of the group's binding (a continuation that
-		// changed it would be refused with continuation_tools_mismatch), so the
-		// continuations repeat "required"; upstream both mean autoRun.
+		// The first turn requires a tool; the continuations let the model
+		// decide (tool_choice steers one request and is not part of a group's
+		// binding, so the switch is a valid continuation).
 		choice, kind := "required", "tool_initial"
 		if turn > 1 {
-			kind = "tool_continuation"
+			choice, kind = "auto", "tool_continuation"
 		}
 		body := map[string]any{"model": cl.model, "messages": messages, "tools": tools, "tool_choice": choice,
 			"parallel_tool_calls": true}

@@ -218,3 +218,30 @@ func TestArgumentsBreakingTheLoweredSchemaAreRefusedAsAnUpstreamFault(t *testing
 	is.True(!strings.Contains(e.Error.Message, "value-"))
 	is.Equal(s.emu.Count(emulator.KindUserQuery), 1) // the upstream was asked once; nothing was retried
 }
+
+func TestWidenedCombinatorsPassAnUpstreamThatForbidsThem(t *testing.T) {
+	const tools = `[{"type":"function","function":{"name":"set_mode","description":"Set a mode","parameters":{"type":"object",` +
+		`"properties":{"mode":{"anyOf":[{"type":"string","enum":["fast","slow"]},{"type":"integer"}]}},"required":["mode"]}}}]`
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			is := is.New(t)
+			emu := newEmulator(t, func(c *emulator.Config) { c.ForbidSchemaKeywords = true })
+			forward := serveWith(t, emu, st, nil)
+			status, _, e := turnResult(t, forward, chatBody(t, testModel, []msg{{"role": "user", "content": "fast please"}}, tools, ""))
+			is.True(status >= 400) // forwarded unchanged, the upstream refuses anyOf
+			is.True(e.Error.Code != "")
+
+			widen := serveWith(t, emu, st, map[string]string{"POSTMAN_SCHEMA_COMBINATORS": "widen"})
+			history := []msg{{"role": "user", "content": "fast please"}}
+			status, c, e := turnResult(t, widen, chatBody(t, testModel, history, tools, ""))
+			is.Equal(status, 200) // widened away, the same tool is offered and called
+			is.Equal(e.Error.Code, "")
+			for _, body := range upstreamTools(t, emu) {
+				is.True(!strings.Contains(body, `"anyOf"`)) // nothing forbidden reached the upstream
+			}
+			history = append(history, assistantAndResults(c, sunny)...)
+			status, _, _ = turnResult(t, widen, chatBody(t, testModel, history, tools, ""))
+			is.Equal(status, 200) // and the continuation is answered
+		})
+	}
+}

@@ -128,6 +128,7 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 		AllowedHosts:       cfg.allowedHosts,
 		CorrelationEnabled: cfg.correlation,
 		ToolSchemaPolicy:   cfg.upstream.ToolSchemaPolicy,
+		WidenCombinators:   cfg.upstream.WidenCombinators,
 		Health: func(ctx context.Context) map[string]any {
 			return map[string]any{"correlation": storeHealth(ctx, cfg, store), "conversation": anchorHealth(ctx, cfg, anchors)}
 		},

@@ -404,3 +404,22 @@ func TestMoreToolsThanTheUpstreamAcceptsAreRefusedBeforeSending(t *testing.T) {
 		})
 	}
 }
+
+func TestToolChoiceMayChangeBetweenTurnsOfAToolLoop(t *testing.T) {
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			is := is.New(t)
+			s := serve(t, st, nil)
+			history := []msg{{"role": "user", "content": "weather please"}}
+			status, c, e := turnResult(t, s, chatBody(t, testModel, history, toolsJSON, `,"tool_choice":"required"`))
+			is.Equal(status, 200) // a first call forced with "required"
+			is.Equal(e.Error.Code, "")
+			history = append(history, assistantAndResults(c, sunny)...)
+			status, c, e = turnResult(t, s, chatBody(t, testModel, history, toolsJSON, `,"tool_choice":"auto"`))
+			is.Equal(status, 200) // the results answered with "auto" continue the same group
+			is.Equal(e.Error.Code, "")
+			is.Equal(c.Choices[0].FinishReason, "stop")
+			is.Equal(s.emu.Count(emulator.KindToolResponse), 1)
+		})
+	}
+}

@@ -71,11 +71,29 @@ func SchemaHash(parameters []byte) (string, error) {
 // null>}; tool_choice is {"mode","function"} where function is the name when the
 // mode is "function" and null otherwise.
 func ToolsHash(tools []chat.Tool, choice chat.ToolChoice) (string, error) {
+	ts, err := toolValues(tools)
+	if err != nil {
+		return "", err
+	}
+	var fn Value
+	if choice.Mode == chat.ToolChoiceFunction {
+		fn = choice.Function
+	}
+	return Hash(map[string]Value{
+		"kind":        "tools",
+		"tools":       ts,
+		"tool_choice": map[string]Value{"mode": string(choice.Mode), "function": fn},
+	})
+}
+
+// toolValues is the canonical form of tool definitions, in order:
+// {"name","description","parameters":<parsed schema or null>,"strict":<bool or null>}.
+func toolValues(tools []chat.Tool) ([]Value, error) {
 	ts := make([]Value, len(tools))
 	for i, t := range tools {
 		params, err := schemaValue(t.Parameters)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		var strict Value
 		if t.Strict != nil {
@@ -88,15 +106,7 @@ func ToolsHash(tools []chat.Tool, choice chat.ToolChoice) (string, error) {
 			"strict":      strict,
 		}
 	}
-	var fn Value
-	if choice.Mode == chat.ToolChoiceFunction {
-		fn = choice.Function
-	}
-	return Hash(map[string]Value{
-		"kind":        "tools",
-		"tools":       ts,
-		"tool_choice": map[string]Value{"mode": string(choice.Mode), "function": fn},
-	})
+	return ts, nil
 }
 
 // ArgumentsHash is the Hash of {"kind":"arguments","name":…,"arguments":…,

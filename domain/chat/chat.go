@@ -89,6 +89,10 @@ type Request struct {
 	ParallelToolCalls bool // false when the client set parallel_tool_calls=false
 	Stream            bool
 	IncludeUsage      bool
+	// API names the ingress API when it is not chat completions
+	// ("responses"); a tool-call group is bound to the API it was issued
+	// through.
+	API string
 }
 
 // Usage holds token counts reported by the upstream. A nil field was not reported

@@ -71,7 +71,7 @@ func newFixture(tb fataler, key, principal string, ids ...string) fixture {
 		tb.Fatal(err)
 	}
 	toolDefs := []chat.Tool{{Name: "get_weather", Parameters: []byte(fixtureSchema)}}
-	tools, err := canon.ToolsHash(toolDefs, chat.ToolChoice{Mode: chat.ToolChoiceAuto})
+	tools, err := canon.ToolsBinding("", toolDefs)
 	if err != nil {
 		tb.Fatal(err)
 	}

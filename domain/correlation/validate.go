@@ -62,11 +62,14 @@ func (c Continuation) IDs() []string {
 
 // Submission is one continuation request as seen by one group after lookup.
 type Submission struct {
-	PrincipalID  string
-	WorkspaceID  string // server-selected for the authenticated credential
-	Model        string
-	ToolsHash    string // canon.ToolsHash of the request's tools and tool_choice
-	Continuation Continuation
+	PrincipalID string
+	WorkspaceID string // server-selected for the authenticated credential
+	Model       string
+	ToolsHash   string // canon.ToolsBinding of the request's API and tools
+	// LegacyToolsHash is canon.ToolsHash of the request's tools and
+	// tool_choice: the form records of earlier builds hold.
+	LegacyToolsHash string
+	Continuation    Continuation
 	// Echo is Continuation.Prefix prepared with canon.PrepareEcho and the
 	// defaults of the request's tools, once, before the store's atomic section
 	// (hashing is the costly part of validation); nil means "prepare it here
@@ -209,10 +212,16 @@ func CheckWorkspace(g Group, s Submission) errs.Code {
 	return ""
 }
 
-// CheckTools is the tools half of step 9 (the first implementation requires
-// the tools to be resubmitted exactly).
+// CheckTools is the tools half of step 9: the same tool definitions, through
+// the same API (canon.ToolsBinding; tool_choice may change between turns). A
+// record stored by an earlier build holds the older form, which also bound
+// tool_choice, and is compared under it.
 func CheckTools(g Group, s Submission) errs.Code {
-	if s.ToolsHash != g.ToolsHash {
+	want := s.ToolsHash
+	if !canon.IsToolsBinding(g.ToolsHash) {
+		want = s.LegacyToolsHash
+	}
+	if want == "" || want != g.ToolsHash {
 		return errs.ContinuationToolsMismatch
 	}
 	return ""

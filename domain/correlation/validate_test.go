@@ -85,6 +85,9 @@ func TestEachValidationStepRejectsWithItsCode(t *testing.T) {
 		{"another model is a model mismatch", func(_ fixture, s *correlation.Submission) { s.Model = "gpt-5.4" }, errs.ContinuationModelMismatch},
 		{"another workspace is a workspace mismatch", func(_ fixture, s *correlation.Submission) { s.WorkspaceID = "ws-2" }, errs.ContinuationWorkspaceMismatch},
 		{"other tools are a tools mismatch", func(_ fixture, s *correlation.Submission) { s.ToolsHash = "sha256:other" }, errs.ContinuationToolsMismatch},
+		{"tools of another API are a tools mismatch", func(f fixture, s *correlation.Submission) {
+			s.ToolsHash, _ = canon.ToolsBinding("responses", []chat.Tool{{Name: "get_weather", Parameters: []byte(fixtureSchema)}})
+		}, errs.ContinuationToolsMismatch},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -172,4 +175,27 @@ func TestARecordOfTheExactFormIsCheckedUnderItsOwnRules(t *testing.T) {
 	unknown := f.group
 	unknown.TranscriptHash = "sha512:" + exact[len("sha256:"):]
 	is.Equal(correlation.Validate(unknown, f.submission("r1")), errs.ContinuationHistoryMismatch) // an unknown form fails closed
+}
+
+func TestARecordOfTheOlderToolsFormIsCheckedUnderItsOwnRules(t *testing.T) {
+	// A record stored by a build before the tools binding: its tools hash also
+	// bound tool_choice, and it is compared with the legacy hash of the
+	// submission; a record of the current form is not.
+	is := is.New(t)
+	f := newFixture(t, "g1", "p1", "call_pmn_a")
+	tools := []chat.Tool{{Name: "get_weather", Parameters: []byte(fixtureSchema)}}
+	auto, err := canon.ToolsHash(tools, chat.ToolChoice{Mode: chat.ToolChoiceAuto})
+	is.NoErr(err)
+	required, err := canon.ToolsHash(tools, chat.ToolChoice{Mode: chat.ToolChoiceRequired})
+	is.NoErr(err)
+	legacy := f.group
+	legacy.ToolsHash = auto
+	s := f.submission("r1")
+	s.LegacyToolsHash = auto
+	is.Equal(correlation.Validate(legacy, s), errs.Code("")) // the same tools and choice as the old record
+	s.LegacyToolsHash = required
+	is.Equal(correlation.Validate(legacy, s), errs.ContinuationToolsMismatch) // the old form bound the choice
+	is.Equal(correlation.Validate(f.group, s), errs.Code(""))                 // the current form does not
+	s.LegacyToolsHash = ""
+	is.Equal(correlation.Validate(legacy, s), errs.ContinuationToolsMismatch) // no legacy form (another API): never a match
 }

@@ -34,7 +34,7 @@ var Policy = correlation.Policy{PendingTTL: 15 * time.Minute, InflightTTL: 150 *
 func Group(key, principal string, n int, now time.Time) correlation.Group {
 	g := correlation.Group{Key: key, PrincipalID: principal, WorkspaceID: "ws", Model: "m", ConversationID: "conv-" + key,
 		UpstreamGroupID: "grp-" + key, State: correlation.Pending, IssuedAt: now, PendingExpiresAt: now.Add(Policy.PendingTTL),
-		ToolsHash: "sha256:tools"}
+		ToolsHash: canon.ToolsBindingPrefix + "sha256:tools"}
 	var calls []chat.ToolCall
 	for i := range n {
 		id := fmt.Sprintf("call_pmn_%s_%d", key, i)
@@ -412,7 +412,7 @@ func TypicalGroup(i int) correlation.Group {
 		g.Calls[j].SchemaHash = "sha256:" + strings.Repeat("b", 64)
 	}
 	g.ConversationID = fmt.Sprintf("conv-%032x", i)
-	g.ToolsHash = "sha256:" + strings.Repeat("c", 64)
+	g.ToolsHash = canon.ToolsBindingPrefix + "sha256:" + strings.Repeat("c", 64)
 	h, err := canon.TranscriptHashV2(Submission(g, "").Continuation.Prefix, nil, nil) // the call ids changed
 	if err != nil {
 		panic(err)

@@ -70,6 +70,7 @@ const (
 	EnvMaxToolsUpstream = "POSTMAN_MAX_TOOLS_UPSTREAM"
 	EnvParallelTools    = "POSTMAN_PARALLEL_TOOL_CALLS"
 	EnvToolSchemaPolicy = "TOOL_SCHEMA_POLICY"
+	EnvSchemaCombinator = "POSTMAN_SCHEMA_COMBINATORS"
 )
 
 // Defaults.
@@ -161,6 +162,10 @@ type Config struct {
 	// ToolSchemaPolicy is how the ingress treats tool schema keywords outside
 	// the bounded vocabulary (docs/TOOL-SCHEMAS.md).
 	ToolSchemaPolicy toolschema.Policy
+	// WidenCombinators is POSTMAN_SCHEMA_COMBINATORS=widen: for an upstream
+	// that refuses anyOf/oneOf/allOf, lowering removes them by widening
+	// (docs/TOOL-SCHEMAS.md); "forward" (the default) sends them unchanged.
+	WidenCombinators bool
 
 	// MaxQueryChars bounds input.query in UTF-16 code units
 	// (POSTMAN_MAX_QUERY_CHARS).
@@ -252,6 +257,9 @@ func Parse(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if err := c.parseToolSchemaPolicy(getenv); err != nil {
+		return Config{}, err
+	}
+	if err := c.parseSchemaCombinators(getenv); err != nil {
 		return Config{}, err
 	}
 	return c, nil
@@ -554,6 +562,24 @@ func (c *Config) parseToolSchemaPolicy(getenv func(string) string) error {
 		return refuse(EnvToolSchemaPolicy, "must be exactly lower or strict")
 	}
 	c.ToolSchemaPolicy = p
+	return nil
+}
+
+// parseSchemaCombinators reads POSTMAN_SCHEMA_COMBINATORS: forward (default)
+// or widen. Widening changes which arguments are valid, so it needs the lower
+// policy, and it is the owner's call from their own evidence.
+func (c *Config) parseSchemaCombinators(getenv func(string) string) error {
+	switch getenv(EnvSchemaCombinator) {
+	case "", "forward":
+		c.WidenCombinators = false
+	case "widen":
+		if c.ToolSchemaPolicy != toolschema.DefaultPolicy {
+			return refuse(EnvSchemaCombinator, "widen needs TOOL_SCHEMA_POLICY=lower")
+		}
+		c.WidenCombinators = true
+	default:
+		return refuse(EnvSchemaCombinator, "must be exactly forward or widen")
+	}
 	return nil
 }
 

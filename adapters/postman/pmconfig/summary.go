@@ -41,6 +41,7 @@ func (c Config) Summary() map[string]string {
 		"max_tool_argument_bytes": strconv.Itoa(c.MaxToolArgumentBytes),
 		"max_tool_result_bytes":   strconv.Itoa(c.MaxToolResultBytes),
 		"tool_schema_policy":      string(c.ToolSchemaPolicy),
+		"schema_combinators":      map[bool]string{false: "forward", true: "widen"}[c.WidenCombinators],
 		"max_query_chars":         strconv.Itoa(c.MaxQueryChars),
 		"max_tools_upstream":      strconv.Itoa(c.MaxToolsUpstream),
 		"parallel_tool_calls":     string(c.ParallelToolCalls),
