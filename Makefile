@@ -11,12 +11,20 @@ FUZZTIME     ?= 10s
 test:
 	$(GO) test -race -count=1 $(PKGS)
 
-## test-clients: the client conformance suite (openai-go, the openai npm SDK, 9router, Codex CLI) against the
-## emulator, both strategies; installs the pinned npm packages of clients/js first (npm registry only)
+## test-clients: the client conformance suite (openai-go, the openai npm SDK, 9router, Claude Code,
+## opencode, the AI SDK, Codex CLI) against the emulator, both strategies. Installs the pinned npm packages
+## of clients/js and clients/codex and the Go modules first (registries only), then runs the tests in a
+## network namespace that has only loopback (scripts/netns.sh); bin/clients-report.txt lists outbound
+## attempts and sizes.
 test-clients:
 	cd clients/js && npm ci --ignore-scripts --no-audit --no-fund && node setup.mjs
 	cd clients/codex && npm ci --ignore-scripts --no-audit --no-fund
-	PMGATE_CLIENTS=1 $(GO) test -race -count=1 -run '^(TestClients|TestCodex)$$' ./cmd/gateway/
+	$(GO) mod download
+	@mkdir -p bin; rm -f bin/clients-report.txt
+	@status=0; scripts/netns.sh env GOPROXY=off GOTOOLCHAIN=local GOFLAGS=-mod=readonly \
+		PMGATE_CLIENTS=1 PMGATE_CLIENTS_NETNS=1 PMGATE_CLIENTS_REPORT=$(CURDIR)/bin/clients-report.txt \
+		$(GO) test -race -count=1 -run '^(TestClients|TestCodex)$$' ./cmd/gateway/ || status=$$?; \
+	echo "== client report (bin/clients-report.txt)"; cat bin/clients-report.txt 2>/dev/null; exit $$status
 
 ## test-browser: the /admin page in Debian's chromium (apt-get install chromium), driven by chromedp;
 ## screenshots go to bin/screenshots/

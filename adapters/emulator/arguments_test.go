@@ -46,3 +46,33 @@ func TestArgumentsAreValidForLoweredSchemas(t *testing.T) {
 		})
 	}
 }
+
+// TestArgumentsSatisfyTheFormatsClientsValidate: a client validates formats
+// itself (the AI SDK runs zod's .email(), .uuid(), .datetime() on the
+// arguments) even where the gateway moved them into the description, so the
+// emulator fills a format it reads from the keyword or from that note.
+func TestArgumentsSatisfyTheFormatsClientsValidate(t *testing.T) {
+	is := is.New(t)
+	schema := `{"type":"object","properties":{` +
+		`"email":{"type":"string","format":"email"},` +
+		`"site":{"type":"string","format":"uri"},` +
+		`"id":{"type":"string","format":"uuid","pattern":"^[0-9a-f-]+$"},` +
+		`"at":{"type":"string","description":"When","format":"date-time"},` +
+		`"day":{"type":"string","format":"date"},` +
+		`"free":{"type":"string","format":"hostname"}},` +
+		`"required":["email","site","id","at","day","free"]}`
+	want := `{"at":"2026-01-01T00:00:00Z","day":"2026-01-01","email":"user@example.com","free":"value-free",` +
+		`"id":"00000000-0000-4000-8000-000000000000","site":"https://example.com/"}`
+	args, ok := emulator.ArgumentsFor([]byte(schema))
+	is.True(ok)
+	is.Equal(args, want) // from the format keyword
+	lowered, err := toolschema.Lower([]byte(schema), "p", toolschema.Options{})
+	is.NoErr(err)
+	is.True(!strings.Contains(string(lowered), `"format"`)) // the lowering moved every format into the description
+	args, ok = emulator.ArgumentsFor(lowered)
+	is.True(ok)
+	is.Equal(args, want) // from the description's note
+	s, err := toolschema.Compile(lowered)
+	is.NoErr(err)
+	is.NoErr(s.Validate(args)) // and still valid for the gateway
+}

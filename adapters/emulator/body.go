@@ -426,6 +426,8 @@ type argSchema struct {
 	MinLength        int                        `json:"minLength"`
 	MaxLength        *int                       `json:"maxLength"`
 	MinItems         int                        `json:"minItems"`
+	Format           string                     `json:"format"`
+	Description      string                     `json:"description"`
 }
 
 // maxArgDepth bounds the nesting of generated arguments.
@@ -434,7 +436,8 @@ const maxArgDepth = 16
 // valueFor is the value of property name: const, else the first enum value,
 // else the first anyOf/oneOf alternative, else by type (a type list uses its
 // first non-null entry; allOf members add their properties and type): string
-// "value-<name>" cut or padded with "x" to maxLength/minLength; integer or
+// a sample of its format (formatSample), else "value-<name>" cut or padded
+// with "x" to maxLength/minLength; integer or
 // number 1, raised to the minimum and to a multiple of multipleOf; boolean
 // true; null; an object of its required properties; an array of minItems
 // copies of its items value. Without a type, a string.
@@ -501,6 +504,9 @@ func valueFor(raw json.RawMessage, name string, depth int) string {
 		}
 		return "[" + strings.Join(items, ",") + "]"
 	}
+	if sample, ok := formatSample(s); ok {
+		return jsonString(sample)
+	}
 	v := []rune("value-" + name)
 	if s.MaxLength != nil && len(v) > *s.MaxLength {
 		v = v[:*s.MaxLength]
@@ -509,6 +515,33 @@ func valueFor(raw json.RawMessage, name string, depth int) string {
 		v = append(v, 'x')
 	}
 	return jsonString(string(v))
+}
+
+// formatSamples are valid values of the string formats everyday tools
+// declare (zod's .email(), .url(), .uuid(), .datetime(), .date()).
+var formatSamples = map[string]string{
+	"email":     "user@example.com",
+	"uri":       "https://example.com/",
+	"url":       "https://example.com/",
+	"uuid":      "00000000-0000-4000-8000-000000000000",
+	"date-time": "2026-01-01T00:00:00Z",
+	"date":      "2026-01-01",
+}
+
+// formatNoteRE finds the format a lowering gateway moved into the description
+// ("Schema notes: format: email; …"), as a model reading it would.
+var formatNoteRE = regexp.MustCompile(`\bformat: ([A-Za-z0-9_-]+)`)
+
+// formatSample is a valid value of the string's format, read from the format
+// keyword or from a "format: <name>" note in its description. The client
+// validates formats even where the gateway only describes them.
+func formatSample(s argSchema) (string, bool) {
+	format := s.Format
+	if m := formatNoteRE.FindStringSubmatch(s.Description); format == "" && m != nil {
+		format = m[1]
+	}
+	sample, ok := formatSamples[format]
+	return sample, ok
 }
 
 func numberFor(s argSchema) string {
@@ -584,6 +617,7 @@ var (
 	scenarioRE = regexp.MustCompile(`#scenario=([A-Za-z0-9_-]*)`)
 	loopRE     = regexp.MustCompile(`#loop=([0-9A-Za-z_-]*)`)
 	approvalRE = regexp.MustCompile(`#approval_after=([0-9A-Za-z_-]*)`)
+	toolRE     = regexp.MustCompile(`#tool=([A-Za-z0-9_.,-]+)`)
 )
 
 // approvalDirective reads "#approval_after=N" (1-5) of a USER_QUERY: after N
@@ -604,11 +638,12 @@ func approvalDirective(req *chatRequest) (n int, ok bool) {
 	return v, true
 }
 
-// directives reads #scenario and #loop. For a USER_QUERY they come from the
-// query; for a TOOL_RESPONSE the scenario comes from the first result content
-// that has one, and #loop is ignored. msg is set (a rejection message) for an
-// unknown scenario name or a loop count outside 0-5.
-func directives(req *chatRequest) (scenario string, loop int, msg string) {
+// directives reads #scenario, #loop and #tool. For a USER_QUERY they come from
+// the query; for a TOOL_RESPONSE the scenario comes from the first result
+// content that has one, and #loop and #tool are ignored (the conversation
+// keeps them). msg is set (a rejection message) for an unknown scenario name
+// or a loop count outside 0-5.
+func directives(req *chatRequest) (scenario string, loop int, toolName string, msg string) {
 	loop = 1
 	texts := []string{req.query}
 	if req.cont != nil {
@@ -620,7 +655,7 @@ func directives(req *chatRequest) (scenario string, loop int, msg string) {
 	for _, t := range texts {
 		if m := scenarioRE.FindStringSubmatch(t); m != nil {
 			if _, known := scenarios[m[1]]; !known {
-				return "", 0, msgUnknownScenario
+				return "", 0, "", msgUnknownScenario
 			}
 			scenario = m[1]
 			break
@@ -630,10 +665,13 @@ func directives(req *chatRequest) (scenario string, loop int, msg string) {
 		if m := loopRE.FindStringSubmatch(req.query); m != nil {
 			n, err := strconv.Atoi(m[1])
 			if err != nil || n < 0 || n > 5 { // 0: a text answer although tools are offered
-				return "", 0, msgBadDirective
+				return "", 0, "", msgBadDirective
 			}
 			loop = n
 		}
+		if m := toolRE.FindStringSubmatch(req.query); m != nil {
+			toolName = m[1]
+		}
 	}
-	return scenario, loop, ""
+	return scenario, loop, toolName, ""
 }

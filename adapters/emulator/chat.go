@@ -70,7 +70,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 		refuse(rej.status, rej.msg)
 		return
 	}
-	scenario, loop, msg := directives(req)
+	scenario, loop, toolName, msg := directives(req)
 	if msg != "" {
 		refuse(http.StatusBadRequest, msg)
 		return
@@ -99,7 +99,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	t := s.runTurn(strategy, req, loop, approval, scenarios[scenario] != scenarioText)
+	t := s.runTurn(strategy, req, loop, approval, toolName, scenarios[scenario] != scenarioText)
 	if t.convID != "" {
 		rec.ConversationID = t.convID
 	}

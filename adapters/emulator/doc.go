@@ -53,6 +53,11 @@
 // LoopApprovalAfter tool rounds (or "#approval_after=N") the next round is the
 // agent-loop guard: usage and a loopApprovalChunk.
 //
+// A tool group calls the first tool (the first two when parallel calling is
+// on), or the offered tools named by a "#tool=<name>[,<name>]" directive in the
+// query (only the first when parallel calling is off); arguments are built from
+// each tool's schema (argumentsFor).
+//
 // # Profiles and end of stream
 //
 // Profile "strict" (default): access_token streams end with a usage event, then

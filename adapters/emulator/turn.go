@@ -60,6 +60,7 @@ type conversation struct {
 	strategy string     // a conversation belongs to the account (strategy) that made it
 	pending  *toolGroup // the group awaiting its TOOL_RESPONSE, nil when none
 	rounds   int        // tool rounds asked for by the last USER_QUERY (#loop)
+	tool     string     // the tools the last USER_QUERY asked to be called (#tool=A[,B]), "" for the default
 	used     int        // tool rounds already issued
 	results  []quotedResult
 	turns    int    // USER_QUERY turns of this conversation
@@ -79,9 +80,10 @@ type turn struct {
 	repeated bool         // the group repeats calls whose answer was not accepted
 }
 
-// runTurn applies a validated request to the conversation table. allowTools is
-// false for scenarios that always answer with text.
-func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, allowTools bool) turn {
+// runTurn applies a validated request to the conversation table. toolName is
+// the #tool directive of a USER_QUERY. allowTools is false for scenarios that
+// always answer with text.
+func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, toolName string, allowTools bool) turn {
 	if req.extraGroups {
 		return turn{failure: failForbiddenInput}
 	}
@@ -101,7 +103,7 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, 
 
 	if req.chatType == KindUserQuery {
 		// A new user turn abandons any pending group and restarts the loop.
-		c.pending, c.rounds, c.used, c.results = nil, loop, 0, nil
+		c.pending, c.rounds, c.used, c.results, c.tool = nil, loop, 0, nil, toolName
 		c.answer = answerTemplate(req.query)
 		c.turns++
 		t.turnNo = c.turns
@@ -146,7 +148,7 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, 
 			t.approval = true // the agent-loop guard stops the round
 			return t
 		}
-		t.group = newGroup(req, nil)
+		t.group = newGroup(req, namedTools(req.tools, c.tool))
 		c.pending = t.group
 		c.used++
 		c.gated++
@@ -258,6 +260,22 @@ func newGroup(req *chatRequest, only []tool) *toolGroup {
 		g.calls = append(g.calls, toolCall{id: "tc-" + randomHex(8), index: i, name: t.name, args: t.args})
 	}
 	return g
+}
+
+// namedTools returns the offered tools a "#tool=A[,B]" directive names, in the
+// directive's order; nil without a directive or when none of them is offered
+// (then the first tools are called).
+func namedTools(offered []tool, names string) []tool {
+	var out []tool
+	for _, name := range strings.Split(names, ",") {
+		for _, t := range offered {
+			if name != "" && t.name == name {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // missingTools returns the offered tools that the answer template names and

@@ -405,6 +405,42 @@ func TestRequestSideConstraintsAreEnforced(t *testing.T) {
 	}
 }
 
+// TestToolDirectiveNamesTheToolOfEveryRound: "#tool=<name>" makes every tool
+// group of the turn call that tool alone (even with parallel calling on and
+// other tools offered first); an unknown name falls back to the default
+// choice; "#tool=A,B" is a group of both, in that order.
+func TestToolDirectiveNamesTheToolOfEveryRound(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	s := start(t)
+	p := tokenPeer(t, s)
+	st := p.turn(userQuery("use the clock #tool=get_time #loop=2").withTools(true, true, weatherTool, timeTool))
+	conv := st.conversationID()
+	calls, group := st.calls(t)
+	is.Equal(len(calls), 1)             // the named tool alone
+	is.Equal(calls[0].name, "get_time") // not the first offered
+	is.Equal(calls[0].args, timeArgs)   // its own arguments
+	st = p.turn(answer("grouped", conv, group, calls, false, 1))
+	calls, _ = st.calls(t)
+	is.Equal(len(calls), 1)             // round 2 too
+	is.Equal(calls[0].name, "get_time") // the conversation keeps the directive
+
+	st = p.turn(userQuery("no such tool #tool=nope").withTools(true, true, weatherTool, timeTool))
+	calls, _ = st.calls(t)
+	is.Equal(len(calls), 2) // the default choice: the first two
+
+	st = p.turn(userQuery("both, clock first #tool=get_time,nope,get_weather").withTools(true, true, weatherTool, timeTool))
+	calls, _ = st.calls(t)
+	is.Equal(len(calls), 2) // a group of the named tools that are offered
+	is.Equal(calls[0].name, "get_time")
+	is.Equal(calls[1].name, "get_weather") // in the directive's order
+
+	st = p.turn(userQuery("both, no parallel #tool=get_time,get_weather").withTools(false, true, weatherTool, timeTool))
+	calls, _ = st.calls(t)
+	is.Equal(len(calls), 1) // parallel calling off: the first named only
+	is.Equal(calls[0].name, "get_time")
+}
+
 func TestAnswerTemplateIsFilledWithTheLastResultOfEachTool(t *testing.T) {
 	t.Parallel()
 	for _, parallel := range []bool{true, false} {

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -37,6 +38,12 @@ import (
 //   - openai-node runs clients/js/openai.test.mjs (the openai npm SDK).
 //   - 9router runs clients/js/9router.test.mjs: the pinned 9router's packaged
 //     server, configured through its control API, in front of the gateway.
+//   - claude-code, opencode and ai-sdk run the real agents headless
+//     (claude-code.test.mjs through 9router's /v1/messages), some against a
+//     second gateway and emulator whose query limit is raised (serveWide).
+//     The two agents with native binaries run only in a loopback-only network
+//     namespace (make test-clients); every suite's outbound attempts are
+//     refused and recorded by its suiteWitness.
 //
 // The Node suites ask a loopback observer (see clientObserver) what the
 // emulator received and what the gateway sent; 9router reaches the gateway
@@ -45,6 +52,8 @@ import (
 // --ignore-scripts); without it they are skipped unless PMGATE_CLIENTS=1, which
 // makes them mandatory (`make test-clients`, CI).
 func TestClients(t *testing.T) {
+	requireLoopbackOnly(t)
+	t.Cleanup(func() { writeClientsReport(t) })
 	for _, st := range strategies {
 		t.Run(st, func(t *testing.T) {
 			t.Parallel()
@@ -56,25 +65,56 @@ func TestClients(t *testing.T) {
 			}
 			s := serve(t, st, extra)
 			obs := newClientObserver(t, s)
+			// A second gateway and emulator with the service's query limit
+			// raised, for agents whose first turn is larger than the default.
+			wide := serveWide(t, st)
+			wideObs := newClientObserver(t, wide)
 			t.Run("openai-go", func(t *testing.T) { goClientScenarios(t, s) })
-			for _, suite := range []struct{ client, file string }{
-				{"openai-node", "openai.test.mjs"},
-				{"9router", "9router.test.mjs"},
-				{"openai-node-responses", "responses.test.mjs"},
-			} {
+			for _, suite := range nodeSuites {
 				t.Run(suite.client, func(t *testing.T) {
-					runNodeSuite(t, suite.client, suite.file, []string{
+					runNodeSuite(t, suite, []string{
 						"PMGATE_STRATEGY=" + st,
 						"PMGATE_BASE_URL=" + s.base + "/v1",
 						"PMGATE_API_KEY=" + testKey,
 						"PMGATE_MODEL=" + testModel,
 						"PMGATE_OBSERVER_URL=" + obs.url,
 						"PMGATE_TAP_URL=" + obs.url + "/v1",
+						"PMGATE_WIDE_OBSERVER_URL=" + wideObs.url,
+						"PMGATE_WIDE_TAP_URL=" + wideObs.url + "/v1",
+						fmt.Sprintf("PMGATE_WIDE_QUERY_CHARS=%d", wideQueryChars),
 					})
 				})
 			}
 		})
 	}
+}
+
+// nodeSuite is one Node test file of clients/js and how long it may run.
+// An agent suite runs native binaries that a Node-level guard cannot see
+// into: it runs only where nothing but loopback is reachable.
+type nodeSuite struct {
+	client, file string
+	timeout      time.Duration
+	agent        bool
+}
+
+var nodeSuites = []nodeSuite{
+	{"openai-node", "openai.test.mjs", 4 * time.Minute, false},
+	{"9router", "9router.test.mjs", 4 * time.Minute, false},
+	{"openai-node-responses", "responses.test.mjs", 4 * time.Minute, false},
+	{"claude-code", "claude-code.test.mjs", 10 * time.Minute, true},
+	{"opencode", "opencode.test.mjs", 6 * time.Minute, true},
+	{"ai-sdk", "ai-sdk.test.mjs", 4 * time.Minute, false},
+}
+
+// wideQueryChars is the raised query limit of the second gateway and emulator.
+const wideQueryChars = 40000
+
+// serveWide is serve with the query limit raised to wideQueryChars on both
+// sides: the gateway (POSTMAN_MAX_QUERY_CHARS) and the emulator.
+func serveWide(t *testing.T, strategy string) *served {
+	emu := newEmulator(t, func(c *emulator.Config) { c.MaxQueryChars = wideQueryChars })
+	return serveWith(t, emu, strategy, map[string]string{"POSTMAN_MAX_QUERY_CHARS": fmt.Sprint(wideQueryChars)})
 }
 
 // ---- openai-go ----
@@ -362,6 +402,8 @@ func logEntries(logs string) []logEntry {
 type wireReport struct {
 	Done        bool           `json:"done"`
 	ErrorCode   string         `json:"error_code"`
+	ErrorParam  string         `json:"error_param,omitempty"`
+	ErrorMsg    string         `json:"error_message,omitempty"`
 	Finish      []string       `json:"finish"`
 	Content     string         `json:"content"`
 	ToolCalls   []wireToolCall `json:"tool_calls"`
@@ -376,12 +418,17 @@ type wireToolCall struct {
 	Arguments string `json:"arguments"`
 }
 
+// wireError is the part of an OpenAI-shaped error the suite reports.
+type wireError struct {
+	Code    string `json:"code"`
+	Param   string `json:"param"`
+	Message string `json:"message"`
+}
+
 type wireChunk struct {
-	ID      string `json:"id"`
-	Created int64  `json:"created"`
-	Error   *struct {
-		Code string `json:"code"`
-	} `json:"error"`
+	ID      string     `json:"id"`
+	Created int64      `json:"created"`
+	Error   *wireError `json:"error"`
 	Choices *[]struct {
 		Delta struct {
 			Role      *string `json:"role"`
@@ -432,7 +479,7 @@ func analyzeStream(payloads []string, includeUsage, ended bool) wireReport {
 				bad("an error key on a normal chunk")
 			}
 			if c.Error != nil {
-				r.ErrorCode, over = c.Error.Code, true
+				r.ErrorCode, r.ErrorParam, r.ErrorMsg, over = c.Error.Code, c.Error.Param, c.Error.Message, true
 			}
 			continue
 		}
@@ -534,9 +581,7 @@ func analyzeStream(payloads []string, includeUsage, ended bool) wireReport {
 func analyzeJSON(body []byte) wireReport {
 	var r wireReport
 	var v struct {
-		Error *struct {
-			Code string `json:"code"`
-		} `json:"error"`
+		Error   *wireError `json:"error"`
 		Choices []struct {
 			Message struct {
 				Content   *string `json:"content"`
@@ -553,7 +598,7 @@ func analyzeJSON(body []byte) wireReport {
 		return r
 	}
 	if v.Error != nil {
-		r.ErrorCode = v.Error.Code
+		r.ErrorCode, r.ErrorParam, r.ErrorMsg = v.Error.Code, v.Error.Param, v.Error.Message
 		return r
 	}
 	for _, c := range v.Choices {
@@ -720,25 +765,43 @@ func ssePayloads(body []byte) []string {
 
 func (o *clientObserver) observe(w http.ResponseWriter, r *http.Request) {
 	marker, reqID := r.URL.Query().Get("marker"), r.URL.Query().Get("request_id")
+	// ex_since=N keeps the exchanges from sequence number N on (a window
+	// that also holds a client's requests that carry no marker).
+	exSince := 0
+	if v := r.URL.Query().Get("ex_since"); v != "" {
+		if _, err := fmt.Sscan(v, &exSince); err != nil {
+			http.Error(w, "observer: ex_since", http.StatusBadRequest)
+			return
+		}
+	}
 	type counts struct {
 		UserQuery    int `json:"user_query"`
 		ToolResponse int `json:"tool_response"`
 		Rejected     int `json:"rejected"`
 	}
 	var report struct {
-		Exchanges         []exchange `json:"exchanges"`
-		Emulator          counts     `json:"emulator"`
-		Gateway           []logEntry `json:"gateway"`
-		UpstreamCancelled int        `json:"upstream_cancelled"`
+		Exchanges []exchange `json:"exchanges"`
+		// ExchangeSeq is the sequence number the next exchange will get.
+		ExchangeSeq int `json:"exchange_seq"`
+		// Emulator counts the marker's requests; EmulatorTotals counts every
+		// request since the emulator started (monotonic, for windows).
+		Emulator       counts `json:"emulator"`
+		EmulatorTotals counts `json:"emulator_totals"`
+		// Queries are the marker's upstream requests as the emulator received them.
+		Queries           []upstreamQuery `json:"queries"`
+		Gateway           []logEntry      `json:"gateway"`
+		UpstreamCancelled int             `json:"upstream_cancelled"`
 	}
-	report.Exchanges = []exchange{}
+	report.Exchanges, report.Queries = []exchange{}, []upstreamQuery{}
 	o.mu.Lock()
 	for _, e := range o.exchanges {
-		if marker == "" || e.Marker == marker {
+		if (marker == "" || e.Marker == marker) && e.Seq >= exSince {
 			report.Exchanges = append(report.Exchanges, *e)
 		}
 	}
+	report.ExchangeSeq = len(o.exchanges)
 	o.mu.Unlock()
+	report.EmulatorTotals = counts{o.s.emu.Count(emulator.KindUserQuery), o.s.emu.Count(emulator.KindToolResponse), o.s.emu.Count(emulator.KindRejected)}
 	for _, rec := range o.s.emu.Requests() {
 		if marker != "" && !bytes.Contains(rec.Body, []byte(marker)) {
 			continue
@@ -750,6 +813,9 @@ func (o *clientObserver) observe(w http.ResponseWriter, r *http.Request) {
 			report.Emulator.UserQuery++
 		case rec.ChatType == emulator.KindToolResponse:
 			report.Emulator.ToolResponse++
+		}
+		if marker != "" {
+			report.Queries = append(report.Queries, summarizeUpstream(rec))
 		}
 	}
 	report.Gateway = []logEntry{}
@@ -763,6 +829,36 @@ func (o *clientObserver) observe(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(report)
+}
+
+// upstreamQuery is one upstream request as the emulator received it.
+type upstreamQuery struct {
+	ChatType   string `json:"chat_type"`
+	Status     int    `json:"status"`
+	Rejected   bool   `json:"rejected"`
+	QueryChars int    `json:"query_chars"` // input.query in UTF-16 code units, as the service counts
+	Tools      int    `json:"tools"`       // tools offered in clientTools
+	BodyBytes  int    `json:"body_bytes"`
+}
+
+func summarizeUpstream(rec emulator.Request) upstreamQuery {
+	var body struct {
+		Input struct {
+			Query string `json:"query"`
+		} `json:"input"`
+		ClientTools struct {
+			ThirdParty map[string]struct {
+				Tools []json.RawMessage `json:"tools"`
+			} `json:"thirdParty"`
+		} `json:"clientTools"`
+	}
+	_ = json.Unmarshal(rec.Body, &body)
+	q := upstreamQuery{ChatType: rec.ChatType, Status: rec.Status, Rejected: rec.Rejected,
+		QueryChars: len(utf16.Encode([]rune(body.Input.Query))), BodyBytes: len(rec.Body)}
+	for _, g := range body.ClientTools.ThirdParty {
+		q.Tools += len(g.Tools)
+	}
+	return q
 }
 
 // ---- running a Node suite ----
@@ -779,7 +875,8 @@ type nodeEvent struct {
 
 // runNodeSuite runs one Node test file with node:test and turns each of its
 // top-level tests into a subtest named after its scenario.
-func runNodeSuite(t *testing.T, client, file string, env []string) {
+func runNodeSuite(t *testing.T, suite nodeSuite, env []string) {
+	client, file := suite.client, suite.file
 	required := os.Getenv("PMGATE_CLIENTS") == "1"
 	dir, err := filepath.Abs(clientsJSDir)
 	if err != nil {
@@ -793,13 +890,22 @@ func runNodeSuite(t *testing.T, client, file string, env []string) {
 		}
 		t.Skipf("%s: skipped: clients/js/node_modules is not installed (run `make test-clients`, or set PMGATE_CLIENTS=1 to require it)", client)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	if ok, iface := loopbackOnly(); suite.agent && !ok {
+		if required {
+			t.Fatalf("%s: PMGATE_CLIENTS=1 but interface %s is not loopback: the agents run only in a loopback-only namespace (make test-clients, scripts/netns.sh)", client, iface)
+		}
+		t.Skipf("%s: skipped: the agents run only in a loopback-only network namespace (make test-clients)", client)
+	}
+	witness := newSuiteWitness(t)
+	started := time.Now()
+	defer func() { reportSuite(t, client, time.Since(started), witness) }()
+	ctx, cancel := context.WithTimeout(t.Context(), suite.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "--test",
 		"--test-reporter=spec", "--test-reporter-destination=stderr",
 		"--test-reporter=./lib/reporter.mjs", "--test-reporter-destination=stdout", file)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), env...), witness.env()...)
 	// Its own process group, so that 9router (a grandchild) never outlives the suite.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

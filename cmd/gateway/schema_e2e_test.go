@@ -63,7 +63,7 @@ func TestClaudeCodeLikeToolsGetACallAndTheirContinuationIsAnswered(t *testing.T)
 			calls := c.Choices[0].Message.ToolCalls
 			is.Equal(len(calls), 1)
 			is.Equal(calls[0].Function.Name, "WebFetch")
-			is.Equal(calls[0].Function.Arguments, `{"prompt":"value-prompt","url":"value-url"}`) // built from the schema the emulator saw
+			is.Equal(calls[0].Function.Arguments, `{"prompt":"value-prompt","url":"https://example.com/"}`) // built from the schema the emulator saw (the format from its description note)
 
 			sent := upstreamTools(t, s.emu)
 			is.Equal(len(sent), 2)
@@ -196,7 +196,7 @@ func TestClaudeCodeLikeToolsStreamACallAndItsAnswer(t *testing.T) {
 			c := streamedCalls(t, s, chatBody(t, testModel, history, claudeCodeTools, extra))
 			is.Equal(c.Choices[0].FinishReason, "tool_calls") // the streamed turn asks for a tool
 			is.Equal(len(c.Choices[0].Message.ToolCalls), 1)
-			is.Equal(c.Choices[0].Message.ToolCalls[0].Function.Arguments, `{"prompt":"value-prompt","url":"value-url"}`)
+			is.Equal(c.Choices[0].Message.ToolCalls[0].Function.Arguments, `{"prompt":"value-prompt","url":"https://example.com/"}`)
 			history = append(history, assistantAndResults(c, sunny)...)
 			c = streamedCalls(t, s, chatBody(t, testModel, history, claudeCodeTools, extra))
 			is.Equal(c.Choices[0].FinishReason, "stop")                                    // the continuation is answered

@@ -16,7 +16,34 @@ export function env() {
     model: need("PMGATE_MODEL"),
     observerURL: need("PMGATE_OBSERVER_URL"),
     tapURL: need("PMGATE_TAP_URL"),
+    // The second gateway, with the service's query limit raised (agents with
+    // many tools); through its observer's recording proxy.
+    wideObserverURL: need("PMGATE_WIDE_OBSERVER_URL"),
+    wideTapURL: need("PMGATE_WIDE_TAP_URL"),
+    wideQueryChars: Number(need("PMGATE_WIDE_QUERY_CHARS")),
   };
+}
+
+/**
+ * witnessProxyEnv is the proxy environment for a child process: every proxy
+ * variable points at the suite's refusing witness (set by TestClients), and
+ * loopback stays direct. Empty when no witness is running.
+ */
+export function witnessProxyEnv() {
+  const url = process.env.PMGATE_WITNESS_URL;
+  if (!url) return {};
+  const noProxy = "127.0.0.1,localhost,::1";
+  return {
+    HTTPS_PROXY: url, HTTP_PROXY: url, ALL_PROXY: url, https_proxy: url, http_proxy: url, all_proxy: url,
+    NO_PROXY: noProxy, no_proxy: noProxy,
+  };
+}
+
+/** note sends a measurement of a scenario to the suite's report (a no-op without a witness). */
+export async function note(scenario, text) {
+  const url = process.env.PMGATE_WITNESS_URL;
+  if (!url) return;
+  await fetch(`${url}/_note`, { method: "POST", body: JSON.stringify({ scenario, text }) });
 }
 
 /** marker returns a fresh token that ties a scenario's requests together. */
@@ -30,9 +57,13 @@ export class Observer {
     this.url = url;
   }
 
-  /** get returns {exchanges, emulator, gateway, upstream_cancelled} for a marker. */
-  async get({ marker = "", requestId = "" } = {}) {
-    const q = new URLSearchParams({ marker, request_id: requestId });
+  /**
+   * get returns {exchanges, exchange_seq, emulator, emulator_totals, queries,
+   * gateway, upstream_cancelled} for a marker; exSince keeps the exchanges
+   * from that sequence number on.
+   */
+  async get({ marker = "", requestId = "", exSince = 0 } = {}) {
+    const q = new URLSearchParams({ marker, request_id: requestId, ex_since: String(exSince) });
     const r = await fetch(`${this.url}/_observe?${q}`);
     if (!r.ok) throw new Error(`observer: ${r.status}`);
     return r.json();

@@ -12,6 +12,7 @@ import { dirname, join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { ensureSqlWasm } from "../setup.mjs";
+import { witnessProxyEnv } from "./harness.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const appDir = join(root, "node_modules", "9router", "app");
@@ -54,8 +55,10 @@ export async function startNineRouter({ upstreams }) {
     DISABLE_BACKGROUND_TOKEN_REFRESH: "1",
     MODEL_CATALOG_SYNC: "off",
     NEXT_TELEMETRY_DISABLED: "1",
-    // Loopback only: no proxy may be picked up from the caller's environment.
-    NO_PROXY: "127.0.0.1,localhost",
+    // Loopback only: no proxy may be picked up from the caller's environment,
+    // except the suite's refusing witness (which records what 9router tries).
+    NO_PROXY: "127.0.0.1,localhost,::1",
+    ...witnessProxyEnv(),
   };
   let output = "";
   const child = spawn(process.execPath, [join(appDir, "custom-server.js")], {

@@ -1,0 +1,107 @@
+// The Vercel AI SDK (ai 6, the newest major whose engines accept Node 20) with
+// @ai-sdk/openai-compatible at the gateway (through the observer's recording
+// proxy), with tools declared in everyday zod: string formats, a regex, a
+// record, enums with defaults, multi-key objects. generateText and streamText
+// run their multi-step loops (stopWhen: stepCountIs(n)). A scenario passes
+// when the loop ends with the final text, every tool round was answered, the
+// emulator saw one TOOL_RESPONSE per round and the gateway answered every
+// request with a success.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { generateText, stepCountIs, streamText, tool } from "ai";
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { z } from "zod";
+import { env, marker, note, Observer } from "./lib/harness.mjs";
+import { querySizes, Window } from "./lib/agents.mjs";
+
+const e = env();
+const observer = new Observer(e.observerURL);
+const pmgate = createOpenAICompatible({ name: "pmgate", baseURL: e.tapURL, apiKey: e.apiKey, includeUsage: true });
+
+/** tools returns the scenario's tools; calls records every execution. */
+function tools(m, calls) {
+  return {
+    inviteMember: tool({
+      description: "Invite a person to a workspace",
+      inputSchema: z.object({
+        email: z.string().email(),
+        homepage: z.string().url().optional(),
+        workspaceId: z.string().uuid(),
+        startsAt: z.string().datetime(),
+        code: z.string().regex(/^[A-Z]{3}-[0-9]{4}$/).optional(),
+        labels: z.record(z.string(), z.string()),
+        role: z.enum(["viewer", "editor", "admin"]).default("viewer"),
+        notify: z.boolean().default(true),
+        seats: z.number().int().min(1).max(50),
+        team: z.object({ name: z.string(), size: z.number().int().default(1) }),
+      }),
+      execute: async (input) => {
+        calls.push({ tool: "inviteMember", input });
+        return { invited: input.email, role: input.role, marker: m };
+      },
+    }),
+    getWeather: tool({
+      description: "Weather for a city",
+      inputSchema: z.object({ city: z.string(), unit: z.enum(["celsius", "fahrenheit"]).default("celsius") }),
+      execute: async (input) => {
+        calls.push({ tool: "getWeather", input });
+        return `sunny in ${input.city} ${m}`;
+      },
+    }),
+  };
+}
+
+const scenarios = [
+  { name: "generateText, tool round trip", stream: false, loop: 1 },
+  { name: "generateText, #loop=3", stream: false, loop: 3 },
+  { name: "streamText, tool round trip", stream: true, loop: 1 },
+  { name: "streamText, #loop=3", stream: true, loop: 3 },
+];
+
+for (const s of scenarios) {
+  test(`ai-sdk ${s.name}`, { timeout: 60_000 }, async () => {
+    const m = marker();
+    const calls = [];
+    const win = await Window.open(observer);
+    const t0 = performance.now();
+    const args = {
+      model: pmgate(e.model),
+      tools: tools(m, calls),
+      stopWhen: stepCountIs(s.loop + 2),
+      maxRetries: 0,
+      prompt: `Invite the team and check the weather. ${m}${s.loop > 1 ? ` #loop=${s.loop}` : ""}`,
+    };
+    let text = "";
+    let steps = [];
+    let streamError, callError;
+    try {
+      if (s.stream) {
+        const r = streamText({ ...args, onError: ({ error }) => (streamError = error) });
+        await r.consumeStream();
+        [text, steps] = await Promise.all([r.text, r.steps]);
+      } else {
+        ({ text, steps } = await generateText(args));
+      }
+    } catch (err) {
+      callError = err;
+    }
+    const ms = Math.round(performance.now() - t0);
+    const seen = await win.close(m);
+    const reasons = steps.map((st) => st.finishReason);
+    const results = steps.flatMap((st) => st.content.filter((c) => c.type === "tool-result" || c.type === "tool-error"));
+    const toolErrors = results.filter((c) => c.type === "tool-error").map((c) => `${c.toolName}: ${String(c.error?.message ?? c.error).slice(0, 200)}`);
+    await note(s.name, `${ms} ms; upstream ${querySizes(seen.queries)}; ${seen.userQueries} USER_QUERY, ${seen.toolResponses} TOOL_RESPONSE; ` +
+      `steps ${reasons.join(",")}; ${calls.length} executions, ${toolErrors.length} tool errors${toolErrors.length ? ` (${toolErrors.join("; ")})` : ""}`);
+    const diag = `gateway refusals: ${JSON.stringify(seen.refusals)}\nsteps: ${reasons}\nerror: ${callError ?? streamError}\n` +
+      `tool errors: ${toolErrors}\ntext: ${text}`;
+    assert.deepEqual(seen.refusals, [], `the gateway refused requests\n${diag}`);
+    assert.equal(callError ?? streamError, undefined, diag);
+    assert.deepEqual(reasons, [...Array(s.loop).fill("tool-calls"), "stop"], diag);
+    assert.match(text, /^Tool results received: /, diag);
+    assert.ok(text.includes(m), `the final answer quotes the tool results\n${diag}`);
+    assert.deepEqual(toolErrors, [], `every tool call was valid and executed\n${diag}`);
+    assert.equal(results.length, calls.length);
+    assert.equal(seen.toolResponses, s.loop, "one TOOL_RESPONSE dispatch per tool round, counted at the emulator");
+    assert.equal(seen.rejected, 0, "the emulator rejected nothing");
+  });
+}
