@@ -7,13 +7,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf16"
@@ -39,6 +37,13 @@ func TestCodex(t *testing.T) {
 		}
 		t.Skip("clients/codex is not installed (make test-clients installs it)")
 	}
+	if ok, iface := loopbackOnly(); !ok {
+		if os.Getenv("PMGATE_CLIENTS") == "1" {
+			t.Fatalf("PMGATE_CLIENTS=1 but interface %s is not loopback: Codex runs only in a loopback-only namespace (make test-clients, scripts/netns.sh)", iface)
+		}
+		t.Skip("Codex runs only in a loopback-only network namespace (make test-clients)")
+	}
+	t.Cleanup(func() { writeClientsReport(t) }) // with TestClients' lines, collected before
 	for _, st := range strategies {
 		t.Run(st, func(t *testing.T) {
 			t.Parallel()
@@ -48,7 +53,9 @@ func TestCodex(t *testing.T) {
 			const limit = 200000
 			emu := newEmulator(t, func(c *emulator.Config) { c.MaxQueryChars = limit })
 			s := serveWith(t, emu, st, map[string]string{"POSTMAN_MAX_QUERY_CHARS": strconv.Itoa(limit)})
-			sink := newRefusingProxy(t)
+			sink := newSuiteWitness(t)
+			started := time.Now()
+			defer func() { reportSuite(t, "codex", time.Since(started), sink) }()
 			for _, sc := range []struct {
 				name   string
 				prompt string
@@ -72,16 +79,13 @@ func TestCodex(t *testing.T) {
 				})
 			}
 			t.Logf("codex: largest upstream query %d UTF-16 code units (POSTMAN_MAX_QUERY_CHARS raised to %d)", largestQuery(emu), limit)
-			if a := sink.attempts(); len(a) > 0 {
-				t.Logf("codex: outbound attempts refused by the sink: %s", strings.Join(a, ", "))
-			}
 		})
 	}
 }
 
 // runCodex runs `codex exec --json` with a custom provider pointed at the
 // gateway and returns its JSON events and stderr.
-func runCodex(t *testing.T, bin string, s *served, sink *refusingProxy, prompt string) ([]string, string) {
+func runCodex(t *testing.T, bin string, s *served, sink *suiteWitness, prompt string) ([]string, string) {
 	t.Helper()
 	home, codexHome, work := t.TempDir(), t.TempDir(), t.TempDir()
 	config := `model = "` + testModel + `"
@@ -163,61 +167,4 @@ func largestQuery(emu *emulator.Server) int {
 		}
 	}
 	return n
-}
-
-// refusingProxy is an HTTP(S) proxy on loopback that records the target of
-// every request and refuses it, so that an agent's attempt to reach a vendor
-// host fails at once and is reported instead of hanging.
-type refusingProxy struct {
-	ln   net.Listener
-	mu   sync.Mutex
-	seen []string
-}
-
-func newRefusingProxy(t *testing.T) *refusingProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &refusingProxy{ln: ln}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go p.refuse(c)
-		}
-	}()
-	t.Cleanup(func() { ln.Close() })
-	return p
-}
-
-func (p *refusingProxy) refuse(c net.Conn) {
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err == nil {
-		f := strings.Fields(line)
-		if len(f) >= 2 {
-			p.mu.Lock()
-			p.seen = append(p.seen, f[0]+" "+f[1])
-			p.mu.Unlock()
-		}
-	}
-	_, _ = c.Write([]byte("HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"))
-}
-
-// env points every proxy variable at the sink; loopback stays direct.
-func (p *refusingProxy) env() []string {
-	u := "http://" + p.ln.Addr().String()
-	return []string{"HTTPS_PROXY=" + u, "HTTP_PROXY=" + u, "ALL_PROXY=" + u, "https_proxy=" + u, "http_proxy=" + u,
-		"all_proxy=" + u, "NO_PROXY=127.0.0.1,localhost,::1", "no_proxy=127.0.0.1,localhost,::1"}
-}
-
-func (p *refusingProxy) attempts() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.seen...)
 }
