@@ -40,5 +40,5 @@ func (s *server) observe(r *http.Request, rw *recorder, ri *reqInfo, start time.
 		status = http.StatusOK
 	}
 	m.observeRequest(RequestRecord{Time: start, RequestID: ri.id, Route: routeOf(r), Status: status, Code: string(ri.code),
-		Model: ri.model, Stream: ri.stream, ToolCalls: ri.toolCalls}, ri.code, start, ri.firstToken, s.now())
+		Model: ri.model, Slot: ri.slot, Stream: ri.stream, ToolCalls: ri.toolCalls}, ri.code, start, ri.firstToken, s.now())
 }

@@ -35,6 +35,8 @@ type Monitor struct {
 	outcomes  *prometheus.CounterVec
 	trans     *prometheus.CounterVec
 	storeErrs prometheus.Counter
+	bySlot    *prometheus.CounterVec
+	slots     sync.Map // slot id -> prometheus.Counter, resolved once per slot
 	// byRoute holds the resolved series of every route template; it is
 	// written only in NewMonitor, so the request path reads it without a lock.
 	byRoute map[string]*routeSeries
@@ -61,6 +63,7 @@ type RequestRecord struct {
 	Status     int       `json:"status"`
 	Code       string    `json:"code"`
 	Model      string    `json:"model"`
+	Slot       string    `json:"slot"` // the API key slot's id ("" before authentication), never the key
 	Stream     bool      `json:"stream"`
 	ToolCalls  int       `json:"tool_calls"`
 	DurationMS float64   `json:"duration_ms"`
@@ -143,12 +146,14 @@ func NewMonitor(cfg MonitorConfig) *Monitor {
 	m.trans = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pmgate_correlation_transitions_total",
 		Help: "Rows of the correlation group machine applied by requests, by row id and states."},
 		[]string{"row", "from", "to"})
+	m.bySlot = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pmgate_key_requests_total",
+		Help: "Authenticated requests by API key slot id (the configured slot ids; never a key)."}, []string{"slot"})
 	m.storeErrs = prometheus.NewCounter(prometheus.CounterOpts{Name: "pmgate_correlation_store_errors_total",
 		Help: "Correlation store failures: requests answered correlation_store_unavailable and failed reads of the gauges."})
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pmgate_build_info",
 		Help: "Always 1; the labels name the version and the upstream strategy."}, []string{"version", "strategy"})
 	build.WithLabelValues(cfg.Version, cfg.Strategy).Set(1)
-	m.reg.MustRegister(m.requests, m.duration, m.ttft, m.upstream, m.outcomes, m.trans, m.storeErrs, build,
+	m.reg.MustRegister(m.bySlot, m.requests, m.duration, m.ttft, m.upstream, m.outcomes, m.trans, m.storeErrs, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Counts != nil {
 		m.reg.MustRegister(&storeCollector{counts: cfg.Counts, errs: m.storeErrs})
@@ -230,6 +235,13 @@ func (m *Monitor) observeRequest(rec RequestRecord, code errs.Code, start, first
 	}
 	if code == errs.CorrelationStoreUnavailable {
 		m.storeErrs.Inc()
+	}
+	if rec.Slot != "" {
+		c, ok := m.slots.Load(rec.Slot)
+		if !ok {
+			c, _ = m.slots.LoadOrStore(rec.Slot, m.bySlot.WithLabelValues(rec.Slot))
+		}
+		c.(prometheus.Counter).Inc()
 	}
 	if !listed(rec.Route) {
 		return

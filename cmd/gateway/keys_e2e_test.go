@@ -275,3 +275,19 @@ func TestReplicasShareSlotsThroughOneKeyFile(t *testing.T) {
 	is.Equal(status, 200) // the same slot continues through the other replica
 	is.Equal(emu.Count(emulator.KindToolResponse), 1)
 }
+
+func TestMetricsAndTheControlPageNameTheSlotNeverTheKey(t *testing.T) {
+	is := is.New(t)
+	s, _, editor, router := keysServe(t, "access_token", nil)
+	is.Equal(s.post(t, userBody("hello", false, ""), bearer(editor)...).StatusCode, 200)
+	is.Equal(s.post(t, userBody("hello", false, ""), bearer(router)...).StatusCode, 200)
+	metrics := s.get(t, "/metrics", bearer(editor)...)
+	is.True(strings.Contains(metrics, `pmgate_key_requests_total{slot="editor"} 1`)) // counted per slot id
+	is.True(strings.Contains(metrics, `pmgate_key_requests_total{slot="router"} 1`))
+	live := s.get(t, "/admin/api/live", bearer(router)...)
+	is.True(strings.Contains(live, `"slot":"editor"`)) // the recent list names the slot
+	for _, k := range []string{editor, router} {
+		is.True(!strings.Contains(metrics, k)) // never a key
+		is.True(!strings.Contains(live, k))
+	}
+}

@@ -252,7 +252,7 @@
     fillRows($("requests").tBodies[0], l.requests, (tr, r) => {
       tr.className = r.status >= 400 ? "failed" : "";
       cell(tr, clock(r.time)); cell(tr, r.request_id, "mono"); cell(tr, r.route, "mono"); cell(tr, String(r.status));
-      cell(tr, r.code || "–"); cell(tr, r.model || "–"); cell(tr, r.stream ? "yes" : "no"); cell(tr, String(r.tool_calls));
+      cell(tr, r.code || "–"); cell(tr, r.slot || "–", "mono"); cell(tr, r.model || "–"); cell(tr, r.stream ? "yes" : "no"); cell(tr, String(r.tool_calls));
       cell(tr, ms(r.duration_ms), "num"); cell(tr, ms(r.ttft_ms), "num");
     });
   }
