@@ -5,14 +5,16 @@
 // run their multi-step loops (stopWhen: stepCountIs(n)). A scenario passes
 // when the loop ends with the final text, every tool round was answered, the
 // emulator saw one TOOL_RESPONSE per round and the gateway answered every
-// request with a success.
+// request with a success. The multi-turn session resends its history as the
+// SDK returned it (result.response.messages) and must continue its upstream
+// conversation: only the new user message goes upstream on later turns.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { generateText, stepCountIs, streamText, tool } from "ai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { z } from "zod";
 import { env, marker, note, Observer } from "./lib/harness.mjs";
-import { querySizes, Window } from "./lib/agents.mjs";
+import { describeConversations, querySizes, Window } from "./lib/agents.mjs";
 
 const e = env();
 const observer = new Observer(e.observerURL);
@@ -105,3 +107,53 @@ for (const s of scenarios) {
     assert.equal(seen.rejected, 0, "the emulator rejected nothing");
   });
 }
+
+test("ai-sdk multi-turn session continues its upstream conversation", { timeout: 60_000 }, async () => {
+  const marks = [marker(), marker(), marker()];
+  const texts = [`hello ${marks[0]}`, `tell me more ${marks[1]}`, `thanks ${marks[2]}`];
+  const system = "You are terse. " + "Follow the rules. ".repeat(300);
+  const messages = [];
+  const turns = [];
+  for (let i = 0; i < texts.length; i++) {
+    messages.push({ role: "user", content: texts[i] });
+    const win = await Window.open(observer);
+    const args = { model: pmgate(e.model), system, messages, maxRetries: 0 };
+    let text, response, streamError;
+    if (i === 1) {
+      const r = streamText({ ...args, onError: ({ error }) => (streamError = error) });
+      await r.consumeStream();
+      [text, response] = await Promise.all([r.text, r.response]);
+    } else {
+      ({ text, response } = await generateText(args));
+    }
+    const seen = await win.close(marks[i]);
+    turns.push({ text, seen, streamError });
+    messages.push(...response.messages);
+  }
+  const per = turns.map((t, i) => `turn ${i + 1}${i === 1 ? " (streamText)" : ""}: upstream ${querySizes(t.seen.queries)}, gateway ${describeConversations(t.seen.conversations)}`);
+  await note("multi-turn session", per.join(" | "));
+  const diag = turns.map((t, i) => `turn ${i + 1}: ${JSON.stringify(t.text)} refusals ${JSON.stringify(t.seen.refusals)} error ${t.streamError} ` +
+    `conversations ${JSON.stringify(t.seen.conversations)}`).join("\n");
+  for (let i = 0; i < turns.length; i++) {
+    const { text, seen, streamError } = turns[i];
+    assert.deepEqual(seen.refusals, [], `turn ${i + 1}: the gateway refused requests\n${diag}`);
+    assert.equal(streamError, undefined, diag);
+    assert.equal(seen.userQueries, 1, `turn ${i + 1}: one USER_QUERY\n${diag}`);
+    assert.equal(seen.rejected, 0, "the emulator rejected nothing");
+    const q = seen.queries.filter((x) => x.chat_type === "USER_QUERY");
+    assert.equal(q.length, 1, `turn ${i + 1}: its words reached the upstream once\n${diag}`);
+    if (i === 0) {
+      assert.equal(seen.continued, 0, diag);
+      assert.ok(q[0].query_chars > system.length, `the first turn sends the whole transcript\n${diag}`);
+      continue;
+    }
+    assert.equal(seen.continued, 1, `turn ${i + 1} continued at the emulator\n${diag}`);
+    assert.equal(q[0].turn, i + 1, diag);
+    assert.equal(text, `Hello again from the pmgate emulator (turn ${i + 1} of this conversation). You said: ${texts[i]}`, diag);
+    assert.ok(q[0].query_chars <= texts[i].length + 64, `turn ${i + 1} sends only the new user message (${q[0].query_chars} chars)\n${diag}`);
+    assert.deepEqual(seen.conversations.map((c) => c.msg), ["conversation: continued"], diag);
+    assert.equal(seen.conversations[0].new_messages, 1, diag);
+  }
+  const first = await observer.get({ marker: marks[0] });
+  assert.equal(first.emulator.user_query, 1, "the first turn's words reached the upstream once: the history was never re-sent");
+});

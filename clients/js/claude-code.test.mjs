@@ -3,12 +3,14 @@
 // messages to chat completions and calls the gateway (through the observer's
 // recording proxy). A scenario passes when Claude Code's last stream-json
 // result is a success, the emulator saw one TOOL_RESPONSE per tool round, and
-// the gateway answered every request with a success.
+// the gateway answered every request with a success. The two-turn session
+// (claude -p, then claude -p --continue in the same home) reports whether the
+// gateway continued the upstream conversation or started fresh, and why.
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { env, marker, note, Observer } from "./lib/harness.mjs";
 import { startNineRouter } from "./lib/ninerouter.mjs";
-import { jsonLines, nativeBinary, querySizes, runAgent, tempHome, Window } from "./lib/agents.mjs";
+import { describeConversations, jsonLines, nativeBinary, querySizes, runAgent, tempHome, Window } from "./lib/agents.mjs";
 
 const e = env();
 const claude = nativeBinary("@anthropic-ai", "claude-code-linux-x64", "claude");
@@ -22,12 +24,13 @@ const gateways = {
  * request (9router would turn it into a 503 and Claude Code would retry for
  * minutes) and returns the stream-json events and the gateway's refusals.
  */
-async function runClaude({ prefix, gateway, prompt, tools, maxTurns }) {
-  const home = tempHome("claude");
+async function runClaude({ prefix, gateway, prompt, tools, maxTurns, home: keep, extraArgs = [] }) {
+  const home = keep ?? tempHome("claude");
   const model = `${prefix}/${e.model}`;
   const win = await Window.open(gateways[gateway].observer);
   const args = ["-p", prompt, "--output-format", "stream-json", "--verbose", "--max-turns", String(maxTurns), "--model", model];
   if (tools) args.push("--tools", tools);
+  args.push(...extraArgs);
   // The emulator calls Bash with the command "value-command" (a harmless
   // "command not found"); allowing it lets the call run instead of being denied.
   args.push("--allowedTools", "Bash");
@@ -58,7 +61,7 @@ async function runClaude({ prefix, gateway, prompt, tools, maxTurns }) {
     const seen = await win.close(prompt.match(/mk-[0-9a-f]+/)[0]);
     return { run, events, seen };
   } finally {
-    home.remove();
+    if (!keep) home.remove();
   }
 }
 
@@ -89,6 +92,11 @@ const scenarios = [
 // sees 9router's 503 and would retry, so the run is stopped at the refusal.
 const overLimit = { name: "default tools over the default query limit", gateway: "default", tools: "", loop: 1, directive: "#tool=Bash" };
 scenarios.push(overLimit);
+// A two-turn session: a text answer (#loop=0: no tool round although tools
+// are offered), then claude -p --continue in the same home, which resends the
+// session's history through 9router.
+const session = { name: "two-turn session (--continue)", gateway: "default", tools: "Bash,Read" };
+scenarios.push(session);
 // One 9router provider node per scenario: 9router locks a node's model after
 // an error, which must not decide the next scenario. Model "<prefix>/<model>".
 scenarios.forEach((s, i) => (s.prefix = `pmgate-${i}`));
@@ -110,7 +118,59 @@ test(`claude-code ${overLimit.name}`, { timeout: 200_000 }, async () => {
   assert.match(run.reason, /the gateway refused/, "the run was stopped at the refusal");
 });
 
-for (const s of scenarios.filter((x) => x !== overLimit)) {
+test(`claude-code ${session.name}`, { timeout: 400_000 }, async () => {
+  const home = tempHome("claude");
+  try {
+    const marks = [marker(), marker()];
+    const prompts = [`Say hello. ${marks[0]} #loop=0`, `And once more, please. ${marks[1]} #loop=0`];
+    const turns = [];
+    for (let i = 0; i < prompts.length; i++) {
+      const r = await runClaude({ prefix: session.prefix, gateway: session.gateway, prompt: prompts[i], tools: session.tools, maxTurns: 2,
+        home, extraArgs: i > 0 ? ["--continue"] : [] });
+      const result = r.events.filter((ev) => ev.type === "result").at(-1);
+      turns.push({ ...r, result });
+    }
+    const per = turns.map((t, i) => `turn ${i + 1}: ${t.run.ms} ms; upstream ${querySizes(t.seen.queries)}; ${t.seen.userQueries} USER_QUERY, ` +
+      `${t.seen.continued} continued; gateway ${describeConversations(t.seen.conversations)}`);
+    await note(session.name, per.join(" | "));
+    const diag = turns.map((t, i) => `turn ${i + 1}: exit ${t.run.code}${t.run.reason ? `, stopped: ${t.run.reason}` : ""}; refusals ${JSON.stringify(t.seen.refusals)}; ` +
+      `result ${JSON.stringify(t.result)}; conversations ${JSON.stringify(t.seen.conversations)}; stderr ${t.run.stderr.slice(-1000)}`).join("\n");
+    for (let i = 0; i < turns.length; i++) {
+      const { run, seen, result, events } = turns[i];
+      assert.deepEqual(seen.refusals, [], `turn ${i + 1}: the gateway refused requests\n${diag}`);
+      assert.ok(result, `turn ${i + 1}: no stream-json result event\n${diag}`);
+      assert.equal(result.subtype, "success", diag);
+      assert.equal(result.is_error, false, diag);
+      assert.equal(run.code, 0, diag);
+      assert.equal(toolRounds(events), 0, `turn ${i + 1}: a text answer\n${diag}`);
+      assert.equal(seen.toolResponses + seen.rejected, 0, diag);
+      assert.ok(seen.conversations.length >= 1, `turn ${i + 1}: the gateway logged its conversation decision\n${diag}`);
+    }
+    assert.equal(turns[0].seen.continued, 0, diag);
+    const second = turns[1];
+    const decision = second.seen.conversations.at(-1);
+    if (second.seen.continued > 0) {
+      // Continued: only the new user message went upstream, in the session's conversation.
+      assert.equal(decision.msg, "conversation: continued", diag);
+      assert.match(second.result.result, /^Hello again from the pmgate emulator \(turn 2 of this conversation\)\. You said: /, diag);
+      assert.ok(second.result.result.includes(marks[1]), diag);
+      const q = second.seen.queries.filter((x) => x.chat_type === "USER_QUERY");
+      assert.equal(q.length, 1, diag);
+      assert.equal(q[0].turn, 2, diag);
+      assert.ok(q[0].query_chars <= prompts[1].length + 64, `only the new prompt went upstream (${q[0].query_chars} chars)\n${diag}`);
+    } else {
+      // Fresh (see clients/README.md): answered correctly with the whole
+      // transcript, and logged as fresh with its reason.
+      assert.equal(decision.msg, "conversation: fresh", diag);
+      assert.ok(decision.reason, diag);
+      assert.ok(second.result.result.includes(marks[1]), `the fresh answer quotes the new prompt\n${diag}`);
+    }
+  } finally {
+    home.remove();
+  }
+});
+
+for (const s of scenarios.filter((x) => x !== overLimit && x !== session)) {
   test(`claude-code ${s.name}`, { timeout: 200_000 }, async () => {
     const m = marker();
     const directives = [s.directive, s.loop > 1 ? `#loop=${s.loop}` : ""].filter(Boolean).join(" ");

@@ -382,6 +382,12 @@ type logEntry struct {
 	Code       string `json:"code"`
 	Stream     bool   `json:"stream"`
 	DurationMS int64  `json:"duration_ms"`
+	// The fields of "conversation: continued" and "conversation: fresh".
+	Reason          string `json:"reason,omitempty"`
+	Row             string `json:"row,omitempty"`
+	Via             string `json:"via,omitempty"`
+	HistoryMessages int    `json:"history_messages,omitempty"`
+	NewMessages     int    `json:"new_messages,omitempty"`
 }
 
 func logEntries(logs string) []logEntry {
@@ -774,10 +780,21 @@ func (o *clientObserver) observe(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// conv_since=N keeps the gateway's conversation decisions from number N on.
+	convSince := 0
+	if v := r.URL.Query().Get("conv_since"); v != "" {
+		if _, err := fmt.Sscan(v, &convSince); err != nil {
+			http.Error(w, "observer: conv_since", http.StatusBadRequest)
+			return
+		}
+	}
 	type counts struct {
 		UserQuery    int `json:"user_query"`
 		ToolResponse int `json:"tool_response"`
 		Rejected     int `json:"rejected"`
+		// ContinuedQuery counts the USER_QUERY requests that continued a
+		// conversation (turn 2 and later at the emulator).
+		ContinuedQuery int `json:"continued_user_query"`
 	}
 	var report struct {
 		Exchanges []exchange `json:"exchanges"`
@@ -791,6 +808,10 @@ func (o *clientObserver) observe(w http.ResponseWriter, r *http.Request) {
 		Queries           []upstreamQuery `json:"queries"`
 		Gateway           []logEntry      `json:"gateway"`
 		UpstreamCancelled int             `json:"upstream_cancelled"`
+		// Conversations are the gateway's "conversation: continued|fresh"
+		// decisions from conv_since on; ConversationSeq is the number of the next.
+		Conversations   []logEntry `json:"conversations"`
+		ConversationSeq int        `json:"conversation_seq"`
 	}
 	report.Exchanges, report.Queries = []exchange{}, []upstreamQuery{}
 	o.mu.Lock()
@@ -801,7 +822,8 @@ func (o *clientObserver) observe(w http.ResponseWriter, r *http.Request) {
 	}
 	report.ExchangeSeq = len(o.exchanges)
 	o.mu.Unlock()
-	report.EmulatorTotals = counts{o.s.emu.Count(emulator.KindUserQuery), o.s.emu.Count(emulator.KindToolResponse), o.s.emu.Count(emulator.KindRejected)}
+	report.EmulatorTotals = counts{o.s.emu.Count(emulator.KindUserQuery), o.s.emu.Count(emulator.KindToolResponse),
+		o.s.emu.Count(emulator.KindRejected), o.s.emu.Count(emulator.KindContinuedQuery)}
 	for _, rec := range o.s.emu.Requests() {
 		if marker != "" && !bytes.Contains(rec.Body, []byte(marker)) {
 			continue
@@ -811,6 +833,9 @@ func (o *clientObserver) observe(w http.ResponseWriter, r *http.Request) {
 			report.Emulator.Rejected++
 		case rec.ChatType == emulator.KindUserQuery:
 			report.Emulator.UserQuery++
+			if rec.Turn > 1 {
+				report.Emulator.ContinuedQuery++
+			}
 		case rec.ChatType == emulator.KindToolResponse:
 			report.Emulator.ToolResponse++
 		}
@@ -818,8 +843,14 @@ func (o *clientObserver) observe(w http.ResponseWriter, r *http.Request) {
 			report.Queries = append(report.Queries, summarizeUpstream(rec))
 		}
 	}
-	report.Gateway = []logEntry{}
+	report.Gateway, report.Conversations = []logEntry{}, []logEntry{}
 	for _, e := range logEntries(o.s.logs.String()) {
+		if e.Msg == "conversation: continued" || e.Msg == "conversation: fresh" {
+			if report.ConversationSeq >= convSince {
+				report.Conversations = append(report.Conversations, e)
+			}
+			report.ConversationSeq++
+		}
 		if e.Msg == "upstream stream failed" && e.Code == "client_cancelled" {
 			report.UpstreamCancelled++
 		}
@@ -839,6 +870,7 @@ type upstreamQuery struct {
 	QueryChars int    `json:"query_chars"` // input.query in UTF-16 code units, as the service counts
 	Tools      int    `json:"tools"`       // tools offered in clientTools
 	BodyBytes  int    `json:"body_bytes"`
+	Turn       int    `json:"turn"` // the conversation's USER_QUERY turn at the emulator; 0 for a TOOL_RESPONSE
 }
 
 func summarizeUpstream(rec emulator.Request) upstreamQuery {
@@ -854,7 +886,7 @@ func summarizeUpstream(rec emulator.Request) upstreamQuery {
 	}
 	_ = json.Unmarshal(rec.Body, &body)
 	q := upstreamQuery{ChatType: rec.ChatType, Status: rec.Status, Rejected: rec.Rejected,
-		QueryChars: len(utf16.Encode([]rune(body.Input.Query))), BodyBytes: len(rec.Body)}
+		QueryChars: len(utf16.Encode([]rune(body.Input.Query))), BodyBytes: len(rec.Body), Turn: rec.Turn}
 	for _, g := range body.ClientTools.ThirdParty {
 		q.Tools += len(g.Tools)
 	}

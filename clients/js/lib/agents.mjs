@@ -126,6 +126,7 @@ export class Window {
     const w = new Window();
     w.observer = observer;
     w.exSince = o.exchange_seq;
+    w.convSince = o.conversation_seq;
     w.totals = o.emulator_totals;
     return w;
   }
@@ -144,11 +145,12 @@ export class Window {
 
   /**
    * close waits for the proxied exchanges to finish and returns {exchanges,
-   * refusals, userQueries, toolResponses, rejected, queries}; queries are the
-   * upstream requests carrying marker (their sizes).
+   * refusals, userQueries, toolResponses, rejected, continued, conversations,
+   * queries}; queries are the upstream requests carrying marker (their sizes),
+   * conversations the gateway's continued/fresh decisions in the window.
    */
   async close(marker) {
-    const o = await this.observer.until({ exSince: this.exSince }, () => true, 5000);
+    const o = await this.observer.until({ exSince: this.exSince, convSince: this.convSince }, () => true, 5000);
     const m = marker ? await this.observer.get({ marker }) : { queries: [] };
     const now = o.emulator_totals;
     return {
@@ -157,6 +159,8 @@ export class Window {
       userQueries: now.user_query - this.totals.user_query,
       toolResponses: now.tool_response - this.totals.tool_response,
       rejected: now.rejected - this.totals.rejected,
+      continued: now.continued_user_query - this.totals.continued_user_query,
+      conversations: o.conversations,
       queries: m.queries,
     };
   }
@@ -167,4 +171,12 @@ export function querySizes(queries) {
   const q = queries.filter((x) => x.chat_type === "USER_QUERY");
   if (q.length === 0) return "no USER_QUERY";
   return q.map((x) => `${x.query_chars} chars, ${x.tools} tools`).join("; ");
+}
+
+/** describeConversations is the gateway's continuity decisions, short: "continued (2+1)", "fresh no_anchor". */
+export function describeConversations(conversations) {
+  if (conversations.length === 0) return "no conversation decision";
+  return conversations
+    .map((c) => (c.msg === "conversation: continued" ? `continued (${c.history_messages}+${c.new_messages} messages)` : `fresh ${c.reason}${c.row ? ` ${c.row}` : ""}`))
+    .join("; ");
 }

@@ -59,11 +59,12 @@ export class Observer {
 
   /**
    * get returns {exchanges, exchange_seq, emulator, emulator_totals, queries,
-   * gateway, upstream_cancelled} for a marker; exSince keeps the exchanges
-   * from that sequence number on.
+   * gateway, upstream_cancelled, conversations, conversation_seq} for a
+   * marker; exSince keeps the exchanges from that sequence number on,
+   * convSince the gateway's conversation decisions from that number on.
    */
-  async get({ marker = "", requestId = "", exSince = 0 } = {}) {
-    const q = new URLSearchParams({ marker, request_id: requestId, ex_since: String(exSince) });
+  async get({ marker = "", requestId = "", exSince = 0, convSince = 0 } = {}) {
+    const q = new URLSearchParams({ marker, request_id: requestId, ex_since: String(exSince), conv_since: String(convSince) });
     const r = await fetch(`${this.url}/_observe?${q}`);
     if (!r.ok) throw new Error(`observer: ${r.status}`);
     return r.json();
