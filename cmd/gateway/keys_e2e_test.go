@@ -126,7 +126,7 @@ func bearer(key string) []string { return []string{"Authorization", "Bearer " + 
 
 func TestTwoSlotsAreIsolatedEndToEnd(t *testing.T) {
 	stores := map[string]func(t *testing.T) map[string]string{
-		"memory": func(*testing.T) map[string]string { return nil },
+		"memory": func(*testing.T) map[string]string { return map[string]string{"MAX_CONCURRENT_REQUESTS": "64"} },
 		"postgres": func(t *testing.T) map[string]string {
 			k := make([]byte, 32)
 			_, _ = rand.Read(k)
@@ -163,8 +163,8 @@ func TestTwoSlotsAreIsolatedEndToEnd(t *testing.T) {
 				is.Equal(e.Error.Code, "unknown_tool_call")
 
 				codes := raceContinuationsAs(router, body, 32, s)
-				is.Equal(codes["404 unknown_tool_call"], 32)        // every racer from the wrong slot is refused
-				is.Equal(s.emu.Count(emulator.KindToolResponse), 0) // and nothing was dispatched
+				is.Equal(codes, map[string]int{"404 unknown_tool_call": 32}) // every racer from the wrong slot is refused, none rate-limited
+				is.Equal(s.emu.Count(emulator.KindToolResponse), 0)          // and nothing was dispatched
 
 				status, c, _ = turnResult(t, s, body, bearer(editor)...)
 				is.Equal(status, 200) // the owner continues
