@@ -127,33 +127,42 @@ func integer(raw json.RawMessage) (int64, bool) {
 	return int64(f), true
 }
 
+// decodeTop is what both APIs check first: the body is one JSON object of
+// valid Unicode text, and its model is a configured one the caller's slot may
+// use (allowed), refused exactly like an unknown one otherwise.
+func (s *server) decodeTop(body []byte, allowed func(string) bool) (map[string]json.RawMessage, string, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil || top == nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) || !json.Valid(body) {
+			return nil, "", invalid("", "The body is not valid JSON.")
+		}
+		return nil, "", invalid("", "The body must be a JSON object.")
+	}
+	if err := checkText(body); err != nil {
+		return nil, "", err
+	}
+	if kindOf(top["model"]) != kindString || str(top["model"]) == "" {
+		return nil, "", invalid("model", "is required and must be a string.")
+	}
+	model := str(top["model"])
+	if !s.models[model] || !allowed(model) {
+		return nil, "", refuse(errs.ModelNotFound, "model", "")
+	}
+	return top, model, nil
+}
+
 // decodeRequest validates a whole chat request and normalizes it. Nothing
 // reaches the service unless this returns no error.
 //
 // allowed is the caller's model allowlist; a configured model outside it is
 // refused exactly like an unknown model, so a slot cannot tell the two apart.
 func (s *server) decodeRequest(body []byte, allowed func(string) bool) (chat.Request, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil || top == nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) || !json.Valid(body) {
-			return chat.Request{}, invalid("", "The body is not valid JSON.")
-		}
-		return chat.Request{}, invalid("", "The body must be a JSON object.")
-	}
-	if err := checkText(body); err != nil {
+	top, model, err := s.decodeTop(body, allowed)
+	if err != nil {
 		return chat.Request{}, err
 	}
-	req := chat.Request{ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto}}
-	var err error
-
-	if kindOf(top["model"]) != kindString || str(top["model"]) == "" {
-		return chat.Request{}, invalid("model", "is required and must be a string.")
-	}
-	req.Model = str(top["model"])
-	if !s.models[req.Model] || !allowed(req.Model) {
-		return chat.Request{}, refuse(errs.ModelNotFound, "model", "")
-	}
+	req := chat.Request{Model: model, ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto}}
 	if req.Stream, err = optBool(top["stream"], "stream", false); err != nil {
 		return chat.Request{}, err
 	}

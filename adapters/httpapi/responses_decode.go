@@ -78,24 +78,12 @@ func customParameters(description string) json.RawMessage {
 // decodeResponsesRequest validates a whole Responses request and translates
 // it. Nothing reaches the service unless it returns no error.
 func (s *server) decodeResponsesRequest(body []byte, allowed func(string) bool) (respRequest, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil || top == nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) || !json.Valid(body) {
-			return respRequest{}, invalid("", "The body is not valid JSON.")
-		}
-		return respRequest{}, invalid("", "The body must be a JSON object.")
+	top, model, err := s.decodeTop(body, allowed)
+	if err != nil {
+		return respRequest{}, err
 	}
-	rr := respRequest{chat: chat.Request{API: "responses", ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto}}}
+	rr := respRequest{chat: chat.Request{API: "responses", Model: model, ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto}}}
 	req := &rr.chat
-	var err error
-	if kindOf(top["model"]) != kindString || str(top["model"]) == "" {
-		return respRequest{}, invalid("model", "is required and must be a string.")
-	}
-	req.Model = str(top["model"])
-	if !s.models[req.Model] || !allowed(req.Model) {
-		return respRequest{}, refuse(errs.ModelNotFound, "model", "")
-	}
 	if req.Stream, err = optBool(top["stream"], "stream", false); err != nil {
 		return respRequest{}, err
 	}
@@ -537,29 +525,10 @@ func decodeInputMessage(p string, f map[string]json.RawMessage) (chat.Message, e
 	default:
 		return chat.Message{}, invalid(p+".content", "is required and must be a string or an array of content parts.")
 	}
-	var b strings.Builder
-	for j, part := range elems(raw) {
-		pp := p + ".content[" + strconv.Itoa(j) + "]"
-		if kindOf(part) != kindObject {
-			return chat.Message{}, invalid(pp, "must be an object.")
-		}
-		pf := fields(part)
-		if kindOf(pf["type"]) != kindString {
-			return chat.Message{}, invalid(pp+".type", "is required and must be a string.")
-		}
-		switch t := str(pf["type"]); {
-		case t == "input_text" || t == "output_text" || t == "text":
-		case unsupportedInputParts[t]:
-			return chat.Message{}, unsupported(pp+".type", "only text content parts are supported.")
-		default:
-			return chat.Message{}, invalid(pp+".type", "is not a known content part type.")
-		}
-		if kindOf(pf["text"]) != kindString {
-			return chat.Message{}, invalid(pp+".text", "is required and must be a string.")
-		}
-		b.WriteString(str(pf["text"]))
+	v, err := joinTextParts(p+".content", raw, "content", true)
+	if err != nil {
+		return chat.Message{}, err
 	}
-	v := b.String()
 	m.Content = &v
 	return m, nil
 }
@@ -611,26 +580,10 @@ func (s *server) decodeInputOutput(p string, f map[string]json.RawMessage) (chat
 		v := str(raw)
 		m.Content = &v
 	case kindArray:
-		var b strings.Builder
-		for j, part := range elems(raw) {
-			pp := p + ".output[" + strconv.Itoa(j) + "]"
-			pf := fields(part)
-			if kindOf(part) != kindObject || kindOf(pf["type"]) != kindString {
-				return chat.Message{}, invalid(pp+".type", "is required and must be a string.")
-			}
-			switch t := str(pf["type"]); {
-			case t == "input_text" || t == "output_text":
-			case unsupportedInputParts[t]:
-				return chat.Message{}, unsupported(pp+".type", "only text output parts are supported.")
-			default:
-				return chat.Message{}, invalid(pp+".type", "is not a known output part type.")
-			}
-			if kindOf(pf["text"]) != kindString {
-				return chat.Message{}, invalid(pp+".text", "is required and must be a string.")
-			}
-			b.WriteString(str(pf["text"]))
+		v, err := joinTextParts(p+".output", raw, "output", false)
+		if err != nil {
+			return chat.Message{}, err
 		}
-		v := b.String()
 		m.Content = &v
 	default:
 		return chat.Message{}, invalid(p+".output", "is required and must be a string or an array of text parts.")
@@ -639,4 +592,33 @@ func (s *server) decodeInputOutput(p string, f map[string]json.RawMessage) (chat
 		return chat.Message{}, refuse(errs.RequestTooLarge, p+".output", "The tool result exceeds the per-result size limit.")
 	}
 	return m, nil
+}
+
+// joinTextParts joins the text of a list of input_text/output_text parts (and
+// "text" where plainText); noun names the parts in refusals ("content",
+// "output"). Non-text parts the API knows are unsupported; unknown ones invalid.
+func joinTextParts(p string, raw json.RawMessage, noun string, plainText bool) (string, error) {
+	var b strings.Builder
+	for j, part := range elems(raw) {
+		pp := p + "[" + strconv.Itoa(j) + "]"
+		if kindOf(part) != kindObject {
+			return "", invalid(pp, "must be an object.")
+		}
+		pf := fields(part)
+		if kindOf(pf["type"]) != kindString {
+			return "", invalid(pp+".type", "is required and must be a string.")
+		}
+		switch t := str(pf["type"]); {
+		case t == "input_text" || t == "output_text" || plainText && t == "text":
+		case unsupportedInputParts[t]:
+			return "", unsupported(pp+".type", "only text "+noun+" parts are supported.")
+		default:
+			return "", invalid(pp+".type", "is not a known "+noun+" part type.")
+		}
+		if kindOf(pf["text"]) != kindString {
+			return "", invalid(pp+".text", "is required and must be a string.")
+		}
+		b.WriteString(str(pf["text"]))
+	}
+	return b.String(), nil
 }

@@ -160,6 +160,7 @@ func TestResponsesRefusesServerSideStateAndUnsupportedInput(t *testing.T) {
 	for body, param := range map[string]string{
 		`{"model":"` + testModel + `","input":"hi","previous_response_id":"resp_123"}`:                                     "previous_response_id",
 		`{"model":"` + testModel + `","input":"hi","background":true}`:                                                     "background",
+		`{"model":"` + testModel + `","input":"lone \ud800 surrogate"}`:                                                    "input",
 		`{"model":"` + testModel + `","input":[{"type":"item_reference","id":"x"}]}`:                                       "input[0].type",
 		`{"model":"` + testModel + `","input":[{"role":"user","content":[{"type":"input_image","image_url":"x"}]}]}`:       "input[0].content[0].type",
 		`{"model":"` + testModel + `","input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":{}}}}`:       "text.format.type",
