@@ -175,16 +175,33 @@ type callOut struct {
 // string of the arguments it was issued with.
 func (c *callOut) item(status string) (json.RawMessage, error) {
 	if c.tool.custom {
-		var args struct {
-			Input *string `json:"input"`
+		input, err := c.customInput()
+		if err != nil {
+			return nil, err
 		}
-		if err := json.Unmarshal([]byte(c.arguments.String()), &args); err != nil || args.Input == nil {
-			return nil, errs.Newf(errs.UpstreamMalformedEvent, "a custom tool call has no string input")
-		}
-		return mustJSON(customCallItem{Type: "custom_tool_call", ID: c.itemID, CallID: c.callID, Name: c.tool.name, Input: *args.Input, Status: status}), nil
+		return mustJSON(c.customItem(input, status)), nil
 	}
-	return mustJSON(functionCallItem{Type: "function_call", ID: c.itemID, CallID: c.callID, Name: c.tool.name,
-		Namespace: c.tool.namespace, Arguments: c.arguments.String(), Status: status}), nil
+	return mustJSON(c.functionItem(c.arguments.String(), status)), nil
+}
+
+func (c *callOut) functionItem(arguments, status string) functionCallItem {
+	return functionCallItem{Type: "function_call", ID: c.itemID, CallID: c.callID, Name: c.tool.name,
+		Namespace: c.tool.namespace, Arguments: arguments, Status: status}
+}
+
+func (c *callOut) customItem(input, status string) customCallItem {
+	return customCallItem{Type: "custom_tool_call", ID: c.itemID, CallID: c.callID, Name: c.tool.name, Input: input, Status: status}
+}
+
+// customInput is the "input" string of a custom tool call's arguments.
+func (c *callOut) customInput() (string, error) {
+	var args struct {
+		Input *string `json:"input"`
+	}
+	if err := json.Unmarshal([]byte(c.arguments.String()), &args); err != nil || args.Input == nil {
+		return "", errs.Newf(errs.UpstreamMalformedEvent, "a custom tool call has no string input")
+	}
+	return *args.Input, nil
 }
 
 func (o respOutput) toolOf(chatName string) respTool {
@@ -370,21 +387,14 @@ func (s *server) finishCall(emit func(string, map[string]any), c *callOut, outpu
 		return err
 	}
 	idx := len(*output)
-	added, _ := c.item("in_progress")
 	if c.tool.custom {
-		var it customCallItem
-		_ = json.Unmarshal(done, &it)
-		start := it
-		start.Input, start.Status = "", "in_progress"
-		emit("response.output_item.added", map[string]any{"output_index": idx, "item": start})
-		emit("response.custom_tool_call_input.delta", map[string]any{"item_id": c.itemID, "output_index": idx, "delta": it.Input})
-		emit("response.custom_tool_call_input.done", map[string]any{"item_id": c.itemID, "output_index": idx, "input": it.Input})
+		input, _ := c.customInput() // item checked it
+		emit("response.output_item.added", map[string]any{"output_index": idx, "item": c.customItem("", "in_progress")})
+		emit("response.custom_tool_call_input.delta", map[string]any{"item_id": c.itemID, "output_index": idx, "delta": input})
+		emit("response.custom_tool_call_input.done", map[string]any{"item_id": c.itemID, "output_index": idx, "input": input})
 	} else {
-		var it functionCallItem
-		_ = json.Unmarshal(added, &it)
-		args := it.Arguments
-		it.Arguments = ""
-		emit("response.output_item.added", map[string]any{"output_index": idx, "item": it})
+		args := c.arguments.String()
+		emit("response.output_item.added", map[string]any{"output_index": idx, "item": c.functionItem("", "in_progress")})
 		emit("response.function_call_arguments.delta", map[string]any{"item_id": c.itemID, "output_index": idx, "delta": args})
 		emit("response.function_call_arguments.done", map[string]any{"item_id": c.itemID, "output_index": idx, "arguments": args})
 	}
