@@ -186,11 +186,11 @@ func Watch(ctx context.Context, path string, models []string, every time.Duratio
 			lastStat = statKey{}
 			continue
 		}
-		if k := keyOf(st); !forced && k == lastStat {
+		k := keyOf(st)
+		if !forced && k == lastStat {
 			continue
-		} else {
-			lastStat = k
 		}
+		lastStat = k
 		r, sum, err := Load(path, models)
 		if sum == last && err == nil {
 			continue

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -189,7 +188,7 @@ func keysNew(path string, configured []string, id, models string, maxConc int, n
 		return r.Add(s, configured)
 	})
 	if err != nil {
-		return keysError(err)
+		return err
 	}
 	fmt.Fprintf(stdout, "slot  %s\nkey   %s\n\nThe key is shown once and stored only as its SHA-256: copy it now.\n", id, key)
 	return nil
@@ -223,16 +222,8 @@ func keysRevoke(path string, configured []string, id string, stdout io.Writer) e
 		return r.Revoke(id)
 	})
 	if err != nil {
-		return keysError(err)
+		return err
 	}
 	fmt.Fprintf(stdout, "revoked %s\n", id)
 	return nil
-}
-
-// keysError keeps the edit refusals recognisable (exit 1 with their message).
-func keysError(err error) error {
-	if errors.Is(err, keyfile.ErrBusy) || errors.Is(err, keyfile.ErrChanged) {
-		return fmt.Errorf("keys: %w", err)
-	}
-	return err
 }
