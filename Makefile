@@ -77,11 +77,12 @@ fuzz:
 		done; \
 	done
 
-## lint: gofmt check and go vet
+## lint: gofmt check, go vet, and go.mod/go.sum exactly as `go mod tidy` would leave them
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) mod tidy -diff
 
 ## soak: a bounded soak run (SOAK_DURATION, 10m by default) of mixed text, stream, tool and aborted
 ## traffic against the emulator; RSS and goroutines sampled every 10 s must end within 10 % of the

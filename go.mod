@@ -1,4 +1,4 @@
-module pmgate
+module github.com/pmgate/pmgate
 
 go 1.26.0
 

@@ -1,8 +1,8 @@
 package app
 
 import (
-	"pmgate/domain/canon"
-	"pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/canon"
+	"github.com/pmgate/pmgate/domain/chat"
 )
 
 // toolsHashOf is the tools binding of a group or an anchor: the request's

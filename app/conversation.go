@@ -6,10 +6,10 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"pmgate/domain/chat"
-	"pmgate/domain/conversation"
-	"pmgate/domain/errs"
-	"pmgate/ports"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/conversation"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // WithAnchors turns conversation continuity on (CONVERSATION_CONTINUITY): a

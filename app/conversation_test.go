@@ -12,14 +12,14 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/memstore"
-	"pmgate/app"
-	"pmgate/domain/chat"
-	"pmgate/domain/conversation"
-	"pmgate/domain/correlation"
-	"pmgate/domain/errs"
-	"pmgate/ports"
-	"pmgate/ports/porttest"
+	"github.com/pmgate/pmgate/adapters/memstore"
+	"github.com/pmgate/pmgate/app"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/conversation"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
+	"github.com/pmgate/pmgate/ports/porttest"
 )
 
 var anchorPolicy = conversation.Policy{TTL: 30 * time.Minute, ClaimTTL: 150 * time.Second, TerminalTTL: 15 * time.Minute}

@@ -8,12 +8,12 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"pmgate/domain/canon"
-	"pmgate/domain/chat"
-	"pmgate/domain/conversation"
-	"pmgate/domain/correlation"
-	"pmgate/domain/errs"
-	"pmgate/ports"
+	"github.com/pmgate/pmgate/domain/canon"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/conversation"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // Config is what the use cases need to know of the configuration.

@@ -11,13 +11,13 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/memstore"
-	"pmgate/app"
-	"pmgate/domain/chat"
-	"pmgate/domain/correlation"
-	"pmgate/domain/errs"
-	"pmgate/ports"
-	"pmgate/ports/porttest"
+	"github.com/pmgate/pmgate/adapters/memstore"
+	"github.com/pmgate/pmgate/app"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
+	"github.com/pmgate/pmgate/ports/porttest"
 )
 
 func str(s string) *string { return &s }

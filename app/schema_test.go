@@ -7,12 +7,12 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/matryer/is"
 
-	"pmgate/domain/chat"
-	"pmgate/domain/correlation"
-	"pmgate/domain/errs"
-	"pmgate/domain/toolschema"
-	"pmgate/ports"
-	"pmgate/ports/porttest"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/toolschema"
+	"github.com/pmgate/pmgate/ports"
+	"github.com/pmgate/pmgate/ports/porttest"
 )
 
 // lowered returns a tool whose lowered schema is what the ingress would

@@ -9,10 +9,10 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/domain/chat"
-	"pmgate/domain/errs"
-	"pmgate/ports"
-	"pmgate/ports/porttest"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
+	"github.com/pmgate/pmgate/ports/porttest"
 )
 
 func TestResultsSentInAnotherOrderReachTheCallsTheyAnswer(t *testing.T) {

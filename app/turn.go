@@ -12,13 +12,13 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"pmgate/domain/canon"
-	"pmgate/domain/chat"
-	"pmgate/domain/conversation"
-	"pmgate/domain/correlation"
-	"pmgate/domain/errs"
-	"pmgate/domain/toolschema"
-	"pmgate/ports"
+	"github.com/pmgate/pmgate/domain/canon"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/conversation"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/toolschema"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // syntheticIDPrefix marks the stable internal id the upstream adapter gives a

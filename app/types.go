@@ -6,7 +6,7 @@ package app
 import (
 	"context"
 
-	"pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/chat"
 )
 
 // Principal is the authenticated caller: the credential slot that matched and

@@ -10,9 +10,9 @@ import (
 	"context"
 	"time"
 
-	"pmgate/domain/chat"
-	"pmgate/domain/conversation"
-	"pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/conversation"
+	"github.com/pmgate/pmgate/domain/correlation"
 
 	"github.com/cockroachdb/errors"
 )

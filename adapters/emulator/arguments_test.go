@@ -7,8 +7,8 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/emulator"
-	"pmgate/domain/toolschema"
+	"github.com/pmgate/pmgate/adapters/emulator"
+	"github.com/pmgate/pmgate/domain/toolschema"
 )
 
 // The emulator builds its arguments from the schema the gateway sends, which

@@ -16,7 +16,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/emulator"
+	"github.com/pmgate/pmgate/adapters/emulator"
 )
 
 func TestCAFileIsWrittenAndTrustsTheServer(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/emulator"
+	"github.com/pmgate/pmgate/adapters/emulator"
 )
 
 const greeting = "Hello from the pmgate emulator. You said: "

@@ -9,8 +9,8 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"pmgate/domain/correlation"
-	"pmgate/domain/fsm"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/fsm"
 )
 
 // The control page: GET /admin is a static page (no data in it), its script

@@ -10,8 +10,8 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/httpapi"
-	"pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/domain/correlation"
 )
 
 func withAdmin(m *httpapi.Monitor) func(*httpapi.Config) {

@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"strings"
 
-	"pmgate/app"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/app"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // Principal derives the principal id of a credential slot (design

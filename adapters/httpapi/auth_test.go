@@ -9,7 +9,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/adapters/httpapi"
 )
 
 func TestBearerKeyIsAccepted(t *testing.T) {

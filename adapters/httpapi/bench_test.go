@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"pmgate/adapters/httpapi"
-	"pmgate/app"
-	"pmgate/domain/chat"
-	"pmgate/domain/toolschema"
+	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/app"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/toolschema"
 )
 
 // fiveDeltas is a service whose every turn is five text deltas and a stop.

@@ -8,9 +8,9 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/app"
-	"pmgate/domain/chat"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/app"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // completionJSON decodes a chat.completion keeping raw values for presence

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // Connection-level defaults of the HTTP server.

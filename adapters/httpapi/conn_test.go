@@ -14,9 +14,9 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/httpapi"
-	"pmgate/app"
-	"pmgate/domain/chat"
+	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/app"
+	"github.com/pmgate/pmgate/domain/chat"
 )
 
 // listen serves h behind a Listener capped at max on a loopback port.

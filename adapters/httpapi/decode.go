@@ -8,9 +8,9 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"pmgate/domain/chat"
-	"pmgate/domain/errs"
-	"pmgate/domain/toolschema"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/toolschema"
 )
 
 // The request is decoded object by object into maps of raw values and each

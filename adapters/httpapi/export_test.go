@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"time"
 
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // SwapCompare replaces the key comparison for one test and returns the

@@ -13,8 +13,8 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"pmgate/domain/chat"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // errRequestTimeout is the cause of a chat request's context when

@@ -15,9 +15,9 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"pmgate/adapters/httpapi"
-	"pmgate/app"
-	"pmgate/domain/chat"
+	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/app"
+	"github.com/pmgate/pmgate/domain/chat"
 )
 
 const (

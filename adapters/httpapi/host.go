@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strings"
 
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // hostPolicy decides which Host values (and browser Origins) the gateway

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"pmgate/domain/keyring"
+	"github.com/pmgate/pmgate/domain/keyring"
 )
 
 // Keyring is the ingress's live set of API key slots. Replace swaps the whole

@@ -11,10 +11,10 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/httpapi"
-	"pmgate/app"
-	"pmgate/domain/chat"
-	"pmgate/domain/keyring"
+	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/app"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/keyring"
 )
 
 const (

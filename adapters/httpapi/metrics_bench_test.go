@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/adapters/httpapi"
 )
 
 // The cost the metrics add to one request: the monitor's recording alone

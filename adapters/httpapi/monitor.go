@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"pmgate/domain/correlation"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // Monitor is what the operator can see of a running gateway: the Prometheus

@@ -14,10 +14,10 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/httpapi"
-	"pmgate/app"
-	"pmgate/domain/chat"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/app"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 func TestModelsListsTheConfiguredIDs(t *testing.T) {

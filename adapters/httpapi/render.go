@@ -11,9 +11,9 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"pmgate/app"
-	"pmgate/domain/chat"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/app"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // randText is a random completion id suffix (26 base32 characters).

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"pmgate/domain/chat"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // The Responses API (POST /v1/responses) is served statelessly on the same

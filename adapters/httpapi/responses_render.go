@@ -9,8 +9,8 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"pmgate/domain/chat"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // handleResponses serves POST /v1/responses: one turn (serveTurn) of the

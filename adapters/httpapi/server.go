@@ -13,9 +13,9 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/cockroachdb/redact"
 
-	"pmgate/app"
-	"pmgate/domain/errs"
-	"pmgate/domain/toolschema"
+	"github.com/pmgate/pmgate/app"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/toolschema"
 )
 
 // Config is what the ingress needs to know of the configuration. The wiring in

@@ -15,9 +15,9 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/app"
-	"pmgate/domain/chat"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/app"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")

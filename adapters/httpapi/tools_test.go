@@ -7,10 +7,10 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/httpapi"
-	"pmgate/domain/chat"
-	"pmgate/domain/errs"
-	"pmgate/domain/toolschema"
+	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/toolschema"
 )
 
 func TestToolDefinitionRefusalsNameTheParamPath(t *testing.T) {

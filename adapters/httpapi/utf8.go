@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"pmgate/domain/toolschema"
+	"github.com/pmgate/pmgate/domain/toolschema"
 )
 
 // checkText refuses a request body whose strings are not valid Unicode text:

@@ -11,8 +11,8 @@ import (
 	"github.com/matryer/is"
 	"pgregory.net/rapid"
 
-	"pmgate/adapters/httpapi"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 func TestInvalidTextIsRefusedWithTheFieldPath(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/httpapi"
-	"pmgate/domain/chat"
+	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/domain/chat"
 )
 
 // refusal is one invalid request and the answer it must get.

@@ -20,8 +20,8 @@ import (
 	"syscall"
 	"time"
 
-	"pmgate/domain/errs"
-	"pmgate/domain/keyring"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/keyring"
 )
 
 // MaxFileBytes bounds the key file.

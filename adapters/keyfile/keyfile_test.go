@@ -13,7 +13,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/domain/keyring"
+	"github.com/pmgate/pmgate/domain/keyring"
 )
 
 func newSlot(id string) keyring.Slot {

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"pmgate/domain/conversation"
-	"pmgate/ports"
+	"github.com/pmgate/pmgate/domain/conversation"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // Anchors is the in-memory ports.AnchorStore: the pure conversation.Registry

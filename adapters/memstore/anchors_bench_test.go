@@ -3,9 +3,9 @@ package memstore_test
 import (
 	"testing"
 
-	"pmgate/adapters/memstore"
-	"pmgate/domain/conversation"
-	"pmgate/ports/porttest"
+	"github.com/pmgate/pmgate/adapters/memstore"
+	"github.com/pmgate/pmgate/domain/conversation"
+	"github.com/pmgate/pmgate/ports/porttest"
 )
 
 // BenchmarkAnchorTurn: the anchor-store work of one continued turn (claim,

@@ -6,10 +6,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"pmgate/adapters/memstore"
-	"pmgate/domain/canon"
-	"pmgate/domain/correlation"
-	"pmgate/ports/porttest"
+	"github.com/pmgate/pmgate/adapters/memstore"
+	"github.com/pmgate/pmgate/domain/canon"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/ports/porttest"
 )
 
 func heap() uint64 {

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"pmgate/domain/correlation"
-	"pmgate/ports"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // Store is an in-memory ports.CorrelationStore.

@@ -6,11 +6,11 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/memstore"
-	"pmgate/domain/conversation"
-	"pmgate/domain/correlation"
-	"pmgate/ports"
-	"pmgate/ports/porttest"
+	"github.com/pmgate/pmgate/adapters/memstore"
+	"github.com/pmgate/pmgate/domain/conversation"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/ports"
+	"github.com/pmgate/pmgate/ports/porttest"
 )
 
 func TestMemoryStorePassesTheStoreContract(t *testing.T) {

@@ -8,9 +8,9 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/jackc/pgx/v5"
 
-	"pmgate/domain/conversation"
-	"pmgate/domain/errs"
-	"pmgate/ports"
+	"github.com/pmgate/pmgate/domain/conversation"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // Anchors is the ports.AnchorStore on PostgreSQL: the conversation anchors of

@@ -3,8 +3,8 @@ package pgstore_test
 import (
 	"testing"
 
-	"pmgate/domain/conversation"
-	"pmgate/ports/porttest"
+	"github.com/pmgate/pmgate/domain/conversation"
+	"github.com/pmgate/pmgate/ports/porttest"
 )
 
 // BenchmarkAnchorTurn: the anchor-store work of one continued turn (claim,

@@ -9,9 +9,9 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/domain/conversation"
-	"pmgate/ports"
-	"pmgate/ports/porttest"
+	"github.com/pmgate/pmgate/domain/conversation"
+	"github.com/pmgate/pmgate/ports"
+	"github.com/pmgate/pmgate/ports/porttest"
 )
 
 func TestPostgresAnchorStorePassesTheAnchorContract(t *testing.T) {

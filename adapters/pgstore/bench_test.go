@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"pmgate/adapters/pgstore"
-	"pmgate/domain/canon"
-	"pmgate/domain/correlation"
-	"pmgate/ports/porttest"
+	"github.com/pmgate/pmgate/adapters/pgstore"
+	"github.com/pmgate/pmgate/domain/canon"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/ports/porttest"
 )
 
 // latencies collects per-operation durations from many goroutines.

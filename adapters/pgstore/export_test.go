@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/correlation"
 )
 
 // EncodeRecord, DecodeRecord and DueAt expose the record encoding to the

@@ -8,9 +8,9 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/domain/correlation"
-	"pmgate/domain/errs"
-	"pmgate/ports/porttest"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports/porttest"
 )
 
 // Faults injected inside one operation's transaction: whatever the step that

@@ -15,8 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"pmgate/adapters/pgstore"
-	"pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/adapters/pgstore"
+	"github.com/pmgate/pmgate/domain/correlation"
 )
 
 // The PostgreSQL tests need a database: PMGATE_PG_URL names it (scripts/pg.sh

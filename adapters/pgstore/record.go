@@ -6,7 +6,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/correlation"
 )
 
 // recordVersion is the version byte of the group record encoding. A record

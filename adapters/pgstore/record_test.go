@@ -8,8 +8,8 @@ import (
 	"github.com/matryer/is"
 	"pgregory.net/rapid"
 
-	"pmgate/adapters/pgstore"
-	"pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/adapters/pgstore"
+	"github.com/pmgate/pmgate/domain/correlation"
 )
 
 // The record encoding lists every field by hand: a field added to the domain

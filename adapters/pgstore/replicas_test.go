@@ -11,16 +11,16 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/emulator"
-	"pmgate/adapters/pgstore"
-	"pmgate/adapters/postman"
-	"pmgate/adapters/postman/pmconfig"
-	"pmgate/adapters/system"
-	"pmgate/app"
-	"pmgate/domain/chat"
-	"pmgate/domain/correlation"
-	"pmgate/domain/errs"
-	"pmgate/ports/porttest"
+	"github.com/pmgate/pmgate/adapters/emulator"
+	"github.com/pmgate/pmgate/adapters/pgstore"
+	"github.com/pmgate/pmgate/adapters/postman"
+	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/adapters/system"
+	"github.com/pmgate/pmgate/app"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports/porttest"
 )
 
 // Two gateway replicas: each its own app, Postman client and store (its own

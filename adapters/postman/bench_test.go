@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"pmgate/adapters/postman"
-	"pmgate/domain/completion"
+	"github.com/pmgate/pmgate/adapters/postman"
+	"github.com/pmgate/pmgate/domain/completion"
 )
 
 // benchTextEvent is a typical textChunk event of 120 bytes (with its blank line).

@@ -17,10 +17,10 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"pmgate/adapters/postman/pmconfig"
-	"pmgate/domain/completion"
-	"pmgate/domain/errs"
-	"pmgate/ports"
+	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/domain/completion"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // Client is the Postman upstream adapter: it implements ports.Upstream for the

@@ -7,8 +7,8 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/emulator"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/adapters/emulator"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 func TestAFreshTurnCanContinueAnUpstreamConversation(t *testing.T) {

@@ -7,10 +7,10 @@ import (
 	"io"
 	"strconv"
 
-	"pmgate/domain/chat"
-	"pmgate/domain/completion"
-	"pmgate/domain/errs"
-	"pmgate/domain/sse"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/completion"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/sse"
 )
 
 // evType is a known upstream event type (protocol notes E). Event types print

@@ -11,10 +11,10 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/postman"
-	"pmgate/domain/chat"
-	"pmgate/domain/completion"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/adapters/postman"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/completion"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 func webReader(input string, mutate ...func(*postman.ReaderConfig)) *postman.Stream {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/postman"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/adapters/postman"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // failureLog returns the attributes of the "upstream request failed" record.

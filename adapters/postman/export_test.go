@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"time"
 
-	"pmgate/adapters/postman/pmconfig"
-	"pmgate/domain/completion"
+	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/domain/completion"
 )
 
 // ReaderConfig configures NewReaderStream.

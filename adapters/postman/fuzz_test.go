@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"pmgate/adapters/postman"
-	"pmgate/domain/completion"
+	"github.com/pmgate/pmgate/adapters/postman"
+	"github.com/pmgate/pmgate/domain/completion"
 )
 
 // Fuzz limits: small, so that the fuzzer reaches them.

@@ -16,10 +16,10 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/postman"
-	"pmgate/domain/chat"
-	"pmgate/domain/completion"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/adapters/postman"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/completion"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected parts of the golden files in testdata")

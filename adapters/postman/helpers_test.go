@@ -21,11 +21,11 @@ import (
 	"testing"
 	"time"
 
-	"pmgate/adapters/emulator"
-	"pmgate/adapters/postman"
-	"pmgate/adapters/postman/pmconfig"
-	"pmgate/domain/chat"
-	"pmgate/ports"
+	"github.com/pmgate/pmgate/adapters/emulator"
+	"github.com/pmgate/pmgate/adapters/postman"
+	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/ports"
 )
 
 const (

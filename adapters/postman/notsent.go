@@ -5,7 +5,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"pmgate/ports"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // markedError carries a port sentinel (ports.ErrNotSent or ports.ErrNotAccepted)

@@ -7,10 +7,10 @@ import (
 	"strconv"
 	"strings"
 
-	"pmgate/adapters/postman/pmconfig"
-	"pmgate/domain/chat"
-	"pmgate/domain/errs"
-	"pmgate/ports"
+	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // Constant values of the upstream request envelope (design WEB-SESSION §5,

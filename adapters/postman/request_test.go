@@ -15,11 +15,11 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/postman"
-	"pmgate/adapters/postman/pmconfig"
-	"pmgate/domain/chat"
-	"pmgate/domain/errs"
-	"pmgate/ports"
+	"github.com/pmgate/pmgate/adapters/postman"
+	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // goldenBody compares body (indented) with testdata/requests/<name>.json.

@@ -7,10 +7,10 @@ import (
 	"log/slog"
 	"sync"
 
-	"pmgate/adapters/postman/pmconfig"
-	"pmgate/domain/chat"
-	"pmgate/domain/completion"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/completion"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // Stream is one upstream response stream; it implements ports.Stream. It is

@@ -1,8 +1,8 @@
 package postman
 
 import (
-	"pmgate/domain/completion"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/completion"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // StreamSummary describes how one upstream stream ended, in shapes only: it

@@ -10,9 +10,9 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/postman"
-	"pmgate/domain/completion"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/adapters/postman"
+	"github.com/pmgate/pmgate/domain/completion"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 func legacyReader(input string) *postman.Stream {

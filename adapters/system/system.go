@@ -7,7 +7,7 @@ import (
 	"encoding/base64"
 	"time"
 
-	"pmgate/ports"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // Clock is the wall clock.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/system"
+	"github.com/pmgate/pmgate/adapters/system"
 )
 
 func TestPublicToolCallIDsAre192RandomBits(t *testing.T) {

@@ -12,10 +12,10 @@ import (
 	"sort"
 	"strings"
 
-	"pmgate/domain/completion"
-	"pmgate/domain/conversation"
-	"pmgate/domain/correlation"
-	"pmgate/domain/fsm"
+	"github.com/pmgate/pmgate/domain/completion"
+	"github.com/pmgate/pmgate/domain/conversation"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/fsm"
 )
 
 // Machine is one declared machine with its stateless graph.

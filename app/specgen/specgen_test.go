@@ -7,7 +7,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/app/specgen"
+	"github.com/pmgate/pmgate/app/specgen"
 )
 
 func TestCheckFindsStaleAndMissingFiles(t *testing.T) {

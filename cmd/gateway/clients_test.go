@@ -27,7 +27,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
-	"pmgate/adapters/emulator"
+	"github.com/pmgate/pmgate/adapters/emulator"
 )
 
 // TestClients is the client conformance suite: real OpenAI clients against

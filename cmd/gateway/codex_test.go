@@ -16,7 +16,7 @@ import (
 	"time"
 	"unicode/utf16"
 
-	"pmgate/adapters/emulator"
+	"github.com/pmgate/pmgate/adapters/emulator"
 )
 
 // codexBinary is the native Codex CLI that `npm ci` puts into clients/codex.

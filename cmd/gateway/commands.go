@@ -8,8 +8,8 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"pmgate/app/specgen"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/app/specgen"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // errUsage marks command-line mistakes (exit code 2).

@@ -16,13 +16,13 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"pmgate/adapters/httpapi"
-	"pmgate/adapters/keyfile"
-	"pmgate/adapters/postman/pmconfig"
-	"pmgate/domain/conversation"
-	"pmgate/domain/correlation"
-	"pmgate/domain/errs"
-	"pmgate/domain/keyring"
+	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/adapters/keyfile"
+	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/domain/conversation"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/keyring"
 )
 
 // config is the whole gateway configuration (CONTRACT §3). The Postman part is

@@ -14,7 +14,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/emulator"
+	"github.com/pmgate/pmgate/adapters/emulator"
 )
 
 // queryLimit is the input.query length the service is reported to refuse

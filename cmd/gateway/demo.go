@@ -13,9 +13,9 @@ import (
 	"strconv"
 	"strings"
 
-	"pmgate/adapters/emulator"
-	"pmgate/adapters/postman"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/adapters/emulator"
+	"github.com/pmgate/pmgate/adapters/postman"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 const (

@@ -8,7 +8,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/emulator"
+	"github.com/pmgate/pmgate/adapters/emulator"
 )
 
 // editToolJSON is an editor tool as coding agents declare it: replace_all is

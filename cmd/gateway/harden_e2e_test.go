@@ -15,8 +15,8 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/emulator"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/adapters/emulator"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // strictJSONLine parses one log line with a decoder that rejects what lenient

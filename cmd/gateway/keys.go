@@ -17,10 +17,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"pmgate/adapters/httpapi"
-	"pmgate/adapters/keyfile"
-	"pmgate/domain/errs"
-	"pmgate/domain/keyring"
+	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/adapters/keyfile"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/keyring"
 )
 
 // keysPollInterval is how often serve looks for a changed key file.

@@ -15,8 +15,8 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/emulator"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/adapters/emulator"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // keysCmd runs `gateway keys …` through run and returns stdout.

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // scrape reads /metrics with the Prometheus text parser.

@@ -19,9 +19,9 @@ import (
 	"strings"
 	"time"
 
-	"pmgate/adapters/emulator"
-	"pmgate/adapters/postman"
-	"pmgate/ports"
+	"github.com/pmgate/pmgate/adapters/emulator"
+	"github.com/pmgate/pmgate/adapters/postman"
+	"github.com/pmgate/pmgate/ports"
 )
 
 const probeHelp = `usage: gateway probe --live [--env-file FILE] [--out FILE] [--measure-limits]

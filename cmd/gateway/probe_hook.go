@@ -1,6 +1,6 @@
 package main
 
-import "pmgate/adapters/postman"
+import "github.com/pmgate/pmgate/adapters/postman"
 
 // streamSummaryOption feeds the adapter's per-stream summary (event types,
 // terminal evidence, rule, row, outcome, which rules would have completed the

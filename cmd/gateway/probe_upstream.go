@@ -10,11 +10,11 @@ import (
 	"sync"
 	"time"
 
-	"pmgate/adapters/postman/pmconfig"
-	"pmgate/domain/chat"
-	dcompletion "pmgate/domain/completion"
-	"pmgate/domain/errs"
-	"pmgate/ports"
+	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/domain/chat"
+	dcompletion "github.com/pmgate/pmgate/domain/completion"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // streamSummary is what the adapter reports about one upstream stream when it

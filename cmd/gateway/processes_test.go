@@ -18,7 +18,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/emulator"
+	"github.com/pmgate/pmgate/adapters/emulator"
 )
 
 // gatewayProcess is a real `gateway serve` process built from this module.

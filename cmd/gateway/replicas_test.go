@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/matryer/is"
 
-	"pmgate/adapters/emulator"
+	"github.com/pmgate/pmgate/adapters/emulator"
 )
 
 // pgSchema creates a fresh schema in the PostgreSQL of PMGATE_PG_URL (skipping

@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
 )
 
 // reportSchema names the evidence report format written by `gateway probe` and

@@ -7,7 +7,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/emulator"
+	"github.com/pmgate/pmgate/adapters/emulator"
 )
 
 // claudeCodeTools are shaped like Claude Code's defaults: draft-07, closed

@@ -12,17 +12,17 @@ import (
 	"sync"
 	"time"
 
-	"pmgate/adapters/httpapi"
-	"pmgate/adapters/memstore"
-	"pmgate/adapters/pgstore"
-	"pmgate/adapters/postman"
-	"pmgate/adapters/postman/pmconfig"
-	"pmgate/adapters/system"
-	"pmgate/app"
-	"pmgate/domain/conversation"
-	"pmgate/domain/correlation"
-	"pmgate/domain/errs"
-	"pmgate/ports"
+	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/adapters/memstore"
+	"github.com/pmgate/pmgate/adapters/pgstore"
+	"github.com/pmgate/pmgate/adapters/postman"
+	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/adapters/system"
+	"github.com/pmgate/pmgate/app"
+	"github.com/pmgate/pmgate/domain/conversation"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // shutdownGrace bounds how long in-flight requests may finish after a signal.

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"pmgate/domain/canon"
-	"pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/canon"
+	"github.com/pmgate/pmgate/domain/chat"
 )
 
 func tenMessages() []chat.Message {

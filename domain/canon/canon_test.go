@@ -10,8 +10,8 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/domain/canon"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/canon"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // canonical parses text and returns its canonical bytes; the test fails on error.

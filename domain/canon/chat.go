@@ -1,7 +1,7 @@
 package canon
 
 import (
-	"pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/chat"
 )
 
 // MessageValue returns the canonical form of a normalized message (package

@@ -6,8 +6,8 @@ import (
 	"encoding/hex"
 	"strings"
 
-	"pmgate/domain/chat"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // transcriptV2Kind is the "kind" of the value-form transcript document.

@@ -10,9 +10,9 @@ import (
 	"github.com/matryer/is"
 	"pgregory.net/rapid"
 
-	"pmgate/domain/canon"
-	"pmgate/domain/chat"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/canon"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 func TestCanonicalNumbersAreSpelledByValue(t *testing.T) {

@@ -7,9 +7,9 @@ import (
 	"reflect"
 	"testing"
 
-	"pmgate/domain/canon"
-	"pmgate/domain/chat"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/canon"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // toStdlib converts a canon value to what encoding/json decodes with UseNumber.

@@ -15,9 +15,9 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/domain/canon"
-	"pmgate/domain/chat"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/canon"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/vectors.json from the current implementation")

@@ -11,7 +11,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"pmgate/domain/canon"
+	"github.com/pmgate/pmgate/domain/canon"
 )
 
 // Properties use t.Fatalf, never is (STYLE A6).

@@ -3,7 +3,7 @@ package canon
 import (
 	"strings"
 
-	"pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/chat"
 )
 
 // ToolsBindingPrefix marks a tools binding of the current form.

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"unicode/utf8"
 
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // Version names the canonical serialization rules. It is part of every hash

@@ -3,7 +3,7 @@ package completion_test
 import (
 	"testing"
 
-	"pmgate/domain/completion"
+	"github.com/pmgate/pmgate/domain/completion"
 )
 
 func BenchmarkTrackerOutput(b *testing.B) {

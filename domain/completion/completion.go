@@ -11,7 +11,7 @@
 package completion
 
 import (
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // Rule is a completion rule: which evidence turns the end of a stream into a

@@ -7,8 +7,8 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/domain/completion"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/completion"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 const (

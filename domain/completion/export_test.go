@@ -1,6 +1,6 @@
 package completion
 
-import "pmgate/domain/errs"
+import "github.com/pmgate/pmgate/domain/errs"
 
 // SetState puts a tracker directly in s, as if rows had led there. Tests only.
 func SetState(t *Tracker, s State) { t.st, t.si, t.code = s, s.index(), "" }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/qmuntal/stateless"
 
-	"pmgate/domain/errs"
-	"pmgate/domain/fsm"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/fsm"
 )
 
 // compiled is everything derived from the rows for one rule.

@@ -6,9 +6,9 @@ import (
 	"os"
 	"testing"
 
-	"pmgate/domain/completion"
-	"pmgate/domain/errs"
-	"pmgate/internal/audit"
+	"github.com/pmgate/pmgate/domain/completion"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/internal/audit"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")

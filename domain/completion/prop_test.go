@@ -10,9 +10,9 @@ import (
 
 	"pgregory.net/rapid"
 
-	"pmgate/domain/completion"
-	"pmgate/domain/errs"
-	"pmgate/domain/sse"
+	"github.com/pmgate/pmgate/domain/completion"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/sse"
 )
 
 // proven reports whether an applied event history proves completion under rule,

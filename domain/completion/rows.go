@@ -1,6 +1,6 @@
 package completion
 
-import "pmgate/domain/errs"
+import "github.com/pmgate/pmgate/domain/errs"
 
 // row is one declared transition. For each rule, each non-terminal state and
 // each event there is exactly one row; terminal states have none (they absorb).

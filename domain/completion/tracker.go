@@ -3,7 +3,7 @@ package completion
 import (
 	"errors"
 
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // Sentinels of the errors a Tracker returns. Both also carry errs.InternalError:

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"pmgate/domain/conversation"
-	"pmgate/internal/audit"
+	"github.com/pmgate/pmgate/domain/conversation"
+	"github.com/pmgate/pmgate/internal/audit"
 )
 
 func TestMain(m *testing.M) {

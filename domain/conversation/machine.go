@@ -8,7 +8,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/qmuntal/stateless"
 
-	"pmgate/domain/fsm"
+	"github.com/pmgate/pmgate/domain/fsm"
 )
 
 // Event is a trigger of the anchor machine.

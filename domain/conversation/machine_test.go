@@ -7,8 +7,8 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/matryer/is"
 
-	"pmgate/domain/chat"
-	"pmgate/domain/conversation"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/conversation"
 )
 
 // model is the hand-written reference of the anchor machine, written from the

@@ -9,7 +9,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"pgregory.net/rapid"
 
-	"pmgate/domain/conversation"
+	"github.com/pmgate/pmgate/domain/conversation"
 )
 
 // mAnchor is the hand-written model's view of one anchor.

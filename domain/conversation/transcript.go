@@ -1,8 +1,8 @@
 package conversation
 
 import (
-	"pmgate/domain/canon"
-	"pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/canon"
+	"github.com/pmgate/pmgate/domain/chat"
 )
 
 // TranscriptHash is the canonical hash of msgs as the client will echo them:

@@ -6,8 +6,8 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/domain/conversation"
-	"pmgate/internal/audit"
+	"github.com/pmgate/pmgate/domain/conversation"
+	"github.com/pmgate/pmgate/internal/audit"
 )
 
 // TestEveryRowIsExercised fails unless the package's tests applied every row

@@ -7,7 +7,7 @@ package correlation
 import (
 	"time"
 
-	"pmgate/domain/canon"
+	"github.com/pmgate/pmgate/domain/canon"
 )
 
 // State is a group's lifecycle state (design CORRELATION §4, §7).

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"pmgate/domain/canon"
-	"pmgate/domain/chat"
-	"pmgate/domain/correlation"
-	"pmgate/internal/audit"
+	"github.com/pmgate/pmgate/domain/canon"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/internal/audit"
 )
 
 func TestMain(m *testing.M) {

@@ -8,8 +8,8 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/qmuntal/stateless"
 
-	"pmgate/domain/errs"
-	"pmgate/domain/fsm"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/fsm"
 )
 
 // Event is a trigger of the group machine.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // Limits bound live correlation state (CONTRACT §3).

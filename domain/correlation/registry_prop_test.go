@@ -10,9 +10,9 @@ import (
 
 	"pgregory.net/rapid"
 
-	"pmgate/domain/chat"
-	"pmgate/domain/correlation"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // mGroup is the hand-written model of one group: plain fields and rules written

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"pmgate/domain/canon"
-	"pmgate/domain/chat"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/canon"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // Result is one tool result of a continuation: the public tool call id and the

@@ -5,10 +5,10 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/domain/canon"
-	"pmgate/domain/chat"
-	"pmgate/domain/correlation"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/canon"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 func TestSplitContinuationTakesTheFinalToolBlock(t *testing.T) {

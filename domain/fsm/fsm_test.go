@@ -6,7 +6,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/domain/fsm"
+	"github.com/pmgate/pmgate/domain/fsm"
 )
 
 func table() fsm.Table {

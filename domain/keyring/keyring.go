@@ -35,7 +35,7 @@ import (
 	"strings"
 	"time"
 
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // Version is the only file format version this build reads and writes.

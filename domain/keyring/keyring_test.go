@@ -9,8 +9,8 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/domain/errs"
-	"pmgate/domain/keyring"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/keyring"
 )
 
 const secretKey = "pmg-very-SECRET-key-0123456789"

@@ -10,7 +10,7 @@ package sse
 import (
 	"bytes"
 
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // Splitter splits a byte stream into lines. Lines end at '\n'; one '\r'

@@ -10,8 +10,8 @@ import (
 	"github.com/matryer/is"
 	"pgregory.net/rapid"
 
-	"pmgate/domain/errs"
-	"pmgate/domain/sse"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/sse"
 )
 
 // result is everything a run of a Splitter shows to its caller.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"pmgate/domain/toolschema"
+	"github.com/pmgate/pmgate/domain/toolschema"
 )
 
 func benchLower(b *testing.B, schema string) {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"pmgate/domain/toolschema"
+	"github.com/pmgate/pmgate/domain/toolschema"
 )
 
 // FuzzLower: lowering never panics; a refusal is always a Problem with a

@@ -10,8 +10,8 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/matryer/is"
 
-	"pmgate/domain/errs"
-	"pmgate/domain/toolschema"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/toolschema"
 )
 
 var update = flag.Bool("update", false, "rewrite the keyword table in docs/TOOL-SCHEMAS.md")

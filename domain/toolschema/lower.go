@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // Policy says what the ingress does with a tool schema keyword outside the

@@ -8,8 +8,8 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/matryer/is"
 
-	"pmgate/domain/errs"
-	"pmgate/domain/toolschema"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/toolschema"
 )
 
 func mustLower(t *testing.T, schema string, opts toolschema.Options) string {

@@ -9,7 +9,7 @@ import (
 	"github.com/matryer/is"
 	"pgregory.net/rapid"
 
-	"pmgate/domain/toolschema"
+	"github.com/pmgate/pmgate/domain/toolschema"
 )
 
 func compile(t interface{ Fatalf(string, ...any) }, schema string) *toolschema.Schema {

@@ -11,7 +11,7 @@ import (
 )
 
 // Module is the module path of pmgate.
-const Module = "pmgate"
+const Module = "github.com/pmgate/pmgate"
 
 // Package is what the rules need to know of one package (from `go list -json`).
 type Package struct {

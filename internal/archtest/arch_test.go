@@ -9,12 +9,12 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/internal/archtest"
+	"github.com/pmgate/pmgate/internal/archtest"
 )
 
 func goList(t *testing.T) ([]archtest.Package, map[string]bool) {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Imports,Deps,Standard", "pmgate/...")
+	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Imports,Deps,Standard", "github.com/pmgate/pmgate/...")
 	cmd.Dir = "../.."
 	out, err := cmd.Output()
 	if err != nil {
@@ -50,19 +50,19 @@ func TestTheCheckCatchesEachKindOfViolation(t *testing.T) {
 	is := is.New(t)
 	std := map[string]bool{"fmt": true, "net/http": true}
 	pkgs := []archtest.Package{
-		{ImportPath: "pmgate/domain/x", Imports: []string{"fmt", "github.com/jackc/pgx/v5", "github.com/qmuntal/stateless"}},
-		{ImportPath: "pmgate/domain/y", Imports: []string{"pmgate/ports"}, Deps: []string{"pmgate/ports"}},
-		{ImportPath: "pmgate/ports", Imports: []string{"pmgate/adapters/memstore"}},
-		{ImportPath: "pmgate/adapters/postman", Imports: []string{"pmgate/adapters/emulator", "pmgate/adapters/postman/pmconfig"}},
-		{ImportPath: "pmgate/app", Imports: []string{"pmgate/internal/audit"}},
+		{ImportPath: "github.com/pmgate/pmgate/domain/x", Imports: []string{"fmt", "github.com/jackc/pgx/v5", "github.com/qmuntal/stateless"}},
+		{ImportPath: "github.com/pmgate/pmgate/domain/y", Imports: []string{"github.com/pmgate/pmgate/ports"}, Deps: []string{"github.com/pmgate/pmgate/ports"}},
+		{ImportPath: "github.com/pmgate/pmgate/ports", Imports: []string{"github.com/pmgate/pmgate/adapters/memstore"}},
+		{ImportPath: "github.com/pmgate/pmgate/adapters/postman", Imports: []string{"github.com/pmgate/pmgate/adapters/emulator", "github.com/pmgate/pmgate/adapters/postman/pmconfig"}},
+		{ImportPath: "github.com/pmgate/pmgate/app", Imports: []string{"github.com/pmgate/pmgate/internal/audit"}},
 	}
 	v := archtest.Check(pkgs, std)
 	joined := strings.Join(v, "\n")
-	is.True(strings.Contains(joined, "domain/x imports github.com/jackc/pgx/v5")) // foreign module in domain
-	is.True(!strings.Contains(joined, "imports github.com/qmuntal/stateless"))    // allowed module passes
-	is.True(strings.Contains(joined, "domain/y imports pmgate/ports"))            // domain importing outward
-	is.True(strings.Contains(joined, "ports imports pmgate/adapters/memstore"))   // ports importing an adapter
-	is.True(strings.Contains(joined, "adapters must not import each other"))      // adapter to adapter
-	is.True(!strings.Contains(joined, "pmconfig"))                                // an adapter's own subpackage is fine
-	is.True(strings.Contains(joined, "internal test support"))                    // production importing test support
+	is.True(strings.Contains(joined, "domain/x imports github.com/jackc/pgx/v5"))                 // foreign module in domain
+	is.True(!strings.Contains(joined, "imports github.com/qmuntal/stateless"))                    // allowed module passes
+	is.True(strings.Contains(joined, "domain/y imports github.com/pmgate/pmgate/ports"))          // domain importing outward
+	is.True(strings.Contains(joined, "ports imports github.com/pmgate/pmgate/adapters/memstore")) // ports importing an adapter
+	is.True(strings.Contains(joined, "adapters must not import each other"))                      // adapter to adapter
+	is.True(!strings.Contains(joined, "pmconfig"))                                                // an adapter's own subpackage is fine
+	is.True(strings.Contains(joined, "internal test support"))                                    // production importing test support
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"pmgate/domain/conversation"
-	"pmgate/ports"
+	"github.com/pmgate/pmgate/domain/conversation"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // NewAnchorStore returns an empty anchor store with the given limits and

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"pmgate/domain/chat"
-	"pmgate/ports"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // Clock is a settable fake clock.

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"pmgate/domain/canon"
-	"pmgate/domain/chat"
-	"pmgate/domain/correlation"
-	"pmgate/domain/errs"
-	"pmgate/ports"
+	"github.com/pmgate/pmgate/domain/canon"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // NewStore returns an empty store with the given limits and policy. Stores are

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"pmgate/adapters/postman/pmconfig"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // FuzzParse feeds arbitrary strategy, secrets, subdomain, origin, path and model

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"pmgate/adapters/postman/pmconfig"
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/domain/errs"
 
 	"github.com/matryer/is"
 )

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
-	"pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // RedactingHandler returns a slog.Handler that passes every record through r

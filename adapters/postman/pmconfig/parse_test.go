@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"pmgate/adapters/postman/pmconfig"
-	"pmgate/domain/errs"
-	"pmgate/domain/toolschema"
+	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/toolschema"
 
 	"github.com/matryer/is"
 )

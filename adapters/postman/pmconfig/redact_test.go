@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
 
 	"github.com/matryer/is"
 )

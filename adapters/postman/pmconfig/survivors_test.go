@@ -6,7 +6,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
 )
 
 // Two secrets where one is a prefix of the other: neither leaks, not even the

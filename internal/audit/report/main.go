@@ -13,8 +13,8 @@ import (
 	"sort"
 	"strings"
 
-	"pmgate/app/specgen"
-	"pmgate/internal/audit"
+	"github.com/pmgate/pmgate/app/specgen"
+	"github.com/pmgate/pmgate/internal/audit"
 )
 
 func main() {
