@@ -5,7 +5,12 @@ AUDIT_CHECKS ?= 2000
 AUDIT_STEPS  ?= 100
 FUZZTIME     ?= 10s
 
-.PHONY: test test-clients test-browser spec spec-check audit bench bench-load lint fuzz build demo soak mutate probe-check
+.PHONY: help test test-clients test-browser spec spec-check audit bench bench-load lint fuzz build demo soak mutate probe-check
+
+## help: list the targets with their one-line descriptions
+help:
+	@awk '/^## [a-z-]+:/ { sub(/^## /, ""); n = index($$0, ": "); printf "  %-13s %s\n", substr($$0, 1, n - 1), substr($$0, n + 2); doc = 1; next } \
+		/^## / && doc { sub(/^## /, ""); printf "  %-13s %s\n", "", $$0; next } { doc = 0 }' $(MAKEFILE_LIST)
 
 ## test: the whole test suite with the race detector (the README's test command)
 test:
@@ -31,8 +36,9 @@ test-clients:
 test-browser:
 	PMGATE_BROWSER=1 $(GO) test -race -count=1 -run '^TestTheAdminPage' ./cmd/gateway/
 
+## build: bin/gateway, stamped with the VCS revision when built from a git checkout (gateway version)
 build:
-	$(GO) build -o bin/gateway ./cmd/gateway
+	$(GO) build -buildvcs=auto -o bin/gateway ./cmd/gateway
 
 ## spec: regenerate spec/ from the declared machines
 spec:

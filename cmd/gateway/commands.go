@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"strings"
 
 	"github.com/pmgate/pmgate/app/specgen"
@@ -80,22 +79,6 @@ func runDiagram(args []string, stdout io.Writer) error {
 	return nil
 }
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
-
-func runVersion(stdout io.Writer) error {
-	fmt.Fprintf(stdout, "gateway %s\n", version)
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		fmt.Fprintf(stdout, "go %s\n", bi.GoVersion)
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" || s.Key == "vcs.modified" || s.Key == "GOOS" || s.Key == "GOARCH" {
-				fmt.Fprintf(stdout, "%s %s\n", s.Key, s.Value)
-			}
-		}
-	}
-	return nil
-}
-
 // parseFlags parses a subcommand's flags; -h/--help prints help to stdout and
 // reports done. Flag errors are usage errors that repeat the help's first line.
 func parseFlags(fs *flag.FlagSet, args []string, help string, stdout io.Writer) (done bool, err error) {
@@ -110,20 +93,3 @@ func parseFlags(fs *flag.FlagSet, args []string, help string, stdout io.Writer) 
 	return false, nil
 }
 
-// buildInfo returns the VCS revision the binary was built from and whether the
-// tree was modified ("" and false when unknown, e.g. go run or go test).
-func buildInfo() (revision string, modified bool) {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "", false
-	}
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			revision = s.Value
-		case "vcs.modified":
-			modified = s.Value == "true"
-		}
-	}
-	return revision, modified
-}
