@@ -92,4 +92,3 @@ func parseFlags(fs *flag.FlagSet, args []string, help string, stdout io.Writer) 
 	}
 	return false, nil
 }
-
