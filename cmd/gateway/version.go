@@ -9,7 +9,10 @@ import (
 
 // baseVersion is the release this tree is on its way to. It moves with
 // CHANGELOG.md: when a release is cut, its heading and this constant change
-// together, and the commit is tagged v<baseVersion>.
+// together, and the commit is tagged v<baseVersion>. The seeded probe reports
+// are written by an unstamped build of this version: after a bump, set the
+// "version" of cmd/gateway/testdata/probe/good.json to <baseVersion>-dev and
+// run PMGATE_UPDATE_TESTDATA=1 go test -run TestTheGoodSeed ./cmd/gateway.
 const baseVersion = "0.10.0"
 
 // releaseVersion can be set at link time
