@@ -77,7 +77,7 @@ const (
 const (
 	// DefaultUserAgent is the documented fixed User-Agent; it names the gateway
 	// and imitates no browser (design §4.1).
-	DefaultUserAgent = "github.com/pmgate/pmgate/1 (+https://github.com/pmgate)"
+	DefaultUserAgent = "pmgate/1 (+https://github.com/pmgate)"
 	// DefaultChatPath is the access_token chat path and the fixed web-session path.
 	DefaultChatPath = "/_gw/chat"
 	// DefaultTerminalRule is the web-session default.
