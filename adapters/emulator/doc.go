@@ -1,5 +1,5 @@
 // Package emulator is a loopback HTTPS server that speaks the Postman Agent Mode
-// chat protocol (shared/protocol/POSTMAN-UPSTREAM.md) for both upstream
+// chat protocol (docs/UPSTREAM.md) for both upstream
 // strategies, web_session and access_token. Tests run it in-process; the
 // `gateway demo` and `gateway emulator` commands wrap it.
 //
@@ -10,7 +10,7 @@
 //
 // A request whose Host is "<Subdomain>.postman.co" (any port) is a web_session
 // request: path /_gw/chat, exactly the cookie "postman.sid=<SessionCookie>", the
-// browser-like headers of design WEB-SESSION §4.1, and a TLS server name equal to
+// browser-like headers the gateway sends on web_session (docs/UPSTREAM.md), and a TLS server name equal to
 // that host. Every other Host is an access_token request: path ChatPath and
 // "x-access-token: <AccessToken>". Secrets are compared in constant time and never
 // appear in a response or in a recorded header.

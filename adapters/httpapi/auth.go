@@ -13,8 +13,7 @@ import (
 	"github.com/pmgate/pmgate/domain/errs"
 )
 
-// Principal derives the principal id of a credential slot (design
-// CORRELATION §3): base64url without padding of HMAC-SHA256(key, slot). The
+// Principal derives the principal id of a credential slot (docs/CORRELATION.md): base64url without padding of HMAC-SHA256(key, slot). The
 // slot is the server-side name of the matched API key, never the key itself.
 func Principal(key []byte, slot string) string {
 	m := hmac.New(sha256.New, key)

@@ -306,7 +306,7 @@ func (s *sse) flush() error {
 	return s.rc.Flush()
 }
 
-// stream renders a turn as SSE (CONTRACT §4 streaming rules). The headers wait
+// stream renders a turn as SSE (the streaming rules of docs/API.md). The headers wait
 // for the first delta, so an error before any output is a plain JSON error
 // with its own status. After the headers, a failure is one error event and
 // the end of the response: no finish_reason, no [DONE].

@@ -2,7 +2,7 @@ package httpapi
 
 import "net/http"
 
-// Paths of the API surface (CONTRACT §4).
+// Paths of the API surface (docs/API.md).
 const (
 	pathChat      = "/v1/chat/completions"
 	pathResponses = "/v1/responses"

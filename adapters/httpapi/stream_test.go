@@ -59,7 +59,7 @@ func streamRequest(includeUsage bool) string {
 	return withFields(`,"stream":true`)
 }
 
-// sseViolations returns every CONTRACT §4 streaming rule the raw stream
+// sseViolations returns every streaming rule of docs/API.md (numbered as there) the raw stream
 // breaks; none means the stream is one the official SDKs accept.
 func sseViolations(raw string, includeUsage bool) []string {
 	var v []string

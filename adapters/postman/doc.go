@@ -1,6 +1,7 @@
 // Package postman is the Postman Agent Mode upstream adapter: it implements
 // ports.Upstream for both transport strategies, access_token and web_session
-// (CONTRACT §3–§4, design WEB-SESSION §3–§9, CORRELATION §6, protocol notes B–F).
+// (docs/UPSTREAM.md describes the protocol as it speaks it; docs/CORRELATION.md the
+// continuation bodies).
 //
 // A Client sends one request per call, never retries one that may have reached
 // the upstream, and returns a Stream whose Next yields decoded chat events and
@@ -11,7 +12,7 @@
 //
 // # Request bodies
 //
-// BuildBody is pure. A fresh turn is a USER_QUERY (design WEB-SESSION §5):
+// BuildBody is pure. A fresh turn is a USER_QUERY (docs/UPSTREAM.md):
 // input {chatType, query, conversationId null, product workspace_v12, useCase
 // null, agent null, startedFrom CHAT_INPUT, toolResponse ""}, platform WEB,
 // clientTools {native:[]} plus thirdParty {"pmgate":{tools:[{name, description,
@@ -38,7 +39,7 @@
 //   - flag on (both strategies): toolCallGroupId (when the upstream sent one) +
 //     toolResponse "" + toolResponses[{toolCallId, content, toolResponseSummary
 //     "Result for <name>", toolResponseStatus SUCCESS}]; on access_token
-//     several results without a group id are refused (design CORRELATION §6);
+//     several results without a group id are refused (never an invented group id);
 //   - flag off, access_token: the singular flat toolCallGroupId (when known),
 //     toolCallId, toolResponse, toolResponseSummary for one result, else the
 //     grouped form above;
@@ -124,7 +125,7 @@
 //     {"result":"failure"} is accepted (as a failure); a non-failure result is an
 //     unverified shape (TT's "result as text" is not adopted).
 //   - usageState other than AVAILABLE, EXCEEDED or UNAVAILABLE fails closed
-//     (unverified shape), as design §6.2 asks for unknown credit states. Token
+//     (unverified shape): an unknown credit state proves nothing. Token
 //     counts must be non-negative integers. A usage event without token fields
 //     still counts for the terminal rule but emits no EventUsage.
 //   - An empty textChunk is metadata: it is not output and emits nothing.
@@ -166,8 +167,8 @@
 //   - A continuation answering a call the upstream sent without an id is refused
 //     before sending (unsupported_tool_result_continuation, ErrNotSent): the
 //     upstream cannot know an internal id. A multi-result access_token
-//     continuation without a group id is refused (invalid_request): design
-//     CORRELATION §6 forbids inventing one.
+//     continuation without a group id is refused (invalid_request): the gateway
+//     never invents one.
 //   - A tool without a description is advertised with its name as description;
 //     one without a schema with {"type":"object","properties":{}}.
 //   - A Stream's accessors (Outcome, ConversationID, ModelObserved, ToolCalls)

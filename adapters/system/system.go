@@ -28,7 +28,7 @@ var (
 const PublicToolCallIDPrefix = "call_pmn_"
 
 // PublicToolCallID returns "call_pmn_" + base64url(24 random bytes): 192 bits,
-// unstructured, carrying nothing of the upstream (design CORRELATION §4).
+// unstructured, carrying nothing of the upstream (docs/CORRELATION.md).
 func (IDs) PublicToolCallID() (string, error) {
 	var b [24]byte
 	if _, err := rand.Read(b[:]); err != nil {

@@ -350,7 +350,7 @@ func goClientScenarios(t *testing.T, s *served) {
 			t.Fatalf("openai-go: want context.Canceled, got %v", err)
 		}
 		stream.Close()
-		deadline := time.Now().Add(time.Second) // CONTRACT §4 rule 8
+		deadline := time.Now().Add(time.Second) // streaming rule 8 of docs/API.md: a disconnect cancels the upstream within 1 s
 		for countLog(s.logs.String(), "upstream stream failed", "client_cancelled") == before {
 			if time.Now().After(deadline) {
 				t.Fatal("openai-go: the upstream stream was not cancelled within one second of the abort")
@@ -404,7 +404,7 @@ func logEntries(logs string) []logEntry {
 // ---- the streaming rules, checked on raw data payloads ----
 
 // wireReport is what one chat completion (the data payloads of its stream, or
-// its JSON body) showed, with every broken rule of CONTRACT §4.
+// its JSON body) showed, with every broken streaming rule of docs/API.md.
 type wireReport struct {
 	Done        bool           `json:"done"`
 	ErrorCode   string         `json:"error_code"`

@@ -66,7 +66,7 @@ func SchemaHash(parameters []byte) (string, error) {
 }
 
 // ToolsHash is the Hash of the tool definitions in the given order and the
-// effective tool choice: the toolsHash of design CORRELATION §4. Each tool is
+// effective tool choice: the tools hash of a correlation group (docs/CORRELATION.md). Each tool is
 // {"name","description","parameters":<parsed schema or null>,"strict":<bool or
 // null>}; tool_choice is {"mode","function"} where function is the name when the
 // mode is "function" and null otherwise.
@@ -110,7 +110,7 @@ func toolValues(tools []chat.Tool) ([]Value, error) {
 }
 
 // ArgumentsHash is the Hash of {"kind":"arguments","name":…,"arguments":…,
-// "schema_hash":…}: the argumentsHash of design CORRELATION §4. The argument
+// "schema_hash":…}: the arguments hash of an issued call (docs/CORRELATION.md). The argument
 // string is hashed exactly as given (as a JSON string), never parsed.
 func ArgumentsHash(name, arguments, schemaHash string) (string, error) {
 	return Hash(map[string]Value{
@@ -129,7 +129,7 @@ type Result struct {
 }
 
 // ResultsHash is the Hash of {"kind":"results","results":[[id,content]…]} in the
-// given order: the acceptedResultsHash of design CORRELATION §4.
+// given order: the accepted-results hash of a group (docs/CORRELATION.md).
 func ResultsHash(rs []Result) (string, error) {
 	vs := make([]Value, len(rs))
 	for i, r := range rs {

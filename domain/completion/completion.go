@@ -1,5 +1,5 @@
 // Package completion is the completion-outcome machine of an upstream chat stream
-// (design WEB-SESSION §6): the decoder feeds it the facts it observes, one event at
+// (docs/COMPLETION.md): the decoder feeds it the facts it observes, one event at
 // a time, and it answers whether the stream ended in a proven completion or in
 // which stable error.
 //
@@ -23,11 +23,11 @@ func (Rule) SafeValue() {}
 
 // The rules.
 const (
-	// RuleLegacyDone is the access_token rule (design §6.1): an exact [DONE]
+	// RuleLegacyDone is the access_token rule: an exact [DONE]
 	// completes, EOF first is upstream_incomplete_stream, data after [DONE] is
 	// upstream_data_after_done.
 	RuleLegacyDone Rule = "legacy_done"
-	// RuleExplicitOnly is design §6.3 as written: only [DONE] completes; EOF is
+	// RuleExplicitOnly is the strict web_session rule: only [DONE] completes; EOF is
 	// ambiguous after output and empty without.
 	RuleExplicitOnly Rule = "explicit_only"
 	// RuleUsageAfterOutput is the web_session default
@@ -80,7 +80,7 @@ type State string
 func (State) SafeValue() {}
 
 // The states. The first five are non-terminal; the rest are terminal outcomes
-// (design §6.3), which absorb every later event.
+// (docs/COMPLETION.md), which absorb every later event.
 const (
 	Awaiting     State = "AWAITING"     // nothing valid yet
 	MetadataSeen State = "METADATA"     // valid events, no output
@@ -148,7 +148,7 @@ func (s State) Terminal() bool { return s.index() >= numNonTerminal }
 // Complete reports whether s is a completion outcome.
 func (s State) Complete() bool { return s == CompleteExplicit || s == CompleteUsageAfterOutput }
 
-// Event is one fact the decoder observed (design §6.2). Events print unredacted.
+// Event is one fact the decoder observed (docs/COMPLETION.md). Events print unredacted.
 type Event string
 
 // SafeValue marks events as safe for logs.

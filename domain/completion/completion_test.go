@@ -43,7 +43,7 @@ func TestParseRuleAcceptsExactlyTheThreeRules(t *testing.T) {
 	is.True(usage.Web() && explicit.Web() && !legacy.Web()) // only the web rules are web rules
 }
 
-// Legacy rule (design §6.1).
+// Legacy rule (access_token).
 
 func TestLegacyExactDoneThenEOFCompletes(t *testing.T) {
 	is := is.New(t)
@@ -75,7 +75,7 @@ func TestLegacyDataAfterDoneIsAnError(t *testing.T) {
 	}
 }
 
-// Design §6.3, rule by rule, for the web rules.
+// The terminal rules of docs/COMPLETION.md, one by one, for the web rules.
 
 func TestRule1FailureAtAnyPointFailsWithItsCode(t *testing.T) {
 	for _, rule := range allRules {
@@ -224,7 +224,7 @@ func TestUsageAfterOutputCompletesOnCleanEOF(t *testing.T) {
 func TestExplicitOnlyAndUsageAfterOutputDifferOnTheSameSequence(t *testing.T) {
 	is := is.New(t)
 	seq := []completion.Event{meta, out, use, eof}
-	is.Equal(run(t, explicit, seq...).Outcome().State, completion.AmbiguousEOF)          // design §6.3 as written
+	is.Equal(run(t, explicit, seq...).Outcome().State, completion.AmbiguousEOF)          // the strict rule
 	is.Equal(run(t, usage, seq...).Outcome().State, completion.CompleteUsageAfterOutput) // the contract's default rule
 	is.Equal(run(t, legacy, seq...).Outcome().State, completion.IncompleteTruncated)     // and the legacy rule
 	withDone := []completion.Event{meta, out, use, done, eof}

@@ -273,9 +273,9 @@ func (r *row) result() string {
 }
 
 var ruleNote = map[Rule]string{
-	RuleLegacyDone:       "access_token rule (WEB-SESSION §6.1): only an exact `[DONE]` followed by a clean EOF completes (a `done` event is a known event that ends nothing); EOF first is `upstream_incomplete_stream`; data after `[DONE]` is `upstream_data_after_done`.",
-	RuleExplicitOnly:     "web_session rule `explicit_only` (WEB-SESSION §6.3 as written): only `[DONE]`, or a `done` event after output, followed by a clean EOF completes; EOF after output is `upstream_completion_ambiguous`, EOF without output `upstream_empty_stream`.",
-	RuleUsageAfterOutput: "web_session rule `usage_after_output_v1` (CONTRACT §3): besides `[DONE]` or a `done` event after output (each followed by a clean EOF), a clean EOF completes when output was seen, a usage event came after the last output event and no failure was seen.",
+	RuleLegacyDone:       "access_token rule: only an exact `[DONE]` followed by a clean EOF completes (a `done` event is a known event that ends nothing); EOF first is `upstream_incomplete_stream`; data after `[DONE]` is `upstream_data_after_done`.",
+	RuleExplicitOnly:     "web_session rule `explicit_only` (the strict reading: only an explicit end counts): only `[DONE]`, or a `done` event after output, followed by a clean EOF completes; EOF after output is `upstream_completion_ambiguous`, EOF without output `upstream_empty_stream`.",
+	RuleUsageAfterOutput: "web_session rule `usage_after_output_v1` (the default of POSTMAN_WEB_SESSION_TERMINAL_RULE): besides `[DONE]` or a `done` event after output (each followed by a clean EOF), a clean EOF completes when output was seen, a usage event came after the last output event and no failure was seen.",
 }
 
 var commonNotes = []string{

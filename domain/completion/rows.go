@@ -26,22 +26,22 @@ var (
 	legacy = []Rule{RuleLegacyDone}
 )
 
-// Design references.
+// Why each row is there, in a few words (docs/COMPLETION.md has the rules).
 const (
-	refFacts      = "WEB-SESSION §6.2 (facts)"
-	refLegacy     = "WEB-SESSION §6.1 (legacy: EOF before [DONE])"
-	refLegacyDone = "WEB-SESSION §6.1; §6.3 rule 2"
-	refAfterDone  = "WEB-SESSION §6.1 (legacy data after [DONE]); DONE_SEEN waits for a clean EOF"
-	refRule1      = "WEB-SESSION §6.3 rule 1"
-	refRule4      = "WEB-SESSION §6.3 rule 4"
-	refRule5      = "WEB-SESSION §6.3 rule 5"
-	refRule6      = "WEB-SESSION §6.3 rule 6"
-	refRule7      = "WEB-SESSION §6.3 rule 7"
-	refUsageRule  = "CONTRACT §3 POSTMAN_WEB_SESSION_TERMINAL_RULE=usage_after_output_v1"
+	refFacts      = "an observed fact, not an end"
+	refLegacy     = "access_token: EOF before [DONE] is an incomplete stream"
+	refLegacyDone = "an exact [DONE] is an explicit end once a clean EOF follows"
+	refAfterDone  = "nothing may follow [DONE]; DONE_SEEN waits for a clean EOF"
+	refRule1      = "a failure event at any point fails the stream, whatever came before"
+	refRule4      = "EOF inside a frame is a truncated stream"
+	refRule5      = "EOF after output without an explicit end is ambiguous"
+	refRule6      = "EOF with no output at all is an empty stream"
+	refRule7      = "an abort, a timeout or a read error is never a completion"
+	refUsageRule  = "POSTMAN_WEB_SESSION_TERMINAL_RULE=usage_after_output_v1: a clean EOF after output and a later usage completes"
 	refDoneEvent  = "done event: an explicit end on web_session after output (docs/UPSTREAM.md); data after it is data after the end"
 	refDoneEmpty  = "done event before any output: the stream ended with nothing (docs/UPSTREAM.md)"
 	refDoneLegacy = "done event on access_token: a known event that does not end the stream; only [DONE] does (docs/UPSTREAM.md)"
-	refRule5Web   = "WEB-SESSION §6.3 rule 5; CONTRACT §3 POSTMAN_WEB_SESSION_TERMINAL_RULE (anything else at EOF)"
+	refRule5Web   = "EOF after output without an explicit end is ambiguous; without a usage after the last output, under either web rule"
 )
 
 // rows is the one declaration of the machine, for every rule.
@@ -106,7 +106,7 @@ var rows = []row{
 	{"K49", all, DoneSeen, Failure, Failed, errs.UpstreamDataAfterDone, refAfterDone},
 	{"K50", all, DoneSeen, Done, Failed, errs.UpstreamDataAfterDone, refAfterDone},
 	{"K51", all, DoneSeen, EOF, CompleteExplicit, "", refLegacyDone},
-	{"K52", all, DoneSeen, EOFPartial, Failed, errs.UpstreamDataAfterDone, refAfterDone + "; §6.3 rule 2"},
+	{"K52", all, DoneSeen, EOFPartial, Failed, errs.UpstreamDataAfterDone, refAfterDone + "; a partial frame after [DONE] is data after the end"},
 	{"K53", all, DoneSeen, Abort, Aborted, errs.ClientCancelled, refRule7},
 	{"K54", all, DoneSeen, Timeout, TimedOut, errs.UpstreamTimeout, refRule7},
 	{"K55", all, DoneSeen, ReadError, Failed, errs.UpstreamConnectionLost, refRule7},

@@ -23,7 +23,7 @@ CREATE TABLE correlation_groups (
 CREATE INDEX correlation_groups_due ON correlation_groups (due_at) WHERE due_at IS NOT NULL;
 CREATE INDEX correlation_groups_state ON correlation_groups (state);
 
--- The lookup index of design §3/§4: (principal, public id) → group. The
+-- The lookup index (docs/CORRELATION.md): (principal, public id) → group. The
 -- primary key makes a public id unique per principal; a colliding admission
 -- fails and the caller draws new ids.
 CREATE TABLE correlation_calls (

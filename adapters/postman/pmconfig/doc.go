@@ -1,6 +1,6 @@
 // Package pmconfig is the Postman upstream adapter's configuration: it parses
 // and validates the POSTMAN_* variables, the public model list and the adapter's
-// limits (CONTRACT §3; WEB-SESSION design §3, §4, §7), builds the one exact chat
+// limits (docs/CONFIGURATION.md), builds the one exact chat
 // URL, builds the allowlisted request headers, and redacts upstream secrets from
 // text.
 //
@@ -19,12 +19,12 @@
 //     chosen strategy's required variables and their syntax, workspace id,
 //     models, user agent and app version, terminal rule, integer settings. Only
 //     the first refusal is reported.
-//   - POSTMAN_SESSION_COOKIE follows design 3.1 rule 6 exactly (1–4096 bytes,
+//   - POSTMAN_SESSION_COOKIE follows the documented cookie rule exactly (1–4096 bytes,
 //     0x21–0x7e, no ';' ',' '\'), so '=', '%' and '"' stay allowed (base64 and
 //     signed, URL-encoded session values contain them). A value starting with
 //     "postman.sid=" (any case) is refused: it is whole-cookie input.
 //   - POSTMAN_WORKSPACE_SUBDOMAIN also refuses the reserved hosts go, identity,
-//     id and www (protocol notes §A). "xn--" labels are ordinary labels.
+//     id and www (docs/UPSTREAM.md). "xn--" labels are ordinary labels.
 //   - POSTMAN_ORIGIN: the host is a lowercase DNS name (LDH labels, ≤253 bytes,
 //     last label not all digits), a canonical IPv4 address, or a bracketed
 //     canonical IPv6 address without zone (so a loopback emulator works). The

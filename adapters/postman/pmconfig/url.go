@@ -8,7 +8,7 @@ import (
 
 // ChatURL returns a fresh copy of the exact chat URL: for web_session
 // https://<subdomain>.postman.co/_gw/chat, for access_token Origin+ChatPath. It
-// is rebuilt from the fields and checked after construction (design §3.2); it is
+// is rebuilt from the fields and checked after construction (docs/UPSTREAM.md); it is
 // nil only for a Config not produced by Parse whose fields fail those checks.
 func (c Config) ChatURL() *url.URL {
 	switch c.Strategy {
@@ -30,7 +30,8 @@ func (c Config) ChatURL() *url.URL {
 func webOrigin(sub string) string { return "https://" + sub + "." + WebSessionDomain }
 
 // webSessionURL builds the web-session URL of a validated subdomain and returns
-// it only if every post-construction check of design §3.2 holds.
+// it only if every post-construction check holds (scheme, host, port, path, no
+// user info, query or fragment; docs/UPSTREAM.md).
 func webSessionURL(sub string) *url.URL {
 	host := sub + "." + WebSessionDomain
 	u := &url.URL{Scheme: "https", Host: host, Path: DefaultChatPath}

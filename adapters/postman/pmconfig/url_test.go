@@ -10,7 +10,7 @@ import (
 	"github.com/matryer/is"
 )
 
-// checkWebURL is the test's own statement of design §3.2, independent of the
+// checkWebURL is the test's own statement of the web-session URL rules (docs/UPSTREAM.md), independent of the
 // package's checks.
 func checkWebURL(u *url.URL, sub string) string {
 	switch {

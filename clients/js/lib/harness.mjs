@@ -85,7 +85,7 @@ export class Observer {
 }
 
 /**
- * checkChunks applies CONTRACT §4's streaming rules to the chunks a client
+ * checkChunks applies the streaming rules of docs/API.md to the chunks a client
  * yielded. strictUsage also checks the usage chunk (a client that talks to
  * the gateway directly); a router may rewrite usage.
  */
