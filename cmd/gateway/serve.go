@@ -16,7 +16,6 @@ import (
 	"github.com/pmgate/pmgate/adapters/memstore"
 	"github.com/pmgate/pmgate/adapters/pgstore"
 	"github.com/pmgate/pmgate/adapters/postman"
-	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
 	"github.com/pmgate/pmgate/adapters/system"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/conversation"
@@ -48,23 +47,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 // emulator's CA (and dial it for web_session); it is always empty in the binary.
 var testUpstreamOptions []postman.Option
 
-// newLogger builds the process logger: JSON or text, and every string passes
-// through redaction of the configured secrets (design WEB-SESSION §4.2).
-func newLogger(cfg config, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.logLevel}
-	var h slog.Handler
-	if cfg.logFormat == "text" {
-		h = slog.NewTextHandler(w, opts)
-	} else {
-		h = slog.NewJSONHandler(w, opts)
-	}
-	secrets := cfg.upstream.Secrets()
-	if cfg.apiKey != "" {
-		secrets = append(secrets, cfg.apiKey)
-	}
-	return slog.New(httpapi.WithRequestID(pmconfig.RedactingHandler(h, pmconfig.NewRedactor(secrets...))))
-}
-
 // gateway is a running gateway process: listener, HTTP server, store sweeper.
 type gateway struct {
 	cfg    config
@@ -86,7 +68,7 @@ func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...pos
 // startGatewayWith is startGateway with the adapter wrapped by wrap (nil: not
 // wrapped); `gateway probe` counts and bounds its dispatches this way.
 func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap func(ports.Upstream) ports.Upstream, opts ...postman.Option) (*gateway, error) {
-	base := []postman.Option{postman.WithLogger(log), postman.WithRequestID(httpapi.RequestID), postman.WithRedactedSecrets(cfg.apiKey),
+	base := []postman.Option{postman.WithLogger(log), postman.WithRedactedSecrets(cfg.apiKey),
 		postman.WithMaxIdleConns(cfg.maxConcurrent)}
 	var store store
 	monitor := httpapi.NewMonitor(httpapi.MonitorConfig{Version: version, Strategy: string(cfg.upstream.Strategy),
