@@ -27,7 +27,7 @@ import (
 // shutdownGrace bounds how long in-flight requests may finish after a signal.
 const shutdownGrace = 30 * time.Second
 
-func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, upstream []postman.Option) error {
 	cfg, done, err := configCommand("serve", serveHelp, args, getenv, stdout)
 	if done || err != nil {
 		return err
@@ -36,16 +36,12 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	for _, w := range configWarnings(cfg) {
 		log.Warn("configuration warning", "warning", w)
 	}
-	gw, err := startGateway(ctx, cfg, log, testUpstreamOptions...)
+	gw, err := startGateway(ctx, cfg, log, upstream...)
 	if err != nil {
 		return err
 	}
 	return gw.wait(ctx)
 }
-
-// testUpstreamOptions lets this package's end-to-end tests trust an in-test
-// emulator's CA (and dial it for web_session); it is always empty in the binary.
-var testUpstreamOptions []postman.Option
 
 // gateway is a running gateway process: listener, HTTP server, store sweeper.
 type gateway struct {
