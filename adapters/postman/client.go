@@ -124,8 +124,9 @@ func withPeekTimeout(d time.Duration) Option { return func(o *options) { o.peek 
 
 // New returns a Client for a configuration produced by pmconfig.Parse.
 //
-// Errors: config_invalid when the configuration yields no chat URL, has an
-// unknown strategy or a non-positive timeout or limit, or the options conflict.
+// Errors: config_invalid when the configuration yields no chat URL, maps no
+// model, has an unknown strategy or a non-positive timeout or limit (Limits
+// unset), or the options conflict.
 func New(cfg pmconfig.Config, opts ...Option) (*Client, error) {
 	var o options
 	for _, opt := range opts {
@@ -134,6 +135,9 @@ func New(cfg pmconfig.Config, opts ...Option) (*Client, error) {
 	u := cfg.ChatURL()
 	if u == nil {
 		return nil, errs.Newf(errs.ConfigInvalid, "the configuration yields no chat URL")
+	}
+	if len(cfg.Models) == 0 {
+		return nil, errs.Newf(errs.ConfigInvalid, "the configuration maps no model")
 	}
 	if cfg.RequestTimeout <= 0 || cfg.MaxBodyBytes <= 0 || cfg.MaxEventBytes <= 0 || cfg.MaxOutputBytes <= 0 ||
 		cfg.MaxToolArgumentBytes <= 0 || cfg.MaxToolResultBytes <= 0 {

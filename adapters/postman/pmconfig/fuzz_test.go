@@ -40,7 +40,7 @@ func FuzzParse(f *testing.F) {
 			pmconfig.EnvChatPath:      path,
 			pmconfig.EnvModelMap:      modelMap,
 			pmconfig.EnvWorkspaceID:   testWorkspace,
-			pmconfig.EnvModels:        "a,b",
+			providerModels:            "a,b",
 		}
 		c, err := e.parse()
 		if err != nil {

@@ -24,8 +24,8 @@ const (
 	cookieName      = "postman.sid"
 )
 
-// Headers returns a fresh allowlisted header set for one chat request (design
-// §4.1); changing it never affects a later call.
+// Headers returns a fresh allowlisted header set for one chat request
+// (docs/UPSTREAM.md); changing it never affects a later call.
 //
 // web_session: Content-Type, Accept, Cookie (postman.sid=<value>),
 // X-Pstmn-Req-Service, Origin and Referer derived from the subdomain,
