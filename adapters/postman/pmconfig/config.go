@@ -97,9 +97,7 @@ func (ParallelSetting) SafeValue() {}
 const (
 	MaxSecretBytes    = 4096
 	MaxWorkspaceBytes = 256
-	MaxModelIDBytes   = 128
 	MaxLabelBytes     = 128
-	MaxModels         = 256
 	MaxLabelsPerModel = 32
 	MaxHeaderBytes    = 256 // POSTMAN_USER_AGENT, POSTMAN_APP_VERSION
 	MaxChatPathBytes  = 1024
