@@ -64,13 +64,15 @@ func newCluster(t *testing.T, l correlation.Limits) *cluster {
 		"POSTMAN_ACCESS_TOKEN":       emuToken,
 		"POSTMAN_ORIGIN":             emu.Origin(),
 		"POSTMAN_WORKSPACE_ID":       emuWS,
-		"PROVIDER_MODELS":            publicModel,
 		"POSTMAN_MODEL_MAP":          publicModel + "=GPT_56_SOL",
 	}
-	cfg, err := pmconfig.Parse(func(k string) string { return env[k] })
+	cfg, err := pmconfig.Parse(func(k string) string { return env[k] }, []string{publicModel})
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
+	// The request limits are process settings; these are the gateway's defaults.
+	cfg.Limits = pmconfig.Limits{RequestTimeout: 2 * time.Minute, MaxBodyBytes: 1 << 20, MaxEventBytes: 1 << 20,
+		MaxOutputBytes: 4 << 20, MaxTools: 64, MaxToolArgumentBytes: 256 << 10, MaxToolResultBytes: 256 << 10}
 	c := &cluster{emu: emu, url: u, clock: porttest.NewClock(porttest.T0)}
 	mk := func() replica {
 		client, err := postman.New(cfg, postman.WithRootCAs(emu.CertPool()))

@@ -20,6 +20,7 @@ import (
 	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
 	"github.com/pmgate/pmgate/domain/completion"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/secret"
 	"github.com/pmgate/pmgate/ports"
 )
 
@@ -31,10 +32,9 @@ type Client struct {
 	url       string
 	rule      completion.Rule
 	hc        *http.Client
-	traceable bool // the transport reports WroteRequest (a *http.Transport)
-	red       *pmconfig.Redactor
+	traceable bool             // the transport reports WroteRequest (a *http.Transport)
+	red       *secret.Redactor // for error texts; the logger redacts its own records
 	log       *slog.Logger
-	requestID func(context.Context) string
 	now       func() time.Time
 	peek      time.Duration
 	maxConns  int
@@ -56,7 +56,6 @@ type options struct {
 	roots     *x509.CertPool
 	logger    *slog.Logger
 	secrets   []string
-	requestID func(context.Context) string
 	now       func() time.Time
 	peek      time.Duration
 	maxConns  int
@@ -103,21 +102,18 @@ func WithDialContext(dial func(ctx context.Context, network, addr string) (net.C
 // Verification itself always stays on.
 func WithRootCAs(pool *x509.CertPool) Option { return func(o *options) { o.roots = pool } }
 
-// WithLogger sets the logger; by default nothing is logged. Every record passes
-// through the redactor.
+// WithLogger sets the logger; by default nothing is logged. The adapter logs
+// through it as it is: the process logger redacts every record and attaches
+// the request id of the record's context, and the adapter logs every record of
+// a request with that request's context. Its records hold only safe fields
+// (no content, no secret, no upstream id).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
 // WithRedactedSecrets adds secrets (for example PROVIDER_API_KEY) to the ones
-// the adapter's redactor removes; the configured upstream secret is always
-// included.
+// removed from the text of the adapter's errors; the configured upstream
+// secret is always included.
 func WithRedactedSecrets(secrets ...string) Option {
 	return func(o *options) { o.secrets = append(o.secrets, secrets...) }
-}
-
-// WithRequestID tells the adapter how to read the request id from a context,
-// for its log records.
-func WithRequestID(fn func(context.Context) string) Option {
-	return func(o *options) { o.requestID = fn }
 }
 
 // withClock sets the clock used for Retry-After dates (tests).
@@ -128,8 +124,9 @@ func withPeekTimeout(d time.Duration) Option { return func(o *options) { o.peek 
 
 // New returns a Client for a configuration produced by pmconfig.Parse.
 //
-// Errors: config_invalid when the configuration yields no chat URL, has an
-// unknown strategy or a non-positive timeout or limit, or the options conflict.
+// Errors: config_invalid when the configuration yields no chat URL, maps no
+// model, has an unknown strategy or a non-positive timeout or limit (Limits
+// unset), or the options conflict.
 func New(cfg pmconfig.Config, opts ...Option) (*Client, error) {
 	var o options
 	for _, opt := range opts {
@@ -138,6 +135,9 @@ func New(cfg pmconfig.Config, opts ...Option) (*Client, error) {
 	u := cfg.ChatURL()
 	if u == nil {
 		return nil, errs.Newf(errs.ConfigInvalid, "the configuration yields no chat URL")
+	}
+	if len(cfg.Models) == 0 {
+		return nil, errs.Newf(errs.ConfigInvalid, "the configuration maps no model")
 	}
 	if cfg.RequestTimeout <= 0 || cfg.MaxBodyBytes <= 0 || cfg.MaxEventBytes <= 0 || cfg.MaxOutputBytes <= 0 ||
 		cfg.MaxToolArgumentBytes <= 0 || cfg.MaxToolResultBytes <= 0 {
@@ -177,12 +177,10 @@ func New(cfg pmconfig.Config, opts ...Option) (*Client, error) {
 		traceable = true
 	}
 
-	red := pmconfig.NewRedactor(append(cfg.Secrets(), o.secrets...)...)
+	red := secret.NewRedactor(append(cfg.Secrets(), o.secrets...)...)
 	logger := o.logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
-	} else {
-		logger = slog.New(pmconfig.RedactingHandler(logger.Handler(), red))
 	}
 	now := o.now
 	if now == nil {
@@ -206,7 +204,6 @@ func New(cfg pmconfig.Config, opts ...Option) (*Client, error) {
 		exchange:  o.exchange,
 		red:       red,
 		log:       logger,
-		requestID: o.requestID,
 		now:       now,
 		peek:      peek,
 		onEnd:     o.onStreamEnd,
@@ -270,10 +267,9 @@ func (c *Client) Chat(ctx context.Context, req ports.UpstreamRequest) (ports.Str
 // upstream_quota_exhausted, upstream_request_rejected, upstream_server_error,
 // upstream_status_error, upstream_content_type_error.
 func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, error) {
-	rid := c.reqID(ctx)
 	body, err := BuildBody(c.cfg, req)
 	if err != nil {
-		c.logFailure(ctx, rid, 0, err, 0)
+		c.logFailure(ctx, 0, err, 0)
 		return nil, err
 	}
 	m, _ := c.cfg.Model(req.Chat.Model) // BuildBody proved it exists
@@ -291,7 +287,7 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 	if err != nil {
 		cancel(errClosedCause)
 		err = notSent(errs.Wrap(err, errs.InternalError))
-		c.logFailure(ctx, rid, 0, err, 0)
+		c.logFailure(ctx, 0, err, 0)
 		return nil, err
 	}
 	hreq.Header = c.cfg.Headers()
@@ -307,7 +303,7 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 		if resp != nil {
 			status = resp.StatusCode
 		}
-		c.log.LogAttrs(ctx, slog.LevelDebug, "upstream request sent", slog.String("request_id", rid),
+		c.log.LogAttrs(ctx, slog.LevelDebug, "upstream request sent",
 			slog.String("strategy", string(c.cfg.Strategy)), slog.String("chat_type", chatType), slog.Int("body_bytes", len(body)),
 			slog.Bool("written", wrote.Load()), slog.Int("status", status), slog.Int64("headers_ms", time.Since(started).Milliseconds()))
 	}
@@ -315,7 +311,7 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 		sent := wrote.Load() || !c.traceable
 		err = c.transportError(rctx, err, sent)
 		cancel(errClosedCause)
-		c.logFailure(ctx, rid, 0, err, 0)
+		c.logFailure(ctx, 0, err, 0)
 		return nil, err
 	}
 	if err := c.classify(resp, cancel); err != nil {
@@ -327,7 +323,7 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 		_ = resp.Body.Close()
 		cancel(errClosedCause)
 		d, _ := RetryAfter(err)
-		c.logFailure(ctx, rid, resp.StatusCode, err, d)
+		c.logFailure(ctx, resp.StatusCode, err, d)
 		return nil, err
 	}
 
@@ -337,8 +333,8 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 		cancel:   cancel,
 		rctx:     rctx,
 		log:      c.log,
+		logCtx:   context.WithoutCancel(ctx),
 		strategy: c.cfg.Strategy,
-		reqID:    rid,
 		status:   resp.StatusCode,
 		onEnd:    c.onEnd,
 		chatType: chatTypeUserQuery,
@@ -508,28 +504,18 @@ func RetryAfter(err error) (time.Duration, bool) {
 	return 0, false
 }
 
-func (c *Client) reqID(ctx context.Context) string {
-	if c.requestID == nil {
-		return ""
-	}
-	return c.requestID(ctx)
-}
-
-// logFailure logs a request that ended before a stream existed: only the
-// request id, strategy, HTTP status (0 without a response), stable code, the
+// logFailure logs a request that ended before a stream existed, with the
+// request's context (whose request id the process logger attaches): only the
+// strategy, HTTP status (0 without a response), stable code, the
 // diagnosis (a transport cause token such as tls_unknown_authority,
 // dns_not_found, connection_refused or timeout; the upstream's error type) and
 // retry-after.
-func (c *Client) logFailure(ctx context.Context, rid string, status int, err error, retry time.Duration) {
-	attrs := make([]slog.Attr, 0, 6)
-	if rid != "" {
-		attrs = append(attrs, slog.String("request_id", rid))
-	}
-	attrs = append(attrs,
+func (c *Client) logFailure(ctx context.Context, status int, err error, retry time.Duration) {
+	attrs := []slog.Attr{
 		slog.String("strategy", string(c.cfg.Strategy)),
 		slog.Int("status", status),
 		slog.String("code", string(errs.CodeOf(err))),
-	)
+	}
 	if cause, typ := diagnosisOf(err); cause != "" || typ != "" {
 		if cause != "" {
 			attrs = append(attrs, slog.String("cause", cause))

@@ -92,7 +92,7 @@ func TestAnUpstreamErrorTypeIsLoggedAndNamesTheSettingToCheck(t *testing.T) {
 			_, _ = w.Write([]byte(c.body))
 		}))
 		var logs bytes.Buffer
-		cl := f.client(t, "web_session", jsonLogger(&logs), postman.WithRequestID(func(context.Context) string { return "r1" }))
+		cl := f.client(t, "web_session", jsonLogger(&logs))
 		_, _, err := open(t, cl, userText("hi"))
 		is.True(errs.Has(err, errs.UpstreamRequestRejected))
 		m := failureLog(t, &logs)

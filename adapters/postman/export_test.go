@@ -2,10 +2,8 @@ package postman
 
 import (
 	"io"
-	"log/slog"
 	"time"
 
-	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
 	"github.com/pmgate/pmgate/domain/completion"
 )
 
@@ -69,8 +67,3 @@ func Footprint(s *Stream) int {
 
 // WithPeekTimeout bounds the time spent reading an error body.
 func WithPeekTimeout(d time.Duration) Option { return withPeekTimeout(d) }
-
-// NewRedactingLogger returns l behind the adapter's redacting handler.
-func NewRedactingLogger(l *slog.Logger, secrets ...string) *slog.Logger {
-	return slog.New(pmconfig.RedactingHandler(l.Handler(), pmconfig.NewRedactor(secrets...)))
-}

@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -95,11 +96,34 @@ func tokenEnv(origin string) map[string]string {
 	}
 }
 
+// mustParse parses the adapter's configuration of a test environment and sets
+// the request limits the gateway would: its defaults, or the environment's
+// MAX_BODY_BYTES, MAX_TOOLS, MAX_TOOL_RESULT_BYTES and REQUEST_TIMEOUT_MS
+// (cmd/gateway parses these process settings in the binary).
 func mustParse(t testing.TB, getenv func(string) string) pmconfig.Config {
 	t.Helper()
-	cfg, err := pmconfig.Parse(getenv)
+	cfg, err := pmconfig.Parse(getenv, strings.Split(getenv("PROVIDER_MODELS"), ","))
 	if err != nil {
 		t.Fatalf("config: %v", err)
+	}
+	limit := func(name string, def int) int {
+		if v := getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return n
+		}
+		return def
+	}
+	cfg.Limits = pmconfig.Limits{
+		RequestTimeout:       time.Duration(limit("REQUEST_TIMEOUT_MS", 120000)) * time.Millisecond,
+		MaxBodyBytes:         limit("MAX_BODY_BYTES", 1<<20),
+		MaxEventBytes:        1 << 20,
+		MaxOutputBytes:       4 << 20,
+		MaxTools:             limit("MAX_TOOLS", 64),
+		MaxToolArgumentBytes: 256 << 10,
+		MaxToolResultBytes:   limit("MAX_TOOL_RESULT_BYTES", 256<<10),
 	}
 	return cfg
 }

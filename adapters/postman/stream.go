@@ -25,7 +25,7 @@ type Stream struct {
 	rctx     context.Context   // the request context; nil for a reader stream
 	log      *slog.Logger      // never nil
 	strategy pmconfig.Strategy // "" for a reader stream
-	reqID    string            // request id for logs, "" when unknown
+	logCtx   context.Context   // the request's context without its cancellation, for log records; nil for a reader stream
 	status   int               // HTTP status
 	lastCtx  context.Context   // the context Next watches
 	stop     func() bool       // stops the watch of lastCtx
@@ -72,7 +72,7 @@ func (s *Stream) Next(ctx context.Context) (chat.Event, error) {
 	ev, err := s.d.next()
 	if err == nil && !s.first {
 		s.first = true
-		s.log.LogAttrs(ctx, slog.LevelDebug, "upstream first event", slog.String("request_id", s.reqID),
+		s.log.LogAttrs(s.logContext(), slog.LevelDebug, "upstream first event",
 			slog.String("strategy", string(s.strategy)), slog.Int("event_kind", int(ev.Kind)))
 	}
 	if err != nil && err != io.EOF && s.d.errType != "" {
@@ -142,9 +142,6 @@ func (s *Stream) finished() {
 	s.logged = true
 	o := s.d.tr.Outcome()
 	attrs := make([]slog.Attr, 0, 12)
-	if s.reqID != "" {
-		attrs = append(attrs, slog.String("request_id", s.reqID))
-	}
 	attrs = append(attrs,
 		slog.String("strategy", string(s.strategy)),
 		slog.Int("status", s.status),
@@ -182,13 +179,14 @@ func (s *Stream) finished() {
 			attrs = append(attrs, slog.String("hint", h))
 		}
 	}
-	s.log.LogAttrs(context.Background(), level, msg, attrs...)
-	if s.log.Enabled(context.Background(), slog.LevelDebug) {
+	lctx := s.logContext()
+	s.log.LogAttrs(lctx, level, msg, attrs...)
+	if s.log.Enabled(lctx, slog.LevelDebug) {
 		row := ""
 		if s.d.ev != nil {
 			row = s.d.ev.row
 		}
-		s.log.LogAttrs(context.Background(), slog.LevelDebug, "completion", slog.String("request_id", s.reqID),
+		s.log.LogAttrs(lctx, slog.LevelDebug, "completion",
 			slog.String("strategy", string(s.strategy)), slog.String("rule", string(s.d.cfg.rule)), slog.String("row", row), slog.String("state", string(o.State)))
 	}
 	if s.onEnd != nil {
@@ -225,7 +223,8 @@ func (s *Stream) Outcome() completion.Outcome { return s.d.tr.Outcome() }
 func (s *Stream) ConversationID() string { return s.d.convID }
 
 // ModelObserved returns the first model label the upstream reported and whether
-// one was reported at all (design §7). The label is upstream data: do not log it.
+// one was reported at all (docs/UPSTREAM.md). The label is upstream data: do
+// not log it.
 func (s *Stream) ModelObserved() (label string, observed bool) { return s.d.label, s.d.labelSeen }
 
 // ToolCalls returns the accumulated tool calls of a completed stream, in the
@@ -248,4 +247,14 @@ func (s *Stream) ToolCalls() []ToolCall {
 		}
 	}
 	return out
+}
+
+// logContext is the context of the stream's log records: the request's (so
+// that the process logger attaches its request id), never cancelled, because
+// the end of a stream is logged after the request may have ended.
+func (s *Stream) logContext() context.Context {
+	if s.logCtx == nil {
+		return context.Background()
+	}
+	return s.logCtx
 }

@@ -25,16 +25,18 @@ import (
 	"github.com/pmgate/pmgate/domain/keyring"
 )
 
-// config is the whole gateway configuration (CONTRACT §3). The Postman part is
-// parsed and validated by pmconfig; this file owns the rest.
+// config is the whole gateway configuration (docs/CONFIGURATION.md). The
+// Postman adapter's part (POSTMAN_*) is parsed and validated by pmconfig; the
+// request settings by request.go; this file owns the rest.
 type config struct {
 	host            string
 	port            int
 	apiKey          string
-	keysFile        string       // PROVIDER_KEYS_FILE (exclusive with apiKey)
-	keys            keyring.Ring // the slots read from keysFile at start-up
-	keysSum         [32]byte     // hash of that content, for the watcher
-	upstream        pmconfig.Config
+	keysFile        string          // PROVIDER_KEYS_FILE (exclusive with apiKey)
+	keys            keyring.Ring    // the slots read from keysFile at start-up
+	keysSum         [32]byte        // hash of that content, for the watcher
+	upstream        pmconfig.Config // with its Limits set from request
+	request         requestConfig
 	maxConcurrent   int
 	maxConnections  int
 	bodyTimeout     time.Duration
@@ -87,10 +89,24 @@ func loadConfig(getenv func(string) string) (config, error) {
 			bad(invalid("PROVIDER_API_KEY", "required (or PROVIDER_KEYS_FILE): 16–512 visible ASCII characters"))
 		}
 	}
-	c.upstream, err = pmconfig.Parse(getenv)
+	models, modelsErr := parseModels(getenv)
+	c.upstream, err = pmconfig.Parse(getenv, models)
+	c.request.models = models
+	limits, limitsErr := parseLimits(getenv)
+	c.request.limits, c.upstream.Limits = limits, limits
 	bad(err)
-	if c.keysFile != "" && err == nil {
-		if c.keys, c.keysSum, err = keyfile.Load(c.keysFile, c.upstream.PublicModels); err != nil {
+	bad(modelsErr)
+	bad(limitsErr)
+	// The tool schema settings and the keys file are checked only once the
+	// upstream and request settings are valid.
+	settled := err == nil && modelsErr == nil && limitsErr == nil
+	if settled {
+		c.request.toolSchemaPolicy, c.request.widenCombinators, err = parseToolSchema(getenv)
+		bad(err)
+		settled = err == nil
+	}
+	if c.keysFile != "" && settled {
+		if c.keys, c.keysSum, err = keyfile.Load(c.keysFile, c.request.models); err != nil {
 			bad(err)
 		} else if len(c.keys.Slots) == 0 {
 			bad(invalid("PROVIDER_KEYS_FILE", "has no slot: add one with `gateway keys new`"))
@@ -150,8 +166,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.policy = correlation.Policy{
 		PendingTTL:  time.Duration(pending) * time.Millisecond,
 		TerminalTTL: time.Duration(terminal) * time.Millisecond,
-		// design §8: the claim's hard deadline is the request timeout plus 30 s.
-		InflightTTL: c.upstream.RequestTimeout + 30*time.Second,
+		// A claim's hard deadline is the request timeout plus 30 s
+		// (docs/CORRELATION.md).
+		InflightTTL: c.request.limits.RequestTimeout + 30*time.Second,
 	}
 	c.limits.MaxGroups, err = intVar(getenv, "CORRELATION_MAX_GROUPS", 1000, 1, 1000000)
 	bad(err)
@@ -230,6 +247,7 @@ func visibleASCII(s string) bool {
 // summary is the redacted configuration for check-config and the start-up log.
 func (c config) summary() map[string]string {
 	m := c.upstream.Summary()
+	c.request.summary(m)
 	m["listen"] = net.JoinHostPort(c.host, strconv.Itoa(c.port))
 	if c.keysFile != "" {
 		m["keys_file"] = strconv.Itoa(len(c.keys.Slots)) + " slots"

@@ -58,8 +58,6 @@ type served struct {
 	done   chan error
 }
 
-var testOptionsMu sync.Mutex
-
 // serve starts `gateway serve` through run with the given strategy and extra
 // environment, wired to a fresh emulator.
 func serve(t *testing.T, strategy string, extra map[string]string) *served {
@@ -100,8 +98,7 @@ func serveWith(t *testing.T, emu *emulator.Server, strategy string, extra map[st
 		env[k] = v
 	}
 	host := testSubdomain + ".postman.co:443"
-	testOptionsMu.Lock()
-	testUpstreamOptions = []postman.Option{postman.WithRootCAs(emu.CertPool()),
+	upstream := []postman.Option{postman.WithRootCAs(emu.CertPool()),
 		postman.WithDialContext(func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if addr != host && "https://"+addr != emu.Origin() {
 				return nil, fmt.Errorf("test dialer: unexpected %s", addr)
@@ -112,7 +109,8 @@ func serveWith(t *testing.T, emu *emulator.Server, strategy string, extra map[st
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &syncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, io.Discard, logs) }()
+	p := program{getenv: func(k string) string { return env[k] }, stdout: io.Discard, stderr: logs, upstream: upstream}
+	go func() { done <- p.run(ctx, []string{"serve"}) }()
 	addrRE := regexp.MustCompile(`"addr":"([0-9.:]+)"`)
 	deadline := time.Now().Add(10 * time.Second)
 	var base string
@@ -127,12 +125,10 @@ func serveWith(t *testing.T, emu *emulator.Server, strategy string, extra map[st
 		}
 		select {
 		case err := <-done:
-			testOptionsMu.Unlock()
 			t.Fatalf("serve ended early: %v\n%s", err, logs.String())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	testOptionsMu.Unlock()
 	if base == "" {
 		t.Fatalf("gateway did not start:\n%s", logs.String())
 	}

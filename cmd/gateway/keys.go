@@ -57,7 +57,7 @@ func watchKeys(ctx context.Context, cfg config, keys *httpapi.Keyring, log *slog
 			}
 		}
 	}()
-	keyfile.Watch(ctx, cfg.keysFile, cfg.upstream.PublicModels, keysPollInterval, trigger, cfg.keysSum,
+	keyfile.Watch(ctx, cfg.keysFile, cfg.request.models, keysPollInterval, trigger, cfg.keysSum,
 		func(r keyring.Ring) {
 			keys.Replace(r.Slots)
 			ids := make([]string, len(r.Slots))

@@ -1,5 +1,6 @@
 // Command gateway is pmgate: an OpenAI-compatible gateway to the Postman Agent
-// Mode chat service. main only calls run, which tests call too.
+// Mode chat service. main only builds a program from the process and runs it;
+// tests build their own.
 package main
 
 import (
@@ -9,11 +10,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/pmgate/pmgate/adapters/postman"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	err := program{getenv: os.Getenv, stdout: os.Stdout, stderr: os.Stderr}.run(ctx, os.Args[1:])
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gateway:", describe(err))
@@ -41,14 +44,33 @@ Every command has --help listing its flags and the variables it reads.
 // commands are the subcommands, for the nearest-command suggestion.
 var commands = []string{"serve", "demo", "emulator", "check-config", "diagram", "probe", "verify", "keys", "version", "help"}
 
+// program is everything a run of the gateway takes from its process, handed in
+// rather than read from globals, so that tests run the real commands with their
+// own environment, streams and upstream.
+type program struct {
+	getenv         func(string) string
+	stdout, stderr io.Writer
+	// upstream are extra options of the Postman adapter of serve and probe
+	// --live (a test trusts its in-test emulator's CA and dials it); none in
+	// the binary.
+	upstream []postman.Option
+}
+
+// run is a program of the given environment and streams, without extra
+// upstream options.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return program{getenv: getenv, stdout: stdout, stderr: stderr}.run(ctx, args)
+}
+
+func (p program) run(ctx context.Context, args []string) error {
+	getenv, stdout, stderr := p.getenv, p.stdout, p.stderr
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return errUsage
 	}
 	switch args[0] {
 	case "serve":
-		return runServe(ctx, args[1:], getenv, stdout, stderr)
+		return runServe(ctx, args[1:], getenv, stdout, stderr, p.upstream)
 	case "demo":
 		return runDemo(ctx, args[1:], getenv, stdout, stderr)
 	case "emulator":
@@ -58,7 +80,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "diagram":
 		return runDiagram(args[1:], stdout)
 	case "probe":
-		return runProbe(ctx, args[1:], getenv, stdout, stderr)
+		return runProbe(ctx, args[1:], getenv, stdout, stderr, p.upstream)
 	case "verify":
 		return runVerify(args[1:], getenv, stdout, stderr)
 	case "keys":

@@ -63,7 +63,7 @@ const probeTextInstruction = "This is an automated connectivity check. Reply wit
 // probeToolSchema is the parameter schema of both probe tools: no arguments.
 const probeToolSchema = `{"type":"object","properties":{},"additionalProperties":false}`
 
-func runProbe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func runProbe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, upstream []postman.Option) error {
 	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	live := fs.Bool("live", false, "")
@@ -94,7 +94,7 @@ func runProbe(ctx context.Context, args []string, getenv func(string) string, st
 		if err != nil {
 			return err
 		}
-		return probeAndReport(ctx, cfg, "live", *out, *measure, getenv, stdout, stderr, testUpstreamOptions)
+		return probeAndReport(ctx, cfg, "live", *out, *measure, getenv, stdout, stderr, upstream)
 	}
 	var strategies []string
 	switch *strategy {

@@ -155,14 +155,12 @@ func TestProbeLiveUsesTheServeConfigurationAndWritesAReportVerifyAccepts(t *test
 	getenv := func(k string) string { return env[k] }
 	out := filepath.Join(t.TempDir(), "live.json")
 	var stdout, stderr bytes.Buffer
-	testOptionsMu.Lock()
-	testUpstreamOptions = []postman.Option{postman.WithRootCAs(emu.CertPool()),
+	upstream := []postman.Option{postman.WithRootCAs(emu.CertPool()),
 		postman.WithDialContext(func(ctx context.Context, network, addr string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, network, emu.Addr())
 		})}
-	err := run(t.Context(), []string{"probe", "--live", "--out", out}, getenv, &stdout, &stderr)
-	testOptionsMu.Unlock()
+	err := program{getenv: getenv, stdout: &stdout, stderr: &stderr, upstream: upstream}.run(t.Context(), []string{"probe", "--live", "--out", out})
 	is.NoErr(err) // exit 0 only on pass
 	is.True(strings.Contains(stdout.String(), "pmgate probe (live, web_session"))
 	raw, err := os.ReadFile(out)

@@ -16,7 +16,6 @@ import (
 	"github.com/pmgate/pmgate/adapters/memstore"
 	"github.com/pmgate/pmgate/adapters/pgstore"
 	"github.com/pmgate/pmgate/adapters/postman"
-	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
 	"github.com/pmgate/pmgate/adapters/system"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/conversation"
@@ -28,7 +27,7 @@ import (
 // shutdownGrace bounds how long in-flight requests may finish after a signal.
 const shutdownGrace = 30 * time.Second
 
-func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, upstream []postman.Option) error {
 	cfg, done, err := configCommand("serve", serveHelp, args, getenv, stdout)
 	if done || err != nil {
 		return err
@@ -37,32 +36,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	for _, w := range configWarnings(cfg) {
 		log.Warn("configuration warning", "warning", w)
 	}
-	gw, err := startGateway(ctx, cfg, log, testUpstreamOptions...)
+	gw, err := startGateway(ctx, cfg, log, upstream...)
 	if err != nil {
 		return err
 	}
 	return gw.wait(ctx)
-}
-
-// testUpstreamOptions lets this package's end-to-end tests trust an in-test
-// emulator's CA (and dial it for web_session); it is always empty in the binary.
-var testUpstreamOptions []postman.Option
-
-// newLogger builds the process logger: JSON or text, and every string passes
-// through redaction of the configured secrets (design WEB-SESSION §4.2).
-func newLogger(cfg config, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.logLevel}
-	var h slog.Handler
-	if cfg.logFormat == "text" {
-		h = slog.NewTextHandler(w, opts)
-	} else {
-		h = slog.NewJSONHandler(w, opts)
-	}
-	secrets := cfg.upstream.Secrets()
-	if cfg.apiKey != "" {
-		secrets = append(secrets, cfg.apiKey)
-	}
-	return slog.New(httpapi.WithRequestID(pmconfig.RedactingHandler(h, pmconfig.NewRedactor(secrets...))))
 }
 
 // gateway is a running gateway process: listener, HTTP server, store sweeper.
@@ -86,7 +64,7 @@ func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...pos
 // startGatewayWith is startGateway with the adapter wrapped by wrap (nil: not
 // wrapped); `gateway probe` counts and bounds its dispatches this way.
 func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap func(ports.Upstream) ports.Upstream, opts ...postman.Option) (*gateway, error) {
-	base := []postman.Option{postman.WithLogger(log), postman.WithRequestID(httpapi.RequestID), postman.WithRedactedSecrets(cfg.apiKey),
+	base := []postman.Option{postman.WithLogger(log), postman.WithRedactedSecrets(cfg.apiKey),
 		postman.WithMaxIdleConns(cfg.maxConcurrent)}
 	var store store
 	monitor := httpapi.NewMonitor(httpapi.MonitorConfig{Version: version, Strategy: string(cfg.upstream.Strategy),
@@ -117,18 +95,18 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 	handler := httpapi.NewServer(httpapi.Config{
 		Keys:               keys,
 		PrincipalKey:       cfg.principalKey,
-		Models:             cfg.upstream.PublicModels,
+		Models:             cfg.request.models,
 		Strategy:           string(cfg.upstream.Strategy),
-		MaxBodyBytes:       int64(cfg.upstream.MaxBodyBytes),
-		MaxTools:           cfg.upstream.MaxTools,
-		MaxToolResultBytes: cfg.upstream.MaxToolResultBytes,
+		MaxBodyBytes:       int64(cfg.request.limits.MaxBodyBytes),
+		MaxTools:           cfg.request.limits.MaxTools,
+		MaxToolResultBytes: cfg.request.limits.MaxToolResultBytes,
 		MaxConcurrent:      cfg.maxConcurrent,
-		RequestTimeout:     cfg.upstream.RequestTimeout,
+		RequestTimeout:     cfg.request.limits.RequestTimeout,
 		BodyReadTimeout:    cfg.bodyTimeout,
 		AllowedHosts:       cfg.allowedHosts,
 		CorrelationEnabled: cfg.correlation,
-		ToolSchemaPolicy:   cfg.upstream.ToolSchemaPolicy,
-		WidenCombinators:   cfg.upstream.WidenCombinators,
+		ToolSchemaPolicy:   cfg.request.toolSchemaPolicy,
+		WidenCombinators:   cfg.request.widenCombinators,
 		Health: func(ctx context.Context) map[string]any {
 			return map[string]any{"correlation": storeHealth(ctx, cfg, store), "conversation": anchorHealth(ctx, cfg, anchors)}
 		},

@@ -1,10 +1,12 @@
 // Package pmconfig is the Postman upstream adapter's configuration: it parses
-// and validates the POSTMAN_* variables, the public model list and the adapter's
-// limits (docs/CONFIGURATION.md), builds the one exact chat
-// URL, builds the allowlisted request headers, and redacts upstream secrets from
-// text.
+// and validates the POSTMAN_* variables (docs/CONFIGURATION.md,
+// docs/UPSTREAM.md) and maps the public models to upstream models, builds the
+// one exact chat URL and the allowlisted request headers, and names the
+// upstream secret for redaction (domain/secret). The public model list
+// (PROVIDER_MODELS) and the request limits are process settings: cmd/gateway
+// parses them, hands the models to Parse and sets Config.Limits.
 //
-// Parse takes a getenv function and reads nothing else: no files, no browser
+// Parse takes a getenv function and the public models, and reads nothing else: no files, no browser
 // storage, no request content. Every refusal is one error carrying
 // errs.ConfigInvalid whose message names the variable and the broken rule and
 // never contains a configured value (secrets are never echoed, not even in part;
@@ -17,10 +19,11 @@
 //     apart). A forbidden variable that is set to "" is therefore accepted.
 //   - Check order: strategy, both secrets, the other strategy's variables, the
 //     chosen strategy's required variables and their syntax, workspace id,
-//     models, user agent and app version, terminal rule, integer settings. Only
-//     the first refusal is reported.
-//   - POSTMAN_SESSION_COOKIE follows the documented cookie rule exactly (1–4096 bytes,
-//     0x21–0x7e, no ';' ',' '\'), so '=', '%' and '"' stay allowed (base64 and
+//     model mapping, user agent and app version, terminal rule, the service's
+//     limits. Every refusal is reported at once, except that within one group
+//     (the model mapping, the service's limits) only the first is.
+//   - POSTMAN_SESSION_COOKIE is 1–4096 bytes of 0x21–0x7e without ';' ',' or
+//     '\', so '=', '%' and '"' stay allowed (base64 and
 //     signed, URL-encoded session values contain them). A value starting with
 //     "postman.sid=" (any case) is refused: it is whole-cookie input.
 //   - POSTMAN_WORKSPACE_SUBDOMAIN also refuses the reserved hosts go, identity,
@@ -30,11 +33,11 @@
 //     canonical IPv6 address without zone (so a loopback emulator works). The
 //     port has no leading zero; an explicit ":443" is kept as written.
 //   - POSTMAN_CHAT_PATH is at most 1024 bytes of A–Z a–z 0–9 - . _ ~ / : @ $ & +
-//     , ; = and has no "." or ".." segment (stricter than the contract's "..").
+//     , ; = and has no "." or ".." segment (stricter than refusing "..").
 //     The path must survive URL construction unchanged.
-//   - PROVIDER_MODELS: at most 256 ids; an id may not contain '=' or '|', so
-//     that every id can be written in POSTMAN_MODEL_MAP. Empty items (",,", a
-//     trailing comma) are refused.
+//   - The model mapping is checked only when the caller passes models: with
+//     none, PROVIDER_MODELS was refused and a mapping error would only repeat
+//     it.
 //   - Model mapping: POSTMAN_MODEL_MAP and the POSTMAN_WEB_SESSION_SELECTED_MODEL
 //     form work for both strategies despite the latter's name. Entries and
 //     labels are trimmed; empty entries or labels are refused; a label repeated
@@ -52,8 +55,8 @@
 //     POSTMAN_PARALLEL_TOOL_CALLS is exactly "true" or "false"; unset means
 //     false on web_session and the client's parallel_tool_calls on
 //     access_token (Config.Parallel; the summary shows "false" or "client").
-//   - MAX_TOOL_RESULT_BYTES defaults to min(256 KiB, MAX_BODY_BYTES); a value
-//     set above MAX_BODY_BYTES is refused. Integers are decimal digits only.
+//   - Integers are decimal digits only (domain/setting, shared with the
+//     process settings).
 //   - Headers on access_token carry no Origin or Referer (the legacy envelope
 //     sends none and no browser context is claimed). Header names are the
 //     constants of this package in canonical MIME form.
@@ -62,7 +65,6 @@
 //     workspace id in JSON, so an accidental log line cannot leak them.
 //   - ChatURL and Headers are derived from the fields on every call (cheap, no
 //     shared state to mutate); ChatURL re-runs the post-construction checks.
-//   - The Redactor also removes the URL-, JSON- and Go-quoted spellings of each
-//     configured secret. Secrets() holds only the upstream secret; the wiring
-//     adds PROVIDER_API_KEY when it builds the process-wide Redactor.
+//   - Secrets() holds only the upstream secret; the wiring adds
+//     PROVIDER_API_KEY when it builds the process logger's redactor.
 package pmconfig

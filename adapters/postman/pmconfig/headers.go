@@ -25,7 +25,7 @@ const (
 )
 
 // Headers returns a fresh allowlisted header set for one chat request
-// (docs/UPSTREAM.md lists it); changing it never affects a later call.
+// (docs/UPSTREAM.md); changing it never affects a later call.
 //
 // web_session: Content-Type, Accept, Cookie (postman.sid=<value>),
 // X-Pstmn-Req-Service, Origin and Referer derived from the subdomain,

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/domain/secret"
 
 	"github.com/matryer/is"
 )
@@ -82,4 +83,12 @@ func TestSecretsAreTheActiveUpstreamSecret(t *testing.T) {
 	is.Equal(mustParse(t, webEnv()).Secrets(), []string{testCookie})  // cookie on web_session
 	is.Equal(mustParse(t, tokenEnv()).Secrets(), []string{testToken}) // token on access_token
 	is.Equal(len(pmconfig.Config{}.Secrets()), 0)                     // nothing for a zero config
+}
+
+func TestConfiguredSecretsAreRedacted(t *testing.T) {
+	is := is.New(t)
+	for _, c := range []pmconfig.Config{mustParse(t, webEnv()), mustParse(t, tokenEnv())} {
+		out := secret.NewRedactor(c.Secrets()...).String("value " + c.Secrets()[0] + " end")
+		is.Equal(out, "value [REDACTED] end") // the configured secret is redacted
+	}
 }

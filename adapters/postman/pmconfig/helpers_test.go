@@ -19,6 +19,11 @@ const (
 	testWorkspace = "ws-0001-fake"
 )
 
+// providerModels is the process setting (parsed by cmd/gateway) that lists
+// the public models; the tests keep it in their environment and hand its
+// items to Parse as the caller does.
+const providerModels = "PROVIDER_MODELS"
+
 type env map[string]string
 
 // webEnv is a valid web_session configuration.
@@ -28,7 +33,7 @@ func webEnv() env {
 		pmconfig.EnvSessionCookie: testCookie,
 		pmconfig.EnvSubdomain:     testSubdomain,
 		pmconfig.EnvWorkspaceID:   testWorkspace,
-		pmconfig.EnvModels:        "gpt-5.5,claude-sonnet-4-5",
+		providerModels:            "gpt-5.5,claude-sonnet-4-5",
 		pmconfig.EnvModelMap:      "gpt-5.5=GPT_55,claude-sonnet-4-5=CLAUDE_45_SONNET_BEDROCK|claude-sonnet-4.5",
 	}
 }
@@ -40,7 +45,7 @@ func tokenEnv() env {
 		pmconfig.EnvAccessToken: testToken,
 		pmconfig.EnvOrigin:      "https://api.example.test",
 		pmconfig.EnvWorkspaceID: testWorkspace,
-		pmconfig.EnvModels:      "gpt-5.5,claude-sonnet-4-5",
+		providerModels:          "gpt-5.5,claude-sonnet-4-5",
 		pmconfig.EnvModelMap:    "gpt-5.5=GPT_55,claude-sonnet-4-5=CLAUDE_45_SONNET_BEDROCK|claude-sonnet-4.5",
 	}
 }
@@ -60,7 +65,19 @@ func (e env) with(kv ...string) env {
 
 func (e env) get(k string) string { return e[k] }
 
-func (e env) parse() (pmconfig.Config, error) { return pmconfig.Parse(e.get) }
+// models are the items of PROVIDER_MODELS, trimmed; none when it is unset.
+func (e env) models() []string {
+	if e[providerModels] == "" {
+		return nil
+	}
+	ids := strings.Split(e[providerModels], ",")
+	for i := range ids {
+		ids[i] = strings.TrimSpace(ids[i])
+	}
+	return ids
+}
+
+func (e env) parse() (pmconfig.Config, error) { return pmconfig.Parse(e.get, e.models()) }
 
 // mustParse parses a configuration that must be accepted.
 func mustParse(t *testing.T, e env) pmconfig.Config {

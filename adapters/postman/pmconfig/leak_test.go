@@ -56,9 +56,6 @@ func failurePaths() map[string]env {
 		add(name+"/both secrets", base.with(pmconfig.EnvSessionCookie, markedCookie, pmconfig.EnvAccessToken, markedToken))
 		add(name+"/workspace missing", base.with(pmconfig.EnvWorkspaceID, "<unset>"))
 		add(name+"/workspace bad", base.with(pmconfig.EnvWorkspaceID, "w "+cookieMarker))
-		add(name+"/models missing", base.with(pmconfig.EnvModels, "<unset>"))
-		add(name+"/models bad", base.with(pmconfig.EnvModels, "a b"+tokenMarker))
-		add(name+"/models dup", base.with(pmconfig.EnvModels, "a,a"))
 		add(name+"/map missing", base.with(pmconfig.EnvModelMap, "<unset>"))
 		add(name+"/map entry", base.with(pmconfig.EnvModelMap, cookieMarker))
 		add(name+"/map unknown", base.with(pmconfig.EnvModelMap, cookieMarker+"=A"))
@@ -67,13 +64,12 @@ func failurePaths() map[string]env {
 		add(name+"/map incomplete", base.with(pmconfig.EnvModelMap, "gpt-5.5=A"))
 		add(name+"/selected and map", base.with(pmconfig.EnvSelectedModel, tokenMarker))
 		add(name+"/selected two models", base.with(pmconfig.EnvModelMap, "<unset>", pmconfig.EnvSelectedModel, "A"))
-		add(name+"/selected bad", base.with(pmconfig.EnvModels, "m", pmconfig.EnvModelMap, "<unset>", pmconfig.EnvSelectedModel, cookieMarker))
-		add(name+"/observed bad", base.with(pmconfig.EnvModels, "m", pmconfig.EnvModelMap, "<unset>", pmconfig.EnvSelectedModel, "A", pmconfig.EnvObservedModels, "a "+cookieMarker))
-		add(name+"/observed alone", base.with(pmconfig.EnvModels, "m", pmconfig.EnvModelMap, "<unset>", pmconfig.EnvObservedModels, cookieMarker))
+		add(name+"/selected bad", base.with(providerModels, "m", pmconfig.EnvModelMap, "<unset>", pmconfig.EnvSelectedModel, cookieMarker))
+		add(name+"/observed bad", base.with(providerModels, "m", pmconfig.EnvModelMap, "<unset>", pmconfig.EnvSelectedModel, "A", pmconfig.EnvObservedModels, "a "+cookieMarker))
+		add(name+"/observed alone", base.with(providerModels, "m", pmconfig.EnvModelMap, "<unset>", pmconfig.EnvObservedModels, cookieMarker))
 		add(name+"/user agent", base.with(pmconfig.EnvUserAgent, cookieMarker+"\r\n"))
 		add(name+"/app version", base.with(pmconfig.EnvAppVersion, tokenMarker+" x"))
-		for _, n := range []string{pmconfig.EnvRequestTimeoutMS, pmconfig.EnvMaxBodyBytes, pmconfig.EnvMaxEventBytes,
-			pmconfig.EnvMaxOutputBytes, pmconfig.EnvMaxTools, pmconfig.EnvMaxToolArgBytes, pmconfig.EnvMaxToolResBytes} {
+		for _, n := range []string{pmconfig.EnvMaxQueryChars, pmconfig.EnvMaxToolsUpstream, pmconfig.EnvParallelTools} {
 			add(name+"/"+n, base.with(n, tokenMarker))
 		}
 	}
@@ -178,12 +174,10 @@ func TestSummary(t *testing.T) {
 		is.Equal(s["session_cookie"], "set")                                                                    // secret shown only as set: no value, no length
 		is.Equal(s["workspace"], "set")                                                                         // workspace never shown
 		is.Equal(s["terminal_rule"], "usage_after_output_v1")                                                   // web rule
-		is.Equal(s["models"], "gpt-5.5,claude-sonnet-4-5")                                                      // public models
 		is.Equal(s["model_map"], "gpt-5.5=GPT_55,claude-sonnet-4-5=CLAUDE_45_SONNET_BEDROCK|claude-sonnet-4.5") // mapping
 		is.Equal(s["user_agent"], pmconfig.DefaultUserAgent)                                                    // UA
 		is.Equal(s["app_version"], "unset")                                                                     // app version
-		is.Equal(s["max_body_bytes"], "1048576")                                                                // limits
-		is.Equal(s["request_timeout_ms"], "120000")                                                             // timeout
+		is.Equal(s["max_query_chars"], "10000")                                                                 // the service's limits
 		_, hasToken := s["access_token"]
 		is.True(!hasToken) // the other strategy's secret is not mentioned
 	})

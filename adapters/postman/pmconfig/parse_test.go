@@ -4,11 +4,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
 	"github.com/pmgate/pmgate/domain/errs"
-	"github.com/pmgate/pmgate/domain/toolschema"
 
 	"github.com/matryer/is"
 )
@@ -237,9 +235,8 @@ func TestModelMap(t *testing.T) {
 	t.Run("every public model mapped, labels trimmed, upstream first", func(t *testing.T) {
 		is := is.New(t)
 		c := mustParse(t, webEnv().with(
-			pmconfig.EnvModels, " gpt-5.5 , claude-sonnet-4-5 ",
+			providerModels, " gpt-5.5 , claude-sonnet-4-5 ",
 			pmconfig.EnvModelMap, " claude-sonnet-4-5 = CLAUDE_45_SONNET_BEDROCK | claude-sonnet-4.5 | CLAUDE_45_SONNET_BEDROCK , gpt-5.5=GPT_55|gpt-5.5|gpt-5.5"))
-		is.Equal(c.PublicModels, []string{"gpt-5.5", "claude-sonnet-4-5"}) // ids trimmed, order kept
 		want := []pmconfig.ModelMapping{
 			{Public: "gpt-5.5", Upstream: "GPT_55", Observed: []string{"GPT_55", "gpt-5.5"}},
 			{Public: "claude-sonnet-4-5", Upstream: "CLAUDE_45_SONNET_BEDROCK", Observed: []string{"CLAUDE_45_SONNET_BEDROCK", "claude-sonnet-4.5"}},
@@ -262,13 +259,13 @@ func TestModelMap(t *testing.T) {
 	t.Run("bounds", func(t *testing.T) {
 		is := is.New(t)
 		id128, enum64, label128 := strings.Repeat("m", 128), strings.Repeat("A", 64), strings.Repeat("l", 128)
-		c := mustParse(t, webEnv().with(pmconfig.EnvModels, id128, pmconfig.EnvModelMap, id128+"="+enum64+"|"+label128))
+		c := mustParse(t, webEnv().with(providerModels, id128, pmconfig.EnvModelMap, id128+"="+enum64+"|"+label128))
 		is.Equal(c.Models[0].Observed, []string{enum64, label128}) // maximal id, enum and label accepted
 		labels := make([]string, 32)
 		for i := range labels {
 			labels[i] = "l" + strconv.Itoa(i)
 		}
-		c = mustParse(t, webEnv().with(pmconfig.EnvModels, "m", pmconfig.EnvModelMap, "m=M|"+strings.Join(labels, "|")))
+		c = mustParse(t, webEnv().with(providerModels, "m", pmconfig.EnvModelMap, "m=M|"+strings.Join(labels, "|")))
 		is.Equal(len(c.Models[0].Observed), 33) // 32 labels plus the upstream enum
 		ids := make([]string, 256)
 		entries := make([]string, 256)
@@ -276,7 +273,7 @@ func TestModelMap(t *testing.T) {
 			ids[i] = "m" + strconv.Itoa(i)
 			entries[i] = ids[i] + "=M"
 		}
-		c = mustParse(t, webEnv().with(pmconfig.EnvModels, strings.Join(ids, ","), pmconfig.EnvModelMap, strings.Join(entries, ",")))
+		c = mustParse(t, webEnv().with(providerModels, strings.Join(ids, ","), pmconfig.EnvModelMap, strings.Join(entries, ",")))
 		is.Equal(len(c.Models), 256) // 256 models accepted
 	})
 
@@ -284,25 +281,10 @@ func TestModelMap(t *testing.T) {
 	for i := range labels33 {
 		labels33[i] = "l" + strconv.Itoa(i)
 	}
-	ids257 := make([]string, 257)
-	for i := range ids257 {
-		ids257[i] = "m" + strconv.Itoa(i)
-	}
 	m := func(models, mapping string) env {
-		return webEnv().with(pmconfig.EnvModels, models, pmconfig.EnvModelMap, mapping)
+		return webEnv().with(providerModels, models, pmconfig.EnvModelMap, mapping)
 	}
 	runRefusals(t, []refusal{
-		{"models missing", webEnv().with(pmconfig.EnvModels, "<unset>"), pmconfig.EnvModels, "required"},
-		{"empty item", m("a,,b", "a=A,b=B"), pmconfig.EnvModels, "item 2"},
-		{"trailing comma", m("a,", "a=A"), pmconfig.EnvModels, "item 2"},
-		{"blank list", m(" ", "a=A"), pmconfig.EnvModels, "item 1"},
-		{"duplicate id", m("a,b, a", "a=A,b=B"), pmconfig.EnvModels, "repeats"},
-		{"129-byte id", m(strings.Repeat("m", 129), "m=M"), pmconfig.EnvModels, "1-128 bytes"},
-		{"id with =", m("a=b", "a=A"), pmconfig.EnvModels, "without '=' or '|'"},
-		{"id with |", m("a|b", "a=A"), pmconfig.EnvModels, "without '=' or '|'"},
-		{"id with space", m("a b", "a=A"), pmconfig.EnvModels, "visible ASCII"},
-		{"non-ASCII id", m("modèle", "a=A"), pmconfig.EnvModels, "visible ASCII"},
-		{"257 ids", m(strings.Join(ids257, ","), "m0=M"), pmconfig.EnvModels, "at most 256"},
 		{"missing entry", m("a,b", "a=A"), pmconfig.EnvModelMap, `no entry for public model "b"`},
 		{"unknown public model", m("a", "a=A,z=Z"), pmconfig.EnvModelMap, "does not list"},
 		{"duplicate entry", m("a", "a=A,a=B"), pmconfig.EnvModelMap, "already maps"},
@@ -323,7 +305,7 @@ func TestModelMap(t *testing.T) {
 
 func TestSelectedModelForm(t *testing.T) {
 	one := func(kv ...string) env {
-		return webEnv().with(append([]string{pmconfig.EnvModels, "gpt-5.5", pmconfig.EnvModelMap, "<unset>"}, kv...)...)
+		return webEnv().with(append([]string{providerModels, "gpt-5.5", pmconfig.EnvModelMap, "<unset>"}, kv...)...)
 	}
 	t.Run("web_session", func(t *testing.T) {
 		is := is.New(t)
@@ -334,7 +316,7 @@ func TestSelectedModelForm(t *testing.T) {
 	})
 	t.Run("also works for access_token", func(t *testing.T) {
 		is := is.New(t)
-		c := mustParse(t, tokenEnv().with(pmconfig.EnvModels, "gpt-5.5", pmconfig.EnvModelMap, "<unset>", pmconfig.EnvSelectedModel, "GPT_55"))
+		c := mustParse(t, tokenEnv().with(providerModels, "gpt-5.5", pmconfig.EnvModelMap, "<unset>", pmconfig.EnvSelectedModel, "GPT_55"))
 		is.Equal(c.Models[0].Upstream, "GPT_55") // both forms work for both strategies
 	})
 	labels33 := make([]string, 33)
@@ -342,7 +324,7 @@ func TestSelectedModelForm(t *testing.T) {
 		labels33[i] = "l" + strconv.Itoa(i)
 	}
 	runRefusals(t, []refusal{
-		{"two public models", one(pmconfig.EnvModels, "a,b", pmconfig.EnvSelectedModel, "A"), pmconfig.EnvSelectedModel, "exactly one id"},
+		{"two public models", one(providerModels, "a,b", pmconfig.EnvSelectedModel, "A"), pmconfig.EnvSelectedModel, "exactly one id"},
 		{"both forms", one(pmconfig.EnvSelectedModel, "GPT_55", pmconfig.EnvModelMap, "gpt-5.5=GPT_55"), pmconfig.EnvSelectedModel, "together with POSTMAN_MODEL_MAP"},
 		{"map with observed", one(pmconfig.EnvObservedModels, "x", pmconfig.EnvModelMap, "gpt-5.5=GPT_55"), pmconfig.EnvObservedModels, "together with POSTMAN_MODEL_MAP"},
 		{"observed without selected", one(pmconfig.EnvObservedModels, "x"), pmconfig.EnvObservedModels, "requires POSTMAN_WEB_SESSION_SELECTED_MODEL"},
@@ -402,17 +384,9 @@ func TestTerminalRule(t *testing.T) {
 func TestIntegerDefaults(t *testing.T) {
 	is := is.New(t)
 	c := mustParse(t, webEnv())
-	is.Equal(c.RequestTimeout, 120*time.Second) // REQUEST_TIMEOUT_MS default
-	is.Equal(c.MaxBodyBytes, 1<<20)             // MAX_BODY_BYTES default
-	is.Equal(c.MaxEventBytes, 1<<20)            // MAX_EVENT_BYTES default
-	is.Equal(c.MaxOutputBytes, 4<<20)           // MAX_OUTPUT_BYTES default
-	is.Equal(c.MaxTools, 64)                    // MAX_TOOLS default
-	is.Equal(c.MaxToolArgumentBytes, 256<<10)   // MAX_TOOL_ARGUMENT_BYTES default
-	is.Equal(c.MaxToolResultBytes, 256<<10)     // MAX_TOOL_RESULT_BYTES default
-	is.Equal(c.MaxQueryChars, 10000)            // POSTMAN_MAX_QUERY_CHARS default
-	is.Equal(c.MaxToolsUpstream, 20)            // POSTMAN_MAX_TOOLS_UPSTREAM default
-	c = mustParse(t, webEnv().with(pmconfig.EnvMaxBodyBytes, "1024"))
-	is.Equal(c.MaxToolResultBytes, 1024) // the default never exceeds MAX_BODY_BYTES
+	is.Equal(c.MaxQueryChars, 10000)      // POSTMAN_MAX_QUERY_CHARS default
+	is.Equal(c.MaxToolsUpstream, 20)      // POSTMAN_MAX_TOOLS_UPSTREAM default
+	is.Equal(c.Limits, pmconfig.Limits{}) // the request limits are the wiring's to set
 }
 
 func TestParallelToolCalls(t *testing.T) {
@@ -444,13 +418,6 @@ func TestIntegerBounds(t *testing.T) {
 		read   func(pmconfig.Config) int
 	}
 	bounds := []bound{
-		{pmconfig.EnvRequestTimeoutMS, 1000, 3600000, func(c pmconfig.Config) int { return int(c.RequestTimeout / time.Millisecond) }},
-		{pmconfig.EnvMaxBodyBytes, 1 << 10, 128 << 20, func(c pmconfig.Config) int { return c.MaxBodyBytes }},
-		{pmconfig.EnvMaxEventBytes, 1 << 10, 16 << 20, func(c pmconfig.Config) int { return c.MaxEventBytes }},
-		{pmconfig.EnvMaxOutputBytes, 1 << 10, 16 << 20, func(c pmconfig.Config) int { return c.MaxOutputBytes }},
-		{pmconfig.EnvMaxTools, 0, 256, func(c pmconfig.Config) int { return c.MaxTools }},
-		{pmconfig.EnvMaxToolArgBytes, 256, 4 << 20, func(c pmconfig.Config) int { return c.MaxToolArgumentBytes }},
-		{pmconfig.EnvMaxToolResBytes, 256, 1 << 20, func(c pmconfig.Config) int { return c.MaxToolResultBytes }},
 		{pmconfig.EnvMaxQueryChars, 1, 1000000, func(c pmconfig.Config) int { return c.MaxQueryChars }},
 		{pmconfig.EnvMaxToolsUpstream, 0, 256, func(c pmconfig.Config) int { return c.MaxToolsUpstream }},
 	}
@@ -471,20 +438,12 @@ func TestIntegerBounds(t *testing.T) {
 			rows = append(rows, refusal{b.name + " malformed " + strconv.Quote(v), webEnv().with(b.name, v), b.name, rule})
 		}
 	}
-	rows = append(rows,
-		refusal{"tool result above MAX_BODY_BYTES", webEnv().with(pmconfig.EnvMaxBodyBytes, "2048", pmconfig.EnvMaxToolResBytes, "2049"), pmconfig.EnvMaxToolResBytes, "MAX_BODY_BYTES (2048)"},
-	)
 	runRefusals(t, rows)
-	t.Run("tool result equal to MAX_BODY_BYTES", func(t *testing.T) {
-		is := is.New(t)
-		c := mustParse(t, webEnv().with(pmconfig.EnvMaxBodyBytes, "2048", pmconfig.EnvMaxToolResBytes, "2048"))
-		is.Equal(c.MaxToolResultBytes, 2048) // upper bound follows MAX_BODY_BYTES
-	})
 }
 
 func TestParseWithNilGetenvRefusesStrategy(t *testing.T) {
 	is := is.New(t)
-	_, err := pmconfig.Parse(nil)
+	_, err := pmconfig.Parse(nil, nil)
 	is.True(err != nil)                                                       // nothing configured is refused
 	is.True(strings.Contains(err.Error(), pmconfig.EnvStrategy+": required")) // the strategy is the first requirement
 }
@@ -492,25 +451,11 @@ func TestParseWithNilGetenvRefusesStrategy(t *testing.T) {
 func TestEveryRefusalIsReportedAtOnce(t *testing.T) {
 	is := is.New(t)
 	e := webEnv().with(pmconfig.EnvSessionCookie, "<unset>", pmconfig.EnvSubdomain, "www", pmconfig.EnvWorkspaceID, "<unset>",
-		pmconfig.EnvMaxTools, "999", pmconfig.EnvMaxEventBytes, "x")
+		pmconfig.EnvMaxQueryChars, "x")
 	err := mustRefuse(t, e, pmconfig.EnvSessionCookie)
 	for _, v := range []string{pmconfig.EnvSessionCookie, pmconfig.EnvSubdomain, pmconfig.EnvWorkspaceID,
-		pmconfig.EnvMaxTools, pmconfig.EnvMaxEventBytes} {
+		pmconfig.EnvMaxQueryChars} {
 		is.True(strings.Contains(err.Error(), v+":"))      // every broken variable is named
 		is.True(strings.Contains(errs.Redact(err), v+":")) // also in the redacted form
 	}
-}
-
-func TestToolSchemaPolicy(t *testing.T) {
-	is := is.New(t)
-	c := mustParse(t, webEnv())
-	is.Equal(c.ToolSchemaPolicy, toolschema.PolicyLower) // lower by default
-	is.Equal(c.Summary()["tool_schema_policy"], "lower") // shown by check-config
-	c = mustParse(t, tokenEnv().with(pmconfig.EnvToolSchemaPolicy, "strict"))
-	is.Equal(c.ToolSchemaPolicy, toolschema.PolicyStrict) // strict when asked
-	is.Equal(c.Summary()["tool_schema_policy"], "strict")
-	runRefusals(t, []refusal{
-		{"unknown policy", webEnv().with(pmconfig.EnvToolSchemaPolicy, "refuse"), pmconfig.EnvToolSchemaPolicy, "lower or strict"},
-		{"case differs", webEnv().with(pmconfig.EnvToolSchemaPolicy, "Lower"), pmconfig.EnvToolSchemaPolicy, "lower or strict"},
-	})
 }

@@ -8,13 +8,14 @@ import (
 	"strings"
 )
 
-// Summary returns the redacted summary printed by `gateway check-config`.
-// Secrets and the workspace id appear only as "set" (never a value or a
-// length). Keys: strategy, host, chat_path, access_token or session_cookie,
-// workspace, models, model_map, user_agent, app_version, terminal_rule
-// (web_session only), request_timeout_ms, the max_* limits,
-// parallel_tool_calls (true, false, or client: the client's choice) and
-// tool_schema_policy.
+// Summary returns the adapter's part of the redacted summary printed by
+// `gateway check-config`. Secrets and the workspace id appear only as "set"
+// (never a value or a length). Keys: strategy, host, chat_path, access_token
+// or session_cookie, workspace, model_map, user_agent, app_version,
+// terminal_rule (web_session only), max_query_chars, max_tools_upstream and
+// parallel_tool_calls (true, false, or client: the client's choice). The
+// wiring adds the process settings (models, the request limits, the tool
+// schema settings).
 func (c Config) Summary() map[string]string {
 	set := func(v string) string {
 		if v == "" {
@@ -25,26 +26,16 @@ func (c Config) Summary() map[string]string {
 	s := map[string]string{
 		"strategy":  string(c.Strategy),
 		"workspace": set(c.WorkspaceID),
-		"models":    strings.Join(c.PublicModels, ","),
 		"user_agent": func() string {
 			if c.UserAgent == "" {
 				return DefaultUserAgent
 			}
 			return c.UserAgent
 		}(),
-		"app_version":             "unset",
-		"request_timeout_ms":      strconv.FormatInt(c.RequestTimeout.Milliseconds(), 10),
-		"max_body_bytes":          strconv.Itoa(c.MaxBodyBytes),
-		"max_event_bytes":         strconv.Itoa(c.MaxEventBytes),
-		"max_output_bytes":        strconv.Itoa(c.MaxOutputBytes),
-		"max_tools":               strconv.Itoa(c.MaxTools),
-		"max_tool_argument_bytes": strconv.Itoa(c.MaxToolArgumentBytes),
-		"max_tool_result_bytes":   strconv.Itoa(c.MaxToolResultBytes),
-		"tool_schema_policy":      string(c.ToolSchemaPolicy),
-		"schema_combinators":      map[bool]string{false: "forward", true: "widen"}[c.WidenCombinators],
-		"max_query_chars":         strconv.Itoa(c.MaxQueryChars),
-		"max_tools_upstream":      strconv.Itoa(c.MaxToolsUpstream),
-		"parallel_tool_calls":     string(c.ParallelToolCalls),
+		"app_version":         "unset",
+		"max_query_chars":     strconv.Itoa(c.MaxQueryChars),
+		"max_tools_upstream":  strconv.Itoa(c.MaxToolsUpstream),
+		"parallel_tool_calls": string(c.ParallelToolCalls),
 	}
 	if c.ParallelToolCalls == ParallelUnset {
 		s["parallel_tool_calls"] = "false"

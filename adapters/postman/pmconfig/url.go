@@ -4,12 +4,14 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+
+	"github.com/pmgate/pmgate/domain/setting"
 )
 
 // ChatURL returns a fresh copy of the exact chat URL: for web_session
 // https://<subdomain>.postman.co/_gw/chat, for access_token Origin+ChatPath. It
-// is rebuilt from the fields and checked after construction (docs/UPSTREAM.md); it is
-// nil only for a Config not produced by Parse whose fields fail those checks.
+// is rebuilt from the fields and checked after construction (docs/UPSTREAM.md);
+// it is nil only for a Config not produced by Parse whose fields fail those checks.
 func (c Config) ChatURL() *url.URL {
 	switch c.Strategy {
 	case StrategyWebSession:
@@ -30,8 +32,8 @@ func (c Config) ChatURL() *url.URL {
 func webOrigin(sub string) string { return "https://" + sub + "." + WebSessionDomain }
 
 // webSessionURL builds the web-session URL of a validated subdomain and returns
-// it only if every post-construction check holds (scheme, host, port, path, no
-// user info, query or fragment; docs/UPSTREAM.md).
+// it only if every post-construction check holds (https, the exact host, the
+// fixed path, nothing else).
 func webSessionURL(sub string) *url.URL {
 	host := sub + "." + WebSessionDomain
 	u := &url.URL{Scheme: "https", Host: host, Path: DefaultChatPath}
@@ -139,7 +141,7 @@ func splitOrigin(origin string) (host, port string, err error) {
 }
 
 func checkPort(p string) error {
-	v, ok := decimal(p)
+	v, ok := setting.Decimal(p)
 	if !ok || p[0] == '0' || v < 1 || v > 65535 {
 		return refuse(EnvOrigin, "the port must be a decimal number from 1 to 65535 without leading zeros")
 	}

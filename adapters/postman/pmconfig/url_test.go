@@ -10,8 +10,8 @@ import (
 	"github.com/matryer/is"
 )
 
-// checkWebURL is the test's own statement of the web-session URL rules (docs/UPSTREAM.md), independent of the
-// package's checks.
+// checkWebURL is the test's own statement of the web-session URL rules,
+// independent of the package's checks.
 func checkWebURL(u *url.URL, sub string) string {
 	switch {
 	case u == nil:

@@ -1,4 +1,4 @@
-package pmconfig
+package secret
 
 import (
 	"encoding/json"
@@ -12,8 +12,8 @@ import (
 // Redacted replaces every removed secret.
 const Redacted = "[REDACTED]"
 
-// Redactor removes secrets from text before it is logged or returned (design
-// §4.2). It is safe for concurrent use; a nil *Redactor applies only the
+// Redactor removes secrets from text before it is logged or returned to a
+// caller. It is safe for concurrent use; a nil *Redactor applies only the
 // patterns.
 type Redactor struct {
 	exact *strings.Replacer // nil without secrets

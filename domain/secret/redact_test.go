@@ -1,4 +1,4 @@
-package pmconfig_test
+package secret_test
 
 import (
 	"encoding/json"
@@ -7,13 +7,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/domain/secret"
 
 	"github.com/matryer/is"
 )
 
+// Fixture values: invented, never real credentials.
+const (
+	testCookie    = "s%3AFakeSid0123.Sig+/abc=="
+	testToken     = "PMAK-fake-0123456789abcdef"
+	downstreamKey = "sk-downstream-FAKE-0123456789"
+)
+
 func TestRedactorString(t *testing.T) {
-	r := pmconfig.NewRedactor(testCookie, testToken, "", downstreamKey)
+	r := secret.NewRedactor(testCookie, testToken, "", downstreamKey)
 	for _, tc := range []struct{ name, in, want string }{
 		{"cookie value alone", "upstream said " + testCookie + " is bad", "upstream said [REDACTED] is bad"},
 		{"token alone", "token=" + testToken + ".", "token=[REDACTED]."},
@@ -48,31 +55,23 @@ func TestRedactorString(t *testing.T) {
 	}
 	t.Run("JSON-escaped secret", func(t *testing.T) {
 		is := is.New(t)
-		secret := "a<b>&c"
-		j, _ := json.Marshal("x" + secret + "y")
-		is.Equal(pmconfig.NewRedactor(secret).String(string(j)), `"x[REDACTED]y"`) // the \u003c spelling is removed
+		value := "a<b>&c"
+		j, _ := json.Marshal("x" + value + "y")
+		is.Equal(secret.NewRedactor(value).String(string(j)), `"x[REDACTED]y"`) // the \u003c spelling is removed
 	})
 	t.Run("nil and empty Redactors still apply the patterns", func(t *testing.T) {
 		is := is.New(t)
-		var nilR *pmconfig.Redactor
-		is.Equal(nilR.String("Bearer abc"), "Bearer [REDACTED]")                           // nil Redactor is usable
-		is.Equal(pmconfig.NewRedactor().String("postman.sid=q"), "postman.sid=[REDACTED]") // no secrets, patterns only
-	})
-	t.Run("config secrets", func(t *testing.T) {
-		is := is.New(t)
-		for _, c := range []pmconfig.Config{mustParse(t, webEnv()), mustParse(t, tokenEnv())} {
-			out := pmconfig.NewRedactor(c.Secrets()...).String("value " + c.Secrets()[0] + " end")
-			is.Equal(out, "value [REDACTED] end") // the configured secret is redacted
-		}
+		var nilR *secret.Redactor
+		is.Equal(nilR.String("Bearer abc"), "Bearer [REDACTED]")                         // nil Redactor is usable
+		is.Equal(secret.NewRedactor().String("postman.sid=q"), "postman.sid=[REDACTED]") // no secrets, patterns only
 	})
 }
 
-// TestFailureRedaction is the design §11 "Failure redaction" row for this
-// package: upstream text carrying fake Cookie, Bearer and session values comes
-// out without any of them.
+// TestFailureRedaction: upstream text carrying fake Cookie, Bearer and session
+// values comes out without any of them.
 func TestFailureRedaction(t *testing.T) {
 	is := is.New(t)
-	r := pmconfig.NewRedactor(testCookie)
+	r := secret.NewRedactor(testCookie)
 	body := `HTTP 401 {"error":"bad session","echo":{"Cookie":"postman.sid=FAKESID123","Authorization":"Bearer FAKEBEARER456","x-access-token":"FAKETOKEN789"},"sid":"` + testCookie + `","url":"https://u:FAKEPASS@x.test/"}`
 	out := r.String(body)
 	for _, leaked := range []string{"FAKESID123", "FAKEBEARER456", "FAKETOKEN789", testCookie, "FAKEPASS"} {

@@ -1,4 +1,4 @@
-package pmconfig_test
+package secret_test
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/domain/secret"
 )
 
 // Two secrets where one is a prefix of the other: neither leaks, not even the
@@ -15,7 +15,7 @@ func TestSecretsThatArePrefixesOfEachOtherNeverLeakATail(t *testing.T) {
 	short, long := "tok-ABCDEF123456", "tok-ABCDEF123456-TAILsecret"
 	for _, order := range [][]string{{short, long}, {long, short}} {
 		is := is.New(t)
-		r := pmconfig.NewRedactor(order...)
+		r := secret.NewRedactor(order...)
 		for _, text := range []string{"a " + long + " b", "a " + short + " b", long + long, short + long + short} {
 			out := r.String(text)
 			is.True(!strings.Contains(out, "ABCDEF")) // no part of either
