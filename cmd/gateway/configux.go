@@ -58,7 +58,8 @@ func configWarnings(c config) []string {
 }
 
 // configVariablesHelp lists the variables the gateway configuration reads
-// (README "Configuration" has each one's default and rule).
+// (docs/CONFIGURATION.md has each one's default and rule; a test keeps the two
+// in step).
 const configVariablesHelp = `variables read (the real environment wins over --env-file):
   PROVIDER_HOST PROVIDER_PORT PROVIDER_API_KEY (or PROVIDER_KEYS_FILE) PROVIDER_MODELS
   POSTMAN_TRANSPORT_STRATEGY
@@ -66,9 +67,11 @@ const configVariablesHelp = `variables read (the real environment wins over --en
   web_session:  POSTMAN_SESSION_COOKIE POSTMAN_WORKSPACE_SUBDOMAIN POSTMAN_WEB_SESSION_TERMINAL_RULE
   POSTMAN_WORKSPACE_ID POSTMAN_MODEL_MAP (or POSTMAN_WEB_SESSION_SELECTED_MODEL,
     POSTMAN_WEB_SESSION_OBSERVED_MODELS) POSTMAN_USER_AGENT POSTMAN_APP_VERSION
-  POSTMAN_MAX_QUERY_CHARS POSTMAN_MAX_TOOLS_UPSTREAM POSTMAN_PARALLEL_TOOL_CALLS TOOL_SCHEMA_POLICY
-  REQUEST_TIMEOUT_MS MAX_BODY_BYTES MAX_EVENT_BYTES MAX_OUTPUT_BYTES MAX_TOOLS
-    MAX_TOOL_ARGUMENT_BYTES MAX_TOOL_RESULT_BYTES MAX_CONCURRENT_REQUESTS
+  POSTMAN_MAX_QUERY_CHARS POSTMAN_MAX_TOOLS_UPSTREAM POSTMAN_PARALLEL_TOOL_CALLS
+  TOOL_SCHEMA_POLICY POSTMAN_SCHEMA_COMBINATORS
+  REQUEST_TIMEOUT_MS BODY_READ_TIMEOUT_MS MAX_BODY_BYTES MAX_EVENT_BYTES MAX_OUTPUT_BYTES MAX_TOOLS
+    MAX_TOOL_ARGUMENT_BYTES MAX_TOOL_RESULT_BYTES MAX_CONCURRENT_REQUESTS MAX_CONNECTIONS
+  ALLOWED_HOSTS ADMIN_ENABLED METRICS_AUTH
   CORRELATION_ENABLED CORRELATION_STORE CORRELATION_POSTGRES_URL CORRELATION_PRINCIPAL_KEY
     CORRELATION_PENDING_TTL_MS CORRELATION_TERMINAL_TTL_MS CORRELATION_MAX_GROUPS
     CORRELATION_MAX_CALLS CORRELATION_RESPONSE_CACHE_BYTES
@@ -97,7 +100,7 @@ flags:
 
 ` + configVariablesHelp
 
-const demoHelp = `usage: gateway demo [--strategy S] [--port P]
+const demoHelp = `usage: gateway demo [--strategy S] [--port P] [--profile P]
 
 Starts the built-in emulator of the Postman upstream and a gateway wired to it
 through the real adapter, offline, with a generated API key; prints ready-to-paste
@@ -106,11 +109,13 @@ snippets.
 flags:
   --strategy S   web_session (default) or access_token
   --port P       the gateway's port (default 8788; 0 picks a free one)
+  --profile P    the emulator's profile: strict (default), observed, done_event or
+                 forbid_schemas (docs/UPSTREAM.md says what each one sends)
 
 variables read: none
 `
 
-const emulatorHelp = `usage: gateway emulator [--addr A] [--subdomain S] [--workspace W]
+const emulatorHelp = `usage: gateway emulator [--addr A] [--subdomain S] [--workspace W] [--profile P]
 
 Runs the emulator of the Postman upstream alone (loopback HTTPS with its own CA)
 and prints its origin, CA file and matching gateway settings.
@@ -119,6 +124,7 @@ flags:
   --addr A        listen address, loopback only (default 127.0.0.1:8789)
   --subdomain S   web-session subdomain it accepts (default pmgate-demo)
   --workspace W   workspace id it requires (default demo-workspace)
+  --profile P     strict (default), observed, done_event or forbid_schemas
 
 variables read:
   EMULATOR_SESSION_COOKIE EMULATOR_ACCESS_TOKEN   the credentials it accepts (random when unset)

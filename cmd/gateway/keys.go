@@ -112,8 +112,8 @@ func runKeys(args []string, getenv func(string) string, stdout, stderr io.Writer
 		maxConc = fs.Int("max-concurrent", 0, "the slot's own concurrency limit (0: only the global one)")
 		note = fs.String("note", "", "a note for the list")
 	}
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if done, err := parseFlags(fs, args, keysUsage, stdout); done {
+		return err
 	}
 	if *envPath != "" {
 		var err error
@@ -129,9 +129,10 @@ func runKeys(args []string, getenv func(string) string, stdout, stderr io.Writer
 		return fmt.Errorf("%w: no key file: pass --file or set PROVIDER_KEYS_FILE", errUsage)
 	}
 	var configured []string // nil: the allowlist is checked when serve loads the file
-	if v := getenv("PROVIDER_MODELS"); v != "" {
-		for _, m := range strings.Split(v, ",") {
-			configured = append(configured, strings.TrimSpace(m))
+	if getenv(envModels) != "" {
+		var err error
+		if configured, err = parseModels(getenv); err != nil {
+			return err
 		}
 	}
 	switch sub {
