@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/errors"
+	"github.com/cockroachdb/redact"
 
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
@@ -59,7 +60,7 @@ func (tr *turnReader) next(ctx context.Context) (step, error) {
 			case tr.finish == "":
 				return step{}, errors.AssertionFailedf("httpapi: turn ended without a finish")
 			case (tr.finish == app.FinishToolCalls) != (tr.calls > 0):
-				return step{}, errors.AssertionFailedf("httpapi: finish %s disagrees with %d tool calls", errors.Safe(string(tr.finish)), errors.Safe(tr.calls))
+				return step{}, errors.AssertionFailedf("httpapi: finish %s disagrees with %d tool calls", redact.Safe(string(tr.finish)), redact.Safe(tr.calls))
 			}
 			return step{}, io.EOF
 		}
@@ -306,7 +307,7 @@ func (s *sse) flush() error {
 	return s.rc.Flush()
 }
 
-// stream renders a turn as SSE (CONTRACT §4 streaming rules). The headers wait
+// stream renders a turn as SSE (the streaming rules of docs/API.md). The headers wait
 // for the first delta, so an error before any output is a plain JSON error
 // with its own status. After the headers, a failure is one error event and
 // the end of the response: no finish_reason, no [DONE].
