@@ -53,7 +53,7 @@ func Files() (map[string][]byte, error) {
 		fmt.Fprintf(&index, "| %s | %d | %d | [%s.md](%s.md) | [%s.mmd](%s.mmd) | [%s.dot](%s.dot) |\n",
 			m.Table.Title, len(m.Table.States), len(m.Table.Rows), n, n, n, n, n, n)
 	}
-	index.WriteString("\n`AUDIT.md` is written by `make audit`: how often the property tests exercised each row.\n")
+	index.WriteString("\n`AUDIT.md` is written by `make audit`: whether the property tests exercised each row (the run's counts go to the untracked `bin/audit-counts.md`).\n")
 	files["README.md"] = []byte(index.String())
 	return files, nil
 }
