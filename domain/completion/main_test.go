@@ -1,7 +1,6 @@
 package completion_test
 
 import (
-	"flag"
 	"os"
 	"testing"
 
@@ -10,8 +9,6 @@ import (
 	"github.com/pmgate/pmgate/domain/fsm"
 	"github.com/pmgate/pmgate/internal/audit"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // TestMain runs the tests, writes the row audit and, on a full run, fails
 // unless the tests applied every row of every rule.
