@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	crdberrors "github.com/cockroachdb/errors"
 	"github.com/matryer/is"
 
 	"github.com/pmgate/pmgate/adapters/memstore"
@@ -331,6 +332,20 @@ func TestToolsWithoutCorrelationAreRefusedBeforeSending(t *testing.T) {
 	_, err := gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("go")}))
 	is.Equal(errs.CodeOf(err), errs.UnsupportedParameter) // refused
 	is.Equal(len(up.Requests()), 0)                       // before any upstream request
+}
+
+func TestToolResultsWithoutCorrelationAreRefusedBeforeSending(t *testing.T) {
+	is := is.New(t)
+	up := &porttest.Upstream{Respond: toolLoop(1)}
+	gw := app.New(app.Config{WorkspaceID: "ws", Correlation: false, Policy: policy}, up, nil, porttest.NewClock(porttest.T0), &porttest.IDs{},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cont := request(chat.Message{Role: chat.RoleUser, Content: str("go")},
+		chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: "{}"}}},
+		chat.Message{Role: chat.RoleTool, ToolCallID: "call_1", Content: str("sunny")})
+	_, err := gw.Chat(t.Context(), principal, cont)
+	is.Equal(errs.CodeOf(err), errs.UnsupportedToolResultContinuation) // the continuation is refused, though tools are declared too
+	is.True(crdberrors.Is(err, app.ErrContinuationNeedsCorrelation))   // marked for the ingress to name its field
+	is.Equal(len(up.Requests()), 0)                                    // before any upstream request
 }
 
 func TestAnUpstreamRefusalOfTheContinuationReturnsTheGroupToPending(t *testing.T) {

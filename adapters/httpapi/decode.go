@@ -193,9 +193,6 @@ func (s *server) decodeRequest(body []byte, allowed func(string) bool) (chat.Req
 	if req.Messages, err = s.decodeMessages(top["messages"]); err != nil {
 		return chat.Request{}, err
 	}
-	if last := req.Messages[len(req.Messages)-1]; last.Role == chat.RoleTool && !s.cfg.CorrelationEnabled {
-		return chat.Request{}, refuse(errs.UnsupportedToolResultContinuation, "messages", "")
-	}
 	return req, nil
 }
 

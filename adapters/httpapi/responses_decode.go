@@ -127,9 +127,6 @@ func (s *server) decodeResponsesRequest(body []byte, allowed func(string) bool) 
 	if len(req.Messages) == 0 {
 		return respRequest{}, invalid("input", "must not be empty.")
 	}
-	if last := req.Messages[len(req.Messages)-1]; last.Role == chat.RoleTool && !s.cfg.CorrelationEnabled {
-		return respRequest{}, refuse(errs.UnsupportedToolResultContinuation, "input", "")
-	}
 	return rr, nil
 }
 

@@ -43,8 +43,7 @@ type Config struct {
 	BodyReadTimeout time.Duration
 	// AllowedHosts are the Host names and IP literals served besides the
 	// loopback ones (PROVIDER_HOST and ALLOWED_HOSTS); see hostPolicy.
-	AllowedHosts       []string
-	CorrelationEnabled bool
+	AllowedHosts []string
 	// ToolSchemaPolicy is TOOL_SCHEMA_POLICY; "" means toolschema.DefaultPolicy.
 	ToolSchemaPolicy toolschema.Policy
 	// WidenCombinators is POSTMAN_SCHEMA_COMBINATORS=widen (toolschema.Options).

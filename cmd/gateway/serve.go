@@ -126,7 +126,6 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 		RequestTimeout:     cfg.upstream.RequestTimeout,
 		BodyReadTimeout:    cfg.bodyTimeout,
 		AllowedHosts:       cfg.allowedHosts,
-		CorrelationEnabled: cfg.correlation,
 		ToolSchemaPolicy:   cfg.upstream.ToolSchemaPolicy,
 		WidenCombinators:   cfg.upstream.WidenCombinators,
 		Health: func(ctx context.Context) map[string]any {
