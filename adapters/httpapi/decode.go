@@ -177,12 +177,8 @@ func (s *server) decodeRequest(body []byte, allowed func(string) bool) (chat.Req
 	if req.ParallelToolCalls, err = optBool(top["parallel_tool_calls"], "parallel_tool_calls", true); err != nil {
 		return chat.Request{}, err
 	}
-	for _, rule := range fieldPolicy {
-		if raw, ok := top[rule.name]; ok {
-			if err := rule.check(rule.name, raw); err != nil {
-				return chat.Request{}, err
-			}
-		}
+	if err := checkFields(top, fieldPolicy); err != nil {
+		return chat.Request{}, err
 	}
 	if req.Tools, err = s.decodeTools(top["tools"]); err != nil {
 		return chat.Request{}, err
@@ -201,6 +197,19 @@ func (s *server) decodeRequest(body []byte, allowed func(string) bool) (chat.Req
 type fieldRule struct {
 	name  string
 	check func(param string, raw json.RawMessage) error
+}
+
+// checkFields applies each rule to its field of top, when present, in the
+// rules' order; the first refusal wins.
+func checkFields(top map[string]json.RawMessage, rules []fieldRule) error {
+	for _, rule := range rules {
+		if raw, ok := top[rule.name]; ok {
+			if err := rule.check(rule.name, raw); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // fieldPolicy lists the ignored and refused top-level fields, in the order of
@@ -227,7 +236,7 @@ var fieldPolicy = []fieldRule{
 	{"safety_identifier", ignored(kindString)},
 	// Refused unless default: honouring them is impossible and ignoring them
 	// would return something other than what was asked for.
-	{"n", checkN},
+	{"n", defaultInteger(1, "must be a positive integer.", "only one choice (n=1) is supported.")},
 	{"logprobs", refusedWhenTrue("log probabilities are not available.")},
 	{"top_logprobs", checkTopLogprobs},
 	{"logit_bias", checkLogitBias},
@@ -281,18 +290,22 @@ func refusedUnlessNull(detail string) func(string, json.RawMessage) error {
 	}
 }
 
-func checkN(param string, raw json.RawMessage) error {
-	if absent(raw) {
+// defaultInteger accepts only an integer that is at least def, and refuses
+// anything above def: the gateway can only honour the default.
+func defaultInteger(def int64, invalidDetail, unsupportedDetail string) func(string, json.RawMessage) error {
+	return func(param string, raw json.RawMessage) error {
+		if absent(raw) {
+			return nil
+		}
+		n, ok := integer(raw)
+		switch {
+		case !ok || n < def:
+			return invalid(param, invalidDetail)
+		case n > def:
+			return unsupported(param, unsupportedDetail)
+		}
 		return nil
 	}
-	n, ok := integer(raw)
-	switch {
-	case !ok || n < 1:
-		return invalid(param, "must be a positive integer.")
-	case n > 1:
-		return unsupported(param, "only one choice (n=1) is supported.")
-	}
-	return nil
 }
 
 // refusedWhenTrue accepts an optional boolean and refuses true.
@@ -309,19 +322,8 @@ func refusedWhenTrue(detail string) func(string, json.RawMessage) error {
 	}
 }
 
-func checkTopLogprobs(param string, raw json.RawMessage) error {
-	if absent(raw) {
-		return nil
-	}
-	n, ok := integer(raw)
-	switch {
-	case !ok || n < 0:
-		return invalid(param, "must be a non-negative integer.")
-	case n > 0:
-		return unsupported(param, "log probabilities are not available.")
-	}
-	return nil
-}
+// checkTopLogprobs: log probabilities are not available (both APIs).
+var checkTopLogprobs = defaultInteger(0, "must be a non-negative integer.", "log probabilities are not available.")
 
 func checkLogitBias(param string, raw json.RawMessage) error {
 	switch kindOf(raw) {
@@ -344,17 +346,23 @@ func checkResponseFormat(param string, raw json.RawMessage) error {
 	default:
 		return invalid(param, "must be an object.")
 	}
-	t := fields(raw)["type"]
+	return checkFormatType(param+".type", fields(raw)["type"], "response format")
+}
+
+// checkFormatType reads the type of an output format (chat response_format,
+// Responses text.format): only "text" can be honoured; noun names the format
+// in the refusal of an unknown type.
+func checkFormatType(p string, t json.RawMessage, noun string) error {
 	if kindOf(t) != kindString {
-		return invalid(param+".type", "is required and must be a string.")
+		return invalid(p, "is required and must be a string.")
 	}
 	switch str(t) {
 	case "text":
 		return nil
 	case "json_object", "json_schema":
-		return unsupported(param+".type", "structured output cannot be guaranteed; only \"text\" is supported.")
+		return unsupported(p, "structured output cannot be guaranteed; only \"text\" is supported.")
 	}
-	return invalid(param+".type", "is not a known response format.")
+	return invalid(p, "is not a known "+noun+".")
 }
 
 func checkModalities(param string, raw json.RawMessage) error {
@@ -533,31 +541,41 @@ func decodeContent(p string, raw json.RawMessage) (*string, error) {
 	default:
 		return nil, invalid(p, "must be a string, an array of text parts, or null.")
 	}
-	parts := elems(raw)
+	s, err := joinParts(p, raw, "content", func(t string) bool { return t == "text" }, unsupportedParts)
+	if err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// joinParts joins the text of an array of text parts with no separator.
+// text says which part types carry text; a type in known is one the API
+// defines but the gateway cannot honour (unsupported), any other is invalid.
+// noun names the parts in refusals ("content", "output").
+func joinParts(p string, raw json.RawMessage, noun string, text func(string) bool, known map[string]bool) (string, error) {
 	var b strings.Builder
-	for j, part := range parts {
+	for j, part := range elems(raw) {
 		pp := p + "[" + strconv.Itoa(j) + "]"
 		if kindOf(part) != kindObject {
-			return nil, invalid(pp, "must be an object.")
+			return "", invalid(pp, "must be an object.")
 		}
 		f := fields(part)
 		if kindOf(f["type"]) != kindString {
-			return nil, invalid(pp+".type", "is required and must be a string.")
+			return "", invalid(pp+".type", "is required and must be a string.")
 		}
 		switch t := str(f["type"]); {
-		case t == "text":
-		case unsupportedParts[t]:
-			return nil, unsupported(pp+".type", "only text content parts are supported.")
+		case text(t):
+		case known[t]:
+			return "", unsupported(pp+".type", "only text "+noun+" parts are supported.")
 		default:
-			return nil, invalid(pp+".type", "is not a known content part type.")
+			return "", invalid(pp+".type", "is not a known "+noun+" part type.")
 		}
 		if kindOf(f["text"]) != kindString {
-			return nil, invalid(pp+".text", "is required and must be a string.")
+			return "", invalid(pp+".text", "is required and must be a string.")
 		}
 		b.WriteString(str(f["text"]))
 	}
-	s := b.String()
-	return &s, nil
+	return b.String(), nil
 }
 
 // decodeTools validates the tool definitions. The parameters schema is kept
@@ -637,7 +655,8 @@ func (s *server) decodeTools(raw json.RawMessage) ([]chat.Tool, error) {
 	return tools, nil
 }
 
-// validToolName matches ^[A-Za-z0-9_-]{1,64}$ (design CORRELATION §1).
+// validToolName matches ^[A-Za-z0-9_-]{1,64}$, the tool names the upstream
+// accepts (docs/TOOL-CALLING.md).
 func validToolName(s string) bool { return toolschema.Identifier(s) }
 
 // decodeToolChoice reads "auto" | "none" | "required" | {"type":"function",

@@ -90,12 +90,8 @@ func (s *server) decodeResponsesRequest(body []byte, allowed func(string) bool) 
 	if req.ParallelToolCalls, err = optBool(top["parallel_tool_calls"], "parallel_tool_calls", true); err != nil {
 		return respRequest{}, err
 	}
-	for _, rule := range responsesFieldPolicy {
-		if raw, ok := top[rule.name]; ok {
-			if err := rule.check(rule.name, raw); err != nil {
-				return respRequest{}, err
-			}
-		}
+	if err := checkFields(top, responsesFieldPolicy); err != nil {
+		return respRequest{}, err
 	}
 	rr.metadata, rr.temperature, rr.topP = top["metadata"], top["temperature"], top["top_p"]
 	rr.maxOutput, rr.reasoning = top["max_output_tokens"], top["reasoning"]
@@ -196,17 +192,7 @@ func checkResponsesText(param string, raw json.RawMessage) error {
 	default:
 		return invalid(param+".format", "must be an object.")
 	}
-	t := fields(format)["type"]
-	if kindOf(t) != kindString {
-		return invalid(param+".format.type", "is required and must be a string.")
-	}
-	switch str(t) {
-	case "text":
-		return nil
-	case "json_object", "json_schema":
-		return unsupported(param+".format.type", "structured output cannot be guaranteed; only \"text\" is supported.")
-	}
-	return invalid(param+".format.type", "is not a known text format.")
+	return checkFormatType(param+".format.type", fields(format)["type"], "text format")
 }
 
 // decodeResponsesTools translates the Responses tool list. Function tools
@@ -595,27 +581,6 @@ func (s *server) decodeInputOutput(p string, f map[string]json.RawMessage) (chat
 // "text" where plainText); noun names the parts in refusals ("content",
 // "output"). Non-text parts the API knows are unsupported; unknown ones invalid.
 func joinTextParts(p string, raw json.RawMessage, noun string, plainText bool) (string, error) {
-	var b strings.Builder
-	for j, part := range elems(raw) {
-		pp := p + "[" + strconv.Itoa(j) + "]"
-		if kindOf(part) != kindObject {
-			return "", invalid(pp, "must be an object.")
-		}
-		pf := fields(part)
-		if kindOf(pf["type"]) != kindString {
-			return "", invalid(pp+".type", "is required and must be a string.")
-		}
-		switch t := str(pf["type"]); {
-		case t == "input_text" || t == "output_text" || plainText && t == "text":
-		case unsupportedInputParts[t]:
-			return "", unsupported(pp+".type", "only text "+noun+" parts are supported.")
-		default:
-			return "", invalid(pp+".type", "is not a known "+noun+" part type.")
-		}
-		if kindOf(pf["text"]) != kindString {
-			return "", invalid(pp+".text", "is required and must be a string.")
-		}
-		b.WriteString(str(pf["text"]))
-	}
-	return b.String(), nil
+	text := func(t string) bool { return t == "input_text" || t == "output_text" || plainText && t == "text" }
+	return joinParts(p, raw, noun, text, unsupportedInputParts)
 }
