@@ -1,4 +1,4 @@
-// Package httpapi is pmgate's OpenAI-compatible ingress (CONTRACT §4):
+// Package httpapi is pmgate's OpenAI-compatible ingress (docs/API.md):
 // POST /v1/chat/completions (JSON and SSE), GET /v1/models and GET /health,
 // in front of an app.ChatService, and the operator's surface: the control
 // page under /admin (admin.go, adminui/) and Prometheus /metrics (metrics.go,
