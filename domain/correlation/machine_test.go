@@ -12,7 +12,6 @@ import (
 	"github.com/pmgate/pmgate/domain/errs"
 )
 
-
 // model is the hand-written reference for the group machine of
 // docs/CORRELATION.md (and its INFLIGHT deadline). It is deliberately not
 // derived from the rows.
