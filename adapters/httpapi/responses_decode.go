@@ -92,32 +92,13 @@ func (s *server) decodeResponsesRequest(body []byte, allowed func(string) bool) 
 // stream, tools, tool_choice, parallel_tool_calls) are read by
 // decodeResponsesRequest; metadata, user, temperature, top_p,
 // max_output_tokens and reasoning are also echoed in the response object.
-var responsesFieldPolicy = []fieldRule{
-	// Accepted, not forwarded: the upstream has no such setting.
-	{"temperature", ignored(kindNumber)},
-	{"top_p", ignored(kindNumber)},
-	{"max_output_tokens", ignoredInteger},
-	{"max_tool_calls", ignoredInteger},
-	{"metadata", ignored(kindObject)},
-	{"user", ignored(kindString)},
-	{"reasoning", ignored(kindObject)},
-	{"include", ignored(kindArray)},
-	{"prompt_cache_key", ignored(kindString)},
-	{"prompt_cache_retention", ignored(kindString)},
-	{"client_metadata", ignored(kindObject)},
-	{"safety_identifier", ignored(kindString)},
-	{"service_tier", ignored(kindString)},
-	{"stream_options", ignored(kindObject)},
-	{"truncation", checkTruncation},
-	{"store", ignored(kindBool)},
-	{"text", checkResponsesText},
-	// Refused: server-side state and features the gateway cannot honour.
-	{"previous_response_id", refusedUnlessNull("server-side conversation state is not kept: send the full input with store: false.")},
-	{"conversation", refusedUnlessNull("server-side conversations are not kept: send the full input with store: false.")},
-	{"prompt", refusedUnlessNull("stored prompts are not available.")},
-	{"background", refusedWhenTrue("background responses are not kept.")},
-	{"top_logprobs", checkTopLogprobs},
-}
+var responsesFieldPolicy = policy(
+	// accepted, not forwarded: the upstream has no such setting
+	"temperature", "top_p", "max_output_tokens", "max_tool_calls", "metadata", "user", "reasoning", "include",
+	"prompt_cache_key", "prompt_cache_retention", "client_metadata", "safety_identifier", "service_tier",
+	"stream_options", "truncation", "store", "text",
+	// refused: server-side state and features the gateway cannot honour
+	"previous_response_id", "conversation", "prompt", "background", "top_logprobs")
 
 func checkTruncation(param string, raw json.RawMessage) error {
 	switch kindOf(raw) {
@@ -134,14 +115,10 @@ func checkTruncation(param string, raw json.RawMessage) error {
 // checkResponsesText accepts text.format of type "text" (and text.verbosity);
 // structured output cannot be guaranteed.
 func checkResponsesText(param string, raw json.RawMessage) error {
-	switch kindOf(raw) {
-	case kindNull:
-		return nil
-	case kindObject:
-	default:
-		return invalid(param, "must be an object.")
+	f, ok, err := nullOrObject(param, raw)
+	if !ok {
+		return err
 	}
-	f := fields(raw)
 	if v := f["verbosity"]; !absent(v) && kindOf(v) != kindString {
 		return invalid(param+".verbosity", "must be a string.")
 	}
