@@ -203,18 +203,12 @@ type firing struct {
 // machine is built once from rows and shared (see fsm.Machine): concurrent
 // use on different anchors is safe.
 var machine = fsm.NewMachine(fsm.Spec[firing, State, Event]{
-	Name:    MachineName,
-	Initial: Active,
-	States:  States,
-	Rows:    len(rows),
-	Row:     func(i int) (State, Event, State) { return rows[i].from, rows[i].on, rows[i].to },
-	State:   func(f *firing) *State { return &f.a.State },
+	Table: Table(),
+	State: func(f *firing) *State { return &f.a.State },
 	Entry: []fsm.Entry[State, Event]{
-		{State: Claimed, From: Continue, Do: recordClaim},
-		{State: Active, From: NotSent, Do: clearClaim},
-		{State: Advanced, Do: startTombstone},
-		{State: Retired, Do: startTombstone},
-		{State: Expired, Do: startTombstone},
+		{Do: recordClaim, From: Continue, In: []State{Claimed}},
+		{Do: clearClaim, From: NotSent, In: []State{Active}},
+		{Do: startTombstone, In: []State{Advanced, Retired, Expired}},
 	},
 	Illegal: ErrIllegalTransition,
 	Hint:    "the anchor is not in a state that accepts this event",

@@ -191,20 +191,13 @@ type firing struct {
 // machine is built once from rows and shared (see fsm.Machine): concurrent use
 // on different groups is safe. (Building a machine per operation costs ~13 µs.)
 var machine = fsm.NewMachine(fsm.Spec[firing, State, Event]{
-	Name:    MachineName,
-	Initial: Pending,
-	States:  States,
-	Rows:    len(rows),
-	Row:     func(i int) (State, Event, State) { return rows[i].from, rows[i].on, rows[i].to },
-	State:   func(f *firing) *State { return &f.g.State },
+	Table: Table(),
+	State: func(f *firing) *State { return &f.g.State },
 	Entry: []fsm.Entry[State, Event]{
-		{State: Inflight, From: SubmitValid, Do: recordClaim},
-		{State: Pending, From: NotSent, Do: clearClaim},
-		{State: Consumed, From: Complete, Do: recordResponse},
-		{State: Consumed, Do: startTombstone},
-		{State: Expired, Do: startTombstone},
-		{State: Cancelled, Do: startTombstone},
-		{State: Uncertain, Do: startTombstone},
+		{Do: recordClaim, From: SubmitValid, In: []State{Inflight}},
+		{Do: clearClaim, From: NotSent, In: []State{Pending}},
+		{Do: recordResponse, From: Complete, In: []State{Consumed}},
+		{Do: startTombstone, In: []State{Consumed, Expired, Cancelled, Uncertain}},
 	},
 	Illegal: ErrIllegalTransition,
 	Hint:    "the group is not in a state that accepts this event",

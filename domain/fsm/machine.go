@@ -8,20 +8,16 @@ import (
 	"github.com/qmuntal/stateless"
 )
 
-// Spec is what a record machine is built from: its declared rows, where a
-// firing keeps the record's state, and the entry actions that update the
-// record. F is the firing: one transition's parameters, holding (a pointer
-// to) the record; S and E are the machine's state and event types.
+// Spec is what a record machine is built from: its declaration (the Table
+// whose rows it fires), where a firing keeps the record's state, and the entry
+// actions that update the record. F is the firing: one transition's
+// parameters, holding (a pointer to) the record; S and E are the machine's
+// state and event types, whose values are the Table's strings.
 type Spec[F any, S, E ~string] struct {
-	// Name prefixes the machine's errors ("correlation", "conversation").
-	Name    string
-	Initial S // where ToGraph draws the initial arrow from
-	States  []S
-	// Rows is how many rows are declared; Row(i) returns row i's from, event
-	// and to. A row whose to equals its from is an internal transition: the
-	// state stays and no entry action runs.
-	Rows int
-	Row  func(i int) (from S, on E, to S)
+	// Table declares the states and rows. A row whose To equals its From is an
+	// internal transition: the state stays and no entry action runs. Its Name
+	// prefixes the machine's errors.
+	Table Table
 	// State returns where the firing's record keeps its state.
 	State func(f *F) *S
 	// Entry lists the entry actions, in the order they run.
@@ -32,14 +28,14 @@ type Spec[F any, S, E ~string] struct {
 	Hint    string
 }
 
-// Entry is an action run when the machine enters State: after any event, or
-// only after From when From is set. Do receives the firing (*F) as its one
-// argument. It should be a named function: stateless draws its name in the
-// DOT graph.
+// Entry is an action run when the machine enters each state of In: after any
+// event, or only after From when From is set. Do receives the firing (*F) as
+// its one argument. It should be a named function: stateless draws its name
+// in the DOT graph.
 type Entry[S, E ~string] struct {
-	State S
-	From  E
-	Do    func(ctx context.Context, args ...any) error
+	Do   func(ctx context.Context, args ...any) error
+	From E
+	In   []S
 }
 
 // Machine is a stateless machine built once from a Spec and shared: it is
@@ -58,7 +54,8 @@ type firingKey struct{}
 // NewMachine builds the machine of spec. It panics when two rows declare the
 // same (state, event) pair: that is a mis-declaration found at start-up.
 func NewMachine[F any, S, E ~string](spec Spec[F, S, E]) *Machine[F, S, E] {
-	m := &Machine[F, S, E]{name: spec.Name, state: spec.State, index: make(map[[2]string]int, spec.Rows)}
+	t := spec.Table
+	m := &Machine[F, S, E]{name: t.Name, state: spec.State, index: make(map[[2]string]int, len(t.Rows))}
 	firingOf := func(ctx context.Context) *F {
 		f, _ := ctx.Value(firingKey{}).(*F)
 		return f
@@ -68,44 +65,44 @@ func NewMachine[F any, S, E ~string](spec Spec[F, S, E]) *Machine[F, S, E] {
 			if f := firingOf(ctx); f != nil {
 				return *spec.State(f), nil
 			}
-			return spec.Initial, nil
+			return S(t.Initial), nil
 		},
 		func(ctx context.Context, s stateless.State) error {
 			*spec.State(firingOf(ctx)) = s.(S)
 			return nil
 		},
 		stateless.FiringImmediate)
-	for i := range spec.Rows {
-		from, on, _ := spec.Row(i)
-		k := [2]string{string(from), string(on)}
+	for i, r := range t.Rows {
+		k := [2]string{r.From, r.On}
 		if _, dup := m.index[k]; dup {
-			panic(spec.Name + ": two rows for (" + string(from) + ", " + string(on) + ")")
+			panic(t.Name + ": two rows for (" + r.From + ", " + r.On + ")")
 		}
 		m.index[k] = i
 	}
-	for _, s := range spec.States {
-		cfg := m.sm.Configure(s)
-		for i := range spec.Rows {
-			from, on, to := spec.Row(i)
+	for _, s := range t.States {
+		cfg := m.sm.Configure(S(s))
+		for _, r := range t.Rows {
 			switch {
-			case from != s:
-			case to == from:
-				cfg.InternalTransition(on, noMutation)
+			case r.From != s:
+			case r.To == r.From:
+				cfg.InternalTransition(E(r.On), noMutation)
 			default:
-				cfg.Permit(on, to)
+				cfg.Permit(E(r.On), S(r.To))
 			}
 		}
 	}
 	for _, en := range spec.Entry {
-		if en.From != "" {
-			m.sm.Configure(en.State).OnEntryFrom(en.From, en.Do)
-		} else {
-			m.sm.Configure(en.State).OnEntry(en.Do)
+		for _, s := range en.In {
+			if en.From != "" {
+				m.sm.Configure(s).OnEntryFrom(en.From, en.Do)
+			} else {
+				m.sm.Configure(s).OnEntry(en.Do)
+			}
 		}
 	}
-	m.sm.OnUnhandledTrigger(func(_ context.Context, s stateless.State, t stateless.Trigger, _ []string) error {
+	m.sm.OnUnhandledTrigger(func(_ context.Context, s stateless.State, tr stateless.Trigger, _ []string) error {
 		return errors.WithHint(
-			errors.Mark(errors.Newf("%s: %s not permitted in %s", redact.Safe(spec.Name), t.(E), s.(S)), spec.Illegal),
+			errors.Mark(errors.Newf("%s: %s not permitted in %s", redact.Safe(t.Name), tr.(E), s.(S)), spec.Illegal),
 			spec.Hint)
 	})
 	return m
@@ -114,7 +111,7 @@ func NewMachine[F any, S, E ~string](spec Spec[F, S, E]) *Machine[F, S, E] {
 func noMutation(context.Context, ...any) error { return nil }
 
 // Fire applies ev to the record of f and returns the index of the applied
-// row. An event without a row in the record's state is an error marked with
+// row in the Table's rows. An event without a row in the record's state is an error marked with
 // the spec's Illegal error, and the record is unchanged.
 func (m *Machine[F, S, E]) Fire(f *F, ev E) (int, error) {
 	from := *m.state(f)

@@ -24,26 +24,18 @@ type firing struct{ b *bulb }
 
 var errIllegal = errors.New("test: illegal")
 
-var declared = []struct {
-	from light
-	on   press
-	to   light
-}{
-	{"OFF", "on", "ON"},
-	{"ON", "off", "OFF"},
-	{"ON", "on", "ON"}, // internal: stays, no entry action
-	{"OFF", "break", "BROKEN"},
-}
-
 func spec() fsm.Spec[firing, light, press] {
 	return fsm.Spec[firing, light, press]{
-		Name: "lamp", Initial: "OFF", States: []light{"OFF", "ON", "BROKEN"},
-		Rows:  len(declared),
-		Row:   func(i int) (light, press, light) { return declared[i].from, declared[i].on, declared[i].to },
+		Table: fsm.Table{Name: "lamp", Initial: "OFF", States: []string{"OFF", "ON", "BROKEN"}, Rows: []fsm.Row{
+			{ID: "L1", From: "OFF", On: "on", To: "ON"},
+			{ID: "L2", From: "ON", On: "off", To: "OFF"},
+			{ID: "L3", From: "ON", On: "on", To: "ON"}, // internal: stays, no entry action
+			{ID: "L4", From: "OFF", On: "break", To: "BROKEN"},
+		}},
 		State: func(f *firing) *light { return &f.b.state },
 		Entry: []fsm.Entry[light, press]{
-			{State: "ON", From: "on", Do: noteSwitchedOn},
-			{State: "OFF", Do: noteOff},
+			{Do: noteSwitchedOn, From: "on", In: []light{"ON"}},
+			{Do: noteOff, In: []light{"OFF"}},
 		},
 		Illegal: errIllegal, Hint: "not now",
 	}
@@ -94,7 +86,7 @@ func TestAnUndeclaredEventIsIllegalAndChangesNothing(t *testing.T) {
 func TestTwoRowsForOnePairPanic(t *testing.T) {
 	is := is.New(t)
 	s := spec()
-	s.Rows, s.Row = 2, func(int) (light, press, light) { return "OFF", "on", "ON" }
+	s.Table.Rows = append(s.Table.Rows, fsm.Row{ID: "L5", From: "OFF", On: "on", To: "BROKEN"})
 	defer func() { is.True(recover() != nil) }() // a mis-declaration is found at build
 	fsm.NewMachine(s)
 }
