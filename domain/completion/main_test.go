@@ -110,9 +110,8 @@ func run(t *testing.T, rule completion.Rule, evs ...completion.Event) *completio
 	return tr
 }
 
-// model is the hand-written reference: it tracks the facts of the completion
-// rules (docs/COMPLETION.md) and derives states from them. It shares no code
-// with the package's rows.
+// model is the hand-written reference: it tracks the observed facts (docs/COMPLETION.md) and
+// derives states from them. It shares no code with the package's rows.
 type model struct {
 	rule   completion.Rule
 	valid  bool // a valid event was seen
