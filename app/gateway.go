@@ -55,19 +55,29 @@ var _ ChatService = (*Gateway)(nil)
 
 // Chat starts one turn. A request whose messages end in role=tool results takes
 // the continuation path and never falls back to a fresh query.
+//
+// Without correlation (CORRELATION_ENABLED=false) a continuation is refused
+// first, then a request that declares tools; neither reaches the upstream.
 func (g *Gateway) Chat(ctx context.Context, p Principal, req chat.Request) (Turn, error) {
+	cont, isContinuation := correlation.SplitContinuation(req.Messages)
+	if isContinuation && !g.cfg.Correlation {
+		return nil, errors.Mark(errs.New(errs.UnsupportedToolResultContinuation), ErrContinuationNeedsCorrelation)
+	}
 	if len(req.Tools) > 0 && !g.cfg.Correlation {
 		// Tool calls could be shown but never continued: refuse before sending.
 		return nil, errs.Newf(errs.UnsupportedParameter, "tools need CORRELATION_ENABLED=true")
 	}
-	if cont, ok := correlation.SplitContinuation(req.Messages); ok {
-		if !g.cfg.Correlation {
-			return nil, errs.New(errs.UnsupportedToolResultContinuation)
-		}
+	if isContinuation {
 		return g.continueTurn(ctx, p, req, cont)
 	}
 	return g.freshTurn(ctx, p, req)
 }
+
+// ErrContinuationNeedsCorrelation marks the refusal of tool results (a
+// request whose messages end in role=tool) while correlation is off. The
+// refusal is about the whole conversation: an ingress names its messages
+// field as the error's param.
+var ErrContinuationNeedsCorrelation = errors.New("app: tool results need correlation")
 
 // freshTurn sends a USER_QUERY: in the anchored upstream conversation when the
 // request extends a transcript the gateway completed, else in a new one.
@@ -118,8 +128,9 @@ func (g *Gateway) checkRoom(ctx context.Context, req chat.Request) error {
 	return nil
 }
 
-// continueTurn runs design CORRELATION §5 steps 3–10 and, when the claim is
-// won, dispatches exactly one TOOL_RESPONSE.
+// continueTurn checks the tool results against the recorded group (the
+// validation steps of docs/CORRELATION.md) and, when the claim is won,
+// dispatches exactly one TOOL_RESPONSE.
 func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Request, cont correlation.Continuation) (Turn, error) {
 	ids := cont.IDs()
 	keys, err := g.store.Resolve(ctx, p.ID, ids)

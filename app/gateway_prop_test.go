@@ -17,6 +17,7 @@ import (
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/internal/testkit"
 	"github.com/pmgate/pmgate/ports"
 	"github.com/pmgate/pmgate/ports/porttest"
 )
@@ -67,18 +68,7 @@ func (m *appMachine) run(t *rapid.T, p app.Principal, req chat.Request) ([]app.D
 	if err != nil {
 		return nil, err
 	}
-	defer turn.Close()
-	var ds []app.Delta
-	for {
-		d, err := turn.Next(t.Context())
-		if errors.Is(err, io.EOF) {
-			return ds, nil
-		}
-		if err != nil {
-			return ds, err
-		}
-		ds = append(ds, d)
-	}
+	return testkit.Drain(t.Context(), turn)
 }
 
 // issue records a tool answer as a new model group.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	crdberrors "github.com/cockroachdb/errors"
 	"github.com/matryer/is"
 
 	"github.com/pmgate/pmgate/adapters/memstore"
@@ -16,6 +17,7 @@ import (
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/internal/testkit"
 	"github.com/pmgate/pmgate/ports"
 	"github.com/pmgate/pmgate/ports/porttest"
 )
@@ -57,44 +59,12 @@ func request(msgs ...chat.Message) chat.Request {
 // drain reads a turn to its end.
 func drain(t *testing.T, turn app.Turn) ([]app.Delta, error) {
 	t.Helper()
-	defer turn.Close()
-	var ds []app.Delta
-	for {
-		d, err := turn.Next(context.Background())
-		if errors.Is(err, io.EOF) {
-			return ds, nil
-		}
-		if err != nil {
-			return ds, err
-		}
-		ds = append(ds, d)
-	}
+	return testkit.Drain(context.Background(), turn)
 }
 
 // echo builds the client's next request: the history, the assistant turn as
 // the client assembled it from the deltas, and one result per tool call.
-func echo(history []chat.Message, ds []app.Delta, result string) []chat.Message {
-	var text strings.Builder
-	var calls []chat.ToolCall
-	for _, d := range ds {
-		text.WriteString(d.Text)
-		if tc := d.ToolCall; tc != nil {
-			if tc.ID != "" {
-				calls = append(calls, chat.ToolCall{ID: tc.ID, Name: tc.Name})
-			}
-			calls[tc.Index].Arguments += tc.Arguments
-		}
-	}
-	a := chat.Message{Role: chat.RoleAssistant, ToolCalls: calls}
-	if text.Len() > 0 {
-		a.Content = str(text.String())
-	}
-	out := append(append([]chat.Message(nil), history...), a)
-	for _, c := range calls {
-		out = append(out, chat.Message{Role: chat.RoleTool, ToolCallID: c.ID, Content: str(result + ":" + c.Name)})
-	}
-	return out
-}
+var echo = testkit.Echo
 
 func toolLoop(rounds int) func(ports.UpstreamRequest) porttest.Script {
 	n := 0
@@ -239,30 +209,44 @@ func TestAmbiguousFailureAfterDispatchIsUncertainAndNeverResent(t *testing.T) {
 	is.Equal(r.up.Continuations(), 1)                             // and never re-sent
 }
 
-func TestAProvenNotSentFailureReturnsTheGroupToPending(t *testing.T) {
-	is := is.New(t)
-	fail := true
-	r := newRig(t, func(req ports.UpstreamRequest) porttest.Script {
-		if req.Continuation == nil {
-			return porttest.Script{Events: porttest.ToolCalls("conv-1", "g", "get_weather")}
-		}
-		if fail {
-			fail = false
-			return porttest.Script{Err: errors.Join(errs.New(errs.UpstreamUnavailable), ports.ErrNotSent)}
-		}
-		return porttest.Script{Events: porttest.Text("conv-1", "ok")}
-	})
-	history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
-	turn, _ := r.gw.Chat(t.Context(), principal, request(history...))
-	ds, _ := drain(t, turn)
-	cont := request(echo(history, ds, "r")...)
-	_, err := r.gw.Chat(t.Context(), principal, cont)
-	is.True(errs.Has(err, errs.UpstreamUnavailable)) // the client learns nothing was sent
-	turn, err = r.gw.Chat(t.Context(), principal, cont)
-	is.NoErr(err) // so a retry may claim again
-	ds, err = drain(t, turn)
-	is.NoErr(err)
-	is.Equal(ds[len(ds)-1].Finish, app.FinishStop) // and completes
+// A continuation that provably never ran upstream (nothing was sent, or the
+// upstream refused it before accepting it) returns the group to PENDING: the
+// client sees the error and may retry, and the retry claims and completes.
+func TestAContinuationThatNeverRanReturnsTheGroupToPending(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		code errs.Code
+	}{
+		{"proven not sent", errors.Join(errs.New(errs.UpstreamUnavailable), ports.ErrNotSent), errs.UpstreamUnavailable},
+		{"refused by the upstream", errors.Join(errs.New(errs.UpstreamRateLimited), ports.ErrNotAccepted), errs.UpstreamRateLimited},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			fail := true
+			r := newRig(t, func(req ports.UpstreamRequest) porttest.Script {
+				if req.Continuation == nil {
+					return porttest.Script{Events: porttest.ToolCalls("conv-1", "g", "get_weather")}
+				}
+				if fail {
+					fail = false
+					return porttest.Script{Err: c.err}
+				}
+				return porttest.Script{Events: porttest.Text("conv-1", "ok")}
+			})
+			history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
+			turn, _ := r.gw.Chat(t.Context(), principal, request(history...))
+			ds, _ := drain(t, turn)
+			cont := request(echo(history, ds, "r")...)
+			_, err := r.gw.Chat(t.Context(), principal, cont)
+			is.True(errs.Has(err, c.code)) // the client learns what happened
+			turn, err = r.gw.Chat(t.Context(), principal, cont)
+			is.NoErr(err) // so a retry may claim again: the group went back to PENDING
+			ds, err = drain(t, turn)
+			is.NoErr(err)
+			is.Equal(ds[len(ds)-1].Finish, app.FinishStop) // and completes
+		})
+	}
 }
 
 func TestRoomThatVanishesDuringTheStreamRefusesTheToolTurnWithoutShowingIDs(t *testing.T) {
@@ -333,30 +317,18 @@ func TestToolsWithoutCorrelationAreRefusedBeforeSending(t *testing.T) {
 	is.Equal(len(up.Requests()), 0)                       // before any upstream request
 }
 
-func TestAnUpstreamRefusalOfTheContinuationReturnsTheGroupToPending(t *testing.T) {
+func TestToolResultsWithoutCorrelationAreRefusedBeforeSending(t *testing.T) {
 	is := is.New(t)
-	refuse := true
-	r := newRig(t, func(req ports.UpstreamRequest) porttest.Script {
-		if req.Continuation == nil {
-			return porttest.Script{Events: porttest.ToolCalls("conv-1", "g", "get_weather")}
-		}
-		if refuse {
-			refuse = false
-			return porttest.Script{Err: errors.Join(errs.New(errs.UpstreamRateLimited), ports.ErrNotAccepted)}
-		}
-		return porttest.Script{Events: porttest.Text("conv-1", "ok")}
-	})
-	history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
-	turn, _ := r.gw.Chat(t.Context(), principal, request(history...))
-	ds, _ := drain(t, turn)
-	cont := request(echo(history, ds, "r")...)
-	_, err := r.gw.Chat(t.Context(), principal, cont)
-	is.True(errs.Has(err, errs.UpstreamRateLimited)) // the client sees the rate limit
-	turn, err = r.gw.Chat(t.Context(), principal, cont)
-	is.NoErr(err) // and may retry later: the group went back to PENDING
-	ds, err = drain(t, turn)
-	is.NoErr(err)
-	is.Equal(ds[len(ds)-1].Finish, app.FinishStop)
+	up := &porttest.Upstream{Respond: toolLoop(1)}
+	gw := app.New(app.Config{WorkspaceID: "ws", Correlation: false, Policy: policy}, up, nil, porttest.NewClock(porttest.T0), &porttest.IDs{},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cont := request(chat.Message{Role: chat.RoleUser, Content: str("go")},
+		chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: "{}"}}},
+		chat.Message{Role: chat.RoleTool, ToolCallID: "call_1", Content: str("sunny")})
+	_, err := gw.Chat(t.Context(), principal, cont)
+	is.Equal(errs.CodeOf(err), errs.UnsupportedToolResultContinuation) // the continuation is refused, though tools are declared too
+	is.True(crdberrors.Is(err, app.ErrContinuationNeedsCorrelation))   // marked for the ingress to name its field
+	is.Equal(len(up.Requests()), 0)                                    // before any upstream request
 }
 
 // A continuation stream that does not repeat the conversation id (one public

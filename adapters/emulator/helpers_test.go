@@ -15,37 +15,19 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/pmgate/pmgate/adapters/emulator"
+	"github.com/pmgate/pmgate/internal/testkit"
 )
 
 const (
-	sub       = "acme"
-	cookie    = "sid-SECRET-cookie-0123456789"
-	token     = "tok-SECRET-token-9876543210"
-	workspace = "ws-1234"
+	sub       = testkit.Subdomain
+	cookie    = testkit.Cookie
+	token     = testkit.Token
+	workspace = testkit.Workspace
 	model     = "GPT_56_SOL"
 )
 
 // start runs an emulator configured for both strategies, closed at cleanup.
-func start(t *testing.T, mutate ...func(*emulator.Config)) *emulator.Server {
-	t.Helper()
-	cfg := emulator.Config{
-		WorkspaceID:   workspace,
-		Subdomain:     sub,
-		SessionCookie: cookie,
-		AccessToken:   token,
-		CADir:         t.TempDir(),
-		SlowDelay:     20 * time.Millisecond,
-	}
-	for _, m := range mutate {
-		m(&cfg)
-	}
-	s, err := emulator.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
+var start = testkit.StartEmulator
 
 // peer is a real TLS client of one strategy.
 type peer struct {

@@ -102,8 +102,10 @@
 // next to tool calls becomes null. Tool messages need tool_call_id; a result
 // over MaxToolResultBytes is 413 request_too_large. name is kept on system,
 // developer and user messages. A conversation ending in role=tool is a
-// continuation: refused with unsupported_tool_result_continuation when
-// CorrelationEnabled is false, otherwise passed on like any request.
+// continuation, passed on like any request; the service refuses it when
+// correlation is off (app.ErrContinuationNeedsCorrelation), and the refusal
+// names the conversation field ("messages", or "input" on /v1/responses) as
+// its param.
 //
 // Tools: {type:"function", function:{name, description?, parameters?,
 // strict?}}, names ^[A-Za-z0-9_-]{1,64}$ and unique. parameters is an object

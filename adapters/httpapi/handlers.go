@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
 )
@@ -25,7 +26,7 @@ var errRequestTimeout = errors.New("httpapi: request timeout")
 // request rendered as a chat completion, JSON or SSE.
 func (s *server) handleChat() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		serveTurn(s, w, r, func(body []byte) (chat.Request, chat.Request, error) {
+		serveTurn(s, w, r, "messages", func(body []byte) (chat.Request, chat.Request, error) {
 			req, err := s.decodeRequest(body, slotFrom(r.Context()).allowsModel)
 			return req, req, err
 		}, func(w http.ResponseWriter, r *http.Request, req chat.Request, tr *turnReader) {
@@ -49,7 +50,11 @@ func (s *server) handleChat() http.Handler {
 // upstream exchange, so a client that trickles its body (or sends an invalid
 // one) never keeps a slot from the others; what such clients can hold is
 // bounded by MAX_CONNECTIONS and, in time, by BodyReadTimeout.
-func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, decode func(body []byte) (T, chat.Request, error),
+//
+// conversation is the API's name of the conversation field ("messages",
+// "input"): the param of a refusal of the conversation as a whole by the
+// service (tool results while correlation is off).
+func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, conversation string, decode func(body []byte) (T, chat.Request, error),
 	render func(w http.ResponseWriter, r *http.Request, req T, tr *turnReader)) {
 	if !jsonMediaType(r.Header.Get("Content-Type")) {
 		s.writeError(w, r, invalid("", "The Content-Type must be application/json."))
@@ -85,6 +90,9 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, decode 
 	turn, err := s.svc.Chat(ctx, principalFrom(ctx), req)
 	if err == nil && turn == nil {
 		err = errors.AssertionFailedf("httpapi: service returned neither a turn nor an error")
+	}
+	if errors.Is(err, app.ErrContinuationNeedsCorrelation) {
+		err = &requestError{cause: err, param: conversation}
 	}
 	if err != nil {
 		s.writeError(w, r, err)

@@ -168,7 +168,6 @@ func testConfig() httpapi.Config {
 		MaxToolResultBytes: 1024,
 		MaxConcurrent:      4,
 		RequestTimeout:     5 * time.Second,
-		CorrelationEnabled: true,
 		AllowedHosts:       []string{"example.com"}, // httptest.NewRequest's Host
 	}
 }

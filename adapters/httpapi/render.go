@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/errors"
+	"github.com/cockroachdb/redact"
 
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
@@ -59,7 +60,7 @@ func (tr *turnReader) next(ctx context.Context) (step, error) {
 			case tr.finish == "":
 				return step{}, errors.AssertionFailedf("httpapi: turn ended without a finish")
 			case (tr.finish == app.FinishToolCalls) != (tr.calls > 0):
-				return step{}, errors.AssertionFailedf("httpapi: finish %s disagrees with %d tool calls", errors.Safe(string(tr.finish)), errors.Safe(tr.calls))
+				return step{}, errors.AssertionFailedf("httpapi: finish %s disagrees with %d tool calls", redact.Safe(string(tr.finish)), redact.Safe(tr.calls))
 			}
 			return step{}, io.EOF
 		}

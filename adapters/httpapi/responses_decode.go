@@ -2,9 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
-	"errors"
 	"strconv"
-	"strings"
 
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
@@ -15,15 +13,6 @@ import (
 // (input items → messages, Responses tools → chat tools), the same app turn
 // runs, and its deltas are rendered as a response object or the Responses
 // event stream. docs/RESPONSES.md lists every field and how it is treated.
-
-// respTool is how a tool the upstream sees maps back to the client: the
-// qualified chat name of a namespace tool is "<namespace>__<name>"; a custom
-// (freeform) tool is offered as a function with one string parameter "input".
-type respTool struct {
-	namespace string
-	name      string
-	custom    bool
-}
 
 // respRequest is a translated Responses request: the chat request for the
 // core and what the response object must echo.
@@ -47,34 +36,6 @@ type respRequest struct {
 	reasoning    json.RawMessage
 }
 
-// builtinTools are hosted tools of the Responses API that the upstream cannot
-// run. They are not offered upstream (offering them would be a lie) and not
-// refused (refusing them would make agents that always send them unusable).
-var builtinTools = map[string]bool{
-	"web_search": true, "web_search_preview": true, "web_search_2025_08_26": true, "web_search_preview_2025_03_11": true,
-	"file_search": true, "computer_use": true, "computer_use_preview": true, "computer": true,
-	"code_interpreter": true, "image_generation": true, "local_shell": true, "shell": true, "mcp": true,
-	"apply_patch": true, "tool_search": true,
-}
-
-// namespaceSep joins a namespace and a tool name for the upstream.
-const namespaceSep = "__"
-
-// maxGrammarBytes bounds the grammar of a custom tool that is described to
-// the upstream in text.
-const maxGrammarBytes = 16 << 10
-
-// customParameters is the schema a custom (freeform) tool is offered with:
-// one string parameter "input", described (with the tool's grammar, if any).
-func customParameters(description string) json.RawMessage {
-	return mustJSON(map[string]any{
-		"type":                 "object",
-		"properties":           map[string]any{"input": map[string]any{"type": "string", "description": description}},
-		"required":             []string{"input"},
-		"additionalProperties": false,
-	})
-}
-
 // decodeResponsesRequest validates a whole Responses request and translates
 // it. Nothing reaches the service unless it returns no error.
 func (s *server) decodeResponsesRequest(body []byte, allowed func(string) bool) (respRequest, error) {
@@ -90,12 +51,8 @@ func (s *server) decodeResponsesRequest(body []byte, allowed func(string) bool) 
 	if req.ParallelToolCalls, err = optBool(top["parallel_tool_calls"], "parallel_tool_calls", true); err != nil {
 		return respRequest{}, err
 	}
-	for _, rule := range responsesFieldPolicy {
-		if raw, ok := top[rule.name]; ok {
-			if err := rule.check(rule.name, raw); err != nil {
-				return respRequest{}, err
-			}
-		}
+	if err := checkFields(top, responsesFieldPolicy); err != nil {
+		return respRequest{}, err
 	}
 	rr.metadata, rr.temperature, rr.topP = top["metadata"], top["temperature"], top["top_p"]
 	rr.maxOutput, rr.reasoning = top["max_output_tokens"], top["reasoning"]
@@ -127,9 +84,6 @@ func (s *server) decodeResponsesRequest(body []byte, allowed func(string) bool) 
 	if len(req.Messages) == 0 {
 		return respRequest{}, invalid("input", "must not be empty.")
 	}
-	if last := req.Messages[len(req.Messages)-1]; last.Role == chat.RoleTool && !s.cfg.CorrelationEnabled {
-		return respRequest{}, refuse(errs.UnsupportedToolResultContinuation, "input", "")
-	}
 	return rr, nil
 }
 
@@ -138,32 +92,13 @@ func (s *server) decodeResponsesRequest(body []byte, allowed func(string) bool) 
 // stream, tools, tool_choice, parallel_tool_calls) are read by
 // decodeResponsesRequest; metadata, user, temperature, top_p,
 // max_output_tokens and reasoning are also echoed in the response object.
-var responsesFieldPolicy = []fieldRule{
-	// Accepted, not forwarded: the upstream has no such setting.
-	{"temperature", ignored(kindNumber)},
-	{"top_p", ignored(kindNumber)},
-	{"max_output_tokens", ignoredInteger},
-	{"max_tool_calls", ignoredInteger},
-	{"metadata", ignored(kindObject)},
-	{"user", ignored(kindString)},
-	{"reasoning", ignored(kindObject)},
-	{"include", ignored(kindArray)},
-	{"prompt_cache_key", ignored(kindString)},
-	{"prompt_cache_retention", ignored(kindString)},
-	{"client_metadata", ignored(kindObject)},
-	{"safety_identifier", ignored(kindString)},
-	{"service_tier", ignored(kindString)},
-	{"stream_options", ignored(kindObject)},
-	{"truncation", checkTruncation},
-	{"store", ignored(kindBool)},
-	{"text", checkResponsesText},
-	// Refused: server-side state and features the gateway cannot honour.
-	{"previous_response_id", refusedUnlessNull("server-side conversation state is not kept: send the full input with store: false.")},
-	{"conversation", refusedUnlessNull("server-side conversations are not kept: send the full input with store: false.")},
-	{"prompt", refusedUnlessNull("stored prompts are not available.")},
-	{"background", refusedWhenTrue("background responses are not kept.")},
-	{"top_logprobs", checkTopLogprobs},
-}
+var responsesFieldPolicy = policy(
+	// accepted, not forwarded: the upstream has no such setting
+	"temperature", "top_p", "max_output_tokens", "max_tool_calls", "metadata", "user", "reasoning", "include",
+	"prompt_cache_key", "prompt_cache_retention", "client_metadata", "safety_identifier", "service_tier",
+	"stream_options", "truncation", "store", "text",
+	// refused: server-side state and features the gateway cannot honour
+	"previous_response_id", "conversation", "prompt", "background", "top_logprobs")
 
 func checkTruncation(param string, raw json.RawMessage) error {
 	switch kindOf(raw) {
@@ -180,14 +115,10 @@ func checkTruncation(param string, raw json.RawMessage) error {
 // checkResponsesText accepts text.format of type "text" (and text.verbosity);
 // structured output cannot be guaranteed.
 func checkResponsesText(param string, raw json.RawMessage) error {
-	switch kindOf(raw) {
-	case kindNull:
-		return nil
-	case kindObject:
-	default:
-		return invalid(param, "must be an object.")
+	f, ok, err := nullOrObject(param, raw)
+	if !ok {
+		return err
 	}
-	f := fields(raw)
 	if v := f["verbosity"]; !absent(v) && kindOf(v) != kindString {
 		return invalid(param+".verbosity", "must be a string.")
 	}
@@ -199,224 +130,7 @@ func checkResponsesText(param string, raw json.RawMessage) error {
 	default:
 		return invalid(param+".format", "must be an object.")
 	}
-	t := fields(format)["type"]
-	if kindOf(t) != kindString {
-		return invalid(param+".format.type", "is required and must be a string.")
-	}
-	switch str(t) {
-	case "text":
-		return nil
-	case "json_object", "json_schema":
-		return unsupported(param+".format.type", "structured output cannot be guaranteed; only \"text\" is supported.")
-	}
-	return invalid(param+".format.type", "is not a known text format.")
-}
-
-// decodeResponsesTools translates the Responses tool list. Function tools
-// (and the function tools inside a namespace, under qualified names) are
-// validated exactly like chat tools: each is rewritten into the chat form and
-// passed through decodeTools, and refusals are reported at the Responses
-// path. Custom tools become a function with one string parameter; built-in
-// tools are not offered.
-func (s *server) decodeResponsesTools(raw json.RawMessage, rr *respRequest) error {
-	switch kindOf(raw) {
-	case kindInvalid, kindNull:
-		return nil
-	case kindArray:
-	default:
-		return invalid("tools", "must be an array.")
-	}
-	var chatTools []json.RawMessage
-	var paths []string // Responses path of each chat tool
-	rr.tools = map[string]respTool{}
-	add := func(path string, def map[string]json.RawMessage, rt respTool, original json.RawMessage, customDesc string) error {
-		if kindOf(def["name"]) != kindString || !validToolName(str(def["name"])) {
-			return invalid(path+".name", "is required and must match ^[A-Za-z0-9_-]{1,64}$.")
-		}
-		rt.name = str(def["name"])
-		chatName := rt.name
-		if rt.namespace != "" {
-			chatName = rt.namespace + namespaceSep + rt.name
-			if !validToolName(chatName) {
-				return invalid(path+".name", "with its namespace must match ^[A-Za-z0-9_-]{1,64}$.")
-			}
-		}
-		fn := map[string]json.RawMessage{"name": mustJSON(chatName)}
-		if d := def["description"]; !absent(d) {
-			fn["description"] = d
-		}
-		if rt.custom {
-			fn["parameters"] = customParameters(customDesc)
-		} else {
-			for _, k := range []string{"parameters", "strict"} {
-				if v, ok := def[k]; ok {
-					fn[k] = v
-				}
-			}
-		}
-		chatTools = append(chatTools, mustJSON(map[string]any{"type": "function", "function": fn}))
-		paths = append(paths, path)
-		rr.tools[chatName] = rt
-		rr.offered = append(rr.offered, original)
-		return nil
-	}
-	for i, item := range elems(raw) {
-		p := "tools[" + strconv.Itoa(i) + "]"
-		if kindOf(item) != kindObject {
-			return invalid(p, "must be an object.")
-		}
-		f := fields(item)
-		if kindOf(f["type"]) != kindString {
-			return invalid(p+".type", "is required and must be a string.")
-		}
-		switch t := str(f["type"]); {
-		case t == "function":
-			if err := add(p, f, respTool{}, item, ""); err != nil {
-				return err
-			}
-		case t == "custom":
-			desc, err := customFormat(p+".format", f["format"])
-			if err != nil {
-				return err
-			}
-			if err := add(p, f, respTool{custom: true}, item, desc); err != nil {
-				return err
-			}
-		case t == "namespace":
-			ns, err := reqString(f["name"], p+".name")
-			if err != nil {
-				return err
-			}
-			if !validToolName(ns) {
-				return invalid(p+".name", "must match ^[A-Za-z0-9_-]{1,64}$.")
-			}
-			if kindOf(f["tools"]) != kindArray {
-				return invalid(p+".tools", "is required and must be an array.")
-			}
-			for j, sub := range elems(f["tools"]) {
-				sp := p + ".tools[" + strconv.Itoa(j) + "]"
-				if kindOf(sub) != kindObject {
-					return invalid(sp, "must be an object.")
-				}
-				sf := fields(sub)
-				if kindOf(sf["type"]) != kindString || str(sf["type"]) != "function" {
-					return unsupported(sp+".type", "only function tools are supported inside a namespace.")
-				}
-				// The echo keeps the client's own shape: a namespaced tool is
-				// listed as itself with its namespace.
-				echo := fields(sub)
-				echo["namespace"] = mustJSON(ns)
-				if err := add(sp, sf, respTool{namespace: ns}, mustJSON(echo), ""); err != nil {
-					return err
-				}
-			}
-		case builtinTools[t]:
-			rr.dropped = append(rr.dropped, t)
-		default:
-			return unsupported(p+".type", "this tool type is not supported.")
-		}
-	}
-	tools, err := s.decodeTools(mustJSON(chatTools))
-	if err != nil {
-		return rewriteToolPath(err, paths)
-	}
-	rr.chat.Tools = tools
-	return nil
-}
-
-// customFormat reads a custom tool's format and returns the description of
-// its one "input" parameter: absent or {"type":"text"} is free text; a
-// grammar ({"type":"grammar","syntax":"lark"|"regex","definition":…}) cannot
-// be enforced by the upstream, so, like a JSON Schema pattern, it is
-// described to the model in text and the client's own tool checks the input.
-func customFormat(p string, raw json.RawMessage) (string, error) {
-	const free = "The raw input of the tool, as free text."
-	switch kindOf(raw) {
-	case kindInvalid, kindNull:
-		return free, nil
-	case kindObject:
-	default:
-		return "", invalid(p, "must be an object.")
-	}
-	f := fields(raw)
-	if kindOf(f["type"]) != kindString {
-		return "", invalid(p+".type", "is required and must be a string.")
-	}
-	switch str(f["type"]) {
-	case "text":
-		return free, nil
-	case "grammar":
-	default:
-		return "", invalid(p+".type", "is not a known custom tool format.")
-	}
-	syntax, err := reqString(f["syntax"], p+".syntax")
-	if err != nil {
-		return "", err
-	}
-	if syntax != "lark" && syntax != "regex" {
-		return "", invalid(p+".syntax", `must be "lark" or "regex".`)
-	}
-	def, err := reqString(f["definition"], p+".definition")
-	if err != nil {
-		return "", err
-	}
-	if len(def) > maxGrammarBytes {
-		return "", unsupported(p+".definition", "the grammar is too long to be described to the upstream.")
-	}
-	return "The raw input of the tool, as free text that must match this " + syntax + " grammar:\n" + def, nil
-}
-
-// rewriteToolPath turns a decodeTools refusal at "tools[k].function.X" or
-// "tools[k]" into the same refusal at the Responses path of tool k.
-func rewriteToolPath(err error, paths []string) error {
-	var re *requestError
-	if !errors.As(err, &re) || !strings.HasPrefix(re.param, "tools[") {
-		return err
-	}
-	end := strings.IndexByte(re.param, ']')
-	k, convErr := strconv.Atoi(re.param[len("tools["):max(end, len("tools["))])
-	if end < 0 || convErr != nil || k < 0 || k >= len(paths) {
-		return err
-	}
-	rest := strings.TrimPrefix(re.param[end+1:], ".function")
-	out := *re
-	out.param = paths[k] + rest
-	return &out
-}
-
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic("httpapi: marshal: " + err.Error()) // raw messages and strings only
-	}
-	return b
-}
-
-// decodeResponsesToolChoice reads "auto" | "none" | "required" |
-// {"type":"function","name":…} (also inside a namespace: "namespace").
-func decodeResponsesToolChoice(raw json.RawMessage, rr *respRequest) (chat.ToolChoice, error) {
-	if kindOf(raw) != kindObject {
-		return decodeToolChoice(raw, rr.chat.Tools)
-	}
-	f := fields(raw)
-	if kindOf(f["type"]) != kindString {
-		return chat.ToolChoice{}, invalid("tool_choice.type", "is required and must be a string.")
-	}
-	switch str(f["type"]) {
-	case "function", "custom":
-	default:
-		return chat.ToolChoice{}, unsupported("tool_choice.type", "only a function tool choice is supported.")
-	}
-	name, err := reqString(f["name"], "tool_choice.name")
-	if err != nil {
-		return chat.ToolChoice{}, err
-	}
-	if ns, err := optString(f["namespace"], "tool_choice.namespace"); err != nil {
-		return chat.ToolChoice{}, err
-	} else if ns != "" {
-		name = ns + namespaceSep + name
-	}
-	return decodeToolChoice(mustJSON(map[string]any{"type": "function", "function": map[string]string{"name": name}}), rr.chat.Tools)
+	return checkFormatType(param+".format.type", fields(format)["type"], "text format")
 }
 
 // decodeInput translates input (a string, or a list of items) into messages.
@@ -598,27 +312,6 @@ func (s *server) decodeInputOutput(p string, f map[string]json.RawMessage) (chat
 // "text" where plainText); noun names the parts in refusals ("content",
 // "output"). Non-text parts the API knows are unsupported; unknown ones invalid.
 func joinTextParts(p string, raw json.RawMessage, noun string, plainText bool) (string, error) {
-	var b strings.Builder
-	for j, part := range elems(raw) {
-		pp := p + "[" + strconv.Itoa(j) + "]"
-		if kindOf(part) != kindObject {
-			return "", invalid(pp, "must be an object.")
-		}
-		pf := fields(part)
-		if kindOf(pf["type"]) != kindString {
-			return "", invalid(pp+".type", "is required and must be a string.")
-		}
-		switch t := str(pf["type"]); {
-		case t == "input_text" || t == "output_text" || plainText && t == "text":
-		case unsupportedInputParts[t]:
-			return "", unsupported(pp+".type", "only text "+noun+" parts are supported.")
-		default:
-			return "", invalid(pp+".type", "is not a known "+noun+" part type.")
-		}
-		if kindOf(pf["text"]) != kindString {
-			return "", invalid(pp+".text", "is required and must be a string.")
-		}
-		b.WriteString(str(pf["text"]))
-	}
-	return b.String(), nil
+	text := func(t string) bool { return t == "input_text" || t == "output_text" || plainText && t == "text" }
+	return joinParts(p, raw, noun, text, unsupportedInputParts)
 }

@@ -18,7 +18,7 @@ import (
 // the Responses event stream.
 func (s *server) handleResponses() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		serveTurn(s, w, r, func(body []byte) (*respRequest, chat.Request, error) {
+		serveTurn(s, w, r, "input", func(body []byte) (*respRequest, chat.Request, error) {
 			rr, err := s.decodeResponsesRequest(body, slotFrom(r.Context()).allowsModel)
 			if err != nil {
 				return nil, chat.Request{}, err

@@ -19,10 +19,10 @@ import (
 )
 
 // Config is what the ingress needs to know of the configuration. The wiring in
-// cmd/gateway fills it from the environment (CONTRACT §3).
+// cmd/gateway fills it from the environment (docs/CONFIGURATION.md).
 //
 // Zero values of MaxBodyBytes, MaxToolResultBytes, MaxConcurrent,
-// RequestTimeout and BodyReadTimeout take the CONTRACT §3 defaults (1 MiB,
+// RequestTimeout and BodyReadTimeout take the documented defaults (1 MiB,
 // 256 KiB, 16, 120 s, 30 s). MaxTools is used as given: 0 means no tool may be
 // declared.
 type Config struct {
@@ -43,8 +43,7 @@ type Config struct {
 	BodyReadTimeout time.Duration
 	// AllowedHosts are the Host names and IP literals served besides the
 	// loopback ones (PROVIDER_HOST and ALLOWED_HOSTS); see hostPolicy.
-	AllowedHosts       []string
-	CorrelationEnabled bool
+	AllowedHosts []string
 	// ToolSchemaPolicy is TOOL_SCHEMA_POLICY; "" means toolschema.DefaultPolicy.
 	ToolSchemaPolicy toolschema.Policy
 	// WidenCombinators is POSTMAN_SCHEMA_COMBINATORS=widen (toolschema.Options).
@@ -65,7 +64,7 @@ type Config struct {
 	Verification func() (verified bool, fields map[string]any)
 }
 
-// CONTRACT §3 defaults for zero Config values.
+// The defaults of docs/CONFIGURATION.md for zero Config values.
 const (
 	defaultMaxBodyBytes       = 1 << 20
 	defaultMaxToolResultBytes = 256 << 10
@@ -88,7 +87,7 @@ type server struct {
 	now    func() time.Time
 }
 
-// NewServer returns the OpenAI-compatible ingress (CONTRACT §4) in front of
+// NewServer returns the OpenAI-compatible ingress (docs/API.md) in front of
 // svc. Every route is declared in routes.go.
 //
 // It panics on mis-wiring: a nil service, no API key slot or an empty key, or

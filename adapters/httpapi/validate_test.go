@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -8,7 +10,11 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
+	"github.com/pmgate/pmgate/ports/porttest"
 )
 
 // refusal is one invalid request and the answer it must get.
@@ -249,20 +255,54 @@ func TestMessageRefusalsNameTheParamPath(t *testing.T) {
 	})
 }
 
+// gatewayWithoutCorrelation serves the handler in front of the real use cases
+// with CORRELATION_ENABLED=false (the check lives in app), over a fake
+// upstream that answers every query with text.
+func gatewayWithoutCorrelation(t *testing.T) (http.Handler, *porttest.Upstream) {
+	t.Helper()
+	up := &porttest.Upstream{Respond: func(ports.UpstreamRequest) porttest.Script {
+		return porttest.Script{Events: porttest.Text("conv-1", "ok")}
+	}}
+	gw := app.New(app.Config{WorkspaceID: "ws", Correlation: false}, up, nil, porttest.NewClock(porttest.T0), &porttest.IDs{},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h, _ := newServer(t, gw)
+	return h, up
+}
+
 func TestToolResultContinuationIsRefusedWhenCorrelationIsDisabled(t *testing.T) {
-	checkRefusals(t, []refusal{
-		{"ends in a tool result", withMessages(`[{"role":"user","content":"a"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"r"}]`), 400, "unsupported_tool_result_continuation", "messages"},
-	}, func(c *httpapi.Config) { c.CorrelationEnabled = false })
+	for _, c := range []struct {
+		name, path, body, param string
+	}{
+		{"chat", "/v1/chat/completions", withMessages(`[{"role":"user","content":"a"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"r"}]`), "messages"},
+		{"chat with tools", "/v1/chat/completions", `{"model":"` + model + `","tools":[{"type":"function","function":{"name":"f"}}],"messages":[{"role":"user","content":"a"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"r"}]}`, "messages"},
+		{"responses", "/v1/responses", `{"model":"` + model + `","input":[{"role":"user","content":"a"},{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"r"}]}`, "input"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			is := is.New(t)
+			h, up := gatewayWithoutCorrelation(t)
+			r := chatRequest(c.body)
+			r.URL.Path = c.path
+			rec := serve(h, r)
+			e := decodeError(t, rec.Body.Bytes())
+			is.Equal(rec.Code, 400)                                                             // status from the catalog
+			is.Equal(e.Code, "unsupported_tool_result_continuation")                            // stable code
+			is.Equal(e.param(), c.param)                                                        // the API's conversation field
+			is.Equal(e.Message, errs.MustEntry(errs.UnsupportedToolResultContinuation).Message) // the catalog message alone
+			is.Equal(len(e.Keys), 4)                                                            // message, type, param, code always present
+			is.Equal(rec.Header().Get("x-should-retry"), "false")                               // a refusal is deterministic
+			is.Equal(len(up.Requests()), 0)                                                     // nothing reaches the upstream
+		})
+	}
 }
 
 func TestToolResultsEarlierInTheHistoryAreNotAContinuation(t *testing.T) {
 	t.Parallel()
 	is := is.New(t)
-	svc := &fakeService{}
-	h, _ := newServer(t, svc, func(c *httpapi.Config) { c.CorrelationEnabled = false })
+	h, up := gatewayWithoutCorrelation(t)
 	rec := post(h, withMessages(`[{"role":"user","content":"a"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"r"},{"role":"assistant","content":"done"},{"role":"user","content":"thanks"}]`))
 	is.Equal(rec.Code, http.StatusOK) // a finished tool loop followed by a user turn is a fresh turn
-	is.Equal(svc.Calls(), 1)          // and reaches the service
+	is.Equal(len(up.Requests()), 1)   // and reaches the upstream
 }
 
 func TestToolResultContinuationIsPassedOnWhenCorrelationIsEnabled(t *testing.T) {

@@ -2,8 +2,6 @@ package pgstore_test
 
 import (
 	"context"
-	"errors"
-	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +18,7 @@ import (
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/internal/testkit"
 	"github.com/pmgate/pmgate/ports/porttest"
 )
 
@@ -95,20 +94,7 @@ func request(msgs ...chat.Message) chat.Request {
 }
 
 // drain reads a turn to its end.
-func drain(turn app.Turn) ([]app.Delta, error) {
-	defer turn.Close()
-	var ds []app.Delta
-	for {
-		d, err := turn.Next(context.Background())
-		if errors.Is(err, io.EOF) {
-			return ds, nil
-		}
-		if err != nil {
-			return ds, err
-		}
-		ds = append(ds, d)
-	}
-}
+func drain(turn app.Turn) ([]app.Delta, error) { return testkit.Drain(context.Background(), turn) }
 
 // chatTurn runs one whole turn through r.
 func chatTurn(r replica, req chat.Request) ([]app.Delta, error) {
@@ -121,28 +107,7 @@ func chatTurn(r replica, req chat.Request) ([]app.Delta, error) {
 
 // echo builds the client's next request: the history, the assistant turn as
 // assembled from the deltas, and one result per tool call.
-func echo(history []chat.Message, ds []app.Delta, result string) []chat.Message {
-	var text strings.Builder
-	var calls []chat.ToolCall
-	for _, d := range ds {
-		text.WriteString(d.Text)
-		if tc := d.ToolCall; tc != nil {
-			if tc.ID != "" {
-				calls = append(calls, chat.ToolCall{ID: tc.ID, Name: tc.Name})
-			}
-			calls[tc.Index].Arguments += tc.Arguments
-		}
-	}
-	a := chat.Message{Role: chat.RoleAssistant, ToolCalls: calls}
-	if text.Len() > 0 {
-		a.Content = str(text.String())
-	}
-	out := append(append([]chat.Message(nil), history...), a)
-	for _, c := range calls {
-		out = append(out, chat.Message{Role: chat.RoleTool, ToolCallID: c.ID, Content: str(result + ":" + c.Name)})
-	}
-	return out
-}
+var echo = testkit.Echo
 
 func textOf(ds []app.Delta) string {
 	var b strings.Builder

@@ -26,41 +26,23 @@ import (
 	"github.com/pmgate/pmgate/adapters/postman"
 	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
 	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/internal/testkit"
 	"github.com/pmgate/pmgate/ports"
 )
 
 const (
-	sub           = "acme"
+	sub           = testkit.Subdomain
 	webHost       = sub + ".postman.co"
-	cookie        = "sid-SECRET-cookie-0123456789"
-	token         = "tok-SECRET-token-9876543210"
+	cookie        = testkit.Cookie
+	token         = testkit.Token
 	downstreamKey = "pk-DOWNSTREAM-key-0123456789abcdef"
-	workspace     = "ws-1234"
+	workspace     = testkit.Workspace
 	publicModel   = "gpt-5.6-sol"
 	upstreamModel = "GPT_56_SOL"
 )
 
 // startEmu runs an emulator for both strategies, closed at cleanup.
-func startEmu(t *testing.T, mutate ...func(*emulator.Config)) *emulator.Server {
-	t.Helper()
-	cfg := emulator.Config{
-		WorkspaceID:   workspace,
-		Subdomain:     sub,
-		SessionCookie: cookie,
-		AccessToken:   token,
-		CADir:         t.TempDir(),
-		SlowDelay:     20 * time.Millisecond,
-	}
-	for _, m := range mutate {
-		m(&cfg)
-	}
-	s, err := emulator.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("emulator: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
+var startEmu = testkit.StartEmulator
 
 // env is a getenv over a map; pairs override the base.
 func env(base map[string]string, pairs ...string) func(string) string {

@@ -104,7 +104,6 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 		RequestTimeout:     cfg.request.limits.RequestTimeout,
 		BodyReadTimeout:    cfg.bodyTimeout,
 		AllowedHosts:       cfg.allowedHosts,
-		CorrelationEnabled: cfg.correlation,
 		ToolSchemaPolicy:   cfg.request.toolSchemaPolicy,
 		WidenCombinators:   cfg.request.widenCombinators,
 		Health: func(ctx context.Context) map[string]any {

@@ -1,28 +1,23 @@
 package completion_test
 
 import (
-	"flag"
-	"fmt"
 	"os"
 	"testing"
 
 	"github.com/pmgate/pmgate/domain/completion"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/fsm"
 	"github.com/pmgate/pmgate/internal/audit"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-// TestMain runs the tests and writes the row audit. The package's tests run
-// sequentially at the top level (subtests may not outlive their parent), so that
-// TestEveryRowIsExercised, declared last, sees every other test's hits.
+// TestMain runs the tests, writes the row audit and, on a full run, fails
+// unless the tests applied every row of every rule.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := audit.Flush(); err != nil {
-		fmt.Fprintln(os.Stderr, "audit:", err)
-		code = 1
+	tables := make([]fsm.Table, len(allRules))
+	for i, r := range allRules {
+		tables[i] = completion.Table(r)
 	}
-	os.Exit(code)
+	os.Exit(audit.Main(m, tables...))
 }
 
 // Hand-written lists, independent of the package's own ones.

@@ -9,13 +9,10 @@ import (
 	"github.com/pmgate/pmgate/internal/audit"
 )
 
+// TestMain runs the tests, writes the row audit and, on a full run, fails
+// unless the tests applied every row of the machine.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := audit.Flush(); err != nil {
-		println("audit flush:", err.Error())
-		code = 1
-	}
-	os.Exit(code)
+	os.Exit(audit.Main(m, conversation.Table()))
 }
 
 // record notes, for `make audit`, that test exercised the decision's rows.

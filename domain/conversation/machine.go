@@ -2,11 +2,9 @@ package conversation
 
 import (
 	"context"
-	"reflect"
 	"time"
 
 	"github.com/cockroachdb/errors"
-	"github.com/qmuntal/stateless"
 
 	"github.com/pmgate/pmgate/domain/fsm"
 )
@@ -202,69 +200,19 @@ type firing struct {
 	claimID string
 }
 
-type ctxKey struct{}
-
-// machine is built once from rows and shared: immutable after build, fired in
-// immediate mode, with the state in the anchor reached through the context, so
-// concurrent use on different anchors is safe.
-var machine = build()
-
-var rowIndex = func() map[[2]string]row {
-	m := make(map[[2]string]row, len(rows))
-	for _, r := range rows {
-		m[[2]string{string(r.from), string(r.on)}] = r
-	}
-	return m
-}()
-
-func anchorOf(ctx context.Context) *Anchor {
-	a, _ := ctx.Value(ctxKey{}).(*Anchor)
-	return a
-}
-
-func build() *stateless.StateMachine {
-	sm := stateless.NewStateMachineWithExternalStorage(
-		func(ctx context.Context) (stateless.State, error) {
-			if a := anchorOf(ctx); a != nil {
-				return a.State, nil
-			}
-			return Active, nil // ToGraph draws the initial arrow from here
-		},
-		func(ctx context.Context, s stateless.State) error {
-			anchorOf(ctx).State = s.(State)
-			return nil
-		},
-		stateless.FiringImmediate)
-	for _, e := range Events {
-		sm.SetTriggerParameters(e, reflect.TypeOf(&firing{}))
-	}
-	for _, s := range States {
-		cfg := sm.Configure(s)
-		for _, r := range rows {
-			if r.from != s {
-				continue
-			}
-			if r.to == r.from {
-				cfg.InternalTransition(r.on, noMutation)
-			} else {
-				cfg.Permit(r.on, r.to)
-			}
-		}
-	}
-	sm.Configure(Claimed).OnEntryFrom(Continue, recordClaim)
-	sm.Configure(Active).OnEntryFrom(NotSent, clearClaim)
-	for _, s := range []State{Advanced, Retired, Expired} {
-		sm.Configure(s).OnEntry(startTombstone)
-	}
-	sm.OnUnhandledTrigger(func(_ context.Context, s stateless.State, t stateless.Trigger, _ []string) error {
-		return errors.WithHint(
-			errors.Mark(errors.Newf("conversation: %s not permitted in %s", t.(Event), s.(State)), ErrIllegalTransition),
-			"the anchor is not in a state that accepts this event")
-	})
-	return sm
-}
-
-func noMutation(context.Context, ...any) error { return nil }
+// machine is built once from rows and shared (see fsm.Machine): concurrent
+// use on different anchors is safe.
+var machine = fsm.NewMachine(fsm.Spec[firing, State, Event]{
+	Table: Table(),
+	State: func(f *firing) *State { return &f.a.State },
+	Entry: []fsm.Entry[State, Event]{
+		{Do: recordClaim, From: Continue, In: []State{Claimed}},
+		{Do: clearClaim, From: NotSent, In: []State{Active}},
+		{Do: startTombstone, In: []State{Advanced, Retired, Expired}},
+	},
+	Illegal: ErrIllegalTransition,
+	Hint:    "the anchor is not in a state that accepts this event",
+})
 
 func recordClaim(_ context.Context, args ...any) error {
 	f := args[0].(*firing)
@@ -290,15 +238,12 @@ func startTombstone(_ context.Context, args ...any) error {
 // apply fires ev on a and returns the applied row.
 func apply(a *Anchor, ev Event, f *firing) (Decision, error) {
 	from := a.State
-	r, ok := rowIndex[[2]string{string(from), string(ev)}]
 	f.a = a
-	ctx := context.WithValue(context.Background(), ctxKey{}, a)
-	if err := machine.FireCtx(ctx, ev, f); err != nil {
+	i, err := machine.Fire(f, ev)
+	if err != nil {
 		return Decision{}, err
 	}
-	if !ok { // the machine accepted an event the table does not declare: mis-wiring
-		return Decision{}, errors.AssertionFailedf("conversation: fired undeclared %s in %s", ev, from)
-	}
+	r := rows[i]
 	d := Decision{Row: r.id, From: from, To: a.State, Event: ev, Effect: r.effect}
 	if r.effect == EffectFresh {
 		d.Reason = r.reason
@@ -307,7 +252,7 @@ func apply(a *Anchor, ev Event, f *firing) (Decision, error) {
 }
 
 // Graph returns the DOT rendering of the anchor machine, from stateless.
-func Graph() string { return machine.ToGraph() }
+func Graph() string { return machine.Graph() }
 
 // Request is what a fresh request brings to the anchor it found: the
 // settings it must share with the anchored turn.

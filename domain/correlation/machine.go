@@ -2,11 +2,9 @@ package correlation
 
 import (
 	"context"
-	"reflect"
 	"time"
 
 	"github.com/cockroachdb/errors"
-	"github.com/qmuntal/stateless"
 
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/domain/fsm"
@@ -190,71 +188,20 @@ type firing struct {
 	digest      string
 }
 
-type ctxKey struct{}
-
-// machine is built once from rows and shared: it is immutable after build, every
-// state is configured up front, it fires in immediate mode, and the state lives
-// in the group reached through the context of each call — so concurrent use on
-// different groups is safe. (Building a machine per operation costs ~13 µs.)
-var machine = build()
-
-var rowIndex = func() map[[2]string]row {
-	m := make(map[[2]string]row, len(rows))
-	for _, r := range rows {
-		m[[2]string{string(r.from), string(r.on)}] = r
-	}
-	return m
-}()
-
-func groupOf(ctx context.Context) *Group {
-	g, _ := ctx.Value(ctxKey{}).(*Group)
-	return g
-}
-
-func build() *stateless.StateMachine {
-	sm := stateless.NewStateMachineWithExternalStorage(
-		func(ctx context.Context) (stateless.State, error) {
-			if g := groupOf(ctx); g != nil {
-				return g.State, nil
-			}
-			return Pending, nil // ToGraph draws the initial arrow from here
-		},
-		func(ctx context.Context, s stateless.State) error {
-			groupOf(ctx).State = s.(State)
-			return nil
-		},
-		stateless.FiringImmediate)
-	for _, e := range Events {
-		sm.SetTriggerParameters(e, reflect.TypeOf(&firing{}))
-	}
-	for _, s := range States {
-		cfg := sm.Configure(s)
-		for _, r := range rows {
-			if r.from != s {
-				continue
-			}
-			if r.to == r.from {
-				cfg.InternalTransition(r.on, noMutation)
-			} else {
-				cfg.Permit(r.on, r.to)
-			}
-		}
-	}
-	sm.Configure(Inflight).OnEntryFrom(SubmitValid, recordClaim)
-	sm.Configure(Pending).OnEntryFrom(NotSent, clearClaim)
-	sm.Configure(Consumed).OnEntryFrom(Complete, recordResponse)
-	for _, s := range []State{Consumed, Expired, Cancelled, Uncertain} {
-		sm.Configure(s).OnEntry(startTombstone)
-	}
-	sm.OnUnhandledTrigger(func(_ context.Context, s stateless.State, t stateless.Trigger, _ []string) error {
-		return errors.WithHint(
-			errors.Mark(errors.Newf("correlation: %s not permitted in %s", t.(Event), s.(State)), ErrIllegalTransition),
-			"the group is not in a state that accepts this event")
-	})
-	return sm
-}
-
-func noMutation(context.Context, ...any) error { return nil }
+// machine is built once from rows and shared (see fsm.Machine): concurrent use
+// on different groups is safe. (Building a machine per operation costs ~13 µs.)
+var machine = fsm.NewMachine(fsm.Spec[firing, State, Event]{
+	Table: Table(),
+	State: func(f *firing) *State { return &f.g.State },
+	Entry: []fsm.Entry[State, Event]{
+		{Do: recordClaim, From: SubmitValid, In: []State{Inflight}},
+		{Do: clearClaim, From: NotSent, In: []State{Pending}},
+		{Do: recordResponse, From: Complete, In: []State{Consumed}},
+		{Do: startTombstone, In: []State{Consumed, Expired, Cancelled, Uncertain}},
+	},
+	Illegal: ErrIllegalTransition,
+	Hint:    "the group is not in a state that accepts this event",
+})
 
 func recordClaim(_ context.Context, args ...any) error {
 	f := args[0].(*firing)
@@ -291,15 +238,12 @@ func startTombstone(_ context.Context, args ...any) error {
 // apply fires ev on g with the given parameters and returns the applied row.
 func apply(g *Group, ev Event, f *firing) (Decision, error) {
 	from := g.State
-	r, ok := rowIndex[[2]string{string(from), string(ev)}]
 	f.g = g
-	ctx := context.WithValue(context.Background(), ctxKey{}, g)
-	if err := machine.FireCtx(ctx, ev, f); err != nil {
+	i, err := machine.Fire(f, ev)
+	if err != nil {
 		return Decision{}, err
 	}
-	if !ok { // the machine accepted an event the table does not declare: mis-wiring
-		return Decision{}, errors.AssertionFailedf("correlation: fired undeclared %s in %s", ev, from)
-	}
+	r := rows[i]
 	d := Decision{Row: r.id, From: from, To: g.State, Event: ev, Effect: r.effect, Code: r.code}
 	if r.effect == EffectReplay && g.CachedResponse != nil {
 		d.Replay = append(make([]byte, 0, len(g.CachedResponse)), g.CachedResponse...)
@@ -309,7 +253,7 @@ func apply(g *Group, ev Event, f *firing) (Decision, error) {
 }
 
 // Graph returns the DOT rendering of the group machine, from stateless.
-func Graph() string { return machine.ToGraph() }
+func Graph() string { return machine.Graph() }
 
 // Submit classifies one continuation submission against g and applies the row.
 // attemptID is the random dispatch attempt id stored when the claim is won.

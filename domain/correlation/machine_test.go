@@ -1,7 +1,6 @@
 package correlation_test
 
 import (
-	"flag"
 	"os"
 	"testing"
 	"time"
@@ -13,10 +12,9 @@ import (
 	"github.com/pmgate/pmgate/domain/errs"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
-
-// model is the hand-written reference for design CORRELATION §7 (and the
-// INFLIGHT deadline of §8). It is deliberately not derived from the rows.
+// model is the hand-written reference for the group machine of
+// docs/CORRELATION.md (and its INFLIGHT deadline). It is deliberately not
+// derived from the rows.
 func model(s correlation.State, e correlation.Event) (correlation.State, errs.Code, bool) {
 	type C = correlation.State
 	switch s {
@@ -119,13 +117,9 @@ func TestTheTableIsWellFormed(t *testing.T) {
 func TestGraphMatchesGoldenDOT(t *testing.T) {
 	is := is.New(t)
 	got := correlation.Graph()
-	path := "testdata/correlation.dot"
-	if *update {
-		is.NoErr(os.WriteFile(path, []byte(got), 0o644))
-	}
-	want, err := os.ReadFile(path)
+	want, err := os.ReadFile("../../spec/correlation.dot") // the one copy, written by `make spec`
 	is.NoErr(err)
-	is.Equal(got, string(want))        // DOT from stateless is stable; run with -update after changing rows
+	is.Equal(got, string(want))        // DOT from stateless is stable; run `make spec` after changing rows
 	is.Equal(correlation.Graph(), got) // and deterministic
 }
 

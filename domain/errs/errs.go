@@ -42,14 +42,14 @@ const (
 	TypeConfig         Type = "configuration_error"
 )
 
-// Source names the document that defines a code.
+// Source names the project document that explains a code.
 type Source string
 
 // Sources of the catalog's codes.
 const (
-	SourceContract    Source = "CONTRACT §4"
-	SourceCorrelation Source = "CORRELATION §10"
-	SourceWebSession  Source = "WEB-SESSION §9"
+	SourceContract    Source = "docs/ERRORS.md"
+	SourceCorrelation Source = "docs/CORRELATION.md"
+	SourceWebSession  Source = "docs/UPSTREAM.md"
 	SourceGateway     Source = "pmgate"
 )
 
@@ -67,7 +67,7 @@ type Entry struct {
 
 // The catalog's codes.
 const (
-	// CONTRACT §4.
+	// The HTTP API (docs/ERRORS.md).
 	InvalidAPIKey            Code = "invalid_api_key"
 	ModelNotFound            Code = "model_not_found"
 	RequestTooLarge          Code = "request_too_large"
@@ -85,7 +85,7 @@ const (
 	HostNotAllowed   Code = "host_not_allowed"
 	OriginNotAllowed Code = "origin_not_allowed"
 
-	// CORRELATION §10.
+	// Tool-call correlation (docs/CORRELATION.md).
 	UnknownToolCall                   Code = "unknown_tool_call"
 	ToolResultGroupMismatch           Code = "tool_result_group_mismatch"
 	ToolResultIncomplete              Code = "tool_result_incomplete"
@@ -105,7 +105,7 @@ const (
 	// could not be reached or a transaction failed; the operation was rolled back.
 	CorrelationStoreUnavailable Code = "correlation_store_unavailable"
 
-	// WEB-SESSION §9 and the upstream adapter.
+	// Configuration and the upstream (docs/UPSTREAM.md).
 	ConfigInvalid                 Code = "config_invalid"
 	UpstreamWebSessionAuthFailed  Code = "upstream_web_session_auth_failed"
 	UpstreamAuthFailed            Code = "upstream_auth_failed"
@@ -241,10 +241,11 @@ func Sentinel(c Code) error {
 	return s
 }
 
-// New returns an error carrying code c with its fixed catalog message.
+// New returns an error carrying code c with its fixed catalog message. The one
+// stack trace is the caller's (NewWithDepth records it; nothing else adds one).
 func New(c Code) error {
 	e := MustEntry(c)
-	return errors.Mark(errors.WithStack(errors.NewWithDepth(1, e.Message)), Sentinel(c))
+	return errors.Mark(errors.NewWithDepth(1, e.Message), Sentinel(c))
 }
 
 // Newf returns an error carrying code c whose message is the catalog message

@@ -11,8 +11,8 @@ import (
 	"github.com/pmgate/pmgate/domain/errs"
 )
 
-// The codes and statuses the documents fix (CONTRACT §4, CORRELATION §10,
-// WEB-SESSION §9). capacity may be 429 or 503 by the design; pmgate uses 503.
+// The codes and statuses the public documentation fixes (docs/ERRORS.md).
+// Correlation capacity could be 429 or 503; pmgate uses 503.
 var documented = map[errs.Code]int{
 	"invalid_api_key": 401, "model_not_found": 404, "request_too_large": 413, "invalid_request": 400,
 	"unsupported_parameter": 400, "concurrency_limit_exceeded": 429, "request_timeout": 408,
@@ -85,4 +85,11 @@ func TestRedactHidesArgumentsButKeepsCodes(t *testing.T) {
 	is.Equal(errs.Public(err).Code, errs.InvalidRequest)           // the public view is the code
 	is.True(!strings.Contains(errs.Public(err).Message, "SECRET")) // and its fixed message
 	_ = fmt.Sprint(err)
+}
+
+func TestNewRecordsOneStackTrace(t *testing.T) {
+	is := is.New(t)
+	err := errs.New(errs.InvalidRequest)
+	is.Equal(strings.Count(fmt.Sprintf("%+v", err), "-- stack trace:"), 1)                      // the caller's stack, recorded once
+	is.True(strings.Contains(fmt.Sprintf("%+v", err), "errs_test.TestNewRecordsOneStackTrace")) // and it starts at the caller
 }

@@ -1,7 +1,10 @@
 // Command report merges the hit files written by the property tests under
-// $PMGATE_AUDIT_DIR into spec/AUDIT.md: for every declared transition row, how
-// often it was exercised and by which tests. It exits non-zero when a row was
-// never exercised. `make audit` runs it.
+// $PMGATE_AUDIT_DIR. It writes two reports: -out (spec/AUDIT.md, tracked) lists
+// every declared transition row and whether it was exercised, so it only
+// changes when the machines or the verdict change; -counts (untracked, e.g.
+// bin/audit-counts.md) holds the run's raw figures: how often each row was
+// exercised and by which tests, which vary with the random seeds. It exits
+// non-zero when a row was never exercised. `make audit` runs it.
 package main
 
 import (
@@ -19,10 +22,11 @@ import (
 
 func main() {
 	hitsDir := flag.String("hits", "", "directory of hit files")
-	out := flag.String("out", "spec/AUDIT.md", "report to write")
-	settings := flag.String("settings", "", "how the tests were run, for the report header")
+	out := flag.String("out", "spec/AUDIT.md", "stable report to write (rows and verdicts)")
+	countsOut := flag.String("counts", "", "report of the run's counts to write (optional)")
+	settings := flag.String("settings", "", "how the tests were run, for the counts report")
 	flag.Parse()
-	missing, err := report(*hitsDir, *out, *settings)
+	missing, err := report(*hitsDir, *out, *countsOut, *settings)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "audit:", err)
 		os.Exit(1)
@@ -32,28 +36,77 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("audit: every row exercised; wrote %s\n", *out)
+	if *countsOut != "" {
+		fmt.Printf("audit: counts in %s\n", *countsOut)
+	}
 }
 
 type rowKey struct{ machine, row string }
 
-func report(dir, out, settings string) ([]string, error) {
-	names, err := filepath.Glob(filepath.Join(dir, "hits-*.json"))
+func report(dir, out, countsOut, settings string) ([]string, error) {
+	counts, tests, err := readHits(dir)
 	if err != nil {
 		return nil, err
 	}
+	var stable, raw strings.Builder
+	stable.WriteString("# Transition audit\n\n")
+	stable.WriteString("<!-- Written by `make audit`; it changes only when a machine or a verdict changes. -->\n\n")
+	stable.WriteString("Every declared row of every machine and whether the property tests exercised it. `make audit` fails when a row was never exercised; the run's counts (how often, by which tests) go to an untracked file (`bin/audit-counts.md`).\n\n")
+	raw.WriteString("# Transition audit: counts of one run\n\n")
+	if settings != "" {
+		fmt.Fprintf(&raw, "Run: `%s`\n\n", settings)
+	}
+	var missing []string
+	for _, m := range specgen.Machines() {
+		t := m.Table
+		fmt.Fprintf(&stable, "## %s (`%s`)\n\n| id | from | event | to | exercised |\n|---|---|---|---|---|\n", t.Title, t.Name)
+		fmt.Fprintf(&raw, "## %s (`%s`)\n\n| id | from | event | to | hits | tests |\n|---|---|---|---|---:|---|\n", t.Title, t.Name)
+		for _, r := range t.Rows {
+			k := rowKey{t.Name, r.ID}
+			verdict := "yes"
+			if counts[k] == 0 {
+				missing = append(missing, t.Name+"/"+r.ID)
+				verdict = "**never**"
+			}
+			fmt.Fprintf(&stable, "| %s | `%s` | `%s` | `%s` | %s |\n", r.ID, r.From, r.On, r.To, verdict)
+			fmt.Fprintf(&raw, "| %s | `%s` | `%s` | `%s` | %d | %s |\n", r.ID, r.From, r.On, r.To, counts[k], testList(tests[k]))
+		}
+		stable.WriteString("\n")
+		raw.WriteString("\n")
+	}
+	if err := os.WriteFile(out, []byte(stable.String()), 0o644); err != nil {
+		return nil, err
+	}
+	if countsOut != "" {
+		if err := os.MkdirAll(filepath.Dir(countsOut), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(countsOut, []byte(raw.String()), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return missing, nil
+}
+
+// readHits sums the hit files of dir per row, and per row and top-level test.
+func readHits(dir string) (map[rowKey]int, map[rowKey]map[string]int, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "hits-*.json"))
+	if err != nil {
+		return nil, nil, err
+	}
 	if len(names) == 0 {
-		return nil, fmt.Errorf("no hit files in %q", dir)
+		return nil, nil, fmt.Errorf("no hit files in %q", dir)
 	}
 	counts := map[rowKey]int{}
 	tests := map[rowKey]map[string]int{}
 	for _, n := range names {
 		b, err := os.ReadFile(n)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var hits []audit.Hit
 		if err := json.Unmarshal(b, &hits); err != nil {
-			return nil, fmt.Errorf("%s: %w", n, err)
+			return nil, nil, fmt.Errorf("%s: %w", n, err)
 		}
 		for _, h := range hits {
 			k := rowKey{h.Machine, h.Row}
@@ -64,30 +117,7 @@ func report(dir, out, settings string) ([]string, error) {
 			tests[k][topLevel(h.Test)] += h.Count
 		}
 	}
-	var b strings.Builder
-	b.WriteString("# Transition audit\n\n")
-	b.WriteString("<!-- Written by `make audit`; counts vary with the random seeds. -->\n\n")
-	b.WriteString("Every declared row of every machine, how often the tests exercised it, and by which tests (top-level test name, hits). `make audit` fails when a row has no hits.\n\n")
-	if settings != "" {
-		fmt.Fprintf(&b, "Run: `%s`\n\n", settings)
-	}
-	var missing []string
-	for _, m := range specgen.Machines() {
-		t := m.Table
-		fmt.Fprintf(&b, "## %s (`%s`)\n\n| id | from | event | to | hits | tests |\n|---|---|---|---|---:|---|\n", t.Title, t.Name)
-		for _, r := range t.Rows {
-			k := rowKey{t.Name, r.ID}
-			if counts[k] == 0 {
-				missing = append(missing, t.Name+"/"+r.ID)
-			}
-			fmt.Fprintf(&b, "| %s | `%s` | `%s` | `%s` | %d | %s |\n", r.ID, r.From, r.On, r.To, counts[k], testList(tests[k]))
-		}
-		b.WriteString("\n")
-	}
-	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
-		return nil, err
-	}
-	return missing, nil
+	return counts, tests, nil
 }
 
 func topLevel(test string) string {

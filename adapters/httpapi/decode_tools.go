@@ -1,0 +1,138 @@
+package httpapi
+
+// This file decodes chat tool definitions and tool_choice.
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/toolschema"
+)
+
+// decodeTools validates the tool definitions. The parameters schema is kept
+// byte-for-byte as sent (it is what the tools hash binds); its lowered form
+// under ToolSchemaPolicy (domain/toolschema) is what the upstream receives.
+func (s *server) decodeTools(raw json.RawMessage) ([]chat.Tool, error) {
+	switch kindOf(raw) {
+	case kindInvalid, kindNull:
+		return nil, nil
+	case kindArray:
+	default:
+		return nil, invalid("tools", "must be an array.")
+	}
+	items := elems(raw)
+	if len(items) == 0 {
+		return nil, nil
+	}
+	if len(items) > s.cfg.MaxTools {
+		return nil, unsupported("tools", "more tools than this gateway accepts (MAX_TOOLS).")
+	}
+	tools := make([]chat.Tool, 0, len(items))
+	seen := make(map[string]bool, len(items))
+	for i, item := range items {
+		p := "tools[" + strconv.Itoa(i) + "]"
+		if kindOf(item) != kindObject {
+			return nil, invalid(p, "must be an object.")
+		}
+		f := fields(item)
+		if kindOf(f["type"]) != kindString {
+			return nil, invalid(p+".type", "is required and must be a string.")
+		}
+		if str(f["type"]) != "function" {
+			return nil, unsupported(p+".type", "only function tools are supported.")
+		}
+		fn := f["function"]
+		if kindOf(fn) != kindObject {
+			return nil, invalid(p+".function", "is required and must be an object.")
+		}
+		ff := fields(fn)
+		var t chat.Tool
+		if kindOf(ff["name"]) != kindString || !validToolName(str(ff["name"])) {
+			return nil, invalid(p+".function.name", "is required and must match ^[A-Za-z0-9_-]{1,64}$.")
+		}
+		t.Name = str(ff["name"])
+		if seen[t.Name] {
+			return nil, invalid(p+".function.name", "repeats the name of an earlier tool.")
+		}
+		seen[t.Name] = true
+		var err error
+		if t.Description, err = optString(ff["description"], p+".function.description"); err != nil {
+			return nil, err
+		}
+		switch params := ff["parameters"]; kindOf(params) {
+		case kindInvalid, kindNull:
+		case kindObject:
+			lowered, err := toolschema.Lower(params, p+".function.parameters", toolschema.Options{Policy: s.cfg.ToolSchemaPolicy, WidenCombinators: s.cfg.WidenCombinators})
+			var pr *toolschema.Problem
+			if errors.As(err, &pr) {
+				return nil, refuse(pr.Code, pr.Path, pr.Detail)
+			}
+			if err != nil {
+				return nil, err
+			}
+			t.Parameters, t.UpstreamParameters = params, lowered
+		default:
+			return nil, invalid(p+".function.parameters", "must be a JSON schema object.")
+		}
+		if st := ff["strict"]; !absent(st) {
+			b, err := optBool(st, p+".function.strict", false)
+			if err != nil {
+				return nil, err
+			}
+			t.Strict = &b
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// validToolName matches ^[A-Za-z0-9_-]{1,64}$, the tool names the upstream
+// accepts (docs/TOOL-CALLING.md).
+func validToolName(s string) bool { return toolschema.Identifier(s) }
+
+// decodeToolChoice reads "auto" | "none" | "required" | {"type":"function",
+// "function":{"name":…}}; absent means auto.
+func decodeToolChoice(raw json.RawMessage, tools []chat.Tool) (chat.ToolChoice, error) {
+	auto := chat.ToolChoice{Mode: chat.ToolChoiceAuto}
+	switch kindOf(raw) {
+	case kindInvalid, kindNull:
+		return auto, nil
+	case kindString:
+		switch mode := chat.ToolChoiceMode(str(raw)); mode {
+		case chat.ToolChoiceAuto, chat.ToolChoiceNone:
+			return chat.ToolChoice{Mode: mode}, nil
+		case chat.ToolChoiceRequired:
+			if len(tools) == 0 {
+				return auto, invalid("tool_choice", "\"required\" needs at least one tool.")
+			}
+			return chat.ToolChoice{Mode: mode}, nil
+		}
+		return auto, invalid("tool_choice", "must be \"auto\", \"none\", \"required\" or a function choice.")
+	case kindObject:
+	default:
+		return auto, invalid("tool_choice", "must be a string or an object.")
+	}
+	f := fields(raw)
+	if kindOf(f["type"]) != kindString {
+		return auto, invalid("tool_choice.type", "is required and must be a string.")
+	}
+	if str(f["type"]) != "function" {
+		return auto, unsupported("tool_choice.type", "only a function tool choice is supported.")
+	}
+	if kindOf(f["function"]) != kindObject {
+		return auto, invalid("tool_choice.function", "is required and must be an object.")
+	}
+	name, err := reqString(fields(f["function"])["name"], "tool_choice.function.name")
+	if err != nil {
+		return auto, err
+	}
+	for _, t := range tools {
+		if t.Name == name {
+			return chat.ToolChoice{Mode: chat.ToolChoiceFunction, Function: name}, nil
+		}
+	}
+	return auto, invalid("tool_choice.function.name", "does not name a declared tool.")
+}
