@@ -21,13 +21,10 @@ import (
 	"github.com/pmgate/pmgate/ports"
 )
 
-// syntheticIDPrefix marks the stable internal id the upstream adapter gives a
-// tool call the upstream sent without one.
-const syntheticIDPrefix = "pmgate_internal_"
-
 // pendingCall accumulates one upstream tool call until the stream's proven end.
 type pendingCall struct {
 	upstreamID string
+	synthetic  bool // the upstream sent no id; upstreamID is the adapter's internal one
 	groupID    string
 	name       string
 	fragments  []string
@@ -123,7 +120,7 @@ func (t *turn) addCall(d *chat.ToolCallDelta) {
 	}
 	c, ok := t.byIndex[d.Index]
 	if !ok {
-		c = &pendingCall{upstreamID: d.UpstreamID, groupID: d.UpstreamGroupID, name: d.Name}
+		c = &pendingCall{upstreamID: d.UpstreamID, synthetic: d.Synthetic, groupID: d.UpstreamGroupID, name: d.Name}
 		t.byIndex[d.Index] = c
 		t.calls = append(t.calls, c)
 	}
@@ -268,7 +265,7 @@ func (t *turn) admit(ctx context.Context) ([]Delta, error) {
 		if _, ok := schemas[c.name]; !ok || c.upstreamID == "" {
 			return nil, errs.Newf(errs.UpstreamUnverifiedEventShape, "tool call %d names no advertised tool", i)
 		}
-		if strings.HasPrefix(c.upstreamID, syntheticIDPrefix) {
+		if c.synthetic {
 			// The upstream sent no id for this call; a continuation could never
 			// name it, so the ids must not be shown as continuable.
 			return nil, errs.Newf(errs.UpstreamUnverifiedEventShape, "tool call %d has no upstream id", i)

@@ -121,8 +121,10 @@ const (
 	maxCalls       = 256  // distinct tool calls in one response
 	maxUpstreamIdx = 4096 // largest accepted upstream tool-call index
 	// InternalIDPrefix starts the stable internal id of a tool call the upstream
-	// sent without an id: InternalIDPrefix + the gateway's index of the call. An
-	// upstream id with this prefix is refused, so the two can never collide.
+	// sent without an id: InternalIDPrefix + the gateway's index of the call. The
+	// deltas of such a call say so in their Synthetic field; the prefix only keeps
+	// the id readable and unique. An upstream id with this prefix is refused, so
+	// the two can never collide.
 	InternalIDPrefix = "pmgate_internal_"
 	// toolGroupKey is the one clientTools.thirdParty group the adapter sends.
 	toolGroupKey = "pmgate"
@@ -433,7 +435,7 @@ func (d *decoder) finishCalls() error {
 			d.outBytes += 2
 			d.argBytes += 2
 			d.push(chat.Event{Kind: chat.EventToolCall, ToolCall: &chat.ToolCallDelta{
-				Index: c.index, UpstreamID: c.id, UpstreamGroupID: c.group, ArgumentsFragment: "{}",
+				Index: c.index, UpstreamID: c.id, Synthetic: c.synthetic, UpstreamGroupID: c.group, ArgumentsFragment: "{}",
 			}})
 		}
 	}
@@ -1282,7 +1284,7 @@ func (d *decoder) toolEntry(span []byte, pos int, dataGroup []byte) errs.Code {
 	case len(args) == 0:
 		return ""
 	}
-	delta := &chat.ToolCallDelta{Index: c.index, UpstreamID: c.id, UpstreamGroupID: c.group, ArgumentsFragment: string(frag)}
+	delta := &chat.ToolCallDelta{Index: c.index, UpstreamID: c.id, Synthetic: c.synthetic, UpstreamGroupID: c.group, ArgumentsFragment: string(frag)}
 	if !c.announced {
 		delta.Name, c.announced = c.name, true
 	}

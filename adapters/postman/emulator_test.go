@@ -152,6 +152,7 @@ func checkDeltas(t *testing.T, events []chat.Event, calls []postman.ToolCall) {
 		}
 		args[ev.ToolCall.Index] += ev.ToolCall.ArgumentsFragment
 		is.Equal(ev.ToolCall.UpstreamID, calls[ev.ToolCall.Index].UpstreamID) // every delta carries the upstream id
+		is.Equal(ev.ToolCall.Synthetic, calls[ev.ToolCall.Index].Synthetic)   // and says whether it is an internal one
 	}
 	for _, c := range calls {
 		is.Equal(names[c.Index], 1)          // the repeated upstream name is emitted once
