@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"log/slog"
 
 	"github.com/cockroachdb/errors"
@@ -271,25 +269,3 @@ func (g *Gateway) logDecision(ctx context.Context, p Principal, d correlation.De
 	g.log.InfoContext(ctx, "correlation", "row", d.Row, "from", string(d.From), "to", string(d.To),
 		"effect", string(d.Effect), "code", string(d.Code), "principal_slot", p.Slot)
 }
-
-// replayTurn returns the cached deltas of a consumed group.
-func replayTurn(cached []byte) (Turn, error) {
-	var ds []Delta
-	if err := json.Unmarshal(cached, &ds); err != nil || len(ds) == 0 || ds[len(ds)-1].Finish == "" {
-		return nil, errs.New(errs.ToolCallAlreadyConsumed)
-	}
-	return &sliceTurn{deltas: ds}, nil
-}
-
-type sliceTurn struct{ deltas []Delta }
-
-func (s *sliceTurn) Next(context.Context) (Delta, error) {
-	if len(s.deltas) == 0 {
-		return Delta{}, io.EOF
-	}
-	d := s.deltas[0]
-	s.deltas = s.deltas[1:]
-	return d, nil
-}
-
-func (s *sliceTurn) Close() {}

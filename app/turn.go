@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"io"
 	"strings"
 	"sync"
@@ -154,7 +153,7 @@ func (t *turn) finish(ctx context.Context) {
 	}
 	if t.claimedKey != "" {
 		all := append(append([]Delta(nil), t.emitted...), t.queue...)
-		cached, err := json.Marshal(all)
+		cached, err := encodeReplay(all)
 		if err != nil {
 			t.abortAfterEnd(ctx, err)
 			return
