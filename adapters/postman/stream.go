@@ -2,10 +2,11 @@ package postman
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"sync"
+
+	"github.com/cockroachdb/errors"
 
 	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
 	"github.com/pmgate/pmgate/domain/chat"
@@ -225,7 +226,7 @@ func (s *Stream) Outcome() completion.Outcome { return s.d.tr.Outcome() }
 func (s *Stream) ConversationID() string { return s.d.convID }
 
 // ModelObserved returns the first model label the upstream reported and whether
-// one was reported at all (design §7). The label is upstream data: do not log it.
+// one was reported at all (docs/UPSTREAM.md). The label is upstream data: do not log it.
 func (s *Stream) ModelObserved() (label string, observed bool) { return s.d.label, s.d.labelSeen }
 
 // ToolCalls returns the accumulated tool calls of a completed stream, in the
