@@ -10,7 +10,7 @@ import (
 )
 
 // Principal is the authenticated caller: the credential slot that matched and
-// the principal id derived from it (design CORRELATION §3).
+// the principal id derived from it (docs/CORRELATION.md).
 type Principal struct {
 	Slot string // server-side name of the matched API key slot, e.g. "default"
 	ID   string // HMAC(principal key, slot), base64url
