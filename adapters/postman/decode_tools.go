@@ -13,7 +13,11 @@ import (
 // which call an entry belongs to (by index, id or position), its name mapped
 // back to the client's, the argument limits, and the end-of-stream rules.
 
-// callAcc accumulates one upstream tool call.
+// callAcc is what the decoder keeps of one upstream tool call: how the upstream
+// identifies it, its names, and the count of its argument bytes. The fragments
+// themselves leave in deltas as they come (the consumer of the stream
+// assembles them, see chat.ToolCallSet); only those of a call the upstream has
+// not named yet are held, until its first delta carries them.
 type callAcc struct {
 	index     int   // the gateway's index
 	upIdx     int64 // the upstream index, when hasUpIdx
@@ -23,8 +27,9 @@ type callAcc struct {
 	group     string
 	upName    string // the name as the upstream sent it
 	name      string // the client's name; "" until the upstream named the call
-	args      []byte
-	announced bool // the first delta (with the name) was emitted
+	argLen    int    // argument bytes so far
+	held      []byte // the fragments so far while the call is unnamed; nil once announced
+	announced bool   // the first delta (with the name) was emitted
 }
 
 // finishCalls runs when the upstream ends its stream ([DONE], a done event or
@@ -38,11 +43,11 @@ func (d *decoder) finishCalls() error {
 		}
 	}
 	for _, c := range d.calls {
-		if len(c.args) == 0 {
+		if c.argLen == 0 {
 			if d.outBytes+2 > d.cfg.maxOutput {
 				return d.fail(errs.UpstreamOutputTooLarge)
 			}
-			c.args = append(c.args, "{}"...)
+			c.argLen += 2
 			d.outBytes += 2
 			d.argBytes += 2
 			d.push(chat.Event{Kind: chat.EventToolCall, ToolCall: &chat.ToolCallDelta{
@@ -311,12 +316,12 @@ func (d *decoder) newCall(id string, k entryKey, name []byte) (*callAcc, errs.Co
 	return c, ""
 }
 
-// addArgs counts an entry's argument fragment against the limits, adds it to
-// call c and appends the call's delta: none while the call is unnamed (the
-// fragments are held), the name with every fragment held so far on its first
-// delta, then each non-empty fragment.
+// addArgs counts an entry's argument fragment against the limits and appends
+// the call's delta: none while the call is unnamed (the fragment is held), the
+// name with every fragment held so far on its first delta, then each non-empty
+// fragment.
 func (d *decoder) addArgs(c *callAcc, args []byte) errs.Code {
-	if len(c.args)+len(args) > d.cfg.maxToolArgs {
+	if c.argLen+len(args) > d.cfg.maxToolArgs {
 		return errs.UpstreamToolArgumentsTooLarge
 	}
 	if d.outBytes+len(args) > d.cfg.maxOutput {
@@ -324,14 +329,18 @@ func (d *decoder) addArgs(c *callAcc, args []byte) errs.Code {
 	}
 	d.outBytes += len(args)
 	d.argBytes += len(args)
-	c.args = append(c.args, args...)
+	c.argLen += len(args)
 	if c.name == "" {
-		return "" // held until the upstream names the call
+		c.held = append(c.held, args...) // held until the upstream names the call
+		return ""
 	}
 	frag := args
 	switch {
 	case !c.announced:
-		frag = c.args // the first delta carries the name and every fragment held so far
+		if len(c.held) > 0 { // the first delta carries the name and every fragment held so far
+			frag = append(c.held, args...)
+		}
+		c.held = nil
 	case len(args) == 0:
 		return ""
 	}

@@ -37,17 +37,6 @@ type Stream struct {
 	first    bool                // the first event was returned (debug log)
 }
 
-// ToolCall is one complete upstream tool call of a completed stream: the
-// upstream's private ids, the client's tool name and the exact argument string.
-type ToolCall struct {
-	Index           int    // the gateway's index (0, 1, …), as in the EventToolCall deltas
-	UpstreamID      string // the upstream id, or InternalIDPrefix+Index when it sent none
-	UpstreamGroupID string // "" when the upstream sent none
-	Synthetic       bool   // UpstreamID is internal: the upstream sent no id
-	Name            string // the client's tool name
-	Arguments       string // the concatenated argument fragments, byte for byte
-}
-
 // newReaderStream decodes a body from any reader, without HTTP (tests, fuzzing
 // and benchmarks). tools nil means no tools were advertised.
 func newReaderStream(r io.Reader, cfg decoderConfig) *Stream {
@@ -228,25 +217,3 @@ func (s *Stream) ConversationID() string { return s.d.convID }
 // ModelObserved returns the first model label the upstream reported and whether
 // one was reported at all (docs/UPSTREAM.md). The label is upstream data: do not log it.
 func (s *Stream) ModelObserved() (label string, observed bool) { return s.d.label, s.d.labelSeen }
-
-// ToolCalls returns the accumulated tool calls of a completed stream, in the
-// gateway's index order, with names mapped back to the client's names. It
-// returns nil until Next returned io.EOF: calls of a stream that was not proven
-// complete are never handed out.
-func (s *Stream) ToolCalls() []ToolCall {
-	if !s.d.tr.Outcome().Complete || len(s.d.calls) == 0 {
-		return nil
-	}
-	out := make([]ToolCall, len(s.d.calls))
-	for i, c := range s.d.calls {
-		out[i] = ToolCall{
-			Index:           c.index,
-			UpstreamID:      c.id,
-			UpstreamGroupID: c.group,
-			Synthetic:       c.synthetic,
-			Name:            c.name,
-			Arguments:       string(c.args),
-		}
-	}
-	return out
-}
