@@ -1,6 +1,6 @@
 // Package postman is the Postman Agent Mode upstream adapter: it implements
 // ports.Upstream for both transport strategies, access_token and web_session
-// (CONTRACT §3–§4, design WEB-SESSION §3–§9, CORRELATION §6, protocol notes B–F).
+// (docs/UPSTREAM.md; the continuation forms also in docs/CORRELATION.md).
 //
 // A Client sends one request per call, never retries one that may have reached
 // the upstream, and returns a Stream whose Next yields decoded chat events and
@@ -11,7 +11,7 @@
 //
 // # Request bodies
 //
-// BuildBody is pure. A fresh turn is a USER_QUERY (design WEB-SESSION §5):
+// BuildBody is pure. A fresh turn is a USER_QUERY (docs/UPSTREAM.md):
 // input {chatType, query, conversationId null, product workspace_v12, useCase
 // null, agent null, startedFrom CHAT_INPUT, toolResponse ""}, platform WEB,
 // clientTools {native:[]} plus thirdParty {"pmgate":{tools:[{name, description,
@@ -38,7 +38,7 @@
 //   - flag on (both strategies): toolCallGroupId (when the upstream sent one) +
 //     toolResponse "" + toolResponses[{toolCallId, content, toolResponseSummary
 //     "Result for <name>", toolResponseStatus SUCCESS}]; on access_token
-//     several results without a group id are refused (design CORRELATION §6);
+//     several results without a group id are refused (docs/CORRELATION.md);
 //   - flag off, access_token: the singular flat toolCallGroupId (when known),
 //     toolCallId, toolResponse, toolResponseSummary for one result, else the
 //     grouped form above;
@@ -124,7 +124,7 @@
 //     {"result":"failure"} is accepted (as a failure); a non-failure result is an
 //     unverified shape (TT's "result as text" is not adopted).
 //   - usageState other than AVAILABLE, EXCEEDED or UNAVAILABLE fails closed
-//     (unverified shape), as design §6.2 asks for unknown credit states. Token
+//     (unverified shape): an unknown credit state is never taken as credit. Token
 //     counts must be non-negative integers. A usage event without token fields
 //     still counts for the terminal rule but emits no EventUsage.
 //   - An empty textChunk is metadata: it is not output and emits nothing.
@@ -166,11 +166,11 @@
 //   - A continuation answering a call the upstream sent without an id is refused
 //     before sending (unsupported_tool_result_continuation, ErrNotSent): the
 //     upstream cannot know an internal id. A multi-result access_token
-//     continuation without a group id is refused (invalid_request): design
-//     CORRELATION §6 forbids inventing one.
+//     continuation without a group id is refused (invalid_request): the
+//     gateway never invents one (docs/CORRELATION.md).
 //   - A tool without a description is advertised with its name as description;
 //     one without a schema with {"type":"object","properties":{}}.
-//   - A Stream's accessors (Outcome, ConversationID, ModelObserved, ToolCalls)
+//   - A Stream's accessors (Outcome, ConversationID, ModelObserved)
 //     belong to the goroutine that calls Next; only Close may be called from
 //     another goroutine, to abort a blocked Next.
 //   - tool_choice "required" or a named function cannot be expressed upstream;
