@@ -37,7 +37,8 @@ type ToolCallDelta struct {
 
 // Delta is one step of a turn as the client sees it. Exactly one of Text,
 // ToolCall is set on content deltas; the final delta carries Finish (and Usage
-// when the upstream reported token counts).
+// when the upstream reported token counts). Delta is no stored format: the
+// cached answer of a consumed group has its own versioned one (replay.go).
 type Delta struct {
 	Text     string
 	ToolCall *ToolCallDelta
