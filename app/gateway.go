@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"log/slog"
 
 	"github.com/cockroachdb/errors"
@@ -128,9 +126,9 @@ func (g *Gateway) checkRoom(ctx context.Context, req chat.Request) error {
 	return nil
 }
 
-// continueTurn checks the tool results against the recorded group (the
-// validation steps of docs/CORRELATION.md) and, when the claim is won,
-// dispatches exactly one TOOL_RESPONSE.
+// continueTurn resolves, checks and claims the group the results answer (the
+// steps are in docs/CORRELATION.md) and, when the claim is won, dispatches
+// exactly one TOOL_RESPONSE.
 func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Request, cont correlation.Continuation) (Turn, error) {
 	ids := cont.IDs()
 	keys, err := g.store.Resolve(ctx, p.ID, ids)
@@ -282,25 +280,3 @@ func (g *Gateway) logDecision(ctx context.Context, p Principal, d correlation.De
 	g.log.InfoContext(ctx, "correlation", "row", d.Row, "from", string(d.From), "to", string(d.To),
 		"effect", string(d.Effect), "code", string(d.Code), "principal_slot", p.Slot)
 }
-
-// replayTurn returns the cached deltas of a consumed group.
-func replayTurn(cached []byte) (Turn, error) {
-	var ds []Delta
-	if err := json.Unmarshal(cached, &ds); err != nil || len(ds) == 0 || ds[len(ds)-1].Finish == "" {
-		return nil, errs.New(errs.ToolCallAlreadyConsumed)
-	}
-	return &sliceTurn{deltas: ds}, nil
-}
-
-type sliceTurn struct{ deltas []Delta }
-
-func (s *sliceTurn) Next(context.Context) (Delta, error) {
-	if len(s.deltas) == 0 {
-		return Delta{}, io.EOF
-	}
-	d := s.deltas[0]
-	s.deltas = s.deltas[1:]
-	return d, nil
-}
-
-func (s *sliceTurn) Close() {}

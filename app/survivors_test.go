@@ -64,13 +64,16 @@ func TestCallsOfOneTurnWithTwoUpstreamGroupsAreRefusedBeforeAnyID(t *testing.T) 
 }
 
 func TestAToolCallWithoutAnUpstreamIDIsRefusedAtAdmission(t *testing.T) {
-	for name, id := range map[string]string{"empty": "", "synthetic": "pmgate_internal_0"} {
+	for name, mark := range map[string]func(*chat.ToolCallDelta){
+		"empty":     func(d *chat.ToolCallDelta) { d.UpstreamID = "" },
+		"synthetic": func(d *chat.ToolCallDelta) { d.UpstreamID, d.Synthetic = "pmgate_internal_0", true },
+	} {
 		t.Run(name, func(t *testing.T) {
 			is := is.New(t)
 			evs := porttest.ToolCalls("conv-1", "grp-a", "get_weather", "get_time")
 			for _, e := range evs {
 				if e.ToolCall != nil && e.ToolCall.Index == 1 {
-					e.ToolCall.UpstreamID = id
+					mark(e.ToolCall)
 				}
 			}
 			r := newRig(t, scriptedToolTurn(evs))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"io"
 	"strings"
 	"sync"
@@ -21,22 +20,10 @@ import (
 	"github.com/pmgate/pmgate/ports"
 )
 
-// syntheticIDPrefix marks the stable internal id the upstream adapter gives a
-// tool call the upstream sent without one.
-const syntheticIDPrefix = "pmgate_internal_"
-
-// pendingCall accumulates one upstream tool call until the stream's proven end.
-type pendingCall struct {
-	upstreamID string
-	groupID    string
-	name       string
-	fragments  []string
-}
-
 // turn adapts an upstream stream to client deltas. Text streams through as it
 // arrives; tool calls are held until the completion machine proved the end,
 // then capacity is reserved, public ids are drawn and the PENDING group is
-// admitted before any id is shown (design CORRELATION §8).
+// admitted before any id is shown (docs/CORRELATION.md).
 type turn struct {
 	g      *Gateway
 	p      Principal
@@ -51,9 +38,12 @@ type turn struct {
 	anchor        *anchorClaim
 	anchorSettled bool
 
-	text    strings.Builder
-	calls   []*pendingCall
-	byIndex map[int]*pendingCall
+	text strings.Builder
+	// calls holds the tool calls until the stream's proven end. The turn is
+	// the one place a stream's tool-call deltas are assembled (the upstream
+	// adapter only numbers them): admission needs the whole group, and every
+	// upstream feeds the same deltas through the port.
+	calls   chat.ToolCallSet
 	convID  string
 	usage   *chat.Usage
 	emitted []Delta
@@ -102,7 +92,9 @@ func (t *turn) Next(ctx context.Context) (Delta, error) {
 			t.emitted = append(t.emitted, d)
 			return d, nil
 		case chat.EventToolCall:
-			t.addCall(ev.ToolCall)
+			if ev.ToolCall != nil {
+				t.calls.Add(*ev.ToolCall)
+			}
 		case chat.EventUsage:
 			if ev.Usage != nil && ev.Usage.Reported() {
 				u := *ev.Usage
@@ -114,34 +106,13 @@ func (t *turn) Next(ctx context.Context) (Delta, error) {
 	}
 }
 
-func (t *turn) addCall(d *chat.ToolCallDelta) {
-	if d == nil {
-		return
-	}
-	if t.byIndex == nil {
-		t.byIndex = map[int]*pendingCall{}
-	}
-	c, ok := t.byIndex[d.Index]
-	if !ok {
-		c = &pendingCall{upstreamID: d.UpstreamID, groupID: d.UpstreamGroupID, name: d.Name}
-		t.byIndex[d.Index] = c
-		t.calls = append(t.calls, c)
-	}
-	if c.groupID == "" {
-		c.groupID = d.UpstreamGroupID
-	}
-	if d.ArgumentsFragment != "" {
-		c.fragments = append(c.fragments, d.ArgumentsFragment)
-	}
-}
-
 // finish runs at a proven end.
 func (t *turn) finish(ctx context.Context) {
 	t.done = true
 	t.settleAnchor(ctx, conversation.Complete) // the upstream conversation moved on, whatever follows
 	final := Delta{Finish: FinishStop, Usage: t.usage}
 	var toolDeltas []Delta
-	if len(t.calls) > 0 {
+	if t.calls.Len() > 0 {
 		ds, err := t.admit(ctx)
 		if err != nil {
 			t.abortAfterEnd(ctx, err)
@@ -151,13 +122,13 @@ func (t *turn) finish(ctx context.Context) {
 		final.Finish = FinishToolCalls
 	}
 	t.queue = append(toolDeltas, final)
-	if len(t.calls) == 0 {
+	if t.calls.Len() == 0 {
 		// A proven text answer: anchor it before the client can send its next turn.
 		t.g.recordAnchor(ctx, t.p, t.req, t.text.String(), t.convID)
 	}
 	if t.claimedKey != "" {
 		all := append(append([]Delta(nil), t.emitted...), t.queue...)
-		cached, err := json.Marshal(all)
+		cached, err := encodeReplay(all)
 		if err != nil {
 			t.abortAfterEnd(ctx, err)
 			return
@@ -261,19 +232,20 @@ func (t *turn) admit(ctx context.Context) ([]Delta, error) {
 		}
 		lowered[tool.Name] = sch
 	}
-	groupID := t.calls[0].groupID
-	args := make([]string, len(t.calls))
-	for i, c := range t.calls {
-		args[i] = strings.Join(c.fragments, "")
-		if _, ok := schemas[c.name]; !ok || c.upstreamID == "" {
+	calls := t.calls.Calls()
+	groupID := calls[0].UpstreamGroupID
+	args := make([]string, len(calls))
+	for i, c := range calls {
+		args[i] = c.Arguments()
+		if _, ok := schemas[c.Name]; !ok || c.UpstreamID == "" {
 			return nil, errs.Newf(errs.UpstreamUnverifiedEventShape, "tool call %d names no advertised tool", i)
 		}
-		if strings.HasPrefix(c.upstreamID, syntheticIDPrefix) {
+		if c.Synthetic {
 			// The upstream sent no id for this call; a continuation could never
 			// name it, so the ids must not be shown as continuable.
 			return nil, errs.Newf(errs.UpstreamUnverifiedEventShape, "tool call %d has no upstream id", i)
 		}
-		if c.groupID != groupID {
+		if c.UpstreamGroupID != groupID {
 			return nil, errs.Newf(errs.UpstreamUnverifiedEventShape, "tool calls of one turn name different groups")
 		}
 		v, err := canon.ParseJSON([]byte(args[i]))
@@ -284,7 +256,7 @@ func (t *turn) admit(ctx context.Context) ([]Delta, error) {
 		// arguments must meet. Arguments that break it were produced by the
 		// upstream, not the client: an upstream fault, never shown as a call.
 		var ae *toolschema.ArgumentsError
-		if err := lowered[c.name].Validate(args[i]); errors.As(err, &ae) {
+		if err := lowered[c.Name].Validate(args[i]); errors.As(err, &ae) {
 			ae.Call = i
 			return nil, errs.Wrap(ae, errs.UpstreamMalformedEvent)
 		} else if err != nil {
@@ -296,7 +268,7 @@ func (t *turn) admit(ctx context.Context) ([]Delta, error) {
 		return nil, err
 	}
 	now := g.clock.Now()
-	res, err := g.store.Reserve(ctx, len(t.calls), now)
+	res, err := g.store.Reserve(ctx, t.calls.Len(), now)
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +278,7 @@ func (t *turn) admit(ctx context.Context) ([]Delta, error) {
 			err = g.store.Admit(ctx, res, grp)
 		}
 		if err == nil {
-			g.log.DebugContext(ctx, "tool group admitted", "calls", len(t.calls), "principal_slot", t.p.Slot)
+			g.log.DebugContext(ctx, "tool group admitted", "calls", t.calls.Len(), "principal_slot", t.p.Slot)
 			return deltas, nil
 		}
 		if !errors.Is(err, correlation.ErrDuplicatePublicID) || attempt >= 3 {
@@ -333,30 +305,30 @@ func (t *turn) buildGroup(groupID string, args []string, schemas map[string][]by
 		assistant.Content = &s
 	}
 	var deltas []Delta
-	for i, c := range t.calls {
+	for i, c := range t.calls.Calls() {
 		id, err := g.ids.PublicToolCallID()
 		if err != nil {
 			return correlation.Group{}, nil, err
 		}
-		sh, err := canon.SchemaHash(schemas[c.name])
+		sh, err := canon.SchemaHash(schemas[c.Name])
 		if err != nil {
 			return correlation.Group{}, nil, err
 		}
-		ah, err := canon.ArgumentsHash(c.name, args[i], sh)
+		ah, err := canon.ArgumentsHash(c.Name, args[i], sh)
 		if err != nil {
 			return correlation.Group{}, nil, err
 		}
-		grp.Calls = append(grp.Calls, correlation.Call{PublicID: id, UpstreamID: c.upstreamID, UpstreamGroupID: c.groupID,
-			Index: i, OriginalName: c.name, ArgumentsJSON: args[i], ArgumentsHash: ah, SchemaHash: sh})
-		assistant.ToolCalls = append(assistant.ToolCalls, chat.ToolCall{ID: id, Name: c.name, Arguments: args[i]})
-		frags := c.fragments
+		grp.Calls = append(grp.Calls, correlation.Call{PublicID: id, UpstreamID: c.UpstreamID, UpstreamGroupID: c.UpstreamGroupID,
+			Index: i, OriginalName: c.Name, ArgumentsJSON: args[i], ArgumentsHash: ah, SchemaHash: sh})
+		assistant.ToolCalls = append(assistant.ToolCalls, chat.ToolCall{ID: id, Name: c.Name, Arguments: args[i]})
+		frags := c.Fragments
 		if len(frags) == 0 {
 			frags = []string{""}
 		}
 		for j, f := range frags {
 			d := &ToolCallDelta{Index: i, Arguments: f}
 			if j == 0 {
-				d.ID, d.Name = id, c.name
+				d.ID, d.Name = id, c.Name
 			}
 			deltas = append(deltas, Delta{ToolCall: d})
 		}

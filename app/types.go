@@ -10,7 +10,7 @@ import (
 )
 
 // Principal is the authenticated caller: the credential slot that matched and
-// the principal id derived from it (design CORRELATION §3).
+// the principal id derived from it (docs/CORRELATION.md).
 type Principal struct {
 	Slot string // server-side name of the matched API key slot, e.g. "default"
 	ID   string // HMAC(principal key, slot), base64url
@@ -37,7 +37,8 @@ type ToolCallDelta struct {
 
 // Delta is one step of a turn as the client sees it. Exactly one of Text,
 // ToolCall is set on content deltas; the final delta carries Finish (and Usage
-// when the upstream reported token counts).
+// when the upstream reported token counts). Delta is no stored format: the
+// cached answer of a consumed group has its own versioned one (replay.go).
 type Delta struct {
 	Text     string
 	ToolCall *ToolCallDelta

@@ -56,8 +56,8 @@ func TestToolArgumentLimitAtBoundaryAndPlusOne(t *testing.T) {
 			s := webReader(input, func(rc *postman.ReaderConfig) { rc.MaxToolArgumentBytes = 256 })
 			d := drain(t, s)
 			if c.code == "" {
-				is.Equal(d.err, io.EOF)                        // 256 argument bytes fit a 256-byte limit
-				is.Equal(len(s.ToolCalls()[0].Arguments), 256) // all of them
+				is.Equal(d.err, io.EOF)                                         // 256 argument bytes fit a 256-byte limit
+				is.Equal(len(postman.ToolCalls(s, d.events)[0].Arguments), 256) // all of them
 			} else {
 				is.Equal(errs.CodeOf(d.err), c.code) // one byte more fails
 				is.Equal(len(d.events), 1)           // after the first delta only
@@ -203,13 +203,14 @@ func TestToolCallsAreHandedOutOnlyAfterCompletion(t *testing.T) {
 	is := is.New(t)
 	s := webReader(toolFrame("c1", "get_weather", "{}") + usageFrame)
 	ev, err := s.Next(context.Background())
-	is.NoErr(err)                         // the delta
-	is.Equal(ev.Kind, chat.EventToolCall) // is a tool call
-	is.Equal(s.ToolCalls(), nil)          // not handed out before the end
+	is.NoErr(err)                                         // the delta
+	is.Equal(ev.Kind, chat.EventToolCall)                 // is a tool call
+	is.Equal(postman.ToolCalls(s, []chat.Event{ev}), nil) // not handed out before the end
 	d := drain(t, s)
-	is.Equal(d.err, io.EOF)                        // complete
-	is.Equal(len(s.ToolCalls()), 1)                // now it is
-	is.Equal(s.ToolCalls()[0].Name, "get_weather") // with the client's name
+	is.Equal(d.err, io.EOF) // complete
+	calls := postman.ToolCalls(s, append([]chat.Event{ev}, d.events...))
+	is.Equal(len(calls), 1)                // now it is
+	is.Equal(calls[0].Name, "get_weather") // with the client's name
 }
 
 func TestModelLabelIsCheckedOnEveryEvent(t *testing.T) {

@@ -1,7 +1,6 @@
 // Package postman is the Postman Agent Mode upstream adapter: it implements
 // ports.Upstream for both transport strategies, access_token and web_session
-// (docs/UPSTREAM.md describes the protocol as it speaks it; docs/CORRELATION.md the
-// continuation bodies).
+// (docs/UPSTREAM.md; the continuation forms also in docs/CORRELATION.md).
 //
 // A Client sends one request per call, never retries one that may have reached
 // the upstream, and returns a Stream whose Next yields decoded chat events and
@@ -39,7 +38,7 @@
 //   - flag on (both strategies): toolCallGroupId (when the upstream sent one) +
 //     toolResponse "" + toolResponses[{toolCallId, content, toolResponseSummary
 //     "Result for <name>", toolResponseStatus SUCCESS}]; on access_token
-//     several results without a group id are refused (never an invented group id);
+//     several results without a group id are refused (docs/CORRELATION.md);
 //   - flag off, access_token: the singular flat toolCallGroupId (when known),
 //     toolCallId, toolResponse, toolResponseSummary for one result, else the
 //     grouped form above;
@@ -125,7 +124,7 @@
 //     {"result":"failure"} is accepted (as a failure); a non-failure result is an
 //     unverified shape (TT's "result as text" is not adopted).
 //   - usageState other than AVAILABLE, EXCEEDED or UNAVAILABLE fails closed
-//     (unverified shape): an unknown credit state proves nothing. Token
+//     (unverified shape): an unknown credit state is never taken as credit. Token
 //     counts must be non-negative integers. A usage event without token fields
 //     still counts for the terminal rule but emits no EventUsage.
 //   - An empty textChunk is metadata: it is not output and emits nothing.
@@ -167,11 +166,11 @@
 //   - A continuation answering a call the upstream sent without an id is refused
 //     before sending (unsupported_tool_result_continuation, ErrNotSent): the
 //     upstream cannot know an internal id. A multi-result access_token
-//     continuation without a group id is refused (invalid_request): the gateway
-//     never invents one.
+//     continuation without a group id is refused (invalid_request): the
+//     gateway never invents one (docs/CORRELATION.md).
 //   - A tool without a description is advertised with its name as description;
 //     one without a schema with {"type":"object","properties":{}}.
-//   - A Stream's accessors (Outcome, ConversationID, ModelObserved, ToolCalls)
+//   - A Stream's accessors (Outcome, ConversationID, ModelObserved)
 //     belong to the goroutine that calls Next; only Close may be called from
 //     another goroutine, to abort a blocked Next.
 //   - tool_choice "required" or a named function cannot be expressed upstream;

@@ -101,7 +101,7 @@ func toolLoop(t *testing.T, emu *emulator.Server, c *postman.Client, parallel, u
 		want = 2
 	}
 	for round := 1; round <= 3; round++ {
-		calls := s.ToolCalls()
+		calls := postman.ToolCalls(s, d.events)
 		if round == 3 {
 			is.Equal(len(calls), 0) // the last answer is text
 			return d.text
@@ -152,6 +152,7 @@ func checkDeltas(t *testing.T, events []chat.Event, calls []postman.ToolCall) {
 		}
 		args[ev.ToolCall.Index] += ev.ToolCall.ArgumentsFragment
 		is.Equal(ev.ToolCall.UpstreamID, calls[ev.ToolCall.Index].UpstreamID) // every delta carries the upstream id
+		is.Equal(ev.ToolCall.Synthetic, calls[ev.ToolCall.Index].Synthetic)   // and says whether it is an internal one
 	}
 	for _, c := range calls {
 		is.Equal(names[c.Index], 1)          // the repeated upstream name is emitted once
@@ -222,7 +223,7 @@ func TestToolCallWithoutUpstreamIDGetsAStableInternalID(t *testing.T) {
 			s, d, err := open(t, sc.client(t, emu, nil), toolRequest("#scenario=tool_call_no_id", false))
 			is.NoErr(err)           // accepted
 			is.Equal(d.err, io.EOF) // complete
-			calls := s.ToolCalls()
+			calls := postman.ToolCalls(s, d.events)
 			is.Equal(len(calls), 1)                                     // one call
 			is.Equal(calls[0].UpstreamID, postman.InternalIDPrefix+"0") // a stable internal id
 			is.True(calls[0].Synthetic)                                 // marked as internal
@@ -293,9 +294,9 @@ func TestEmulatorScenariosFailClosed(t *testing.T) {
 				if want == "" {
 					is.Equal(d.err, io.EOF) // a proven completion
 				} else {
-					is.Equal(errs.CodeOf(d.err), want) // the outcome's stable code
-					is.True(!s.Outcome().Complete)     // never a completion
-					is.Equal(s.ToolCalls(), nil)       // nothing is handed out from a failed stream
+					is.Equal(errs.CodeOf(d.err), want)            // the outcome's stable code
+					is.True(!s.Outcome().Complete)                // never a completion
+					is.Equal(postman.ToolCalls(s, d.events), nil) // nothing is handed out from a failed stream
 				}
 				is.Equal(d.text != "", tc.text) // text reaches the caller only where the scenario sent it before failing
 			})

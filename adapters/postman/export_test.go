@@ -4,6 +4,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/completion"
 )
 
@@ -54,16 +55,47 @@ func WithClock(now func() time.Time) Option { return withClock(now) }
 var ParseRetryAfter = parseRetryAfter
 
 // Footprint is the number of bytes the stream's decoder retains in its own
-// buffers (scratch space, accumulated arguments, queued events); the SSE line
+// buffers (scratch space, held arguments of unnamed calls); the SSE line
 // buffer is bounded by the Splitter itself.
 func Footprint(s *Stream) int {
 	d := s.d
 	n := cap(d.buf) + cap(d.kbuf) + cap(d.tbuf) + cap(d.lbuf) + cap(d.sbuf) + cap(d.cbuf)
 	for _, c := range d.calls {
-		n += cap(c.args)
+		n += cap(c.held)
 	}
 	return n
 }
 
 // WithPeekTimeout bounds the time spent reading an error body.
 func WithPeekTimeout(d time.Duration) Option { return withPeekTimeout(d) }
+
+// ToolCall is one whole upstream tool call of a completed stream.
+type ToolCall struct {
+	Index           int    // the gateway's index (0, 1, …), as in the EventToolCall deltas
+	UpstreamID      string // the upstream id, or InternalIDPrefix+Index when it sent none
+	UpstreamGroupID string // "" when the upstream sent none
+	Synthetic       bool   // UpstreamID is internal: the upstream sent no id
+	Name            string // the client's tool name
+	Arguments       string // the concatenated argument fragments, byte for byte
+}
+
+// ToolCalls assembles the tool calls of events, the events s returned, the way
+// the gateway's turn does (chat.ToolCallSet). Like the turn, it hands nothing
+// out unless s was proven complete.
+func ToolCalls(s *Stream, events []chat.Event) []ToolCall {
+	if !s.Outcome().Complete {
+		return nil
+	}
+	var set chat.ToolCallSet
+	for _, ev := range events {
+		if ev.Kind == chat.EventToolCall && ev.ToolCall != nil {
+			set.Add(*ev.ToolCall)
+		}
+	}
+	var out []ToolCall
+	for _, c := range set.Calls() {
+		out = append(out, ToolCall{Index: c.Index, UpstreamID: c.UpstreamID, UpstreamGroupID: c.UpstreamGroupID,
+			Synthetic: c.Synthetic, Name: c.Name, Arguments: c.Arguments()})
+	}
+	return out
+}

@@ -90,7 +90,7 @@ func TestEveryResponseVariantHasItsOutcomeOnBothStrategies(t *testing.T) {
 				if !c.tools || !s.Outcome().Complete {
 					return
 				}
-				calls := s.ToolCalls()
+				calls := postman.ToolCalls(s, d.events)
 				is.Equal(len(calls), 1)                // one call
 				is.Equal(calls[0].Name, noParams.Name) // named, also when the name came late
 				is.Equal(calls[0].Arguments, "{}")     // "" arguments become {}
@@ -135,10 +135,10 @@ func TestContinuationStreamsKeepTheStoredConversation(t *testing.T) {
 			is := is.New(t)
 			c := sc.client(t, emu, nil)
 			req := toolRequest("go #loop=2", false)
-			s, _, err := open(t, c, req)
+			s, first, err := open(t, c, req)
 			is.NoErr(err)
 			conv := s.ConversationID()
-			call := s.ToolCalls()[0]
+			call := postman.ToolCalls(s, first.events)[0]
 			req.Continuation = &ports.Continuation{ConversationID: conv, UpstreamGroupID: call.UpstreamGroupID,
 				Results: []ports.ContinuationResult{{UpstreamCallID: call.UpstreamID, OriginalName: call.Name, Content: "x #scenario=continuation_without_conversation"}}}
 			s, d, err := open(t, c, req)
@@ -147,8 +147,8 @@ func TestContinuationStreamsKeepTheStoredConversation(t *testing.T) {
 			for _, ev := range d.events {
 				is.True(ev.Kind != chat.EventConversation) // the stream named no conversation
 			}
-			is.Equal(s.ConversationID(), conv) // the stored one is kept
-			is.Equal(len(s.ToolCalls()), 1)    // and the next round's call is there
+			is.Equal(s.ConversationID(), conv)               // the stored one is kept
+			is.Equal(len(postman.ToolCalls(s, d.events)), 1) // and the next round's call is there
 			var body struct {
 				Input map[string]json.RawMessage `json:"input"`
 			}
@@ -204,9 +204,9 @@ func TestLoopApprovalAfterToolRounds(t *testing.T) {
 			is := is.New(t)
 			c := sc.client(t, emu, nil)
 			req := toolRequest("go #loop=3 #approval_after=1", false)
-			s, _, err := open(t, c, req)
+			s, first, err := open(t, c, req)
 			is.NoErr(err)
-			call := s.ToolCalls()[0]
+			call := postman.ToolCalls(s, first.events)[0]
 			req.Continuation = &ports.Continuation{ConversationID: s.ConversationID(), UpstreamGroupID: call.UpstreamGroupID,
 				Results: []ports.ContinuationResult{{UpstreamCallID: call.UpstreamID, OriginalName: call.Name, Content: "x"}}}
 			_, d, err := open(t, c, req)

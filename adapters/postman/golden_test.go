@@ -138,6 +138,7 @@ func decodeAll(t testing.TB, s *postman.Stream) goldenResult {
 	t.Helper()
 	var res goldenResult
 	res.Events = []goldenEvent{}
+	var events []chat.Event
 	for i := 0; ; i++ {
 		if i > 1_000_000 {
 			t.Fatal("stream does not end")
@@ -152,6 +153,7 @@ func decodeAll(t testing.TB, s *postman.Stream) goldenResult {
 			break
 		}
 		res.Events = append(res.Events, describe(ev))
+		events = append(events, ev)
 	}
 	o := s.Outcome()
 	res.State = string(o.State)
@@ -159,7 +161,7 @@ func decodeAll(t testing.TB, s *postman.Stream) goldenResult {
 	if l, ok := s.ModelObserved(); ok {
 		res.ModelObserved = &l
 	}
-	for _, c := range s.ToolCalls() {
+	for _, c := range postman.ToolCalls(s, events) {
 		res.ToolCalls = append(res.ToolCalls, goldenCall{c.Index, c.UpstreamID, c.UpstreamGroupID, c.Synthetic, c.Name, c.Arguments})
 	}
 	return res

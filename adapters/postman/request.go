@@ -13,8 +13,7 @@ import (
 	"github.com/pmgate/pmgate/ports"
 )
 
-// Constant values of the upstream request envelope (design WEB-SESSION §5,
-// protocol notes B).
+// Constant values of the upstream request envelope (docs/UPSTREAM.md).
 const (
 	chatTypeUserQuery    = "USER_QUERY"
 	chatTypeToolResponse = "TOOL_RESPONSE"
@@ -48,19 +47,38 @@ type wireQueryInput struct {
 	ToolResponse   string  `json:"toolResponse"`
 }
 
-// wireGroupedInput is the access_token grouped continuation (design
-// CORRELATION §6).
+// wireContinuation is the head every TOOL_RESPONSE input starts with; the
+// forms below embed it, so its members come first, in this order.
+type wireContinuation struct {
+	ChatType        string  `json:"chatType"`
+	Query           string  `json:"query"`
+	ConversationID  string  `json:"conversationId"`
+	Product         string  `json:"product"`
+	UseCase         *string `json:"useCase"`
+	Agent           *string `json:"agent"`
+	StartedFrom     string  `json:"startedFrom"`
+	ToolCallGroupID string  `json:"toolCallGroupId,omitempty"`
+}
+
+// continuationHead is the head of c's TOOL_RESPONSE, with the group id when the
+// upstream sent one.
+func continuationHead(c ports.Continuation) wireContinuation {
+	return wireContinuation{
+		ChatType:        chatTypeToolResponse,
+		Query:           "",
+		ConversationID:  c.ConversationID,
+		Product:         productWorkspace,
+		StartedFrom:     startedFromChatInput,
+		ToolCallGroupID: c.UpstreamGroupID,
+	}
+}
+
+// wireGroupedInput is the grouped continuation of the access_token strategy,
+// also sent by web_session with parallel calling (docs/CORRELATION.md).
 type wireGroupedInput struct {
-	ChatType        string              `json:"chatType"`
-	Query           string              `json:"query"`
-	ConversationID  string              `json:"conversationId"`
-	Product         string              `json:"product"`
-	UseCase         *string             `json:"useCase"`
-	Agent           *string             `json:"agent"`
-	StartedFrom     string              `json:"startedFrom"`
-	ToolCallGroupID string              `json:"toolCallGroupId,omitempty"`
-	ToolResponse    string              `json:"toolResponse"`
-	ToolResponses   []wireGroupedResult `json:"toolResponses"`
+	wireContinuation
+	ToolResponse  string              `json:"toolResponse"`
+	ToolResponses []wireGroupedResult `json:"toolResponses"`
 }
 
 type wireGroupedResult struct {
@@ -70,36 +88,20 @@ type wireGroupedResult struct {
 	ToolResponseStatus  string `json:"toolResponseStatus"`
 }
 
-// wireFlatInput is the access_token singular flat continuation (design
-// CORRELATION §6, one ungrouped call).
+// wireFlatInput is the access_token singular flat continuation: one call,
+// answered on its own (docs/CORRELATION.md).
 type wireFlatInput struct {
-	ChatType            string  `json:"chatType"`
-	Query               string  `json:"query"`
-	ConversationID      string  `json:"conversationId"`
-	Product             string  `json:"product"`
-	UseCase             *string `json:"useCase"`
-	Agent               *string `json:"agent"`
-	StartedFrom         string  `json:"startedFrom"`
-	ToolCallGroupID     string  `json:"toolCallGroupId,omitempty"`
-	ToolCallID          string  `json:"toolCallId"`
-	ToolResponse        string  `json:"toolResponse"`
-	ToolResponseSummary string  `json:"toolResponseSummary"`
+	wireContinuation
+	ToolCallID          string `json:"toolCallId"`
+	ToolResponse        string `json:"toolResponse"`
+	ToolResponseSummary string `json:"toolResponseSummary"`
 }
 
-// wireWebInput is the web_session flat continuation (protocol notes D, TT form).
+// wireWebInput is the web_session flat continuation: the flat form with a
+// status (docs/UPSTREAM.md).
 type wireWebInput struct {
-	ChatType            string  `json:"chatType"`
-	Query               string  `json:"query"`
-	ConversationID      string  `json:"conversationId"`
-	Product             string  `json:"product"`
-	UseCase             *string `json:"useCase"`
-	Agent               *string `json:"agent"`
-	StartedFrom         string  `json:"startedFrom"`
-	ToolCallGroupID     string  `json:"toolCallGroupId,omitempty"`
-	ToolCallID          string  `json:"toolCallId"`
-	ToolResponse        string  `json:"toolResponse"`
-	ToolResponseSummary string  `json:"toolResponseSummary"`
-	ToolResponseStatus  string  `json:"toolResponseStatus"`
+	wireFlatInput
+	ToolResponseStatus string `json:"toolResponseStatus"`
 }
 
 type wirePackedResult struct {
@@ -296,12 +298,7 @@ func continuationInput(cfg pmconfig.Config, c ports.Continuation, parallel bool)
 func flatContinuation(c ports.Continuation) wireFlatInput {
 	r := c.Results[0]
 	return wireFlatInput{
-		ChatType:            chatTypeToolResponse,
-		Query:               "",
-		ConversationID:      c.ConversationID,
-		Product:             productWorkspace,
-		StartedFrom:         startedFromChatInput,
-		ToolCallGroupID:     c.UpstreamGroupID,
+		wireContinuation:    continuationHead(c),
 		ToolCallID:          r.UpstreamCallID,
 		ToolResponse:        r.Content,
 		ToolResponseSummary: summaryFor(r.OriginalName),
@@ -313,13 +310,8 @@ func flatContinuation(c ports.Continuation) wireFlatInput {
 // upstream sent one.
 func groupedContinuation(c ports.Continuation) wireGroupedInput {
 	in := wireGroupedInput{
-		ChatType:        chatTypeToolResponse,
-		Query:           "",
-		ConversationID:  c.ConversationID,
-		Product:         productWorkspace,
-		StartedFrom:     startedFromChatInput,
-		ToolCallGroupID: c.UpstreamGroupID,
-		ToolResponses:   make([]wireGroupedResult, 0, len(c.Results)),
+		wireContinuation: continuationHead(c),
+		ToolResponses:    make([]wireGroupedResult, 0, len(c.Results)),
 	}
 	for _, r := range c.Results {
 		in.ToolResponses = append(in.ToolResponses, wireGroupedResult{
@@ -332,8 +324,9 @@ func groupedContinuation(c ports.Continuation) wireGroupedInput {
 	return in
 }
 
-// tokenContinuation is design CORRELATION §6: grouped when the upstream sent a
-// group id, the singular flat form for one ungrouped call.
+// tokenContinuation is the access_token form (docs/CORRELATION.md): grouped
+// when the upstream sent a group id, the singular flat form for one ungrouped
+// call.
 func tokenContinuation(c ports.Continuation) (any, error) {
 	if c.UpstreamGroupID == "" {
 		if len(c.Results) != 1 {
@@ -348,13 +341,7 @@ func tokenContinuation(c ports.Continuation) (any, error) {
 // several packed as a JSON string [{"toolCallId","status","content"}].
 func webContinuation(c ports.Continuation) (any, error) {
 	in := wireWebInput{
-		ChatType:           chatTypeToolResponse,
-		Query:              "",
-		ConversationID:     c.ConversationID,
-		Product:            productWorkspace,
-		StartedFrom:        startedFromChatInput,
-		ToolCallGroupID:    c.UpstreamGroupID,
-		ToolCallID:         c.Results[0].UpstreamCallID,
+		wireFlatInput:      wireFlatInput{wireContinuation: continuationHead(c), ToolCallID: c.Results[0].UpstreamCallID},
 		ToolResponseStatus: statusSuccess,
 	}
 	if len(c.Results) == 1 {

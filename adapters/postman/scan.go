@@ -1,9 +1,10 @@
 package postman
 
 import (
-	"errors"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/cockroachdb/errors"
 )
 
 // This file is a small, allocation-free JSON scanner for the decoder's hot path.
@@ -92,48 +93,54 @@ func parseObjectSpan(b []byte, out []member) ([]member, error) {
 }
 
 // parseObjectAt parses the object starting at b[i] == '{' and returns the index
-// after it.
+// after it, with its members appended to out.
 func parseObjectAt(b []byte, i, depth int, out []member) (int, []member, error) {
+	end, err := scanObject(b, i, depth, &out)
+	return end, out, err
+}
+
+// scanObject validates the object starting at b[i] == '{' and returns the index
+// after it; when out is not nil, the object's members are appended to *out.
+func scanObject(b []byte, i, depth int, out *[]member) (int, error) {
 	if depth >= maxDepth {
-		return 0, out, errSyntax
+		return 0, errSyntax
 	}
 	i = skipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return i + 1, out, nil
+		return i + 1, nil
 	}
 	for {
 		if i >= len(b) || b[i] != '"' {
-			return 0, out, errSyntax
+			return 0, errSyntax
 		}
 		end, esc, err := scanString(b, i)
 		if err != nil {
-			return 0, out, err
+			return 0, err
 		}
 		key := b[i+1 : end-1]
 		i = skipWS(b, end)
 		if i >= len(b) || b[i] != ':' {
-			return 0, out, errSyntax
+			return 0, errSyntax
 		}
 		i = skipWS(b, i+1)
-		if i >= len(b) {
-			return 0, out, errSyntax
-		}
 		kind, vend, err := skipValue(b, i, depth+1)
 		if err != nil {
-			return 0, out, err
+			return 0, err
 		}
-		out = append(out, member{key: key, keyEsc: esc, val: b[i:vend], kind: kind})
+		if out != nil {
+			*out = append(*out, member{key: key, keyEsc: esc, val: b[i:vend], kind: kind})
+		}
 		i = skipWS(b, vend)
 		if i >= len(b) {
-			return 0, out, errSyntax
+			return 0, errSyntax
 		}
 		switch b[i] {
 		case ',':
 			i = skipWS(b, i+1)
 		case '}':
-			return i + 1, out, nil
+			return i + 1, nil
 		default:
-			return 0, out, errSyntax
+			return 0, errSyntax
 		}
 	}
 }
@@ -174,100 +181,49 @@ func literal(b []byte, i int, lit string, k jkind) (jkind, int, error) {
 	return k, i + len(lit), nil
 }
 
-func skipObject(b []byte, i, depth int) (int, error) {
-	if depth >= maxDepth {
-		return 0, errSyntax
-	}
-	i = skipWS(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, nil
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return 0, errSyntax
-		}
-		end, _, err := scanString(b, i)
-		if err != nil {
-			return 0, err
-		}
-		i = skipWS(b, end)
-		if i >= len(b) || b[i] != ':' {
-			return 0, errSyntax
-		}
-		i = skipWS(b, i+1)
-		_, vend, err := skipValue(b, i, depth+1)
-		if err != nil {
-			return 0, err
-		}
-		i = skipWS(b, vend)
-		if i >= len(b) {
-			return 0, errSyntax
-		}
-		switch b[i] {
-		case ',':
-			i = skipWS(b, i+1)
-		case '}':
-			return i + 1, nil
-		default:
-			return 0, errSyntax
-		}
-	}
-}
+func skipObject(b []byte, i, depth int) (int, error) { return scanObject(b, i, depth, nil) }
 
-func skipArray(b []byte, i, depth int) (int, error) {
-	if depth >= maxDepth {
-		return 0, errSyntax
-	}
-	i = skipWS(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return i + 1, nil
-	}
-	for {
-		_, vend, err := skipValue(b, i, depth+1)
-		if err != nil {
-			return 0, err
-		}
-		i = skipWS(b, vend)
-		if i >= len(b) {
-			return 0, errSyntax
-		}
-		switch b[i] {
-		case ',':
-			i = skipWS(b, i+1)
-		case ']':
-			return i + 1, nil
-		default:
-			return 0, errSyntax
-		}
-	}
-}
+func skipArray(b []byte, i, depth int) (int, error) { return scanArray(b, i, depth, nil) }
 
 // forEachElement calls fn with the raw span and kind of every element of the
 // array span b (already validated).
 func forEachElement(b []byte, fn func(val []byte, kind jkind) error) error {
-	i := skipWS(b, 1)
+	_, err := scanArray(b, 0, 0, fn)
+	return err
+}
+
+// scanArray validates the array starting at b[i] == '[' and returns the index
+// after it; when fn is not nil it is called with the raw span and kind of every
+// element, and an error it returns ends the scan.
+func scanArray(b []byte, i, depth int, fn func(val []byte, kind jkind) error) (int, error) {
+	if depth >= maxDepth {
+		return 0, errSyntax
+	}
+	i = skipWS(b, i+1)
 	if i < len(b) && b[i] == ']' {
-		return nil
+		return i + 1, nil
 	}
 	for {
-		kind, vend, err := skipValue(b, i, 1)
+		kind, vend, err := skipValue(b, i, depth+1)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		if err := fn(b[i:vend], kind); err != nil {
-			return err
+		if fn != nil {
+			if err := fn(b[i:vend], kind); err != nil {
+				return 0, err
+			}
 		}
 		i = skipWS(b, vend)
 		if i >= len(b) {
-			return errSyntax
+			return 0, errSyntax
 		}
 		switch b[i] {
 		case ',':
 			i = skipWS(b, i+1)
 		case ']':
-			return nil
+			return i + 1, nil
 		default:
-			return errSyntax
+			return 0, errSyntax
 		}
 	}
 }

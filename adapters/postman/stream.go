@@ -2,10 +2,11 @@ package postman
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"sync"
+
+	"github.com/cockroachdb/errors"
 
 	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
 	"github.com/pmgate/pmgate/domain/chat"
@@ -34,17 +35,6 @@ type Stream struct {
 	onEnd    func(StreamSummary) // nil unless OnStreamEnd was given
 	chatType string              // input.chatType of the request
 	first    bool                // the first event was returned (debug log)
-}
-
-// ToolCall is one complete upstream tool call of a completed stream: the
-// upstream's private ids, the client's tool name and the exact argument string.
-type ToolCall struct {
-	Index           int    // the gateway's index (0, 1, …), as in the EventToolCall deltas
-	UpstreamID      string // the upstream id, or InternalIDPrefix+Index when it sent none
-	UpstreamGroupID string // "" when the upstream sent none
-	Synthetic       bool   // UpstreamID is internal: the upstream sent no id
-	Name            string // the client's tool name
-	Arguments       string // the concatenated argument fragments, byte for byte
 }
 
 // newReaderStream decodes a body from any reader, without HTTP (tests, fuzzing
@@ -226,28 +216,6 @@ func (s *Stream) ConversationID() string { return s.d.convID }
 // one was reported at all (docs/UPSTREAM.md). The label is upstream data: do
 // not log it.
 func (s *Stream) ModelObserved() (label string, observed bool) { return s.d.label, s.d.labelSeen }
-
-// ToolCalls returns the accumulated tool calls of a completed stream, in the
-// gateway's index order, with names mapped back to the client's names. It
-// returns nil until Next returned io.EOF: calls of a stream that was not proven
-// complete are never handed out.
-func (s *Stream) ToolCalls() []ToolCall {
-	if !s.d.tr.Outcome().Complete || len(s.d.calls) == 0 {
-		return nil
-	}
-	out := make([]ToolCall, len(s.d.calls))
-	for i, c := range s.d.calls {
-		out[i] = ToolCall{
-			Index:           c.index,
-			UpstreamID:      c.id,
-			UpstreamGroupID: c.group,
-			Synthetic:       c.synthetic,
-			Name:            c.name,
-			Arguments:       string(c.args),
-		}
-	}
-	return out
-}
 
 // logContext is the context of the stream's log records: the request's (so
 // that the process logger attaches its request id), never cancelled, because

@@ -121,12 +121,15 @@ const (
 
 // ToolCallDelta is one accumulated fragment of an upstream tool call. Index is the
 // gateway's stable index of the call within the response (0, 1, …); UpstreamID is
-// the upstream's private call id (or a stable internal id when it sent none); Name
-// is set on the first delta of a call only; ArgumentsFragment concatenates, in
-// order, to the exact upstream argument string.
+// the upstream's private call id, or a stable internal id when it sent none, in
+// which case Synthetic is set on every delta of the call (such a call can never
+// be answered: a continuation could not name it); Name is set on the first delta
+// of a call only; ArgumentsFragment concatenates, in order, to the exact upstream
+// argument string.
 type ToolCallDelta struct {
 	Index             int
 	UpstreamID        string
+	Synthetic         bool
 	UpstreamGroupID   string
 	Name              string
 	ArgumentsFragment string

@@ -104,6 +104,10 @@ const (
 	// CorrelationStoreUnavailable: the shared correlation store (PostgreSQL)
 	// could not be reached or a transaction failed; the operation was rolled back.
 	CorrelationStoreUnavailable Code = "correlation_store_unavailable"
+	// ReplayFormatUnsupported: the cached answer of a consumed tool group was
+	// written by a newer release in a format this one cannot read (a rolling
+	// deploy); nothing is sent upstream.
+	ReplayFormatUnsupported Code = "replay_format_unsupported"
 
 	// Configuration and the upstream (docs/UPSTREAM.md).
 	ConfigInvalid                 Code = "config_invalid"
@@ -165,6 +169,7 @@ var catalog = []Entry{
 	{CorrelationCapacityExceeded, 503, TypeServer, true, "The gateway cannot hold more pending tool calls right now.", SourceCorrelation},
 	{UnsupportedToolResultContinuation, 400, TypeInvalidRequest, false, "Tool result continuation is disabled on this gateway.", SourceCorrelation},
 	{CorrelationStoreUnavailable, 503, TypeServer, true, "The correlation store is unavailable; retry later.", SourceGateway},
+	{ReplayFormatUnsupported, 503, TypeServer, true, "The stored answer to these tool results was written by a newer gateway release; retry once this instance is upgraded. Nothing is sent again.", SourceGateway},
 
 	{ConfigInvalid, 0, TypeConfig, false, "The configuration is not valid.", SourceWebSession},
 	{UpstreamWebSessionAuthFailed, 502, TypeUpstream, false, "The upstream rejected the configured web session; the owner may need to replace it.", SourceWebSession},
