@@ -23,7 +23,7 @@ const (
 	statusSuccess        = "SUCCESS"
 )
 
-// Wire shapes. Field order is the order of the design's example; every field is
+// Wire shapes. Field order is the order of the body in docs/UPSTREAM.md; every field is
 // a constant, a configured value or derived from the normalized request.
 type wireBody struct {
 	Input             any               `json:"input"`

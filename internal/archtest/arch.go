@@ -1,4 +1,4 @@
-// Package archtest enforces the design card's import rules: imports point
+// Package archtest enforces the import rules of docs/ARCHITECTURE.md: imports point
 // inward (cmd → adapters → app → ports → domain), the domain imports only the
 // standard library and its three allowed modules, and adapters do not import
 // each other.
