@@ -301,15 +301,15 @@ func (g *Group) Complete(now time.Time, p Policy, response []byte, digest string
 	return apply(g, Complete, &firing{now: now, policy: p, response: response, digest: digest})
 }
 
-// ReleaseNotSent returns a claimed group to PENDING after a failure that proves
-// nothing reached the upstream.
-func (g *Group) ReleaseNotSent(now time.Time, p Policy) (Decision, error) {
+// NotSent fires NotSent: a claimed group returns to PENDING after a failure
+// that proves nothing reached the upstream.
+func (g *Group) NotSent(now time.Time, p Policy) (Decision, error) {
 	return apply(g, NotSent, &firing{now: now, policy: p})
 }
 
-// MarkUncertain records a timeout, disconnect, abort or ambiguous failure after
-// the continuation may have been sent.
-func (g *Group) MarkUncertain(now time.Time, p Policy) (Decision, error) {
+// Ambiguous fires Ambiguous: a timeout, disconnect, abort or ambiguous failure
+// after the continuation may have been sent makes the group UNCERTAIN.
+func (g *Group) Ambiguous(now time.Time, p Policy) (Decision, error) {
 	return apply(g, Ambiguous, &firing{now: now, policy: p})
 }
 

@@ -355,7 +355,7 @@ func (r *Registry) Submit(key string, now time.Time, sub Submission, attemptID s
 	})
 }
 
-// Apply runs a typed transition (Complete, ReleaseNotSent, MarkUncertain,
+// Apply runs a typed transition (Complete, NotSent, Ambiguous,
 // Cancel) on the group with key.
 func (r *Registry) Apply(key string, fn func(g *Group) (Decision, error)) (Decision, error) {
 	return r.update(key, fn)

@@ -290,7 +290,7 @@ func (m *registryMachine) Complete(t *rapid.T) {
 func (m *registryMachine) NotSent(t *rapid.T) {
 	g := m.pick(t, correlation.Inflight)
 	d, err := m.reg.Apply(g.fix.group.Key, func(gr *correlation.Group) (correlation.Decision, error) {
-		return gr.ReleaseNotSent(m.now, m.policy)
+		return gr.NotSent(m.now, m.policy)
 	})
 	if err != nil {
 		t.Fatalf("not sent: %v", err)
@@ -303,7 +303,7 @@ func (m *registryMachine) NotSent(t *rapid.T) {
 func (m *registryMachine) Ambiguous(t *rapid.T) {
 	g := m.pick(t, correlation.Inflight)
 	d, err := m.reg.Apply(g.fix.group.Key, func(gr *correlation.Group) (correlation.Decision, error) {
-		return gr.MarkUncertain(m.now, m.policy)
+		return gr.Ambiguous(m.now, m.policy)
 	})
 	if err != nil {
 		t.Fatalf("ambiguous: %v", err)
