@@ -577,3 +577,19 @@ func (s *Store) Counts(ctx context.Context) (correlation.Counts, error) {
 	}
 	return c, nil
 }
+
+// Pending implements ports.CorrelationStore: one indexed read. Errors:
+// correlation_store_unavailable.
+func (s *Store) Pending(ctx context.Context) ([]string, error) {
+	ctx, cancel := s.opContext(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT key FROM correlation_groups WHERE state = $1 ORDER BY key`, string(correlation.Pending))
+	if err != nil {
+		return nil, unavailable(err, "pending")
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, unavailable(err, "pending")
+	}
+	return keys, nil
+}

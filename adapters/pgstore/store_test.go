@@ -13,6 +13,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/pmgate/pmgate/adapters/pgstore"
+	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/ports"
@@ -405,7 +406,9 @@ func TestShutdownCancelsNothing(t *testing.T) {
 	u := freshSchema(t)
 	a, b := open(t, u, limits, porttest.Policy), open(t, u, limits, porttest.Policy)
 	admit(t, a, porttest.Group("g1", "p1", 1, porttest.T0))
-	n, c := a.Shutdown(porttest.T0)
+	is.True(a.Shared()) // so the app of a stopping replica cancels nothing
+	n, c := gateway(a, porttest.NewClock(porttest.T0)).Shutdown(t.Context())
+	a.Close()
 	is.Equal(n, 0)                              // nothing cancelled
 	is.Equal(c.ByState[correlation.Pending], 1) // the counts seen last
 	is.Equal(stateOf(t, b, "g1"), correlation.Pending)
@@ -422,7 +425,7 @@ func TestRunSweepsUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
-		s.Run(ctx, 10*time.Millisecond, clock, quiet(), nil)
+		gateway(s, clock).RunSweeps(ctx, 10*time.Millisecond, nil)
 		close(done)
 	}()
 	eventually(t, 10*time.Second, func() error {
@@ -438,6 +441,11 @@ func TestRunSweepsUntilCancelled(t *testing.T) {
 		t.Fatal("Run did not stop")
 	}
 	is.Equal(stateOf(t, s, "g1"), correlation.Expired) // the sweeper expired the overdue group
+}
+
+// gateway is the app on s, as a replica's process wires it.
+func gateway(s ports.CorrelationStore, clock ports.Clock) *app.Gateway {
+	return app.New(app.Config{Correlation: true, Policy: porttest.Policy}, &porttest.Upstream{}, s, clock, &porttest.IDs{}, quiet())
 }
 
 func TestOnlyReservationsCommitAsynchronously(t *testing.T) {

@@ -67,7 +67,8 @@ type gateway struct {
 	log    *slog.Logger
 	ln     net.Listener
 	srv    *http.Server
-	store  store
+	store  *store
+	svc    *app.Gateway
 	stop   context.CancelFunc
 	served chan error
 	wg     sync.WaitGroup
@@ -84,7 +85,7 @@ func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...pos
 func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap func(ports.Upstream) ports.Upstream, opts ...postman.Option) (*gateway, error) {
 	base := []postman.Option{postman.WithLogger(log), postman.WithRequestID(httpapi.RequestID), postman.WithRedactedSecrets(cfg.apiKey),
 		postman.WithMaxIdleConns(cfg.maxConcurrent)}
-	var store store
+	var store *store
 	monitor := httpapi.NewMonitor(httpapi.MonitorConfig{Version: version, Strategy: string(cfg.upstream.Strategy),
 		Counts: func(ctx context.Context) (correlation.Counts, error) { return store.Counts(ctx) }})
 	base = append(base, postman.WithExchangeHook(func(e postman.Exchange) {
@@ -104,9 +105,8 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 	}
 	svc := app.New(app.Config{WorkspaceID: cfg.upstream.WorkspaceID, Correlation: cfg.correlation, Policy: cfg.policy,
 		OnDecision: monitor.ObserveDecision}, upstream, store, system.Clock{}, system.IDs{}, log)
-	var anchors anchorStore
-	if cfg.continuity {
-		anchors = openAnchors(cfg, store)
+	anchors := store.anchors
+	if anchors != nil {
 		svc.WithAnchors(anchors, cfg.anchorPolicy)
 	}
 	keys := apiKeys(cfg)
@@ -140,20 +140,13 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 	}
 	ln := httpapi.NewListener(tcp, cfg.maxConnections, log)
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	gw := &gateway{cfg: cfg, log: log, ln: ln, store: store, stop: stop, served: make(chan error, 1),
+	gw := &gateway{cfg: cfg, log: log, ln: ln, store: store, svc: svc, stop: stop, served: make(chan error, 1),
 		srv: httpapi.NewHTTPServer(handler, ln, log)}
 	gw.wg.Add(1)
 	go func() {
 		defer gw.wg.Done()
-		store.Run(runCtx, time.Second, system.Clock{}, log, monitor.ObserveSweep)
+		svc.RunSweeps(runCtx, time.Second, monitor.ObserveSweep)
 	}()
-	if anchors != nil {
-		gw.wg.Add(1)
-		go func() {
-			defer gw.wg.Done()
-			sweepAnchors(runCtx, anchors, time.Second, log)
-		}()
-	}
 	if cfg.keysFile != "" {
 		gw.wg.Add(1)
 		go func() {
@@ -192,7 +185,7 @@ func (g *gateway) wait(ctx context.Context) error {
 	}
 	g.stop()
 	g.wg.Wait()
-	n, c := g.store.Shutdown(time.Now())
+	n, c := g.svc.Shutdown(context.Background())
 	states := map[string]int{}
 	for s, k := range c.ByState {
 		states[string(s)] = k

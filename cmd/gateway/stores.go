@@ -7,79 +7,67 @@ import (
 
 	"github.com/pmgate/pmgate/adapters/memstore"
 	"github.com/pmgate/pmgate/adapters/pgstore"
-	"github.com/pmgate/pmgate/adapters/system"
 	"github.com/pmgate/pmgate/domain/conversation"
-	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/ports"
 )
 
-// store is the correlation store of a running gateway: the port plus the
-// process-level operations both adapters provide.
-type store interface {
+// store is what openStore opened for a running gateway: the correlation store,
+// the anchor store beside it and, for PostgreSQL, the database behind both —
+// everything /health and the shutdown need, so that nothing here asks which
+// adapter it got.
+type store struct {
 	ports.CorrelationStore
-	Run(ctx context.Context, every time.Duration, clock ports.Clock, log *slog.Logger, onSweep func(correlation.SweepReport))
-	Shutdown(now time.Time) (cancelled int, counts correlation.Counts)
-	Close()
+	// anchors is nil when conversation continuity is off.
+	anchors ports.AnchorStore
+	// db is the database of a shared store; nil for the memory store.
+	db database
+	close func()
 }
 
-// memoryStore adapts memstore (which needs no Close) to store.
-type memoryStore struct{ *memstore.Store }
+// database is the server behind a shared store, as /health reports it.
+type database interface {
+	// Ping reports whether the database answers. Errors:
+	// correlation_store_unavailable.
+	Ping(ctx context.Context) error
+	// SchemaVersion is the schema version of the database when it was opened.
+	SchemaVersion() int
+}
 
-func (memoryStore) Close() {}
+// Close closes what openStore opened; it is safe to call more than once.
+func (s *store) Close() {
+	if s.close != nil {
+		s.close()
+	}
+}
 
-// openStore opens the configured correlation store. The memory store cancels
-// its pending groups on shutdown; the PostgreSQL store leaves them to the other
-// replicas.
-func openStore(ctx context.Context, cfg config, log *slog.Logger) (store, error) {
+// openStore opens the configured correlation store and, with conversation
+// continuity, the anchor store beside it: in the same PostgreSQL database (so
+// every replica continues every conversation and every tool call), or in
+// memory. Whether pending groups are cancelled at shutdown is the app's
+// decision, from what the store reports (ports.CorrelationStore.Shared).
+func openStore(ctx context.Context, cfg config, log *slog.Logger) (*store, error) {
 	if cfg.store == "postgres" {
-		return pgstore.Open(ctx, cfg.postgresURL, cfg.limits, cfg.policy, log)
-	}
-	return memoryStore{memstore.New(cfg.limits, cfg.policy)}, nil
-}
-
-// anchorStore is the conversation anchor store of a running gateway.
-type anchorStore = ports.AnchorStore
-
-// sweepAnchors applies time to the anchors every interval until ctx ends
-// (several replicas may sweep one database at once: they take disjoint rows).
-// A failing sweep is logged when it starts and stops failing, not every tick.
-func sweepAnchors(ctx context.Context, st anchorStore, every time.Duration, log *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	failing := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			rep, err := st.Sweep(ctx, system.Clock{}.Now())
-			switch {
-			case err != nil && ctx.Err() != nil:
-				return
-			case err != nil && !failing:
-				log.Warn("conversation sweep failed", "code", string(errs.CodeOf(err)))
-			case err == nil && rep.Expired+rep.Retired+rep.Removed > 0:
-				log.Info("conversation sweep", "expired", rep.Expired, "retired", rep.Retired, "removed", rep.Removed)
-			}
-			failing = err != nil
+		pg, err := pgstore.Open(ctx, cfg.postgresURL, cfg.limits, cfg.policy, log)
+		if err != nil {
+			return nil, err
 		}
+		st := &store{CorrelationStore: pg, db: pg, close: pg.Close}
+		if cfg.continuity {
+			st.anchors = pg.Anchors(cfg.anchorLimits, cfg.anchorPolicy)
+		}
+		return st, nil
 	}
-}
-
-// openAnchors returns the anchor store beside the correlation store: in the
-// same PostgreSQL database (so every replica continues every conversation),
-// or in memory.
-func openAnchors(cfg config, st store) anchorStore {
-	if pg, ok := st.(*pgstore.Store); ok {
-		return pg.Anchors(cfg.anchorLimits, cfg.anchorPolicy)
+	st := &store{CorrelationStore: memstore.New(cfg.limits, cfg.policy)}
+	if cfg.continuity {
+		st.anchors = memstore.NewAnchors(cfg.anchorLimits, cfg.anchorPolicy)
 	}
-	return memstore.NewAnchors(cfg.anchorLimits, cfg.anchorPolicy)
+	return st, nil
 }
 
 // anchorHealth is the conversation part of /health: anchors per state, their
 // bytes and the limit — never an id.
-func anchorHealth(ctx context.Context, cfg config, st anchorStore) map[string]any {
+func anchorHealth(ctx context.Context, cfg config, st ports.AnchorStore) map[string]any {
 	h := map[string]any{"continuity": cfg.continuity}
 	if st == nil {
 		return h
@@ -102,16 +90,16 @@ func anchorHealth(ctx context.Context, cfg config, st anchorStore) map[string]an
 
 // storeHealth is the correlation part of /health: counts per state and
 // capacity use (never an id), and for PostgreSQL whether the database answers.
-func storeHealth(ctx context.Context, cfg config, st store) map[string]any {
+func storeHealth(ctx context.Context, cfg config, st *store) map[string]any {
 	h := map[string]any{"store": cfg.store, "enabled": cfg.correlation}
-	if pg, ok := st.(*pgstore.Store); ok {
+	if st.db != nil {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		if err := pg.Ping(pctx); err != nil {
+		if err := st.db.Ping(pctx); err != nil {
 			h["state"], h["code"] = "unavailable", string(errs.CorrelationStoreUnavailable)
 			return h
 		}
-		h["state"], h["schema_version"] = "ok", pg.SchemaVersion()
+		h["state"], h["schema_version"] = "ok", st.db.SchemaVersion()
 	}
 	c, err := st.Counts(ctx)
 	if err != nil {

@@ -249,6 +249,18 @@ func StoreContract(t *testing.T, newStore NewStore) {
 		}
 	})
 
+	t.Run("pending lists the PENDING groups only, sorted", func(t *testing.T) {
+		s := newStore(t, limits, Policy)
+		for _, k := range []string{"g3", "g1", "g2"} {
+			admit(t, s, Group(k, "p1", 1, T0), T0)
+		}
+		claim(t, s, "g2", T0)
+		keys, err := s.Pending(ctx)
+		if err != nil || strings.Join(keys, ",") != "g1,g3" {
+			t.Fatalf("pending: got %v, %v vs expected [g1 g3]", keys, err)
+		}
+	})
+
 	t.Run("concurrent claims dispatch exactly once", func(t *testing.T) {
 		s := newStore(t, limits, Policy)
 		g1 := Group("g1", "p1", 1, T0)
