@@ -21,7 +21,7 @@ type store struct {
 	// anchors is nil when conversation continuity is off.
 	anchors ports.AnchorStore
 	// db is the database of a shared store; nil for the memory store.
-	db database
+	db    database
 	close func()
 }
 
