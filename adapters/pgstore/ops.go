@@ -383,60 +383,33 @@ func sendAll(ctx context.Context, conn batcher, stmts []stmt) error {
 	return err
 }
 
-// usageDelta is a change of the accounting row.
-type usageDelta struct{ groups, calls, cache int64 }
-
-func (d *usageDelta) add(o usageDelta) {
-	d.groups += o.groups
-	d.calls += o.calls
-	d.cache += o.cache
-}
-
-// account is the change from old to nw (correlation.Registry.account).
-func account(old, nw *correlation.Group) usageDelta {
-	var d usageDelta
-	if old.State.Live() {
-		d.groups--
-		d.calls -= int64(len(old.Calls))
-	}
-	d.cache -= int64(len(old.CachedResponse))
-	if nw.State != correlation.Removed {
-		d.cache += int64(len(nw.CachedResponse))
-	}
-	if nw.State.Live() {
-		d.groups++
-		d.calls += int64(len(nw.Calls))
-	}
-	return d
-}
-
 // writeBack returns the statements that write cp, the changed copy of cur, to
 // the locked row (or delete the row when cp is REMOVED), and the accounting
-// change still to be applied. It enforces the registry's rules of an update:
-// the identity of a group never changes, and a new cached response that does
-// not fit the budget is dropped — decided now, through ex, by a conditional
-// increment of the accounting row. oldRec is cur's stored encoding; an
+// change still to be applied. The rules of an update are the registry's
+// (correlation.FinishUpdate): the identity of a group never changes, and a new
+// cached response that does not fit the budget is dropped — decided now,
+// through ex, by a conditional increment of the accounting row, whose bytes
+// the returned change then leaves out. oldRec is cur's stored encoding; an
 // unchanged group needs no statement.
-func (s *Store) writeBack(ctx context.Context, ex execer, cur, cp *correlation.Group, oldRec []byte) ([]stmt, usageDelta, error) {
-	if cp.Key != cur.Key || cp.PrincipalID != cur.PrincipalID || len(cp.Calls) != len(cur.Calls) {
-		return nil, usageDelta{}, errors.AssertionFailedf("correlation: update changed a group's identity")
-	}
-	var applied usageDelta
-	if cp.CachedResponse != nil && cur.CachedResponse == nil && cp.State != correlation.Removed {
-		n := int64(len(cp.CachedResponse))
+func (s *Store) writeBack(ctx context.Context, ex execer, cur, cp *correlation.Group, oldRec []byte) ([]stmt, correlation.Usage, error) {
+	applied := 0
+	err := correlation.FinishUpdate(cur, cp, func(n int) (bool, error) {
 		tag, err := ex.Exec(ctx, `UPDATE correlation_usage SET cache_bytes = cache_bytes + $1 WHERE id AND cache_bytes + $1 <= $2`,
-			n, int64(s.limits.ResponseCacheBytes))
+			int64(n), int64(s.limits.ResponseCacheBytes))
 		if err != nil {
-			return nil, usageDelta{}, dbErr(err, "update: cache budget")
+			return false, dbErr(err, "update: cache budget")
 		}
-		if tag.RowsAffected() == 1 {
-			applied.cache = n
-		} else {
-			cp.CachedResponse = nil // over the budget: not retained; a replay answers tool_call_already_consumed
+		if tag.RowsAffected() != 1 {
+			return false, nil // over the budget: not retained
 		}
+		applied = n
+		return true, nil
+	})
+	if err != nil {
+		return nil, correlation.Usage{}, err
 	}
-	d := account(cur, cp)
-	d.cache -= applied.cache
+	d := correlation.UsageChange(cur, cp)
+	d.CacheBytes -= applied
 	if cp.State == correlation.Removed {
 		return []stmt{{sql: `DELETE FROM correlation_groups WHERE key = $1`, args: []any{cur.Key}}}, d, nil
 	}
@@ -455,12 +428,12 @@ func (s *Store) writeBack(ctx context.Context, ex execer, cur, cp *correlation.G
 // claim, PENDING→INFLIGHT, does not touch the row and so does not contend
 // with admissions). It goes last in a transaction, so that the row's lock is
 // held for as short a time as possible.
-func usageStmt(d usageDelta) []stmt {
-	if d == (usageDelta{}) {
+func usageStmt(d correlation.Usage) []stmt {
+	if d == (correlation.Usage{}) {
 		return nil
 	}
 	return []stmt{{sql: `UPDATE correlation_usage SET live_groups = live_groups + $1, live_calls = live_calls + $2,
-		cache_bytes = cache_bytes + $3 WHERE id`, args: []any{d.groups, d.calls, d.cache}}}
+		cache_bytes = cache_bytes + $3 WHERE id`, args: []any{int64(d.LiveGroups), int64(d.LiveCalls), int64(d.CacheBytes)}}}
 }
 
 // Sweep implements ports.CorrelationStore, as correlation.Registry.Sweep: in
@@ -500,7 +473,7 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (correlation.SweepRepo
 				after = dues[n-1].key
 			}
 			var stmts []stmt
-			var total usageDelta
+			var total correlation.Usage
 			for _, row := range dues {
 				cur, err := decodeRecord(row.rec)
 				if err != nil {
@@ -518,7 +491,7 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (correlation.SweepRepo
 					return err
 				}
 				stmts = append(stmts, st...)
-				total.add(delta)
+				total.Add(delta)
 				batch.Add(d)
 			}
 			if err := sendAll(ctx, tx, append(stmts, usageStmt(total)...)); err != nil {
