@@ -21,3 +21,9 @@ func TestMemoryAnchorStorePassesTheAnchorContract(t *testing.T) {
 		return memstore.NewAnchors(l, p)
 	})
 }
+
+func TestMemoryStoreBehavesAsTheRegistryUnderRacingClaims(t *testing.T) {
+	porttest.StoreMachine(t, func(l correlation.Limits, p correlation.Policy) (ports.CorrelationStore, func()) {
+		return memstore.New(l, p), func() {}
+	})
+}

@@ -130,6 +130,21 @@ func query(t testing.TB, u, sql string, dest ...any) {
 	}
 }
 
+// execOn runs one statement on its own connection to u.
+func execOn(t testing.TB, u, sql string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		t.Fatalf("exec %q: %v", sql, err)
+	}
+}
+
 // checkInvariants verifies that the accounting row equals what the group rows
 // say and that the cache is within its budget.
 func checkInvariants(t testing.TB, u string, l correlation.Limits) {

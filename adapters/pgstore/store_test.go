@@ -30,6 +30,26 @@ func TestPostgresStorePassesTheStoreContract(t *testing.T) {
 	})
 }
 
+// The generated runs share one schema, emptied before each run, and each run's
+// store is closed at its end, so that its connections are given back before
+// the next run opens more.
+func TestPostgresStoreBehavesAsTheRegistryUnderRacingClaims(t *testing.T) {
+	baseURL(t)
+	u := freshSchema(t)
+	porttest.StoreMachine(t, func(l correlation.Limits, p correlation.Policy) (ports.CorrelationStore, func()) {
+		s, err := pgstore.Open(context.Background(), u, l, p, quiet())
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		execOn(t, u, `TRUNCATE correlation_groups, correlation_calls, correlation_reservations;
+			UPDATE correlation_usage SET live_groups = 0, live_calls = 0, cache_bytes = 0`)
+		return s, func() {
+			s.Close()
+			checkInvariants(t, u, l)
+		}
+	})
+}
+
 var limits = correlation.Limits{MaxGroups: 100, MaxCalls: 400, ResponseCacheBytes: 1 << 20}
 
 func admit(t testing.TB, s ports.CorrelationStore, g correlation.Group) {
