@@ -118,8 +118,8 @@ func (g *Gateway) checkRoom(ctx context.Context, req chat.Request) error {
 	return nil
 }
 
-// continueTurn runs design CORRELATION §5 steps 3–10 and, when the claim is
-// won, dispatches exactly one TOOL_RESPONSE.
+// continueTurn runs the continuation validation steps (docs/CORRELATION.md)
+// and, when the claim is won, dispatches exactly one TOOL_RESPONSE.
 func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Request, cont correlation.Continuation) (Turn, error) {
 	ids := cont.IDs()
 	keys, err := g.store.Resolve(ctx, p.ID, ids)

@@ -36,7 +36,7 @@ type pendingCall struct {
 // turn adapts an upstream stream to client deltas. Text streams through as it
 // arrives; tool calls are held until the completion machine proved the end,
 // then capacity is reserved, public ids are drawn and the PENDING group is
-// admitted before any id is shown (design CORRELATION §8).
+// admitted before any id is shown (docs/CORRELATION.md).
 type turn struct {
 	g      *Gateway
 	p      Principal

@@ -80,12 +80,12 @@ const MachineName = "correlation"
 func Table() fsm.Table {
 	t := fsm.Table{
 		Name:     MachineName,
-		Title:    "Correlation group machine (design CORRELATION §7)",
+		Title:    "Correlation group machine (docs/CORRELATION.md)",
 		Initial:  string(Pending),
 		Terminal: []string{string(Consumed), string(Expired), string(Cancelled), string(Uncertain), string(Removed)},
 		Notes: []string{
 			"`REMOVED` is a pseudo-state: the record no longer exists (tombstone TTL elapsed, or never issued, or issued to another principal). It is never stored; a lookup that finds nothing is answered as from `REMOVED`.",
-			"Submissions are classified by `Classify` in this order: observed deadline; then for `PENDING` the validation steps of design §5 (3 unresolved id → 4 mixed groups → 5 duplicates/extras, then missing results → 7 misplaced results → 6 history → 8 model → 9 workspace, tools); for `INFLIGHT`/`CONSUMED` a submission is `SubmitSame` only when it passes every step and its results hash equals the accepted one, otherwise `SubmitDifferent`; terminal states take `SubmitAny`.",
+			"Submissions are classified by `Classify` in this order: observed deadline; then for `PENDING` the validation steps (unresolved id → mixed groups → duplicates/extras, then missing results → misplaced results → history → model → workspace, tools); for `INFLIGHT`/`CONSUMED` a submission is `SubmitSame` only when it passes every step and its results hash equals the accepted one, otherwise `SubmitDifferent`; terminal states take `SubmitAny`.",
 			"A pair (state, event) without a row is an illegal transition: the machine returns an error marked `correlation.ErrIllegalTransition` and changes nothing.",
 			"Every transition runs inside the store's update closure on a copy; the copy is written only when the closure succeeds.",
 		},
@@ -99,7 +99,7 @@ func Table() fsm.Table {
 			res += " `" + string(r.code) + "`"
 		}
 		res += ": " + r.result
-		t.Rows = append(t.Rows, fsm.Row{ID: r.id, From: string(r.from), On: string(r.on), To: string(r.to), Result: res, Ref: "CORRELATION " + r.ref})
+		t.Rows = append(t.Rows, fsm.Row{ID: r.id, From: string(r.from), On: string(r.on), To: string(r.to), Result: res, Ref: r.ref})
 	}
 	return t
 }
