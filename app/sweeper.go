@@ -22,36 +22,40 @@ const shutdownCountsBound = 2 * time.Second
 // every tick of an outage. It returns once both loops have stopped.
 func (g *Gateway) RunSweeps(ctx context.Context, every time.Duration, onSweep func(correlation.SweepReport)) {
 	var wg sync.WaitGroup
-	if g.store != nil {
+	loop := func(name string, sweep func(context.Context, time.Time) ([]any, error)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g.sweepLoop(ctx, every, "correlation", func(ctx context.Context, now time.Time) ([]any, error) {
-				rep, err := g.store.Sweep(ctx, now)
-				if rep.Expired+rep.Uncertain+rep.Removed == 0 {
-					return nil, err
-				}
-				if onSweep != nil {
-					onSweep(rep)
-				}
-				return []any{"expired", rep.Expired, "uncertain", rep.Uncertain, "removed", rep.Removed}, err
-			})
+			g.sweepLoop(ctx, every, name, sweep)
 		}()
+	}
+	if g.store != nil {
+		loop("correlation", func(ctx context.Context, now time.Time) ([]any, error) {
+			rep, err := g.store.Sweep(ctx, now)
+			if rep.Expired+rep.Uncertain+rep.Removed > 0 && onSweep != nil {
+				onSweep(rep)
+			}
+			return changes("expired", rep.Expired, "uncertain", rep.Uncertain, "removed", rep.Removed), err
+		})
 	}
 	if g.anchors != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			g.sweepLoop(ctx, every, "conversation", func(ctx context.Context, now time.Time) ([]any, error) {
-				rep, err := g.anchors.Sweep(ctx, now)
-				if rep.Expired+rep.Retired+rep.Removed == 0 {
-					return nil, err
-				}
-				return []any{"expired", rep.Expired, "retired", rep.Retired, "removed", rep.Removed}, err
-			})
-		}()
+		loop("conversation", func(ctx context.Context, now time.Time) ([]any, error) {
+			rep, err := g.anchors.Sweep(ctx, now)
+			return changes("expired", rep.Expired, "retired", rep.Retired, "removed", rep.Removed), err
+		})
 	}
 	wg.Wait()
+}
+
+// changes returns the log attributes of a sweep's counts (name, count pairs),
+// or nil when every count is zero.
+func changes(attrs ...any) []any {
+	for i := 1; i < len(attrs); i += 2 {
+		if attrs[i].(int) != 0 {
+			return attrs
+		}
+	}
+	return nil
 }
 
 // sweepLoop calls sweep every interval until ctx ends. sweep returns the log

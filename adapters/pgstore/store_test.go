@@ -54,30 +54,12 @@ var limits = correlation.Limits{MaxGroups: 100, MaxCalls: 400, ResponseCacheByte
 
 func admit(t testing.TB, s ports.CorrelationStore, g correlation.Group) {
 	t.Helper()
-	r, err := s.Reserve(context.Background(), len(g.Calls), g.IssuedAt)
-	if err != nil {
-		t.Fatalf("reserve: %v", err)
-	}
-	if err := s.Admit(context.Background(), r, g); err != nil {
-		t.Fatalf("admit: %v", err)
-	}
+	porttest.Admit(t, s, g, g.IssuedAt)
 }
 
 func stateOf(t testing.TB, s ports.CorrelationStore, key string) correlation.State {
 	t.Helper()
-	var st correlation.State
-	errRead := fmt.Errorf("read only")
-	err := s.Update(context.Background(), key, func(g *correlation.Group) error {
-		st = g.State
-		return errRead
-	})
-	if errs.Has(err, errs.UnknownToolCall) {
-		return correlation.Removed
-	}
-	if err != errRead {
-		t.Fatalf("read state: %v", err)
-	}
-	return st
+	return porttest.StateOf(t, s, key)
 }
 
 // submit runs one continuation submission of g against store s.
