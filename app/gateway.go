@@ -118,8 +118,9 @@ func (g *Gateway) checkRoom(ctx context.Context, req chat.Request) error {
 	return nil
 }
 
-// continueTurn runs the continuation validation steps (docs/CORRELATION.md)
-// and, when the claim is won, dispatches exactly one TOOL_RESPONSE.
+// continueTurn checks the tool results against the recorded group (the
+// validation steps of docs/CORRELATION.md) and, when the claim is won,
+// dispatches exactly one TOOL_RESPONSE.
 func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Request, cont correlation.Continuation) (Turn, error) {
 	ids := cont.IDs()
 	keys, err := g.store.Resolve(ctx, p.ID, ids)
