@@ -15,9 +15,8 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-// model is the hand-written reference for the group machine of
-// docs/CORRELATION.md (and its INFLIGHT deadline). It is deliberately not
-// derived from the rows.
+// model is the hand-written reference for design CORRELATION §7 (and the
+// INFLIGHT deadline of §8). It is deliberately not derived from the rows.
 func model(s correlation.State, e correlation.Event) (correlation.State, errs.Code, bool) {
 	type C = correlation.State
 	switch s {
