@@ -1,4 +1,4 @@
-// Package pgstore is the shared correlation store on PostgreSQL (issue 6): the
+// Package pgstore is the shared correlation store on PostgreSQL: the
 // ports.CorrelationStore of several gateway replicas, so that a tool call
 // issued through one replica can be continued through another and a
 // continuation is still dispatched upstream at most once.
