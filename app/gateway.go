@@ -260,9 +260,9 @@ func (g *Gateway) settleFailure(ctx context.Context, p Principal, key string, ca
 	err := g.store.Update(context.WithoutCancel(ctx), key, func(gr *correlation.Group) error {
 		var err error
 		if notSent {
-			d, err = gr.ReleaseNotSent(g.clock.Now(), g.cfg.Policy)
+			d, err = gr.NotSent(g.clock.Now(), g.cfg.Policy)
 		} else {
-			d, err = gr.MarkUncertain(g.clock.Now(), g.cfg.Policy)
+			d, err = gr.Ambiguous(g.clock.Now(), g.cfg.Policy)
 		}
 		return err
 	})

@@ -161,7 +161,7 @@ func (t *turn) fail(ctx context.Context, err error) {
 	if t.claimedKey != "" && !t.settled {
 		t.g.log.WarnContext(ctx, "continuation failed after dispatch", "code", errs.CodeOf(err))
 		t.settle(ctx, func(g *correlation.Group) (correlation.Decision, error) {
-			return g.MarkUncertain(t.g.clock.Now(), t.g.cfg.Policy)
+			return g.Ambiguous(t.g.clock.Now(), t.g.cfg.Policy)
 		})
 		t.err = errs.Wrap(err, errs.ContinuationOutcomeUncertain)
 	}

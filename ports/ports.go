@@ -1,6 +1,6 @@
 // Package ports holds the small outbound interfaces the core needs: the upstream
 // chat service, the correlation store, a clock and an id source. ("Ports" here are
-// outbound, as in the design card; the inbound HTTP API is an adapter.)
+// outbound only; the inbound HTTP API is an adapter, see docs/ARCHITECTURE.md.)
 //
 // Every method documents the stable error codes (package domain/errs) its errors
 // may carry; test with errs.Has or errs.CodeOf.
@@ -26,8 +26,8 @@ var ErrNotSent = errors.New("ports: upstream request provably not sent")
 // ErrNotAccepted marks an upstream error that proves the request was refused
 // before any processing: the upstream answered with a redirect or a 4xx status
 // (auth, rate limit, quota, request rejection) instead of a stream. Like
-// ErrNotSent it allows a claimed continuation to return to PENDING (design
-// CORRELATION §7: "no bytes/request accepted"); a 5xx, a lost connection or any
+// ErrNotSent it allows a claimed continuation to return to PENDING (no bytes
+// were accepted; see docs/CORRELATION.md); a 5xx, a lost connection or any
 // failure inside a stream never does.
 var ErrNotAccepted = errors.New("ports: upstream request provably not accepted")
 
@@ -118,6 +118,14 @@ type CorrelationStore interface {
 	Sweep(ctx context.Context, now time.Time) (correlation.SweepReport, error)
 	// Counts reports state counts and capacity use.
 	Counts(ctx context.Context) (correlation.Counts, error)
+	// Pending returns the keys of every PENDING group, sorted. Errors:
+	// correlation_store_unavailable.
+	Pending(ctx context.Context) ([]string, error)
+	// Shared reports whether other gateway processes use the same records. A
+	// shared store's pending groups outlive this process (another replica, or
+	// this one restarted, continues them); a private store's die with it, so the
+	// app cancels them when the process stops.
+	Shared() bool
 }
 
 // AnchorStore keeps conversation anchors, keyed by (principal, transcript

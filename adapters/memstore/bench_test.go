@@ -95,7 +95,7 @@ func BenchmarkClaimUnderContention(b *testing.B) {
 			})
 			if err == nil {
 				err = s.Update(b.Context(), keys[i], func(g *correlation.Group) error {
-					_, err := g.ReleaseNotSent(porttest.T0, porttest.Policy)
+					_, err := g.NotSent(porttest.T0, porttest.Policy)
 					return err
 				})
 			}

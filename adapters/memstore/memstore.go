@@ -1,12 +1,11 @@
 // Package memstore is the embedded default correlation store: the pure
-// correlation.Registry behind one mutex, with a periodic sweep. Each operation
-// is atomic with respect to every other, which makes the PENDING→INFLIGHT claim
-// atomic within one process (design CORRELATION §9).
+// correlation.Registry behind one mutex (the app's sweeper applies time to it).
+// Each operation is atomic with respect to every other, which makes the
+// PENDING→INFLIGHT claim atomic within one process (docs/CORRELATION.md).
 package memstore
 
 import (
 	"context"
-	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -94,42 +93,19 @@ func (s *Store) Counts(context.Context) (correlation.Counts, error) {
 	return s.reg.Counts(), nil
 }
 
-// Run sweeps every interval until ctx ends; onSweep (may be nil) sees every
-// sweep that changed something.
-func (s *Store) Run(ctx context.Context, every time.Duration, clock ports.Clock, log *slog.Logger, onSweep func(correlation.SweepReport)) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			rep, _ := s.Sweep(ctx, clock.Now())
-			if rep.Expired+rep.Uncertain+rep.Removed > 0 {
-				log.Info("correlation sweep", "expired", rep.Expired, "uncertain", rep.Uncertain, "removed", rep.Removed)
-				if onSweep != nil {
-					onSweep(rep)
-				}
-			}
-		}
-	}
-}
-
-// Shutdown cancels every pending group (explicit server decision, design §7
-// row 7) and returns the counts before and after; in-flight groups are left to
-// their requests.
-func (s *Store) Shutdown(now time.Time) (cancelled int, counts correlation.Counts) {
+// Pending implements ports.CorrelationStore.
+func (s *Store) Pending(context.Context) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.reg.Policy()
+	var keys []string
 	for _, k := range s.reg.Keys() {
-		g, ok := s.reg.Get(k)
-		if !ok || g.State != correlation.Pending {
-			continue
-		}
-		if _, err := s.reg.Apply(k, func(g *correlation.Group) (correlation.Decision, error) { return g.Cancel(now, p) }); err == nil {
-			cancelled++
+		if g, ok := s.reg.Get(k); ok && g.State == correlation.Pending {
+			keys = append(keys, k)
 		}
 	}
-	return cancelled, s.reg.Counts()
+	return keys, nil
 }
+
+// Shared implements ports.CorrelationStore: the records live in this process
+// only, so nobody can continue its pending groups once it stops.
+func (*Store) Shared() bool { return false }

@@ -22,7 +22,7 @@ var (
 // run). The accounting row is adjusted in the same transaction.
 func (s *Store) LoadPending(ctx context.Context, groups []correlation.Group) error {
 	return s.inTx(ctx, "load", pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
-		var calls int64
+		var calls int
 		grows := make([][]any, 0, len(groups))
 		var crows [][]any
 		for i := range groups {
@@ -31,7 +31,7 @@ func (s *Store) LoadPending(ctx context.Context, groups []correlation.Group) err
 			for _, c := range g.Calls {
 				crows = append(crows, []any{g.PrincipalID, c.PublicID, g.Key})
 			}
-			calls += int64(len(g.Calls))
+			calls += len(g.Calls)
 		}
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"correlation_groups"},
 			[]string{"key", "principal_id", "state", "calls", "issued_at", "pending_expires_at", "due_at", "record"}, pgx.CopyFromRows(grows)); err != nil {
@@ -40,7 +40,7 @@ func (s *Store) LoadPending(ctx context.Context, groups []correlation.Group) err
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"correlation_calls"}, []string{"principal_id", "public_id", "group_key"}, pgx.CopyFromRows(crows)); err != nil {
 			return err
 		}
-		return sendAll(ctx, tx, usageStmt(usageDelta{groups: int64(len(groups)), calls: calls}))
+		return sendAll(ctx, tx, usageStmt(correlation.Usage{LiveGroups: len(groups), LiveCalls: calls}))
 	})
 }
 

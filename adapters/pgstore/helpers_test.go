@@ -78,16 +78,7 @@ func pgxConnect(u string) (*pgx.Conn, error) {
 // admin runs one statement on its own connection to the base database.
 func admin(t testing.TB, sql string, args ...any) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, baseURL(t))
-	if err != nil {
-		t.Fatalf("admin connect: %v", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql, args...); err != nil {
-		t.Fatalf("admin %q: %v", sql, err)
-	}
+	execOn(t, baseURL(t), sql, args...)
 }
 
 // freshSchema creates an empty schema, dropped at cleanup, and returns a URL
@@ -115,8 +106,8 @@ func open(t testing.TB, u string, l correlation.Limits, p correlation.Policy, op
 	return s
 }
 
-// query runs one query on its own connection to u and scans its one row.
-func query(t testing.TB, u, sql string, dest ...any) {
+// onConn runs fn on a connection of its own to u, failing t when it fails.
+func onConn(t testing.TB, u, what string, fn func(ctx context.Context, conn *pgx.Conn) error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -125,9 +116,24 @@ func query(t testing.TB, u, sql string, dest ...any) {
 		t.Fatalf("connect: %v", err)
 	}
 	defer conn.Close(ctx)
-	if err := conn.QueryRow(ctx, sql).Scan(dest...); err != nil {
-		t.Fatalf("query %q: %v", sql, err)
+	if err := fn(ctx, conn); err != nil {
+		t.Fatalf("%s: %v", what, err)
 	}
+}
+
+// query runs one query on its own connection to u and scans its one row.
+func query(t testing.TB, u, sql string, dest ...any) {
+	t.Helper()
+	onConn(t, u, "query "+sql, func(ctx context.Context, conn *pgx.Conn) error { return conn.QueryRow(ctx, sql).Scan(dest...) })
+}
+
+// execOn runs one statement on its own connection to u.
+func execOn(t testing.TB, u, sql string, args ...any) {
+	t.Helper()
+	onConn(t, u, "exec "+sql, func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, sql, args...)
+		return err
+	})
 }
 
 // checkInvariants verifies that the accounting row equals what the group rows

@@ -1,4 +1,4 @@
-// Package pgstore is the shared correlation store on PostgreSQL (issue 6): the
+// Package pgstore is the shared correlation store on PostgreSQL: the
 // ports.CorrelationStore of several gateway replicas, so that a tool call
 // issued through one replica can be continued through another and a
 // continuation is still dispatched upstream at most once.
@@ -46,7 +46,7 @@
 // deadlines are computed from the clock of the replica that makes a
 // transition. Clock skew moves expiry, never the at-most-once claim, which
 // rests on the row lock and the stored state alone. Shutdown of a replica
-// cancels nothing (see Store.Shutdown).
+// cancels nothing (see Store.Shared).
 //
 // # Database
 //
@@ -228,66 +228,17 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Run sweeps every interval until ctx ends; onSweep (may be nil) sees every
-// sweep that changed something. Several replicas may run it at
-// once against one database: they sweep disjoint rows.
-func (s *Store) Run(ctx context.Context, every time.Duration, clock ports.Clock, log *slog.Logger, onSweep func(correlation.SweepReport)) {
-	if log == nil {
-		log = s.log
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	failing := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			rep, err := s.Sweep(ctx, clock.Now())
-			switch {
-			case err != nil && ctx.Err() != nil:
-				return
-			case err != nil:
-				if !failing { // log the change, not every tick of an outage
-					log.Warn("correlation sweep failed", "code", errs.CodeOf(err), "error", errs.Redact(err))
-				}
-				failing = true
-			default:
-				if failing {
-					log.Info("correlation sweep recovered")
-				}
-				failing = false
-			}
-			if rep.Expired+rep.Uncertain+rep.Removed > 0 {
-				log.Info("correlation sweep", "expired", rep.Expired, "uncertain", rep.Uncertain, "removed", rep.Removed)
-				if onSweep != nil {
-					onSweep(rep)
-				}
-			}
-		}
-	}
-}
-
-// Shutdown stops this replica's use of the store and returns the counts seen
-// last; it cancels nothing (cancelled is always 0).
+// Shared implements ports.CorrelationStore: the records live in a database
+// every replica uses, so the app cancels none of them when this process stops.
 //
-// The memory store cancels its pending groups at shutdown because nobody
-// could ever continue them. Here the groups live in the shared database:
-// another replica (or this one after a restart) serves their continuations,
-// so cancelling them would break every client whose tool call was issued by a
-// replica that is merely being rolled. Pending groups expire at their TTL as
-// usual; in-flight groups of this replica are settled by their requests before
-// Shutdown is called, or become UNCERTAIN at their deadline.
-func (s *Store) Shutdown(now time.Time) (cancelled int, counts correlation.Counts) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	c, err := s.Counts(ctx)
-	if err != nil {
-		c = s.emptyCounts()
-	}
-	s.Close()
-	return 0, c
-}
+// The memory store's pending groups die with their process, so cancelling
+// them at shutdown tells their clients the truth. Here another replica (or
+// this one after a restart) serves their continuations: cancelling them would
+// break every client whose tool call was issued by a replica that is merely
+// being rolled. Pending groups expire at their TTL as usual; in-flight groups
+// of this replica are settled by their requests before the process stops, or
+// become UNCERTAIN at their deadline.
+func (*Store) Shared() bool { return true }
 
 // opContext bounds one operation by the operation timeout.
 func (s *Store) opContext(ctx context.Context) (context.Context, context.CancelFunc) {

@@ -13,6 +13,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/pmgate/pmgate/adapters/pgstore"
+	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/ports"
@@ -29,34 +30,36 @@ func TestPostgresStorePassesTheStoreContract(t *testing.T) {
 	})
 }
 
+// The generated runs share one schema, emptied before each run, and each run's
+// store is closed at its end, so that its connections are given back before
+// the next run opens more.
+func TestPostgresStoreBehavesAsTheRegistryUnderRacingClaims(t *testing.T) {
+	baseURL(t)
+	u := freshSchema(t)
+	porttest.StoreMachine(t, func(l correlation.Limits, p correlation.Policy) (ports.CorrelationStore, func()) {
+		s, err := pgstore.Open(context.Background(), u, l, p, quiet())
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		execOn(t, u, `TRUNCATE correlation_groups, correlation_calls, correlation_reservations;
+			UPDATE correlation_usage SET live_groups = 0, live_calls = 0, cache_bytes = 0`)
+		return s, func() {
+			s.Close()
+			checkInvariants(t, u, l)
+		}
+	})
+}
+
 var limits = correlation.Limits{MaxGroups: 100, MaxCalls: 400, ResponseCacheBytes: 1 << 20}
 
 func admit(t testing.TB, s ports.CorrelationStore, g correlation.Group) {
 	t.Helper()
-	r, err := s.Reserve(context.Background(), len(g.Calls), g.IssuedAt)
-	if err != nil {
-		t.Fatalf("reserve: %v", err)
-	}
-	if err := s.Admit(context.Background(), r, g); err != nil {
-		t.Fatalf("admit: %v", err)
-	}
+	porttest.Admit(t, s, g, g.IssuedAt)
 }
 
 func stateOf(t testing.TB, s ports.CorrelationStore, key string) correlation.State {
 	t.Helper()
-	var st correlation.State
-	errRead := fmt.Errorf("read only")
-	err := s.Update(context.Background(), key, func(g *correlation.Group) error {
-		st = g.State
-		return errRead
-	})
-	if errs.Has(err, errs.UnknownToolCall) {
-		return correlation.Removed
-	}
-	if err != errRead {
-		t.Fatalf("read state: %v", err)
-	}
-	return st
+	return porttest.StateOf(t, s, key)
 }
 
 // submit runs one continuation submission of g against store s.
@@ -405,7 +408,9 @@ func TestShutdownCancelsNothing(t *testing.T) {
 	u := freshSchema(t)
 	a, b := open(t, u, limits, porttest.Policy), open(t, u, limits, porttest.Policy)
 	admit(t, a, porttest.Group("g1", "p1", 1, porttest.T0))
-	n, c := a.Shutdown(porttest.T0)
+	is.True(a.Shared()) // so the app of a stopping replica cancels nothing
+	n, c := gateway(a, porttest.NewClock(porttest.T0)).Shutdown(t.Context())
+	a.Close()
 	is.Equal(n, 0)                              // nothing cancelled
 	is.Equal(c.ByState[correlation.Pending], 1) // the counts seen last
 	is.Equal(stateOf(t, b, "g1"), correlation.Pending)
@@ -422,7 +427,7 @@ func TestRunSweepsUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
-		s.Run(ctx, 10*time.Millisecond, clock, quiet(), nil)
+		gateway(s, clock).RunSweeps(ctx, 10*time.Millisecond, nil)
 		close(done)
 	}()
 	eventually(t, 10*time.Second, func() error {
@@ -438,6 +443,11 @@ func TestRunSweepsUntilCancelled(t *testing.T) {
 		t.Fatal("Run did not stop")
 	}
 	is.Equal(stateOf(t, s, "g1"), correlation.Expired) // the sweeper expired the overdue group
+}
+
+// gateway is the app on s, as a replica's process wires it.
+func gateway(s ports.CorrelationStore, clock ports.Clock) *app.Gateway {
+	return app.New(app.Config{Correlation: true, Policy: porttest.Policy}, &porttest.Upstream{}, s, clock, &porttest.IDs{}, quiet())
 }
 
 func TestOnlyReservationsCommitAsynchronously(t *testing.T) {

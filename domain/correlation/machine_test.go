@@ -208,7 +208,7 @@ func TestANotSentFailureReturnsTheGroupToPending(t *testing.T) {
 	g := f.group
 	_, err := g.Submit(t0, policy, f.submission("r1"), "a1")
 	is.NoErr(err)
-	d, err := g.ReleaseNotSent(t0, policy)
+	d, err := g.NotSent(t0, policy)
 	is.NoErr(err)
 	record(t.Name(), d)
 	is.Equal(g.State, correlation.Pending) // proven not sent: pending again
@@ -225,11 +225,11 @@ func TestAnAmbiguousFailureIsUncertainForever(t *testing.T) {
 	g := f.group
 	_, err := g.Submit(t0, policy, f.submission("r1"), "a1")
 	is.NoErr(err)
-	d, err := g.MarkUncertain(t0, policy)
+	d, err := g.Ambiguous(t0, policy)
 	is.NoErr(err)
 	record(t.Name(), d)
 	is.Equal(d.Code, errs.ContinuationOutcomeUncertain) // reported as uncertain
-	_, err = g.ReleaseNotSent(t0, policy)
+	_, err = g.NotSent(t0, policy)
 	is.True(errors.Is(err, correlation.ErrIllegalTransition)) // can never go back to pending
 	d, err = g.Submit(t0, policy, f.submission("r1"), "a2")
 	is.NoErr(err)

@@ -9,7 +9,8 @@ import (
 	"github.com/pmgate/pmgate/domain/errs"
 )
 
-// Limits bound live correlation state (CONTRACT §3).
+// Limits bound live correlation state (the CORRELATION_MAX_* settings, see
+// docs/CONFIGURATION.md).
 type Limits struct {
 	MaxGroups          int // live (PENDING + INFLIGHT) groups, reservations included
 	MaxCalls           int // calls of live groups, reservations included
@@ -243,12 +244,10 @@ func (r *Registry) update(key string, fn func(g *Group) (Decision, error)) (Deci
 	if err != nil {
 		return d, err
 	}
-	if cp.Key != cur.Key || cp.PrincipalID != cur.PrincipalID || len(cp.Calls) != len(cur.Calls) {
-		return d, errors.AssertionFailedf("correlation: update changed a group's identity")
-	}
-	if cp.CachedResponse != nil && cur.CachedResponse == nil &&
-		r.cacheBytes+len(cp.CachedResponse) > r.limits.ResponseCacheBytes {
-		cp.CachedResponse = nil
+	if err := FinishUpdate(cur, &cp, func(n int) (bool, error) {
+		return r.cacheBytes+n <= r.limits.ResponseCacheBytes, nil
+	}); err != nil {
+		return d, err
 	}
 	r.account(cur, &cp)
 	if cp.State == Removed {
@@ -262,24 +261,83 @@ func (r *Registry) update(key string, fn func(g *Group) (Decision, error)) (Deci
 	return d, nil
 }
 
-// account moves the counters from old (nil for a new group) to new.
+// account moves the counters from old (nil for a new group) to nw.
 func (r *Registry) account(old, nw *Group) {
 	if old != nil {
 		r.byState[old.State]--
-		if old.State.Live() {
-			r.liveGroups--
-			r.liveCalls -= len(old.Calls)
-		}
-		r.cacheBytes -= len(old.CachedResponse)
 	}
 	if nw.State != Removed {
 		r.byState[nw.State]++
-		r.cacheBytes += len(nw.CachedResponse)
+	}
+	u := UsageChange(old, nw)
+	r.liveGroups += u.LiveGroups
+	r.liveCalls += u.LiveCalls
+	r.cacheBytes += u.CacheBytes
+}
+
+// The rules of an update, shared by every store: the registry applies them
+// under its lock, the PostgreSQL store inside its transaction, so both keep
+// the same accounts and refuse the same writes.
+
+// Usage is a change of the capacity counters a store keeps: live (PENDING and
+// INFLIGHT) groups, their calls, and the bytes of cached terminal responses.
+type Usage struct {
+	LiveGroups int
+	LiveCalls  int
+	CacheBytes int
+}
+
+// Add adds the change o.
+func (u *Usage) Add(o Usage) {
+	u.LiveGroups += o.LiveGroups
+	u.LiveCalls += o.LiveCalls
+	u.CacheBytes += o.CacheBytes
+}
+
+// UsageChange is the change of the counters when a group goes from old (nil
+// for a group being admitted) to nw. A group that reaches REMOVED holds
+// nothing any more.
+func UsageChange(old, nw *Group) Usage {
+	var u Usage
+	if old != nil {
+		if old.State.Live() {
+			u.LiveGroups--
+			u.LiveCalls -= len(old.Calls)
+		}
+		u.CacheBytes -= len(old.CachedResponse)
+	}
+	if nw.State != Removed {
+		u.CacheBytes += len(nw.CachedResponse)
 	}
 	if nw.State.Live() {
-		r.liveGroups++
-		r.liveCalls += len(nw.Calls)
+		u.LiveGroups++
+		u.LiveCalls += len(nw.Calls)
 	}
+	return u
+}
+
+// FinishUpdate checks cp, the copy of cur that an update closure changed,
+// before a store writes it. A group's identity (key, principal, number of
+// calls) never changes: that is mis-wiring, refused with an assertion
+// failure. A response cached for the first time is kept only when cacheFits
+// says the response cache budget has room for its n bytes; otherwise it is
+// dropped (its digest stays, so a later replay answers
+// tool_call_already_consumed). An error of cacheFits is returned unchanged.
+func FinishUpdate(cur, cp *Group, cacheFits func(n int) (bool, error)) error {
+	if cp.Key != cur.Key || cp.PrincipalID != cur.PrincipalID || len(cp.Calls) != len(cur.Calls) {
+		return errors.AssertionFailedf("correlation: update changed a group's identity")
+	}
+	if cp.CachedResponse == nil || cur.CachedResponse != nil || cp.State == Removed {
+		return nil
+	}
+	ok, err := cacheFits(len(cp.CachedResponse))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		cp.CachedResponse = nil
+	}
+	return nil
 }
 
 // Sweep applies time to every group in key order: overdue PENDING → EXPIRED,
@@ -355,7 +413,7 @@ func (r *Registry) Submit(key string, now time.Time, sub Submission, attemptID s
 	})
 }
 
-// Apply runs a typed transition (Complete, ReleaseNotSent, MarkUncertain,
+// Apply runs a typed transition (Complete, NotSent, Ambiguous,
 // Cancel) on the group with key.
 func (r *Registry) Apply(key string, fn func(g *Group) (Decision, error)) (Decision, error) {
 	return r.update(key, fn)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,8 +14,8 @@ import (
 	"github.com/pmgate/pmgate/domain/errs"
 )
 
-// mGroup is the hand-written model of one group: plain fields and rules written
-// from design CORRELATION §7–§8, sharing no code with the machine.
+// mGroup is the hand-written model of one group: plain fields and the rules of
+// docs/CORRELATION.md (transitions, TTLs), sharing no code with the machine.
 type mGroup struct {
 	fix         fixture
 	state       correlation.State
@@ -31,7 +30,6 @@ type mGroup struct {
 type registryMachine struct {
 	name    string
 	reg     *correlation.Registry
-	mu      sync.Mutex // the store adapter's lock, for the concurrent claims
 	limits  correlation.Limits
 	policy  correlation.Policy
 	now     time.Time
@@ -290,7 +288,7 @@ func (m *registryMachine) Complete(t *rapid.T) {
 func (m *registryMachine) NotSent(t *rapid.T) {
 	g := m.pick(t, correlation.Inflight)
 	d, err := m.reg.Apply(g.fix.group.Key, func(gr *correlation.Group) (correlation.Decision, error) {
-		return gr.ReleaseNotSent(m.now, m.policy)
+		return gr.NotSent(m.now, m.policy)
 	})
 	if err != nil {
 		t.Fatalf("not sent: %v", err)
@@ -303,7 +301,7 @@ func (m *registryMachine) NotSent(t *rapid.T) {
 func (m *registryMachine) Ambiguous(t *rapid.T) {
 	g := m.pick(t, correlation.Inflight)
 	d, err := m.reg.Apply(g.fix.group.Key, func(gr *correlation.Group) (correlation.Decision, error) {
-		return gr.MarkUncertain(m.now, m.policy)
+		return gr.Ambiguous(m.now, m.policy)
 	})
 	if err != nil {
 		t.Fatalf("ambiguous: %v", err)
@@ -342,25 +340,21 @@ func (m *registryMachine) Tick(t *rapid.T) {
 	}
 }
 
-func (m *registryMachine) ConcurrentClaims(t *rapid.T) {
+// RepeatedClaims submits the same valid continuation n times in a row:
+// exactly one claims the group. The registry is not safe for concurrent use
+// (its store serializes access), so claims that race for real run against the
+// stores themselves, in porttest.StoreMachine.
+func (m *registryMachine) RepeatedClaims(t *rapid.T) {
 	g := m.pick(t, correlation.Pending)
 	if !m.now.Before(g.pendingExp) {
 		t.Skip("overdue")
 	}
 	n := rapid.IntRange(2, 16).Draw(t, "claimants")
 	sub := g.fix.submission()
-	var wg sync.WaitGroup
 	decisions := make([]correlation.Decision, n)
 	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			decisions[i], _ = m.submit(sub, fmt.Sprintf("attempt-%d", i))
-		}()
+		decisions[i], _ = m.submit(sub, fmt.Sprintf("attempt-%d", i))
 	}
-	wg.Wait()
 	wins := 0
 	for _, d := range decisions {
 		record(m.name, d)

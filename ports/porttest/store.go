@@ -68,7 +68,9 @@ func Submission(g correlation.Group, result string) correlation.Submission {
 		Continuation: correlation.Continuation{Prefix: prefixOf(calls), Results: results}}
 }
 
-func admit(t *testing.T, s ports.CorrelationStore, g correlation.Group, now time.Time) {
+// Admit reserves room for g and admits it, as a tool turn does, failing t
+// when the store refuses.
+func Admit(t testing.TB, s ports.CorrelationStore, g correlation.Group, now time.Time) {
 	t.Helper()
 	ctx := context.Background()
 	r, err := s.Reserve(ctx, len(g.Calls), now)
@@ -80,7 +82,9 @@ func admit(t *testing.T, s ports.CorrelationStore, g correlation.Group, now time
 	}
 }
 
-func state(t *testing.T, s ports.CorrelationStore, key string) correlation.State {
+// StateOf reads the state of the group with key through Update (writing
+// nothing); a group that does not exist is REMOVED.
+func StateOf(t testing.TB, s ports.CorrelationStore, key string) correlation.State {
 	t.Helper()
 	var st correlation.State
 	err := s.Update(context.Background(), key, func(g *correlation.Group) error {
@@ -105,7 +109,7 @@ func StoreContract(t *testing.T, newStore NewStore) {
 
 	t.Run("admitted ids resolve for their principal only", func(t *testing.T) {
 		s := newStore(t, limits, Policy)
-		admit(t, s, Group("g1", "p1", 2, T0), T0)
+		Admit(t, s, Group("g1", "p1", 2, T0), T0)
 		got, err := s.Resolve(ctx, "p1", []string{"call_pmn_g1_0", "call_pmn_g1_1", "call_pmn_nope"})
 		if err != nil || len(got) != 2 || got["call_pmn_g1_0"] != "g1" {
 			t.Fatalf("resolve: got %v, %v vs expected both ids of g1", got, err)
@@ -118,13 +122,13 @@ func StoreContract(t *testing.T, newStore NewStore) {
 
 	t.Run("update writes only when the closure succeeds", func(t *testing.T) {
 		s := newStore(t, limits, Policy)
-		admit(t, s, Group("g1", "p1", 1, T0), T0)
+		Admit(t, s, Group("g1", "p1", 1, T0), T0)
 		err := s.Update(ctx, "g1", func(g *correlation.Group) error {
 			g.State = correlation.Inflight
 			return fmt.Errorf("refused")
 		})
-		if err == nil || state(t, s, "g1") != correlation.Pending {
-			t.Fatalf("failed closure: got state %s vs expected PENDING unchanged", state(t, s, "g1"))
+		if err == nil || StateOf(t, s, "g1") != correlation.Pending {
+			t.Fatalf("failed closure: got state %s vs expected PENDING unchanged", StateOf(t, s, "g1"))
 		}
 		if err := s.Update(ctx, "g1", func(g *correlation.Group) error {
 			_, err := g.Cancel(T0, Policy)
@@ -132,8 +136,8 @@ func StoreContract(t *testing.T, newStore NewStore) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if state(t, s, "g1") != correlation.Cancelled {
-			t.Fatalf("successful closure: got %s vs expected CANCELLED", state(t, s, "g1"))
+		if StateOf(t, s, "g1") != correlation.Cancelled {
+			t.Fatalf("successful closure: got %s vs expected CANCELLED", StateOf(t, s, "g1"))
 		}
 	})
 
@@ -147,12 +151,12 @@ func StoreContract(t *testing.T, newStore NewStore) {
 
 	t.Run("capacity refuses newer groups and never evicts pending ones", func(t *testing.T) {
 		s := newStore(t, correlation.Limits{MaxGroups: 2, MaxCalls: 8, ResponseCacheBytes: 0}, Policy)
-		admit(t, s, Group("g1", "p1", 1, T0), T0)
-		admit(t, s, Group("g2", "p1", 1, T0), T0)
+		Admit(t, s, Group("g1", "p1", 1, T0), T0)
+		Admit(t, s, Group("g2", "p1", 1, T0), T0)
 		if _, err := s.Reserve(ctx, 1, T0); !errs.Has(err, errs.CorrelationCapacityExceeded) {
 			t.Fatalf("third group: got %v vs expected correlation_capacity_exceeded", err)
 		}
-		if state(t, s, "g1") != correlation.Pending || state(t, s, "g2") != correlation.Pending {
+		if StateOf(t, s, "g1") != correlation.Pending || StateOf(t, s, "g2") != correlation.Pending {
 			t.Fatal("a pending group was evicted")
 		}
 		if _, err := s.Reserve(ctx, 1, T0.Add(Policy.PendingTTL)); err != nil {
@@ -173,7 +177,7 @@ func StoreContract(t *testing.T, newStore NewStore) {
 		if !room(1, T0) || room(4, T0) || room(0, T0) {
 			t.Fatal("an empty store: room for 1 call, never for more calls than the limit or for none")
 		}
-		admit(t, s, Group("g1", "p1", 2, T0), T0)
+		Admit(t, s, Group("g1", "p1", 2, T0), T0)
 		if !room(1, T0) || room(2, T0) {
 			t.Fatal("calls: 2 of 3 live, so room for 1 more call only")
 		}
@@ -193,11 +197,11 @@ func StoreContract(t *testing.T, newStore NewStore) {
 		if !room(1, T0) {
 			t.Fatal("a released reservation gives its room back")
 		}
-		admit(t, s, Group("g2", "p1", 1, T0), T0)
+		Admit(t, s, Group("g2", "p1", 1, T0), T0)
 		if room(1, T0) {
 			t.Fatal("two live groups of two: full")
 		}
-		if state(t, s, "g1") != correlation.Pending || state(t, s, "g2") != correlation.Pending {
+		if StateOf(t, s, "g1") != correlation.Pending || StateOf(t, s, "g2") != correlation.Pending {
 			t.Fatal("asking for room changed a pending group")
 		}
 		if !room(1, T0.Add(Policy.PendingTTL)) {
@@ -224,8 +228,8 @@ func StoreContract(t *testing.T, newStore NewStore) {
 
 	t.Run("sweep expires, marks uncertain and removes", func(t *testing.T) {
 		s := newStore(t, limits, Policy)
-		admit(t, s, Group("g1", "p1", 1, T0), T0)
-		admit(t, s, Group("g2", "p1", 1, T0), T0)
+		Admit(t, s, Group("g1", "p1", 1, T0), T0)
+		Admit(t, s, Group("g2", "p1", 1, T0), T0)
 		claim(t, s, "g2", T0)
 		rep, err := s.Sweep(ctx, T0.Add(Policy.PendingTTL))
 		if err != nil || rep.Expired != 1 || rep.Uncertain != 1 {
@@ -242,17 +246,29 @@ func StoreContract(t *testing.T, newStore NewStore) {
 
 	t.Run("counts report states and capacity", func(t *testing.T) {
 		s := newStore(t, limits, Policy)
-		admit(t, s, Group("g1", "p1", 2, T0), T0)
+		Admit(t, s, Group("g1", "p1", 2, T0), T0)
 		c, err := s.Counts(ctx)
 		if err != nil || c.ByState[correlation.Pending] != 1 || c.LiveCalls != 2 || c.MaxGroups != 4 {
 			t.Fatalf("counts: got %+v, %v", c, err)
 		}
 	})
 
+	t.Run("pending lists the PENDING groups only, sorted", func(t *testing.T) {
+		s := newStore(t, limits, Policy)
+		for _, k := range []string{"g3", "g1", "g2"} {
+			Admit(t, s, Group(k, "p1", 1, T0), T0)
+		}
+		claim(t, s, "g2", T0)
+		keys, err := s.Pending(ctx)
+		if err != nil || strings.Join(keys, ",") != "g1,g3" {
+			t.Fatalf("pending: got %v, %v vs expected [g1 g3]", keys, err)
+		}
+	})
+
 	t.Run("concurrent claims dispatch exactly once", func(t *testing.T) {
 		s := newStore(t, limits, Policy)
 		g1 := Group("g1", "p1", 1, T0)
-		admit(t, s, g1, T0)
+		Admit(t, s, g1, T0)
 		sub := Submission(g1, "result")
 		var wins, inflight atomic.Int32
 		var wg sync.WaitGroup
@@ -296,8 +312,8 @@ func StoreContract(t *testing.T, newStore NewStore) {
 		if exact.TranscriptHash, err = canon.TranscriptHash(Submission(exact, "").Continuation.Prefix); err != nil {
 			t.Fatal(err)
 		}
-		admit(t, s, values, T0)
-		admit(t, s, exact, T0)
+		Admit(t, s, values, T0)
+		Admit(t, s, exact, T0)
 		submit := func(g correlation.Group, args string) correlation.Decision {
 			sub := Submission(g, "result")
 			sub.Continuation.Prefix[1].ToolCalls[0].Arguments = args
@@ -331,7 +347,7 @@ func StoreContract(t *testing.T, newStore NewStore) {
 	t.Run("racing goroutines with slow closures dispatch exactly once", func(t *testing.T) {
 		s := newStore(t, limits, Policy)
 		g1 := Group("g1", "p1", 2, T0)
-		admit(t, s, g1, T0)
+		Admit(t, s, g1, T0)
 		sub := Submission(g1, "result")
 		var dispatches atomic.Int32
 		start := make(chan struct{})
@@ -358,15 +374,15 @@ func StoreContract(t *testing.T, newStore NewStore) {
 		if n := dispatches.Load(); n != 1 {
 			t.Fatalf("got %d dispatches of one group vs expected exactly 1", n)
 		}
-		if state(t, s, "g1") != correlation.Inflight {
-			t.Fatalf("got %s vs expected INFLIGHT after the one claim", state(t, s, "g1"))
+		if StateOf(t, s, "g1") != correlation.Inflight {
+			t.Fatalf("got %s vs expected INFLIGHT after the one claim", StateOf(t, s, "g1"))
 		}
 	})
 
 	t.Run("cached responses stay within the budget", func(t *testing.T) {
 		s := newStore(t, correlation.Limits{MaxGroups: 4, MaxCalls: 8, ResponseCacheBytes: 10}, Policy)
 		for _, k := range []string{"g1", "g2"} {
-			admit(t, s, Group(k, "p1", 1, T0), T0)
+			Admit(t, s, Group(k, "p1", 1, T0), T0)
 			claim(t, s, k, T0)
 			if err := s.Update(ctx, k, func(g *correlation.Group) error {
 				_, err := g.Complete(T0, Policy, []byte("12345678"), "d")

@@ -1,0 +1,149 @@
+package app_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/pmgate/pmgate/adapters/memstore"
+	"github.com/pmgate/pmgate/app"
+	"github.com/pmgate/pmgate/domain/conversation"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports/porttest"
+)
+
+func TestShutdownCancelsPendingGroupsOfAPrivateStoreOnly(t *testing.T) {
+	is := is.New(t)
+	s := memstore.New(correlation.Limits{MaxGroups: 4, MaxCalls: 8}, porttest.Policy)
+	for _, k := range []string{"g1", "g2"} {
+		porttest.Admit(t, s, porttest.Group(k, "p1", 1, porttest.T0), porttest.T0)
+	}
+	is.NoErr(s.Update(t.Context(), "g2", func(g *correlation.Group) error {
+		_, err := g.Submit(porttest.T0, porttest.Policy, porttest.Submission(*g, "r"), "a")
+		return err
+	}))
+	gw := app.New(app.Config{Correlation: true, Policy: porttest.Policy}, &porttest.Upstream{}, s,
+		porttest.NewClock(porttest.T0.Add(time.Second)), &porttest.IDs{}, slog.New(slog.DiscardHandler))
+	n, c := gw.Shutdown(t.Context())
+	is.Equal(n, 1)                                // one pending group cancelled
+	is.Equal(c.ByState[correlation.Cancelled], 1) // it is a tombstone now
+	is.Equal(c.ByState[correlation.Inflight], 1)  // the in-flight one is left to its request
+	is.Equal(porttest.StateOf(t, s, "g1"), correlation.Cancelled)
+}
+
+// sharedStore is a memory store that says it is shared between replicas.
+type sharedStore struct{ *memstore.Store }
+
+func (sharedStore) Shared() bool { return true }
+
+func TestShutdownLeavesASharedStoreAlone(t *testing.T) {
+	is := is.New(t)
+	s := memstore.New(correlation.Limits{MaxGroups: 4, MaxCalls: 8}, porttest.Policy)
+	porttest.Admit(t, s, porttest.Group("g1", "p1", 1, porttest.T0), porttest.T0)
+	gw := app.New(app.Config{Correlation: true, Policy: porttest.Policy}, &porttest.Upstream{}, sharedStore{s},
+		porttest.NewClock(porttest.T0.Add(time.Second)), &porttest.IDs{}, slog.New(slog.DiscardHandler))
+	n, c := gw.Shutdown(t.Context())
+	is.Equal(n, 0)                              // another replica continues it
+	is.Equal(c.ByState[correlation.Pending], 1) // the counts seen last
+	is.Equal(porttest.StateOf(t, s, "g1"), correlation.Pending)
+}
+
+// outage makes a store's sweeps fail while down is set, and counts them.
+type outage struct {
+	down   atomic.Bool
+	sweeps atomic.Int32
+}
+
+// fails counts one sweep and returns the error it fails with, if any.
+func (o *outage) fails() error {
+	o.sweeps.Add(1)
+	if o.down.Load() {
+		return errs.New(errs.CorrelationStoreUnavailable)
+	}
+	return nil
+}
+
+type flakyStore struct {
+	*memstore.Store
+	outage
+}
+
+func (f *flakyStore) Sweep(ctx context.Context, now time.Time) (correlation.SweepReport, error) {
+	if err := f.fails(); err != nil {
+		return correlation.SweepReport{}, err
+	}
+	return f.Store.Sweep(ctx, now)
+}
+
+type flakyAnchors struct {
+	*memstore.Anchors
+	outage
+}
+
+func (f *flakyAnchors) Sweep(ctx context.Context, now time.Time) (conversation.SweepReport, error) {
+	if err := f.fails(); err != nil {
+		return conversation.SweepReport{}, err
+	}
+	return f.Anchors.Sweep(ctx, now)
+}
+
+// waitFor polls cond until it holds or the bound passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestSweepsApplyTimeAndLogAnOutageOnceEachWay(t *testing.T) {
+	is := is.New(t)
+	st := &flakyStore{Store: memstore.New(correlation.Limits{MaxGroups: 4, MaxCalls: 8}, porttest.Policy)}
+	an := &flakyAnchors{Anchors: memstore.NewAnchors(conversation.Limits{MaxAnchors: 4}, porttest.AnchorPolicy)}
+	porttest.Admit(t, st, porttest.Group("g1", "p1", 1, porttest.T0), porttest.T0)
+	is.NoErr(an.Record(t.Context(), porttest.Anchor("p1", "h1", porttest.T0), porttest.T0))
+	st.down.Store(true)
+	an.down.Store(true)
+	var logs syncBuffer
+	clock := porttest.NewClock(porttest.T0)
+	gw := app.New(app.Config{Correlation: true, Policy: porttest.Policy}, &porttest.Upstream{}, st, clock, &porttest.IDs{},
+		slog.New(slog.NewJSONHandler(&logs, nil))).WithAnchors(an, porttest.AnchorPolicy)
+	var seen atomic.Int32
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		gw.RunSweeps(ctx, time.Millisecond, func(rep correlation.SweepReport) { seen.Add(int32(rep.Expired)) })
+		close(done)
+	}()
+	waitFor(t, "several failing sweeps", func() bool { return st.sweeps.Load() > 5 && an.sweeps.Load() > 5 })
+	clock.Advance(porttest.Policy.PendingTTL + porttest.AnchorPolicy.TTL) // both are overdue now
+	st.down.Store(false)
+	an.down.Store(false)
+	waitFor(t, "the overdue group to expire", func() bool { return seen.Load() == 1 })
+	waitFor(t, "the overdue anchor to expire", func() bool {
+		c, err := an.Counts(t.Context())
+		return err == nil && c.ByState[conversation.Expired] == 1
+	})
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunSweeps did not stop")
+	}
+	is.Equal(porttest.StateOf(t, st, "g1"), correlation.Expired) // the sweeper expired the overdue group
+	out := logs.String()
+	for _, name := range []string{"correlation", "conversation"} {
+		is.Equal(strings.Count(out, `"msg":"`+name+` sweep failed"`), 1) // logged when it starts failing, not every tick
+		is.Equal(strings.Count(out, `"msg":"`+name+` sweep recovered"`), 1)
+		is.Equal(strings.Count(out, `"msg":"`+name+` sweep"`), 1) // and what it changed, once
+	}
+	is.True(strings.Contains(out, `"code":"correlation_store_unavailable"`))
+}
