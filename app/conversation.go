@@ -101,7 +101,7 @@ func (g *Gateway) logFresh(ctx context.Context, p Principal, d conversation.Deci
 }
 
 // settleAnchor settles the claim of a continued turn: Complete at a proven
-// end, ReleaseNotSent when the upstream provably never took the request,
+// end, NotSent when the upstream provably never took the request,
 // Retire otherwise. A failure is logged; the anchor then stays CLAIMED until
 // its hard deadline retires it (never continued again: safe).
 func (g *Gateway) settleAnchor(ctx context.Context, p Principal, c *anchorClaim, ev conversation.Event) {
@@ -113,7 +113,7 @@ func (g *Gateway) settleAnchor(ctx context.Context, p Principal, c *anchorClaim,
 		case conversation.Complete:
 			d, err = a.Complete(c.claimID, now, g.anchorPolicy)
 		case conversation.NotSent:
-			d, err = a.ReleaseNotSent(c.claimID, now, g.anchorPolicy)
+			d, err = a.NotSent(c.claimID, now, g.anchorPolicy)
 		default:
 			d, err = a.Retire(c.claimID, now, g.anchorPolicy)
 		}

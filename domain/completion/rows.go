@@ -16,7 +16,7 @@ type row struct {
 	// for non-terminal rows, for completions, and for FAILED rows fired by
 	// Failure, whose code is the one the Failure event carries.
 	Code errs.Code
-	Ref  string // where the row comes from in the designs
+	Ref  string // why the row exists (the rule it implements, docs/COMPLETION.md)
 }
 
 // Rule sets used by the rows.

@@ -318,9 +318,9 @@ func (a *Anchor) Complete(claimID string, now time.Time, p Policy) (Decision, er
 	return a.settle(claimID, Complete, now, p)
 }
 
-// ReleaseNotSent returns the anchor to ACTIVE after a failure that proves
+// NotSent returns the anchor to ACTIVE after a failure that proves
 // nothing reached the upstream.
-func (a *Anchor) ReleaseNotSent(claimID string, now time.Time, p Policy) (Decision, error) {
+func (a *Anchor) NotSent(claimID string, now time.Time, p Policy) (Decision, error) {
 	return a.settle(claimID, NotSent, now, p)
 }
 

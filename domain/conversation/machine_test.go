@@ -140,7 +140,7 @@ func TestALookupAppliesTimeFirst(t *testing.T) {
 	record(t.Name(), d)
 	is.Equal(d.Via, "A11")                         // a claim past its deadline retires the anchor
 	is.Equal(d.Reason, conversation.ReasonRetired) // which is never continued again
-	_, err = b.ReleaseNotSent("c", b.ClaimExpiresAt, policy)
+	_, err = b.NotSent("c", b.ClaimExpiresAt, policy)
 	is.True(errors.Is(err, conversation.ErrIllegalTransition)) // and can never come back
 }
 

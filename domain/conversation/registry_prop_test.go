@@ -234,7 +234,7 @@ func (m *registryMachine) Settle(t *rapid.T) {
 		case "complete":
 			d, err = an.Complete(id, m.now, m.policy)
 		case "notsent":
-			d, err = an.ReleaseNotSent(id, m.now, m.policy)
+			d, err = an.NotSent(id, m.now, m.policy)
 		default:
 			d, err = an.Retire(id, m.now, m.policy)
 		}

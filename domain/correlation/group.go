@@ -10,13 +10,13 @@ import (
 	"github.com/pmgate/pmgate/domain/canon"
 )
 
-// State is a group's lifecycle state (design CORRELATION §4, §7).
+// State is a group's lifecycle state (docs/CORRELATION.md).
 type State string
 
 // SafeValue marks states as safe for logs.
 func (State) SafeValue() {}
 
-// The six states of design §4, plus Removed, the pseudo-state of a record that no
+// The six states of docs/CORRELATION.md, plus Removed, the pseudo-state of a record that no
 // longer exists (never stored; lookups of it answer unknown_tool_call).
 const (
 	Pending   State = "PENDING"
@@ -36,7 +36,7 @@ func (s State) Terminal() bool {
 // Live reports whether a group in s counts against live capacity.
 func (s State) Live() bool { return s == Pending || s == Inflight }
 
-// Call is one tool call of a group (design §4 CallRecord).
+// Call is one tool call of a group (its call record in docs/CORRELATION.md).
 type Call struct {
 	PublicID        string // call_pmn_… issued to the client
 	UpstreamID      string // private; never leaves the gateway
@@ -48,7 +48,7 @@ type Call struct {
 	SchemaHash      string
 }
 
-// Group is the record of one upstream tool-call group (design §4 GroupRecord).
+// Group is the record of one upstream tool-call group (its group record in docs/CORRELATION.md).
 // Stores keep values; only Apply-style methods change a group, inside a store's
 // update closure.
 type Group struct {

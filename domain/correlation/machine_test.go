@@ -97,9 +97,9 @@ func TestEveryStateAndEventMatchesTheDesignTable(t *testing.T) {
 				}
 				declared++
 				is.NoErr(err)          // declared pairs fire
-				is.Equal(d.To, to)     // next state as the design says
+				is.Equal(d.To, to)     // next state as the table says
 				is.Equal(g.State, to)  // the record holds the new state
-				is.Equal(d.Code, code) // stable code as the design says
+				is.Equal(d.Code, code) // stable code as the table says
 				record(t.Name(), d)
 			})
 		}

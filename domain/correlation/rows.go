@@ -17,8 +17,8 @@ type row struct {
 	ref    string
 }
 
-// rows is the one declaration of the group machine (docs/CORRELATION.md tells
-// the design; the last column says in a few words why each row is there).
+// rows is the one declaration of the group machine (docs/CORRELATION.md explains
+// it; the last column says in a few words why each row is there).
 // Everything else — the stateless machine, the spec, the audit and the
 // exhaustive test's row lookup — is derived from it.
 var rows = []row{

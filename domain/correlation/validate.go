@@ -17,8 +17,9 @@ type Result struct {
 	Content string
 }
 
-// Continuation is a request whose messages end in role=tool results (CONTRACT
-// §4): the final maximal block of tool messages, and everything before it.
+// Continuation is a request whose messages end in role=tool results
+// (docs/TOOL-CALLING.md): the final maximal block of tool messages, and
+// everything before it.
 type Continuation struct {
 	Prefix  []chat.Message
 	Results []Result
@@ -88,7 +89,7 @@ type Submission struct {
 	OtherGroups int
 }
 
-// Step is one validation step of design CORRELATION §5 as a pure function; it
+// Step is one continuation validation step (docs/CORRELATION.md) as a pure function; it
 // returns the code of its failure or "".
 type Step struct {
 	Name  string
@@ -96,8 +97,8 @@ type Step struct {
 }
 
 // Steps are the validation steps in the order they are applied. Structural
-// checks (400) come before binding checks (409); within them the design's
-// numbering is kept, except that step 7 (results are the contiguous final
+// checks (400) come before binding checks (409); within them the numbering of
+// docs/CORRELATION.md is kept, except that step 7 (results are the contiguous final
 // suffix) is checked before step 6 (history), so that a misplaced result is
 // reported as such rather than as a history change.
 var Steps = []Step{

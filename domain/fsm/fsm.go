@@ -20,7 +20,7 @@ type Row struct {
 	On     string
 	To     string
 	Result string // what the caller observes: dispatch, a stable error code, no mutation, …
-	Ref    string // where the row comes from in the designs
+	Ref    string // why the row exists, in a few words
 }
 
 // Table is a declared machine.
