@@ -102,7 +102,7 @@ func (g *Gateway) logFresh(ctx context.Context, p Principal, d conversation.Deci
 
 // settleAnchor settles the claim of a continued turn: Complete at a proven
 // end, NotSent when the upstream provably never took the request,
-// Retire otherwise. A failure is logged; the anchor then stays CLAIMED until
+// Ambiguous otherwise (the anchor retires). A failure is logged; the anchor then stays CLAIMED until
 // its hard deadline retires it (never continued again: safe).
 func (g *Gateway) settleAnchor(ctx context.Context, p Principal, c *anchorClaim, ev conversation.Event) {
 	var d conversation.Decision
@@ -115,7 +115,7 @@ func (g *Gateway) settleAnchor(ctx context.Context, p Principal, c *anchorClaim,
 		case conversation.NotSent:
 			d, err = a.NotSent(c.claimID, now, g.anchorPolicy)
 		default:
-			d, err = a.Retire(c.claimID, now, g.anchorPolicy)
+			d, err = a.Ambiguous(c.claimID, now, g.anchorPolicy)
 		}
 		return err
 	})

@@ -324,8 +324,8 @@ func (a *Anchor) NotSent(claimID string, now time.Time, p Policy) (Decision, err
 	return a.settle(claimID, NotSent, now, p)
 }
 
-// Retire records a failure after the continuation may have been sent.
-func (a *Anchor) Retire(claimID string, now time.Time, p Policy) (Decision, error) {
+// Ambiguous records a failure after the continuation may have been sent.
+func (a *Anchor) Ambiguous(claimID string, now time.Time, p Policy) (Decision, error) {
 	return a.settle(claimID, Ambiguous, now, p)
 }
 

@@ -236,7 +236,7 @@ func (m *registryMachine) Settle(t *rapid.T) {
 		case "notsent":
 			d, err = an.NotSent(id, m.now, m.policy)
 		default:
-			d, err = an.Retire(id, m.now, m.policy)
+			d, err = an.Ambiguous(id, m.now, m.policy)
 		}
 		return err
 	})
