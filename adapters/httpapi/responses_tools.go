@@ -5,9 +5,10 @@ package httpapi
 
 import (
 	"encoding/json"
-	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/cockroachdb/errors"
 
 	"github.com/pmgate/pmgate/domain/chat"
 )

@@ -1,11 +1,12 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/cockroachdb/errors"
 
 	"github.com/pmgate/pmgate/app/specgen"
 	"github.com/pmgate/pmgate/domain/errs"

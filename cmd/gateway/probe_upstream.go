@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"maps"
 	"slices"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/cockroachdb/errors"
 
 	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
 	"github.com/pmgate/pmgate/domain/chat"

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cockroachdb/errors"
 )
 
 // errVerify marks a report that `gateway verify` rejected (exit code 1).
