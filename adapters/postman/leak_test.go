@@ -3,14 +3,8 @@ package postman_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/pmgate/pmgate/internal/leakcheck"
 )
 
-// TestMain fails the package when a test leaves a goroutine behind (after the
-// tests' own idle HTTP client connections, which belong to the client, not to
-// the code under test).
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"))
-}
+// TestMain fails the package when a test leaves a goroutine behind.
+func TestMain(m *testing.M) { leakcheck.Main(m) }
