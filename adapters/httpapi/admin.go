@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/cockroachdb/errors"
-
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/fsm"
 )
@@ -150,12 +148,7 @@ func (s *server) adminLive() http.Handler {
 			reqs, trans = m.Recent()
 		}
 		out["requests"], out["transitions"] = reqs, trans
-		body, err := json.Marshal(out)
-		if err != nil {
-			s.writeError(w, r, errors.Wrap(err, "admin live"))
-			return
-		}
-		writeJSON(w, http.StatusOK, body)
+		s.writeValue(w, r, out, "admin live")
 	})
 }
 

@@ -204,8 +204,7 @@ func (s *server) handleModels() http.Handler {
 				list.Data = append(list.Data, modelJSON{ID: m, Object: "model", Created: 0, OwnedBy: "pmgate"})
 			}
 		}
-		body, _ := json.Marshal(list)
-		writeJSON(w, http.StatusOK, body)
+		s.writeValue(w, r, list, "models")
 	})
 }
 
@@ -229,12 +228,7 @@ func (s *server) handleHealth() http.Handler {
 			}
 		}
 		out["upstream_verified"] = verified
-		body, err := json.Marshal(out)
-		if err != nil {
-			s.writeError(w, r, errors.Wrap(err, "health fields"))
-			return
-		}
-		writeJSON(w, http.StatusOK, body)
+		s.writeValue(w, r, out, "health fields")
 	})
 }
 
@@ -249,6 +243,17 @@ func (s *server) handleMethodNotAllowed(allow string) http.Handler {
 		w.Header().Set("Allow", allow)
 		s.writeError(w, r, errNoMethod)
 	})
+}
+
+// writeValue answers 200 with v as JSON; a value that cannot be encoded is an
+// internal error (what names it in the log), never a half-written body.
+func (s *server) writeValue(w http.ResponseWriter, r *http.Request, v any, what string) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		s.writeError(w, r, errors.Wrap(err, what))
+		return
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {

@@ -212,16 +212,11 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, o output, tr *
 	if text != "" || len(calls) == 0 {
 		msg.Content = &text
 	}
-	body, err := json.Marshal(completion{
+	s.writeValue(w, r, completion{
 		ID: o.id, Object: "chat.completion", Created: o.created, Model: o.model,
 		Choices: []completionChoice{{Index: 0, Message: msg, FinishReason: string(tr.finish)}},
 		Usage:   usageOf(tr.usage),
-	})
-	if err != nil {
-		s.writeError(w, r, errors.Wrap(err, "encode completion"))
-		return
-	}
-	writeJSON(w, http.StatusOK, body)
+	}, "encode completion")
 }
 
 // chunk is one chat.completion.chunk event.

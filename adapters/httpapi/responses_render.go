@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/cockroachdb/errors"
-
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
 )
@@ -243,12 +241,7 @@ func (s *server) completeResponse(w http.ResponseWriter, r *http.Request, o resp
 	}
 	obj := o.object("completed", output)
 	obj.Usage = respUsageOf(tr.usage)
-	body, err := json.Marshal(obj)
-	if err != nil {
-		s.writeError(w, r, errors.Wrap(err, "encode response"))
-		return
-	}
-	writeJSON(w, http.StatusOK, body)
+	s.writeValue(w, r, obj, "encode response")
 }
 
 // respStream writes the Responses event stream: "event: <type>" and one
