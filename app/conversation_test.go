@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	"github.com/pmgate/pmgate/domain/conversation"
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/internal/testkit"
 	"github.com/pmgate/pmgate/ports"
 	"github.com/pmgate/pmgate/ports/porttest"
 )
@@ -25,22 +25,7 @@ import (
 var anchorPolicy = conversation.Policy{TTL: 30 * time.Minute, ClaimTTL: 150 * time.Second, TerminalTTL: 15 * time.Minute}
 
 // syncBuffer is a concurrency-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = testkit.SyncBuffer
 
 type convRig struct {
 	*rig

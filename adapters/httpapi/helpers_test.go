@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -18,6 +17,7 @@ import (
 	"github.com/pmgate/pmgate/adapters/httpapi"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/internal/testkit"
 )
 
 const (
@@ -123,22 +123,7 @@ func script(steps ...any) *fakeTurn {
 }
 
 // lockedBuffer collects log output written from server goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type lockedBuffer struct{ testkit.SyncBuffer }
 
 // Lines returns the JSON log records.
 func (b *lockedBuffer) Lines(t *testing.T) []map[string]any {

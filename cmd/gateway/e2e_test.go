@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 
 	"github.com/pmgate/pmgate/adapters/emulator"
 	"github.com/pmgate/pmgate/adapters/postman"
+	"github.com/pmgate/pmgate/internal/testkit"
 )
 
 const (
@@ -32,22 +32,7 @@ const (
 )
 
 // syncBuffer is a goroutine-safe buffer for a command's output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = testkit.SyncBuffer
 
 // served is a gateway started through run, against an in-test emulator.
 type served struct {
