@@ -16,6 +16,7 @@ import (
 	"github.com/pmgate/pmgate/domain/conversation"
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/structured"
 	"github.com/pmgate/pmgate/domain/toolschema"
 	"github.com/pmgate/pmgate/ports"
 )
@@ -88,6 +89,11 @@ func (t *turn) Next(ctx context.Context) (Delta, error) {
 				continue
 			}
 			t.text.WriteString(ev.Text)
+			if t.req.Output.Structured() {
+				// A structured answer is shown only once it is complete and
+				// valid (finish): no client sees a prefix of one that fails.
+				continue
+			}
 			d := Delta{Text: ev.Text}
 			t.emitted = append(t.emitted, d)
 			return d, nil
@@ -121,6 +127,14 @@ func (t *turn) finish(ctx context.Context) {
 		toolDeltas = ds
 		final.Finish = FinishToolCalls
 	}
+	if t.req.Output.Structured() && (t.text.Len() > 0 || t.calls.Len() == 0) {
+		held, err := t.structuredText()
+		if err != nil {
+			t.abortAfterEnd(ctx, err)
+			return
+		}
+		toolDeltas = append(held, toolDeltas...)
+	}
 	t.queue = append(toolDeltas, final)
 	if t.calls.Len() == 0 {
 		// A proven text answer: anchor it before the client can send its next turn.
@@ -138,6 +152,24 @@ func (t *turn) finish(ctx context.Context) {
 			return g.Complete(t.g.clock.Now(), t.g.cfg.Policy, cached, "sha256:"+hex.EncodeToString(sum[:]))
 		})
 	}
+}
+
+// structuredText releases the text a structured request held back. The
+// final answer (no tool calls) must pass structured.Check; it is then shown,
+// and anchored, as exactly the JSON text. Text before tool calls is not the
+// answer and is released as it came (docs/STRUCTURED-OUTPUT.md). The deltas
+// join the queue, not emitted: a cached replay takes both.
+func (t *turn) structuredText() ([]Delta, error) {
+	if t.calls.Len() > 0 {
+		return []Delta{{Text: t.text.String()}}, nil
+	}
+	answer, err := structured.Check(t.req.Output, t.text.String())
+	if err != nil {
+		return nil, err
+	}
+	t.text.Reset()
+	t.text.WriteString(answer)
+	return []Delta{{Text: answer}}, nil
 }
 
 // abortAfterEnd handles a failure after the upstream proved its end (admission

@@ -145,6 +145,8 @@ var formatSamples = map[string]string{
 	"uuid":      "00000000-0000-4000-8000-000000000000",
 	"date-time": "2026-01-01T00:00:00Z",
 	"date":      "2026-01-01",
+	"ipv4":      "192.0.2.1",
+	"ipv6":      "2001:db8::1",
 }
 
 // formatNoteRE finds the format a lowering gateway moved into the description

@@ -99,7 +99,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	t := s.runTurn(strategy, req, loop, approval, toolName, scenarios[scenario] != scenarioText)
+	t := s.runTurn(strategy, req, loop, approval, toolName, scenarios[scenario] != scenarioText, scenario)
 	if t.convID != "" {
 		rec.ConversationID = t.convID
 	}

@@ -73,6 +73,14 @@
 // empty_arguments, no_done_marker, observed_stream). In-stream failures
 // (failure event) end with EOF on both strategies.
 //
+// # Structured output
+//
+// A USER_QUERY ending in the gateway's structured-output instruction
+// (domain/structured) is answered, at the end of the tool loop it starts,
+// with a value built from the schema it names (as tool arguments are), or
+// per scenario with invalid JSON, a schema violation, prose around the value,
+// a refusal or a code fence (structured_*; structured.go).
+//
 // # Token counts in the usage event
 //
 // The numbers are deterministic functions of byte sizes:

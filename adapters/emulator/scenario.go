@@ -36,6 +36,16 @@ const (
 	ScenarioEmptyArguments   = "empty_arguments"                   // a call without parameters has "" arguments
 	ScenarioNoDoneMarker     = "no_done_marker"                    // access_token without [DONE]
 	ScenarioObservedStream   = "observed_stream"                   // every change of the observed profile at once
+
+	// Answers to a structured-output request (the gateway's instruction at
+	// the end of the query) other than the valid value built from the schema.
+	// They persist through the tool loop the query starts, so its final
+	// answer is the one changed.
+	ScenarioStructuredInvalidJSON = "structured_invalid_json"     // the valid value cut short by one byte
+	ScenarioStructuredViolation   = "structured_schema_violation" // the first required property of the wrong type (or the wrong root type)
+	ScenarioStructuredProse       = "structured_prose"            // the valid value with a sentence before and after it
+	ScenarioStructuredRefusal     = "structured_refusal"          // a refusal in prose, no JSON
+	ScenarioStructuredCodeFence   = "structured_code_fence"       // the valid value in a ```json fence
 )
 
 // Profile names (Config.Profile, `gateway emulator --profile`).
@@ -160,6 +170,12 @@ var scenarios = map[string]scenarioKind{
 	ScenarioEmptyArguments:   scenarioTurn,
 	ScenarioNoDoneMarker:     scenarioTurn,
 	ScenarioObservedStream:   scenarioTurn,
+
+	ScenarioStructuredInvalidJSON: scenarioTurn,
+	ScenarioStructuredViolation:   scenarioTurn,
+	ScenarioStructuredProse:       scenarioTurn,
+	ScenarioStructuredRefusal:     scenarioTurn,
+	ScenarioStructuredCodeFence:   scenarioTurn,
 }
 
 // Scenarios lists every scenario name, sorted.

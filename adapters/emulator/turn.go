@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/structured"
 )
 
 const (
@@ -67,6 +70,12 @@ type conversation struct {
 	approval int    // tool rounds after which the next round is a loop-approval gate (0: never)
 	gated    int    // tool rounds issued in total, for the gate
 	answer   string // the answer template of the opening query ("" when none), see answerTemplate
+	// output is the structured output the last USER_QUERY asked for (the
+	// gateway's instruction), "" for text; outSchema its schema (nil for
+	// none) and outScenario the structured_* scenario of that query.
+	output      chat.OutputKind
+	outSchema   []byte
+	outScenario string
 }
 
 // turn is what one accepted request produces before the scenario shapes it.
@@ -83,7 +92,7 @@ type turn struct {
 // runTurn applies a validated request to the conversation table. toolName is
 // the #tool directive of a USER_QUERY. allowTools is false for scenarios that
 // always answer with text.
-func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, toolName string, allowTools bool) turn {
+func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, toolName string, allowTools bool, scenario string) turn {
 	if req.extraGroups {
 		return turn{failure: failForbiddenInput}
 	}
@@ -105,6 +114,8 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, 
 		// A new user turn abandons any pending group and restarts the loop.
 		c.pending, c.rounds, c.used, c.results, c.tool = nil, loop, 0, nil, toolName
 		c.answer = answerTemplate(req.query)
+		c.output, c.outSchema, _ = structured.FromQuery(req.query)
+		c.outScenario = ""
 		c.turns++
 		t.turnNo = c.turns
 		if approval > 0 {
@@ -173,6 +184,12 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, 
 		t.reply = a
 	default:
 		t.reply = quoteResults(c.results)
+	}
+	if c.output != chat.OutputText {
+		if structuredScenarios[scenario] {
+			c.outScenario = scenario
+		}
+		t.reply = structuredReply(c.output, c.outSchema, c.outScenario)
 	}
 	return t
 }

@@ -69,6 +69,9 @@ func (s *server) decodeRequest(body []byte, allowed func(string) bool) (chat.Req
 	if err := checkFields(top, fieldPolicy); err != nil {
 		return chat.Request{}, err
 	}
+	if req.Output, err = decodeResponseFormat(top["response_format"]); err != nil {
+		return chat.Request{}, err
+	}
 	if req.Tools, err = s.decodeTools(top["tools"]); err != nil {
 		return chat.Request{}, err
 	}

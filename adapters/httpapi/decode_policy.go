@@ -209,17 +209,16 @@ func checkResponseFormat(param string, raw json.RawMessage) error {
 }
 
 // checkFormatType reads the type of an output format (chat response_format,
-// Responses text.format): only "text" can be honoured; noun names the format
-// in the refusal of an unknown type.
+// Responses text.format): "text", or a structured output the answer is
+// verified against (decode_format.go); noun names the format in the refusal
+// of an unknown type.
 func checkFormatType(p string, t json.RawMessage, noun string) error {
 	if kindOf(t) != kindString {
 		return invalid(p, "is required and must be a string.")
 	}
 	switch str(t) {
-	case "text":
+	case "text", "json_object", "json_schema":
 		return nil
-	case "json_object", "json_schema":
-		return unsupported(p, "structured output cannot be guaranteed; only \"text\" is supported.")
 	}
 	return invalid(p, "is not a known "+noun+".")
 }

@@ -82,7 +82,7 @@
 //	logprobs                      false only; true → unsupported_parameter
 //	top_logprobs                  0 only; >0 → unsupported_parameter
 //	logit_bias                    {} only; any bias → unsupported_parameter
-//	response_format               {"type":"text"} only; json_object and json_schema → unsupported_parameter
+//	response_format               text; json_object and json_schema are verified (docs/STRUCTURED-OUTPUT.md)
 //	modalities                    ["text"] only; anything else → unsupported_parameter
 //	audio, prediction,
 //	functions, function_call,

@@ -34,6 +34,9 @@ type respRequest struct {
 	maxOutput    json.RawMessage
 	user         string
 	reasoning    json.RawMessage
+	// text is the client's text object, echoed when it asks for a
+	// structured output.
+	text json.RawMessage
 }
 
 // decodeResponsesRequest validates a whole Responses request and translates
@@ -53,6 +56,12 @@ func (s *server) decodeResponsesRequest(body []byte, allowed func(string) bool) 
 	}
 	if err := checkFields(top, responsesFieldPolicy); err != nil {
 		return respRequest{}, err
+	}
+	if req.Output, err = decodeTextFormat(top["text"]); err != nil {
+		return respRequest{}, err
+	}
+	if req.Output.Structured() {
+		rr.text = top["text"]
 	}
 	rr.metadata, rr.temperature, rr.topP = top["metadata"], top["temperature"], top["top_p"]
 	rr.maxOutput, rr.reasoning = top["max_output_tokens"], top["reasoning"]
@@ -112,8 +121,8 @@ func checkTruncation(param string, raw json.RawMessage) error {
 	return invalid(param, `must be "disabled" or "auto".`)
 }
 
-// checkResponsesText accepts text.format of type "text" (and text.verbosity);
-// structured output cannot be guaranteed.
+// checkResponsesText checks text.format's type (and text.verbosity); the
+// structured formats are read by decodeTextFormat.
 func checkResponsesText(param string, raw json.RawMessage) error {
 	f, ok, err := nullOrObject(param, raw)
 	if !ok {

@@ -105,7 +105,7 @@ func (o respOutput) object(status string, output []json.RawMessage) responseObje
 		ID: o.id, Object: "response", CreatedAt: o.created, Status: status,
 		Instructions: rr.instructions, MaxOutputTokens: rr.maxOutput, Metadata: rr.metadata, Model: rr.chat.Model,
 		Output: output, ParallelToolCalls: rr.chat.ParallelToolCalls, Reasoning: rr.reasoning,
-		Temperature: rr.temperature, Text: textFormat, ToolChoice: rr.toolChoice, Tools: rr.offered,
+		Temperature: rr.temperature, Text: rr.textEcho(), ToolChoice: rr.toolChoice, Tools: rr.offered,
 		TopP: rr.topP, Truncation: "disabled",
 	}
 	if absent(obj.Metadata) {
@@ -394,4 +394,13 @@ func (s *server) finishCall(emit func(string, map[string]any), c *callOut, outpu
 	emit("response.output_item.done", map[string]any{"output_index": idx, "item": done})
 	*output = append(*output, done)
 	return nil
+}
+
+// textEcho is the response object's "text": the client's, when it asked for a
+// structured output, else the plain text format.
+func (rr *respRequest) textEcho() json.RawMessage {
+	if rr.text != nil {
+		return rr.text
+	}
+	return textFormat
 }

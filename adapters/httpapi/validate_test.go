@@ -79,8 +79,6 @@ func TestParametersThatCannotBeHonouredAreRefused(t *testing.T) {
 		{"logprobs", withFields(`,"logprobs":true`), 400, "unsupported_parameter", "logprobs"},
 		{"top_logprobs", withFields(`,"top_logprobs":3`), 400, "unsupported_parameter", "top_logprobs"},
 		{"logit_bias", withFields(`,"logit_bias":{"50256":-100}`), 400, "unsupported_parameter", "logit_bias"},
-		{"json_schema response format", withFields(`,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{}}}`), 400, "unsupported_parameter", "response_format.type"},
-		{"json_object response format", withFields(`,"response_format":{"type":"json_object"}`), 400, "unsupported_parameter", "response_format.type"},
 		{"unknown response format", withFields(`,"response_format":{"type":"yaml"}`), 400, "invalid_request", "response_format.type"},
 		{"audio modality", withFields(`,"modalities":["text","audio"]`), 400, "unsupported_parameter", "modalities[1]"},
 		{"audio output", withFields(`,"audio":{"voice":"alloy","format":"mp3"}`), 400, "unsupported_parameter", "audio"},

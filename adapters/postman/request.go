@@ -10,6 +10,7 @@ import (
 	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/structured"
 	"github.com/pmgate/pmgate/ports"
 )
 
@@ -210,7 +211,9 @@ func BuildBody(cfg pmconfig.Config, req ports.UpstreamRequest) ([]byte, error) {
 	}
 
 	if req.Continuation == nil {
-		q := Transcript(req.Chat.Messages)
+		// A structured output's fixed instruction ends the query (domain/structured);
+		// a TOOL_RESPONSE has no query: the conversation already holds it.
+		q := Transcript(req.Chat.Messages) + structured.Instruction(req.Chat.Output)
 		if n := QueryChars(q); n > cfg.MaxQueryChars {
 			detail := fmt.Sprintf("the upstream query would be %d characters (UTF-16 code units); POSTMAN_MAX_QUERY_CHARS is %d.", n, cfg.MaxQueryChars)
 			return nil, notSent(refusal(errs.Newf(errs.UpstreamQueryTooLong, "the query has %d UTF-16 code units, POSTMAN_MAX_QUERY_CHARS is %d",

@@ -336,7 +336,7 @@ func TestValidationRefusalsNeverReachTheUpstream(t *testing.T) {
 		"unknown model":      {`{"model":"nope","messages":[{"role":"user","content":"hi"}]}`, 404, "model_not_found"},
 		"malformed JSON":     {`{"model":`, 400, "invalid_request"},
 		"not keyword":        {userBody("hi", false, `,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string","not":{"const":"x"}}}}}}]`), 400, "unsupported_parameter"},
-		"json_schema format": {userBody("hi", false, `,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{}}}`), 400, "unsupported_parameter"},
+		"unverified pattern": {userBody("hi", false, `,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"string","pattern":"^(?!x)"}}}`), 400, "unsupported_parameter"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -163,7 +163,7 @@ func TestResponsesRefusesServerSideStateAndUnsupportedInput(t *testing.T) {
 		`{"model":"` + testModel + `","input":"lone \ud800 surrogate"}`:                                                    "input",
 		`{"model":"` + testModel + `","input":[{"type":"item_reference","id":"x"}]}`:                                       "input[0].type",
 		`{"model":"` + testModel + `","input":[{"role":"user","content":[{"type":"input_image","image_url":"x"}]}]}`:       "input[0].content[0].type",
-		`{"model":"` + testModel + `","input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":{}}}}`:       "text.format.type",
+		`{"model":"` + testModel + `","input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":{"if":1}}}}`: "text.format.schema.if",
 		`{"model":"` + testModel + `","input":"hi","tools":[{"type":"function","name":"bad name!","parameters":{}}]}`:      "tools[0].name",
 		`{"model":"` + testModel + `","input":"hi","tools":[{"type":"function","name":"f","parameters":{"type":"nope"}}]}`: "tools[0].parameters.type",
 	} {

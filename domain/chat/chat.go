@@ -89,11 +89,42 @@ type Request struct {
 	ParallelToolCalls bool // false when the client set parallel_tool_calls=false
 	Stream            bool
 	IncludeUsage      bool
+	// Output is the structured output the answer must be (response_format,
+	// text.format); the zero value is plain text.
+	Output OutputFormat
 	// API names the ingress API when it is not chat completions
 	// ("responses"); a tool-call group is bound to the API it was issued
 	// through.
 	API string
 }
+
+// OutputKind is the kind of answer a request asks for.
+type OutputKind string
+
+// SafeValue marks output kinds as safe for logs.
+func (OutputKind) SafeValue() {}
+
+// Output kinds.
+const (
+	OutputText       OutputKind = ""            // the default: any text
+	OutputJSONObject OutputKind = "json_object" // one JSON object
+	OutputJSONSchema OutputKind = "json_schema" // one JSON value valid against a schema
+)
+
+// OutputFormat is a request's structured output, prepared by domain/structured
+// at the ingress. Schema is the caller's schema byte for byte (json_schema
+// only); Checked is its validating lowering, the schema the upstream is told
+// about and the answer is validated against.
+type OutputFormat struct {
+	Kind    OutputKind
+	Name    string
+	Schema  []byte
+	Checked []byte
+	Strict  bool
+}
+
+// Structured reports whether the answer must be JSON.
+func (f OutputFormat) Structured() bool { return f.Kind != OutputText }
 
 // Usage holds token counts reported by the upstream. A nil field was not reported
 // and must never be presented as a real count.

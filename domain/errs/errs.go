@@ -138,6 +138,11 @@ const (
 	UpstreamRequestTooLarge       Code = "upstream_request_too_large"
 	ClientCancelled               Code = "client_cancelled"
 	InternalError                 Code = "internal_error"
+
+	// UpstreamOutputInvalid: a structured output (response_format, text.format)
+	// was asked for and the upstream's complete answer is not one JSON value
+	// valid against the caller's schema (docs/STRUCTURED-OUTPUT.md).
+	UpstreamOutputInvalid Code = "upstream_output_invalid"
 )
 
 // catalog is the one table. Order is the order of documentation.
@@ -197,6 +202,7 @@ var catalog = []Entry{
 	{UpstreamUnavailable, 502, TypeUpstream, true, "The upstream could not be reached; nothing was sent.", SourceGateway},
 	{UpstreamConnectionLost, 502, TypeUpstream, false, "The connection to the upstream was lost after the request was sent.", SourceGateway},
 	{UpstreamRequestTooLarge, 413, TypeInvalidRequest, false, "The upstream request built from this input exceeds the gateway's size limit.", SourceGateway},
+	{UpstreamOutputInvalid, 502, TypeUpstream, false, "The upstream's answer is not valid against the requested response format; nothing of it is shown.", SourceGateway},
 	{ClientCancelled, 499, TypeInvalidRequest, false, "The client cancelled the request.", SourceGateway},
 	{InternalError, 500, TypeServer, false, "The gateway failed internally.", SourceGateway},
 }

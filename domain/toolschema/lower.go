@@ -65,6 +65,15 @@ type Options struct {
 	// are then validated against the widened schema.
 	WidenCombinators bool
 	MaxBytes         int // 0 means DefaultMaxBytes
+	// Output lowers the schema of a structured output rather than a tool's
+	// parameters: the root may describe any JSON value, not only an object.
+	Output bool
+	// Validating keeps what the validator can check instead of describing
+	// it: format (only the formats CheckFormat knows), pattern (only an
+	// expression that means the same in Go as in ECMAScript), propertyNames
+	// and schema-valued additionalProperties. The result is for Compile, never
+	// for the upstream; what cannot be checked is refused.
+	Validating bool
 }
 
 // Problem is the refusal of a schema. Code is errs.UnsupportedParameter or
@@ -222,7 +231,7 @@ func (l *lowerer) schema(n *node, a at) (result, error) {
 	default:
 		return result{}, invalid(a.path, "must be a schema object.")
 	}
-	if a.root && !l.objectType(n.get("type")) {
+	if a.root && !l.opts.Output && !l.objectType(n.get("type")) {
 		return result{}, unsupported(a.path+".type", "tool parameters must be an object schema.")
 	}
 	if !a.root && n.get("$id") != nil {
@@ -279,6 +288,11 @@ func (l *lowerer) object(n *node, a at) (result, error) {
 		case vocab:
 			var err error
 			if r, err = check(l, v, a, p); err != nil {
+				return result{}, err
+			}
+		case l.opts.Validating && assertions[k] != nil:
+			var err error
+			if r, err = assertions[k](l, v, a, p); err != nil {
 				return result{}, err
 			}
 		case l.opts.Policy == PolicyStrict:
@@ -443,7 +457,7 @@ func (l *lowerer) withRef(n, ref *node, a at) (result, error) {
 	if a.depth+out.height > MaxDepth {
 		return result{}, unsupported(p, "inlining this reference nests the schema deeper than 32 levels.")
 	}
-	if a.root && !l.objectType(out.n.get("type")) {
+	if a.root && !l.opts.Output && !l.objectType(out.n.get("type")) {
 		return result{}, unsupported(p, "tool parameters must be an object schema.")
 	}
 	if out.n == n { // cannot happen: a $ref is always replaced

@@ -1,17 +1,24 @@
 package toolschema
 
 import (
+	"errors"
 	"math/big"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 )
 
 // Schema is a compiled lowered schema, used to validate the arguments the
-// upstream produced for a tool call. It understands exactly the bounded
-// vocabulary (the only keywords a lowered schema has); descriptive keywords
+// upstream produced for a tool call, or a structured answer. It understands
+// exactly the bounded vocabulary (the only keywords a lowered schema has)
+// plus the assertions a Validating lowering keeps: format, pattern,
+// propertyNames and schema-valued additionalProperties. Descriptive keywords
 // are ignored.
-type Schema struct{ root *node }
+type Schema struct {
+	root     *node
+	patterns map[*node]*regexp.Regexp // by the schema object that has the pattern
+}
 
 // Compile reads a lowered schema. nil or empty text is the schema the gateway
 // sends for a tool without parameters: any object.
@@ -23,7 +30,57 @@ func Compile(lowered []byte) (*Schema, error) {
 	if err != nil || n.k != kObject {
 		return nil, invalid("", "must be a JSON schema object.")
 	}
-	return &Schema{root: n}, nil
+	s := &Schema{root: n}
+	if err := s.prepare(n, 0); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// prepare compiles the patterns of every subschema and refuses a format the
+// validator does not check, so that validation never meets an assertion it
+// cannot decide.
+func (s *Schema) prepare(n *node, depth int) error {
+	if n.k != kObject {
+		return nil
+	}
+	if depth > 2*MaxDepth {
+		return invalid("", "is nested too deeply.")
+	}
+	if f := n.get("format"); f != nil {
+		if _, known := CheckFormat(f.s, ""); f.k != kString || !known {
+			return invalid("", "has a format that cannot be verified.")
+		}
+	}
+	if p := n.get("pattern"); p != nil {
+		re, ok := CompilePattern(p.s)
+		if p.k != kString || !ok {
+			return invalid("", "has a pattern that cannot be verified.")
+		}
+		if s.patterns == nil {
+			s.patterns = map[*node]*regexp.Regexp{}
+		}
+		s.patterns[n] = re
+	}
+	subs := []*node{n.get("items"), n.get("additionalProperties"), n.get("propertyNames")}
+	if props := n.get("properties"); props != nil && props.k == kObject {
+		for _, m := range props.obj {
+			subs = append(subs, m.val)
+		}
+	}
+	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
+		if l := n.get(k); l != nil {
+			subs = append(subs, l.arr...)
+		}
+	}
+	for _, sub := range subs {
+		if sub != nil {
+			if err := s.prepare(sub, depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // ArgumentsError says where a set of arguments fails its schema: Path is a
@@ -51,12 +108,27 @@ func (s *Schema) Validate(arguments string) error {
 	if err != nil || v.k != kObject {
 		return &ArgumentsError{Keyword: "type"}
 	}
-	return validate(s.root, v, "")
+	return s.validate(s.root, v, "")
+}
+
+// ErrNotJSON is ValidateValue's answer to text that is not exactly one JSON
+// value (surrounding JSON white space aside), or that repeats a key in an
+// object.
+var ErrNotJSON = errors.New("toolschema: not exactly one JSON value")
+
+// ValidateValue checks a JSON text of any type against the schema: ErrNotJSON
+// when it is not one JSON value, else nil or an *ArgumentsError (Call 0).
+func (s *Schema) ValidateValue(text string) error {
+	v, err := parse([]byte(text))
+	if err != nil {
+		return ErrNotJSON
+	}
+	return s.validate(s.root, v, "")
 }
 
 func fail(path, keyword string) error { return &ArgumentsError{Path: path, Keyword: keyword} }
 
-func validate(s, v *node, path string) error {
+func (c *Schema) validate(s, v *node, path string) error {
 	if s.k == kBool {
 		if s.b {
 			return nil
@@ -75,18 +147,18 @@ func validate(s, v *node, path string) error {
 	var err error
 	switch v.k {
 	case kNumber:
-		err = validateNumber(s, v, path)
+		err = c.validateNumber(s, v, path)
 	case kString:
-		err = validateString(s, v, path)
+		err = c.validateString(s, v, path)
 	case kArray:
-		err = validateArray(s, v, path)
+		err = c.validateArray(s, v, path)
 	case kObject:
-		err = validateObject(s, v, path)
+		err = c.validateObject(s, v, path)
 	}
 	if err != nil {
 		return err
 	}
-	return validateCombinators(s, v, path)
+	return c.validateCombinators(s, v, path)
 }
 
 func typeMatches(t, v *node) bool {
@@ -173,7 +245,7 @@ func equal(a, b *node) bool {
 	return true
 }
 
-func validateNumber(s, v *node, path string) error {
+func (c *Schema) validateNumber(s, v *node, path string) error {
 	x, ok := parseDecimal(v.s)
 	if !ok {
 		return fail(path, "type") // an exponent beyond any sensible range
@@ -220,7 +292,7 @@ func count(s *node, k string) (int64, bool) {
 	return integer(n)
 }
 
-func validateString(s, v *node, path string) error {
+func (c *Schema) validateString(s, v *node, path string) error {
 	runes := int64(utf8.RuneCountInString(v.s))
 	if n, ok := count(s, "minLength"); ok && runes < n {
 		return fail(path, "minLength")
@@ -228,10 +300,20 @@ func validateString(s, v *node, path string) error {
 	if n, ok := count(s, "maxLength"); ok && runes > n {
 		return fail(path, "maxLength")
 	}
+	if f := s.get("format"); f != nil {
+		if ok, _ := CheckFormat(f.s, v.s); !ok {
+			return fail(path, "format")
+		}
+	}
+	if s.get("pattern") != nil {
+		if re := c.patterns[s]; re == nil || !re.MatchString(v.s) {
+			return fail(path, "pattern")
+		}
+	}
 	return nil
 }
 
-func validateArray(s, v *node, path string) error {
+func (c *Schema) validateArray(s, v *node, path string) error {
 	size := int64(len(v.arr))
 	if n, ok := count(s, "minItems"); ok && size < n {
 		return fail(path, "minItems")
@@ -251,7 +333,7 @@ func validateArray(s, v *node, path string) error {
 	}
 	if items := s.get("items"); items != nil && items.k == kObject {
 		for i, it := range v.arr {
-			if err := validate(items, it, path+index(i)); err != nil {
+			if err := c.validate(items, it, path+index(i)); err != nil {
 				return err
 			}
 		}
@@ -259,7 +341,7 @@ func validateArray(s, v *node, path string) error {
 	return nil
 }
 
-func validateObject(s, v *node, path string) error {
+func (c *Schema) validateObject(s, v *node, path string) error {
 	size := int64(len(v.obj))
 	if n, ok := count(s, "minProperties"); ok && size < n {
 		return fail(path, "minProperties")
@@ -276,30 +358,41 @@ func validateObject(s, v *node, path string) error {
 	}
 	props := s.get("properties")
 	closed := false
-	if ap := s.get("additionalProperties"); ap != nil && ap.k == kBool && !ap.b {
+	ap := s.get("additionalProperties")
+	if ap != nil && ap.k == kBool && !ap.b {
 		closed = true
 	}
+	names := s.get("propertyNames")
 	for _, m := range v.obj {
+		if names != nil && names.k == kObject {
+			if err := c.validate(names, newString(m.key), path+PathSegment(m.key)); err != nil {
+				return fail(path+PathSegment(m.key), "propertyNames")
+			}
+		}
 		var ps *node
 		if props != nil {
 			ps = props.get(m.key)
 		}
 		switch {
 		case ps != nil:
-			if err := validate(ps, m.val, path+PathSegment(m.key)); err != nil {
+			if err := c.validate(ps, m.val, path+PathSegment(m.key)); err != nil {
 				return err
 			}
 		case closed:
 			return fail(path+PathSegment(m.key), "additionalProperties")
+		case ap != nil && ap.k == kObject:
+			if err := c.validate(ap, m.val, path+PathSegment(m.key)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-func validateCombinators(s, v *node, path string) error {
+func (c *Schema) validateCombinators(s, v *node, path string) error {
 	if all := s.get("allOf"); all != nil {
 		for _, sub := range all.arr {
-			if err := validate(sub, v, path); err != nil {
+			if err := c.validate(sub, v, path); err != nil {
 				return err
 			}
 		}
@@ -307,7 +400,7 @@ func validateCombinators(s, v *node, path string) error {
 	if anyOf := s.get("anyOf"); anyOf != nil {
 		ok := false
 		for _, sub := range anyOf.arr {
-			if validate(sub, v, path) == nil {
+			if c.validate(sub, v, path) == nil {
 				ok = true
 				break
 			}
@@ -319,7 +412,7 @@ func validateCombinators(s, v *node, path string) error {
 	if oneOf := s.get("oneOf"); oneOf != nil {
 		matched := 0
 		for _, sub := range oneOf.arr {
-			if validate(sub, v, path) == nil {
+			if c.validate(sub, v, path) == nil {
 				matched++
 			}
 		}

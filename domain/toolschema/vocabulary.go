@@ -123,12 +123,15 @@ func checkAdditionalProperties(l *lowerer, v *node, a at, p string) (kwResult, e
 	if v.k == kBool {
 		return keep(v), nil
 	}
-	if v.k != kObject || l.opts.Policy == PolicyStrict {
+	if v.k != kObject || (l.opts.Policy == PolicyStrict && !l.opts.Validating) {
 		return kwResult{}, unsupported(p, "only a boolean additionalProperties is supported.")
 	}
 	r, err := l.schema(v, a.sub(p))
 	if err != nil {
 		return kwResult{}, err
+	}
+	if l.opts.Validating {
+		return kwResult{repl: r.n, height: r.height + 1}, nil
 	}
 	out := kwResult{repl: newBool(true)}
 	if len(r.n.obj) > 0 {

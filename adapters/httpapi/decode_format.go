@@ -1,0 +1,103 @@
+package httpapi
+
+import (
+	"encoding/json"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/structured"
+	"github.com/pmgate/pmgate/domain/toolschema"
+)
+
+// This file reads the structured output of a request (chat response_format,
+// Responses text.format) into the one request option, chat.OutputFormat;
+// domain/structured prepares it (docs/STRUCTURED-OUTPUT.md). The field rules
+// (checkResponseFormat, checkResponsesText) have already checked the type.
+
+// decodeResponseFormat reads chat's response_format:
+// {"type":"json_schema","json_schema":{"name","description","schema","strict"}}
+// or {"type":"json_object"} or {"type":"text"}.
+func decodeResponseFormat(raw json.RawMessage) (chat.OutputFormat, error) {
+	if kindOf(raw) != kindObject {
+		return chat.OutputFormat{}, nil
+	}
+	f := fields(raw)
+	spec := structured.Spec{Kind: outputKind(f["type"])}
+	if spec.Kind == chat.OutputJSONSchema {
+		const p = "response_format.json_schema"
+		js := f["json_schema"]
+		if kindOf(js) != kindObject {
+			return chat.OutputFormat{}, invalid(p, "is required and must be an object.")
+		}
+		if err := readSchemaSpec(fields(js), p, &spec); err != nil {
+			return chat.OutputFormat{}, err
+		}
+	}
+	return prepareOutput(spec)
+}
+
+// decodeTextFormat reads Responses' text.format:
+// {"type":"json_schema","name","description","schema","strict"} or
+// {"type":"json_object"} or {"type":"text"}.
+func decodeTextFormat(text json.RawMessage) (chat.OutputFormat, error) {
+	if kindOf(text) != kindObject {
+		return chat.OutputFormat{}, nil
+	}
+	format := fields(text)["format"]
+	if kindOf(format) != kindObject {
+		return chat.OutputFormat{}, nil
+	}
+	f := fields(format)
+	spec := structured.Spec{Kind: outputKind(f["type"])}
+	if spec.Kind == chat.OutputJSONSchema {
+		if err := readSchemaSpec(f, "text.format", &spec); err != nil {
+			return chat.OutputFormat{}, err
+		}
+	}
+	return prepareOutput(spec)
+}
+
+func outputKind(t json.RawMessage) chat.OutputKind {
+	switch str(t) {
+	case "json_object":
+		return chat.OutputJSONObject
+	case "json_schema":
+		return chat.OutputJSONSchema
+	}
+	return chat.OutputText
+}
+
+// readSchemaSpec reads name (required, as OpenAI requires it), description
+// (a string, not sent: the instruction is fixed text), schema (an object) and
+// strict (a boolean) of a json_schema format at p.
+func readSchemaSpec(f map[string]json.RawMessage, p string, spec *structured.Spec) error {
+	spec.NamePath, spec.SchemaPath = p+".name", p+".schema"
+	if kindOf(f["name"]) != kindString {
+		return invalid(spec.NamePath, "is required and must be a string.")
+	}
+	spec.Name = str(f["name"])
+	if _, err := optString(f["description"], p+".description"); err != nil {
+		return err
+	}
+	switch s := f["schema"]; kindOf(s) {
+	case kindInvalid, kindNull:
+	case kindObject:
+		spec.Schema = s
+	default:
+		return invalid(spec.SchemaPath, "must be a JSON schema object.")
+	}
+	var err error
+	spec.Strict, err = optBool(f["strict"], p+".strict", false)
+	return err
+}
+
+// prepareOutput renders a refusal of domain/structured in the API's shape.
+func prepareOutput(spec structured.Spec) (chat.OutputFormat, error) {
+	out, err := structured.Prepare(spec)
+	var pr *toolschema.Problem
+	if errors.As(err, &pr) {
+		return chat.OutputFormat{}, refuse(pr.Code, pr.Path, pr.Detail)
+	}
+	return out, err
+}

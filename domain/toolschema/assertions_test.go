@@ -1,0 +1,53 @@
+package toolschema_test
+
+import (
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/pmgate/pmgate/domain/toolschema"
+)
+
+func TestPatternsAreReadTheWayECMAScriptReadsThem(t *testing.T) {
+	is := is.New(t)
+	for _, c := range []struct {
+		pattern, value string
+		match          bool
+	}{
+		{`^a.c$`, "abc", true},
+		{`^a.c$`, "a\rc", false},     // . excludes every ECMAScript line terminator, not only \n
+		{`^a.c$`, "a\u2028c", false}, // U+2028 too
+		{`^\s$`, "\u00a0", true},     // \s is ECMAScript's white space (RE2's is ASCII only)
+		{`^\S$`, "\u3000", false},    //
+		{`^[\s]$`, "\ufeff", true},   // and inside a class
+		{`^[[]$`, "[", true},         // [ in a class is a literal, not a POSIX class opener
+		{`^\u00e9$`, "é", true},      // \uHHHH
+		{`^(?<y>\d{4})-\d\d$`, "2024-01", true},
+		{`^\d+$`, "١٢", false},         // \d is ASCII in both
+		{`colou?r`, "my colour", true}, // a pattern is not anchored
+		{`^a{2,3}$`, "aaaa", false},
+	} {
+		re, ok := toolschema.CompilePattern(c.pattern)
+		is.True(ok)
+		is.Equal(re.MatchString(c.value), c.match)
+	}
+}
+
+func TestPatternsThatMayMeanSomethingElseInGoAreRefused(t *testing.T) {
+	is := is.New(t)
+	for _, p := range []string{
+		`(?=a)`, `(?!a)`, `(?<=a)b`, `(?<!a)b`, // lookaround
+		`(a)\1`, `\k<a>`, // backreferences
+		`(?i)a`,          // inline flags
+		`\p{L}`, `\P{L}`, // property escapes (their meaning depends on the u flag)
+		`\cJ`, `\u{61}`, `\07`, // control, code point and octal escapes
+		`[^]`, `[]`, `[\b]`, `[\S]`, // empty and any classes, backspace, \S in a class
+		`\e`, `\a`, `\z`, // letters without a meaning in both
+		`a{`, `a}`, `x{1001}`, // a literal brace; a count Go refuses
+		"😀",            // beyond U+FFFF
+		`(`, `[a`, `*`, // not a regular expression
+	} {
+		_, ok := toolschema.CompilePattern(p)
+		is.True(!ok)
+	}
+}
