@@ -105,6 +105,7 @@ var nodeSuites = []nodeSuite{
 	{"claude-code", "claude-code.test.mjs", 10 * time.Minute, true},
 	{"opencode", "opencode.test.mjs", 6 * time.Minute, true},
 	{"ai-sdk", "ai-sdk.test.mjs", 4 * time.Minute, false},
+	{"structured", "structured.test.mjs", 4 * time.Minute, false},
 }
 
 // wideQueryChars is the raised query limit of the second gateway and emulator.

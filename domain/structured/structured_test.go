@@ -183,3 +183,18 @@ func TestTheInstructionIsFixedTextAndTheSchemaAlone(t *testing.T) {
 	is.Equal(structured.Instruction(chat.OutputFormat{Kind: chat.OutputJSONObject}), structured.InstructionObject)
 	is.Equal(structured.Instruction(chat.OutputFormat{}), "")
 }
+
+func TestZodFormatPatternsAreAccepted(t *testing.T) {
+	is := is.New(t)
+	// As zod 4.6.7's toJSONSchema writes z.iso.datetime(), z.iso.date(), z.uuid() and z.email().
+	f := prepare(t, `{"type":"object","properties":{`+
+		`"when":{"type":"string","format":"date-time","pattern":"^(?:(?:\\d\\d[2468][048]|\\d\\d[13579][26]|\\d\\d0[48]|[02468][048]00|[13579][26]00)-02-29|\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|(?:02)-(?:0[1-9]|1\\d|2[0-8])))T(?:(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d+)?(?:Z))$"},`+
+		`"day":{"type":"string","format":"date","pattern":"^(?:(?:\\d\\d[2468][048]|\\d\\d[13579][26]|\\d\\d0[48]|[02468][048]00|[13579][26]00)-02-29|\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|(?:02)-(?:0[1-9]|1\\d|2[0-8])))$"},`+
+		`"id":{"type":"string","format":"uuid","pattern":"^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}|00000000-0000-0000-0000-000000000000|ffffffff-ffff-ffff-ffff-ffffffffffff)$"},`+
+		`"mail":{"type":"string","format":"email","pattern":"^(?:[A-Za-z0-9_'+\\-]+\\.)*[A-Za-z0-9_'+\\-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9\\-]*\\.)+[A-Za-z]{2,}$"}},`+
+		`"required":["when","day","id","mail"],"additionalProperties":false}`, true)
+	_, err := structured.Check(f, `{"when":"2024-02-29T12:00:00Z","day":"2024-02-29","id":"123e4567-e89b-12d3-a456-426614174000","mail":"ada@example.com"}`)
+	is.NoErr(err)
+	is.Equal(refusal(t, f, `{"when":"2024-02-29T12:00:00+01:00","day":"2024-02-29","id":"123e4567-e89b-12d3-a456-426614174000","mail":"ada@example.com"}`),
+		"answer.when: does not match the response schema (pattern).") // valid RFC 3339, but zod's pattern wants Z
+}
