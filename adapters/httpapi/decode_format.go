@@ -101,3 +101,29 @@ func prepareOutput(spec structured.Spec) (chat.OutputFormat, error) {
 	}
 	return out, err
 }
+
+// decodeOutputConfigFormat reads the Anthropic Messages API's
+// output_config.format: {"type":"json_schema","schema":{…}} (no name, no
+// strict), for the Messages decoder to store as chat.Request.Output the way
+// the chat and Responses decoders do. The field rule has checked the type.
+func decodeOutputConfigFormat(outputConfig json.RawMessage) (chat.OutputFormat, error) {
+	if kindOf(outputConfig) != kindObject {
+		return chat.OutputFormat{}, nil
+	}
+	format := fields(outputConfig)["format"]
+	if kindOf(format) != kindObject {
+		return chat.OutputFormat{}, nil
+	}
+	f := fields(format)
+	const p = "output_config.format"
+	spec := structured.Spec{Kind: outputKind(f["type"]), NamePath: p + ".name", SchemaPath: p + ".schema"}
+	if spec.Kind == chat.OutputJSONSchema {
+		switch s := f["schema"]; kindOf(s) {
+		case kindObject:
+			spec.Schema = s
+		default:
+			return chat.OutputFormat{}, invalid(spec.SchemaPath, "is required and must be a JSON schema object.")
+		}
+	}
+	return prepareOutput(spec)
+}

@@ -51,3 +51,17 @@ func TestPatternsThatMayMeanSomethingElseInGoAreRefused(t *testing.T) {
 		is.True(!ok)
 	}
 }
+
+// FuzzCompilePattern: the translator never panics, and what it accepts
+// compiles and runs.
+func FuzzCompilePattern(f *testing.F) {
+	for _, p := range []string{`^a.c$`, `[\s\d-]+`, `(?<y>\d{4})`, `\u00e9|\x41`, `[[]`, `a{2,3}?`, `(?=x)`} {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		re, ok := toolschema.CompilePattern(p)
+		if ok {
+			_ = re.MatchString("sample \r\n\u2028 text 123")
+		}
+	})
+}
