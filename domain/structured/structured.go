@@ -162,8 +162,12 @@ func (e *AnswerError) PublicDetail() string {
 	return e.Path + ": " + e.Reason + " (" + e.Keyword + ")."
 }
 
-// anyObject validates a json_object answer.
-var anyObject = mustCompile(`{"type":"object"}`)
+// anyObject validates a json_object answer, anyValue a json_schema answer
+// without a schema.
+var (
+	anyObject = mustCompile(`{"type":"object"}`)
+	anyValue  = mustCompile(`{}`)
+)
 
 func mustCompile(s string) *toolschema.Schema {
 	sch, err := toolschema.Compile([]byte(s))
@@ -196,7 +200,7 @@ func Check(f chat.OutputFormat, answer string) (string, error) {
 			return "", errs.Wrap(err, errs.InternalError)
 		}
 	default:
-		sch = mustCompile(`{}`)
+		sch = anyValue
 	}
 	err := sch.ValidateValue(text)
 	var ae *toolschema.ArgumentsError
