@@ -14,6 +14,12 @@
 // table of every keyword and its treatment; docs/TOOL-SCHEMAS.md is generated
 // from it.
 //
+// The same lowering and validator serve structured outputs
+// (domain/structured): with Options.Output the root may be any schema, and
+// with Options.Validating format, pattern (CompilePattern), propertyNames and
+// record-style additionalProperties are kept and checked instead of
+// described; CheckStrict applies OpenAI's strict-mode rules.
+//
 // The package is pure: no I/O, no clock, no goroutines. Refusals are
 // [*Problem] values whose paths show client-chosen keys only when they are
 // plain identifiers, and argument failures are [*ArgumentsError] values that
