@@ -1,9 +1,12 @@
 package toolschema_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/matryer/is"
+	"pgregory.net/rapid"
 
 	"github.com/pmgate/pmgate/domain/toolschema"
 )
@@ -62,6 +65,43 @@ func FuzzCompilePattern(f *testing.F) {
 		re, ok := toolschema.CompilePattern(p)
 		if ok {
 			_ = re.MatchString("sample \r\n\u2028 text 123")
+		}
+	})
+}
+
+// esEscape writes s as an ECMAScript pattern literal: every syntax character
+// escaped, every other character as it is (or \uHHHH).
+func esEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case strings.ContainsRune(`^$\.*+?()[]{}|/`, r):
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// A literal pattern matches exactly its text: escaping, \uHHHH and the
+// class-free translation never change what a literal means.
+func TestALiteralPatternMatchesExactlyItsText(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.StringOfN(rapid.RuneFrom([]rune("ab.*+?()[]{}|/^$\\-\t\n\x01é€ z09")), 0, 12, -1).Draw(t, "s")
+		other := rapid.StringOfN(rapid.RuneFrom([]rune("ab.\\\n€")), 0, 12, -1).Draw(t, "other")
+		re, ok := toolschema.CompilePattern("^" + esEscape(s) + "$")
+		if !ok {
+			t.Fatalf("a literal pattern was refused: %q", esEscape(s))
+		}
+		if !re.MatchString(s) {
+			t.Fatalf("%q does not match its own literal", s)
+		}
+		if other != s && re.MatchString(other) {
+			t.Fatalf("%q matches the literal of %q", other, s)
 		}
 	})
 }
