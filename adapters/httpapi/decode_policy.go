@@ -205,14 +205,17 @@ func checkResponseFormat(param string, raw json.RawMessage) error {
 	if !ok {
 		return err
 	}
-	return checkFormatType(param+".type", f["type"], "response format")
+	return checkOutputFormatType(param+".type", f["type"], "response format")
 }
 
-// checkFormatType reads the type of an output format (chat response_format,
-// Responses text.format): "text", or a structured output the answer is
-// verified against (decode_format.go); noun names the format in the refusal
-// of an unknown type.
-func checkFormatType(p string, t json.RawMessage, noun string) error {
+// checkOutputFormatType reads the type of an output format (chat
+// response_format, Responses text.format): "text", or a structured output the
+// answer is verified against, which the API's decoder must then read into
+// chat.Request.Output (decode_format.go); noun names the format in the
+// refusal of an unknown type. (It replaces checkFormatType, which refused the
+// structured types, so that a caller written against that one stops
+// compiling instead of accepting a format it would ignore.)
+func checkOutputFormatType(p string, t json.RawMessage, noun string) error {
 	if kindOf(t) != kindString {
 		return invalid(p, "is required and must be a string.")
 	}

@@ -139,7 +139,7 @@ func checkResponsesText(param string, raw json.RawMessage) error {
 	default:
 		return invalid(param+".format", "must be an object.")
 	}
-	return checkFormatType(param+".format.type", fields(format)["type"], "text format")
+	return checkOutputFormatType(param+".format.type", fields(format)["type"], "text format")
 }
 
 // decodeInput translates input (a string, or a list of items) into messages.
