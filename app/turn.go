@@ -17,6 +17,7 @@ import (
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/domain/toolschema"
+	"github.com/pmgate/pmgate/domain/usage"
 	"github.com/pmgate/pmgate/ports"
 )
 
@@ -37,6 +38,8 @@ type turn struct {
 	// settled exactly once: ADVANCED at a proven end, RETIRED otherwise.
 	anchor        *anchorClaim
 	anchorSettled bool
+	// meter receives the characters and tokens the turn received (never nil).
+	meter *Meter
 
 	text strings.Builder
 	// calls holds the tool calls until the stream's proven end. The turn is
@@ -88,6 +91,7 @@ func (t *turn) Next(ctx context.Context) (Delta, error) {
 				continue
 			}
 			t.text.WriteString(ev.Text)
+			t.meter.OutputChars += usage.Chars(ev.Text)
 			d := Delta{Text: ev.Text}
 			t.emitted = append(t.emitted, d)
 			return d, nil
@@ -99,6 +103,7 @@ func (t *turn) Next(ctx context.Context) (Delta, error) {
 			if ev.Usage != nil && ev.Usage.Reported() {
 				u := *ev.Usage
 				t.usage = &u
+				t.meter.Usage = &u
 			}
 		case chat.EventConversation:
 			t.convID = ev.ConversationID
@@ -120,6 +125,9 @@ func (t *turn) finish(ctx context.Context) {
 		}
 		toolDeltas = ds
 		final.Finish = FinishToolCalls
+		for _, c := range t.calls.Calls() {
+			t.meter.OutputChars += usage.Chars(c.Arguments())
+		}
 	}
 	t.queue = append(toolDeltas, final)
 	if t.calls.Len() == 0 {
