@@ -20,6 +20,7 @@ const (
 	pathAdminStatic   = "/admin/static/"
 	pathAdminOverview = "/admin/api/overview"
 	pathAdminLive     = "/admin/api/live"
+	pathAdminUsage    = "/admin/api/usage"
 )
 
 //go:embed adminui
@@ -87,8 +88,9 @@ func (s *server) adminRoutes(mux *http.ServeMux) {
 	get(pathAdminStatic+"app.js", static("app.js", "text/javascript; charset=utf-8"))
 	get(pathAdminStatic+"app.css", static("app.css", "text/css; charset=utf-8"))
 	get(pathAdminStatic+"icon.svg", static("icon.svg", "image/svg+xml"))
-	get(pathAdminOverview, s.requireKey(overview))
-	get(pathAdminLive, s.requireKey(s.adminLive()))
+	get(pathAdminOverview, s.requireAdmin(overview))
+	get(pathAdminLive, s.requireAdmin(s.adminLive()))
+	get(pathAdminUsage, s.requireAdmin(s.adminUsage()))
 	mux.Handle(pathAdmin+"/", adminHeaders(s.handleNotFound()))
 }
 
@@ -100,7 +102,7 @@ func adminRouteOf(path string) string {
 		return pathAdmin
 	case strings.HasPrefix(path, pathAdminStatic):
 		return pathAdminStatic + "*"
-	case path == pathAdminOverview, path == pathAdminLive:
+	case path == pathAdminOverview, path == pathAdminLive, path == pathAdminUsage:
 		return path
 	}
 	return "unmatched"
@@ -148,6 +150,10 @@ func (s *server) adminLive() http.Handler {
 			reqs, trans = m.Recent()
 		}
 		out["requests"], out["transitions"] = reqs, trans
+		if m := s.cfg.Monitor; m != nil {
+			out["last_hour"], out["upstream_quota"] = m.lastHour(), m.upstreamQuota()
+		}
+		out["keys"] = s.keyBudgets(r.Context())
 		s.writeValue(w, r, out, "admin live")
 	})
 }
