@@ -130,7 +130,9 @@ func (u usageSource) fetch(ctx context.Context, since, until string) (httpapi.Us
 		return httpapi.UsageReport{}, fmt.Errorf("reading the gateway's answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e struct{ Error struct{ Code, Message string } }
+		var e struct {
+			Error struct{ Code, Message string }
+		}
 		_ = json.Unmarshal(body, &e)
 		return httpapi.UsageReport{}, fmt.Errorf("the gateway answered %d %s: %s", resp.StatusCode, e.Error.Code, e.Error.Message)
 	}
