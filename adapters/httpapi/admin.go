@@ -138,8 +138,9 @@ func (s *server) adminLive() http.Handler {
 		p, verified := s.probe()
 		_, fields := s.verification()
 		reason, _ := fields["upstream_verified_reason"].(string)
+		until, _ := fields["upstream_verified_until"].(string)
 		out := map[string]any{"status": "ok", "strategy": s.cfg.Strategy, "upstream_verified": verified,
-			"upstream_verified_reason": reason, "probe": p, "time": s.now().UTC()}
+			"upstream_verified_reason": reason, "upstream_verified_until": until, "probe": p, "time": s.now().UTC()}
 		if s.cfg.Health != nil {
 			if c, ok := s.cfg.Health(r.Context())["correlation"]; ok {
 				out["correlation"] = c

@@ -268,7 +268,7 @@ func (m *Monitor) observeRequest(rec RequestRecord, code errs.Code, start, first
 	m.mu.Lock()
 	m.recent[m.recentN%recentRequests] = entry
 	m.recentN++
-	if rec.Status >= 400 {
+	if rec.Status >= 400 || code != "" { // a stream that failed after its 200 has a code
 		minute := end.Unix() / 60
 		b := &m.minutes[minute%60]
 		if b.minute != minute || b.counts == nil {
