@@ -76,7 +76,7 @@ func TestTheBucketAllowsAMinutesBurstThenOneRequestPerInterval(t *testing.T) {
 	is.True(b.Admit(t0.Add(9*time.Second), lim, false) != nil)
 	is.NoErr(b.Admit(t0.Add(10*time.Second), lim, false))
 	is.NoErr(b.Admit(t0.Add(10*time.Second), lim, true)) // a continuation passes an empty bucket
-	is.Equal(b.Tokens, 0.0)                               // and leaves it empty, not below
+	is.Equal(b.Tokens, 0.0)                              // and leaves it empty, not below
 	// A quiet hour refills to the burst, no more.
 	for range 6 {
 		is.NoErr(b.Admit(t0.Add(time.Hour), lim, false))
