@@ -245,3 +245,30 @@ func keysCmdEnv(t *testing.T, file string, extra map[string]string, args ...stri
 	err := run(t.Context(), append([]string{"keys"}, args...), func(k string) string { return env[k] }, &out, &errOut)
 	return out.String(), err
 }
+
+// TestUpstreamQuotaRefusalsAreCountedWithTheirTime: the upstream's own quota
+// error is counted on the live view with when it last happened, in the
+// ledger under its code and in the per-slot refusals.
+func TestUpstreamQuotaRefusalsAreCountedWithTheirTime(t *testing.T) {
+	is := is.New(t)
+	s := serve(t, "access_token", nil)
+	before := time.Now().UTC().Add(-time.Second)
+	resp := s.post(t, userBody("#scenario=quota_exhausted", false, ""))
+	var e errorBody
+	is.NoErr(json.NewDecoder(resp.Body).Decode(&e))
+	is.Equal(e.Error.Code, "upstream_quota_exhausted")
+	var live struct {
+		UpstreamQuota httpapi.UpstreamQuota `json:"upstream_quota"`
+		LastHour      map[string]int        `json:"last_hour"`
+	}
+	is.NoErr(json.Unmarshal([]byte(s.get(t, "/admin/api/live")), &live))
+	is.Equal(live.UpstreamQuota.Count, int64(1))
+	is.True(live.UpstreamQuota.Last != nil && !live.UpstreamQuota.Last.Before(before) && live.UpstreamQuota.Last.Before(time.Now().Add(time.Second)))
+	is.Equal(live.LastHour["upstream_quota_exhausted"], 1)
+	is.True(strings.Contains(s.get(t, "/metrics"), `pmgate_key_refusals_total{code="upstream_quota_exhausted",slot="default"} 1`))
+	eventually(t, "the ledger counts it", func() bool {
+		var rep httpapi.UsageReport
+		_ = json.Unmarshal([]byte(s.get(t, "/admin/api/usage")), &rep)
+		return len(rep.Rows) == 1 && rep.Rows[0].Outcome == "upstream_quota_exhausted" && rep.Rows[0].Requests == 1
+	})
+}
