@@ -2,6 +2,7 @@ package porttest
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -75,7 +76,12 @@ func UsageContract(t *testing.T, newLedger NewUsageLedger) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				err := AdmitOnce(ctx, l, "a", lim, T0, false)
+				// The closure yields: a store that read the budget outside
+				// its atomic section would now lose admissions.
+				err := l.Budget(ctx, "a", func(b *usage.Budget) error {
+					runtime.Gosched()
+					return b.Admit(T0, lim, false)
+				})
 				switch {
 				case err == nil:
 					admitted.Add(1)
