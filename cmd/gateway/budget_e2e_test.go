@@ -132,6 +132,13 @@ func TestAKeysQuotaRefusesBeforeSendingAndNeverStrandsAContinuation(t *testing.T
 	is.Equal(sums, map[string]int64{"chat ok requests": 3, "chat ok dispatches": 3,
 		"chat key_quota_exhausted requests": 1, "chat key_quota_exhausted dispatches": 0,
 		"responses key_quota_exhausted requests": 1, "responses key_quota_exhausted dispatches": 0})
+	// Raising the limit with keys set takes effect on the running gateway.
+	if _, err := keysCmd(t, file, "set", "agent", "--per-day", "10"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the raised limit is applied", func() bool {
+		return s.post(t, userBody("five", false, ""), bearer(agent)...).StatusCode == 200
+	})
 }
 
 // pendingAs issues a tool group for key and returns the continuation.
