@@ -12,12 +12,12 @@ import (
 	"github.com/chromedp/chromedp/kb"
 )
 
-// TestTheOwnersFirstScreenInABrowser: the control page's first screen shows
+// TestTheAdminPageShowsTheOwnersFirstScreen: the control page's first screen shows
 // what the owner needs — today's dispatches against each key's budget, the
 // refusals of the last hour by cause, the recent requests filterable by key
 // and outcome, all readable at 1280 px without horizontal scrolling — with the
 // numbers of traffic this test generated; an inference key is refused.
-func TestTheOwnersFirstScreenInABrowser(t *testing.T) {
+func TestTheAdminPageShowsTheOwnersFirstScreen(t *testing.T) {
 	ctx, bl := newBrowser(t)
 	dir := screenshotDir(t)
 	s, file, editor, _ := keysServe(t, "web_session", nil)
