@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/pmgate/pmgate/domain/conversation"
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/fsm"
 )
@@ -116,12 +117,13 @@ func (s *server) adminOverview() http.Handler {
 		models = []AdminModel{}
 	}
 	body, err := json.Marshal(map[string]any{
-		"version":       a.Version,
-		"strategy":      s.cfg.Strategy,
-		"upstream_host": a.UpstreamHost,
-		"models":        models,
-		"config":        a.Summary,
-		"machine":       machineLayout(correlation.Table()),
+		"version":              a.Version,
+		"strategy":             s.cfg.Strategy,
+		"upstream_host":        a.UpstreamHost,
+		"models":               models,
+		"config":               a.Summary,
+		"machine":              machineLayout(correlation.Table()),
+		"conversation_machine": machineLayout(conversation.Table()),
 	})
 	if err != nil {
 		panic("httpapi: admin overview: " + err.Error())
@@ -142,8 +144,12 @@ func (s *server) adminLive() http.Handler {
 		out := map[string]any{"status": "ok", "strategy": s.cfg.Strategy, "upstream_verified": verified,
 			"upstream_verified_reason": reason, "upstream_verified_until": until, "probe": p, "time": s.now().UTC()}
 		if s.cfg.Health != nil {
-			if c, ok := s.cfg.Health(r.Context())["correlation"]; ok {
+			h := s.cfg.Health(r.Context())
+			if c, ok := h["correlation"]; ok {
 				out["correlation"] = c
+			}
+			if c, ok := h["conversation"]; ok {
+				out["conversation"] = c
 			}
 		}
 		reqs, trans := []RequestRecord{}, []TransitionRecord{}

@@ -137,6 +137,8 @@ func TestTheAdminPageShowsTheOwnersFirstScreen(t *testing.T) {
 	// The machines are in the internals view.
 	do(t, ctx, chromedp.Click(chromedp.ID("view-internals")))
 	within(t, ctx, time.Second, "internals", `!document.getElementById("internals").hidden && document.getElementById("owner").hidden && document.querySelector("#machine .state") !== null`)
+	within(t, ctx, time.Second, "the conversation anchors on their machine",
+		`document.querySelector('#conv-machine [data-state="ACTIVE"]').dataset.count !== "0"`)
 	shot(t, ctx, dir, "admin-internals.png")
 	page := eval[string](t, ctx, `document.documentElement.outerHTML`)
 	for _, secret := range []string{owner, agent, editor, testCookie, testToken} {

@@ -119,7 +119,8 @@
     });
     const cfg = Object.keys(o.config || {}).sort().map((k) => [k, o.config[k]]);
     fillRows($("config").tBodies[0], cfg, (tr, kv) => { cell(tr, kv[0]); cell(tr, kv[1]); });
-    drawMachine(o.machine);
+    drawMachine(o.machine, "machine", "machine-title");
+    if (o.conversation_machine) drawMachine(o.conversation_machine, "conv-machine", "conv-machine-title");
     renderKey();
     renderSnippets();
   }
@@ -133,16 +134,20 @@
     return el;
   }
 
-  function drawMachine(m) {
-    const root = $("machine");
-    const title = $("machine-title");
+  function drawMachine(m, rootId, titleId) {
+    const root = $(rootId);
+    const title = $(titleId);
+    const arrow = rootId + "-arrow";
     clear(root);
     root.appendChild(title);
     root.setAttribute("viewBox", "0 -24 " + m.width + " " + (m.height + 44));
+    // Drawn at its own size at most (CSSOM, which the policy allows; never a style attribute).
+    root.style.maxWidth = Math.max(m.width, 720) + "px";
+    root.style.minWidth = Math.min(m.width, 720) + "px";
     const defs = svg("defs", {}, root);
-    for (const id of ["arrow", "arrow-hot"]) {
+    for (const [id, cls] of [[arrow, "arrow"], [arrow + "-hot", "arrow-hot"]]) {
       const mk = svg("marker", { id: id, viewBox: "0 0 10 10", refX: "9", refY: "5", markerWidth: "10", markerHeight: "10", markerUnits: "userSpaceOnUse", orient: "auto-start-reverse" }, defs);
-      svg("path", { d: "M0,0 L10,5 L0,10 z", class: id }, mk);
+      svg("path", { d: "M0,0 L10,5 L0,10 z", class: cls }, mk);
     }
     const pos = {};
     for (const s of m.states) pos[s.name] = s;
@@ -162,7 +167,7 @@
         lx = (x1 + x2) / 2; ly = top + 4;
       }
       const g = svg("g", { class: "edge", "data-from": e.from, "data-to": e.to, "data-rows": e.rows.join(" ") }, edges);
-      svg("path", { d: d, "marker-end": "url(#arrow)" }, g);
+      svg("path", { d: d, "marker-end": "url(#" + arrow + ")" }, g);
       const t = svg("text", { x: lx, y: ly, "text-anchor": "middle", class: "edge-label" }, g);
       t.textContent = e.rows.join(",");
       const hits = svg("text", { x: lx, y: ly + 14, "text-anchor": "middle", class: "edge-hits" }, g);
@@ -205,7 +210,7 @@
       g.classList.toggle("recent", n > 0);
       g.classList.toggle("hot", isHot);
       g.dataset.hits = String(n);
-      g.querySelector("path").setAttribute("marker-end", isHot ? "url(#arrow-hot)" : "url(#arrow)");
+      g.querySelector("path").setAttribute("marker-end", isHot ? "url(#machine-arrow-hot)" : "url(#machine-arrow)");
       g.querySelector(".edge-hits").textContent = n > 0 ? "×" + n : "";
     }
   }
@@ -248,6 +253,16 @@
     if (c.live_calls !== undefined) parts.push("live calls " + c.live_calls + " / " + c.max_calls);
     $("corr-summary").textContent = parts.join(" · ");
     updateMachine(c, l.transitions);
+    const conv = l.conversation || {};
+    const byState = conv.anchors_by_state || {};
+    for (const g of document.querySelectorAll("#conv-machine .state")) {
+      const n = byState[g.dataset.state] || 0;
+      g.dataset.count = String(n);
+      g.classList.toggle("occupied", n > 0);
+      g.querySelector(".state-count").textContent = String(n);
+    }
+    $("conv-summary").textContent = conv.continuity === false ? "conversation continuity is off" :
+      (conv.anchors !== undefined ? "anchors " + conv.anchors + " / " + conv.max_anchors + " · " + conv.bytes + " bytes" : "");
     fillRows($("transitions").tBodies[0], l.transitions.slice(0, 20), (tr, t) => {
       cell(tr, clock(t.time)); cell(tr, t.row + (t.count > 1 ? " ×" + t.count : ""), "mono"); cell(tr, t.from); cell(tr, t.to);
       cell(tr, t.source === "sweep" ? "sweep" + (t.code ? " · " + t.code : "") : (t.code || "–"));
