@@ -232,11 +232,13 @@ func keysList(path string, src usageSource, stdout io.Writer) error {
 	}
 	spent := map[string]httpapi.KeyBudget{}
 	countsNote := ""
-	if src.configured() {
+	counted := src.configured()
+	if counted {
 		now := time.Now().UTC()
 		rep, err := src.report(context.Background(), ledger.Day(now), ledger.Day(now))
 		if err != nil {
-			return err
+			// The slots are still worth listing; say why the counts are missing.
+			counted, countsNote = false, "\n(dispatch counts unavailable: "+describe(err)+")\n"
 		}
 		for _, k := range rep.Keys {
 			spent[k.Slot] = k
@@ -254,10 +256,10 @@ func keysList(path string, src usageSource, stdout io.Writer) error {
 		if s.MaxConcurrent > 0 {
 			mc = strconv.Itoa(s.MaxConcurrent)
 		}
-		k, counted := spent[s.ID]
+		k := spent[s.ID] // a slot without a budget row has dispatched nothing yet
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Scope, s.Created.Format(time.RFC3339), ms, mc,
-			limitText(s.Limits.RequestsPerMinute), spentText(counted || src.configured(), k.DispatchesToday, s.Limits.DispatchesPerDay),
-			spentText(counted || src.configured(), k.DispatchesMonth, s.Limits.DispatchesPerMonth), s.Note)
+			limitText(s.Limits.RequestsPerMinute), spentText(counted, k.DispatchesToday, s.Limits.DispatchesPerDay),
+			spentText(counted, k.DispatchesMonth, s.Limits.DispatchesPerMonth), s.Note)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
