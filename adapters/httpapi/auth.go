@@ -58,7 +58,7 @@ func (s *server) authenticate(r *http.Request) (app.Principal, *authSlot, bool) 
 		return app.Principal{}, nil, false
 	}
 	sl := &slots[matched]
-	return app.Principal{Slot: sl.id, ID: sl.principal, Limits: sl.limits}, sl, true
+	return app.Principal{Slot: sl.id, ID: sl.principal}, sl, true
 }
 
 // principalKey is the context key of the authenticated principal.
@@ -104,20 +104,7 @@ func (s *server) requireKey(next http.Handler) http.Handler {
 			return
 		}
 		infoFrom(r.Context()).slot = p.Slot
+		p.Limits = sl.limits // the slot's own budget, enforced by the app (docs/USAGE.md)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, authed{p: p, slot: sl})))
 	})
-}
-
-// requireAdmin answers 403 insufficient_scope unless the authenticated slot
-// is an admin key (requireKey runs first): the control page's data and the
-// metrics show every key's traffic, so an inference key (the default scope of
-// a key file's slots) never reads them.
-func (s *server) requireAdmin(next http.Handler) http.Handler {
-	return s.requireKey(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if sl := slotFrom(r.Context()); sl == nil || !sl.admin {
-			s.writeError(w, r, errs.New(errs.InsufficientScope))
-			return
-		}
-		next.ServeHTTP(w, r)
-	}))
 }
