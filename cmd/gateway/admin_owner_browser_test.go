@@ -20,12 +20,9 @@ import (
 func TestTheAdminPageShowsTheOwnersFirstScreen(t *testing.T) {
 	ctx, bl := newBrowser(t)
 	dir := screenshotDir(t)
-	s, file, editor, _ := keysServe(t, "web_session", nil)
-	agent := newSlotKey(t, file, "--id", "agent", "--per-day", "3", "--rpm", "60")
-	owner := newSlotKey(t, file, "--id", "owner", "--scope", "admin")
-	eventually(t, "the new slots are loaded", func() bool {
-		return s.do(t, "GET", "/admin/api/live", nil, bearer(owner)...).StatusCode == 200
-	})
+	s, _, k := slotsServe(t, "web_session", nil, []string{"--id", "editor"}, []string{"--id", "router", "--models", testModel},
+		[]string{"--id", "agent", "--per-day", "3", "--rpm", "60"}, []string{"--id", "owner", "--scope", "admin"})
+	editor, agent, owner := k["editor"], k["agent"], k["owner"]
 	send := func(key, text string) int {
 		resp := s.post(t, userBody(text, false, ""), bearer(key)...)
 		_, _ = io.Copy(io.Discard, resp.Body)

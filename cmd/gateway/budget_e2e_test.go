@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,12 +25,10 @@ import (
 // upstream enums) and /admin/api/live and /metrics (every key's traffic).
 func TestAnInferenceKeyCannotReadTheOperatorViews(t *testing.T) {
 	is := is.New(t)
-	s, file, editor, router := keysServe(t, "access_token", map[string]string{
-		"PROVIDER_MODELS": testModel + ",gpt-other", "POSTMAN_MODEL_MAP": testModel + "=GPT_55,gpt-other=GPT_OTHER_ENUM"})
-	owner := newSlotKey(t, file, "--id", "owner", "--scope", "admin")
-	eventually(t, "the owner's slot is loaded", func() bool {
-		return s.do(t, "GET", "/admin/api/overview", nil, bearer(owner)...).StatusCode == 200
-	})
+	s, _, k := slotsServe(t, "access_token", map[string]string{
+		"PROVIDER_MODELS": testModel + ",gpt-other", "POSTMAN_MODEL_MAP": testModel + "=GPT_55,gpt-other=GPT_OTHER_ENUM"},
+		[]string{"--id", "editor"}, []string{"--id", "router", "--models", testModel}, []string{"--id", "owner", "--scope", "admin"})
+	editor, router, owner := k["editor"], k["router"], k["owner"]
 	is.Equal(s.post(t, userBody("hello", false, ""), bearer(editor)...).StatusCode, 200)
 	for _, path := range []string{"/admin/api/overview", "/admin/api/live", "/admin/api/usage", "/metrics"} {
 		resp := s.do(t, "GET", path, nil, bearer(router)...) // router may use gpt-test only
@@ -46,7 +45,7 @@ func TestAnInferenceKeyCannotReadTheOperatorViews(t *testing.T) {
 	is.True(strings.Contains(overview, "GPT_OTHER_ENUM")) // the owner's view is complete
 	// METRICS_AUTH=none opens /metrics (loopback only), as documented; the
 	// control page's data still needs an admin key.
-	open, _, _, inference := keysServe(t, "access_token", map[string]string{"METRICS_AUTH": "none"})
+	open, _, inference, _ := keysServe(t, "access_token", map[string]string{"METRICS_AUTH": "none"})
 	resp := open.do(t, "GET", "/metrics", nil, "Authorization", "")
 	is.Equal(resp.StatusCode, 200)
 	is.Equal(open.do(t, "GET", "/admin/api/live", nil, bearer(inference)...).StatusCode, 403)
@@ -58,12 +57,8 @@ func TestAnInferenceKeyCannotReadTheOperatorViews(t *testing.T) {
 // the tool group issued inside the quota is still continued.
 func TestAKeysQuotaRefusesBeforeSendingAndNeverStrandsAContinuation(t *testing.T) {
 	is := is.New(t)
-	s, file, _, _ := keysServe(t, "web_session", nil)
-	agent := newSlotKey(t, file, "--id", "agent", "--per-day", "2")
-	owner := newSlotKey(t, file, "--id", "owner", "--scope", "admin")
-	eventually(t, "the new slots are loaded", func() bool {
-		return s.do(t, "GET", "/admin/api/live", nil, bearer(owner)...).StatusCode == 200
-	})
+	s, file, k := slotsServe(t, "web_session", nil, []string{"--id", "agent", "--per-day", "2"}, []string{"--id", "owner", "--scope", "admin"})
+	agent, owner := k["agent"], k["owner"]
 	emu := s.emu
 	is.Equal(s.post(t, userBody("one", false, ""), bearer(agent)...).StatusCode, 200)
 	history, cont, _ := pendingAs(t, s, "two: the weather", agent) // the second dispatch issues a tool group
@@ -139,6 +134,23 @@ func TestAKeysQuotaRefusesBeforeSendingAndNeverStrandsAContinuation(t *testing.T
 	eventually(t, "the raised limit is applied", func() bool {
 		return s.post(t, userBody("five", false, ""), bearer(agent)...).StatusCode == 200
 	})
+}
+
+// slotsServe starts serve on a fresh key file holding the slots of specs
+// (each the flags of one `keys new`, starting with --id ID), all written
+// before serve starts, and returns the keys by slot id.
+func slotsServe(t *testing.T, st string, extra map[string]string, specs ...[]string) (*served, string, map[string]string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "keys.json")
+	keys := map[string]string{}
+	for _, spec := range specs {
+		keys[spec[1]] = newSlotKey(t, file, spec...)
+	}
+	env := map[string]string{"PROVIDER_API_KEY": "", "PROVIDER_KEYS_FILE": file}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return serve(t, st, env), file, keys
 }
 
 // pendingAs issues a tool group for key and returns the continuation.

@@ -278,11 +278,9 @@ func TestReplicasShareSlotsThroughOneKeyFile(t *testing.T) {
 
 func TestMetricsAndTheControlPageNameTheSlotNeverTheKey(t *testing.T) {
 	is := is.New(t)
-	s, file, editor, router := keysServe(t, "access_token", nil)
-	owner := newSlotKey(t, file, "--id", "owner", "--scope", "admin")
-	eventually(t, "the owner's slot is loaded", func() bool {
-		return s.do(t, "GET", "/metrics", nil, bearer(owner)...).StatusCode == 200
-	})
+	s, _, k := slotsServe(t, "access_token", nil, []string{"--id", "editor"}, []string{"--id", "router", "--models", testModel},
+		[]string{"--id", "owner", "--scope", "admin"})
+	editor, router, owner := k["editor"], k["router"], k["owner"]
 	is.Equal(s.post(t, userBody("hello", false, ""), bearer(editor)...).StatusCode, 200)
 	is.Equal(s.post(t, userBody("hello", false, ""), bearer(router)...).StatusCode, 200)
 	metrics := s.get(t, "/metrics", bearer(owner)...)
