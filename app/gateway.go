@@ -11,6 +11,7 @@ import (
 	"github.com/pmgate/pmgate/domain/conversation"
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/usage"
 	"github.com/pmgate/pmgate/ports"
 )
 
@@ -39,6 +40,8 @@ type Gateway struct {
 	// anchors is nil when conversation continuity is off (see WithAnchors).
 	anchors      ports.AnchorStore
 	anchorPolicy conversation.Policy
+	// usage is nil when no budget is kept (see WithUsage).
+	usage *Usage
 }
 
 // New wires the use cases. It panics on a nil dependency: that is mis-wiring.
@@ -83,11 +86,21 @@ func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) 
 	if err := g.checkRoom(ctx, req); err != nil {
 		return nil, err
 	}
+	admitted, err := g.admit(ctx, p, false)
+	if err != nil {
+		return nil, err
+	}
 	up, claim := g.planFresh(ctx, p, req)
+	m := meterFrom(ctx)
+	m.Dispatches, m.QueryChars = 1, contentChars(up.Chat.Messages)
 	g.log.DebugContext(ctx, "dispatch", "chat_type", "USER_QUERY", "messages", len(req.Messages), "tools", len(req.Tools),
 		"continues_conversation", claim != nil)
 	s, err := g.upstream.Chat(ctx, up)
 	if err != nil {
+		if notAccepted(err) {
+			m.Dispatches = 0
+			g.refund(ctx, p, admitted)
+		}
 		if claim != nil {
 			ev := conversation.Ambiguous
 			if notAccepted(err) {
@@ -97,7 +110,7 @@ func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) 
 		}
 		return nil, err
 	}
-	t := &turn{g: g, p: p, req: req, stream: s, anchor: claim}
+	t := &turn{g: g, p: p, req: req, stream: s, anchor: claim, meter: m}
 	if claim != nil {
 		t.convID = claim.convID // a continued stream need not repeat its conversation id
 	}
@@ -231,8 +244,18 @@ func (g *Gateway) dispatch(ctx context.Context, p Principal, req chat.Request, g
 	}
 	g.log.DebugContext(ctx, "dispatch", "chat_type", "TOOL_RESPONSE", "results", len(c.Results),
 		"group_id_present", c.UpstreamGroupID != "")
+	admitted, _ := g.admit(ctx, p, true) // counted, never refused
+	m := meterFrom(ctx)
+	m.Dispatches = 1
+	for _, r := range c.Results {
+		m.QueryChars += usage.Chars(r.Content)
+	}
 	s, err := g.upstream.Chat(ctx, ports.UpstreamRequest{Chat: req, Continuation: c})
 	if err != nil {
+		if notAccepted(err) {
+			m.Dispatches = 0
+			g.refund(ctx, p, admitted)
+		}
 		g.settleFailure(ctx, p, gr.Key, err)
 		if notAccepted(err) {
 			return nil, err
@@ -242,7 +265,7 @@ func (g *Gateway) dispatch(ctx context.Context, p Principal, req chat.Request, g
 	// The turn starts with the group's stored conversation id: a continuation
 	// stream need not repeat it (one public project's fixtures omit it), and
 	// the next tool group of this turn belongs to the same conversation.
-	return &turn{g: g, p: p, req: req, stream: s, claimedKey: gr.Key, convID: gr.ConversationID}, nil
+	return &turn{g: g, p: p, req: req, stream: s, claimedKey: gr.Key, convID: gr.ConversationID, meter: m}, nil
 }
 
 // notAccepted reports whether an upstream error proves the continuation was

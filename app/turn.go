@@ -18,6 +18,7 @@ import (
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/domain/structured"
 	"github.com/pmgate/pmgate/domain/toolschema"
+	"github.com/pmgate/pmgate/domain/usage"
 	"github.com/pmgate/pmgate/ports"
 )
 
@@ -38,6 +39,8 @@ type turn struct {
 	// settled exactly once: ADVANCED at a proven end, RETIRED otherwise.
 	anchor        *anchorClaim
 	anchorSettled bool
+	// meter receives the characters and tokens the turn received (never nil).
+	meter *Meter
 
 	text strings.Builder
 	// calls holds the tool calls until the stream's proven end. The turn is
@@ -89,6 +92,7 @@ func (t *turn) Next(ctx context.Context) (Delta, error) {
 				continue
 			}
 			t.text.WriteString(ev.Text)
+			t.meter.OutputChars += usage.Chars(ev.Text)
 			if t.req.Output.Structured() {
 				// A structured answer is shown only once it is complete and
 				// valid (finish): no client sees a prefix of one that fails.
@@ -105,6 +109,7 @@ func (t *turn) Next(ctx context.Context) (Delta, error) {
 			if ev.Usage != nil && ev.Usage.Reported() {
 				u := *ev.Usage
 				t.usage = &u
+				t.meter.Usage = &u
 			}
 		case chat.EventConversation:
 			t.convID = ev.ConversationID
@@ -126,6 +131,9 @@ func (t *turn) finish(ctx context.Context) {
 		}
 		toolDeltas = ds
 		final.Finish = FinishToolCalls
+		for _, c := range t.calls.Calls() {
+			t.meter.OutputChars += usage.Chars(c.Arguments())
+		}
 	}
 	if t.req.Output.Structured() && (t.text.Len() > 0 || t.calls.Len() == 0) {
 		held, err := t.structuredText()

@@ -7,6 +7,7 @@ import (
 	"context"
 
 	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/usage"
 )
 
 // Principal is the authenticated caller: the credential slot that matched and
@@ -14,6 +15,8 @@ import (
 type Principal struct {
 	Slot string // server-side name of the matched API key slot, e.g. "default"
 	ID   string // HMAC(principal key, slot), base64url
+	// Limits are the slot's own rate limit and quotas (WithUsage enforces them).
+	Limits usage.Limits
 }
 
 // FinishReason is the OpenAI finish_reason of a proven end.

@@ -13,6 +13,7 @@ import (
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/conversation"
 	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/usage"
 
 	"github.com/cockroachdb/errors"
 )
@@ -150,6 +151,28 @@ type AnchorStore interface {
 	Sweep(ctx context.Context, now time.Time) (conversation.SweepReport, error)
 	// Counts reports anchors per state and their bytes.
 	Counts(ctx context.Context) (conversation.Counts, error)
+}
+
+// UsageLedger keeps the owner's budget: one usage.Budget per key slot (the
+// counts its limits are enforced on) and the daily usage rows. Every replica
+// on a shared store sees the same counts. Nothing in it is content or an
+// upstream id.
+type UsageLedger interface {
+	// Budget runs fn on a copy of the slot's budget (the zero Budget when it
+	// has none yet) under the store's atomicity and writes the copy back when
+	// fn returns nil: concurrent calls for one slot, on any replica, are
+	// serialized, so an admission decided in fn is exact. Errors: whatever fn
+	// returned, or correlation_store_unavailable.
+	Budget(ctx context.Context, slot string, fn func(b *usage.Budget) error) error
+	// Budgets returns every slot's budget as stored (callers apply usage.Budget.At).
+	Budgets(ctx context.Context) (map[string]usage.Budget, error)
+	// Add adds rows to the daily rows of the same keys (creating them).
+	Add(ctx context.Context, rows []usage.Row) error
+	// Rows returns the daily rows of the days in [since, until] ("2006-01-02",
+	// both included), sorted by day, slot, API, model, strategy and outcome.
+	Rows(ctx context.Context, since, until string) ([]usage.Row, error)
+	// Sweep deletes the daily rows of days before oldest and returns how many.
+	Sweep(ctx context.Context, oldest string) (int, error)
 }
 
 // Clock reads the time. Only the app layer calls it; the domain takes time as an argument.

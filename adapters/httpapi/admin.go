@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/pmgate/pmgate/domain/conversation"
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/fsm"
 )
@@ -20,6 +21,7 @@ const (
 	pathAdminStatic   = "/admin/static/"
 	pathAdminOverview = "/admin/api/overview"
 	pathAdminLive     = "/admin/api/live"
+	pathAdminUsage    = "/admin/api/usage"
 )
 
 //go:embed adminui
@@ -87,8 +89,9 @@ func (s *server) adminRoutes(mux *http.ServeMux) {
 	get(pathAdminStatic+"app.js", static("app.js", "text/javascript; charset=utf-8"))
 	get(pathAdminStatic+"app.css", static("app.css", "text/css; charset=utf-8"))
 	get(pathAdminStatic+"icon.svg", static("icon.svg", "image/svg+xml"))
-	get(pathAdminOverview, s.requireKey(overview))
-	get(pathAdminLive, s.requireKey(s.adminLive()))
+	get(pathAdminOverview, s.requireAdmin(overview))
+	get(pathAdminLive, s.requireAdmin(s.adminLive()))
+	get(pathAdminUsage, s.requireAdmin(s.adminUsage()))
 	mux.Handle(pathAdmin+"/", adminHeaders(s.handleNotFound()))
 }
 
@@ -100,7 +103,7 @@ func adminRouteOf(path string) string {
 		return pathAdmin
 	case strings.HasPrefix(path, pathAdminStatic):
 		return pathAdminStatic + "*"
-	case path == pathAdminOverview, path == pathAdminLive:
+	case path == pathAdminOverview, path == pathAdminLive, path == pathAdminUsage:
 		return path
 	}
 	return "unmatched"
@@ -114,12 +117,13 @@ func (s *server) adminOverview() http.Handler {
 		models = []AdminModel{}
 	}
 	body, err := json.Marshal(map[string]any{
-		"version":       a.Version,
-		"strategy":      s.cfg.Strategy,
-		"upstream_host": a.UpstreamHost,
-		"models":        models,
-		"config":        a.Summary,
-		"machine":       machineLayout(correlation.Table()),
+		"version":              a.Version,
+		"strategy":             s.cfg.Strategy,
+		"upstream_host":        a.UpstreamHost,
+		"models":               models,
+		"config":               a.Summary,
+		"machine":              machineLayout(correlation.Table()),
+		"conversation_machine": machineLayout(conversation.Table()),
 	})
 	if err != nil {
 		panic("httpapi: admin overview: " + err.Error())
@@ -136,11 +140,16 @@ func (s *server) adminLive() http.Handler {
 		p, verified := s.probe()
 		_, fields := s.verification()
 		reason, _ := fields["upstream_verified_reason"].(string)
+		until, _ := fields["upstream_verified_until"].(string)
 		out := map[string]any{"status": "ok", "strategy": s.cfg.Strategy, "upstream_verified": verified,
-			"upstream_verified_reason": reason, "probe": p, "time": s.now().UTC()}
+			"upstream_verified_reason": reason, "upstream_verified_until": until, "probe": p, "time": s.now().UTC()}
 		if s.cfg.Health != nil {
-			if c, ok := s.cfg.Health(r.Context())["correlation"]; ok {
+			h := s.cfg.Health(r.Context())
+			if c, ok := h["correlation"]; ok {
 				out["correlation"] = c
+			}
+			if c, ok := h["conversation"]; ok {
+				out["conversation"] = c
 			}
 		}
 		reqs, trans := []RequestRecord{}, []TransitionRecord{}
@@ -148,6 +157,10 @@ func (s *server) adminLive() http.Handler {
 			reqs, trans = m.Recent()
 		}
 		out["requests"], out["transitions"] = reqs, trans
+		if m := s.cfg.Monitor; m != nil {
+			out["last_hour"], out["upstream_quota"] = m.lastHour(), m.upstreamQuota()
+		}
+		out["keys"] = s.keyBudgets(r.Context())
 		s.writeValue(w, r, out, "admin live")
 	})
 }

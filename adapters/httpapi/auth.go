@@ -104,6 +104,7 @@ func (s *server) requireKey(next http.Handler) http.Handler {
 			return
 		}
 		infoFrom(r.Context()).slot = p.Slot
+		p.Limits = sl.limits // the slot's own budget, enforced by the app (docs/USAGE.md)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, authed{p: p, slot: sl})))
 	})
 }

@@ -85,6 +85,9 @@ type publicParamer interface{ PublicParam() string }
 const (
 	defaultRetryAfter = 1
 	maxRetryAfter     = 3600
+	// maxQuotaRetryAfter bounds the wait of a key's own quota: at most until
+	// the first of the next month.
+	maxQuotaRetryAfter = 31 * 24 * 3600
 )
 
 // codeOf maps an error to its catalog code. Bare context errors (a service
@@ -195,9 +198,14 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
+	var ra retryAfterer
+	knowsWait := errors.As(err, &ra)
 	if !e.Retryable {
 		h.Set("x-should-retry", "false")
-	} else if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+	}
+	// A refusal that knows when its window frees says so even when an
+	// automatic retry is pointless (key_quota_exhausted: hours away).
+	if (e.Retryable || knowsWait) && (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) {
 		h.Set("retry-after", strconv.Itoa(retryAfterSeconds(err)))
 	}
 	if e.Code == errs.InvalidAPIKey {
@@ -224,11 +232,15 @@ func retryAfterSeconds(err error) int {
 	if errors.As(err, &ra) {
 		d := ra.RetryAfter()
 		secs := int((d + time.Second - 1) / time.Second) // round up
+		limit := maxRetryAfter
+		if errs.Has(err, errs.KeyQuotaExhausted) {
+			limit = maxQuotaRetryAfter // the gateway's own window: its end is known exactly
+		}
 		switch {
 		case secs < defaultRetryAfter:
 			return defaultRetryAfter
-		case secs > maxRetryAfter:
-			return maxRetryAfter
+		case secs > limit:
+			return limit
 		}
 		return secs
 	}

@@ -56,6 +56,11 @@ func (s *server) handleChat() http.Handler {
 // service (tool results while correlation is off).
 func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, conversation string, decode func(body []byte) (T, chat.Request, error),
 	render func(w http.ResponseWriter, r *http.Request, req T, tr *turnReader)) {
+	// The ledger counts every authenticated request of the API, refusals
+	// included; the meter learns from the service what went upstream.
+	mctx, meter := app.WithMeter(r.Context())
+	r = r.WithContext(mctx)
+	defer s.recordUsage(r, meter, s.now())
 	if !jsonMediaType(r.Header.Get("Content-Type")) {
 		s.writeError(w, r, invalid("", "The Content-Type must be application/json."))
 		return

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/pmgate/pmgate/domain/keyring"
+	"github.com/pmgate/pmgate/domain/usage"
 )
 
 // Keyring is the ingress's live set of API key slots. Replace swaps the whole
@@ -34,6 +35,8 @@ type authSlot struct {
 	principal string
 	models    map[string]bool // nil: every configured model
 	limit     *limiter        // nil: only the global limit
+	admin     bool            // scope admin: the control page's data and /metrics
+	limits    usage.Limits    // the slot's rate limit and quotas
 }
 
 // limiter is one slot's concurrency limit.
@@ -67,7 +70,8 @@ func StaticKeyring(principalKey []byte, keys map[string]string) *Keyring {
 		if key == "" {
 			panic("httpapi: empty API key in slot " + id)
 		}
-		slots = append(slots, keyring.Slot{ID: id, Digest: sha256.Sum256([]byte(key))})
+		// The fixed keys are the owner's own (PROVIDER_API_KEY): admin keys.
+		slots = append(slots, keyring.Slot{ID: id, Digest: sha256.Sum256([]byte(key)), Scope: keyring.ScopeAdmin})
 	}
 	return NewKeyring(principalKey, slots)
 }
@@ -81,7 +85,8 @@ func (k *Keyring) Replace(slots []keyring.Slot) {
 	snap := &keySnapshot{slots: make([]authSlot, 0, len(slots))}
 	limiters := make(map[string]*limiter, len(slots))
 	for _, s := range slots {
-		a := authSlot{id: s.ID, digest: s.Digest, principal: SlotPrincipal(k.principalKey, s.ID, s.Digest)}
+		a := authSlot{id: s.ID, digest: s.Digest, principal: SlotPrincipal(k.principalKey, s.ID, s.Digest),
+			admin: s.Admin(), limits: s.Limits}
 		if len(s.Models) > 0 {
 			a.models = make(map[string]bool, len(s.Models))
 			for _, m := range s.Models {
@@ -99,6 +104,24 @@ func (k *Keyring) Replace(slots []keyring.Slot) {
 	}
 	k.limiters = limiters
 	k.cur.Store(snap)
+}
+
+// KeySlot is what the control page and the metrics show of a slot: never
+// its key or digest.
+type KeySlot struct {
+	ID     string
+	Admin  bool
+	Limits usage.Limits
+}
+
+// Slots returns the current slots in file order.
+func (k *Keyring) Slots() []KeySlot {
+	cur := k.cur.Load().slots
+	out := make([]KeySlot, len(cur))
+	for i, a := range cur {
+		out[i] = KeySlot{ID: a.id, Admin: a.admin, Limits: a.limits}
+	}
+	return out
 }
 
 // Len is the number of current slots.

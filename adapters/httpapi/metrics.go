@@ -23,10 +23,11 @@ func (s *server) handleMetrics() http.Handler {
 	_ = m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pmgate_chat_concurrency_limit",
 		Help: "The concurrency limit of chat requests (MAX_CONCURRENT_REQUESTS)."}, func() float64 { return float64(cap(s.sem)) }))
 	h := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{DisableCompression: true})
+	_ = m.reg.Register(&budgetCollector{s: s})
 	if s.cfg.MetricsOpen {
 		return h
 	}
-	return s.requireKey(h)
+	return s.requireAdmin(h)
 }
 
 // observe hands one finished request to the monitor.

@@ -37,6 +37,8 @@ type Monitor struct {
 	storeErrs prometheus.Counter
 	bySlot    *prometheus.CounterVec
 	slots     sync.Map // slot id -> prometheus.Counter, resolved once per slot
+	slotDisp  *prometheus.CounterVec
+	slotRef   *prometheus.CounterVec
 	// byRoute holds the resolved series of every route template; it is
 	// written only in NewMonitor, so the request path reads it without a lock.
 	byRoute map[string]*routeSeries
@@ -47,6 +49,18 @@ type Monitor struct {
 	transitions [recentTransitions]TransitionRecord
 	transN      int
 	now         func() time.Time
+	// minutes are the failed answers of the last hour by cause, one bucket
+	// per minute (the control page's "last hour").
+	minutes [60]causeMinute
+	// quotaN and quotaLast count the upstream's quota refusals.
+	quotaN    int64
+	quotaLast time.Time
+}
+
+// causeMinute is one minute of failed answers by cause.
+type causeMinute struct {
+	minute int64 // Unix minute; a bucket of an older minute is stale
+	counts map[string]int
 }
 
 // Sizes of the recent lists shown on the control page.
@@ -116,7 +130,7 @@ type answerKey struct {
 
 // routeTemplates is every value routeOf can return.
 var routeTemplates = []string{pathChat, pathResponses, pathModels, pathHealth, pathMetrics, pathAdmin, pathAdminStatic + "*",
-	pathAdminOverview, pathAdminLive, "unmatched"}
+	pathAdminOverview, pathAdminLive, pathAdminUsage, "unmatched"}
 
 // Latency buckets in seconds: from a fast local refusal to a long upstream turn.
 var latencyBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
@@ -148,12 +162,17 @@ func NewMonitor(cfg MonitorConfig) *Monitor {
 		[]string{"row", "from", "to"})
 	m.bySlot = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pmgate_key_requests_total",
 		Help: "Authenticated requests by API key slot id (the configured slot ids; never a key)."}, []string{"slot"})
+	m.slotDisp = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pmgate_key_dispatches_total",
+		Help: "Upstream dispatches (the unit that costs credits) by API key slot id."}, []string{"slot"})
+	m.slotRef = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pmgate_key_refusals_total",
+		Help: "Requests refused by a limit, by API key slot id and stable code (key_rate_limited, key_quota_exhausted, concurrency_limit_exceeded, upstream_rate_limited, upstream_quota_exhausted)."},
+		[]string{"slot", "code"})
 	m.storeErrs = prometheus.NewCounter(prometheus.CounterOpts{Name: "pmgate_correlation_store_errors_total",
 		Help: "Correlation store failures: requests answered correlation_store_unavailable and failed reads of the gauges."})
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pmgate_build_info",
 		Help: "Always 1; the labels name the version and the upstream strategy."}, []string{"version", "strategy"})
 	build.WithLabelValues(cfg.Version, cfg.Strategy).Set(1)
-	m.reg.MustRegister(m.bySlot, m.requests, m.duration, m.ttft, m.upstream, m.outcomes, m.trans, m.storeErrs, build,
+	m.reg.MustRegister(m.bySlot, m.slotDisp, m.slotRef, m.requests, m.duration, m.ttft, m.upstream, m.outcomes, m.trans, m.storeErrs, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Counts != nil {
 		m.reg.MustRegister(&storeCollector{counts: cfg.Counts, errs: m.storeErrs})
@@ -249,7 +268,67 @@ func (m *Monitor) observeRequest(rec RequestRecord, code errs.Code, start, first
 	m.mu.Lock()
 	m.recent[m.recentN%recentRequests] = entry
 	m.recentN++
+	if rec.Status >= 400 || code != "" { // a stream that failed after its 200 has a code
+		minute := end.Unix() / 60
+		b := &m.minutes[minute%60]
+		if b.minute != minute || b.counts == nil {
+			b.minute, b.counts = minute, map[string]int{}
+		}
+		b.counts[causeOf(rec.Status, rec.Code)]++
+	}
+	if code == errs.UpstreamQuotaExhausted {
+		m.quotaN++
+		m.quotaLast = end
+	}
 	m.mu.Unlock()
+}
+
+// observeSlot counts a finished chat request's dispatches and, when a limit
+// refused it, the refusal, by slot.
+func (m *Monitor) observeSlot(slot string, dispatches int, code errs.Code) {
+	if slot == "" {
+		return
+	}
+	if dispatches > 0 {
+		m.slotDisp.WithLabelValues(slot).Add(float64(dispatches))
+	}
+	if refusalCodes[code] {
+		m.slotRef.WithLabelValues(slot, string(code)).Inc()
+	}
+}
+
+// lastHour returns the failed answers of the last 60 minutes by cause.
+func (m *Monitor) lastHour() map[string]int {
+	now := m.now().Unix() / 60
+	out := map[string]int{}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, b := range m.minutes {
+		if b.counts != nil && now-b.minute < 60 {
+			for k, v := range b.counts {
+				out[k] += v
+			}
+		}
+	}
+	return out
+}
+
+// UpstreamQuota is how often the upstream answered that the credential's
+// quota is exhausted since the process started, and when it last did.
+type UpstreamQuota struct {
+	Count int64      `json:"count"`
+	Last  *time.Time `json:"last"` // null: never
+}
+
+func (m *Monitor) upstreamQuota() UpstreamQuota {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := UpstreamQuota{Count: m.quotaN}
+	if m.quotaN > 0 {
+		t := m.quotaLast.UTC()
+		q.Last = &t
+	}
+	return q
 }
 
 // listed says which routes the recent list shows: the API and /health, not

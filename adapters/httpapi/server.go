@@ -58,6 +58,10 @@ type Config struct {
 	MetricsOpen bool
 	// Admin, when set (ADMIN_ENABLED), serves the control page (admin.go).
 	Admin *AdminInfo
+	// Usage, when set, keeps the usage ledger of every chat request and
+	// serves GET /admin/api/usage; the control page and /metrics show each
+	// slot's budget from it (docs/USAGE.md).
+	Usage *app.Usage
 	// Verification reports whether the upstream was verified by a probe report
 	// and the fields that go with it (time and digest, or the reason it is
 	// not); nil means never verified.

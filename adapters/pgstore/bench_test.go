@@ -154,3 +154,9 @@ func BenchmarkAdmit(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkUsageAdmit is the ledger's cost on the path of every request that
+// may dispatch: one budget transaction (lock, decide, write).
+func BenchmarkUsageAdmit(b *testing.B) {
+	porttest.BenchUsageAdmit(b, open(b, freshSchema(b), limits, porttest.Policy).Usage())
+}

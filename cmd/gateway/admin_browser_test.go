@@ -372,6 +372,9 @@ func TestTheAdminPageAgainstTheDemo(t *testing.T) {
 	if got := eval[string](t, ctx, `document.querySelector("#requests tbody").textContent`); !strings.Contains(got, "upstream_incomplete_stream") {
 		t.Errorf("the failed stream's code is not listed: %q", got)
 	}
+	// A stream that failed after its 200 counts among the last hour's errors.
+	within(t, ctx, 2*time.Second, "the failed stream among the last hour's errors",
+		`(document.querySelector('#last-hour tr[data-cause="upstream_incomplete_stream"] td.num') || {}).textContent === "1"`)
 	noErrors(t, ctx, bl, "demo")
 	view, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {

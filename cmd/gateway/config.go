@@ -23,6 +23,7 @@ import (
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/domain/keyring"
+	ledger "github.com/pmgate/pmgate/domain/usage"
 )
 
 // config is the whole gateway configuration (docs/CONFIGURATION.md). The
@@ -56,6 +57,7 @@ type config struct {
 	adminEnabled    bool   // ADMIN_ENABLED: serve /admin
 	metricsOpen     bool   // METRICS_AUTH=none: /metrics without a key
 	probeReport     string // PROBE_REPORT: a probe report for /health's upstream_verified
+	usageRetention  int    // USAGE_RETENTION_DAYS: days of the usage ledger kept
 }
 
 func invalid(variable, rule string) error {
@@ -191,6 +193,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 	// that of a tool continuation: the request timeout plus a margin.
 	c.anchorPolicy = conversation.Policy{TTL: time.Duration(convTTL) * time.Millisecond,
 		ClaimTTL: c.policy.InflightTTL, TerminalTTL: c.policy.TerminalTTL}
+	c.usageRetention, err = intVar(getenv, "USAGE_RETENTION_DAYS", ledger.DefaultRetentionDays, 1, 3660)
+	bad(err)
 	bad(c.loadOperate(getenv))
 	switch v := getenv("LOG_LEVEL"); v {
 	case "", "info":

@@ -47,7 +47,7 @@ func TestHelpNamesEveryEmulatorProfileAndKeysHasHelp(t *testing.T) {
 			is.True(strings.Contains(out.String(), p)) // the help names the profile
 		}
 	}
-	for _, sub := range []string{"new", "list", "revoke"} {
+	for _, sub := range []string{"new", "set", "list", "revoke"} {
 		for _, flag := range []string{"-h", "--help"} {
 			var out bytes.Buffer
 			is.NoErr(run(t.Context(), []string{"keys", sub, flag}, noEnv, &out, &out)) // help is not an error

@@ -21,6 +21,7 @@ import (
 	"github.com/pmgate/pmgate/adapters/keyfile"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/domain/keyring"
+	ledger "github.com/pmgate/pmgate/domain/usage"
 )
 
 // keysPollInterval is how often serve looks for a changed key file.
@@ -72,12 +73,18 @@ func watchKeys(ctx context.Context, cfg config, keys *httpapi.Keyring, log *slog
 		})
 }
 
-const keysUsage = `usage: gateway keys <new|list|revoke> [flags]
+const keysUsage = `usage: gateway keys <new|set|list|revoke> [flags]
 
   keys new [--id ID] [--models a,b] [--max-concurrent N] [--note TEXT]
+           [--scope inference|admin] [--rpm N] [--per-day N] [--per-month N]
       generate a key, print it once, store only its SHA-256 as a new slot
-  keys list
-      the slots: id, created, models, concurrency limit, note (never a key)
+  keys set ID [--scope inference|admin] [--rpm N] [--per-day N] [--per-month N]
+      change a slot's scope or limits (0: unlimited); the key stays the same
+  keys list [--url URL]
+      the slots: id, scope, created, models, limits, today's and this month's
+      dispatches (from PostgreSQL when CORRELATION_STORE=postgres, or from the
+      running gateway at --url with the admin key of PROVIDER_API_KEY), note
+      (never a key)
   keys revoke ID
       remove the slot; a running serve refuses its key on the next request
 
@@ -112,6 +119,17 @@ func runKeys(args []string, getenv func(string) string, stdout, stderr io.Writer
 		maxConc = fs.Int("max-concurrent", 0, "the slot's own concurrency limit (0: only the global one)")
 		note = fs.String("note", "", "a note for the list")
 	}
+	var lim *limitFlags
+	if sub == "new" || sub == "set" {
+		lim = addLimitFlags(fs)
+	}
+	var listURL *string
+	if sub == "list" {
+		listURL = fs.String("url", "", "a running gateway to read the dispatch counts from")
+	}
+	if sub == "set" && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		args = append(args[1:], args[0]) // keys set ID --flags: the id may come first
+	}
 	if done, err := parseFlags(fs, args, keysUsage, stdout); done {
 		return err
 	}
@@ -140,12 +158,21 @@ func runKeys(args []string, getenv func(string) string, stdout, stderr io.Writer
 		if fs.NArg() != 0 {
 			return fmt.Errorf("%w: keys new takes no arguments", errUsage)
 		}
-		return keysNew(path, configured, *id, *models, *maxConc, *note, stdout)
+		return keysNew(path, configured, *id, *models, *maxConc, *note, lim, stdout)
+	case "set":
+		if fs.NArg() != 1 {
+			return fmt.Errorf("%w: keys set takes one slot id", errUsage)
+		}
+		return keysSet(path, configured, fs.Arg(0), lim, stdout)
 	case "list":
 		if fs.NArg() != 0 {
 			return fmt.Errorf("%w: keys list takes no arguments", errUsage)
 		}
-		return keysList(path, stdout)
+		src, err := usageSourceFrom(getenv, *listURL, "PROVIDER_API_KEY")
+		if err != nil {
+			return err
+		}
+		return keysList(path, src, stdout)
 	case "revoke":
 		if fs.NArg() != 1 {
 			return fmt.Errorf("%w: keys revoke takes one slot id", errUsage)
@@ -166,7 +193,7 @@ func newKey() string {
 	return "pmg-" + base64.RawURLEncoding.EncodeToString(b)
 }
 
-func keysNew(path string, configured []string, id, models string, maxConc int, note string, stdout io.Writer) error {
+func keysNew(path string, configured []string, id, models string, maxConc int, note string, lim *limitFlags, stdout io.Writer) error {
 	if id == "" {
 		id = "key-" + randomHex(4)
 	}
@@ -182,6 +209,9 @@ func keysNew(path string, configured []string, id, models string, maxConc int, n
 	key := newKey()
 	s := keyring.Slot{ID: id, Digest: sha256.Sum256([]byte(key)), Models: allow, MaxConcurrent: maxConc, Note: note,
 		Created: time.Now().UTC().Truncate(time.Second)}
+	if err := lim.apply(&s); err != nil {
+		return err
+	}
 	err := keyfile.Edit(path, configured, true, func(r keyring.Ring) (keyring.Ring, error) {
 		if r.Find(id) >= 0 {
 			return r, fmt.Errorf("%w: a slot with the id %s exists (revoke it first, or choose another --id)", errUsage, id)
@@ -195,13 +225,29 @@ func keysNew(path string, configured []string, id, models string, maxConc int, n
 	return nil
 }
 
-func keysList(path string, stdout io.Writer) error {
+func keysList(path string, src usageSource, stdout io.Writer) error {
 	r, _, err := keyfile.Load(path, nil)
 	if err != nil {
 		return err
 	}
+	spent := map[string]httpapi.KeyBudget{}
+	countsNote := ""
+	counted := src.configured()
+	if counted {
+		now := time.Now().UTC()
+		rep, err := src.report(context.Background(), ledger.Day(now), ledger.Day(now))
+		if err != nil {
+			// The slots are still worth listing; say why the counts are missing.
+			counted, countsNote = false, "\n(dispatch counts unavailable: "+describe(err)+")\n"
+		}
+		for _, k := range rep.Keys {
+			spent[k.Slot] = k
+		}
+	} else {
+		countsNote = "\n(dispatch counts: set CORRELATION_STORE=postgres, or pass --url of the running gateway)\n"
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tCREATED\tMODELS\tMAX_CONCURRENT\tNOTE")
+	fmt.Fprintln(tw, "ID\tSCOPE\tCREATED\tMODELS\tMAX_CONCURRENT\tRPM\tTODAY\tMONTH\tNOTE")
 	for _, s := range r.Slots {
 		ms, mc := "all", "-"
 		if len(s.Models) > 0 {
@@ -210,9 +256,99 @@ func keysList(path string, stdout io.Writer) error {
 		if s.MaxConcurrent > 0 {
 			mc = strconv.Itoa(s.MaxConcurrent)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, s.Created.Format(time.RFC3339), ms, mc, s.Note)
+		k := spent[s.ID] // a slot without a budget row has dispatched nothing yet
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Scope, s.Created.Format(time.RFC3339), ms, mc,
+			limitText(s.Limits.RequestsPerMinute), spentText(counted, k.DispatchesToday, s.Limits.DispatchesPerDay),
+			spentText(counted, k.DispatchesMonth, s.Limits.DispatchesPerMonth), s.Note)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, countsNote)
+	return nil
+}
+
+// limitText is a limit for the list: "-" when unlimited.
+func limitText(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return strconv.Itoa(n)
+}
+
+// spentText is "dispatches/limit" ("dispatches/-" when unlimited; "?" for the
+// count when no ledger could be read).
+func spentText(known bool, n, limit int) string {
+	c := "?"
+	if known {
+		c = strconv.Itoa(n)
+	}
+	return c + "/" + limitText(limit)
+}
+
+// limitFlags are the scope and limit flags of keys new and keys set; only the
+// flags given change a slot.
+type limitFlags struct {
+	fs                    *flag.FlagSet
+	scope                 *string
+	rpm, perDay, perMonth *int
+}
+
+func addLimitFlags(fs *flag.FlagSet) *limitFlags {
+	return &limitFlags{fs: fs,
+		scope:    fs.String("scope", "inference", "inference (the API) or admin (also /admin's data and /metrics)"),
+		rpm:      fs.Int("rpm", 0, "requests per minute (a bucket with a one-minute burst); 0: unlimited"),
+		perDay:   fs.Int("per-day", 0, "upstream dispatches per UTC day; 0: unlimited"),
+		perMonth: fs.Int("per-month", 0, "upstream dispatches per calendar month (UTC); 0: unlimited"),
+	}
+}
+
+// apply sets the given flags on s; the key file's rules (keyring.Parse)
+// check the values.
+func (l *limitFlags) apply(s *keyring.Slot) error {
+	var err error
+	l.fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "scope":
+			switch keyring.Scope(*l.scope) {
+			case keyring.ScopeInference, keyring.ScopeAdmin:
+				s.Scope = keyring.Scope(*l.scope)
+			default:
+				err = fmt.Errorf("%w: --scope must be inference or admin", errUsage)
+			}
+		case "rpm":
+			s.Limits.RequestsPerMinute = *l.rpm
+		case "per-day":
+			s.Limits.DispatchesPerDay = *l.perDay
+		case "per-month":
+			s.Limits.DispatchesPerMonth = *l.perMonth
+		}
+	})
+	return err
+}
+
+func keysSet(path string, configured []string, id string, lim *limitFlags, stdout io.Writer) error {
+	var changed keyring.Slot
+	err := keyfile.Edit(path, configured, false, func(r keyring.Ring) (keyring.Ring, error) {
+		if r.Find(id) < 0 {
+			return r, fmt.Errorf("%w: no slot has the id %s", errUsage, id)
+		}
+		var applyErr error
+		next, err := r.Set(id, configured, func(s *keyring.Slot) { applyErr = lim.apply(s) })
+		if applyErr != nil {
+			return r, applyErr
+		}
+		if err == nil {
+			changed = next.Slots[next.Find(id)]
+		}
+		return next, err
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "slot %s: scope %s, rpm %s, per day %s, per month %s\n", id, changed.Scope,
+		limitText(changed.Limits.RequestsPerMinute), limitText(changed.Limits.DispatchesPerDay), limitText(changed.Limits.DispatchesPerMonth))
+	return nil
 }
 
 func keysRevoke(path string, configured []string, id string, stdout io.Writer) error {

@@ -278,15 +278,17 @@ func TestReplicasShareSlotsThroughOneKeyFile(t *testing.T) {
 
 func TestMetricsAndTheControlPageNameTheSlotNeverTheKey(t *testing.T) {
 	is := is.New(t)
-	s, _, editor, router := keysServe(t, "access_token", nil)
+	s, _, k := slotsServe(t, "access_token", nil, []string{"--id", "editor"}, []string{"--id", "router", "--models", testModel},
+		[]string{"--id", "owner", "--scope", "admin"})
+	editor, router, owner := k["editor"], k["router"], k["owner"]
 	is.Equal(s.post(t, userBody("hello", false, ""), bearer(editor)...).StatusCode, 200)
 	is.Equal(s.post(t, userBody("hello", false, ""), bearer(router)...).StatusCode, 200)
-	metrics := s.get(t, "/metrics", bearer(editor)...)
+	metrics := s.get(t, "/metrics", bearer(owner)...)
 	is.True(strings.Contains(metrics, `pmgate_key_requests_total{slot="editor"} 1`)) // counted per slot id
 	is.True(strings.Contains(metrics, `pmgate_key_requests_total{slot="router"} 1`))
-	live := s.get(t, "/admin/api/live", bearer(router)...)
+	live := s.get(t, "/admin/api/live", bearer(owner)...)
 	is.True(strings.Contains(live, `"slot":"editor"`)) // the recent list names the slot
-	for _, k := range []string{editor, router} {
+	for _, k := range []string{editor, router, owner} {
 		is.True(!strings.Contains(metrics, k)) // never a key
 		is.True(!strings.Contains(live, k))
 	}

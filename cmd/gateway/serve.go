@@ -21,6 +21,10 @@ import (
 	"github.com/pmgate/pmgate/ports"
 )
 
+// usageFlushInterval is how often the usage ledger's buffered rows are
+// written to the store.
+const usageFlushInterval = time.Second
+
 // shutdownGrace bounds how long in-flight requests may finish after a signal.
 const shutdownGrace = 30 * time.Second
 
@@ -88,6 +92,8 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 	if anchors != nil {
 		svc.WithAnchors(anchors, cfg.anchorPolicy)
 	}
+	budget := app.NewUsage(store.usage, system.Clock{}, log, cfg.usageRetention)
+	svc.WithUsage(budget)
 	keys := apiKeys(cfg)
 	handler := httpapi.NewServer(httpapi.Config{
 		Keys:               keys,
@@ -108,6 +114,7 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 		},
 		Monitor:      monitor,
 		MetricsOpen:  cfg.metricsOpen,
+		Usage:        budget,
 		Admin:        adminInfo(cfg),
 		Verification: probeVerification(cfg, time.Now),
 	}, svc, log)
@@ -124,6 +131,11 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 	go func() {
 		defer gw.wg.Done()
 		svc.RunSweeps(runCtx, time.Second, monitor.ObserveSweep)
+	}()
+	gw.wg.Add(1)
+	go func() {
+		defer gw.wg.Done()
+		budget.Run(runCtx, usageFlushInterval)
 	}()
 	if cfg.keysFile != "" {
 		gw.wg.Add(1)

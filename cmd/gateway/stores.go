@@ -20,6 +20,8 @@ type store struct {
 	ports.CorrelationStore
 	// anchors is nil when conversation continuity is off.
 	anchors ports.AnchorStore
+	// usage is the usage ledger beside them (docs/USAGE.md).
+	usage ports.UsageLedger
 	// db is the database of a shared store; nil for the memory store.
 	db    database
 	close func()
@@ -52,13 +54,13 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger) (*store, error
 		if err != nil {
 			return nil, err
 		}
-		st := &store{CorrelationStore: pg, db: pg, close: pg.Close}
+		st := &store{CorrelationStore: pg, db: pg, close: pg.Close, usage: pg.Usage()}
 		if cfg.continuity {
 			st.anchors = pg.Anchors(cfg.anchorLimits, cfg.anchorPolicy)
 		}
 		return st, nil
 	}
-	st := &store{CorrelationStore: memstore.New(cfg.limits, cfg.policy)}
+	st := &store{CorrelationStore: memstore.New(cfg.limits, cfg.policy), usage: memstore.NewUsage()}
 	if cfg.continuity {
 		st.anchors = memstore.NewAnchors(cfg.anchorLimits, cfg.anchorPolicy)
 	}

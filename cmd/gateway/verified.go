@@ -5,6 +5,9 @@ import (
 	"time"
 )
 
+// reportMaxAge is how long a passing probe report keeps the upstream verified.
+const reportMaxAge = 24 * time.Hour
+
 // probeVerification is /health's upstream_verified: true only while the
 // PROBE_REPORT file passes verify for the running configuration (so a report
 // that ages past 24 h turns it false again). The file is read once at start-up;
@@ -23,12 +26,17 @@ func probeVerification(cfg config, now func() time.Time) func() (bool, map[strin
 	}
 	digest := reportDigest(raw)
 	return func() (bool, map[string]any) {
-		r, v := verifyReport(raw, verifyOptions{now: now(), maxAge: 24 * time.Hour, version: version, commit: buildCommit(),
+		r, v := verifyReport(raw, verifyOptions{now: now(), maxAge: reportMaxAge, version: version, commit: buildCommit(),
 			fingerprint: fingerprint(cfg.upstream), strategy: string(cfg.upstream.Strategy), terminalRule: terminalRuleOf(cfg),
 			secrets: append(cfg.upstream.Secrets(), cfg.apiKey, cfg.upstream.WorkspaceID)})
 		if !v.ok() {
 			return false, map[string]any{"upstream_verified_reason": v.failures[0], "upstream_report_digest": digest}
 		}
-		return true, map[string]any{"upstream_verified_at": r.WrittenAt, "upstream_report_digest": digest}
+		fields := map[string]any{"upstream_verified_at": r.WrittenAt, "upstream_report_digest": digest}
+		if at, err := time.Parse(time.RFC3339, r.WrittenAt); err == nil {
+			// Until when it stays verified: the report's age limit.
+			fields["upstream_verified_until"] = at.Add(reportMaxAge).UTC().Format(time.RFC3339)
+		}
+		return true, fields
 	}
 }

@@ -25,8 +25,9 @@ func TestHealthIsVerifiedOnlyByAReportThatPassesForTheRunningConfiguration(t *te
 	at := func(d time.Duration) func() time.Time { return func() time.Time { return written.Add(d) } }
 
 	ok, fields := probeVerification(seededConfig(t, map[string]string{"PROBE_REPORT": "testdata/probe/good.json"}), at(time.Hour))()
-	is.True(ok)                                                      // passes verify for this configuration
-	is.Equal(fields["upstream_verified_at"], "2026-12-01T09:00:00Z") // with its time
+	is.True(ok)                                                         // passes verify for this configuration
+	is.Equal(fields["upstream_verified_at"], "2026-12-01T09:00:00Z")    // with its time
+	is.Equal(fields["upstream_verified_until"], "2026-12-02T09:00:00Z") // and when it ages out
 	is.True(strings.HasPrefix(fields["upstream_report_digest"].(string), "sha256:"))
 
 	ok, fields = probeVerification(seededConfig(t, map[string]string{"PROBE_REPORT": "testdata/probe/good.json"}), at(25*time.Hour))()

@@ -40,6 +40,7 @@ const (
 	TypeTimeout        Type = "timeout_error"
 	TypeServer         Type = "server_error"
 	TypeConfig         Type = "configuration_error"
+	TypePermission     Type = "permission_error"
 )
 
 // Source names the project document that explains a code.
@@ -84,6 +85,14 @@ const (
 	// Origin, is not among ALLOWED_HOSTS (a DNS-rebinding defence).
 	HostNotAllowed   Code = "host_not_allowed"
 	OriginNotAllowed Code = "origin_not_allowed"
+	// KeyRateLimited / KeyQuotaExhausted: the key slot's own limits
+	// (requests per minute; dispatches per day or month) refused the request
+	// before anything was sent (docs/USAGE.md).
+	KeyRateLimited    Code = "key_rate_limited"
+	KeyQuotaExhausted Code = "key_quota_exhausted"
+	// InsufficientScope: an inference key asked for the control page's data
+	// or the metrics, which need an admin key (docs/KEYS.md).
+	InsufficientScope Code = "insufficient_scope"
 
 	// Tool-call correlation (docs/CORRELATION.md).
 	UnknownToolCall                   Code = "unknown_tool_call"
@@ -157,6 +166,9 @@ var catalog = []Entry{
 	{RequestTimeout, 408, TypeTimeout, true, "The request body did not arrive within the gateway's body read timeout; nothing was sent upstream.", SourceContract},
 	{HostNotAllowed, 421, TypeInvalidRequest, false, "The Host of the request is not served by this gateway.", SourceGateway},
 	{OriginNotAllowed, 403, TypeInvalidRequest, false, "Requests from this browser origin are not allowed.", SourceGateway},
+	{KeyRateLimited, 429, TypeRateLimit, true, "This API key's requests-per-minute limit is reached; retry after the indicated delay. Nothing was sent upstream.", SourceGateway},
+	{KeyQuotaExhausted, 429, TypeQuota, false, "This API key's dispatch quota is exhausted until the indicated time. Nothing was sent upstream.", SourceGateway},
+	{InsufficientScope, 403, TypePermission, false, "This API key is an inference key; the control page and metrics need an admin key.", SourceGateway},
 
 	{UnknownToolCall, 404, TypeNotFound, false, "No pending tool call matches the submitted tool_call_id.", SourceCorrelation},
 	{ToolResultGroupMismatch, 400, TypeInvalidRequest, false, "The tool results do not form exactly one issued tool-call group at the end of the conversation.", SourceCorrelation},

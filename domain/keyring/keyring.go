@@ -14,7 +14,8 @@
 //	  "version": 1,
 //	  "slots": [
 //	    {"id": "editor", "sha256": "<64 lowercase hex>", "models": ["gpt-5.5"],
-//	     "max_concurrent": 4, "note": "my editor", "created": "2026-12-01T09:00:00Z"}
+//	     "max_concurrent": 4, "note": "my editor", "created": "2026-12-01T09:00:00Z",
+//	     "scope": "inference", "limits": {"requests_per_minute": 30, "dispatches_per_day": 500}}
 //	  ]
 //	}
 //
@@ -36,6 +37,7 @@ import (
 	"time"
 
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/usage"
 )
 
 // Version is the only file format version this build reads and writes.
@@ -63,7 +65,25 @@ type Slot struct {
 	MaxConcurrent int      // 0: only the global limit applies
 	Note          string
 	Created       time.Time
+	// Scope is what the key may do: ScopeInference (the API) or ScopeAdmin
+	// (also the control page's data and the metrics).
+	Scope Scope
+	// Limits are the slot's own rate limit and dispatch quotas (docs/USAGE.md).
+	Limits usage.Limits
 }
+
+// Scope is a slot's permission.
+type Scope string
+
+// The scopes. The zero value reads as ScopeInference.
+const (
+	ScopeInference Scope = "inference"
+	ScopeAdmin     Scope = "admin"
+)
+
+// Admin reports whether the slot may read the control page's data and the
+// metrics.
+func (s Slot) Admin() bool { return s.Scope == ScopeAdmin }
 
 // Allows reports whether the slot may use the public model id.
 func (s Slot) Allows(model string) bool {
@@ -81,12 +101,20 @@ func (r Ring) Find(id string) int {
 }
 
 type fileSlot struct {
-	ID            string   `json:"id"`
-	SHA256        string   `json:"sha256"`
-	Models        []string `json:"models,omitempty"`
-	MaxConcurrent int      `json:"max_concurrent,omitempty"`
-	Note          string   `json:"note,omitempty"`
-	Created       string   `json:"created"`
+	ID            string      `json:"id"`
+	SHA256        string      `json:"sha256"`
+	Models        []string    `json:"models,omitempty"`
+	MaxConcurrent int         `json:"max_concurrent,omitempty"`
+	Note          string      `json:"note,omitempty"`
+	Created       string      `json:"created"`
+	Scope         string      `json:"scope,omitempty"`
+	Limits        *fileLimits `json:"limits,omitempty"`
+}
+
+type fileLimits struct {
+	RequestsPerMinute  int `json:"requests_per_minute,omitempty"`
+	DispatchesPerDay   int `json:"dispatches_per_day,omitempty"`
+	DispatchesPerMonth int `json:"dispatches_per_month,omitempty"`
 }
 
 type fileFormat struct {
@@ -193,6 +221,28 @@ func parseSlot(i int, fs fileSlot, models []string) (Slot, error) {
 		return Slot{}, invalid("slot %d (%s): created must be an RFC 3339 time", i, fs.ID)
 	}
 	s.Created = created.UTC()
+	switch Scope(fs.Scope) {
+	case "", ScopeInference:
+		s.Scope = ScopeInference
+	case ScopeAdmin:
+		s.Scope = ScopeAdmin
+	default:
+		return Slot{}, invalid("slot %d (%s): scope must be inference or admin", i, fs.ID)
+	}
+	if l := fs.Limits; l != nil {
+		for _, c := range []struct {
+			name   string
+			v, max int
+		}{{"requests_per_minute", l.RequestsPerMinute, usage.MaxRequestsPerMinute},
+			{"dispatches_per_day", l.DispatchesPerDay, usage.MaxDispatchesPerDay},
+			{"dispatches_per_month", l.DispatchesPerMonth, usage.MaxDispatchesPerMon}} {
+			if c.v < 0 || c.v > c.max {
+				return Slot{}, invalid("slot %d (%s): limits.%s must be in [0, %d] (0 or absent: unlimited)", i, fs.ID, c.name, c.max)
+			}
+		}
+		s.Limits = usage.Limits{RequestsPerMinute: l.RequestsPerMinute, DispatchesPerDay: l.DispatchesPerDay,
+			DispatchesPerMonth: l.DispatchesPerMonth}
+	}
 	return s, nil
 }
 
@@ -213,6 +263,7 @@ func Marshal(r Ring) []byte {
 		f.Slots = append(f.Slots, fileSlot{
 			ID: s.ID, SHA256: hex.EncodeToString(s.Digest[:]), Models: s.Models,
 			MaxConcurrent: s.MaxConcurrent, Note: s.Note, Created: s.Created.UTC().Format(time.RFC3339),
+			Scope: marshalScope(s.Scope), Limits: marshalLimits(s.Limits),
 		})
 	}
 	b, err := json.MarshalIndent(f, "", "  ")
@@ -220,6 +271,35 @@ func Marshal(r Ring) []byte {
 		panic("keyring: marshal: " + err.Error()) // plain strings and ints cannot fail
 	}
 	return append(b, '\n')
+}
+
+// marshalScope writes the default scope as an absent field, so that files
+// without scopes keep their shape.
+func marshalScope(s Scope) string {
+	if s == ScopeAdmin {
+		return string(s)
+	}
+	return ""
+}
+
+func marshalLimits(l usage.Limits) *fileLimits {
+	if l.None() {
+		return nil
+	}
+	return &fileLimits{RequestsPerMinute: l.RequestsPerMinute, DispatchesPerDay: l.DispatchesPerDay,
+		DispatchesPerMonth: l.DispatchesPerMonth}
+}
+
+// Set returns the ring with the slot of the id changed by fn, refusing what
+// Parse would refuse; an unknown id is an error.
+func (r Ring) Set(id string, models []string, fn func(s *Slot)) (Ring, error) {
+	i := r.Find(id)
+	if i < 0 {
+		return Ring{}, errs.Newf(errs.InvalidRequest, "no slot has the id %s", id)
+	}
+	next := Ring{Slots: slices.Clone(r.Slots)}
+	fn(&next.Slots[i])
+	return Parse(Marshal(next), models)
 }
 
 // Add returns the ring with s appended. It refuses an id or digest already in

@@ -71,6 +71,24 @@ var mutants = []mutant{
 		"func (e *retryAfterError) RetryAfter() time.Duration { return e.after }", "func (e *retryAfterError) RetryAfter() time.Duration { return 0 }", "./cmd/gateway/", "RetryAfterReaches"},
 	{"no body deadline", "adapters/httpapi/handlers.go",
 		"deadline := rc.SetReadDeadline(s.now().Add(s.cfg.BodyReadTimeout)) == nil", "deadline := false", "./cmd/gateway/", "SlowBody"},
+	// The owner's budget (docs/USAGE.md).
+	{"a continuation refused by the quota", "domain/usage/usage.go",
+		"\tif !continuation {\n\t\tif err := next.check(now, l)", "\tif true {\n\t\tif err := next.check(now, l)", "./app/", "Quota"},
+	{"the daily quota admits one too many", "domain/usage/usage.go",
+		"b.DayDispatches >= l.DispatchesPerDay", "b.DayDispatches > l.DispatchesPerDay", "./domain/usage/", ""},
+	{"the bucket never refills", "domain/usage/usage.go",
+		"b.Tokens = math.Min(l.Burst(), b.Tokens+el.Seconds()*float64(l.RequestsPerMinute)/60)", "b.Tokens = math.Min(l.Burst(), b.Tokens)", "./domain/usage/", "Bucket"},
+	{"a dispatch the upstream never accepted is not given back", "app/gateway.go",
+		"\t\tif notAccepted(err) {\n\t\t\tm.Dispatches = 0\n\t\t\tg.refund(ctx, p, admitted)\n\t\t}\n\t\tif claim != nil {",
+		"\t\tif notAccepted(err) {\n\t\t\tm.Dispatches = 0\n\t\t\t_ = admitted\n\t\t}\n\t\tif claim != nil {", "./app/", "Refunded"},
+	{"an inference key reads the operator views", "adapters/httpapi/auth.go",
+		"if sl := slotFrom(r.Context()); sl == nil || !sl.admin {", "if sl := slotFrom(r.Context()); sl == nil {", "./adapters/httpapi/", "InferenceKey"},
+	{"the key file's scope ignored", "adapters/httpapi/keyring.go",
+		"admin: s.Admin(), limits: s.Limits}", "admin: true, limits: s.Limits}", "./adapters/httpapi/", "InferenceKey"},
+	{"the memory ledger's admission outside its lock", "adapters/memstore/usage.go",
+		"\tu.mu.Lock()\n\tdefer u.mu.Unlock()\n\tcp := u.budgets[slot]\n\tif err := fn(&cp); err != nil {\n\t\treturn err\n\t}\n\tu.budgets[slot] = cp",
+		"\tu.mu.Lock()\n\tcp := u.budgets[slot]\n\tu.mu.Unlock()\n\tif err := fn(&cp); err != nil {\n\t\treturn err\n\t}\n\tu.mu.Lock()\n\tdefer u.mu.Unlock()\n\tu.budgets[slot] = cp",
+		"./adapters/memstore/", "Usage"},
 }
 
 func main() {

@@ -89,6 +89,9 @@
       if (e.status === 401) {
         sessionStorage.removeItem(KEY);
         showLogin("The key was refused (" + (e.code || "invalid_api_key") + "). No data is shown without the gateway's API key.");
+      } else if (e.status === 403) {
+        sessionStorage.removeItem(KEY);
+        showLogin("This is an inference key (" + (e.code || "insufficient_scope") + "): it may use the API but not read this page. Sign in with an admin key.");
       } else {
         showLogin("The gateway did not answer: " + e.message);
       }
@@ -116,7 +119,8 @@
     });
     const cfg = Object.keys(o.config || {}).sort().map((k) => [k, o.config[k]]);
     fillRows($("config").tBodies[0], cfg, (tr, kv) => { cell(tr, kv[0]); cell(tr, kv[1]); });
-    drawMachine(o.machine);
+    drawMachine(o.machine, "machine", "machine-title");
+    if (o.conversation_machine) drawMachine(o.conversation_machine, "conv-machine", "conv-machine-title");
     renderKey();
     renderSnippets();
   }
@@ -130,16 +134,20 @@
     return el;
   }
 
-  function drawMachine(m) {
-    const root = $("machine");
-    const title = $("machine-title");
+  function drawMachine(m, rootId, titleId) {
+    const root = $(rootId);
+    const title = $(titleId);
+    const arrow = rootId + "-arrow";
     clear(root);
     root.appendChild(title);
     root.setAttribute("viewBox", "0 -24 " + m.width + " " + (m.height + 44));
+    // Drawn at its own size at most (CSSOM, which the policy allows; never a style attribute).
+    root.style.maxWidth = Math.max(m.width, 720) + "px";
+    root.style.minWidth = Math.min(m.width, 720) + "px";
     const defs = svg("defs", {}, root);
-    for (const id of ["arrow", "arrow-hot"]) {
+    for (const [id, cls] of [[arrow, "arrow"], [arrow + "-hot", "arrow-hot"]]) {
       const mk = svg("marker", { id: id, viewBox: "0 0 10 10", refX: "9", refY: "5", markerWidth: "10", markerHeight: "10", markerUnits: "userSpaceOnUse", orient: "auto-start-reverse" }, defs);
-      svg("path", { d: "M0,0 L10,5 L0,10 z", class: id }, mk);
+      svg("path", { d: "M0,0 L10,5 L0,10 z", class: cls }, mk);
     }
     const pos = {};
     for (const s of m.states) pos[s.name] = s;
@@ -159,7 +167,7 @@
         lx = (x1 + x2) / 2; ly = top + 4;
       }
       const g = svg("g", { class: "edge", "data-from": e.from, "data-to": e.to, "data-rows": e.rows.join(" ") }, edges);
-      svg("path", { d: d, "marker-end": "url(#arrow)" }, g);
+      svg("path", { d: d, "marker-end": "url(#" + arrow + ")" }, g);
       const t = svg("text", { x: lx, y: ly, "text-anchor": "middle", class: "edge-label" }, g);
       t.textContent = e.rows.join(",");
       const hits = svg("text", { x: lx, y: ly + 14, "text-anchor": "middle", class: "edge-hits" }, g);
@@ -202,7 +210,7 @@
       g.classList.toggle("recent", n > 0);
       g.classList.toggle("hot", isHot);
       g.dataset.hits = String(n);
-      g.querySelector("path").setAttribute("marker-end", isHot ? "url(#arrow-hot)" : "url(#arrow)");
+      g.querySelector("path").setAttribute("marker-end", isHot ? "url(#machine-arrow-hot)" : "url(#machine-arrow)");
       g.querySelector(".edge-hits").textContent = n > 0 ? "×" + n : "";
     }
   }
@@ -214,9 +222,9 @@
     try {
       live = await api("/admin/api/live");
     } catch (e) {
-      if (e.status === 401) {
+      if (e.status === 401 || e.status === 403) {
         sessionStorage.removeItem(KEY);
-        showLogin("The key is no longer accepted.");
+        showLogin("The key is no longer accepted (" + (e.code || "HTTP " + e.status) + ").");
         return;
       }
       setConn("off", "disconnected — retrying");
@@ -245,16 +253,101 @@
     if (c.live_calls !== undefined) parts.push("live calls " + c.live_calls + " / " + c.max_calls);
     $("corr-summary").textContent = parts.join(" · ");
     updateMachine(c, l.transitions);
+    const conv = l.conversation || {};
+    const byState = conv.anchors_by_state || {};
+    for (const g of document.querySelectorAll("#conv-machine .state")) {
+      const n = byState[g.dataset.state] || 0;
+      g.dataset.count = String(n);
+      g.classList.toggle("occupied", n > 0);
+      g.querySelector(".state-count").textContent = String(n);
+    }
+    $("conv-summary").textContent = conv.continuity === false ? "conversation continuity is off" :
+      (conv.anchors !== undefined ? "anchors " + conv.anchors + " / " + conv.max_anchors + " · " + conv.bytes + " bytes" : "");
     fillRows($("transitions").tBodies[0], l.transitions.slice(0, 20), (tr, t) => {
       cell(tr, clock(t.time)); cell(tr, t.row + (t.count > 1 ? " ×" + t.count : ""), "mono"); cell(tr, t.from); cell(tr, t.to);
       cell(tr, t.source === "sweep" ? "sweep" + (t.code ? " · " + t.code : "") : (t.code || "–"));
     });
-    fillRows($("requests").tBodies[0], l.requests, (tr, r) => {
-      tr.className = r.status >= 400 ? "failed" : "";
-      cell(tr, clock(r.time)); cell(tr, r.request_id, "mono"); cell(tr, r.route, "mono"); cell(tr, String(r.status));
-      cell(tr, r.code || "–"); cell(tr, r.slot || "–", "mono"); cell(tr, r.model || "–"); cell(tr, r.stream ? "yes" : "no"); cell(tr, String(r.tool_calls));
-      cell(tr, ms(r.duration_ms), "num"); cell(tr, ms(r.ttft_ms), "num");
+    lastLive = l;
+    renderOwner(l);
+  }
+
+  // ---- the owner's first screen
+
+  const REFUSALS = ["key_rate_limited", "key_quota_exhausted", "concurrency_limit_exceeded", "upstream_rate_limited", "upstream_quota_exhausted"];
+  let lastLive = null;
+
+  function when(iso) {
+    const d = new Date(iso);
+    return isNaN(d) ? "" : d.toLocaleString([], { hour12: false });
+  }
+
+  function renderOwner(l) {
+    $("verified-until").textContent = l.upstream_verified && l.upstream_verified_until ? "verified until " + when(l.upstream_verified_until) + " (the probe report's age limit)" : "";
+    const hour = Object.keys(l.last_hour || {}).map((k) => [k, l.last_hour[k]]).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+    fillRows($("last-hour").tBodies[0], hour, (tr, kv) => {
+      tr.className = REFUSALS.includes(kv[0]) ? "refusal" : "failed";
+      tr.dataset.cause = kv[0];
+      cell(tr, kv[0], "mono"); cell(tr, String(kv[1]), "num");
     });
+    $("last-hour").hidden = hour.length === 0;
+    $("last-hour-none").hidden = hour.length !== 0;
+    const q = l.upstream_quota || { count: 0 };
+    $("upstream-quota").textContent = q.count > 0 ? "upstream quota exhausted " + q.count + "× since start, last at " + when(q.last) : "the upstream has not reported an exhausted quota since start";
+    fillRows($("budgets").tBodies[0], l.keys || [], (tr, k) => {
+      tr.dataset.slot = k.slot;
+      const limit = k.dispatches_per_day;
+      tr.className = limit > 0 && k.dispatches_today >= limit ? "over" : "";
+      cell(tr, k.slot, "mono"); cell(tr, k.scope);
+      cell(tr, String(k.dispatches_today) + (limit > 0 ? " / " + limit : ""), "num today");
+      const td = document.createElement("td");
+      if (limit > 0) {
+        const m = document.createElement("meter");
+        m.min = 0; m.max = limit; m.value = Math.min(k.dispatches_today, limit); m.low = limit * 0.7; m.high = limit * 0.9; m.optimum = 0;
+        m.setAttribute("aria-label", k.slot + ": " + k.dispatches_today + " of " + limit + " dispatches today");
+        td.appendChild(m);
+      } else {
+        td.textContent = "no daily limit";
+        td.className = "muted";
+      }
+      tr.appendChild(td);
+      cell(tr, String(k.dispatches_month) + (k.dispatches_per_month > 0 ? " / " + k.dispatches_per_month : ""), "num");
+      cell(tr, k.requests_per_minute > 0 ? String(k.requests_per_minute) : "–", "num");
+    });
+    const sel = $("filter-slot");
+    const slots = new Set((l.keys || []).map((k) => k.slot));
+    for (const r of l.requests) if (r.slot) slots.add(r.slot);
+    const have = new Set([...sel.options].map((o) => o.value));
+    for (const sl of [...slots].sort()) {
+      if (!have.has(sl)) { const o = document.createElement("option"); o.value = sl; o.textContent = sl; sel.appendChild(o); }
+    }
+    renderRequests();
+  }
+
+  function outcomeOf(r) {
+    if (r.status < 400 && !r.code) return "ok";
+    return REFUSALS.includes(r.code) ? "refused" : "failed";
+  }
+
+  function renderRequests() {
+    if (!lastLive) return;
+    const slot = $("filter-slot").value, outcome = $("filter-outcome").value;
+    const rows = lastLive.requests.filter((r) => (!slot || r.slot === slot) && (!outcome || outcomeOf(r) === outcome));
+    $("filter-count").textContent = rows.length + " of " + lastLive.requests.length + " shown";
+    fillRows($("requests").tBodies[0], rows, (tr, r) => {
+      tr.dataset.outcome = outcomeOf(r);
+      tr.className = { ok: "", failed: "failed", refused: "refusal" }[tr.dataset.outcome];
+      const c = [cell(tr, clock(r.time)), cell(tr, r.slot || "–", "mono"), cell(tr, r.route, "mono"), cell(tr, r.model || "–"),
+        cell(tr, String(r.status)), cell(tr, r.code || "–", "mono"), cell(tr, String(r.tool_calls), "num"),
+        cell(tr, ms(r.duration_ms), "num"), cell(tr, ms(r.ttft_ms), "num"), cell(tr, r.request_id, "mono")];
+      for (const td of c) td.title = td.textContent;
+    });
+  }
+
+  function showView(name) {
+    for (const v of ["owner", "internals"]) {
+      $(v).hidden = v !== name;
+      $("view-" + v).setAttribute("aria-pressed", String(v === name));
+    }
   }
 
   // ---- key and snippets
@@ -360,6 +453,11 @@ DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 claude`],
       renderSnippets();
     });
     $("key-copy").addEventListener("click", () => copy(key(), "API key"));
+    $("view-owner").addEventListener("click", () => showView("owner"));
+    $("view-internals").addEventListener("click", () => showView("internals"));
+    $("filter-slot").addEventListener("change", renderRequests);
+    $("filter-outcome").addEventListener("change", renderRequests);
+    $("filters").addEventListener("submit", (ev) => ev.preventDefault());
     if (key()) open(); else showLogin("");
   });
 })();
