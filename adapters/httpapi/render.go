@@ -43,11 +43,14 @@ type step struct {
 // (tool_calls when any call was emitted, stop otherwise). A violation is an
 // internal error.
 type turnReader struct {
-	turn    app.Turn
-	calls   int
-	finish  app.FinishReason
-	usage   *chat.Usage
-	onFirst func() // called once, at the first text or tool-call delta; may be nil
+	turn  app.Turn
+	calls int
+	// outBytes counts the output received: text, tool names and arguments
+	// (the output side of a usage estimate).
+	outBytes int
+	finish   app.FinishReason
+	usage    *chat.Usage
+	onFirst  func() // called once, at the first text or tool-call delta; may be nil
 }
 
 // next returns the next step, or io.EOF once the turn ended with a proven
@@ -81,7 +84,9 @@ func (tr *turnReader) next(ctx context.Context) (step, error) {
 				return step{}, errors.AssertionFailedf("httpapi: tool call delta out of order")
 			}
 			st.call = c
+			tr.outBytes += len(c.Name) + len(c.Arguments)
 		}
+		tr.outBytes += len(d.Text)
 		if d.Finish != "" {
 			if d.Finish != app.FinishStop && d.Finish != app.FinishToolCalls {
 				return step{}, errors.AssertionFailedf("httpapi: unknown finish reason")
