@@ -137,6 +137,23 @@ func (s *server) markUsage(ctx context.Context, h http.Header, u *chat.Usage, es
 	s.log.LogAttrs(ctx, slog.LevelDebug, "usage", slog.String("usage", v))
 }
 
+// markStreamUsage sets the usage header of a stream, sent before the counts
+// are known.
+func (s *server) markStreamUsage(h http.Header) {
+	if s.cfg.UsageEstimatesOff {
+		h.Set(usageHeader, "unreported")
+	} else {
+		h.Set(usageHeader, "estimated")
+	}
+}
+
+// streamUsage is usageOfTurn for the end of a stream, logged like markUsage.
+func (s *server) streamUsage(ctx context.Context, req chat.Request, tr *turnReader) *chat.Usage {
+	u, estimated := s.usageOfTurn(req, tr)
+	s.markUsage(ctx, http.Header{}, u, estimated)
+	return u
+}
+
 // msgOutput is what a Message needs besides the turn.
 type msgOutput struct {
 	req *msgRequest

@@ -143,12 +143,7 @@ func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutp
 		}
 	}
 	start := func() {
-		h := w.Header()
-		if s.cfg.UsageEstimatesOff {
-			h.Set(usageHeader, "unreported")
-		} else {
-			h.Set(usageHeader, "estimated")
-		}
+		s.markStreamUsage(w.Header())
 		ms = &msgStream{out: newSSE(w)}
 		u := msgUsage{}
 		if !s.cfg.UsageEstimatesOff {
@@ -249,7 +244,7 @@ func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutp
 	}
 	closeBlock()
 	reason := stopReasonOf(sc.matched, uses)
-	u, _ := s.usageOfTurn(o.req.chat, tr)
+	u := s.streamUsage(ctx, o.req.chat, tr)
 	emit("message_delta", map[string]any{"delta": map[string]any{"stop_reason": reason, "stop_sequence": sc.matched}, "usage": msgUsageOf(u)})
 	emit("message_stop", map[string]any{})
 }

@@ -26,6 +26,7 @@ type output struct {
 	created      int64
 	model        string // the requested public id
 	includeUsage bool
+	req          chat.Request // what the usage estimate is computed from
 }
 
 // step is one piece of client-visible output: text, a tool-call fragment, or
@@ -217,10 +218,12 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, o output, tr *
 	if text != "" || len(calls) == 0 {
 		msg.Content = &text
 	}
+	u, estimated := s.usageOfTurn(o.req, tr)
+	s.markUsage(r.Context(), w.Header(), u, estimated)
 	s.writeValue(w, r, completion{
 		ID: o.id, Object: "chat.completion", Created: o.created, Model: o.model,
 		Choices: []completionChoice{{Index: 0, Message: msg, FinishReason: string(tr.finish)}},
-		Usage:   usageOf(tr.usage),
+		Usage:   usageOf(u),
 	}, "encode completion")
 }
 
@@ -331,6 +334,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *tu
 		return true
 	}
 	start := func() bool {
+		s.markStreamUsage(w.Header())
 		out = newSSE(w)
 		empty := ""
 		return emit(delta{Role: "assistant", Content: &empty}, nil)
@@ -378,7 +382,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *tu
 	if o.includeUsage {
 		c.Choices = noChoice
 		c.Usage = jsonNull
-		if u := usageOf(tr.usage); u != nil {
+		if u := usageOf(s.streamUsage(ctx, o.req, tr)); u != nil {
 			b, err := json.Marshal(u)
 			if err != nil {
 				return
