@@ -297,46 +297,49 @@ type anthropicErrorInner struct {
 // Anthropic routes.
 const errorCodeHeader = "x-pmgate-error-code"
 
-// anthropicStatus maps a catalog status to the Anthropic status and error
-// type, for any code, including codes added later: by status alone. A
-// deterministic 409 (history, model or tools mismatch, a consumed or
-// in-flight group) becomes 400: Claude Code and the SDKs retry 409.
-func anthropicStatus(status int, retryable bool) (int, string) {
-	switch {
-	case status == http.StatusConflict && !retryable:
-		return http.StatusBadRequest, "invalid_request_error"
-	case status == http.StatusBadRequest:
-		return status, "invalid_request_error"
-	case status == http.StatusUnauthorized:
+// anthropicStatus maps a catalog status to the status and error type
+// Anthropic pairs (400 invalid_request_error, 401 authentication_error, 402
+// billing_error, 403 permission_error, 404 not_found_error, 413
+// request_too_large, 429 rate_limit_error, 500 api_error, 504
+// timeout_error, 529 overloaded_error), for any code, including codes added
+// later: by status alone. Other client errors become 400 (a deterministic
+// 409 above all: Claude Code and the SDKs retry 409); 408 and 504 become
+// 504, 503 becomes 529, other server errors 500. The pmgate code keeps
+// what the status no longer says.
+func anthropicStatus(status int) (int, string) {
+	switch status {
+	case http.StatusUnauthorized:
 		return status, "authentication_error"
-	case status == http.StatusPaymentRequired:
+	case http.StatusPaymentRequired:
 		return status, "billing_error"
-	case status == http.StatusForbidden:
+	case http.StatusForbidden:
 		return status, "permission_error"
-	case status == http.StatusNotFound:
+	case http.StatusNotFound:
 		return status, "not_found_error"
-	case status == http.StatusRequestEntityTooLarge:
+	case http.StatusRequestEntityTooLarge:
 		return status, "request_too_large"
-	case status == http.StatusTooManyRequests:
+	case http.StatusTooManyRequests:
 		return status, "rate_limit_error"
-	case status == http.StatusConflict:
-		return status, "conflict_error"
-	case status == http.StatusRequestTimeout || status == http.StatusGatewayTimeout:
-		return status, "timeout_error"
-	case status == http.StatusServiceUnavailable || status == 529:
-		return status, "overloaded_error"
-	case status >= 500:
-		return status, "api_error"
+	case http.StatusRequestTimeout, http.StatusGatewayTimeout:
+		return http.StatusGatewayTimeout, "timeout_error"
+	case http.StatusServiceUnavailable, statusOverloaded:
+		return statusOverloaded, "overloaded_error"
 	}
-	return status, "invalid_request_error"
+	if status >= 500 {
+		return http.StatusInternalServerError, "api_error"
+	}
+	return http.StatusBadRequest, "invalid_request_error"
 }
+
+// statusOverloaded is Anthropic's 529 (overloaded_error).
+const statusOverloaded = 529
 
 // anthropicBody renders err in the Anthropic shape, with the status to
 // answer and the catalog entry. A refusal of the request reads like the
 // API's own: "<param>: <detail>".
 func anthropicBody(ctx context.Context, err error) (anthropicError, errs.Entry, int) {
 	body, e, status := public(ctx, err)
-	status, typ := anthropicStatus(status, e.Retryable)
+	status, typ := anthropicStatus(status)
 	msg := body.Error.Message
 	var re *requestError
 	if e.Code != errs.InternalError && errors.As(err, &re) && re.detail != "" && re.param != "" {
@@ -357,7 +360,7 @@ func (s *server) writeAnthropicError(w http.ResponseWriter, r *http.Request, err
 	h.Set(errorCodeHeader, string(e.Code))
 	if !e.Retryable {
 		h.Set("x-should-retry", "false")
-	} else if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable || status == 529 {
+	} else if status == http.StatusTooManyRequests || status == statusOverloaded {
 		h.Set("retry-after", strconv.Itoa(retryAfterSeconds(err)))
 	}
 	w.WriteHeader(status)

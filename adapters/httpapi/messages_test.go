@@ -1,8 +1,6 @@
 package httpapi_test
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +12,7 @@ import (
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/internal/anthropicsse"
 )
 
 // msgRequest returns an authenticated Messages POST of body (x-api-key, as
@@ -55,146 +54,6 @@ func decodeAnth(t *testing.T, b []byte) anthError {
 	return e
 }
 
-// frame is one SSE frame of a Messages stream.
-type frame struct {
-	event string
-	data  map[string]any
-}
-
-// frames parses a Messages stream strictly: every frame has an event line
-// and one data line whose type equals it, and ends with a blank line.
-func frames(t *testing.T, body string) []frame {
-	t.Helper()
-	if !strings.HasSuffix(body, "\n\n") {
-		t.Fatalf("stream does not end with a blank line: %q", body)
-	}
-	var out []frame
-	for _, raw := range strings.Split(strings.TrimSuffix(body, "\n\n"), "\n\n") {
-		sc := bufio.NewScanner(strings.NewReader(raw))
-		var f frame
-		lines := 0
-		for sc.Scan() {
-			line := sc.Text()
-			lines++
-			switch {
-			case strings.HasPrefix(line, "event: "):
-				f.event = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &f.data); err != nil {
-					t.Fatalf("data is not JSON: %q", line)
-				}
-			default:
-				t.Fatalf("unexpected line %q", line)
-			}
-		}
-		if lines != 2 || f.event == "" || f.data == nil || f.data["type"] != f.event {
-			t.Fatalf("bad frame %q", raw)
-		}
-		out = append(out, f)
-	}
-	return out
-}
-
-// checkGrammar holds a whole successful stream to the Messages grammar:
-// message_start first and once (msg_ id, usage), blocks in index order one
-// at a time, deltas of the open block's kind, message_delta with usage, then
-// message_stop last. It returns the stop reason, the text and the tool
-// inputs.
-func checkGrammar(t *testing.T, fs []frame) (stop string, text string, inputs []string) {
-	t.Helper()
-	if len(fs) < 3 || fs[0].event != "message_start" || fs[len(fs)-1].event != "message_stop" {
-		t.Fatalf("stream must open with message_start and end with message_stop: %v", events(fs))
-	}
-	msg := fs[0].data["message"].(map[string]any)
-	if id, _ := msg["id"].(string); !strings.HasPrefix(id, "msg_") {
-		t.Fatalf("message id %q", id)
-	}
-	if _, ok := msg["usage"].(map[string]any); !ok {
-		t.Fatalf("message_start without usage")
-	}
-	next, open, kind := 0, -1, ""
-	var tb strings.Builder
-	var cur strings.Builder
-	sawDelta := false
-	uses := 0
-	for _, f := range fs[1 : len(fs)-1] {
-		switch f.event {
-		case "ping":
-		case "content_block_start":
-			if open >= 0 || sawDelta {
-				t.Fatalf("block started while another is open or after message_delta")
-			}
-			if int(f.data["index"].(float64)) != next {
-				t.Fatalf("block index %v, want %d", f.data["index"], next)
-			}
-			cb := f.data["content_block"].(map[string]any)
-			kind = cb["type"].(string)
-			if kind == "tool_use" {
-				uses++
-				if in, _ := json.Marshal(cb["input"]); string(in) != "{}" {
-					t.Fatalf("tool_use starts with input %s", in)
-				}
-				if id, _ := cb["id"].(string); !strings.HasPrefix(id, "toolu_") {
-					t.Fatalf("tool id %q", id)
-				}
-				cur.Reset()
-			}
-			open = next
-			next++
-		case "content_block_delta":
-			if int(f.data["index"].(float64)) != open {
-				t.Fatalf("delta for index %v, open %d", f.data["index"], open)
-			}
-			d := f.data["delta"].(map[string]any)
-			switch {
-			case kind == "text" && d["type"] == "text_delta":
-				tb.WriteString(d["text"].(string))
-			case kind == "tool_use" && d["type"] == "input_json_delta":
-				cur.WriteString(d["partial_json"].(string))
-			default:
-				t.Fatalf("delta %v in a %s block", d["type"], kind)
-			}
-		case "content_block_stop":
-			if int(f.data["index"].(float64)) != open {
-				t.Fatalf("stop for index %v, open %d", f.data["index"], open)
-			}
-			if kind == "tool_use" {
-				if !json.Valid([]byte(cur.String())) {
-					t.Fatalf("tool input is not JSON: %q", cur.String())
-				}
-				inputs = append(inputs, cur.String())
-			}
-			open = -1
-		case "message_delta":
-			if open >= 0 {
-				t.Fatalf("message_delta with an open block")
-			}
-			if _, ok := f.data["usage"].(map[string]any); !ok {
-				t.Fatalf("message_delta without usage")
-			}
-			stop = f.data["delta"].(map[string]any)["stop_reason"].(string)
-			sawDelta = true
-		default:
-			t.Fatalf("unexpected event %q", f.event)
-		}
-	}
-	if !sawDelta {
-		t.Fatalf("no message_delta")
-	}
-	if (uses > 0) != (stop == "tool_use") && stop != "stop_sequence" {
-		t.Fatalf("stop reason %q with %d tool_use blocks", stop, uses)
-	}
-	return stop, tb.String(), inputs
-}
-
-func events(fs []frame) []string {
-	out := make([]string, len(fs))
-	for i, f := range fs {
-		out[i] = f.event
-	}
-	return out
-}
-
 func TestMessagesAnswersTextAsJSON(t *testing.T) {
 	is := is.New(t)
 	svc := returning(script(app.Delta{Text: "Hello"}, app.Delta{Text: " world"}, app.Delta{Finish: app.FinishStop}), nil)
@@ -209,6 +68,8 @@ func TestMessagesAnswersTextAsJSON(t *testing.T) {
 		Usage                 map[string]int64
 	}
 	is.NoErr(json.Unmarshal(rec.Body.Bytes(), &m))
+	_, err := anthropicsse.CheckMessage(rec.Body.Bytes())
+	is.NoErr(err)
 	is.True(strings.HasPrefix(m.ID, "msg_"))
 	is.Equal(m.Type, "message")
 	is.Equal(m.Role, "assistant")
@@ -236,9 +97,12 @@ func TestMessagesStreamsTextInTheMessagesGrammar(t *testing.T) {
 	is.Equal(rec.Code, 200)
 	is.Equal(rec.Header().Get("Content-Type"), "text/event-stream")
 	is.True(!strings.Contains(rec.Body.String(), "[DONE]"))
-	stop, text, _ := checkGrammar(t, frames(t, rec.Body.String()))
-	is.Equal(stop, "end_turn")
-	is.Equal(text, "Hello")
+	res, err := anthropicsse.CheckSuccess(rec.Body.Bytes())
+	is.NoErr(err) // the strict grammar
+	is.Equal(res.StopReason, "end_turn")
+	is.Equal(res.Text(), "Hello")
+	is.True(strings.HasPrefix(res.MessageID, "msg_"))
+	is.True(res.InputTokens > 0) // message_start carries the input estimate
 }
 
 func TestMessagesAcceptsEitherCredentialHeader(t *testing.T) {
@@ -285,9 +149,12 @@ func TestMessagesErrorsUseAnthropicStatusesAndTypes(t *testing.T) {
 		{errs.ToolCallAlreadyConsumed, 400, "invalid_request_error"},
 		{errs.UnknownToolCall, 404, "not_found_error"},
 		{errs.UpstreamQueryTooLong, 400, "invalid_request_error"},
-		{errs.UpstreamFailure, 502, "api_error"},
+		{errs.UpstreamFailure, 500, "api_error"}, // 502: Anthropic pairs api_error with 500
+		{errs.UpstreamRateLimited, 429, "rate_limit_error"},
+		{errs.UpstreamRequestRejected, 400, "invalid_request_error"}, // 422
+		{errs.RequestTimeout, 504, "timeout_error"},                  // 408
 		{errs.UpstreamTimeout, 504, "timeout_error"},
-		{errs.CorrelationCapacityExceeded, 503, "overloaded_error"},
+		{errs.CorrelationCapacityExceeded, 529, "overloaded_error"}, // 503
 		{errs.InternalError, 500, "api_error"},
 	}
 	for _, c := range cases {
@@ -296,6 +163,8 @@ func TestMessagesErrorsUseAnthropicStatusesAndTypes(t *testing.T) {
 			h, _ := newServer(t, returning(nil, errs.New(c.code)))
 			rec := serve(h, msgRequest(msgBody(userHi, "")))
 			is.Equal(rec.Code, c.status)
+			_, err := anthropicsse.CheckError(rec.Code, rec.Body.Bytes())
+			is.NoErr(err) // a status/type pair Anthropic uses
 			e := decodeAnth(t, rec.Body.Bytes())
 			is.Equal(e.Type, "error")
 			is.Equal(e.Error.Type, c.typ)
@@ -313,19 +182,12 @@ func TestMessagesRoutesAnswerInTheAnthropicShape(t *testing.T) {
 	r := httptest.NewRequest(http.MethodGet, "/v1/messages", nil)
 	r.Header.Set("x-api-key", apiKey)
 	rec := serve(h, r)
-	is.Equal(rec.Code, 405)
+	is.Equal(rec.Code, 400) // Anthropic pairs invalid_request_error with 400 only
+	is.Equal(rec.Header().Get("Allow"), "POST")
 	is.Equal(decodeAnth(t, rec.Body.Bytes()).Error.Type, "invalid_request_error")
 	r = httptest.NewRequest(http.MethodPost, "/v1/messages/batches", nil)
 	r.Header.Set("x-api-key", apiKey)
 	rec = serve(h, r)
 	is.Equal(rec.Code, 404)
 	is.Equal(decodeAnth(t, rec.Body.Bytes()).Error.Type, "not_found_error")
-}
-
-// ctxTurn blocks until the context ends.
-func ctxTurn() *fakeTurn {
-	return newTurn(func(ctx context.Context) (app.Delta, error) {
-		<-ctx.Done()
-		return app.Delta{}, ctx.Err()
-	})
 }
