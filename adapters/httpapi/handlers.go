@@ -30,7 +30,7 @@ func (s *server) handleChat() http.Handler {
 			req, err := s.decodeRequest(body, slotFrom(r.Context()).allowsModel)
 			return req, req, err
 		}, func(w http.ResponseWriter, r *http.Request, req chat.Request, tr *turnReader) {
-			o := output{id: "chatcmpl-" + randText(), created: s.now().Unix(), model: req.Model, includeUsage: req.IncludeUsage}
+			o := output{id: "chatcmpl-" + randText(), created: s.now().Unix(), model: req.Model, includeUsage: req.IncludeUsage, req: req}
 			if req.Stream {
 				s.stream(w, r, o, tr)
 			} else {

@@ -62,6 +62,12 @@ type Config struct {
 	// and the fields that go with it (time and digest, or the reason it is
 	// not); nil means never verified.
 	Verification func() (verified bool, fields map[string]any)
+	// UsageEstimatesOff is USAGE_ESTIMATES=false: usage shows only counts
+	// the upstream reported, never an estimate (chat.Estimate).
+	UsageEstimatesOff bool
+	// MessagesPingInterval is how often a silent Messages stream sends a
+	// ping event (0: defaultPingInterval).
+	MessagesPingInterval time.Duration
 }
 
 // The defaults of docs/CONFIGURATION.md for zero Config values.
@@ -151,6 +157,7 @@ type reqInfo struct {
 	model      string    // a configured public id, once the request was validated
 	toolCalls  int       // tool calls shown to the client
 	firstToken time.Time // the first text or tool-call delta; zero when none
+	anthropic  bool      // an Anthropic route: errors in the Anthropic shape
 }
 
 func infoFrom(ctx context.Context) *reqInfo {
