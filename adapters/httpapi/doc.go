@@ -127,8 +127,8 @@
 // error); one id and created per stream; a role delta first; content and
 // tool-call deltas (index always, id/type/name on a call's first delta only);
 // finish_reason only on the last choice chunk; with include_usage every chunk
-// has "usage":null and one {"choices":[],"usage":…} chunk (usage null when
-// none was reported) precedes data: [DONE]. A failure after the headers is
+// has "usage":null and one {"choices":[],"usage":…} chunk (an estimate, or null
+// with UsageEstimatesOff, when none was reported) precedes data: [DONE]. A failure after the headers is
 // one data: {"error":{…}} event and the end of the response.
 //
 // The request context (client disconnect) and RequestTimeout both end in

@@ -9,6 +9,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/pmgate/pmgate/adapters/httpapi"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
@@ -190,4 +191,54 @@ func TestMessagesRoutesAnswerInTheAnthropicShape(t *testing.T) {
 	rec = serve(h, r)
 	is.Equal(rec.Code, 404)
 	is.Equal(decodeAnth(t, rec.Body.Bytes()).Error.Type, "not_found_error")
+}
+
+func TestCountTokensIsAnEstimateThatIsNeverZero(t *testing.T) {
+	is := is.New(t)
+	svc := &fakeService{}
+	h, _ := newServer(t, svc)
+	count := func(h http.Handler, body string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, "/v1/messages/count_tokens?beta=true", strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer "+apiKey)
+		r.Header.Set("Content-Type", "application/json")
+		return serve(h, r)
+	}
+	small := count(h, `{"model":"`+model+`","messages":`+userHi+`}`) // no max_tokens, as count_tokens is sent
+	is.Equal(small.Code, 200)
+	is.Equal(small.Header().Get("x-pmgate-usage"), "estimated")
+	var a, b struct {
+		InputTokens int64 `json:"input_tokens"`
+	}
+	is.NoErr(json.Unmarshal(small.Body.Bytes(), &a))
+	is.True(a.InputTokens > 0)
+	big := count(h, `{"model":"`+model+`","system":"`+strings.Repeat("s", 300)+`","messages":`+userHi+`,"tools":[{"name":"f","input_schema":{"type":"object"}}]}`)
+	is.NoErr(json.Unmarshal(big.Body.Bytes(), &b))
+	is.True(b.InputTokens >= a.InputTokens+100) // system and tools count too
+	is.Equal(svc.Calls(), 0)                    // nothing reached the upstream
+
+	off, _ := newServer(t, svc, func(c *httpapi.Config) { c.UsageEstimatesOff = true })
+	rec := count(off, `{"model":"`+model+`","messages":`+userHi+`}`)
+	is.Equal(rec.Code, 404) // nothing honest to count: Claude Code estimates locally
+	is.Equal(decodeAnth(t, rec.Body.Bytes()).Error.Type, "not_found_error")
+}
+
+func TestMessagesStreamUsageIsMarkedAndTheOffSettingShowsOnlyReportedCounts(t *testing.T) {
+	is := is.New(t)
+	h, _ := newServer(t, returning(script(app.Delta{Text: "abc"}, app.Delta{Finish: app.FinishStop}), nil),
+		func(c *httpapi.Config) { c.UsageEstimatesOff = true })
+	rec := serve(h, msgRequest(msgBody(userHi, `,"stream":true`)))
+	res, err := anthropicsse.CheckSuccess(rec.Body.Bytes())
+	is.NoErr(err)
+	is.Equal(rec.Header().Get("x-pmgate-usage"), "unreported")
+	is.Equal(res.InputTokens, int64(0))
+	is.Equal(res.OutputTokens, int64(0))
+
+	u := &chat.Usage{PromptTokens: i64(40), CompletionTokens: i64(7)}
+	h, _ = newServer(t, returning(script(app.Delta{Text: "abc"}, app.Delta{Finish: app.FinishStop, Usage: u}), nil))
+	rec = serve(h, msgRequest(msgBody(userHi, "")))
+	res, err = anthropicsse.CheckMessage(rec.Body.Bytes())
+	is.NoErr(err)
+	is.Equal(rec.Header().Get("x-pmgate-usage"), "reported") // the upstream's counts, as they are
+	is.Equal(res.InputTokens, int64(40))
+	is.Equal(res.OutputTokens, int64(7))
 }

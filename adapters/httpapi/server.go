@@ -354,7 +354,7 @@ func (s *server) accessLog(ctx context.Context, r *http.Request, rw *recorder, r
 // hold anything) never reaches a log line.
 func routeOf(r *http.Request) string {
 	switch r.URL.Path {
-	case pathChat, pathResponses, pathModels, pathHealth, pathMetrics:
+	case pathChat, pathResponses, pathMessages, pathCount, pathModels, pathHealth, pathMetrics:
 		return r.URL.Path
 	}
 	return adminRouteOf(r.URL.Path)

@@ -253,3 +253,46 @@ func TestABrokenUpstreamNeverYieldsMessageStop(t *testing.T) {
 		}
 	}
 }
+
+func TestAChatGroupIsNotContinuedThroughMessagesNorOneAgentsGroupByAnother(t *testing.T) {
+	is := is.New(t)
+	s := serve(t, "access_token", nil)
+	chatTools := `[{"type":"function","function":{"name":"get_weather","description":"weather of a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}]`
+	resp := s.post(t, fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"weather please"}],"tools":%s}`, testModel, chatTools))
+	is.Equal(resp.StatusCode, 200)
+	var c struct {
+		Choices []struct {
+			Message struct {
+				ToolCalls []struct {
+					ID       string
+					Function struct{ Name, Arguments string }
+				} `json:"tool_calls"`
+			}
+		}
+	}
+	is.NoErr(json.NewDecoder(resp.Body).Decode(&c))
+	call := c.Choices[0].Message.ToolCalls[0]
+	var in any
+	is.NoErr(json.Unmarshal([]byte(call.Function.Arguments), &in))
+	msgs := []any{user("weather please"),
+		map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": call.ID, "name": "get_weather", "input": in}}},
+		map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": call.ID, "content": "sunny"}}}}
+	status, _, raw := rawMessages(t, s, anthBody(msgs, false, `,"tools":`+weatherToolAnth))
+	is.Equal(status, 400) // a chat group: refused through Messages, deterministically
+	_, err := anthropicsse.CheckError(status, []byte(raw))
+	is.NoErr(err)
+	is.Equal(s.emu.Count(emulator.KindToolResponse), 0)
+
+	// A subagent cannot answer the main agent's tool calls (nor another
+	// subagent's): its requests are another principal's.
+	_, res, _ := anthTurn(t, s, anthBody([]any{user("weather please")}, false, `,"tools":`+weatherToolAnth))
+	is.Equal(res.StopReason, "tool_use")
+	cont := anthBody([]any{user("weather please"), assistantOf(res), resultsOf(res)}, false, `,"tools":`+weatherToolAnth)
+	status, _, raw = rawMessages(t, s, cont, "x-claude-code-agent-id", "agent-7")
+	is.Equal(status, 404) // unknown_tool_call for that subagent
+	is.True(strings.Contains(raw, `"code":"unknown_tool_call"`))
+	is.Equal(s.emu.Count(emulator.KindToolResponse), 0)
+	_, ok, _ := anthTurn(t, s, cont) // the main agent's own continuation still works
+	is.Equal(ok.Outcome, anthropicsse.Success)
+	is.Equal(s.emu.Count(emulator.KindToolResponse), 1)
+}
