@@ -53,13 +53,8 @@ func (s *server) handleCountTokens() http.Handler {
 			s.writeError(w, r, errNoRoute)
 			return
 		}
-		if !jsonMediaType(r.Header.Get("Content-Type")) {
-			s.writeError(w, r, invalid("", "The Content-Type must be application/json."))
-			return
-		}
-		body, err := s.readBody(w, r)
-		if err != nil {
-			s.writeError(w, r, err)
+		body, ok := s.readJSON(w, r)
+		if !ok {
 			return
 		}
 		mr, err := s.decodeCountRequest(body, slotFrom(r.Context()).allowsModel)
