@@ -36,7 +36,8 @@
 // RequestID(ctx) returns it and WithRequestID adds it to every log record of
 // a request context. One access-log line per request carries only request_id,
 // method, route (the known path, or "unmatched"), status, code, duration_ms,
-// stream, bytes and principal_slot: never a body, message content, a key or
+// stream, bytes and principal_slot (and usage: reported, estimated or
+// unreported, when a turn showed usage): never a body, message content, a key or
 // an upstream id. A panic in a handler is logged (redacted value and stack,
 // no body) and answered 500 internal_error when nothing was written yet.
 //
