@@ -252,9 +252,23 @@ func (s *server) decodeMessagesList(raw json.RawMessage) ([]chat.Message, error)
 			}
 			out = append(out, msgs...)
 			pending, pendingAt = nil, -1
+		case "system":
+			// Claude Code (2.1.3xx) sends its environment block as a system
+			// message inside messages; it is system text at that place, and
+			// leaves a pending tool-result pairing as it is.
+			text, err := systemBlocksText(p+".content", blocks)
+			if err != nil {
+				return nil, err
+			}
+			if text != "" {
+				out = append(out, chat.Message{Role: chat.RoleSystem, Content: &text})
+			}
 		default:
-			return nil, invalid(p+".role", `must be "user" or "assistant".`)
+			return nil, invalid(p+".role", `must be "user", "assistant" or "system".`)
 		}
+	}
+	if len(out) == 0 {
+		return nil, invalid("messages", "must hold a user message.")
 	}
 	if len(pending) > 0 && out[len(out)-1].Role == chat.RoleAssistant {
 		// A last assistant message (a prefill) with tool calls and no results.
@@ -264,6 +278,26 @@ func (s *server) decodeMessagesList(raw json.RawMessage) ([]chat.Message, error)
 		return nil, unsupported("messages."+strconv.Itoa(len(items)-1), "a final assistant message (prefill) cannot be continued by the upstream.")
 	}
 	return out, nil
+}
+
+// systemBlocksText joins the text blocks of a system message in messages;
+// any other block type is refused.
+func systemBlocksText(p string, blocks []block) (string, error) {
+	var parts []string
+	for j, b := range blocks {
+		bp := p + "." + strconv.Itoa(j)
+		if b.typ != "text" {
+			return "", invalid(bp+".type", `must be "text" in a system message.`)
+		}
+		t, err := blockText(bp, b)
+		if err != nil {
+			return "", err
+		}
+		if !strings.HasPrefix(t, billingHeaderPrefix) {
+			parts = append(parts, t)
+		}
+	}
+	return strings.Join(parts, "\n\n"), nil
 }
 
 // unanswered is the Anthropic API's refusal of tool_use blocks without

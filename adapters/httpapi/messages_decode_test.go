@@ -45,7 +45,8 @@ func TestMessagesRefusesWhatItCannotHonourNamingTheField(t *testing.T) {
 		"zero max_tokens":     {msgBody(userHi, `,"max_tokens":0`), "max_tokens", "invalid_request"},
 		"unknown model":       {`{"model":"claude-opus-4-5","max_tokens":1,"messages":` + userHi + `}`, "model", "model_not_found"},
 		"no messages":         {`{"model":"` + model + `","max_tokens":1,"messages":[]}`, "messages", "invalid_request"},
-		"bad role":            {msgBody(`[{"role":"system","content":"x"}]`, ""), "messages.0.role", "invalid_request"},
+		"bad role":            {msgBody(`[{"role":"tool","content":"x"}]`, ""), "messages.0.role", "invalid_request"},
+		"image in system":     {msgBody(`[{"role":"user","content":"hi"},{"role":"system","content":[{"type":"image","source":{}}]}]`, ""), "messages.1.content.0.type", "invalid_request"},
 		"image":               {msgBody(`[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="}}]}]`, ""), "messages.0.content.0.type", "unsupported_parameter"},
 		"document":            {msgBody(`[{"role":"user","content":[{"type":"document","source":{}}]}]`, ""), "messages.0.content.0.type", "unsupported_parameter"},
 		"server tool":         {msgBody(userHi, `,"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":8}]`), "tools.0.type", "unsupported_parameter"},
@@ -172,4 +173,26 @@ func TestMessagesToolSchemaRefusalsNameTheMessagesPath(t *testing.T) {
 	e := decodeAnth(t, rec.Body.Bytes())
 	is.Equal(e.Error.Code, "unsupported_parameter")
 	is.Equal(*e.Error.Param, "tools.0.input_schema.properties.x.pattern")
+}
+
+func TestMessagesAcceptsSystemMessagesInsideMessages(t *testing.T) {
+	// Claude Code 2.1.332 sends its environment block as a system message
+	// after the first user message (with text blocks and the attribution
+	// block's prefix stripped like in top-level system).
+	is := is.New(t)
+	svc := &fakeService{}
+	h, _ := newServer(t, svc)
+	body := msgBody(`[{"role":"user","content":[{"type":"text","text":"hi"}]},{"role":"system","content":[{"type":"text","text":"# Environment\nPlatform: linux"}]}]`, "")
+	is.Equal(serve(h, msgRequest(body)).Code, 200)
+	_, req := svc.Last()
+	last := req.Messages[len(req.Messages)-1]
+	is.Equal(last.Role, chat.RoleSystem)
+	is.Equal(*last.Content, "# Environment\nPlatform: linux")
+
+	// A system message between a tool_use turn and its results keeps the pairing.
+	pair := msgBody(`[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"f","input":{}}]},`+
+		`{"role":"system","content":"reminder"},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"}]}]`,
+		`,"tools":[{"name":"f","input_schema":{"type":"object"}}]`)
+	rec := serve(h, msgRequest(pair))
+	is.True(rec.Code != 400 || !strings.Contains(rec.Body.String(), "tool_use")) // not refused as unpaired
 }

@@ -135,6 +135,7 @@ func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutp
 	}()
 
 	var ms *msgStream
+	var startInput int64 // the input count message_start reported
 	ok := true
 	emit := func(typ string, v map[string]any) {
 		if ok && ms.emit(typ, v) != nil {
@@ -149,6 +150,7 @@ func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutp
 		if !s.cfg.UsageEstimatesOff {
 			u.InputTokens = o.req.estimate
 		}
+		startInput = u.InputTokens
 		emit("message_start", map[string]any{"message": message{ID: o.id, Type: "message", Role: "assistant",
 			Model: o.req.chat.Model, Content: []json.RawMessage{}, Usage: u}})
 	}
@@ -245,6 +247,20 @@ func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutp
 	closeBlock()
 	reason := stopReasonOf(sc.matched, uses)
 	u := s.streamUsage(ctx, o.req.chat, tr)
-	emit("message_delta", map[string]any{"delta": map[string]any{"stop_reason": reason, "stop_sequence": sc.matched}, "usage": msgUsageOf(u)})
+	emit("message_delta", map[string]any{"delta": map[string]any{"stop_reason": reason, "stop_sequence": sc.matched}, "usage": deltaUsage(msgUsageOf(u), startInput)})
 	emit("message_stop", map[string]any{})
+}
+
+// deltaUsage is message_delta's usage. Usage there is cumulative (the SDKs
+// overwrite with it), so an input count below the one message_start gave —
+// the upstream's count or the estimate of what was sent upstream, smaller
+// than the request's — is left out, and message_start's stands.
+func deltaUsage(u msgUsage, startInput int64) map[string]int64 {
+	out := map[string]int64{"output_tokens": u.OutputTokens}
+	if u.InputTokens >= startInput {
+		out["input_tokens"] = u.InputTokens
+		out["cache_creation_input_tokens"] = u.CacheCreationInputTokens
+		out["cache_read_input_tokens"] = u.CacheReadInputTokens
+	}
+	return out
 }
