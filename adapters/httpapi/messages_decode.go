@@ -593,7 +593,11 @@ func (s *server) decodeMessagesTools(raw json.RawMessage, mr *msgRequest) error 
 		if typ != "" && typ != "custom" {
 			for _, pre := range serverToolPrefixes {
 				if strings.HasPrefix(typ, pre) {
-					return unsupported(p+".type", "server tools run on Anthropic's side and are not available through this gateway; offer a custom tool instead.")
+					name := "this server tool"
+					if validToolName(typ) {
+						name = "the server tool " + typ
+					}
+					return unsupported(p+".type", name+" runs on Anthropic's side and is not available through this gateway; offer a custom tool instead.")
 				}
 			}
 			return invalid(p+".type", "is not a known tool type.")

@@ -75,6 +75,9 @@ func TestMessagesRefusesWhatItCannotHonourNamingTheField(t *testing.T) {
 			if c.param != "" {
 				is.True(e.Error.Param != nil)
 				is.Equal(*e.Error.Param, c.param)
+				if name == "server tool" {
+					is.True(strings.Contains(e.Error.Message, "web_search_20250305")) // refused by name
+				}
 				if c.code != "model_not_found" {
 					is.True(strings.HasPrefix(e.Error.Message, c.param+": ")) // worded like the API: "<param>: <detail>"
 				}

@@ -53,13 +53,8 @@ func (s *server) handleCountTokens() http.Handler {
 			s.writeError(w, r, errNoRoute)
 			return
 		}
-		if !jsonMediaType(r.Header.Get("Content-Type")) {
-			s.writeError(w, r, invalid("", "The Content-Type must be application/json."))
-			return
-		}
-		body, err := s.readBody(w, r)
-		if err != nil {
-			s.writeError(w, r, err)
+		body, ok := s.readJSON(w, r)
+		if !ok {
 			return
 		}
 		mr, err := s.decodeCountRequest(body, slotFrom(r.Context()).allowsModel)
@@ -123,8 +118,8 @@ func (s *server) usageOfTurn(req chat.Request, tr *turnReader) (u *chat.Usage, e
 	return &out, estimated
 }
 
-// markUsage sets the usage header of a JSON answer and logs how the counts
-// were obtained.
+// markUsage sets the usage header of a JSON answer and records how the
+// counts were obtained for the access log line ("usage").
 func (s *server) markUsage(ctx context.Context, h http.Header, u *chat.Usage, estimated bool) {
 	v := "reported"
 	switch {
@@ -134,7 +129,7 @@ func (s *server) markUsage(ctx context.Context, h http.Header, u *chat.Usage, es
 		v = "estimated"
 	}
 	h.Set(usageHeader, v)
-	s.log.LogAttrs(ctx, slog.LevelDebug, "usage", slog.String("usage", v))
+	infoFrom(ctx).usage = v
 }
 
 // markStreamUsage sets the usage header of a stream, sent before the counts
@@ -147,7 +142,7 @@ func (s *server) markStreamUsage(h http.Header) {
 	}
 }
 
-// streamUsage is usageOfTurn for the end of a stream, logged like markUsage.
+// streamUsage is usageOfTurn for the end of a stream, recorded like markUsage.
 func (s *server) streamUsage(ctx context.Context, req chat.Request, tr *turnReader) *chat.Usage {
 	u, estimated := s.usageOfTurn(req, tr)
 	s.markUsage(ctx, http.Header{}, u, estimated)

@@ -334,7 +334,9 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *tu
 		return true
 	}
 	start := func() bool {
-		s.markStreamUsage(w.Header())
+		if o.includeUsage {
+			s.markStreamUsage(w.Header())
+		}
 		out = newSSE(w)
 		empty := ""
 		return emit(delta{Role: "assistant", Content: &empty}, nil)

@@ -158,6 +158,7 @@ type reqInfo struct {
 	toolCalls  int       // tool calls shown to the client
 	firstToken time.Time // the first text or tool-call delta; zero when none
 	anthropic  bool      // an Anthropic route: errors in the Anthropic shape
+	usage      string    // how the shown usage was obtained (usageHeader's values); "" when none was shown
 }
 
 func infoFrom(ctx context.Context) *reqInfo {
@@ -337,7 +338,7 @@ func (s *server) accessLog(ctx context.Context, r *http.Request, rw *recorder, r
 	if status >= 500 {
 		level = slog.LevelError
 	}
-	s.log.LogAttrs(ctx, level, "request",
+	attrs := []slog.Attr{
 		slog.String("method", r.Method),
 		slog.String("path", routeOf(r)),
 		slog.Int("status", status),
@@ -346,7 +347,11 @@ func (s *server) accessLog(ctx context.Context, r *http.Request, rw *recorder, r
 		slog.Bool("stream", ri.stream),
 		slog.Int64("bytes", rw.bytes),
 		slog.String("principal_slot", ri.slot),
-	)
+	}
+	if ri.usage != "" {
+		attrs = append(attrs, slog.String("usage", ri.usage))
+	}
+	s.log.LogAttrs(ctx, level, "request", attrs...)
 }
 
 // routeOf names the route for logs: the matched pattern's path for known

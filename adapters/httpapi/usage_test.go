@@ -55,3 +55,16 @@ func TestResponsesUsageIsEstimatedAndMarkedOrNullWhenOff(t *testing.T) {
 		is.Equal(rec.Header().Get("x-pmgate-usage"), "unreported")
 	})
 }
+
+func TestTheAccessLogSaysHowUsageWasObtained(t *testing.T) {
+	is := is.New(t)
+	h, logs := newServer(t, returning(script(app.Delta{Text: "x"}, app.Delta{Finish: app.FinishStop}), nil))
+	is.Equal(serve(h, msgRequest(msgBody(userHi, ""))).Code, 200)
+	var access map[string]any
+	for _, l := range logs.Lines(t) {
+		if l["msg"] == "request" {
+			access = l
+		}
+	}
+	is.Equal(access["usage"], "estimated") // never presented as measured, in the log either
+}

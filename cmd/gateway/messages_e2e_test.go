@@ -296,3 +296,35 @@ func TestAChatGroupIsNotContinuedThroughMessagesNorOneAgentsGroupByAnother(t *te
 	is.Equal(ok.Outcome, anthropicsse.Success)
 	is.Equal(s.emu.Count(emulator.KindToolResponse), 1)
 }
+
+// Claude Code's fallback after a broken stream: the same continuation again,
+// stream:false. The group was dispatched and its outcome is unknown, so the
+// re-send is a definite refusal that no retry turns into a second dispatch.
+func TestAReSentContinuationAfterABrokenStreamIsRefusedNeverDispatchedAgain(t *testing.T) {
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			is := is.New(t)
+			s := serve(t, st, nil)
+			_, res, _ := anthTurn(t, s, anthBody([]any{user("weather please")}, false, `,"tools":`+weatherToolAnth))
+			is.Equal(res.StopReason, "tool_use")
+			u := res.ToolUses()[0]
+			results := map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": u.ID,
+				"content": "sunny #scenario=failure_after_text"}}}
+			body := anthBody([]any{user("weather please"), assistantOf(res), results}, true, `,"tools":`+weatherToolAnth)
+			status, _, raw := rawMessages(t, s, body)
+			if status == 200 {
+				_, err := anthropicsse.CheckFailed([]byte(raw))
+				is.NoErr(err) // one error frame, no message_stop
+			}
+			for _, again := range []string{strings.Replace(body, `"stream":true`, `"stream":false`, 1), body} {
+				resp := s.do(t, "POST", "/v1/messages?beta=true", strings.NewReader(again), "Content-Type", "application/json")
+				b, _ := io.ReadAll(resp.Body)
+				_, err := anthropicsse.CheckError(resp.StatusCode, b)
+				is.NoErr(err)
+				is.Equal(resp.Header.Get("x-should-retry"), "false") // a definite refusal
+				is.True(resp.Header.Get("x-pmgate-error-code") != "")
+			}
+			is.Equal(s.emu.Count(emulator.KindToolResponse), 1) // one dispatch, whatever the client does
+		})
+	}
+}
