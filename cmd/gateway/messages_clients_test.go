@@ -23,17 +23,6 @@ import (
 // SDK (anthropic-sdk-go) driving text, tools and errors with every raw body
 // it parsed checked too.
 
-// requireMessages skips a test while the gateway does not serve /v1/messages
-// at all (a 404 that is not in the Anthropic error shape).
-func requireMessages(t *testing.T, s *served) {
-	t.Helper()
-	resp := s.do(t, "POST", "/v1/messages", strings.NewReader(`{}`), "Content-Type", "application/json")
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode == http.StatusNotFound && !bytes.Contains(body, []byte(`"type":"error"`)) {
-		t.Skip("the gateway does not serve /v1/messages yet")
-	}
-}
-
 // messagesToolBody is a Messages request with one user text and, when tool is
 // set, one custom tool.
 func messagesToolBody(text string, stream bool, tool string) string {
@@ -101,7 +90,6 @@ func TestMessagesStreamsAreGrammaticalInEveryEmulatorScenario(t *testing.T) {
 		t.Run(st, func(t *testing.T) {
 			t.Parallel()
 			s := serve(t, st, nil)
-			requireMessages(t, s)
 			for _, sc := range append([]string{""}, emulator.Scenarios()...) {
 				for _, tool := range []string{"", "get_weather"} {
 					for _, stream := range []bool{true, false} {
@@ -203,7 +191,6 @@ func TestTheAnthropicGoSDK(t *testing.T) {
 		t.Run(st, func(t *testing.T) {
 			t.Parallel()
 			s := serve(t, st, nil)
-			requireMessages(t, s)
 			client, rec := anthropicClient(s, testKey, 0)
 			t.Cleanup(func() { checkRecorded(t, rec) })
 
