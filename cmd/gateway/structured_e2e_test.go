@@ -240,3 +240,40 @@ func TestTheResponsesAPIVerifiesTextFormat(t *testing.T) {
 		})
 	}
 }
+
+// TestTheMessagesAPIVerifiesOutputConfigFormat: output_config.format goes
+// through the same structured-output option as the other two APIs: a valid
+// answer is exactly its JSON text, an invalid one is refused with
+// upstream_output_invalid (500 api_error), streamed or not, and nothing of it
+// is shown.
+func TestTheMessagesAPIVerifiesOutputConfigFormat(t *testing.T) {
+	schema, _ := json.Marshal(weatherSchema)
+	format := `,"output_config":{"effort":"high","format":{"type":"json_schema","schema":` + string(schema) + `}}`
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			is := is.New(t)
+			s := serve(t, st, nil)
+			for _, stream := range []bool{false, true} {
+				status, res, _ := anthTurn(t, s, messagesBody("weather?", stream, format))
+				is.Equal(status, 200)
+				var w weather
+				is.NoErr(json.Unmarshal([]byte(res.Text()), &w))
+				is.Equal(w.Observed, "2026-01-01T00:00:00Z")
+				is.Equal(res.StopReason, "end_turn")
+				is.True(strings.Contains(lastQuery(t, s.emu), structured.InstructionSchema))
+
+				status, res, raw := anthTurn(t, s, messagesBody("weather? #scenario=structured_schema_violation", stream, format))
+				is.True(strings.Contains(raw, "upstream_output_invalid"))
+				is.True(!strings.Contains(raw, "OSL") && !strings.Contains(raw, "BGO")) // never a value
+				// A structured turn has no delta before its check, so even a
+				// stream fails before its headers: a plain Anthropic error.
+				is.Equal(status, 500)
+				is.Equal(len(res.Blocks), 0)
+			}
+			// Anthropic's only structured format is json_schema.
+			status, _, raw := anthTurn(t, s, messagesBody("weather?", false, `,"output_config":{"format":{"type":"json_object"}}`))
+			is.Equal(status, 400)
+			is.True(strings.Contains(raw, "output_config.format.type"))
+		})
+	}
+}
