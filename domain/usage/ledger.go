@@ -3,6 +3,8 @@ package usage
 import (
 	"time"
 	"unicode/utf8"
+
+	"github.com/pmgate/pmgate/domain/chat"
 )
 
 // The APIs a request can come through.
@@ -71,8 +73,10 @@ func KeyOf(e Entry) Key {
 	return Key{Day: Day(e.At), Slot: e.Slot, API: e.API, Model: e.Model, Strategy: e.Strategy, Outcome: e.Outcome}
 }
 
-// EstimateTokens is the rough token count of n characters (four per token).
-func EstimateTokens(chars int64) int64 { return (chars + 3) / 4 }
+// EstimateTokens is the token estimate of n characters: the one estimate
+// formula of the APIs' usage (chat.EstimateTokens, docs/MESSAGES.md), applied
+// to what the ledger counts — the characters sent upstream and received.
+func EstimateTokens(chars int64) int64 { return chat.EstimateTokens(int(chars)) }
 
 // Chars counts the characters of s.
 func Chars(s string) int64 { return int64(utf8.RuneCountInString(s)) }

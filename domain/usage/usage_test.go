@@ -119,7 +119,7 @@ func TestALedgerRowAddsEntriesAndKeepsEstimatesApart(t *testing.T) {
 	is.Equal(r.QueryChars, int64(10)) // characters, not bytes
 	is.Equal(r.ReportedRequests, int64(1))
 	is.Equal(r.ReportedPromptTokens, int64(3))
-	is.Equal(r.EstimatedInputTokens, int64(4)) // ceil(5/4) per request
+	is.Equal(r.EstimatedInputTokens, int64(4)) // ceil(5/3) per request
 	is.Equal(r.EstimatedOutputTokens, int64(6))
 	is.Equal(r.DurationMS, int64(3000))
 	is.Equal(usage.Oldest(t0, 90), "2025-11-02")
