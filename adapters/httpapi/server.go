@@ -62,6 +62,8 @@ type Config struct {
 	// and the fields that go with it (time and digest, or the reason it is
 	// not); nil means never verified.
 	Verification func() (verified bool, fields map[string]any)
+	// Readiness, when set, decides GET /readyz (probes.go); nil: always ready.
+	Readiness func(ctx context.Context) Readiness
 }
 
 // The defaults of docs/CONFIGURATION.md for zero Config values.
