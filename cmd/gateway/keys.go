@@ -5,12 +5,14 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -115,6 +117,9 @@ func runKeys(args []string, getenv func(string) string, stdout, stderr io.Writer
 	if done, err := parseFlags(fs, args, keysUsage, stdout); done {
 		return err
 	}
+	if err := checkMaxConcurrentFlag(fs); err != nil {
+		return err
+	}
 	if *envPath != "" {
 		var err error
 		if getenv, err = envFile(*envPath, getenv); err != nil {
@@ -179,6 +184,10 @@ func keysNew(path string, configured []string, id, models string, maxConc int, n
 			allow = append(allow, strings.TrimSpace(m))
 		}
 	}
+	// The file's directory is created (private to the owner) on first use.
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("%w: keys new: cannot create the key file's directory: %v", errUsage, errors.Unwrap(err))
+	}
 	key := newKey()
 	s := keyring.Slot{ID: id, Digest: sha256.Sum256([]byte(key)), Models: allow, MaxConcurrent: maxConc, Note: note,
 		Created: time.Now().UTC().Truncate(time.Second)}
@@ -227,4 +236,19 @@ func keysRevoke(path string, configured []string, id string, stdout io.Writer) e
 	}
 	fmt.Fprintf(stdout, "revoked %s\n", id)
 	return nil
+}
+
+// checkMaxConcurrentFlag enforces the documented range of an explicit
+// --max-concurrent: 1–4096 (omitting it leaves only the global limit).
+func checkMaxConcurrentFlag(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name != "max-concurrent" {
+			return
+		}
+		if n, _ := strconv.Atoi(f.Value.String()); n < 1 || n > keyring.MaxConcurrentCap {
+			err = fmt.Errorf("%w: --max-concurrent must be from 1 to %d (omit it for only the global limit)", errUsage, keyring.MaxConcurrentCap)
+		}
+	})
+	return err
 }
