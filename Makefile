@@ -142,3 +142,8 @@ release:
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -buildvcs=auto -ldflags "-s -w $(STAMP)" -o $$out ./cmd/gateway; \
 	done
 	cd dist && sha256sum gateway-* > SHA256SUMS && cat SHA256SUMS
+
+## test-snippets: run every `sh run` block of README.md and docs/ against the demo, in order, one shell
+## per file, and check the syntax of every other snippet (docs/DEVELOPMENT.md#snippets)
+test-snippets:
+	PMGATE_SNIPPETS=1 $(GO) test -count=1 -run '^TestEverySnippet' -v ./internal/doccheck/
