@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 
 	"github.com/pmgate/pmgate/adapters/emulator"
 	"github.com/pmgate/pmgate/adapters/postman"
@@ -359,4 +362,23 @@ func TestTheDemoKeyCanBePinned(t *testing.T) {
 	}
 	err := run(t.Context(), []string{"demo", "--key", "short"}, noEnv, io.Discard, io.Discard)
 	is.Equal(exitCode(err), 2)
+}
+
+// TestOpenAIGoRetrievesAModel: the SDK's models.retrieve (GET
+// /v1/models/{id}) returns the configured model, and an unknown id is the
+// SDK's 404 with model_not_found naming the model that works.
+func TestOpenAIGoRetrievesAModel(t *testing.T) {
+	is := is.New(t)
+	s := serve(t, "access_token", nil)
+	client := openai.NewClient(option.WithBaseURL(s.base+"/v1"), option.WithAPIKey(testKey), option.WithMaxRetries(0))
+	m, err := client.Models.Get(t.Context(), testModel)
+	is.NoErr(err)
+	is.Equal(m.ID, testModel)
+	is.Equal(string(m.Object), "model")
+	_, err = client.Models.Get(t.Context(), "gpt-4o")
+	var apiErr *openai.Error
+	is.True(errors.As(err, &apiErr))
+	is.Equal(apiErr.StatusCode, 404)
+	is.Equal(apiErr.Code, "model_not_found")
+	is.True(strings.Contains(apiErr.Message, "Use one of "+testModel+"."))
 }
