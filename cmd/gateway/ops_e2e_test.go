@@ -382,3 +382,39 @@ func TestOpenAIGoRetrievesAModel(t *testing.T) {
 	is.Equal(apiErr.Code, "model_not_found")
 	is.True(strings.Contains(apiErr.Message, "Use one of "+testModel+"."))
 }
+
+// TestAFailingProbeNamesItsCause: a live probe whose upstream name does not
+// resolve says so in its first FAIL line, with the CONNECT.md hint; the
+// report records the cause per phase, and a request that never left is not
+// counted as a dispatch.
+func TestAFailingProbeNamesItsCause(t *testing.T) {
+	is := is.New(t)
+	out := filepath.Join(t.TempDir(), "probe.json")
+	env := map[string]string{"PROVIDER_API_KEY": testKey, "PROVIDER_MODELS": testModel,
+		"POSTMAN_TRANSPORT_STRATEGY": "web_session", "POSTMAN_SESSION_COOKIE": testCookie,
+		"POSTMAN_WORKSPACE_SUBDOMAIN": "no-such-team", "POSTMAN_WORKSPACE_ID": testWorkspace, "POSTMAN_MODEL_MAP": testModel + "=GPT_55"}
+	dnsFails := postman.WithDialContext(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: &net.DNSError{Err: "no such host", Name: "no-such-team.postman.co", IsNotFound: true}}
+	})
+	var stdout, stderr bytes.Buffer
+	p := program{getenv: func(k string) string { return env[k] }, stdout: &stdout, stderr: &stderr, upstream: []postman.Option{dnsFails}}
+	err := p.run(t.Context(), []string{"probe", "--live", "--out", out})
+	is.True(err != nil)
+	var first string
+	for _, l := range strings.Split(stdout.String(), "\n") {
+		if strings.HasPrefix(l, "FAIL  ") {
+			first = l
+			break
+		}
+	}
+	is.True(strings.Contains(first, "cause: dns_not_found"))       // the cause, on the first failing line
+	is.True(strings.Contains(first, "POSTMAN_WORKSPACE_SUBDOMAIN")) // and the hint
+	raw, err := os.ReadFile(out)
+	is.NoErr(err)
+	var rep probeReport
+	is.NoErr(json.Unmarshal(raw, &rep))
+	is.Equal(rep.Text.Cause, "dns_not_found")
+	is.Equal(rep.Text.UpstreamDispatches, 0) // nothing left the machine
+	is.Equal(rep.Text.Requests[0].Upstream[0].Cause, "dns_not_found")
+	is.True(rep.Text.Requests[0].Upstream[0].NotSent)
+}
