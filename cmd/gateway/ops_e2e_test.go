@@ -407,7 +407,7 @@ func TestAFailingProbeNamesItsCause(t *testing.T) {
 			break
 		}
 	}
-	is.True(strings.Contains(first, "cause: dns_not_found"))       // the cause, on the first failing line
+	is.True(strings.Contains(first, "cause: dns_not_found"))        // the cause, on the first failing line
 	is.True(strings.Contains(first, "POSTMAN_WORKSPACE_SUBDOMAIN")) // and the hint
 	raw, err := os.ReadFile(out)
 	is.NoErr(err)
