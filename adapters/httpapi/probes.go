@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // Paths of the orchestrator probes (docs/OPERATE.md).
@@ -93,4 +94,40 @@ func (s *server) handleReadyz() http.Handler {
 		}
 		writeJSON(w, status, body)
 	})
+}
+
+// startSpan starts a child span of the request's span, or returns nil when
+// tracing is off.
+func (s *server) startSpan(r *http.Request, name ports.SpanName) ports.Span {
+	if s.cfg.Tracer == nil {
+		return nil
+	}
+	_, sp := s.cfg.Tracer.Start(r.Context(), name)
+	return sp
+}
+
+// endRequestSpan sets the request span's attributes (the route template, the
+// method, the status, the stable code, streaming) and ends it.
+func endRequestSpan(sp ports.Span, r *http.Request, rw *recorder, ri *reqInfo) {
+	status := rw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	sp.SetString(ports.AttrRoute, routeOf(r))
+	sp.SetString(ports.AttrMethod, methodOf(r.Method))
+	sp.SetInt(ports.AttrStatus, status)
+	sp.SetBool(ports.AttrStream, ri.stream)
+	if ri.code != "" {
+		sp.Fail(string(ri.code))
+	}
+	sp.End()
+}
+
+// methodOf is the request method from a closed set ("_OTHER" otherwise).
+func methodOf(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodOptions, http.MethodPatch:
+		return m
+	}
+	return "_OTHER"
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pmgate/pmgate/adapters/httpapi"
 	"github.com/pmgate/pmgate/adapters/keyfile"
+	"github.com/pmgate/pmgate/adapters/otel"
 	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
 	"github.com/pmgate/pmgate/domain/conversation"
 	"github.com/pmgate/pmgate/domain/correlation"
@@ -61,6 +62,10 @@ type config struct {
 	// configuration (env file included) says; the upstream's trust is built
 	// from them (tls.go).
 	sslCertFile, sslCertDir string
+	// otelEndpoint is the OTLP/HTTP traces URL of the standard
+	// OTEL_EXPORTER_OTLP_* variables ("" : tracing off); otelService is
+	// OTEL_SERVICE_NAME.
+	otelEndpoint, otelService string
 	// unknownNames are names of the env file that look like settings but are
 	// not read (warned about with the nearest known name).
 	unknownNames []string
@@ -224,6 +229,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	default:
 		bad(invalid("PROBE_REQUIRED_FOR_READY", "must be true or false"))
 	}
+	c.otelEndpoint, err = otel.Endpoint(getenv)
+	bad(err)
+	c.otelService = getenv(otel.EnvServiceName)
 	c.sslCertFile, c.sslCertDir = getenv("SSL_CERT_FILE"), getenv("SSL_CERT_DIR")
 	bad(checkTrust(c.sslCertFile, c.sslCertDir))
 	if len(problems) > 0 {

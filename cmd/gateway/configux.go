@@ -86,7 +86,8 @@ const configVariablesHelp = `variables read (the real environment wins over --en
 ` + otelHelp
 
 // otelHelp names the tracing variables (docs/OPERATE.md).
-const otelHelp = `  OTEL_EXPORTER_OTLP_ENDPOINT OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (traces over OTLP/HTTP when set)
+const otelHelp = `  OTEL_EXPORTER_OTLP_ENDPOINT OTEL_EXPORTER_OTLP_TRACES_ENDPOINT OTEL_SERVICE_NAME OTEL_SDK_DISABLED
+    (OpenTelemetry traces over OTLP/HTTP when an endpoint is set; off otherwise)
 `
 
 const serveHelp = `usage: gateway serve [--env-file FILE]

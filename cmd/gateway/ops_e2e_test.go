@@ -9,10 +9,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +22,10 @@ import (
 	"github.com/matryer/is"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/pmgate/pmgate/adapters/emulator"
 	"github.com/pmgate/pmgate/adapters/postman"
@@ -417,4 +423,101 @@ func TestAFailingProbeNamesItsCause(t *testing.T) {
 	is.Equal(rep.Text.UpstreamDispatches, 0) // nothing left the machine
 	is.Equal(rep.Text.Requests[0].Upstream[0].Cause, "dns_not_found")
 	is.True(rep.Text.Requests[0].Upstream[0].NotSent)
+}
+
+// otlpReceiver is an in-process OTLP/HTTP traces receiver on loopback.
+type otlpReceiver struct {
+	mu    sync.Mutex
+	spans []*tracepb.Span
+}
+
+func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var req coltracepb.ExportTraceServiceRequest
+	if r.URL.Path != "/v1/traces" || proto.Unmarshal(body, &req) != nil {
+		http.Error(w, "bad", http.StatusBadRequest)
+		return
+	}
+	o.mu.Lock()
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			o.spans = append(o.spans, ss.Spans...)
+		}
+	}
+	o.mu.Unlock()
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+	_, _ = w.Write(out)
+}
+
+// TestTracesReachAnOTLPReceiver: with OTEL_EXPORTER_OTLP_ENDPOINT set, a chat
+// turn is one request span with admission, dispatch and stream children, all
+// carrying the request id; the attributes are closed-set values only (no
+// content, key, cookie or model text of the client), and a refused request
+// marks its span failed with the stable code.
+func TestTracesReachAnOTLPReceiver(t *testing.T) {
+	is := is.New(t)
+	rcv := &otlpReceiver{}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	s := serve(t, "web_session", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL})
+	resp := s.post(t, userBody("secret-user-text hello", false, ""))
+	is.Equal(resp.StatusCode, 200)
+	rid := resp.Header.Get("x-request-id")
+	resp = s.post(t, userBody("hi", false, ""), "Authorization", "Bearer wrong-key-0123456789")
+	is.Equal(resp.StatusCode, 401)
+	s.cancel() // shutdown flushes the batch
+	<-s.done
+	s.done <- nil // for the cleanup's receive
+
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	byName := map[string][]*tracepb.Span{}
+	for _, sp := range rcv.spans {
+		byName[sp.Name] = append(byName[sp.Name], sp)
+		raw, _ := proto.Marshal(sp)
+		for _, secret := range []string{"secret-user-text", testKey, testCookie, "wrong-key-0123456789"} {
+			is.True(!bytes.Contains(raw, []byte(secret))) // no content, key or cookie in any span
+		}
+	}
+	attr := func(sp *tracepb.Span, k string) string {
+		for _, a := range sp.Attributes {
+			if a.Key == k {
+				switch v := a.Value.Value.(type) {
+				case *commonpb.AnyValue_StringValue:
+					return v.StringValue
+				case *commonpb.AnyValue_IntValue:
+					return fmt.Sprint(v.IntValue)
+				case *commonpb.AnyValue_BoolValue:
+					return fmt.Sprint(v.BoolValue)
+				}
+			}
+		}
+		return ""
+	}
+	var root *tracepb.Span
+	for _, sp := range byName["pmgate.request"] {
+		if attr(sp, "pmgate.request_id") == rid {
+			root = sp
+		}
+	}
+	is.True(root != nil) // the turn's request span
+	is.Equal(attr(root, "http.route"), "/v1/chat/completions")
+	is.Equal(attr(root, "http.response.status_code"), "200")
+	for _, name := range []string{"pmgate.admission", "pmgate.upstream.dispatch", "pmgate.upstream.stream"} {
+		is.Equal(len(byName[name]), 1) // one of each, for the one turn that got that far
+		child := byName[name][0]
+		is.True(bytes.Equal(child.TraceId, root.TraceId))
+		is.Equal(attr(child, "pmgate.request_id"), rid) // the request id on every span
+	}
+	is.True(bytes.Equal(byName["pmgate.admission"][0].ParentSpanId, root.SpanId))
+	is.Equal(attr(byName["pmgate.upstream.dispatch"][0], "pmgate.upstream.chat_type"), "USER_QUERY")
+	refused := 0
+	for _, sp := range byName["pmgate.request"] {
+		if attr(sp, "pmgate.code") == "invalid_api_key" {
+			refused++
+			is.Equal(sp.Status.Code, tracepb.Status_STATUS_CODE_ERROR)
+		}
+	}
+	is.Equal(refused, 1)
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io"
 	"crypto/sha256"
 	"log/slog"
 	"os"
@@ -14,7 +16,9 @@ import (
 	"time"
 
 	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/adapters/otel"
 	"github.com/pmgate/pmgate/adapters/postman"
+	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/domain/keyring"
 	"github.com/pmgate/pmgate/ports"
@@ -47,6 +51,8 @@ type liveState struct {
 	verif    atomic.Pointer[func() (bool, map[string]any)]
 	draining atomic.Bool
 	keys     *httpapi.Keyring
+	tracer   *otel.Tracer // nil: tracing off
+	strategy string       // the upstream strategy (it never changes live)
 
 	mu  sync.Mutex // serializes reloads
 	cfg config     // the configuration in force
@@ -56,9 +62,56 @@ type liveState struct {
 	startEnv, env func(string) string
 }
 
-// Chat sends through the adapter in force when the request starts.
+// Chat sends through the adapter in force when the request starts. With
+// tracing on, the dispatch (until the stream exists) and the stream (until it
+// ends) are spans of the request.
 func (l *liveState) Chat(ctx context.Context, req ports.UpstreamRequest) (ports.Stream, error) {
-	return (*l.upstream.Load()).Chat(ctx, req)
+	up := *l.upstream.Load()
+	if l.tracer == nil {
+		return up.Chat(ctx, req)
+	}
+	dctx, sp := l.tracer.Start(ctx, ports.SpanDispatch)
+	chatType := "USER_QUERY"
+	if req.Continuation != nil {
+		chatType = "TOOL_RESPONSE"
+	}
+	sp.SetString(ports.AttrChatType, chatType)
+	sp.SetString(ports.AttrStrategy, l.strategy)
+	s, err := up.Chat(dctx, req)
+	if err != nil {
+		sp.Fail(string(errs.CodeOf(err)))
+		sp.End()
+		return nil, err
+	}
+	sp.End()
+	_, ss := l.tracer.Start(ctx, ports.SpanStream)
+	return &tracedStream{Stream: s, span: ss}, nil
+}
+
+// tracedStream ends its span at the stream's end: a proven end, an error, or
+// Close.
+type tracedStream struct {
+	ports.Stream
+	span  ports.Span
+	ended atomic.Bool
+}
+
+func (t *tracedStream) Next(ctx context.Context) (chat.Event, error) {
+	ev, err := t.Stream.Next(ctx)
+	if err != nil && t.ended.CompareAndSwap(false, true) {
+		if !errors.Is(err, io.EOF) {
+			t.span.Fail(string(errs.CodeOf(err)))
+		}
+		t.span.End()
+	}
+	return ev, err
+}
+
+func (t *tracedStream) Close() error {
+	if t.ended.CompareAndSwap(false, true) {
+		t.span.End()
+	}
+	return t.Stream.Close()
 }
 
 // newClient builds the Postman adapter of cfg: the process logger, the

@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/adapters/otel"
 	"github.com/pmgate/pmgate/adapters/postman"
 	"github.com/pmgate/pmgate/adapters/system"
 	"github.com/pmgate/pmgate/app"
@@ -76,7 +77,15 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 	var store *store
 	monitor := httpapi.NewMonitor(httpapi.MonitorConfig{Version: version, Strategy: string(cfg.upstream.Strategy),
 		Counts: func(ctx context.Context) (correlation.Counts, error) { return store.Counts(ctx) }})
-	live := &liveState{log: log, monitor: monitor, opts: opts}
+	live := &liveState{log: log, monitor: monitor, opts: opts, strategy: string(cfg.upstream.Strategy)}
+	var tracer ports.Tracer // nil: off, and the request path checks only that
+	if cfg.otelEndpoint != "" {
+		t, err := otel.New(ctx, cfg.otelEndpoint, cfg.otelService, version)
+		if err != nil {
+			return nil, err
+		}
+		tracer, live.tracer = t, t
+	}
 	client, err := live.newClient(cfg)
 	if err != nil {
 		return nil, err
@@ -129,6 +138,7 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 		Admin:        adminInfo(cfg),
 		Verification: live.verification,
 		Readiness:    readiness(cfg, store, keys, &live.draining, live.verified),
+		Tracer:       tracer,
 	}, svc, log)
 	tcp, err := listen(net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port)),
 		"set PROVIDER_PORT to a free port, or to 0 to pick one (demo: --port 0)")
@@ -184,6 +194,13 @@ func (g *gateway) wait(ctx context.Context) error {
 	}
 	g.stop()
 	g.wg.Wait()
+	if g.live.tracer != nil {
+		tctx, tcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := g.live.tracer.Shutdown(tctx); err != nil {
+			g.log.Warn("traces not flushed at shutdown", "error", err)
+		}
+		tcancel()
+	}
 	n, c := g.svc.Shutdown(context.Background())
 	states := map[string]int{}
 	for s, k := range c.ByState {
