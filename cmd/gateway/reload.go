@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"io"
-	"crypto/sha256"
 	"log/slog"
 	"os"
 	"os/signal"
