@@ -89,7 +89,8 @@ flags of every subcommand:
 
 Edits are atomic (temporary file, fsync, rename) and refused while another
 edit runs or when the file changed during the edit. A running serve reloads
-the file within a few seconds, or at once on SIGHUP.
+the file within a few seconds, at once on SIGHUP, and a request with a key it
+does not know checks the file first, so a new key works at once.
 `
 
 // runKeys manages PROVIDER_KEYS_FILE.
