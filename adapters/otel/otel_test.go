@@ -38,4 +38,3 @@ func TestTheEndpointFollowsTheStandardVariables(t *testing.T) {
 		is.True(!strings.Contains(err.Error(), "secret")) // the refusal names the variable, not the value
 	}
 }
-
