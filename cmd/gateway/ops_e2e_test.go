@@ -521,3 +521,29 @@ func TestTracesReachAnOTLPReceiver(t *testing.T) {
 	}
 	is.Equal(refused, 1)
 }
+
+// TestAReloadLetsARunningStreamFinishOnTheOldCredential: a stream that started
+// before the credential changed ends normally (it keeps the adapter it
+// started with); the next request uses the new credential.
+func TestAReloadLetsARunningStreamFinishOnTheOldCredential(t *testing.T) {
+	is := is.New(t)
+	emu := newEmulator(t, func(c *emulator.Config) { c.SlowDelay = 150 * time.Millisecond })
+	file := writeEnvFile(t, "", accessTokenEnv(emu, testToken)...)
+	s := serveEnvFile(t, emu, file, true)
+	resp := s.post(t, userBody("a long answer #scenario=slow_stream", true, ""))
+	is.Equal(resp.StatusCode, 200)
+	first := make([]byte, 1)
+	_, err := io.ReadFull(resp.Body, first) // the stream is running
+	is.NoErr(err)
+	writeEnvFile(t, file, accessTokenEnv(emu, "revoked-token-0123456789")...)
+	is.NoErr(syscall.Kill(os.Getpid(), syscall.SIGHUP))
+	waitLog(t, s, `"applied":"POSTMAN_ACCESS_TOKEN"`)
+	is.True(!strings.Contains(s.logs.String(), `"msg":"request"`)) // the stream was still running at the reload
+	rest, err := io.ReadAll(resp.Body)
+	is.NoErr(err)
+	is.True(strings.Contains(string(rest), `"finish_reason":"stop"`)) // finished on the values it started with
+	is.True(strings.HasSuffix(strings.TrimSpace(string(rest)), "data: [DONE]"))
+	status, code := chatStatus(t, s, testKey)
+	is.Equal(status, 502) // the next request uses the new (revoked) token
+	is.Equal(code, "upstream_auth_failed")
+}
