@@ -17,7 +17,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/pmgate/pmgate/domain/errs"
@@ -92,10 +91,10 @@ func Edit(path string, models []string, create bool, fn func(keyring.Ring) (keyr
 		return fmt.Errorf("keyfile: lock: %s", osProblem(err))
 	}
 	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := tryLock(lock); err != nil {
 		return ErrBusy
 	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it too
+	defer unlock(lock) //nolint:errcheck // closing releases it too
 	// The lock file is removed while the lock is held, so none stays behind.
 	// An edit that opened it just before the removal holds a lock on a file
 	// no longer at the path: it sees that below and answers busy, so two
