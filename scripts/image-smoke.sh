@@ -5,6 +5,10 @@
 # user, serve by default, the health check), `gateway version`, and a demo
 # turn answered through /readyz and /v1/chat/completions on loopback.
 set -euo pipefail
+# buildah mount needs root, or buildah's user namespace.
+if [ "$(id -u)" != 0 ] && [ -z "${_PMGATE_UNSHARED:-}" ]; then
+	exec env _PMGATE_UNSHARED=1 buildah unshare "$0" "$@"
+fi
 image=${1:-pmgate:dev}
 cfg=$(buildah inspect --type image --format '{{.Docker.Config.User}}|{{.Docker.Config.Cmd}}|{{.Docker.Config.Healthcheck.Test}}' "$image")
 echo "config: $cfg"
