@@ -61,7 +61,15 @@ func serveEnvFile(t *testing.T, emu *emulator.Server, file string, trustEmulator
 	t.Helper()
 	var opts []postman.Option
 	if trustEmulator {
-		opts = append(opts, postman.WithRootCAs(emu.CertPool()))
+		host := testSubdomain + ".postman.co:443"
+		opts = append(opts, postman.WithRootCAs(emu.CertPool()),
+			postman.WithDialContext(func(ctx context.Context, network, addr string) (net.Conn, error) {
+				if addr != host && "https://"+addr != emu.Origin() {
+					return nil, fmt.Errorf("test dialer: unexpected %s", addr)
+				}
+				var d net.Dialer
+				return d.DialContext(ctx, network, emu.Addr())
+			}))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &syncBuffer{}
@@ -546,4 +554,28 @@ func TestAReloadLetsARunningStreamFinishOnTheOldCredential(t *testing.T) {
 	status, code := chatStatus(t, s, testKey)
 	is.Equal(status, 502) // the next request uses the new (revoked) token
 	is.Equal(code, "upstream_auth_failed")
+}
+
+// TestTheWebSessionCookieRotatesWithoutARestart: the expired cookie fails; the
+// new one, saved in the env file, holds for the next request.
+func TestTheWebSessionCookieRotatesWithoutARestart(t *testing.T) {
+	is := is.New(t)
+	emu := newEmulator(t)
+	webEnv := func(cookie string) []string {
+		return []string{"PROVIDER_PORT=0", "PROVIDER_API_KEY=" + testKey, "PROVIDER_MODELS=" + testModel,
+			"POSTMAN_TRANSPORT_STRATEGY=web_session", "POSTMAN_WORKSPACE_ID=" + testWorkspace,
+			"POSTMAN_MODEL_MAP=" + testModel + "=GPT_55", "POSTMAN_WORKSPACE_SUBDOMAIN=" + testSubdomain,
+			"POSTMAN_SESSION_COOKIE=" + cookie + "   # copied from the browser"}
+	}
+	file := writeEnvFile(t, "", webEnv("expired-cookie-0123456789")...)
+	s := serveEnvFile(t, emu, file, true)
+	status, code := chatStatus(t, s, testKey)
+	is.Equal(status, 502)
+	is.True(strings.HasPrefix(code, "upstream_")) // the expired session
+	writeEnvFile(t, file, webEnv(testCookie)...)
+	waitLog(t, s, `"applied":"POSTMAN_SESSION_COOKIE"`)
+	status, _ = chatStatus(t, s, testKey)
+	is.Equal(status, 200) // the inline comment is not part of the cookie, and the new one holds
+	is.True(!strings.Contains(s.logs.String(), "expired-cookie-0123456789"))
+	is.True(!strings.Contains(s.logs.String(), testCookie))
 }
