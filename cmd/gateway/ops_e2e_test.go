@@ -579,3 +579,27 @@ func TestTheWebSessionCookieRotatesWithoutARestart(t *testing.T) {
 	is.True(!strings.Contains(s.logs.String(), "expired-cookie-0123456789"))
 	is.True(!strings.Contains(s.logs.String(), testCookie))
 }
+
+// TestTheTrustSettingsAreCheckedAtStartUp: SSL_CERT_DIR gives the
+// certificates of its files; a file or directory that gives none is refused
+// with the variable's name and not its path.
+func TestTheTrustSettingsAreCheckedAtStartUp(t *testing.T) {
+	is := is.New(t)
+	emu := newEmulator(t)
+	dir := t.TempDir()
+	pem, err := os.ReadFile(emu.CAFile())
+	is.NoErr(err)
+	is.NoErr(os.WriteFile(filepath.Join(dir, "proxy-ca.pem"), pem, 0o600))
+	pool, err := rootPool("", dir)
+	is.NoErr(err)
+	is.True(pool != nil)
+	empty := t.TempDir()
+	_, err = rootPool("", empty)
+	is.True(err != nil && strings.Contains(err.Error(), "SSL_CERT_DIR: holds no PEM certificate"))
+	_, err = rootPool(filepath.Join(empty, "secret-path.pem"), "")
+	is.True(err != nil && strings.Contains(err.Error(), "SSL_CERT_FILE: cannot be read"))
+	is.True(!strings.Contains(err.Error(), "secret-path"))
+	s := serveEnvFile(t, emu, writeEnvFile(t, "", append(accessTokenEnv(emu, testToken), "SSL_CERT_DIR="+dir)...), false)
+	status, _ := chatStatus(t, s, testKey)
+	is.Equal(status, 200) // the directory named only in the env file is trusted
+}
