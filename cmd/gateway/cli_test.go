@@ -61,6 +61,7 @@ func TestEverySubcommandHasHelpListingItsFlagsAndVariables(t *testing.T) {
 		"probe":        {"--live", "--emulator", "--env-file", "--out", "--measure-limits", "POSTMAN_MAX_QUERY_CHARS"},
 		"verify":       {"--max-age", "--env-file", "--require-observed-model", "--now"},
 		"version":      {"--version"},
+		"ready":        {"--url", "PROVIDER_PORT", "/readyz"},
 	}
 	for cmd, want := range cases {
 		for _, flag := range []string{"--help", "-h"} {

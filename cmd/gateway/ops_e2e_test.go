@@ -603,3 +603,19 @@ func TestTheTrustSettingsAreCheckedAtStartUp(t *testing.T) {
 	status, _ := chatStatus(t, s, testKey)
 	is.Equal(status, 200) // the directory named only in the env file is trusted
 }
+
+// TestGatewayReadyIsTheHealthCheck: `gateway ready` exits 0 against a ready
+// gateway and 1 when nothing answers.
+func TestGatewayReadyIsTheHealthCheck(t *testing.T) {
+	is := is.New(t)
+	s := serve(t, "access_token", nil)
+	var out bytes.Buffer
+	is.NoErr(run(t.Context(), []string{"ready", "--url", s.base + "/readyz"}, noEnv, &out, io.Discard))
+	is.True(strings.Contains(out.String(), `"status":"ready"`))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	is.NoErr(err)
+	addr := ln.Addr().String()
+	ln.Close() // a port nobody listens on
+	err = run(t.Context(), []string{"ready", "--url", "http://" + addr + "/readyz"}, noEnv, io.Discard, io.Discard)
+	is.Equal(exitCode(err), 1)
+}
