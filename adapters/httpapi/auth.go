@@ -46,7 +46,21 @@ func (s *server) authenticate(r *http.Request) (app.Principal, *authSlot, bool) 
 		return app.Principal{}, nil, false
 	}
 	digest := sha256.Sum256([]byte(presented))
-	slots := s.keys.cur.Load().slots
+	sl := matchSlot(s.keys.cur.Load().slots, digest)
+	if sl == nil && s.keys.refreshed() {
+		// The key matched no slot, but the source had changed: a key created
+		// a moment ago is served at once rather than at the next poll.
+		sl = matchSlot(s.keys.cur.Load().slots, digest)
+	}
+	if sl == nil {
+		return app.Principal{}, nil, false
+	}
+	return app.Principal{Slot: sl.id, ID: sl.principal}, sl, true
+}
+
+// matchSlot compares digest with every slot's, in constant time, and returns
+// the first matching slot or nil.
+func matchSlot(slots []authSlot, digest [sha256.Size]byte) *authSlot {
 	found, matched := 0, 0
 	for i := range slots {
 		eq := constantTimeCompare(digest[:], slots[i].digest[:])
@@ -55,10 +69,9 @@ func (s *server) authenticate(r *http.Request) (app.Principal, *authSlot, bool) 
 		found |= eq
 	}
 	if found == 0 {
-		return app.Principal{}, nil, false
+		return nil
 	}
-	sl := &slots[matched]
-	return app.Principal{Slot: sl.id, ID: sl.principal}, sl, true
+	return &slots[matched]
 }
 
 // principalKey is the context key of the authenticated principal.

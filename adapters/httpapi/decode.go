@@ -6,7 +6,6 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/pmgate/pmgate/domain/chat"
-	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // The request is decoded object by object into maps of raw values and each
@@ -36,7 +35,7 @@ func (s *server) decodeTop(body []byte, allowed func(string) bool) (map[string]j
 	}
 	model := str(top["model"])
 	if !s.models[model] || !allowed(model) {
-		return nil, "", refuse(errs.ModelNotFound, "model", "")
+		return nil, "", s.modelNotFound(allowed)
 	}
 	return top, model, nil
 }

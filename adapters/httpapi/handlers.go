@@ -16,6 +16,7 @@ import (
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // errRequestTimeout is the cause of a chat request's context when
@@ -61,13 +62,26 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 	mctx, meter := app.WithMeter(r.Context())
 	r = r.WithContext(mctx)
 	defer s.recordUsage(r, meter, s.now())
-	body, ok := s.readJSON(w, r)
-	if !ok {
+	admission := s.startSpan(r, ports.SpanAdmission)
+	refuse := func(err error) {
+		if admission != nil {
+			admission.Fail(string(codeOf(r.Context(), err)))
+			admission.End()
+		}
+		s.writeError(w, r, err)
+	}
+	if !jsonMediaType(r.Header.Get("Content-Type")) {
+		refuse(invalid("", "The Content-Type must be application/json."))
+		return
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		refuse(err)
 		return
 	}
 	apiReq, req, err := decode(body)
 	if err != nil {
-		s.writeError(w, r, err)
+		refuse(err)
 		return
 	}
 	ri := infoFrom(r.Context())
@@ -75,10 +89,14 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 	// The key slot's own limit (if any) applies on top of the global one.
 	release, ok := acquire(s.sem, slotFrom(r.Context()).limiter())
 	if !ok {
-		s.writeError(w, r, errs.New(errs.ConcurrencyLimitExceeded))
+		refuse(errs.New(errs.ConcurrencyLimitExceeded))
 		return
 	}
 	defer release()
+	if admission != nil {
+		admission.SetBool(ports.AttrStream, req.Stream)
+		admission.End()
+	}
 	s.log.DebugContext(r.Context(), "request decoded", "stream", req.Stream, "messages", len(req.Messages),
 		"tools", len(req.Tools), "tool_choice", string(req.ToolChoice.Mode))
 

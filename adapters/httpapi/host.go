@@ -81,10 +81,10 @@ func (p hostPolicy) allowsOrigin(v string) bool {
 func (s *server) checkHost(w http.ResponseWriter, r *http.Request) bool {
 	switch {
 	case !s.hosts.allowsHostHeader(r.Host):
-		s.writeError(w, r, errs.New(errs.HostNotAllowed))
+		s.writeError(w, r, refuse(errs.HostNotAllowed, "", "To serve this name, add it to ALLOWED_HOSTS."))
 		return false
 	case !s.hosts.allowsOrigin(r.Header.Get("Origin")):
-		s.writeError(w, r, errs.New(errs.OriginNotAllowed))
+		s.writeError(w, r, refuse(errs.OriginNotAllowed, "", "To allow this origin, add its host name to ALLOWED_HOSTS."))
 		return false
 	}
 	return true

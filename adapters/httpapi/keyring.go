@@ -20,6 +20,27 @@ type Keyring struct {
 	mu           sync.Mutex // serializes Replace
 	cur          atomic.Pointer[keySnapshot]
 	limiters     map[string]*limiter // by slot id; reused while the limit is unchanged
+	// refresh, when set, is asked once by a request whose key matches no slot:
+	// it brings the set up to date with its source (a key file just edited)
+	// and reports whether the set changed. It must be cheap and bounded.
+	refresh atomic.Pointer[func() bool]
+}
+
+// SetRefresh installs the check a request with an unknown key makes before it
+// is refused (a key created a moment ago works at once); nil removes it.
+func (k *Keyring) SetRefresh(fn func() bool) {
+	if fn == nil {
+		k.refresh.Store(nil)
+		return
+	}
+	k.refresh.Store(&fn)
+}
+
+// refreshed runs the refresh check, if any, and reports whether the set
+// changed.
+func (k *Keyring) refreshed() bool {
+	fn := k.refresh.Load()
+	return fn != nil && (*fn)()
 }
 
 // keySnapshot is one immutable generation of the slots.

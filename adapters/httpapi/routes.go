@@ -32,6 +32,12 @@ func (s *server) routes() http.Handler {
 	mux.Handle(pathMessages+"/", anthropicRoute(s.handleNotFound()))
 	mux.Handle("GET "+pathModels, s.requireKey(s.handleModels()))
 	mux.Handle(pathModels, s.handleMethodNotAllowed("GET, HEAD"))
+	mux.Handle("GET "+pathModels+"/{id}", s.requireKey(s.handleModel()))
+	mux.Handle(pathModels+"/{id}", s.handleMethodNotAllowed("GET, HEAD"))
+	mux.Handle("GET "+pathLivez, s.handleLivez())
+	mux.Handle(pathLivez, s.handleMethodNotAllowed("GET, HEAD"))
+	mux.Handle("GET "+pathReadyz, s.handleReadyz())
+	mux.Handle(pathReadyz, s.handleMethodNotAllowed("GET, HEAD"))
 	mux.Handle("GET "+pathHealth, s.handleHealth())
 	mux.Handle(pathHealth, s.handleMethodNotAllowed("GET, HEAD"))
 	if s.cfg.Monitor != nil {

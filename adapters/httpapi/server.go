@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/domain/toolschema"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // Config is what the ingress needs to know of the configuration. The wiring in
@@ -72,6 +74,11 @@ type Config struct {
 	// MessagesPingInterval is how often a silent Messages stream sends a
 	// ping event (0: defaultPingInterval).
 	MessagesPingInterval time.Duration
+	// Readiness, when set, decides GET /readyz (probes.go); nil: always ready.
+	Readiness func(ctx context.Context) Readiness
+	// Tracer, when set, traces every request (the request span and its
+	// admission); nil turns tracing off at the cost of a nil check.
+	Tracer ports.Tracer
 }
 
 // The defaults of docs/CONFIGURATION.md for zero Config values.
@@ -296,6 +303,10 @@ func (s *server) middleware(next http.Handler) http.Handler {
 		start := s.now()
 		ri := &reqInfo{id: requestID(r)}
 		ctx := context.WithValue(r.Context(), ctxKey{}, ri)
+		var span ports.Span
+		if s.cfg.Tracer != nil { // off: one nil check, nothing else
+			ctx, span = s.cfg.Tracer.StartRequest(ctx, ri.id)
+		}
 		r = r.WithContext(ctx)
 		w.Header().Set("x-request-id", ri.id)
 		rw := &recorder{ResponseWriter: w}
@@ -313,6 +324,9 @@ func (s *server) middleware(next http.Handler) http.Handler {
 			}
 			s.accessLog(ctx, r, rw, ri, start)
 			s.observe(r, rw, ri, start)
+			if span != nil {
+				endRequestSpan(span, r, rw, ri)
+			}
 		}()
 		if !s.checkHost(rw, r) {
 			return
@@ -363,8 +377,11 @@ func (s *server) accessLog(ctx context.Context, r *http.Request, rw *recorder, r
 // hold anything) never reaches a log line.
 func routeOf(r *http.Request) string {
 	switch r.URL.Path {
-	case pathChat, pathResponses, pathMessages, pathCount, pathModels, pathHealth, pathMetrics:
+	case pathChat, pathResponses, pathMessages, pathCount, pathModels, pathHealth, pathMetrics, pathLivez, pathReadyz:
 		return r.URL.Path
+	}
+	if strings.HasPrefix(r.URL.Path, pathModels+"/") {
+		return pathModels + "/{id}"
 	}
 	return adminRouteOf(r.URL.Path)
 }

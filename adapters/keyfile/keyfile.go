@@ -17,7 +17,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/pmgate/pmgate/domain/errs"
@@ -92,10 +91,18 @@ func Edit(path string, models []string, create bool, fn func(keyring.Ring) (keyr
 		return fmt.Errorf("keyfile: lock: %s", osProblem(err))
 	}
 	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := tryLock(lock); err != nil {
 		return ErrBusy
 	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it too
+	defer unlock(lock) //nolint:errcheck // closing releases it too
+	// The lock file is removed while the lock is held, so none stays behind.
+	// An edit that opened it just before the removal holds a lock on a file
+	// no longer at the path: it sees that below and answers busy, so two
+	// edits never both believe they hold the lock.
+	if !sameLock(lock, path+".lock") {
+		return ErrBusy
+	}
+	defer os.Remove(path + ".lock") //nolint:errcheck // best effort; the next edit recreates it
 
 	data, sum, err := read(path, create)
 	if err != nil {
@@ -112,6 +119,16 @@ func Edit(path string, models []string, create bool, fn func(keyring.Ring) (keyr
 		return err
 	}
 	return replace(path, keyring.Marshal(next), sum, create)
+}
+
+// sameLock reports whether the locked file is still the one at path.
+func sameLock(lock *os.File, path string) bool {
+	held, err := lock.Stat()
+	if err != nil {
+		return false
+	}
+	now, err := os.Stat(path)
+	return err == nil && os.SameFile(held, now)
 }
 
 // editHook runs between writing the temporary file and the final check; tests

@@ -56,13 +56,31 @@ func TestAConcurrentEditIsRefused(t *testing.T) {
 	is := is.New(t)
 	path := filepath.Join(t.TempDir(), "keys.json")
 	is.NoErr(Edit(path, nil, true, add("a")))
-	lock, err := os.OpenFile(path+".lock", os.O_RDWR, 0)
+	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	is.NoErr(err)
 	defer lock.Close()
 	is.NoErr(syscall.Flock(int(lock.Fd()), syscall.LOCK_EX))
 	is.True(errors.Is(Edit(path, nil, false, add("b")), ErrBusy)) // another edit holds the lock
 	is.NoErr(syscall.Flock(int(lock.Fd()), syscall.LOCK_UN))
 	is.NoErr(Edit(path, nil, false, add("b"))) // and works once it is released
+}
+
+// TestAnEditLeavesNoLockFile: the lock file goes with the edit that made it,
+// and an edit that locked a lock file already removed by another edit answers
+// busy instead of editing alongside it.
+func TestAnEditLeavesNoLockFile(t *testing.T) {
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "keys.json")
+	is.NoErr(Edit(path, nil, true, add("a")))
+	_, err := os.Stat(path + ".lock")
+	is.True(errors.Is(err, os.ErrNotExist)) // no .lock stays behind
+	stale, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	is.NoErr(err)
+	defer stale.Close()
+	is.NoErr(os.Remove(path + ".lock")) // the holder of the lock removed it
+	is.NoErr(os.WriteFile(path+".lock", nil, 0o600))
+	is.True(sameLock(stale, path+".lock") == false) // the stale handle is not the lock at the path
+	is.NoErr(Edit(path, nil, false, add("b")))
 }
 
 // Not parallel: it sets the package's edit hook.

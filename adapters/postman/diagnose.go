@@ -172,6 +172,16 @@ func diagnose(err error, transport, errorType string) error {
 }
 
 // diagnosisOf returns the diagnosis attached to err, if any.
+// Diagnose is the diagnosis of an adapter error, for reports: the transport
+// cause token (tls_unknown_authority, dns_not_found, connection_refused,
+// timeout, …; "" when the failure was not in transport) and the setting hint
+// of the upstream's error type ("" when it names none). Both come from
+// closed sets written in this package; neither quotes the upstream.
+func Diagnose(err error) (cause, hint string) {
+	transport, typ := diagnosisOf(err)
+	return transport, settingHint(typ)
+}
+
 func diagnosisOf(err error) (transport, errorType string) {
 	var d *diagnosedError
 	if errors.As(err, &d) {

@@ -55,12 +55,13 @@ func TestEverySubcommandHasHelpListingItsFlagsAndVariables(t *testing.T) {
 	cases := map[string][]string{
 		"serve":        {"--env-file", "PROVIDER_API_KEY", "POSTMAN_SESSION_COOKIE", "PROBE_REPORT"},
 		"check-config": {"--env-file", "POSTMAN_MODEL_MAP"},
-		"demo":         {"--strategy", "--port", "--profile", "variables read: none"},
+		"demo":         {"--strategy", "--port", "--profile", "--key", "DEMO_API_KEY"},
 		"emulator":     {"--addr", "--subdomain", "--workspace", "--profile", "EMULATOR_SESSION_COOKIE"},
 		"diagram":      {"--dir", "--check"},
 		"probe":        {"--live", "--emulator", "--env-file", "--out", "--measure-limits", "POSTMAN_MAX_QUERY_CHARS"},
 		"verify":       {"--max-age", "--env-file", "--require-observed-model", "--now"},
 		"version":      {"--version"},
+		"ready":        {"--url", "PROVIDER_PORT", "/readyz"},
 	}
 	for cmd, want := range cases {
 		for _, flag := range []string{"--help", "-h"} {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pmgate/pmgate/adapters/httpapi"
 	"github.com/pmgate/pmgate/adapters/keyfile"
+	"github.com/pmgate/pmgate/adapters/otel"
 	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
 	"github.com/pmgate/pmgate/domain/conversation"
 	"github.com/pmgate/pmgate/domain/correlation"
@@ -59,6 +60,18 @@ type config struct {
 	metricsOpen     bool   // METRICS_AUTH=none: /metrics without a key
 	probeReport     string // PROBE_REPORT: a probe report for /health's upstream_verified
 	usageRetention  int    // USAGE_RETENTION_DAYS: days of the usage ledger kept
+	readyNeedsProbe bool   // PROBE_REQUIRED_FOR_READY: /readyz needs upstream_verified
+	// sslCertFile and sslCertDir are SSL_CERT_FILE and SSL_CERT_DIR as the
+	// configuration (env file included) says; the upstream's trust is built
+	// from them (tls.go).
+	sslCertFile, sslCertDir string
+	// otelEndpoint is the OTLP/HTTP traces URL of the standard
+	// OTEL_EXPORTER_OTLP_* variables ("" : tracing off); otelService is
+	// OTEL_SERVICE_NAME.
+	otelEndpoint, otelService string
+	// unknownNames are names of the env file that look like settings but are
+	// not read (warned about with the nearest known name).
+	unknownNames []string
 }
 
 func invalid(variable, rule string) error {
@@ -100,15 +113,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 	bad(err)
 	bad(modelsErr)
 	bad(limitsErr)
-	// The tool schema settings and the keys file are checked only once the
-	// upstream and request settings are valid.
-	settled := err == nil && modelsErr == nil && limitsErr == nil
-	if settled {
-		c.request.toolSchemaPolicy, c.request.widenCombinators, err = parseToolSchema(getenv)
-		bad(err)
-		settled = err == nil
-	}
-	if c.keysFile != "" && settled {
+	// Every independent problem is reported in one run: the tool schema
+	// settings and the key file are checked whatever else failed (the key
+	// file's allowlists against the models only when those parsed).
+	c.request.toolSchemaPolicy, c.request.widenCombinators, err = parseToolSchema(getenv)
+	bad(err)
+	if c.keysFile != "" {
 		if c.keys, c.keysSum, err = keyfile.Load(c.keysFile, c.request.models); err != nil {
 			bad(err)
 		} else if len(c.keys.Slots) == 0 {
@@ -224,6 +234,18 @@ func loadConfig(getenv func(string) string) (config, error) {
 		bad(invalid("LOG_FORMAT", "must be json or text"))
 	}
 	c.probeReport = getenv("PROBE_REPORT")
+	switch v := getenv("PROBE_REQUIRED_FOR_READY"); v {
+	case "", "false":
+	case "true":
+		c.readyNeedsProbe = true
+	default:
+		bad(invalid("PROBE_REQUIRED_FOR_READY", "must be true or false"))
+	}
+	c.otelEndpoint, err = otel.Endpoint(getenv)
+	bad(err)
+	c.otelService = getenv(otel.EnvServiceName)
+	c.sslCertFile, c.sslCertDir = getenv("SSL_CERT_FILE"), getenv("SSL_CERT_DIR")
+	bad(checkTrust(c.sslCertFile, c.sslCertDir))
 	if len(problems) > 0 {
 		return c, errors.Join(problems...) // every problem at once (check-config lists them)
 	}
@@ -299,11 +321,28 @@ func (c config) summary() map[string]string {
 }
 
 // envFile returns a getenv that reads KEY=VALUE lines from path first and lets
-// the real environment win. Lines are `KEY=VALUE`, optionally prefixed with
-// `export `; blank lines and lines starting with # are skipped; a value may be
-// wrapped in single or double quotes. Errors name the line number, never its
-// content (it may hold a secret).
+// the real environment win (readEnvFile has the syntax).
 func envFile(path string, getenv func(string) string) (func(string) string, error) {
+	vals, err := readEnvFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return func(k string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return vals[k]
+	}, nil
+}
+
+// readEnvFile reads an env file (docs/CONFIGURATION.md, "The env file"):
+// `KEY=VALUE` lines, optionally prefixed with `export `; blank lines and
+// lines starting with # are skipped. A value may be wrapped in single or
+// double quotes, and then holds exactly what is between them. After an
+// unquoted value, and after a closing quote, a # preceded by a space or tab
+// starts a comment; a # anywhere else (`a#b`) is part of the value. Errors
+// name the line number, never its content (it may hold a secret).
+func readEnvFile(path string) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --env-file: %v", errUsage, err)
@@ -323,21 +362,37 @@ func envFile(path string, getenv func(string) string) (func(string) string, erro
 		if !ok || k == "" || strings.ContainsAny(k, " \t\"'") {
 			return nil, fmt.Errorf("%w: --env-file line %d is not KEY=VALUE", errUsage, n)
 		}
-		v = strings.TrimSpace(v)
-		if len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'') {
-			v = v[1 : len(v)-1]
+		v, ok = envValue(strings.TrimSpace(v))
+		if !ok {
+			return nil, fmt.Errorf("%w: --env-file line %d: an unterminated quote, or text after the closing quote that is not a # comment", errUsage, n)
 		}
 		vals[k] = v
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%w: --env-file: %v", errUsage, err)
 	}
-	return func(k string) string {
-		if v := getenv(k); v != "" {
-			return v
+	return vals, nil
+}
+
+// envValue applies the value rule of readEnvFile to a trimmed raw value.
+func envValue(v string) (string, bool) {
+	if v != "" && (v[0] == '"' || v[0] == '\'') {
+		end := strings.IndexByte(v[1:], v[0])
+		if end < 0 {
+			return "", false
 		}
-		return vals[k]
-	}, nil
+		rest := strings.TrimSpace(v[end+2:])
+		if rest != "" && (!strings.HasPrefix(rest, "#") || !strings.ContainsAny(v[end+2:end+3], " \t")) {
+			return "", false
+		}
+		return v[1 : end+1], true
+	}
+	for i := 1; i < len(v); i++ {
+		if v[i] == '#' && (v[i-1] == ' ' || v[i-1] == '\t') {
+			return strings.TrimSpace(v[:i]), true
+		}
+	}
+	return v, true
 }
 
 // configFromArgs parses the --env-file flag of a command and loads the

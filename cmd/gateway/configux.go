@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/cockroachdb/errors"
@@ -53,8 +54,11 @@ func configWarnings(c config) []string {
 	if ip := net.ParseIP(c.host); c.host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		out = append(out, "PROVIDER_HOST is not a loopback address: the gateway will be reachable from other machines; "+
 			"anyone who can reach it and holds PROVIDER_API_KEY spends your Postman account")
+		if !c.adminEnabled {
+			out = append(out, "the control page (/admin) is off: it is off by default when PROVIDER_HOST is not loopback; ADMIN_ENABLED=true turns it on")
+		}
 	}
-	return out
+	return append(out, c.unknownNames...)
 }
 
 // configVariablesHelp lists the variables the gateway configuration reads
@@ -77,8 +81,14 @@ const configVariablesHelp = `variables read (the real environment wins over --en
     CORRELATION_MAX_CALLS CORRELATION_RESPONSE_CACHE_BYTES
   CONVERSATION_CONTINUITY CONVERSATION_TTL_MS CONVERSATION_MAX_ANCHORS
   USAGE_ESTIMATES USAGE_RETENTION_DAYS
-  PROBE_REPORT LOG_LEVEL LOG_FORMAT
-  SSL_CERT_FILE (the upstream's trust store, as in any Go program)
+  PROBE_REPORT PROBE_REQUIRED_FOR_READY LOG_LEVEL LOG_FORMAT
+  SSL_CERT_FILE SSL_CERT_DIR (the upstream's trust store; when set, in the environment or the
+    env file, the upstream is trusted for exactly these certificates)
+` + otelHelp
+
+// otelHelp names the tracing variables (docs/OPERATE.md).
+const otelHelp = `  OTEL_EXPORTER_OTLP_ENDPOINT OTEL_EXPORTER_OTLP_TRACES_ENDPOINT OTEL_SERVICE_NAME OTEL_SDK_DISABLED
+    (OpenTelemetry traces over OTLP/HTTP when an endpoint is set; off otherwise)
 `
 
 const serveHelp = `usage: gateway serve [--env-file FILE]
@@ -101,19 +111,23 @@ flags:
 
 ` + configVariablesHelp
 
-const demoHelp = `usage: gateway demo [--strategy S] [--port P] [--profile P]
+const demoHelp = `usage: gateway demo [--strategy S] [--port P] [--profile P] [--key KEY]
 
 Starts the built-in emulator of the Postman upstream and a gateway wired to it
-through the real adapter, offline, with a generated API key; prints ready-to-paste
-snippets.
+through the real adapter, offline, serving the model pmgate-demo; prints
+ready-to-paste snippets.
 
 flags:
   --strategy S   web_session (default) or access_token
   --port P       the gateway's port (default 8788; 0 picks a free one)
   --profile P    the emulator's profile: strict (default), observed, done_event or
                  forbid_schemas (docs/UPSTREAM.md says what each one sends)
+  --key KEY      the gateway's API key, 16–512 visible ASCII (default: DEMO_API_KEY,
+                 else a random one per run), so a client configured against the demo
+                 keeps working across restarts
 
-variables read: none
+variables read:
+  DEMO_API_KEY   the API key when --key is not given
 `
 
 const emulatorHelp = `usage: gateway emulator [--addr A] [--subdomain S] [--workspace W] [--profile P]
@@ -153,23 +167,68 @@ variables read: none
 // configCommand parses a configuration command's flags (--env-file, --help)
 // and loads the configuration; done means help was printed.
 func configCommand(command, help string, args []string, getenv func(string) string, stdout io.Writer) (config, bool, error) {
+	src, done, err := configSource(command, help, args, getenv, stdout)
+	if done || err != nil {
+		return config{}, done && err == nil, err
+	}
+	cfg, _, err := src.load()
+	return cfg, false, err
+}
+
+// source is where a command's configuration comes from: the environment and
+// the optional env file, which serve reads again on reload.
+type source struct {
+	envPath string
+	getenv  func(string) string
+}
+
+// configSource parses a configuration command's flags; done means help was
+// printed.
+func configSource(command, help string, args []string, getenv func(string) string, stdout io.Writer) (source, bool, error) {
 	fs := flag.NewFlagSet(command, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	envPath := fs.String("env-file", "", "")
 	if done, err := parseFlags(fs, args, help, stdout); done || err != nil {
-		return config{}, done && err == nil, err
+		return source{}, done && err == nil, err
 	}
 	if fs.NArg() > 0 {
-		return config{}, false, fmt.Errorf("%w: %s takes no arguments (see --help)", errUsage, command)
+		return source{}, false, fmt.Errorf("%w: %s takes no arguments (see --help)", errUsage, command)
 	}
-	if *envPath != "" {
-		var err error
-		if getenv, err = envFile(*envPath, getenv); err != nil {
-			return config{}, false, err
+	return source{envPath: *envPath, getenv: getenv}, false, nil
+}
+
+// load reads the env file (when there is one) and loads the configuration; it
+// also returns the getenv the configuration was read through.
+func (s source) load() (config, func(string) string, error) {
+	getenv := s.getenv
+	var names []string
+	if s.envPath != "" {
+		vals, err := readEnvFile(s.envPath)
+		if err != nil {
+			return config{}, nil, err
+		}
+		for k := range vals {
+			names = append(names, k)
+		}
+		base := s.getenv
+		getenv = func(k string) string {
+			if v := base(k); v != "" {
+				return v
+			}
+			return vals[k]
 		}
 	}
 	cfg, err := loadConfig(getenv)
-	return cfg, false, err
+	cfg.unknownNames = unknownSettings(names)
+	return cfg, getenv, err
+}
+
+// problemText is a configuration refusal as check-config and the reload log
+// show it: the variable and the rule, without the catalog's fixed sentence
+// (refusals never hold a secret's value).
+func problemText(p error) string {
+	_, msg, _ := strings.Cut(p.Error(), ": ")
+	return msg
 }
 
 // problemsOf lists the refusals of a (possibly joined) configuration error.
@@ -222,4 +281,47 @@ func editDistance(a, b string) int {
 		prev = cur
 	}
 	return prev[len(b)]
+}
+
+// settingPrefixes are the prefixes of the gateway's settings: a name of the
+// env file with one of them that the gateway does not read is a mistake
+// worth a warning.
+var settingPrefixes = []string{"PROVIDER_", "POSTMAN_", "MAX_", "REQUEST_", "TOOL_SCHEMA_", "CORRELATION_",
+	"CONVERSATION_", "LOG_", "PROBE_", "ADMIN_", "METRICS_", "ALLOWED_", "BODY_READ_", "SSL_CERT_"}
+
+// knownSettings are the names the configuration reads, taken from the help
+// (which a test keeps equal to docs/CONFIGURATION.md): one list, not two.
+func knownSettings() []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(configVariablesHelp+otelHelp, func(r rune) bool {
+		return !(r == '_' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) {
+		if strings.Contains(w, "_") && !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// unknownSettings returns a warning for every name that looks like a setting
+// (a known prefix, or within three edits of a known name) but is not one,
+// with the nearest known name.
+func unknownSettings(names []string) []string {
+	known := knownSettings()
+	slices.Sort(names)
+	var out []string
+	for _, n := range names {
+		if slices.Contains(known, n) {
+			continue
+		}
+		near := nearest(n, known)
+		prefixed := slices.ContainsFunc(settingPrefixes, func(p string) bool { return strings.HasPrefix(n, p) })
+		switch {
+		case near != "":
+			out = append(out, fmt.Sprintf("%s in the env file is not a setting the gateway reads; did you mean %s?", n, near))
+		case prefixed:
+			out = append(out, fmt.Sprintf("%s in the env file is not a setting the gateway reads (docs/CONFIGURATION.md lists them)", n))
+		}
+	}
+	return out
 }

@@ -42,26 +42,38 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 	strategy := fs.String("strategy", "web_session", "upstream strategy: web_session or access_token")
 	port := fs.String("port", "8788", "gateway port (0 picks a free one)")
 	profile := fs.String("profile", emulator.ProfileStrict, "emulator profile: "+strings.Join(emulator.Profiles(), ", "))
+	key := fs.String("key", "", "the gateway's API key (default: DEMO_API_KEY, else a random one)")
 	if done, err := parseFlags(fs, args, demoHelp, stdout); done || err != nil {
 		return err
 	}
 	if *strategy != "web_session" && *strategy != "access_token" {
 		return fmt.Errorf("%w: --strategy must be web_session or access_token", errUsage)
 	}
+	if *key == "" {
+		*key = getenv("DEMO_API_KEY")
+	}
+	if *key != "" && (len(*key) < 16 || len(*key) > 512 || !visibleASCII(*key)) {
+		return fmt.Errorf("%w: --key (or DEMO_API_KEY) must be 16–512 visible ASCII characters", errUsage)
+	}
 	eu, err := startEmulatorUpstream(ctx, *strategy, *port, *profile, getenv)
 	if err != nil {
 		return err
 	}
 	defer eu.emu.Close()
-	cfg, err := loadConfig(func(k string) string { return eu.env[k] })
+	if *key != "" {
+		eu.env["PROVIDER_API_KEY"] = *key
+	}
+	env := func(k string) string { return eu.env[k] }
+	cfg, err := loadConfig(env)
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg, stderr)
+	log, lc := newLoggerControl(cfg, stderr)
 	gw, err := startGateway(ctx, cfg, log, eu.opts...)
 	if err != nil {
 		return err
 	}
+	gw.enableReload(source{getenv: env}, env, lc)
 	printDemo(stdout, "http://"+gw.addr()+"/v1", cfg.apiKey, *strategy, eu.emu.Origin())
 	if *profile != emulator.ProfileStrict {
 		fmt.Fprintf(stdout, "\nEmulator profile %q: its streams show what the public projects report; the default completion rules may refuse them.\n", *profile)
@@ -264,8 +276,7 @@ func runCheckConfig(args []string, getenv func(string) string, stdout, stderr io
 		problems := problemsOf(err)
 		fmt.Fprintf(stderr, "configuration refused: %d problem(s)\n", len(problems))
 		for _, p := range problems {
-			_, msg, _ := strings.Cut(p.Error(), ": ") // drop the catalog's fixed sentence
-			fmt.Fprintf(stderr, "  - %s\n", msg)
+			fmt.Fprintf(stderr, "  - %s\n", problemText(p))
 		}
 		return errs.Newf(errs.ConfigInvalid, "%d problem(s) listed above", safeCount(len(problems)))
 	}

@@ -5,12 +5,14 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -94,7 +96,8 @@ flags of every subcommand:
 
 Edits are atomic (temporary file, fsync, rename) and refused while another
 edit runs or when the file changed during the edit. A running serve reloads
-the file within a few seconds, or at once on SIGHUP.
+the file within a few seconds, at once on SIGHUP, and a request with a key it
+does not know checks the file first, so a new key works at once.
 `
 
 // runKeys manages PROVIDER_KEYS_FILE.
@@ -131,6 +134,9 @@ func runKeys(args []string, getenv func(string) string, stdout, stderr io.Writer
 		args = append(args[1:], args[0]) // keys set ID --flags: the id may come first
 	}
 	if done, err := parseFlags(fs, args, keysUsage, stdout); done {
+		return err
+	}
+	if err := checkMaxConcurrentFlag(fs); err != nil {
 		return err
 	}
 	if *envPath != "" {
@@ -205,6 +211,10 @@ func keysNew(path string, configured []string, id, models string, maxConc int, n
 		for _, m := range strings.Split(models, ",") {
 			allow = append(allow, strings.TrimSpace(m))
 		}
+	}
+	// The file's directory is created (private to the owner) on first use.
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("%w: keys new: cannot create the key file's directory: %v", errUsage, errors.Unwrap(err))
 	}
 	key := newKey()
 	s := keyring.Slot{ID: id, Digest: sha256.Sum256([]byte(key)), Models: allow, MaxConcurrent: maxConc, Note: note,
@@ -363,4 +373,19 @@ func keysRevoke(path string, configured []string, id string, stdout io.Writer) e
 	}
 	fmt.Fprintf(stdout, "revoked %s\n", id)
 	return nil
+}
+
+// checkMaxConcurrentFlag enforces the documented range of an explicit
+// --max-concurrent: 1–4096 (omitting it leaves only the global limit).
+func checkMaxConcurrentFlag(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name != "max-concurrent" {
+			return
+		}
+		if n, _ := strconv.Atoi(f.Value.String()); n < 1 || n > keyring.MaxConcurrentCap {
+			err = fmt.Errorf("%w: --max-concurrent must be from 1 to %d (omit it for only the global limit)", errUsage, keyring.MaxConcurrentCap)
+		}
+	})
+	return err
 }

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/pmgate/pmgate/adapters/httpapi"
 	"github.com/pmgate/pmgate/domain/errs"
@@ -16,14 +19,50 @@ import (
 // secrets (the upstream secret and PROVIDER_API_KEY) and the credential
 // patterns, and carries the request id of its request context once.
 func newLogger(cfg config, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.logLevel}
+	log, _ := newLoggerControl(cfg, w)
+	return log
+}
+
+// logControl is what a reload may change of the process logger: its level,
+// and the secrets it redacts (a reload adds the new ones and keeps the old).
+type logControl struct {
+	level   slog.LevelVar
+	mu      sync.Mutex
+	secrets []string
+	red     atomic.Pointer[secret.Redactor]
+}
+
+// String redacts s with the current secrets.
+func (c *logControl) String(s string) string { return c.red.Load().String(s) }
+
+// setLevel sets the level of every logger of the process.
+func (c *logControl) setLevel(l slog.Level) { c.level.Set(l) }
+
+// addSecrets makes the logger redact secrets too, besides every earlier one.
+func (c *logControl) addSecrets(secrets ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range secrets {
+		if s != "" && !slices.Contains(c.secrets, s) {
+			c.secrets = append(c.secrets, s)
+		}
+	}
+	c.red.Store(secret.NewRedactor(c.secrets...))
+}
+
+// newLoggerControl is newLogger with the control a reload uses.
+func newLoggerControl(cfg config, w io.Writer) (*slog.Logger, *logControl) {
+	lc := &logControl{}
+	lc.setLevel(cfg.logLevel)
+	lc.addSecrets(cfg.secrets()...)
+	opts := &slog.HandlerOptions{Level: &lc.level}
 	var h slog.Handler
 	if cfg.logFormat == "text" {
 		h = slog.NewTextHandler(w, opts)
 	} else {
 		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(httpapi.WithRequestID(redactingHandler(h, secret.NewRedactor(cfg.secrets()...))))
+	return slog.New(httpapi.WithRequestID(&redactor{h: h, red: lc})), lc
 }
 
 // secrets are the values no output of the process may contain.
@@ -45,7 +84,7 @@ func redactingHandler(h slog.Handler, r *secret.Redactor) slog.Handler {
 
 type redactor struct {
 	h   slog.Handler
-	red *secret.Redactor
+	red interface{ String(string) string } // a *secret.Redactor, or a logControl's current one
 }
 
 func (r *redactor) Enabled(ctx context.Context, l slog.Level) bool {

@@ -38,12 +38,13 @@ commands:
   keys new|set|list|revoke         manage the API key slots of PROVIDER_KEYS_FILE
   usage [--since D] [--until D]    what each key spent, by key, model and day (--json, --csv)
   version                          print version and build information (also --version)
+  ready [--url URL]                exit 0 when a running gateway's /readyz says ready (health checks)
 
 Every command has --help listing its flags and the variables it reads.
 `
 
 // commands are the subcommands, for the nearest-command suggestion.
-var commands = []string{"serve", "demo", "emulator", "check-config", "diagram", "probe", "verify", "keys", "usage", "version", "help"}
+var commands = []string{"serve", "demo", "emulator", "check-config", "diagram", "probe", "verify", "keys", "usage", "version", "help", "ready"}
 
 // program is everything a run of the gateway takes from its process, handed in
 // rather than read from globals, so that tests run the real commands with their
@@ -88,6 +89,8 @@ func (p program) run(ctx context.Context, args []string) error {
 		return runKeys(args[1:], getenv, stdout, stderr)
 	case "usage":
 		return runUsage(ctx, args[1:], getenv, stdout)
+	case "ready":
+		return runReady(ctx, args[1:], getenv, stdout)
 	case "version", "--version", "-version":
 		if len(args) > 1 && (args[1] == "--help" || args[1] == "-h") {
 			fmt.Fprint(stdout, versionHelp)

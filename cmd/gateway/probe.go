@@ -218,6 +218,7 @@ func runProbePhases(ctx context.Context, cfg config, pr probeRun) (probeResult, 
 
 	rep.Text = runTextPhase(ctx, cl, pu, rep.Policy)
 	rep.Tools = runToolPhase(ctx, cl, pu, rep.Policy, alpha, beta)
+	rep.Text.Cause, rep.Tools.Cause = phaseCause(rep.Text), phaseCause(rep.Tools)
 	if pr.measure {
 		rep.Limits = runLimitsPhase(ctx, cl, pu, rep.Policy)
 	}
@@ -475,7 +476,10 @@ func printVerdict(w io.Writer, r probeReport, path, digest string) {
 		fmt.Fprintf(w, "PASS  report %s (%s)\n", path, digest)
 		return
 	}
-	for _, f := range r.Failures {
+	for i, f := range r.Failures {
+		if i == 0 {
+			f += causeNote(r) // the first failing line says why
+		}
 		fmt.Fprintf(w, "FAIL  %s\n", f)
 	}
 	fmt.Fprintf(w, "FAIL  report %s (%s)\n", path, digest)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/pmgate/pmgate/adapters/postman"
 	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
 	"github.com/pmgate/pmgate/domain/chat"
 	dcompletion "github.com/pmgate/pmgate/domain/completion"
@@ -115,6 +116,10 @@ func (p *probeUpstream) Chat(ctx context.Context, req ports.UpstreamRequest) (po
 		p.mu.Lock()
 		d.ErrorCode, d.DurationMS = string(errs.CodeOf(err)), time.Since(start).Milliseconds()
 		d.Outcome, d.NotSent = d.ErrorCode, errors.Is(err, ports.ErrNotSent)
+		d.Cause, _ = postman.Diagnose(err)
+		if d.NotSent {
+			p.dispatched-- // it never left: not a dispatch
+		}
 		p.mu.Unlock()
 		return nil, err
 	}

@@ -79,6 +79,10 @@ type reportPhase struct {
 	RefusedDispatches  int             `json:"refused_dispatches"`
 	DurationMS         int64           `json:"duration_ms"`
 	Requests           []reportRequest `json:"requests"`
+	// Cause is why the phase's first failed dispatch failed: a transport
+	// cause token (dns_not_found, tls_unknown_authority, …) or, without one,
+	// its stable code; "" when none failed.
+	Cause string `json:"cause,omitempty"`
 }
 
 // reportRequest is one gateway request of a phase, as a client saw it, plus
@@ -117,6 +121,7 @@ type reportDispatch struct {
 	RefusedByBudget       bool            `json:"refused_by_budget"`
 	NotSent               bool            `json:"not_sent"`
 	ErrorCode             string          `json:"error_code"`
+	Cause                 string          `json:"cause,omitempty"` // transport cause token of a failed dispatch
 	Rule                  string          `json:"rule"`
 	Row                   string          `json:"row"`
 	Outcome               string          `json:"outcome"`
@@ -317,10 +322,16 @@ var stringRules = map[string]*regexp.Regexp{
 	"*.requests[].upstream[].rule":       regexp.MustCompile(`^(|legacy_done|explicit_only|usage_after_output_v1)$`),
 	"*.requests[].upstream[].row":        reRow,
 	"*.requests[].upstream[].outcome":    reCode,
+	"*.requests[].upstream[].cause":      reCause,
+	"*.cause":                            regexp.MustCompile(reCause.String() + "|" + reCode.String()),
 	"*.requests[].upstream[].terminal_evidence[]": regexp.MustCompile(`^(done_marker|done_event|usage_after_output)$`),
 	"*.requests[].upstream[].event_types{}":       reEventType,
 	"*.requests[].upstream[].would_complete{}":    regexp.MustCompile(`^(legacy_done|explicit_only|usage_after_output_v1)$`),
 }
+
+// reCause is a transport cause token of the Postman adapter's diagnosis.
+var reCause = regexp.MustCompile(`^(tls_unknown_authority|tls_hostname_mismatch|tls_certificate_invalid|tls_handshake_failed|` +
+	`dns_not_found|dns_failed|connection_refused|connection_reset|connection_closed|timeout|cancelled|other)$`)
 
 // idExempt are the fields whose patterns already allow hex runs.
 var idExempt = map[string]bool{"commit": true, "config_fingerprint": true}

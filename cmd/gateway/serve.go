@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/adapters/otel"
 	"github.com/pmgate/pmgate/adapters/postman"
 	"github.com/pmgate/pmgate/adapters/system"
 	"github.com/pmgate/pmgate/app"
@@ -29,17 +29,25 @@ const usageFlushInterval = time.Second
 const shutdownGrace = 30 * time.Second
 
 func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, upstream []postman.Option) error {
-	cfg, done, err := configCommand("serve", serveHelp, args, getenv, stdout)
+	src, done, err := configSource("serve", serveHelp, args, getenv, stdout)
 	if done || err != nil {
 		return err
 	}
-	log := newLogger(cfg, stderr)
+	cfg, env, err := src.load()
+	if err != nil {
+		return err
+	}
+	log, lc := newLoggerControl(cfg, stderr)
 	for _, w := range configWarnings(cfg) {
 		log.Warn("configuration warning", "warning", w)
 	}
 	gw, err := startGateway(ctx, cfg, log, upstream...)
 	if err != nil {
 		return err
+	}
+	gw.enableReload(src, env, lc)
+	if isTerminal(stdout) {
+		printBanner(stdout, cfg, gw.addr())
 	}
 	return gw.wait(ctx)
 }
@@ -55,6 +63,10 @@ type gateway struct {
 	stop   context.CancelFunc
 	served chan error
 	wg     sync.WaitGroup
+	// runCtx ends when the gateway stops; reload watchers run under it.
+	runCtx context.Context
+	// live holds what a reload may replace (reload.go).
+	live *liveState
 }
 
 // startGateway wires the ports into the app and starts serving. opts reach the
@@ -66,15 +78,19 @@ func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...pos
 // startGatewayWith is startGateway with the adapter wrapped by wrap (nil: not
 // wrapped); `gateway probe` counts and bounds its dispatches this way.
 func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap func(ports.Upstream) ports.Upstream, opts ...postman.Option) (*gateway, error) {
-	base := []postman.Option{postman.WithLogger(log), postman.WithRedactedSecrets(cfg.apiKey),
-		postman.WithMaxIdleConns(cfg.maxConcurrent)}
 	var store *store
 	monitor := httpapi.NewMonitor(httpapi.MonitorConfig{Version: version, Strategy: string(cfg.upstream.Strategy),
 		Counts: func(ctx context.Context) (correlation.Counts, error) { return store.Counts(ctx) }})
-	base = append(base, postman.WithExchangeHook(func(e postman.Exchange) {
-		monitor.ObserveExchange(e.Strategy, e.Outcome, e.Rule, e.Row)
-	}))
-	client, err := postman.New(cfg.upstream, append(base, opts...)...)
+	live := &liveState{log: log, monitor: monitor, opts: opts, strategy: string(cfg.upstream.Strategy)}
+	var tracer ports.Tracer // nil: off, and the request path checks only that
+	if cfg.otelEndpoint != "" {
+		t, err := otel.New(ctx, cfg.otelEndpoint, cfg.otelService, version)
+		if err != nil {
+			return nil, err
+		}
+		tracer, live.tracer = t, t
+	}
+	client, err := live.newClient(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -85,6 +101,12 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 	var upstream ports.Upstream = client
 	if wrap != nil {
 		upstream = wrap(client)
+	} else {
+		// Only a gateway whose adapter is not wrapped (serve, demo) swaps it
+		// on reload; the probe's wrapper counts one adapter's dispatches.
+		var adapter ports.Upstream = client
+		live.upstream.Store(&adapter)
+		upstream = live
 	}
 	svc := app.New(app.Config{WorkspaceID: cfg.upstream.WorkspaceID, Correlation: cfg.correlation, Policy: cfg.policy,
 		OnDecision: monitor.ObserveDecision}, upstream, store, system.Clock{}, system.IDs{}, log)
@@ -95,6 +117,11 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 	budget := app.NewUsage(store.usage, system.Clock{}, log, cfg.usageRetention)
 	svc.WithUsage(budget)
 	keys := apiKeys(cfg)
+	live.keys, live.cfg = keys, cfg
+	live.setVerification(probeVerification(cfg, time.Now))
+	if cfg.keysFile != "" {
+		keys.SetRefresh(newKeyRefresher(cfg, keys).refresh)
+	}
 	handler := httpapi.NewServer(httpapi.Config{
 		Keys:               keys,
 		PrincipalKey:       cfg.principalKey,
@@ -117,17 +144,20 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 		MetricsOpen:  cfg.metricsOpen,
 		Usage:        budget,
 		Admin:        adminInfo(cfg),
-		Verification: probeVerification(cfg, time.Now),
+		Verification: live.verification,
+		Readiness:    readiness(cfg, store, keys, &live.draining, live.verified),
+		Tracer:       tracer,
 	}, svc, log)
-	tcp, err := net.Listen("tcp", net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port)))
+	tcp, err := listen(net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port)),
+		"set PROVIDER_PORT to a free port, or to 0 to pick one (demo: --port 0)")
 	if err != nil {
 		store.Close()
-		return nil, fmt.Errorf("listen: %w", err)
+		return nil, err
 	}
 	ln := httpapi.NewListener(tcp, cfg.maxConnections, log)
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	gw := &gateway{cfg: cfg, log: log, ln: ln, store: store, svc: svc, stop: stop, served: make(chan error, 1),
-		srv: httpapi.NewHTTPServer(handler, ln, log)}
+		srv: httpapi.NewHTTPServer(handler, ln, log), runCtx: runCtx, live: live}
 	gw.wg.Add(1)
 	go func() {
 		defer gw.wg.Done()
@@ -165,6 +195,7 @@ func (g *gateway) wait(ctx context.Context) error {
 		return err
 	case <-ctx.Done():
 	}
+	g.live.draining.Store(true)
 	g.log.Info("shutting down", "grace", shutdownGrace.String())
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
@@ -176,6 +207,13 @@ func (g *gateway) wait(ctx context.Context) error {
 	}
 	g.stop()
 	g.wg.Wait()
+	if g.live.tracer != nil {
+		tctx, tcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := g.live.tracer.Shutdown(tctx); err != nil {
+			g.log.Warn("traces not flushed at shutdown", "error", err)
+		}
+		tcancel()
+	}
 	n, c := g.svc.Shutdown(context.Background())
 	states := map[string]int{}
 	for s, k := range c.ByState {

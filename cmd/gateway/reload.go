@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/adapters/otel"
+	"github.com/pmgate/pmgate/adapters/postman"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/keyring"
+	"github.com/pmgate/pmgate/ports"
+)
+
+// reloadable are the settings a running serve applies on reload (SIGHUP, or a
+// changed env file): the upstream credential and what only the upstream
+// adapter reads of it, the single API key, the probe report (read again, so a
+// fresh probe renews upstream_verified without a restart), readiness, the log
+// level and the upstream's trust. Requests already running finish on the
+// values they started with; new ones use the new. Every other setting needs a
+// restart, and a reload that sees one changed names it in the log.
+var reloadable = []string{
+	"POSTMAN_SESSION_COOKIE", "POSTMAN_ACCESS_TOKEN", "POSTMAN_USER_AGENT", "POSTMAN_APP_VERSION",
+	"POSTMAN_WEB_SESSION_TERMINAL_RULE", "PROVIDER_API_KEY", "PROBE_REPORT", "LOG_LEVEL",
+	"SSL_CERT_FILE", "SSL_CERT_DIR",
+}
+
+// envFilePollInterval is how often serve looks for a changed env file.
+const envFilePollInterval = 2 * time.Second
+
+// liveState is what a reload may replace in a running gateway. It is the
+// app's upstream: each request takes the adapter current when it starts and
+// keeps it to its end.
+type liveState struct {
+	log      *slog.Logger
+	monitor  *httpapi.Monitor
+	opts     []postman.Option // the caller's extra adapter options (tests: trust and dialer)
+	upstream atomic.Pointer[ports.Upstream]
+	verif    atomic.Pointer[func() (bool, map[string]any)]
+	draining atomic.Bool
+	keys     *httpapi.Keyring
+	tracer   *otel.Tracer // nil: tracing off
+	strategy string       // the upstream strategy (it never changes live)
+
+	mu  sync.Mutex // serializes reloads
+	cfg config     // the configuration in force
+	// startEnv is the environment the process started with (what the
+	// settings that need a restart still hold); env is the one of the last
+	// applied reload.
+	startEnv, env func(string) string
+}
+
+// Chat sends through the adapter in force when the request starts. With
+// tracing on, the dispatch (until the stream exists) and the stream (until it
+// ends) are spans of the request.
+func (l *liveState) Chat(ctx context.Context, req ports.UpstreamRequest) (ports.Stream, error) {
+	up := *l.upstream.Load()
+	if l.tracer == nil {
+		return up.Chat(ctx, req)
+	}
+	dctx, sp := l.tracer.Start(ctx, ports.SpanDispatch)
+	chatType := "USER_QUERY"
+	if req.Continuation != nil {
+		chatType = "TOOL_RESPONSE"
+	}
+	sp.SetString(ports.AttrChatType, chatType)
+	sp.SetString(ports.AttrStrategy, l.strategy)
+	s, err := up.Chat(dctx, req)
+	if err != nil {
+		sp.Fail(string(errs.CodeOf(err)))
+		sp.End()
+		return nil, err
+	}
+	sp.End()
+	_, ss := l.tracer.Start(ctx, ports.SpanStream)
+	return &tracedStream{Stream: s, span: ss}, nil
+}
+
+// tracedStream ends its span at the stream's end: a proven end, an error, or
+// Close.
+type tracedStream struct {
+	ports.Stream
+	span  ports.Span
+	ended atomic.Bool
+}
+
+func (t *tracedStream) Next(ctx context.Context) (chat.Event, error) {
+	ev, err := t.Stream.Next(ctx)
+	if err != nil && t.ended.CompareAndSwap(false, true) {
+		if !errors.Is(err, io.EOF) {
+			t.span.Fail(string(errs.CodeOf(err)))
+		}
+		t.span.End()
+	}
+	return ev, err
+}
+
+func (t *tracedStream) Close() error {
+	if t.ended.CompareAndSwap(false, true) {
+		t.span.End()
+	}
+	return t.Stream.Close()
+}
+
+// newClient builds the Postman adapter of cfg: the process logger, the
+// metrics hook, the trust of SSL_CERT_FILE/SSL_CERT_DIR, then the caller's
+// options.
+func (l *liveState) newClient(cfg config) (*postman.Client, error) {
+	base := []postman.Option{postman.WithLogger(l.log), postman.WithRedactedSecrets(cfg.apiKey),
+		postman.WithMaxIdleConns(cfg.maxConcurrent), postman.WithExchangeHook(func(e postman.Exchange) {
+			l.monitor.ObserveExchange(e.Strategy, e.Outcome, e.Rule, e.Row)
+		})}
+	pool, err := rootPool(cfg.sslCertFile, cfg.sslCertDir)
+	if err != nil {
+		return nil, err
+	}
+	if pool != nil {
+		base = append(base, postman.WithRootCAs(pool))
+	}
+	return postman.New(cfg.upstream, append(base, l.opts...)...)
+}
+
+func (l *liveState) setVerification(f func() (bool, map[string]any)) { l.verif.Store(&f) }
+
+// verification is /health's upstream_verified from the probe report in force.
+func (l *liveState) verification() (bool, map[string]any) { return (*l.verif.Load())() }
+
+func (l *liveState) verified() bool { ok, _ := l.verification(); return ok }
+
+// enableReload makes the gateway reload its configuration on SIGHUP and when
+// the env file changes, until it stops. Without it SIGHUP would end the
+// process.
+func (g *gateway) enableReload(src source, env func(string) string, lc *logControl) {
+	g.live.startEnv, g.live.env = env, env
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		defer signal.Stop(hup)
+		t := time.NewTicker(envFilePollInterval)
+		defer t.Stop()
+		last := fileStamp(src.envPath)
+		for {
+			reason := "sighup"
+			select {
+			case <-g.runCtx.Done():
+				return
+			case <-hup:
+			case <-t.C:
+				if src.envPath == "" {
+					continue
+				}
+				st := fileStamp(src.envPath)
+				if st == last {
+					continue
+				}
+				last, reason = st, "env_file_changed"
+			}
+			g.reload(src, lc, reason)
+		}
+	}()
+}
+
+// stamp is what identifies a version of a file without reading it.
+type stamp struct {
+	size int64
+	mod  time.Time
+}
+
+func fileStamp(path string) stamp {
+	if path == "" {
+		return stamp{}
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return stamp{}
+	}
+	return stamp{size: st.Size(), mod: st.ModTime()}
+}
+
+// reload reads the configuration again and applies what may change live. A
+// configuration that is refused changes nothing; the log says why.
+func (g *gateway) reload(src source, lc *logControl, reason string) {
+	l := g.live
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	refused := func(err error) {
+		var problems []string
+		for _, p := range problemsOf(err) {
+			problems = append(problems, problemText(p))
+		}
+		g.log.Warn("configuration reload refused; the previous configuration stays in force", "reason", reason,
+			"code", string(errs.CodeOf(err)), "problems", strings.Join(problems, "; "))
+	}
+	cfg, env, err := src.load()
+	if err != nil {
+		refused(err)
+		return
+	}
+	strategyChanged := l.startEnv("POSTMAN_TRANSPORT_STRATEGY") != env("POSTMAN_TRANSPORT_STRATEGY")
+	var applied, restart []string
+	for _, name := range knownSettings() {
+		live := slices.Contains(reloadable, name) && (!strategyChanged || !upstreamSetting(name))
+		switch {
+		case live && l.env(name) != env(name):
+			applied = append(applied, name)
+		case !live && l.startEnv(name) != env(name):
+			restart = append(restart, name) // another strategy has other credentials: all of it waits
+		}
+	}
+	next := l.cfg
+	lc.addSecrets(cfg.secrets()...)
+	if slices.ContainsFunc(applied, upstreamSetting) {
+		up := cfg.upstream
+		up.Strategy, up.WorkspaceID, up.Models, up.Limits = next.upstream.Strategy, next.upstream.WorkspaceID, next.upstream.Models, next.upstream.Limits
+		nc := next
+		nc.upstream, nc.sslCertFile, nc.sslCertDir = up, cfg.sslCertFile, cfg.sslCertDir
+		client, err := l.newClient(nc)
+		if err != nil {
+			refused(err)
+			return
+		}
+		var u ports.Upstream = client
+		l.upstream.Store(&u)
+		next = nc
+	}
+	if slices.Contains(applied, "PROVIDER_API_KEY") && next.keysFile == "" {
+		l.keys.Replace([]keyring.Slot{{ID: "default", Digest: sha256.Sum256([]byte(cfg.apiKey))}})
+		next.apiKey = cfg.apiKey
+	}
+	if slices.Contains(applied, "LOG_LEVEL") {
+		lc.setLevel(cfg.logLevel)
+		next.logLevel = cfg.logLevel
+	}
+	next.probeReport = cfg.probeReport
+	l.setVerification(probeVerification(next, time.Now)) // the report is read again, changed or not
+	l.cfg = next
+	if len(applied) > 0 {
+		l.env = mixEnv(applied, env, l.env)
+	}
+	g.log.Info("configuration reloaded", "reason", reason, "applied", strings.Join(applied, ","),
+		"restart_needed", strings.Join(restart, ","))
+}
+
+// upstreamSetting reports whether a reloadable setting is the upstream
+// adapter's (applying it builds a new adapter).
+func upstreamSetting(name string) bool {
+	return name != "PROVIDER_API_KEY" && name != "PROBE_REPORT" && name != "LOG_LEVEL"
+}
+
+// mixEnv is the environment in force after a reload: the applied names from
+// env, everything else from before.
+func mixEnv(applied []string, env, before func(string) string) func(string) string {
+	return func(k string) string {
+		if slices.Contains(applied, k) {
+			return env(k)
+		}
+		return before(k)
+	}
+}
