@@ -130,7 +130,7 @@ type answerKey struct {
 
 // routeTemplates is every value routeOf can return.
 var routeTemplates = []string{pathChat, pathResponses, pathMessages, pathCount, pathModels, pathHealth, pathMetrics, pathAdmin, pathAdminStatic + "*",
-	pathAdminOverview, pathAdminLive, pathAdminUsage, "unmatched"}
+	pathAdminOverview, pathAdminLive, pathAdminUsage, pathLivez, pathReadyz, pathModels + "/{id}", "unmatched"}
 
 // Latency buckets in seconds: from a fast local refusal to a long upstream turn.
 var latencyBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
