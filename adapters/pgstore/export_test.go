@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pmgate/pmgate/domain/correlation"
 )
@@ -49,4 +50,19 @@ func (s *Store) Setting(ctx context.Context, name string) (string, error) {
 	var v string
 	err := s.pool.QueryRow(ctx, `SELECT current_setting($1)`, name).Scan(&v)
 	return v, err
+}
+
+// ParseTrust is the pool configuration Open would use for url under opts,
+// without connecting.
+func ParseTrust(url string, opts ...Option) (*pgxpool.Config, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	o.trust(url, cfg)
+	return cfg, nil
 }

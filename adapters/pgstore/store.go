@@ -78,6 +78,7 @@ package pgstore
 import (
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/hex"
 	"io"
 	"log/slog"
@@ -126,6 +127,7 @@ type options struct {
 	connectTimeout time.Duration
 	opTimeout      time.Duration
 	reservationTTL time.Duration
+	rootCAs        *x509.CertPool
 }
 
 // Option adjusts Open.
@@ -150,6 +152,30 @@ func WithOpTimeout(d time.Duration) Option { return func(o *options) { o.opTimeo
 // capacity of a replica that died in between. It runs on the database clock.
 func WithReservationTTL(d time.Duration) Option { return func(o *options) { o.reservationTTL = d } }
 
+// WithRootCAs makes the connection trust exactly pool when TLS verifies the
+// server (sslmode=verify-ca or verify-full) and the URL names no sslrootcert
+// of its own: the gateway's SSL_CERT_FILE / SSL_CERT_DIR, env file included,
+// which Go's system store would not see. nil keeps pgx's default.
+func WithRootCAs(pool *x509.CertPool) Option { return func(o *options) { o.rootCAs = pool } }
+
+// trust applies o.rootCAs to every TLS configuration of cfg (pgx keeps one
+// per fallback), unless the URL chose its own root certificate.
+func (o options) trust(url string, cfg *pgxpool.Config) {
+	if o.rootCAs == nil || strings.Contains(url, "sslrootcert") {
+		return
+	}
+	// verify-ca checks the chain in a callback that reads RootCAs of this
+	// same configuration; require verifies nothing, so RootCAs is unused there.
+	if t := cfg.ConnConfig.TLSConfig; t != nil {
+		t.RootCAs = o.rootCAs
+	}
+	for _, f := range cfg.ConnConfig.Fallbacks {
+		if f.TLSConfig != nil {
+			f.TLSConfig.RootCAs = o.rootCAs
+		}
+	}
+}
+
 // Open connects to the database at url, applies the embedded migrations under
 // an advisory lock and returns the store. log may be nil.
 //
@@ -173,6 +199,7 @@ func Open(ctx context.Context, url string, l correlation.Limits, p correlation.P
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = o.maxConns
 	}
+	o.trust(url, cfg)
 	if !strings.Contains(url, "connect_timeout") {
 		cfg.ConnConfig.ConnectTimeout = o.connectTimeout
 	}

@@ -287,7 +287,7 @@ func editDistance(a, b string) int {
 // env file with one of them that the gateway does not read is a mistake
 // worth a warning.
 var settingPrefixes = []string{"PROVIDER_", "POSTMAN_", "MAX_", "REQUEST_", "TOOL_SCHEMA_", "CORRELATION_",
-	"CONVERSATION_", "LOG_", "PROBE_", "ADMIN_", "METRICS_", "ALLOWED_", "BODY_READ_", "SSL_CERT_"}
+	"CONVERSATION_", "LOG_", "PROBE_", "ADMIN_", "METRICS_", "ALLOWED_", "BODY_READ_", "SSL_CERT_", "USAGE_", "DEMO_"}
 
 // knownSettings are the names the configuration reads, taken from the help
 // (which a test keeps equal to docs/CONFIGURATION.md): one list, not two.

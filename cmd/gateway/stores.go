@@ -50,7 +50,13 @@ func (s *store) Close() {
 // decision, from what the store reports (ports.CorrelationStore.Shared).
 func openStore(ctx context.Context, cfg config, log *slog.Logger) (*store, error) {
 	if cfg.store == "postgres" {
-		pg, err := pgstore.Open(ctx, cfg.postgresURL, cfg.limits, cfg.policy, log)
+		// The database trusts what the upstream trusts: SSL_CERT_FILE and
+		// SSL_CERT_DIR of the configuration, env file included (tls.go).
+		roots, err := rootPool(cfg.sslCertFile, cfg.sslCertDir)
+		if err != nil {
+			return nil, err
+		}
+		pg, err := pgstore.Open(ctx, cfg.postgresURL, cfg.limits, cfg.policy, log, pgstore.WithRootCAs(roots))
 		if err != nil {
 			return nil, err
 		}

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// The upstream's trust store. Go's crypto/x509 reads SSL_CERT_FILE and
+// The upstream's (and the PostgreSQL store's) trust store. Go's crypto/x509 reads SSL_CERT_FILE and
 // SSL_CERT_DIR from the process environment once, at its first use, so a value
 // written in --env-file would never reach it. The gateway builds the pool
 // itself from the configuration instead: when either is set (in the
