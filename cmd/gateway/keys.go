@@ -66,9 +66,13 @@ func watchKeys(ctx context.Context, cfg config, keys *httpapi.Keyring, log *slog
 			}
 			log.Info("key file reloaded", "slots", len(r.Slots), "slot_ids", ids)
 		},
-		func(err error) {
+		func(err error, kept func(string, [32]byte) bool) {
+			revoked := 0
+			if kept != nil {
+				revoked = keys.Retain(kept) // a revocation takes effect even in a refused file
+			}
 			log.Warn("key file refused; the previous keys stay in force", "code", string(errs.CodeOf(err)),
-				"reason", err.Error(), "slots_in_force", keys.Len())
+				"reason", err.Error(), "slots_in_force", keys.Len(), "slots_revoked", revoked)
 		})
 }
 
@@ -139,6 +143,11 @@ func runKeys(args []string, getenv func(string) string, stdout, stderr io.Writer
 	case "new":
 		if fs.NArg() != 0 {
 			return fmt.Errorf("%w: keys new takes no arguments", errUsage)
+		}
+		if *models != "" && configured == nil {
+			// serve refuses a whole file whose allowlist names a model it does
+			// not serve, and then applies no later edit either: never write one.
+			return fmt.Errorf("%w: --models needs PROVIDER_MODELS (or --env-file) to check the allowlist against what serve serves", errUsage)
 		}
 		return keysNew(path, configured, *id, *models, *maxConc, *note, stdout)
 	case "list":
