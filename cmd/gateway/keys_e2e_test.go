@@ -298,7 +298,7 @@ func TestKeysNewRefusesAnAllowlistItCannotCheck(t *testing.T) {
 	var out, errOut bytes.Buffer
 	env := map[string]string{"PROVIDER_KEYS_FILE": file} // no PROVIDER_MODELS: nothing to check --models against
 	err := run(t.Context(), []string{"keys", "new", "--models", "no-such-model"}, func(k string) string { return env[k] }, &out, &errOut)
-	is.True(err != nil)                                      // refused rather than a file serve would refuse
+	is.True(err != nil)                                       // refused rather than a file serve would refuse
 	is.True(strings.Contains(err.Error(), "PROVIDER_MODELS")) // saying what it needs
 	_, statErr := os.Stat(file)
 	is.True(os.IsNotExist(statErr)) // nothing written
