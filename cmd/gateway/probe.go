@@ -246,7 +246,7 @@ func runProbePhases(ctx context.Context, cfg config, pr probeRun) (probeResult, 
 		return probeResult{}, err
 	}
 	_, v := verifyReport(raw, verifyOptions{now: time.Now(), maxAge: time.Hour, version: version, commit: buildCommit(),
-		fingerprint: rep.ConfigFingerprint, strategy: rep.Strategy, terminalRule: rep.TerminalRule, secrets: secrets})
+		fingerprint: rep.ConfigFingerprint, strategy: rep.Strategy, terminalRule: rep.TerminalRule, secrets: secrets, writing: true})
 	rep.Verdict = "pass"
 	if !v.ok() {
 		rep.Verdict, rep.Failures = "fail", v.failures

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"regexp"
 	"sort"
 	"strings"
@@ -190,8 +191,11 @@ func decodeReport(raw []byte) (probeReport, error) {
 	if err := dec.Decode(&r); err != nil {
 		return r, fmt.Errorf("not a %s report: %s", reportSchema, jsonProblem(err))
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF {
 		return r, fmt.Errorf("data after the report object")
+	}
+	if p := repeatedKey(raw); p != "" {
+		return r, fmt.Errorf("repeated key %s", p)
 	}
 	var generic any
 	if err := json.Unmarshal(raw, &generic); err != nil {
@@ -204,6 +208,63 @@ func decodeReport(raw []byte) (probeReport, error) {
 		return r, fmt.Errorf("missing field %s", p)
 	}
 	return r, nil
+}
+
+// repeatedKey returns the path of the first object key that occurs twice in
+// one object ("" when none): encoding/json keeps the last, other parsers the
+// first, so such a report reads differently to different readers. raw is
+// valid JSON here (decodeReport parsed it).
+func repeatedKey(raw []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	type frame struct {
+		object bool
+		keys   map[string]bool
+		path   string
+		key    bool // the next string token of an object is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.key {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			k, _ := tok.(string)
+			if top.keys[k] {
+				return top.path + "." + k
+			}
+			top.keys[k], top.key = true, false
+			top.path += "\x00" + k // the value's path, trimmed below
+			continue
+		}
+		path := ""
+		if top != nil {
+			if top.object {
+				i := strings.LastIndex(top.path, "\x00")
+				path = top.path[:i] + "." + top.path[i+1:]
+				top.path, top.key = top.path[:i], true
+			} else {
+				path = top.path + "[]"
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{object: true, keys: map[string]bool{}, path: path, key: true})
+		case json.Delim('['):
+			stack = append(stack, &frame{path: path})
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+	}
 }
 
 // jsonProblem describes a decoding error by field and type, never by value.

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"os"
+	"slices"
 	"time"
 )
 
@@ -15,7 +15,7 @@ func probeVerification(cfg config, now func() time.Time) func() (bool, map[strin
 			return false, map[string]any{"upstream_verified_reason": "no PROBE_REPORT is configured"}
 		}
 	}
-	raw, err := os.ReadFile(cfg.probeReport)
+	raw, err := readReport(cfg.probeReport)
 	if err != nil {
 		return func() (bool, map[string]any) {
 			return false, map[string]any{"upstream_verified_reason": "PROBE_REPORT could not be read"}
@@ -28,6 +28,14 @@ func probeVerification(cfg config, now func() time.Time) func() (bool, map[strin
 			secrets: append(cfg.upstream.Secrets(), cfg.apiKey, cfg.upstream.WorkspaceID)})
 		if !v.ok() {
 			return false, map[string]any{"upstream_verified_reason": v.failures[0], "upstream_report_digest": digest}
+		}
+		// verify accepts an emulator report (CI checks the probe offline);
+		// the upstream is verified only by a live one, about a served model.
+		if r.Mode != "live" {
+			return false, map[string]any{"upstream_verified_reason": "mode: the report was not written against the live upstream", "upstream_report_digest": digest}
+		}
+		if !slices.Contains(cfg.request.models, r.Model.Public) {
+			return false, map[string]any{"upstream_verified_reason": "model: the report's model is not one this configuration serves", "upstream_report_digest": digest}
 		}
 		return true, map[string]any{"upstream_verified_at": r.WrittenAt, "upstream_report_digest": digest}
 	}
