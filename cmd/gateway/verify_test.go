@@ -258,7 +258,7 @@ func TestAFailingProbeReportKeepsItsFailuresAndPassesHygiene(t *testing.T) {
 	is.Equal(hygiene(res.raw, res.markers), "") // failure sentences are within their pattern
 	_, v := verifyReport(res.raw, verifyOptions{now: time.Now(), maxAge: time.Hour, version: version, commit: buildCommit()})
 	is.Equal(v.failures[len(v.failures)-1], "verdict: the report does not record a pass without failures") // and refuses it
-	is.Equal(v.failures[:len(v.failures)-1], res.report.Failures)                                               // the verifier reaches the probe's own verdict
+	is.Equal(v.failures[:len(v.failures)-1], res.report.Failures)                                          // the verifier reaches the probe's own verdict
 	for _, f := range []string{"continuation: turn 2: HTTP status 409",
 		"hygiene: field text.requests[].upstream[].event_types{} holds a value that looks like an id or a secret",
 		"freshness: written 25h0m0s ago, older than --max-age 24h0m0s"} {
