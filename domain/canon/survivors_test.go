@@ -49,4 +49,13 @@ func TestAnEchoAddingADefaultedPropertyWithAnotherValueIsRefused(t *testing.T) {
 	is.True(other != admitted) // another value: another call
 	str := echoHashBothWays(t, issuedTranscript(echoID, "edit", `{"path":"a","replace_all":"false"}`), defaults, issued)
 	is.True(str != admitted) // another type: another call
+
+	// With another default-valued property beside it (so the echo rule runs).
+	d2, err := canon.SchemaDefaults([]byte(`{"type":"object","properties":{"replace_all":{"default":false},"n":{"default":1},"path":{}}}`))
+	is.NoErr(err)
+	defaults2 := canon.DefaultsByTool{"edit": d2}
+	both := echoHashBothWays(t, issuedTranscript(echoID, "edit", `{"path":"a","n":1,"replace_all":false}`), defaults2, issued)
+	is.Equal(both, admitted)
+	mixed := echoHashBothWays(t, issuedTranscript(echoID, "edit", `{"path":"a","n":1,"replace_all":true}`), defaults2, issued)
+	is.True(mixed != admitted) // n is dropped, replace_all true is not
 }
