@@ -129,7 +129,7 @@ var mutants = []mutant{
 	{"postman: an upstream 503 on tool results is retryable", "adapters/postman/client.go",
 		"\tcase st == http.StatusServiceUnavailable && continuation:\n", "\tcase false:\n", "./adapters/postman/", ""},
 	{"a refusal's variable name redacted", "cmd/gateway/config.go",
-		"return setting.Refuse(setting.Name(variable), strings.ReplaceAll(rule, \"%\", \"%%\"))", "return errs.Newf(errs.ConfigInvalid, \"%s: %s\", variable, rule)", "./cmd/gateway/", "KeepTheirName"},
+		"return setting.Refuse(setting.Name(variable), strings.ReplaceAll(rule, \"%\", \"%%\"))", "return setting.Refuse(setting.Name(variable), \"%s\", rule)", "./cmd/gateway/", "KeepTheirName"},
 	{"verify accepts repeated keys", "cmd/gateway/report.go",
 		"\t\t\tif top.keys[k] {", "\t\t\tif false && top.keys[k] {", "./cmd/gateway/", "Verify"},
 	{"verify passes a report whose own verdict is fail", "cmd/gateway/verify.go",
