@@ -57,7 +57,7 @@ func TestTheAttackKitChecksHoldOnEveryStoreAndStrategy(t *testing.T) {
 					var e errorBody
 					is.NoErr(json.NewDecoder(resp.Body).Decode(&e))
 					is.Equal(e.Error.Code, "upstream_overloaded")
-					is.True(resp.Header.Get("Retry-After") != "")   // retryable: a fresh turn
+					is.True(resp.Header.Get("Retry-After") != "")    // retryable: a fresh turn
 					is.True(resp.Header.Get("x-should-retry") == "") // not marked deterministic
 				})
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -166,6 +167,27 @@ func fingerprint(c pmconfig.Config) string {
 	sum := sha256.Sum256([]byte(b.String()))
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
+
+// reportMAC authenticates a report file for /health: HMAC-SHA256 of its
+// bytes under a key derived from the configured upstream credential, which
+// `probe` and `serve` share by construction (the report is about that
+// credential). Someone who can write the PROBE_REPORT file but does not hold
+// the credential cannot make a forged or edited report verify; whoever holds
+// the credential can, and could change the configuration anyway. "" when the
+// configuration has no credential.
+func reportMAC(c pmconfig.Config, raw []byte) string {
+	secrets := c.Secrets()
+	if len(secrets) == 0 {
+		return ""
+	}
+	key := sha256.Sum256([]byte("pmgate-probe-mac/v1\x00" + strings.Join(secrets, "\x00")))
+	m := hmac.New(sha256.New, key[:])
+	m.Write(raw)
+	return "hmac-sha256:" + hex.EncodeToString(m.Sum(nil))
+}
+
+// macPath is where probe writes a report's MAC, and serve reads it.
+func macPath(report string) string { return report + ".mac" }
 
 // reportDigest is the digest /health shows for a verified report.
 func reportDigest(raw []byte) string {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"crypto/hmac"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -22,6 +24,9 @@ func probeVerification(cfg config, now func() time.Time) func() (bool, map[strin
 		}
 	}
 	digest := reportDigest(raw)
+	mac, macErr := readReport(macPath(cfg.probeReport))
+	want := reportMAC(cfg.upstream, raw)
+	authentic := macErr == nil && want != "" && hmac.Equal([]byte(strings.TrimSpace(string(mac))), []byte(want))
 	return func() (bool, map[string]any) {
 		r, v := verifyReport(raw, verifyOptions{now: now(), maxAge: 24 * time.Hour, version: version, commit: buildCommit(),
 			fingerprint: fingerprint(cfg.upstream), strategy: string(cfg.upstream.Strategy), terminalRule: terminalRuleOf(cfg),
@@ -36,6 +41,9 @@ func probeVerification(cfg config, now func() time.Time) func() (bool, map[strin
 		}
 		if !slices.Contains(cfg.request.models, r.Model.Public) {
 			return false, map[string]any{"upstream_verified_reason": "model: the report's model is not one this configuration serves", "upstream_report_digest": digest}
+		}
+		if !authentic {
+			return false, map[string]any{"upstream_verified_reason": "mac: PROBE_REPORT.mac is missing or was not made with this configuration's credential", "upstream_report_digest": digest}
 		}
 		return true, map[string]any{"upstream_verified_at": r.WrittenAt, "upstream_report_digest": digest}
 	}

@@ -27,7 +27,9 @@ func TestHealthIsVerifiedOnlyByAReportThatPassesForTheRunningConfiguration(t *te
 	at := func(d time.Duration) func() time.Time { return func() time.Time { return written.Add(d) } }
 
 	live := filepath.Join(t.TempDir(), "live.json")
-	is.NoErr(os.WriteFile(live, editReport(t, func(d map[string]any) { d["mode"] = "live" }), 0o600))
+	liveRaw := editReport(t, func(d map[string]any) { d["mode"] = "live" })
+	is.NoErr(os.WriteFile(live, liveRaw, 0o600))
+	is.NoErr(os.WriteFile(macPath(live), []byte(reportMAC(seededConfig(t, nil).upstream, liveRaw)), 0o600))
 	ok, fields := probeVerification(seededConfig(t, map[string]string{"PROBE_REPORT": live}), at(time.Hour))()
 	is.True(ok)                                                      // passes verify for this configuration
 	is.Equal(fields["upstream_verified_at"], "2026-12-01T09:00:00Z") // with its time

@@ -154,10 +154,30 @@ func TestHealthNeedsALiveReportForAServedModel(t *testing.T) {
 		is.NoErr(os.WriteFile(p, raw, 0o600))
 		return p
 	}
-	live := write("live.json", editReport(t, func(d map[string]any) { d["mode"] = "live" }))
-	ok, fields := probeVerification(seededConfig(t, map[string]string{"PROBE_REPORT": live}), at)()
-	is.True(ok) // a live report for this configuration
+	liveRaw := editReport(t, func(d map[string]any) { d["mode"] = "live" })
+	live := write("live.json", liveRaw)
+	cfg := seededConfig(t, map[string]string{"PROBE_REPORT": live})
+	ok, fields := probeVerification(cfg, at)()
+	is.True(!ok) // no MAC: anyone could have written it
+	is.True(strings.HasPrefix(fields["upstream_verified_reason"].(string), "mac: "))
+
+	write("live.json.mac", []byte(reportMAC(cfg.upstream, liveRaw)+"\n")) // as probe writes it
+	ok, fields = probeVerification(cfg, at)()
+	is.True(ok) // a live report for this configuration, made with its credential
 	is.Equal(fields["upstream_verified_at"], "2026-12-01T09:00:00Z")
+
+	edited := editReport(t, func(d map[string]any) { d["mode"] = "live"; d["written_at"] = "2026-12-01T09:30:00Z" })
+	is.True(string(edited) != string(liveRaw))
+	write("live.json", edited) // edited after the probe: the MAC no longer matches
+	ok, fields = probeVerification(cfg, at)()
+	is.True(!ok)
+	is.True(strings.HasPrefix(fields["upstream_verified_reason"].(string), "mac: "))
+	write("live.json", liveRaw)
+	another := seededConfig(t, map[string]string{"PROBE_REPORT": live})
+	another.upstream.SessionCookie += "-another"
+	write("live.json.mac", []byte(reportMAC(another.upstream, liveRaw)+"\n")) // made with another credential
+	ok, _ = probeVerification(cfg, at)()
+	is.True(!ok)
 
 	ok, fields = probeVerification(seededConfig(t, map[string]string{"PROBE_REPORT": "testdata/probe/good.json"}), at)()
 	is.True(!ok) // the emulator proves nothing about the upstream

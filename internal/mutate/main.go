@@ -148,6 +148,8 @@ var mutants = []mutant{
 		"if _, err := dec.Token(); err != io.EOF {\n\t\treturn r, fmt.Errorf(\"data after the report object\")", "if dec.More() {\n\t\treturn r, fmt.Errorf(\"data after the report object\")", "./cmd/gateway/", "Verify"},
 	{"/health verified by an emulator report", "cmd/gateway/verified.go",
 		"if r.Mode != \"live\" {", "if false {", "./cmd/gateway/", "Health"},
+	{"/health accepts a report without its MAC", "cmd/gateway/verified.go",
+		"\t\tif !authentic {", "\t\tif false {", "./cmd/gateway/", "Health"},
 	{"PROBE_REPORT read from anything", "cmd/gateway/verify.go",
 		"if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {\n\t\treturn nil, fmt.Errorf(\"%s: not a regular file\", path)", "if st, err := f.Stat(); err != nil || st == nil {\n\t\treturn nil, fmt.Errorf(\"%s: not a regular file\", path)", "./cmd/gateway/", "ProbeReport"},
 }
