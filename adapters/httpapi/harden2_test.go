@@ -2,9 +2,11 @@ package httpapi_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +17,8 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/app"
+	"github.com/pmgate/pmgate/domain/chat"
 )
 
 func TestTheLongestIdleConnectionIsTheOneClosedAtTheCap(t *testing.T) {
@@ -117,4 +121,24 @@ func TestAChunkedRequestWithAContentLengthClosesTheConnection(t *testing.T) {
 	is.True(resp.Close) // answered with Connection: close (RFC 9112 §6.1)
 	_, err = br.ReadByte()
 	is.True(errors.Is(err, io.EOF)) // and closed: the smuggled request is never answered
+}
+
+func TestALogLineThatHasARequestIDGetsNoSecond(t *testing.T) {
+	is := is.New(t)
+	var buf lockedBuffer
+	log := slog.New(httpapi.WithRequestID(slog.NewJSONHandler(&buf, nil)))
+	svc := &fakeService{ChatFn: func(ctx context.Context, _ app.Principal, _ chat.Request) (app.Turn, error) {
+		id := httpapi.RequestID(ctx)
+		log.InfoContext(ctx, "own attribute", "request_id", id)        // the adapter's own
+		log.With("request_id", id).InfoContext(ctx, "logger with it") // a logger built With it
+		log.InfoContext(ctx, "plain")                                 // added once
+		return script(app.Delta{Text: "ok"}, app.Delta{Finish: app.FinishStop}), nil
+	}}
+	h, _ := newServer(t, svc)
+	is.Equal(post(h, withFields("")).Code, http.StatusOK)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	is.Equal(len(lines), 3)
+	for _, l := range lines {
+		is.Equal(strings.Count(l, `"request_id"`), 1) // exactly once on every line
+	}
 }
