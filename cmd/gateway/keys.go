@@ -224,16 +224,27 @@ func keysList(path string, stdout io.Writer) error {
 	return tw.Flush()
 }
 
+// keysRevoke removes a slot. The file is read without the allowlist check, so
+// that a revocation can always be written; when the rest of the file is one
+// serve refuses, it says so (serve still applies the revocation).
 func keysRevoke(path string, configured []string, id string, stdout io.Writer) error {
-	err := keyfile.Edit(path, configured, false, func(r keyring.Ring) (keyring.Ring, error) {
+	var rest keyring.Ring
+	err := keyfile.Edit(path, nil, false, func(r keyring.Ring) (keyring.Ring, error) {
 		if r.Find(id) < 0 {
 			return r, fmt.Errorf("%w: no slot has the id %s", errUsage, id)
 		}
-		return r.Revoke(id)
+		var err error
+		rest, err = r.Revoke(id)
+		return rest, err
 	})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "revoked %s\n", id)
+	if configured != nil {
+		if _, err := keyring.Parse(keyring.Marshal(rest), configured); err != nil {
+			fmt.Fprintf(stdout, "warning: serve refuses the rest of the file (%s); it applies this revocation, but no other change until that is fixed\n", err.Error())
+		}
+	}
 	return nil
 }
