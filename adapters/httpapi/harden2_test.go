@@ -129,7 +129,7 @@ func TestALogLineThatHasARequestIDGetsNoSecond(t *testing.T) {
 	log := slog.New(httpapi.WithRequestID(slog.NewJSONHandler(&buf, nil)))
 	svc := &fakeService{ChatFn: func(ctx context.Context, _ app.Principal, _ chat.Request) (app.Turn, error) {
 		id := httpapi.RequestID(ctx)
-		log.InfoContext(ctx, "own attribute", "request_id", id)        // the adapter's own
+		log.InfoContext(ctx, "own attribute", "request_id", id)       // the adapter's own
 		log.With("request_id", id).InfoContext(ctx, "logger with it") // a logger built With it
 		log.InfoContext(ctx, "plain")                                 // added once
 		return script(app.Delta{Text: "ok"}, app.Delta{Finish: app.FinishStop}), nil
