@@ -139,7 +139,14 @@ func watch(t *testing.T, path string, models []string, last [32]byte) (<-chan ke
 		Watch(ctx, path, models, 10*time.Millisecond, nil, last,
 			func(r keyring.Ring) { applied <- r }, func(err error, kept func(string, [32]byte) bool) { refused <- refusal{err, kept} })
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Error("the watcher did not stop (blocked reading the file?)")
+		}
+	})
 	return applied, refused
 }
 
@@ -201,6 +208,9 @@ func TestAWatchedFileReplacedByAFIFOIsReportedAndTheWatcherGoesOn(t *testing.T) 
 	case r := <-refused:
 		is.True(strings.Contains(r.err.Error(), "not a regular file"))
 	case <-time.After(5 * time.Second):
+		if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close() // unblock a reader stuck on the FIFO
+		}
 		t.Fatal("a FIFO was not reported")
 	}
 	is.NoErr(os.Remove(path))
