@@ -255,6 +255,7 @@ func main() {
 	}
 	fmt.Println()
 	if killed != total {
+		os.RemoveAll(dir) // os.Exit skips the deferred removal
 		os.Exit(1)
 	}
 }
