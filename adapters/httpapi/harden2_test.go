@@ -28,7 +28,8 @@ func TestTheLongestIdleConnectionIsTheOneClosedAtTheCap(t *testing.T) {
 	oldest, oldestR := keepAlive(t, addr)
 	time.Sleep(20 * time.Millisecond) // idle since clearly apart
 	newer, newerR := keepAlive(t, addr)
-	keepAlive(t, addr) // at the cap: one idle connection must make room
+	time.Sleep(100 * time.Millisecond) // both are idle now (the server marks it after the answer)
+	keepAlive(t, addr)                 // at the cap: one idle connection must make room
 	_ = oldest.SetReadDeadline(time.Now().Add(5 * time.Second))
 	_, err := oldestR.ReadByte()
 	is.True(errors.Is(err, io.EOF)) // the longest-idle one was closed by the gateway (not a timeout)
