@@ -74,6 +74,7 @@ func TestVerifyRefusesTrailingData(t *testing.T) {
 		out, err := verifyRaw(t, append(goodReport(t), tail...))
 		is.True(err != nil)
 		is.Equal(failedBranches(out), []string{branchFormat})
+		is.True(strings.Contains(out, "data after the report object")) // saying what is wrong
 	}
 }
 
