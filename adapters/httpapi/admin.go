@@ -55,16 +55,22 @@ type ProbeStatus struct {
 // embedded script and style (no inline code, no external asset).
 func adminHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("Cache-Control", "no-store")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Cross-Origin-Opener-Policy", "same-origin")
-		h.Set("Cross-Origin-Resource-Policy", "same-origin")
+		setAdminHeaders(w.Header())
 		next.ServeHTTP(w, r)
 	})
+}
+
+// setAdminHeaders sets the control page's browser headers; the middleware
+// sets them too on every answer whose path starts with /admin, so the ones
+// given before routing (421, 403, the 404 of an unclean path) have them.
+func setAdminHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 }
 
 // adminRoutes registers the control page on mux.

@@ -86,8 +86,18 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 	}
 	ri := infoFrom(r.Context())
 	ri.stream, ri.model = req.Stream, req.Model
+	// The key was checked at the headers; the body may have taken up to
+	// BodyReadTimeout. A slot revoked (or its key rotated) meanwhile is
+	// refused here, before anything is dispatched.
+	sl := slotFrom(r.Context())
+	if sl != nil {
+		if sl = s.keys.current(sl); sl == nil {
+			s.writeError(w, r, errs.New(errs.InvalidAPIKey))
+			return
+		}
+	}
 	// The key slot's own limit (if any) applies on top of the global one.
-	release, ok := acquire(s.sem, slotFrom(r.Context()).limiter())
+	release, ok := acquire(s.sem, sl.limiter())
 	if !ok {
 		refuse(errs.New(errs.ConcurrencyLimitExceeded))
 		return
@@ -153,13 +163,11 @@ func acquire(global chan struct{}, slot *limiter) (release func(), ok bool) {
 	if slot == nil {
 		return func() { <-global }, true
 	}
-	select {
-	case slot.sem <- struct{}{}:
-		return func() { <-slot.sem; <-global }, true
-	default:
+	if !slot.take() {
 		<-global
 		return nil, false
 	}
+	return func() { slot.give(); <-global }, true
 }
 
 // jsonMediaType accepts application/json and application/*+json, with any

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -19,7 +20,8 @@ type Keyring struct {
 	principalKey []byte
 	mu           sync.Mutex // serializes Replace
 	cur          atomic.Pointer[keySnapshot]
-	limiters     map[string]*limiter // by slot id; reused while the limit is unchanged
+	limiters     map[string]*limiter // by slot id; one per slot id for as long as it has a limit
+	slots        []keyring.Slot      // the current set as given (Retain rebuilds from it)
 	// refresh, when set, is asked once by a request whose key matches no slot:
 	// it brings the set up to date with its source (a key file just edited)
 	// and reports whether the set changed. It must be cheap and bounded.
@@ -60,10 +62,30 @@ type authSlot struct {
 	limits    usage.Limits    // the slot's rate limit and quotas
 }
 
-// limiter is one slot's concurrency limit.
+// limiter is one slot's concurrency limit. A reload that changes the limit
+// changes max on the same limiter, so the requests already running still
+// count against the new limit.
 type limiter struct {
-	max int
-	sem chan struct{}
+	mu   sync.Mutex
+	max  int
+	held int
+}
+
+// take admits one more request unless the limit is reached.
+func (l *limiter) take() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held >= l.max {
+		return false
+	}
+	l.held++
+	return true
+}
+
+func (l *limiter) give() {
+	l.mu.Lock()
+	l.held--
+	l.mu.Unlock()
 }
 
 // NewKeyring returns a keyring holding slots. It panics on a principal key
@@ -116,14 +138,18 @@ func (k *Keyring) Replace(slots []keyring.Slot) {
 		}
 		if s.MaxConcurrent > 0 {
 			l := k.limiters[s.ID]
-			if l == nil || l.max != s.MaxConcurrent {
-				l = &limiter{max: s.MaxConcurrent, sem: make(chan struct{}, s.MaxConcurrent)}
+			if l == nil {
+				l = &limiter{}
 			}
+			l.mu.Lock()
+			l.max = s.MaxConcurrent
+			l.mu.Unlock()
 			limiters[s.ID], a.limit = l, l
 		}
 		snap.slots = append(snap.slots, a)
 	}
 	k.limiters = limiters
+	k.slots = slices.Clone(slots)
 	k.cur.Store(snap)
 }
 
@@ -143,6 +169,41 @@ func (k *Keyring) Slots() []KeySlot {
 		out[i] = KeySlot{ID: a.id, Admin: a.admin, Limits: a.limits}
 	}
 	return out
+}
+
+// current returns the slot of the current set with a's id and digest, or nil
+// when a was revoked (or its key rotated) since a request authenticated with
+// it: the check a request makes after its body is read, before it is
+// dispatched.
+func (k *Keyring) current(a *authSlot) *authSlot {
+	if a == nil {
+		return nil
+	}
+	slots := k.cur.Load().slots
+	for i := range slots {
+		if slots[i].id == a.id && slots[i].digest == a.digest {
+			return &slots[i]
+		}
+	}
+	return nil
+}
+
+// Retain drops the current slots for which kept is false (a revocation
+// read from a key file that is otherwise refused); it returns how many.
+func (k *Keyring) Retain(kept func(id string, digest [32]byte) bool) int {
+	k.mu.Lock()
+	next := make([]keyring.Slot, 0, len(k.slots))
+	for _, s := range k.slots {
+		if kept(s.ID, s.Digest) {
+			next = append(next, s)
+		}
+	}
+	dropped := len(k.slots) - len(next)
+	k.mu.Unlock()
+	if dropped > 0 {
+		k.Replace(next)
+	}
+	return dropped
 }
 
 // Len is the number of current slots.

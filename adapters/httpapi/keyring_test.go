@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -145,4 +147,141 @@ func TestReplacingTheKeyringRevokesAndAddsSlots(t *testing.T) {
 	k.Replace(nil)
 	is.Equal(k.Len(), 0)
 	is.Equal(serve(h, requestAs(routerKey, withFields(""))).Code, http.StatusUnauthorized) // no slot: every key refused
+}
+
+// holdEditor returns a service that blocks the editor slot's turns until
+// release is closed, signalling each start.
+func holdEditor() (svc *fakeService, started chan struct{}, release chan struct{}) {
+	release = make(chan struct{})
+	started = make(chan struct{}, 8)
+	svc = &fakeService{ChatFn: func(ctx context.Context, p app.Principal, req chat.Request) (app.Turn, error) {
+		if p.Slot == "editor" {
+			started <- struct{}{}
+			<-release
+		}
+		return script(app.Delta{Text: "ok"}, app.Delta{Finish: app.FinishStop}), nil
+	}}
+	return svc, started, release
+}
+
+// refusedAtOnce serves r and fails unless it is answered 429 within a few
+// seconds (an admitted editor request would block until release).
+func refusedAtOnce(t *testing.T, h http.Handler, r *http.Request) {
+	t.Helper()
+	codes := make(chan int, 1)
+	go func() { codes <- serve(h, r).Code }()
+	select {
+	case c := <-codes:
+		if c != http.StatusTooManyRequests {
+			t.Fatalf("got %d, want 429", c)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("admitted over the slot's limit")
+	}
+}
+
+func TestAReloadCarriesTheSlotsInFlightCountToItsNewLimit(t *testing.T) {
+	t.Parallel()
+	svc, started, release := holdEditor()
+	defer close(release)
+	k := httpapi.NewKeyring(principalKey, []keyring.Slot{slotOf("editor", editorKey, nil, 3)})
+	h, _ := newServer(t, svc, withKeyring(k))
+	for range 2 {
+		go serve(h, requestAs(editorKey, withFields("")))
+		<-started
+	}
+	k.Replace([]keyring.Slot{slotOf("editor", editorKey, nil, 2)}) // two are running: the new limit is reached
+	refusedAtOnce(t, h, requestAs(editorKey, withFields("")))
+	k.Replace([]keyring.Slot{slotOf("editor", editorKey, nil, 3)}) // raised: one more place
+	go serve(h, requestAs(editorKey, withFields("")))
+	<-started
+	refusedAtOnce(t, h, requestAs(editorKey, withFields("")))
+}
+
+func TestARaisedLimitAdmitsAtOnceWhileARequestIsHeld(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	svc, started, release := holdEditor()
+	k := httpapi.NewKeyring(principalKey, []keyring.Slot{slotOf("editor", editorKey, nil, 1)})
+	h, _ := newServer(t, svc, withKeyring(k))
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	go serve(h, requestAs(editorKey, withFields("")))
+	<-started
+	k.Replace([]keyring.Slot{slotOf("editor", editorKey, nil, 2)})
+	codes := make(chan int, 1)
+	go func() { codes <- serve(h, requestAs(editorKey, withFields(""))).Code }()
+	select {
+	case <-started: // the second is admitted under the new limit
+	case c := <-codes:
+		t.Fatalf("a second request under max_concurrent 2 got %d", c)
+	}
+	close(release)
+	is.Equal(<-codes, http.StatusOK)
+}
+
+func TestASlotsRefusalGivesBackItsGlobalPlace(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	svc, started, release := holdEditor()
+	k := httpapi.NewKeyring(principalKey, []keyring.Slot{slotOf("editor", editorKey, nil, 1), slotOf("router", routerKey, nil, 0)})
+	h, _ := newServer(t, svc, withKeyring(k), func(c *httpapi.Config) { c.MaxConcurrent = 2 })
+	defer close(release)
+	go serve(h, requestAs(editorKey, withFields("")))
+	<-started
+	for range 3 { // each refusal of the editor's slot must give its global place back
+		refusedAtOnce(t, h, requestAs(editorKey, withFields("")))
+	}
+	is.Equal(serve(h, requestAs(routerKey, withFields(""))).Code, http.StatusOK) // the second global place is free
+}
+
+func TestAKeyRevokedWhileItsBodyArrivesIsRefusedBeforeDispatch(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	svc := &fakeService{}
+	k := httpapi.NewKeyring(principalKey, []keyring.Slot{slotOf("editor", editorKey, nil, 0), slotOf("router", routerKey, nil, 0)})
+	h, _ := newServer(t, svc, withKeyring(k))
+	pr, pw := io.Pipe()
+	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", pr)
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Authorization", "Bearer "+editorKey)
+	done := make(chan *httptest.ResponseRecorder, 1)
+	go func() { done <- serve(h, r) }()
+	body := withFields("")
+	_, _ = pw.Write([]byte(body[:5])) // authenticated at the headers, the body still arriving
+	k.Replace([]keyring.Slot{slotOf("router", routerKey, nil, 0)})
+	_, _ = pw.Write([]byte(body[5:]))
+	pw.Close()
+	rec := <-done
+	is.Equal(rec.Code, http.StatusUnauthorized) // revoked before dispatch: refused
+	is.Equal(decodeError(t, rec.Body.Bytes()).Code, "invalid_api_key")
+	is.Equal(svc.Calls(), 0) // nothing reached the service
+
+	// A rotated key under the same slot id is a revocation too.
+	pr, pw = io.Pipe()
+	r = httptest.NewRequest(http.MethodPost, "/v1/chat/completions", pr)
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Authorization", "Bearer "+routerKey)
+	go func() { done <- serve(h, r) }()
+	_, _ = pw.Write([]byte(body[:5]))
+	k.Replace([]keyring.Slot{slotOf("router", editorKey, nil, 0)})
+	_, _ = pw.Write([]byte(body[5:]))
+	pw.Close()
+	is.Equal((<-done).Code, http.StatusUnauthorized)
+	is.Equal(svc.Calls(), 0)
+}
+
+func TestRetainDropsTheSlotsARefusedFileNoLongerLists(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	k := httpapi.NewKeyring(principalKey, []keyring.Slot{slotOf("editor", editorKey, nil, 0), slotOf("router", routerKey, nil, 0)})
+	h, _ := newServer(t, &fakeService{}, withKeyring(k))
+	is.Equal(k.Retain(func(id string, _ [32]byte) bool { return id == "router" }), 1)
+	is.Equal(serve(h, requestAs(editorKey, withFields(""))).Code, http.StatusUnauthorized)
+	is.Equal(serve(h, requestAs(routerKey, withFields(""))).Code, http.StatusOK)
 }

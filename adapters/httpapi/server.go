@@ -328,6 +328,18 @@ func (s *server) middleware(next http.Handler) http.Handler {
 				endRequestSpan(span, r, rw, ri)
 			}
 		}()
+		if strings.HasPrefix(r.URL.Path, pathAdmin) {
+			setAdminHeaders(w.Header())
+		}
+		// A request with a chunked body may have carried a Content-Length
+		// too (net/http drops that header before any handler can see it);
+		// RFC 9112 §6.1 says such a connection must be closed after the
+		// answer, so that bytes after the chunked body are never read as
+		// another request. Closing after every chunked request is the only
+		// way to catch that case; SDKs send Content-Length, not chunks.
+		if len(r.TransferEncoding) > 0 {
+			w.Header().Set("Connection", "close")
+		}
 		if !s.checkHost(rw, r) {
 			return
 		}

@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/pmgate/pmgate/domain/errs"
@@ -33,9 +34,12 @@ var ErrBusy = errors.New("keyfile: another edit of the key file is in progress")
 var ErrChanged = errors.New("keyfile: the key file changed during the edit; nothing was written")
 
 // read returns the file's bytes and their SHA-256. A missing file reads as
-// empty when missingOK.
+// empty when missingOK. Only a regular file is read (a FIFO or a device at the
+// path would block or never end), and at most MaxFileBytes of it: the file is
+// opened without blocking and checked on the open descriptor, so a swap after
+// a check cannot slip a FIFO in.
 func read(path string, missingOK bool) ([]byte, [32]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if missingOK && errors.Is(err, fs.ErrNotExist) {
 			return nil, sha256.Sum256(nil), nil
@@ -43,6 +47,9 @@ func read(path string, missingOK bool) ([]byte, [32]byte, error) {
 		return nil, [32]byte{}, errs.Newf(errs.ConfigInvalid, "PROVIDER_KEYS_FILE: cannot be read (%s)", osProblem(err))
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, [32]byte{}, errs.Newf(errs.ConfigInvalid, "PROVIDER_KEYS_FILE: not a regular file")
+	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
 		return nil, [32]byte{}, errs.Newf(errs.ConfigInvalid, "PROVIDER_KEYS_FILE: cannot be read (%s)", osProblem(err))
@@ -51,6 +58,23 @@ func read(path string, missingOK bool) ([]byte, [32]byte, error) {
 		return nil, [32]byte{}, errs.Newf(errs.ConfigInvalid, "PROVIDER_KEYS_FILE: larger than %d bytes", MaxFileBytes)
 	}
 	return data, sha256.Sum256(data), nil
+}
+
+// resolve follows a symbolic link at path to the file it names, so that an
+// edit replaces (and locks) the target that every reader of the link sees,
+// not the link itself. A missing path resolves to itself.
+func resolve(path string) (string, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, lerr := os.Lstat(path); lerr == nil {
+			return "", fmt.Errorf("keyfile: %s is a symbolic link to a missing file", filepath.Base(path))
+		}
+		return path, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("keyfile: resolve: %s", osProblem(err))
+	}
+	return real, nil
 }
 
 // osProblem names an OS error's kind without its path (which is the
@@ -86,6 +110,10 @@ func Load(path string, models []string) (keyring.Ring, [32]byte, error) {
 // returns ErrBusy when another edit holds the lock and ErrChanged when the
 // file changed between reading and replacing it.
 func Edit(path string, models []string, create bool, fn func(keyring.Ring) (keyring.Ring, error)) error {
+	path, err := resolve(path)
+	if err != nil {
+		return err
+	}
 	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return fmt.Errorf("keyfile: lock: %s", osProblem(err))
@@ -176,16 +204,19 @@ func replace(path string, content []byte, readSum [32]byte, create bool) error {
 // Watch reloads the file when it changes (polled every interval by size,
 // modification time and content hash) and whenever trigger fires (SIGHUP). A
 // valid new content is passed to apply; an invalid one to refused, and the
-// previous set stays in force. It returns when ctx ends. last is the hash of
-// the content already applied.
+// previous set stays in force except for its revocations: when the refused
+// file can still be read as a list of slots, kept reports which slots (id and
+// digest) it still has, and a slot it no longer has must be dropped (kept is
+// nil when nothing can be concluded). It returns when ctx ends. last is the
+// hash of the content already applied; the first tick compares the content
+// with it, so a change made between that load and the watcher's start is
+// applied too.
 func Watch(ctx context.Context, path string, models []string, every time.Duration, trigger <-chan struct{}, last [32]byte,
-	apply func(keyring.Ring), refused func(error)) {
+	apply func(keyring.Ring), refused func(err error, kept func(id string, digest [32]byte) bool)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
-	var lastStat statKey
-	if st, err := os.Stat(path); err == nil {
-		lastStat = keyOf(st)
-	}
+	var lastStat statKey // zero: the first tick reads the content
+	seen := false
 	for {
 		forced := false
 		select {
@@ -198,24 +229,28 @@ func Watch(ctx context.Context, path string, models []string, every time.Duratio
 		st, err := os.Stat(path)
 		if err != nil {
 			if forced || lastStat != (statKey{}) {
-				refused(errs.Newf(errs.ConfigInvalid, "PROVIDER_KEYS_FILE: cannot be read (%s)", osProblem(err)))
+				refused(errs.Newf(errs.ConfigInvalid, "PROVIDER_KEYS_FILE: cannot be read (%s)", osProblem(err)), nil)
 			}
-			lastStat = statKey{}
+			lastStat, seen = statKey{}, true
 			continue
 		}
 		k := keyOf(st)
-		if !forced && k == lastStat {
+		if !forced && seen && k == lastStat {
 			continue
 		}
-		lastStat = k
-		r, sum, err := Load(path, models)
+		lastStat, seen = k, true
+		data, sum, err := read(path, false)
 		if sum == last && err == nil {
 			continue
+		}
+		var r keyring.Ring
+		if err == nil {
+			r, err = keyring.Parse(data, models)
 		}
 		if err != nil {
 			if sum != last {
 				last = sum // report a broken content once, not on every tick
-				refused(err)
+				refused(err, keyring.Listed(data))
 			}
 			continue
 		}

@@ -110,7 +110,7 @@ func TestWatchAppliesValidChangesAndKeepsThePreviousSetOnABrokenFile(t *testing.
 	go func() {
 		defer close(done)
 		Watch(ctx, path, nil, 10*time.Millisecond, trigger, sum,
-			func(r keyring.Ring) { applied <- r }, func(err error) { refused <- err })
+			func(r keyring.Ring) { applied <- r }, func(err error, _ func(string, [32]byte) bool) { refused <- err })
 	}()
 	defer func() { cancel(); <-done }()
 
@@ -143,5 +143,146 @@ func TestWatchAppliesValidChangesAndKeepsThePreviousSetOnABrokenFile(t *testing.
 		is.Equal(r.Slots[0].ID, "c")
 	case <-time.After(5 * time.Second):
 		t.Fatal("fixed file not applied")
+	}
+}
+
+// watch runs Watch on path until the test ends and returns its channels.
+func watch(t *testing.T, path string, models []string, last [32]byte) (<-chan keyring.Ring, <-chan refusal) {
+	applied := make(chan keyring.Ring, 4)
+	refused := make(chan refusal, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Watch(ctx, path, models, 10*time.Millisecond, nil, last,
+			func(r keyring.Ring) { applied <- r }, func(err error, kept func(string, [32]byte) bool) { refused <- refusal{err, kept} })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Error("the watcher did not stop (blocked reading the file?)")
+		}
+	})
+	return applied, refused
+}
+
+type refusal struct {
+	err  error
+	kept func(string, [32]byte) bool
+}
+
+func TestWatchAppliesAChangeMadeBetweenTheLoadAndItsStart(t *testing.T) {
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "keys.json")
+	is.NoErr(Edit(path, nil, true, add("a")))
+	_, sum, err := Load(path, nil)
+	is.NoErr(err)
+	is.NoErr(Edit(path, nil, false, keyringRevoke("a"))) // a revocation before the watcher's first look
+	applied, _ := watch(t, path, nil, sum)
+	select {
+	case r := <-applied:
+		is.Equal(len(r.Slots), 0) // the revocation is applied
+	case <-time.After(5 * time.Second):
+		t.Fatal("a change made before the watcher started was never applied")
+	}
+}
+
+func keyringRevoke(id string) func(keyring.Ring) (keyring.Ring, error) {
+	return func(r keyring.Ring) (keyring.Ring, error) { return r.Revoke(id) }
+}
+
+func TestAFIFOAtThePathIsRefusedAtOnce(t *testing.T) {
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "keys.json")
+	is.NoErr(syscall.Mkfifo(path, 0o600))
+	done := make(chan error, 1)
+	go func() { _, _, err := Load(path, nil); done <- err }()
+	select {
+	case err := <-done:
+		is.True(err != nil)
+		is.True(strings.Contains(err.Error(), "not a regular file"))
+	case <-time.After(3 * time.Second):
+		// Unblock the reader so the test can end.
+		if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
+			f.Close()
+		}
+		t.Fatal("reading a FIFO blocked")
+	}
+	is.True(Edit(path, nil, false, add("a")) != nil)
+}
+
+func TestAWatchedFileReplacedByAFIFOIsReportedAndTheWatcherGoesOn(t *testing.T) {
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "keys.json")
+	is.NoErr(Edit(path, nil, true, add("a")))
+	_, sum, err := Load(path, nil)
+	is.NoErr(err)
+	applied, refused := watch(t, path, nil, sum)
+	is.NoErr(os.Remove(path))
+	is.NoErr(syscall.Mkfifo(path, 0o600))
+	select {
+	case r := <-refused:
+		is.True(strings.Contains(r.err.Error(), "not a regular file"))
+	case <-time.After(5 * time.Second):
+		if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close() // unblock a reader stuck on the FIFO
+		}
+		t.Fatal("a FIFO was not reported")
+	}
+	is.NoErr(os.Remove(path))
+	is.NoErr(os.WriteFile(path, keyring.Marshal(keyring.Ring{Slots: []keyring.Slot{newSlot("b")}}), 0o600))
+	select {
+	case r := <-applied:
+		is.Equal(r.Slots[0].ID, "b") // the watcher is not wedged
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watcher stopped after the FIFO")
+	}
+}
+
+func TestAnEditThroughASymlinkEditsTheTargetAndKeepsTheLink(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "shared", "keys.json")
+	is.NoErr(os.MkdirAll(filepath.Dir(target), 0o700))
+	is.NoErr(Edit(target, nil, true, add("a")))
+	link := filepath.Join(dir, "keys.json")
+	is.NoErr(os.Symlink(target, link))
+	is.NoErr(Edit(link, nil, false, keyringRevoke("a")))
+	fi, err := os.Lstat(link)
+	is.NoErr(err)
+	is.True(fi.Mode()&os.ModeSymlink != 0) // the link is still a link
+	r, _, err := Load(target, nil)
+	is.NoErr(err)
+	is.Equal(len(r.Slots), 0) // and the target (what other replicas read) lost the key
+}
+
+func TestARefusedFileStillAppliesItsRevocations(t *testing.T) {
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "keys.json")
+	is.NoErr(Edit(path, nil, true, add("a")))
+	is.NoErr(Edit(path, nil, false, add("b")))
+	_, sum, err := Load(path, []string{"m"})
+	is.NoErr(err)
+	_, refused := watch(t, path, []string{"m"}, sum)
+	// b revoked, and a's allowlist names a model serve does not know: the file is refused.
+	a := newSlot("a")
+	a.Models = []string{"unknown"}
+	is.NoErr(os.WriteFile(path, keyring.Marshal(keyring.Ring{Slots: []keyring.Slot{a}}), 0o600))
+	select {
+	case r := <-refused:
+		is.True(r.kept != nil)                     // the file was readable enough to see its slots
+		is.True(r.kept("a", newSlot("a").Digest))  // a stays (its old definition)
+		is.True(!r.kept("b", newSlot("b").Digest)) // b's revocation takes effect
+	case <-time.After(5 * time.Second):
+		t.Fatal("refusal not reported")
+	}
+	is.NoErr(os.WriteFile(path, []byte(`{"version":1,"slots":[{"id":"a"`), 0o600))
+	select {
+	case r := <-refused:
+		is.True(r.kept == nil) // unreadable: nothing can be concluded, the previous set stays
+	case <-time.After(5 * time.Second):
+		t.Fatal("refusal not reported")
 	}
 }

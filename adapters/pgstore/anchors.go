@@ -174,8 +174,14 @@ func (s *Anchors) Record(ctx context.Context, a conversation.Anchor, now time.Ti
 		}
 		for count >= s.limits.MaxAnchors {
 			var rec []byte
-			err := tx.QueryRow(ctx, `SELECT record FROM conversation_anchors WHERE state <> 'CLAIMED'
-				ORDER BY (state = 'ACTIVE'), seq LIMIT 1 FOR UPDATE SKIP LOCKED`).Scan(&rec)
+			// The rule of conversation.Registry.Record: the principal
+			// holding the most droppable anchors gives way (the recording one
+			// on a tie, else the smallest id), its oldest tombstone first.
+			err := tx.QueryRow(ctx, `WITH owner AS (
+					SELECT principal_id FROM conversation_anchors WHERE state <> 'CLAIMED'
+					GROUP BY principal_id ORDER BY count(*) DESC, (principal_id = $1) DESC, principal_id LIMIT 1)
+				SELECT record FROM conversation_anchors WHERE state <> 'CLAIMED' AND principal_id = (SELECT principal_id FROM owner)
+				ORDER BY (state = 'ACTIVE'), seq LIMIT 1 FOR UPDATE SKIP LOCKED`, a.PrincipalID).Scan(&rec)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return errors.Mark(errors.New("conversation: full"), conversation.ErrFull)
 			}

@@ -314,7 +314,7 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 		c.logFailure(ctx, 0, err, 0)
 		return nil, err
 	}
-	if err := c.classify(resp, cancel); err != nil {
+	if err := c.classify(resp, cancel, req.Continuation != nil); err != nil {
 		if resp.StatusCode >= 300 && resp.StatusCode < 500 {
 			// A redirect or 4xx is the upstream refusing the request before
 			// processing it: a claimed continuation may return to PENDING.
@@ -406,7 +406,10 @@ const (
 
 // classify maps a response to an error before any stream body is read; nil
 // means a 2xx event stream. cancel aborts the request (a slow error body).
-func (c *Client) classify(resp *http.Response, cancel func(error)) error {
+// continuation says whether the request carried tool results: a 503 is then
+// not retryable (the upstream may have processed them), while a fresh turn's
+// 503 is, with the upstream's Retry-After when it sent one.
+func (c *Client) classify(resp *http.Response, cancel func(error), continuation bool) error {
 	st := resp.StatusCode
 	status := safeInt(st)
 	switch {
@@ -435,6 +438,14 @@ func (c *Client) classify(resp *http.Response, cancel func(error)) error {
 		return diagnose(errs.Newf(code, "HTTP status %d", status), "", errType)
 	}
 	switch {
+	case st == http.StatusServiceUnavailable && continuation:
+		return diagnose(errs.Newf(errs.UpstreamOverloadedContinuation, "HTTP status %d", status), "", errType)
+	case st == http.StatusServiceUnavailable:
+		err := diagnose(errs.Newf(errs.UpstreamOverloaded, "HTTP status %d", status), "", errType)
+		if v := resp.Header.Get("Retry-After"); v != "" {
+			return &retryAfterError{cause: err, after: parseRetryAfter(v, c.now())}
+		}
+		return err
 	case st == 400 || st == 409 || st == 413 || st == 422:
 		return diagnose(errs.Newf(errs.UpstreamRequestRejected, "HTTP status %d", status), "", errType)
 	case st >= 500:

@@ -255,7 +255,7 @@ var scenarioCases = []scenarioCase{
 	{scenario: "forbidden", web: errs.UpstreamWebSessionAuthFailed, token: errs.UpstreamAuthFailed, beforeOpen: true},
 	{scenario: "rate_limited", web: errs.UpstreamRateLimited, token: errs.UpstreamRateLimited, beforeOpen: true},
 	{scenario: "redirect", web: errs.UpstreamRedirectRejected, token: errs.UpstreamRedirectRejected, beforeOpen: true},
-	{scenario: "server_error", web: errs.UpstreamServerError, token: errs.UpstreamServerError, beforeOpen: true},
+	{scenario: "server_error", web: errs.UpstreamOverloaded, token: errs.UpstreamOverloaded, beforeOpen: true}, // the emulator answers 503
 	{scenario: "json_200", web: errs.UpstreamContentTypeError, token: errs.UpstreamContentTypeError, beforeOpen: true},
 	{scenario: "drop_after_request", web: errs.UpstreamConnectionLost, token: errs.UpstreamConnectionLost, beforeOpen: true},
 	{scenario: "quota_exhausted", web: errs.UpstreamQuotaExhausted, token: errs.UpstreamQuotaExhausted},

@@ -22,9 +22,9 @@ import (
 	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
 	"github.com/pmgate/pmgate/domain/conversation"
 	"github.com/pmgate/pmgate/domain/correlation"
-	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/domain/keyring"
 	ledger "github.com/pmgate/pmgate/domain/usage"
+	"github.com/pmgate/pmgate/domain/setting"
 )
 
 // config is the whole gateway configuration (docs/CONFIGURATION.md). The
@@ -74,8 +74,11 @@ type config struct {
 	unknownNames []string
 }
 
+// invalid is a refusal in domain/setting's one wording. rule is a constant of
+// this package (never a configured value): it is kept as the safe format, so
+// the redacted form still names the variable and the rule.
 func invalid(variable, rule string) error {
-	return errs.Newf(errs.ConfigInvalid, "%s: %s", variable, rule)
+	return setting.Refuse(setting.Name(variable), strings.ReplaceAll(rule, "%", "%%"))
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -253,20 +256,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 }
 
 func intVar(getenv func(string) string, name string, def, lo, hi int) (int, error) {
-	v := getenv(name)
-	if v == "" {
-		return def, nil
-	}
-	for _, r := range v {
-		if r < '0' || r > '9' {
-			return 0, invalid(name, fmt.Sprintf("must be a decimal integer in [%d, %d]", lo, hi))
-		}
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < lo || n > hi {
-		return 0, invalid(name, fmt.Sprintf("must be a decimal integer in [%d, %d]", lo, hi))
-	}
-	return n, nil
+	return setting.BoundedInt(getenv, setting.Name(name), def, lo, hi)
 }
 
 func visibleASCII(s string) bool {

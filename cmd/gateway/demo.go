@@ -10,12 +10,12 @@ import (
 	"net"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/pmgate/pmgate/adapters/emulator"
 	"github.com/pmgate/pmgate/adapters/postman"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/setting"
 )
 
 const (
@@ -147,20 +147,16 @@ type emulatorLimits struct{ queryChars, tools int }
 func upstreamLimits(getenv func(string) string) (emulatorLimits, error) {
 	var l emulatorLimits
 	for _, v := range []struct {
-		name   string
+		name   setting.Name
 		dst    *int
 		lo, hi int
 	}{
 		{"POSTMAN_MAX_QUERY_CHARS", &l.queryChars, 1, 1000000},
 		{"POSTMAN_MAX_TOOLS_UPSTREAM", &l.tools, 0, 256},
 	} {
-		raw := getenv(v.name)
-		if raw == "" {
-			continue
-		}
-		n, err := strconv.Atoi(raw)
-		if err != nil || n < v.lo || n > v.hi || strings.TrimSpace(raw) != raw || strings.HasPrefix(raw, "+") {
-			return l, errs.Newf(errs.ConfigInvalid, "%s: must be a decimal integer from %d to %d", v.name, v.lo, v.hi)
+		n, err := setting.BoundedInt(getenv, v.name, 0, v.lo, v.hi) // unset: 0, the emulator's default
+		if err != nil {
+			return l, err
 		}
 		*v.dst = n
 	}

@@ -69,9 +69,13 @@ func watchKeys(ctx context.Context, cfg config, keys *httpapi.Keyring, log *slog
 			}
 			log.Info("key file reloaded", "slots", len(r.Slots), "slot_ids", ids)
 		},
-		func(err error) {
+		func(err error, kept func(string, [32]byte) bool) {
+			revoked := 0
+			if kept != nil {
+				revoked = keys.Retain(kept) // a revocation takes effect even in a refused file
+			}
 			log.Warn("key file refused; the previous keys stay in force", "code", string(errs.CodeOf(err)),
-				"reason", err.Error(), "slots_in_force", keys.Len())
+				"reason", err.Error(), "slots_in_force", keys.Len(), "slots_revoked", revoked)
 		})
 }
 
@@ -164,7 +168,12 @@ func runKeys(args []string, getenv func(string) string, stdout, stderr io.Writer
 		if fs.NArg() != 0 {
 			return fmt.Errorf("%w: keys new takes no arguments", errUsage)
 		}
-		return keysNew(path, configured, *id, *models, *maxConc, *note, lim, stdout)
+		if *models != "" && configured == nil {
+			// serve refuses a whole file whose allowlist names a model it does
+			// not serve, and then applies no later edit either: never write one.
+			return fmt.Errorf("%w: --models needs PROVIDER_MODELS (or --env-file) to check the allowlist against what serve serves", errUsage)
+		}
+				return keysNew(path, configured, *id, *models, *maxConc, *note, lim, stdout)
 	case "set":
 		if fs.NArg() != 1 {
 			return fmt.Errorf("%w: keys set takes one slot id", errUsage)
@@ -361,17 +370,28 @@ func keysSet(path string, configured []string, id string, lim *limitFlags, stdou
 	return nil
 }
 
+// keysRevoke removes a slot. The file is read without the allowlist check, so
+// that a revocation can always be written; when the rest of the file is one
+// serve refuses, it says so (serve still applies the revocation).
 func keysRevoke(path string, configured []string, id string, stdout io.Writer) error {
-	err := keyfile.Edit(path, configured, false, func(r keyring.Ring) (keyring.Ring, error) {
+	var rest keyring.Ring
+	err := keyfile.Edit(path, nil, false, func(r keyring.Ring) (keyring.Ring, error) {
 		if r.Find(id) < 0 {
 			return r, fmt.Errorf("%w: no slot has the id %s", errUsage, id)
 		}
-		return r.Revoke(id)
+		var err error
+		rest, err = r.Revoke(id)
+		return rest, err
 	})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "revoked %s\n", id)
+	if configured != nil {
+		if _, err := keyring.Parse(keyring.Marshal(rest), configured); err != nil {
+			fmt.Fprintf(stdout, "warning: serve refuses the rest of the file (%s); it applies this revocation, but no other change until that is fixed\n", err.Error())
+		}
+	}
 	return nil
 }
 

@@ -293,3 +293,33 @@ func TestMetricsAndTheControlPageNameTheSlotNeverTheKey(t *testing.T) {
 		is.True(!strings.Contains(live, k))
 	}
 }
+
+func TestKeysNewRefusesAnAllowlistItCannotCheck(t *testing.T) {
+	is := is.New(t)
+	file := filepath.Join(t.TempDir(), "keys.json")
+	var out, errOut bytes.Buffer
+	env := map[string]string{"PROVIDER_KEYS_FILE": file} // no PROVIDER_MODELS: nothing to check --models against
+	err := run(t.Context(), []string{"keys", "new", "--models", "no-such-model"}, func(k string) string { return env[k] }, &out, &errOut)
+	is.True(err != nil)                                       // refused rather than a file serve would refuse
+	is.True(strings.Contains(err.Error(), "PROVIDER_MODELS")) // saying what it needs
+	_, statErr := os.Stat(file)
+	is.True(os.IsNotExist(statErr)) // nothing written
+	is.True(!keyLine.MatchString(out.String()))
+}
+
+func TestKeysRevokeWritesARevocationEvenWhenTheRestOfTheFileIsRefused(t *testing.T) {
+	is := is.New(t)
+	file := filepath.Join(t.TempDir(), "keys.json")
+	newSlotKey(t, file, "--id", "editor")
+	newSlotKey(t, file, "--id", "router", "--models", testModel)
+	// PROVIDER_MODELS changes: router's allowlist is no longer served.
+	var out, errOut bytes.Buffer
+	env := map[string]string{"PROVIDER_KEYS_FILE": file, "PROVIDER_MODELS": "gpt-other"}
+	err := run(t.Context(), []string{"keys", "revoke", "editor"}, func(k string) string { return env[k] }, &out, &errOut)
+	is.NoErr(err)                                        // the revocation is written
+	is.True(strings.Contains(out.String(), "warning: ")) // and the refused rest is named
+	list, err := keysCmd(t, file, "list")
+	is.NoErr(err)
+	is.True(!strings.Contains(list, "editor")) // revoked
+	is.True(strings.Contains(list, "router"))
+}

@@ -154,6 +154,11 @@ func probeAndReport(ctx context.Context, cfg config, mode, out string, measure b
 	if err := os.WriteFile(out, res.raw, 0o600); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
+	if mac := reportMAC(cfg.upstream, res.raw); mac != "" {
+		if err := os.WriteFile(macPath(out), []byte(mac+"\n"), 0o600); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
 	printVerdict(stdout, res.report, out, reportDigest(res.raw))
 	if res.report.Verdict != "pass" {
 		return fmt.Errorf("%w: %s", errVerify, strings.Join(verdict{res.report.Failures}.branches(), ", "))
@@ -247,7 +252,7 @@ func runProbePhases(ctx context.Context, cfg config, pr probeRun) (probeResult, 
 		return probeResult{}, err
 	}
 	_, v := verifyReport(raw, verifyOptions{now: time.Now(), maxAge: time.Hour, version: version, commit: buildCommit(),
-		fingerprint: rep.ConfigFingerprint, strategy: rep.Strategy, terminalRule: rep.TerminalRule, secrets: secrets})
+		fingerprint: rep.ConfigFingerprint, strategy: rep.Strategy, terminalRule: rep.TerminalRule, secrets: secrets, writing: true})
 	rep.Verdict = "pass"
 	if !v.ok() {
 		rep.Verdict, rep.Failures = "fail", v.failures

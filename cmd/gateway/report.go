@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"regexp"
 	"sort"
 	"strings"
@@ -171,6 +173,27 @@ func fingerprint(c pmconfig.Config) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
+// reportMAC authenticates a report file for /health: HMAC-SHA256 of its
+// bytes under a key derived from the configured upstream credential, which
+// `probe` and `serve` share by construction (the report is about that
+// credential). Someone who can write the PROBE_REPORT file but does not hold
+// the credential cannot make a forged or edited report verify; whoever holds
+// the credential can, and could change the configuration anyway. "" when the
+// configuration has no credential.
+func reportMAC(c pmconfig.Config, raw []byte) string {
+	secrets := c.Secrets()
+	if len(secrets) == 0 {
+		return ""
+	}
+	key := sha256.Sum256([]byte("pmgate-probe-mac/v1\x00" + strings.Join(secrets, "\x00")))
+	m := hmac.New(sha256.New, key[:])
+	m.Write(raw)
+	return "hmac-sha256:" + hex.EncodeToString(m.Sum(nil))
+}
+
+// macPath is where probe writes a report's MAC, and serve reads it.
+func macPath(report string) string { return report + ".mac" }
+
 // reportDigest is the digest /health shows for a verified report.
 func reportDigest(raw []byte) string {
 	sum := sha256.Sum256(raw)
@@ -195,8 +218,11 @@ func decodeReport(raw []byte) (probeReport, error) {
 	if err := dec.Decode(&r); err != nil {
 		return r, fmt.Errorf("not a %s report: %s", reportSchema, jsonProblem(err))
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF {
 		return r, fmt.Errorf("data after the report object")
+	}
+	if p := repeatedKey(raw); p != "" {
+		return r, fmt.Errorf("repeated key %s", p)
 	}
 	var generic any
 	if err := json.Unmarshal(raw, &generic); err != nil {
@@ -209,6 +235,63 @@ func decodeReport(raw []byte) (probeReport, error) {
 		return r, fmt.Errorf("missing field %s", p)
 	}
 	return r, nil
+}
+
+// repeatedKey returns the path of the first object key that occurs twice in
+// one object ("" when none): encoding/json keeps the last, other parsers the
+// first, so such a report reads differently to different readers. raw is
+// valid JSON here (decodeReport parsed it).
+func repeatedKey(raw []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	type frame struct {
+		object bool
+		keys   map[string]bool
+		path   string
+		key    bool // the next string token of an object is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.key {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			k, _ := tok.(string)
+			if top.keys[k] {
+				return top.path + "." + k
+			}
+			top.keys[k], top.key = true, false
+			top.path += "\x00" + k // the value's path, trimmed below
+			continue
+		}
+		path := ""
+		if top != nil {
+			if top.object {
+				i := strings.LastIndex(top.path, "\x00")
+				path = top.path[:i] + "." + top.path[i+1:]
+				top.path, top.key = top.path[:i], true
+			} else {
+				path = top.path + "[]"
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{object: true, keys: map[string]bool{}, path: path, key: true})
+		case json.Delim('['):
+			stack = append(stack, &frame{path: path})
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+	}
 }
 
 // jsonProblem describes a decoding error by field and type, never by value.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,17 +26,21 @@ func TestHealthIsVerifiedOnlyByAReportThatPassesForTheRunningConfiguration(t *te
 	written := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) func() time.Time { return func() time.Time { return written.Add(d) } }
 
-	ok, fields := probeVerification(seededConfig(t, map[string]string{"PROBE_REPORT": "testdata/probe/good.json"}), at(time.Hour))()
-	is.True(ok)                                                         // passes verify for this configuration
+	live := filepath.Join(t.TempDir(), "live.json")
+	liveRaw := editReport(t, func(d map[string]any) { d["mode"] = "live" })
+	is.NoErr(os.WriteFile(live, liveRaw, 0o600))
+	is.NoErr(os.WriteFile(macPath(live), []byte(reportMAC(seededConfig(t, nil).upstream, liveRaw)), 0o600))
+	ok, fields := probeVerification(seededConfig(t, map[string]string{"PROBE_REPORT": live}), at(time.Hour))()
+	is.True(ok)                                                      // passes verify for this configuration
 	is.Equal(fields["upstream_verified_at"], "2026-12-01T09:00:00Z")    // with its time
 	is.Equal(fields["upstream_verified_until"], "2026-12-02T09:00:00Z") // and when it ages out
 	is.True(strings.HasPrefix(fields["upstream_report_digest"].(string), "sha256:"))
 
-	ok, fields = probeVerification(seededConfig(t, map[string]string{"PROBE_REPORT": "testdata/probe/good.json"}), at(25*time.Hour))()
+	ok, fields = probeVerification(seededConfig(t, map[string]string{"PROBE_REPORT": live}), at(25*time.Hour))()
 	is.True(!ok) // the same report, a day later
 	is.True(strings.HasPrefix(fields["upstream_verified_reason"].(string), "freshness: "))
 
-	other := seededConfig(t, map[string]string{"PROBE_REPORT": "testdata/probe/good.json", "POSTMAN_WORKSPACE_ID": "another-team"})
+	other := seededConfig(t, map[string]string{"PROBE_REPORT": live, "POSTMAN_WORKSPACE_ID": "another-team"})
 	ok, fields = probeVerification(other, at(time.Hour))()
 	is.True(!ok) // another account's evidence does not count
 	is.True(strings.HasPrefix(fields["upstream_verified_reason"].(string), "configuration: "))

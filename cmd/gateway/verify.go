@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -29,6 +30,7 @@ const (
 	branchBudgets      = "budgets"
 	branchCleanup      = "cleanup"
 	branchHygiene      = "hygiene"
+	branchVerdict      = "verdict"
 )
 
 // outcomeComplete is a dispatch's outcome for a proven end (otherwise the
@@ -49,6 +51,7 @@ type verifyOptions struct {
 	terminalRule         string // "" when no configuration was given
 	requireObservedModel bool
 	secrets              []string // values that must not occur in the report
+	writing              bool     // the probe judging the report it writes: its verdict is not set yet
 }
 
 // verdict is the outcome of verifyReport: each failure is "branch: reason",
@@ -101,6 +104,9 @@ func verifyReport(raw []byte, o verifyOptions) (probeReport, verdict) {
 	}
 	if p := hygiene(raw, o.secrets); p != "" {
 		v.fail(branchHygiene, "%s", p)
+	}
+	if !o.writing && (r.Verdict != "pass" || len(r.Failures) != 0) {
+		v.fail(branchVerdict, "the report does not record a pass without failures")
 	}
 	return r, v
 }
@@ -334,7 +340,7 @@ const verifyHelp = `usage: gateway verify [--max-age 24h] [--env-file FILE] [--r
 Checks a pmgate-probe/v1 evidence report (written by gateway probe) and exits 0
 only when every check holds; each failure prints its branch: format, freshness,
 configuration, policy, model, completion rule, text phase, initial tool phase,
-continuation, budgets, cleanup, hygiene.
+continuation, budgets, cleanup, hygiene, verdict.
 
 flags:
   --max-age D                reject reports older than D (default 24h)
@@ -361,7 +367,7 @@ func runVerify(args []string, getenv func(string) string, stdout, stderr io.Writ
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: verify needs exactly one REPORT file", errUsage)
 	}
-	raw, err := os.ReadFile(fs.Arg(0))
+	raw, err := readReport(fs.Arg(0))
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -390,6 +396,30 @@ func runVerify(args []string, getenv func(string) string, stdout, stderr io.Writ
 		fmt.Fprintf(stdout, "FAIL %s\n", f)
 	}
 	return fmt.Errorf("%w: %s", errVerify, strings.Join(v.branches(), ", "))
+}
+
+// maxReportBytes bounds a probe report file (a real one is a few KiB).
+const maxReportBytes = 1 << 20
+
+// readReport reads a report file: a regular file only (a FIFO would block,
+// a device never end), opened without blocking, at most maxReportBytes.
+func readReport(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	raw, err := io.ReadAll(io.LimitReader(f, maxReportBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > maxReportBytes {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxReportBytes)
+	}
+	return raw, nil
 }
 
 // terminalRuleOf is the completion rule the configuration's strategy uses.

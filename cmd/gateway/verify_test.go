@@ -99,6 +99,7 @@ var seeded = []struct {
 	}},
 	{"hygiene--secret", func(d map[string]any) { set(d, "model.public", "testdata-cookie-9d8e7f6a5b4c") }},
 	{"hygiene--marker", func(d map[string]any) { set(d, "tools.requests.0.error_code", "mk_0f3a9c2e71b4d865") }},
+	{"verdict--fail", func(d map[string]any) { d["verdict"] = "fail" }},
 }
 
 // seededFlags are the flags .ci/run passes too.
@@ -138,7 +139,7 @@ func TestTheGoodSeedPassesAndEverySeededBadReportFailsWithExactlyItsBranch(t *te
 		covered[want] = true
 	}
 	for _, b := range []string{branchFormat, branchFreshness, branchConfig, branchPolicy, branchModel, branchRule,
-		branchText, branchInitialTool, branchContinuation, branchBudgets, branchCleanup, branchHygiene} {
+		branchText, branchInitialTool, branchContinuation, branchBudgets, branchCleanup, branchHygiene, branchVerdict} {
 		is.True(covered[b]) // every branch has a seeded report
 	}
 	entries, err := os.ReadDir("testdata/probe/bad")
@@ -256,7 +257,8 @@ func TestAFailingProbeReportKeepsItsFailuresAndPassesHygiene(t *testing.T) {
 	is.Equal(res.report.Verdict, "fail")
 	is.Equal(hygiene(res.raw, res.markers), "") // failure sentences are within their pattern
 	_, v := verifyReport(res.raw, verifyOptions{now: time.Now(), maxAge: time.Hour, version: version, commit: buildCommit()})
-	is.Equal(v.failures, res.report.Failures) // the verifier reaches the probe's own verdict
+	is.Equal(v.failures[len(v.failures)-1], "verdict: the report does not record a pass without failures") // and refuses it
+	is.Equal(v.failures[:len(v.failures)-1], res.report.Failures)                                          // the verifier reaches the probe's own verdict
 	for _, f := range []string{"continuation: turn 2: HTTP status 409",
 		"hygiene: field text.requests[].upstream[].event_types{} holds a value that looks like an id or a secret",
 		"freshness: written 25h0m0s ago, older than --max-age 24h0m0s"} {

@@ -417,6 +417,7 @@ func TestEveryReserializationIsAcceptedAndEveryValueChangeRefused(t *testing.T) 
 		// One value change, one added key without a default, one removed key.
 		changed := clone(echoV).(map[string]canon.Value)
 		all := paths(changed, nil)
+		unchanged := false // the mutant equals the issued arguments (modulo defaults)
 		switch rapid.IntRange(0, 2).Draw(t, "mutation") {
 		case 0: // change one leaf (or a whole member) to a different value
 			if len(all) == 0 {
@@ -429,6 +430,13 @@ func TestEveryReserializationIsAcceptedAndEveryValueChangeRefused(t *testing.T) 
 			nv := genValue(t, 3)
 			if canon.Equal(canon.Normalize(clone(nv)), canon.Normalize(clone(old))) {
 				nv = []canon.Value{nv, "different"}
+			}
+			// Different from the old leaf is not enough: replacing a member
+			// the echo completed with a default by the issued member itself
+			// is no change of the issued arguments, and the echo stays valid
+			// (testdata/rapid keeps such a case).
+			if iv, ok := issuedHas(issuedV, p); ok && canon.Equal(canon.Normalize(clone(nv)), canon.Normalize(clone(iv))) {
+				unchanged = true
 			}
 			obj[p[len(p)-1]] = nv
 		case 1: // add a key no default covers
@@ -450,7 +458,9 @@ func TestEveryReserializationIsAcceptedAndEveryValueChangeRefused(t *testing.T) 
 			delete(at(changed, p), p[len(p)-1])
 		}
 		changedS := reserialize(t, changed)
-		if got := echoHash(changedS); got == admitted {
+		if got := echoHash(changedS); unchanged && got != admitted {
+			t.Fatalf("echo with an issued member restored refused:\nissued %s\necho   %s\nschema %s", issuedS, changedS, schema)
+		} else if !unchanged && got == admitted {
 			t.Fatalf("changed echo accepted:\nissued %s\necho   %s\nschema %s", issuedS, changedS, schema)
 		}
 	})

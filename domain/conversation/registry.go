@@ -52,13 +52,23 @@ type Registry struct {
 	policy  Policy
 	anchors map[Key]*entry
 	order   [3]*list.List // by class: entry order
+	holders map[string]*holder
 	byState map[State]int
 	bytes   int
 }
 
+// holder is one principal's droppable anchors (tombstones, ACTIVE) in the
+// order they entered their class: where a full registry takes its victim.
+type holder struct {
+	order [2]*list.List // classTombstone, classActive
+}
+
+func (h *holder) n() int { return h.order[classTombstone].Len() + h.order[classActive].Len() }
+
 type entry struct {
-	a   Anchor
-	pos *list.Element // in order[class(a.State)]
+	a    Anchor
+	pos  *list.Element // in order[class(a.State)]
+	hpos *list.Element // in its principal's holder, for a droppable class
 }
 
 // Classes of the entry order.
@@ -80,7 +90,7 @@ func class(s State) int {
 
 // NewRegistry returns an empty registry.
 func NewRegistry(l Limits, p Policy) *Registry {
-	r := &Registry{limits: l, policy: p, anchors: map[Key]*entry{}, byState: map[State]int{}}
+	r := &Registry{limits: l, policy: p, anchors: map[Key]*entry{}, holders: map[string]*holder{}, byState: map[State]int{}}
 	for i := range r.order {
 		r.order[i] = list.New()
 	}
@@ -92,9 +102,15 @@ func (r *Registry) Policy() Policy { return r.policy }
 
 // Record stores a (state ACTIVE). An anchor already under a's key is dropped
 // first (a claimed one is kept and a is refused with ErrBusy). While the
-// registry is full it drops the tombstone that became one longest ago, else
-// the ACTIVE anchor that became active longest ago; a claimed anchor is never
-// dropped, and when every anchor is claimed a is refused with ErrFull. Time
+// registry is full it drops one anchor of the principal that holds the most
+// droppable ones (tombstones and ACTIVE anchors) — a's own principal when it
+// holds as many as any other, else the one with the smallest id among those
+// that tie — its tombstone that became one longest ago, else its ACTIVE
+// anchor that became active longest ago. So one principal's cheap first turns
+// replace its own anchors, never another's while it holds more than that one,
+// and under contention every principal keeps an equal share of the pool. A
+// claimed anchor is never dropped, and when every anchor is claimed a is
+// refused with ErrFull. Time
 // is not applied here (lookups and the periodic sweep do that). It returns
 // the decisions applied to other anchors.
 func (r *Registry) Record(a Anchor, now time.Time) ([]Decision, error) {
@@ -120,10 +136,7 @@ func (r *Registry) Record(a Anchor, now time.Time) ([]Decision, error) {
 		}
 	}
 	for len(r.anchors) >= r.limits.MaxAnchors {
-		victim := r.order[classTombstone].Front()
-		if victim == nil {
-			victim = r.order[classActive].Front()
-		}
+		victim := r.victim(a.PrincipalID)
 		if victim == nil { // every anchor is claimed: the oldest claim is kept (row A12)
 			if _, err := drop(r.order[classClaimed].Front().Value.(Key)); err != nil {
 				return ds, err
@@ -138,6 +151,31 @@ func (r *Registry) Record(a Anchor, now time.Time) ([]Decision, error) {
 	r.anchors[k] = e
 	r.account(e, nil, &e.a)
 	return ds, nil
+}
+
+// victim returns the anchor a full registry drops to record one of principal
+// p (see Record), or nil when every anchor is claimed.
+func (r *Registry) victim(p string) *list.Element {
+	var best *holder
+	bestID := ""
+	for id, h := range r.holders {
+		n := h.n()
+		switch {
+		case n == 0:
+			continue
+		case best == nil, n > best.n():
+		case n < best.n(), bestID == p, id != p && id > bestID:
+			continue
+		}
+		best, bestID = h, id
+	}
+	if best == nil {
+		return nil
+	}
+	if v := best.order[classTombstone].Front(); v != nil {
+		return v
+	}
+	return best.order[classActive].Front()
 }
 
 // Get returns a copy of the anchor under k.
@@ -193,11 +231,27 @@ func (r *Registry) account(e *entry, old, nw *Anchor) {
 		}
 		r.order[class(old.State)].Remove(e.pos)
 		e.pos = nil
+		if e.hpos != nil {
+			h := r.holders[old.PrincipalID]
+			h.order[class(old.State)].Remove(e.hpos)
+			e.hpos = nil
+			if h.n() == 0 {
+				delete(r.holders, old.PrincipalID)
+			}
+		}
 	}
 	if nw.State != Removed {
 		r.byState[nw.State]++
 		r.bytes += nw.Bytes()
 		e.pos = r.order[class(nw.State)].PushBack(nw.Key())
+		if c := class(nw.State); c != classClaimed {
+			h := r.holders[nw.PrincipalID]
+			if h == nil {
+				h = &holder{order: [2]*list.List{list.New(), list.New()}}
+				r.holders[nw.PrincipalID] = h
+			}
+			e.hpos = h.order[c].PushBack(nw.Key())
+		}
 	}
 }
 

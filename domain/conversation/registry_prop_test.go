@@ -90,7 +90,7 @@ func (m *registryMachine) Record(t *rapid.T) {
 		}
 	}
 	for wantErr == nil && len(m.model) >= m.limits.MaxAnchors {
-		v, ok := m.victim()
+		v, ok := m.victim(k.PrincipalID)
 		if !ok {
 			wantErr = conversation.ErrFull
 			break
@@ -111,13 +111,30 @@ func (m *registryMachine) Record(t *rapid.T) {
 	m.model[k] = a2
 }
 
-// victim: the anchor that became a tombstone first, else the one that became
-// ACTIVE first; never a claimed one.
-func (m *registryMachine) victim() (conversation.Key, bool) {
+// victim: among the principals holding droppable anchors (tombstones,
+// ACTIVE), the one holding the most — the recorder p on a tie, else the
+// smallest id — and of its anchors the one that became a tombstone first,
+// else the one that became ACTIVE first; never a claimed one.
+func (m *registryMachine) victim(p string) (conversation.Key, bool) {
+	held := map[string]int{}
+	for k, a := range m.model {
+		if a.state != conversation.Claimed {
+			held[k.PrincipalID]++
+		}
+	}
+	owner, most := "", 0
+	for id, n := range held {
+		if n > most || n == most && (id == p || owner != p && id < owner) {
+			owner, most = id, n
+		}
+	}
+	if most == 0 {
+		return conversation.Key{}, false
+	}
 	for _, want := range []func(conversation.State) bool{conversation.State.Terminal, func(s conversation.State) bool { return s == conversation.Active }} {
 		var best *conversation.Key
 		for k, a := range m.model {
-			if want(a.state) && (best == nil || a.seq < m.model[*best].seq) {
+			if k.PrincipalID == owner && want(a.state) && (best == nil || a.seq < m.model[*best].seq) {
 				kk := k
 				best = &kk
 			}

@@ -145,8 +145,11 @@ const (
 	UpstreamUnavailable           Code = "upstream_unavailable"
 	UpstreamConnectionLost        Code = "upstream_connection_lost"
 	UpstreamRequestTooLarge       Code = "upstream_request_too_large"
-	ClientCancelled               Code = "client_cancelled"
-	InternalError                 Code = "internal_error"
+	// An upstream 503: retryable for a fresh turn, not for tool results.
+	UpstreamOverloaded             Code = "upstream_overloaded"
+	UpstreamOverloadedContinuation Code = "upstream_overloaded_continuation"
+	ClientCancelled                Code = "client_cancelled"
+	InternalError                  Code = "internal_error"
 
 	// UpstreamOutputInvalid: a structured output (response_format, text.format)
 	// was asked for and the upstream's complete answer is not one JSON value
@@ -214,6 +217,8 @@ var catalog = []Entry{
 	{UpstreamUnavailable, 502, TypeUpstream, true, "The upstream could not be reached; nothing was sent.", SourceGateway},
 	{UpstreamConnectionLost, 502, TypeUpstream, false, "The connection to the upstream was lost after the request was sent.", SourceGateway},
 	{UpstreamRequestTooLarge, 413, TypeInvalidRequest, false, "The upstream request built from this input exceeds the gateway's size limit.", SourceGateway},
+	{UpstreamOverloaded, 503, TypeUpstream, true, "The upstream is temporarily unavailable; retry after the indicated delay.", SourceWebSession},
+	{UpstreamOverloadedContinuation, 503, TypeUpstream, false, "The upstream was unavailable while answering these tool results; whether it processed them is unknown, so they are not sent again.", SourceWebSession},
 	{UpstreamOutputInvalid, 502, TypeUpstream, false, "The upstream's answer is not valid against the requested response format; nothing of it is shown.", SourceGateway},
 	{ClientCancelled, 499, TypeInvalidRequest, false, "The client cancelled the request.", SourceGateway},
 	{InternalError, 500, TypeServer, false, "The gateway failed internally.", SourceGateway},

@@ -246,13 +246,43 @@ func parseSlot(i int, fs fileSlot, models []string) (Slot, error) {
 	return s, nil
 }
 
+// printable refuses what a terminal would interpret rather than print: C0
+// and C1 controls (ESC, CSI U+009B), DEL, the replacement of invalid UTF-8,
+// and the bidirectional controls that reorder what `keys list` shows
+// (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069).
 func printable(s string) bool {
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == 0xfffd {
+		switch {
+		case r < 0x20, r >= 0x7f && r <= 0x9f, r == 0xfffd,
+			r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
 			return false
 		}
 	}
 	return true
+}
+
+// Listed reads a key file that Parse may refuse only as far as its slots' ids
+// and digests, and returns whether a slot (id and digest) is still listed, so
+// that a revocation takes effect even when another part of the file is
+// refused. It returns nil when not even that can be read.
+func Listed(data []byte) func(id string, digest [32]byte) bool {
+	var f struct {
+		Slots []struct {
+			ID     string `json:"id"`
+			SHA256 string `json:"sha256"`
+		} `json:"slots"`
+	}
+	if len(data) == 0 || json.Unmarshal(data, &f) != nil || f.Slots == nil {
+		return nil
+	}
+	listed := make(map[string]string, len(f.Slots))
+	for _, s := range f.Slots {
+		listed[s.ID] = s.SHA256
+	}
+	return func(id string, digest [32]byte) bool {
+		d, ok := listed[id]
+		return ok && d == hex.EncodeToString(digest[:])
+	}
 }
 
 // Marshal writes the ring in the file format: indented, a trailing newline,

@@ -64,6 +64,9 @@ func TestBadFilesAreRefusedNamingTheEntryNeverTheKey(t *testing.T) {
 		"repeated model":     {file(slot("editor", `,"models":["a","a"]`)), "models must be distinct"},
 		"negative limit":     {file(slot("editor", `,"max_concurrent":-1`)), "max_concurrent must be in"},
 		"control in note":    {file(slot("editor", `,"note":"a\u0007b"`)), "note must be"},
+		"C1 control in note": {file(slot("editor", `,"note":"a\u009b31mb"`)), "note must be"},
+		"bidi override note": {file(slot("editor", `,"note":"a\u202eb"`)), "note must be"},
+		"bidi isolate note":  {file(slot("editor", `,"note":"a\u2066b"`)), "note must be"},
 		"bad created":        {file(strings.Replace(slot("editor", ""), "2026-12-01T09:00:00Z", "yesterday", 1)), "created must be an RFC 3339 time"},
 		"trailing data":      {file(slot("editor", "")) + "{}", "data after the object"},
 	}

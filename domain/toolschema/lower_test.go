@@ -263,3 +263,12 @@ func TestParsePolicy(t *testing.T) {
 		is.True(!ok) // only the exact names
 	}
 }
+
+func TestAClosedSiteNextToADefinitionsPropertiesIsNotMergedIntoIt(t *testing.T) {
+	is := is.New(t)
+	// The other direction of the closed-definition case: additionalProperties
+	// false at the use site, properties in the definition. Merged into one
+	// object the site would admit the definition's properties it refuses.
+	out := mustLower(t, `{"type":"object","properties":{"a":{"$ref":"#/$defs/O","additionalProperties":false}},"$defs":{"O":{"type":"object","properties":{"y":{"type":"string"}}}}}`, lowerOpts)
+	is.True(strings.Contains(out, `"allOf"`)) // both apply, side by side
+}

@@ -181,6 +181,46 @@ func AnchorContract(t *testing.T, newStore NewAnchorStore) {
 		}
 	})
 
+	t.Run("a full store drops the recording principal's own anchors first and keeps shares equal", func(t *testing.T) {
+		s := newStore(t, conversation.Limits{MaxAnchors: 3}, AnchorPolicy)
+		at := func(i int) time.Time { return T0.Add(time.Duration(i) * time.Second) }
+		recordAnchor(t, s, Anchor("victim", "v1", at(0)), at(0)) // a long conversation's one anchor
+		for i, h := range []string{"a1", "a2", "a3", "a4", "a5", "a6"} {
+			recordAnchor(t, s, Anchor("other", h, at(i+1)), at(i+1)) // another key's cheap first turns
+		}
+		if anchorState(t, s, "victim", "v1") != conversation.Active {
+			t.Fatal("another principal's first turns dropped the victim's anchor")
+		}
+		if anchorState(t, s, "other", "a5") != conversation.Active || anchorState(t, s, "other", "a6") != conversation.Active ||
+			anchorState(t, s, "other", "a4") != conversation.Removed {
+			t.Fatal("the recording principal's own oldest anchor must make room")
+		}
+		// The victim records again: the other principal holds more, so it gives way.
+		recordAnchor(t, s, Anchor("victim", "v2", at(10)), at(10))
+		if anchorState(t, s, "other", "a5") != conversation.Removed || anchorState(t, s, "victim", "v1") != conversation.Active {
+			t.Fatal("the principal holding the most anchors gives way")
+		}
+		// Now the victim holds more: its own oldest goes.
+		recordAnchor(t, s, Anchor("victim", "v3", at(11)), at(11))
+		if anchorState(t, s, "victim", "v1") != conversation.Removed || anchorState(t, s, "other", "a6") != conversation.Active {
+			t.Fatal("a principal holding the most anchors replaces its own")
+		}
+	})
+
+	t.Run("re-recording a transcript at capacity drops nothing else", func(t *testing.T) {
+		s := newStore(t, conversation.Limits{MaxAnchors: 3}, AnchorPolicy)
+		for i, h := range []string{"h1", "h2", "h3"} {
+			at := T0.Add(time.Duration(i) * time.Second)
+			recordAnchor(t, s, Anchor("p1", h, at), at)
+		}
+		recordAnchor(t, s, Anchor("p1", "h2", T0.Add(5*time.Second)), T0.Add(5*time.Second))
+		for _, h := range []string{"h1", "h2", "h3"} {
+			if anchorState(t, s, "p1", h) != conversation.Active {
+				t.Fatalf("anchor %s dropped: the re-recorded one took its own place", h)
+			}
+		}
+	})
+
 	t.Run("sweep expires, retires overdue claims and removes tombstones", func(t *testing.T) {
 		s := newStore(t, limits, AnchorPolicy)
 		recordAnchor(t, s, Anchor("p1", "h1", T0), T0)
