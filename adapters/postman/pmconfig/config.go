@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pmgate/pmgate/domain/budget"
 	"github.com/pmgate/pmgate/domain/setting"
 )
 
@@ -162,8 +163,30 @@ type Config struct {
 	// MaxToolsUpstream bounds the tools advertised upstream
 	// (POSTMAN_MAX_TOOLS_UPSTREAM).
 	MaxToolsUpstream int
+	// MaxQueryCharsSource and MaxToolsUpstreamSource say where the two
+	// limits came from: the setting, or (set by the wiring) a verified probe
+	// report's measurement; "" is the default.
+	MaxQueryCharsSource    budget.Source
+	MaxToolsUpstreamSource budget.Source
 	// ParallelToolCalls is POSTMAN_PARALLEL_TOOL_CALLS; see Parallel.
 	ParallelToolCalls ParallelSetting
+}
+
+// QueryLimit is the query limit that applies and where it came from.
+func (c Config) QueryLimit() budget.Limit {
+	return budget.Limit{Value: c.MaxQueryChars, Source: sourceOr(c.MaxQueryCharsSource), Setting: EnvMaxQueryChars}
+}
+
+// ToolsLimit is the tool-count limit that applies and where it came from.
+func (c Config) ToolsLimit() budget.Limit {
+	return budget.Limit{Value: c.MaxToolsUpstream, Source: sourceOr(c.MaxToolsUpstreamSource), Setting: EnvMaxToolsUpstream}
+}
+
+func sourceOr(s budget.Source) budget.Source {
+	if s == "" {
+		return budget.SourceDefault
+	}
+	return s
 }
 
 // Parallel decides devModeOptions.isParallelToolCallingSupported for a request
@@ -265,6 +288,14 @@ func (c *Config) parseUpstreamConstraints(getenv func(string) string) error {
 	}
 	if c.MaxToolsUpstream, err = setting.BoundedInt(getenv, EnvMaxToolsUpstream, DefaultMaxToolsUpstream, 0, 256); err != nil {
 		return err
+	}
+	for _, l := range []struct {
+		env string
+		src *budget.Source
+	}{{EnvMaxQueryChars, &c.MaxQueryCharsSource}, {EnvMaxToolsUpstream, &c.MaxToolsUpstreamSource}} {
+		if getenv(l.env) != "" {
+			*l.src = budget.SourceSetting
+		}
 	}
 	switch v := ParallelSetting(getenv(EnvParallelTools)); v {
 	case ParallelUnset, ParallelOn, ParallelOff:
