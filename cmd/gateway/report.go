@@ -66,7 +66,7 @@ type reportPolicy struct {
 // upstream dispatches).
 func defaultPolicy(timeoutMS, maxQuery int) reportPolicy {
 	return reportPolicy{TextMaxRequests: 1, TextMaxDispatches: 1, ToolMaxTurns: 3, ToolMaxRequests: 3,
-		ToolMaxDispatches: 4, LimitMaxQueries: 5, LimitMaxContinuations: 1, RequestTimeoutMS: timeoutMS,
+		ToolMaxDispatches: 4, LimitMaxQueries: limitLengthQueries + limitToolQueries, LimitMaxContinuations: 1, RequestTimeoutMS: timeoutMS,
 		MaxQueryCharsAtStartup: maxQuery}
 }
 
@@ -88,6 +88,7 @@ type reportRequest struct {
 	ToolChoice       string           `json:"tool_choice"`
 	Stream           bool             `json:"stream"`
 	QueryChars       int              `json:"query_chars"`
+	ToolsOffered     int              `json:"tools_offered"`
 	HTTPStatus       int              `json:"http_status"`
 	ErrorCode        string           `json:"error_code"`
 	FinishReason     string           `json:"finish_reason"`
@@ -130,12 +131,21 @@ type reportDispatch struct {
 }
 
 // reportLimits is the optional --measure-limits phase.
+// MeasuredChars and MeasuredTools are the limits a verified report carries
+// to serve (0: none measured).
 type reportLimits struct {
 	Phase                 reportPhase `json:"phase"`
 	StartChars            int         `json:"start_chars"`
+	CeilingChars          int         `json:"ceiling_chars"`
 	LongestAcceptedChars  int         `json:"longest_accepted_chars"`
 	ShortestRejectedChars int         `json:"shortest_rejected_chars"`
 	UpperBoundTested      bool        `json:"upper_bound_tested"`
+	MeasuredChars         int         `json:"measured_chars"`
+	ToolsStart            int         `json:"tools_start"`
+	ToolsCeiling          int         `json:"tools_ceiling"`
+	LongestAcceptedTools  int         `json:"longest_accepted_tools"`
+	ShortestRejectedTools int         `json:"shortest_rejected_tools"`
+	MeasuredTools         int         `json:"measured_tools"`
 	Continuation          string      `json:"continuation"`
 }
 

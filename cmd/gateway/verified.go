@@ -1,8 +1,12 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 	"time"
+
+	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/domain/budget"
 )
 
 // probeVerification is /health's upstream_verified: true only while the
@@ -23,12 +27,60 @@ func probeVerification(cfg config, now func() time.Time) func() (bool, map[strin
 	}
 	digest := reportDigest(raw)
 	return func() (bool, map[string]any) {
-		r, v := verifyReport(raw, verifyOptions{now: now(), maxAge: 24 * time.Hour, version: version, commit: buildCommit(),
-			fingerprint: fingerprint(cfg.upstream), strategy: string(cfg.upstream.Strategy), terminalRule: terminalRuleOf(cfg),
-			secrets: append(cfg.upstream.Secrets(), cfg.apiKey, cfg.upstream.WorkspaceID)})
+		r, v := verifyServed(raw, cfg, now())
 		if !v.ok() {
 			return false, map[string]any{"upstream_verified_reason": v.failures[0], "upstream_report_digest": digest}
 		}
 		return true, map[string]any{"upstream_verified_at": r.WrittenAt, "upstream_report_digest": digest}
+	}
+}
+
+// verifyServed verifies a PROBE_REPORT's bytes for the running configuration
+// at now: the one set of options for /health and for the measured limits.
+func verifyServed(raw []byte, cfg config, now time.Time) (probeReport, verdict) {
+	return verifyReport(raw, verifyOptions{now: now, maxAge: 24 * time.Hour, version: version, commit: buildCommit(),
+		fingerprint: fingerprint(cfg.upstream), strategy: string(cfg.upstream.Strategy), terminalRule: terminalRuleOf(cfg),
+		secrets: append(cfg.upstream.Secrets(), cfg.apiKey, cfg.upstream.WorkspaceID)})
+}
+
+// applyMeasuredLimits makes a verified PROBE_REPORT's measured limits the
+// gateway's query and tool limits where POSTMAN_MAX_QUERY_CHARS or
+// POSTMAN_MAX_TOOLS_UPSTREAM is not set (the setting always wins). It is
+// decided once, at start-up: a report that later ages past 24 h turns
+// upstream_verified false but does not change the limits of a running
+// process. The decision is logged either way.
+func applyMeasuredLimits(cfg config, now time.Time, log *slog.Logger) config {
+	if cfg.probeReport == "" {
+		return cfg
+	}
+	raw, err := os.ReadFile(cfg.probeReport)
+	if err != nil {
+		return cfg // /health says why it is not verified
+	}
+	r, v := verifyServed(raw, cfg, now)
+	if !v.ok() || r.Limits == nil {
+		log.Info("upstream limits: not measured by a verified report", "max_query_chars", cfg.upstream.MaxQueryChars,
+			"max_tools_upstream", cfg.upstream.MaxToolsUpstream)
+		return cfg
+	}
+	u := &cfg.upstream
+	if n := r.Limits.MeasuredChars; n > 0 && u.MaxQueryCharsSource != budget.SourceSetting {
+		u.MaxQueryChars, u.MaxQueryCharsSource = min(n, pmconfig.MaxQueryCharsBound), budget.SourceMeasured
+	}
+	if n := r.Limits.MeasuredTools; n > 0 && u.MaxToolsUpstreamSource != budget.SourceSetting {
+		u.MaxToolsUpstream, u.MaxToolsUpstreamSource = min(n, pmconfig.MaxToolsUpstreamBound), budget.SourceMeasured
+	}
+	log.Info("upstream limits", "max_query_chars", u.MaxQueryChars, "max_query_chars_from", string(u.QueryLimit().Source),
+		"max_tools_upstream", u.MaxToolsUpstream, "max_tools_upstream_from", string(u.ToolsLimit().Source))
+	return cfg
+}
+
+// limitsHealth is /health's upstream_limits: each limit that applies and
+// where it came from (default, setting, measured).
+func limitsHealth(cfg config) map[string]any {
+	q, t := cfg.upstream.QueryLimit(), cfg.upstream.ToolsLimit()
+	return map[string]any{
+		"max_query_chars":    map[string]any{"value": q.Value, "from": string(q.Source)},
+		"max_tools_upstream": map[string]any{"value": t.Value, "from": string(t.Source)},
 	}
 }

@@ -79,6 +79,10 @@ const (
 	// DefaultMaxToolsUpstream is the number of tools the service is reported
 	// to accept in one request (docs/UPSTREAM.md).
 	DefaultMaxToolsUpstream = 20
+	// MaxQueryCharsBound and MaxToolsUpstreamBound are the largest values
+	// the two limits accept (from the setting or a measurement).
+	MaxQueryCharsBound    = 1000000
+	MaxToolsUpstreamBound = 256
 )
 
 // ParallelSetting is POSTMAN_PARALLEL_TOOL_CALLS: unset, true or false.
@@ -283,10 +287,10 @@ var joinProblems = setting.Join
 // report: the query length, the tool count and the parallel-calling flag.
 func (c *Config) parseUpstreamConstraints(getenv func(string) string) error {
 	var err error
-	if c.MaxQueryChars, err = setting.BoundedInt(getenv, EnvMaxQueryChars, DefaultMaxQueryChars, 1, 1000000); err != nil {
+	if c.MaxQueryChars, err = setting.BoundedInt(getenv, EnvMaxQueryChars, DefaultMaxQueryChars, 1, MaxQueryCharsBound); err != nil {
 		return err
 	}
-	if c.MaxToolsUpstream, err = setting.BoundedInt(getenv, EnvMaxToolsUpstream, DefaultMaxToolsUpstream, 0, 256); err != nil {
+	if c.MaxToolsUpstream, err = setting.BoundedInt(getenv, EnvMaxToolsUpstream, DefaultMaxToolsUpstream, 0, MaxToolsUpstreamBound); err != nil {
 		return err
 	}
 	for _, l := range []struct {
