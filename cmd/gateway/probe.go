@@ -27,6 +27,7 @@ import (
 
 const probeHelp = `usage: gateway probe --live [--env-file FILE] [--out FILE] [--measure-limits]
        gateway probe --emulator [--strategy S] [--profile P] [--out FILE] [--measure-limits]
+                            [--accept-query-chars N] [--accept-tools N]
 
 Starts the gateway in-process on a loopback port with exactly the serve
 configuration and drives it over HTTP like a client: a streamed text turn, then
@@ -35,7 +36,7 @@ requests and 4 upstream dispatches, the 5th refused before it is sent) whose
 final answer must be exactly ALPHA=<marker>;BETA=<marker>. Nothing is retried
 and nothing fails over. Writes a pmgate-probe/v1 evidence report (docs/PROBE.md)
 and prints a one-screen verdict; exits 0 only on pass. A live probe costs a few
-upstream queries (2-4, plus at most 6 with --measure-limits).
+upstream queries (2-4, plus at most 12 with --measure-limits).
 
 flags:
   --live              talk to the configured upstream (required for a real account)
@@ -47,12 +48,20 @@ flags:
   --out FILE          where the report is written (default pmgate-probe.json); with
                       --emulator and both strategies, FILE gets .web_session/.access_token
                       before its extension
-  --measure-limits    also search the longest query the service accepts on a fresh
-                      conversation (at most 5 extra queries from POSTMAN_MAX_QUERY_CHARS)
-                      and whether a continuation is accepted after it
+  --measure-limits    also measure the service's two budgets on fresh conversations, each
+                      searched both ways from its setting up to 4 times it: the longest
+                      query (at most 7 queries from POSTMAN_MAX_QUERY_CHARS) and the most
+                      tools (at most 4 queries from POSTMAN_MAX_TOOLS_UPSTREAM); then one
+                      continuation. A verified report's measured limits are what serve
+                      enforces where those settings are not set
+  --accept-query-chars N, --accept-tools N
+                      with --emulator: the longest query and the most tools the emulated
+                      service accepts (default: as the gateway's settings), to try
+                      --measure-limits offline
 
 variables read: every variable of gateway serve (see gateway serve --help), and
-POSTMAN_MAX_QUERY_CHARS (default 10000) as the start of --measure-limits.
+POSTMAN_MAX_QUERY_CHARS (default 10000) and POSTMAN_MAX_TOOLS_UPSTREAM (default 20)
+as the starts of --measure-limits.
 `
 
 // probeInstruction is the tool loop's user message. The emulator follows its
@@ -76,6 +85,8 @@ func runProbe(ctx context.Context, args []string, getenv func(string) string, st
 	envPath := fs.String("env-file", "", "")
 	out := fs.String("out", "pmgate-probe.json", "")
 	measure := fs.Bool("measure-limits", false, "")
+	acceptQuery := fs.Int("accept-query-chars", 0, "")
+	acceptTools := fs.Int("accept-tools", 0, "")
 	if done, err := parseFlags(fs, args, probeHelp, stdout); done || err != nil {
 		return err
 	}
@@ -88,6 +99,10 @@ func runProbe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("%w: --env-file is for --live; --emulator builds its own configuration", errUsage)
 	case *live && *profile != emulator.ProfileStrict:
 		return fmt.Errorf("%w: --profile is for --emulator", errUsage)
+	case *live && (*acceptQuery != 0 || *acceptTools != 0):
+		return fmt.Errorf("%w: --accept-query-chars and --accept-tools are for --emulator", errUsage)
+	case *acceptQuery < 0 || *acceptQuery > pmconfig.MaxQueryCharsBound || *acceptTools < 0 || *acceptTools > pmconfig.MaxToolsUpstreamBound:
+		return fmt.Errorf("%w: --accept-query-chars must be 1-%d and --accept-tools 1-%d", errUsage, pmconfig.MaxQueryCharsBound, pmconfig.MaxToolsUpstreamBound)
 	}
 	if *live {
 		if *strategy != "both" {
@@ -115,7 +130,7 @@ func runProbe(ctx context.Context, args []string, getenv func(string) string, st
 			ext := filepath.Ext(path)
 			path = strings.TrimSuffix(path, ext) + "." + s + ext
 		}
-		eu, err := startEmulatorUpstream(ctx, s, "0", *profile, getenv)
+		eu, err := startEmulatorUpstream(ctx, s, "0", *profile, getenv, emulatorLimits{queryChars: *acceptQuery, tools: *acceptTools})
 		if err != nil {
 			return err
 		}

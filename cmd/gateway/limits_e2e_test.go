@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/pmgate/pmgate/adapters/emulator"
+)
+
+// TestAMeasuredLimitIsWhatServeEnforces runs probe --measure-limits against
+// emulators that accept 7,000 and 30,000 characters (and 16 and 40 tools),
+// then serves with the verified report and no limit settings: the report's
+// measured limits apply, /health says so, an 8,000-character query is refused
+// locally with nothing sent where 7,000 is the service's limit and a
+// 20,000-character query passes where it is 30,000. A setting still wins.
+func TestAMeasuredLimitIsWhatServeEnforces(t *testing.T) {
+	for _, c := range []struct {
+		accept, tools int
+		query         int
+		passes        bool
+	}{
+		{accept: 7000, tools: 16, query: 8000, passes: false},
+		{accept: 30000, tools: 40, query: 20000, passes: true},
+	} {
+		t.Run(fmt.Sprintf("the service accepts %d", c.accept), func(t *testing.T) {
+			is := is.New(t)
+			emu := newEmulator(t, func(e *emulator.Config) { e.MaxQueryChars, e.MaxTools = c.accept, c.tools })
+			env, opts := emulatorEnv(emu, "web_session", nil)
+			cfg, err := loadConfig(func(k string) string { return env[k] })
+			is.NoErr(err)
+			var logs syncBuffer
+			res, err := runProbePhases(t.Context(), cfg, probeRun{mode: "emulator", measure: true, maxQuery: cfg.upstream.MaxQueryChars,
+				maxTools: cfg.upstream.MaxToolsUpstream, log: newLogger(cfg, &logs), opts: opts})
+			is.NoErr(err)
+			is.Equal(res.report.Failures, []string{}) // verify accepts the measurement's evidence
+			l := res.report.Limits
+			is.True(l.MeasuredChars <= c.accept && l.MeasuredChars > c.accept*3/4) // the largest accepted, within the budget's precision
+			is.True(l.ShortestRejectedChars > c.accept)                            // and a refusal above the limit
+			is.Equal(l.UpperBoundTested, c.accept > 10000)                         // searched above the configured start when it was accepted
+			is.True(l.MeasuredTools <= c.tools && l.MeasuredTools > c.tools/2)
+			is.True(l.ShortestRejectedTools > c.tools || l.MeasuredTools == c.tools && l.ShortestRejectedTools == 0)
+			is.True(len(l.Phase.Requests) <= limitLengthQueries+limitToolQueries+1) // within the stated budget
+			report := filepath.Join(t.TempDir(), "probe.json")
+			is.NoErr(os.WriteFile(report, res.raw, 0o600))
+
+			s := serveWith(t, emu, "web_session", map[string]string{"PROBE_REPORT": report})
+			health := getJSON(t, s.base+"/health")
+			lim := health["upstream_limits"].(map[string]any)
+			is.Equal(lim["max_query_chars"], map[string]any{"value": float64(l.MeasuredChars), "from": "measured"})
+			is.Equal(lim["max_tools_upstream"], map[string]any{"value": float64(l.MeasuredTools), "from": "measured"})
+			is.Equal(health["upstream_verified"], true)
+
+			sent := func() int {
+				return emu.Count(emulator.KindUserQuery) + emu.Count(emulator.KindToolResponse) + emu.Count(emulator.KindRejected)
+			}
+			before := sent()
+			status, body := postChat(t, s.base, map[string]any{"model": testModel,
+				"messages": []any{map[string]any{"role": "user", "content": strings.Repeat("z", c.query)}}})
+			if c.passes {
+				is.Equal(status, http.StatusOK)     // within the measured limit
+				is.Equal(sent()-before, 1)          // one dispatch
+				is.True(l.MeasuredChars >= c.query) // the measured limit is above the default
+				return
+			}
+			is.Equal(status, http.StatusBadRequest)
+			is.True(strings.Contains(body, `"upstream_query_too_long"`))
+			is.True(strings.Contains(body, "measured by the verified probe report")) // where the limit came from
+			is.Equal(sent()-before, 0)                                               // nothing sent
+			tools := limitTools(l.MeasuredTools + 1)
+			status, body = postChat(t, s.base, map[string]any{"model": testModel, "tools": tools,
+				"messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+			is.Equal(status, http.StatusBadRequest)
+			is.True(strings.Contains(body, fmt.Sprintf("offers %d tools", l.MeasuredTools+1)))
+			is.True(strings.Contains(body, "measured by the verified probe report"))
+			is.Equal(sent()-before, 0)
+
+			// The setting wins over the measurement.
+			set := serveWith(t, emu, "web_session", map[string]string{"PROBE_REPORT": report, "POSTMAN_MAX_QUERY_CHARS": "9000"})
+			lim = getJSON(t, set.base+"/health")["upstream_limits"].(map[string]any)
+			is.Equal(lim["max_query_chars"], map[string]any{"value": float64(9000), "from": "setting"})
+			is.Equal(lim["max_tools_upstream"].(map[string]any)["from"], "measured")
+		})
+	}
+}
+
+func getJSON(t *testing.T, url string) map[string]any {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func postChat(t *testing.T, base string, body map[string]any) (int, string) {
+	t.Helper()
+	raw, _ := json.Marshal(body)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/v1/chat/completions", bytes.NewReader(raw))
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
