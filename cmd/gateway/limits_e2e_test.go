@@ -120,3 +120,46 @@ func postChat(t *testing.T, base string, body map[string]any) (int, string) {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
+
+// TestALaterMessageOverTheLimitIsNamedAndNothingIsSent: with continuity a
+// later turn sends only its new messages, so a long session fits; but a new
+// message that alone exceeds the limit (a pasted file) is refused before
+// sending, naming that message by its index in the request and its size. The
+// conversation is left as it was: the next turn continues it.
+func TestALaterMessageOverTheLimitIsNamedAndNothingIsSent(t *testing.T) {
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			is := is.New(t)
+			s := serve(t, st, nil)
+			user := func(text string) map[string]any { return map[string]any{"role": "user", "content": text} }
+			history := []any{map[string]any{"role": "system", "content": "You are terse."}, user("Hello")}
+			status, body := postChat(t, s.base, map[string]any{"model": testModel, "messages": history})
+			is.Equal(status, http.StatusOK)
+			var first struct {
+				Choices []struct {
+					Message map[string]any `json:"message"`
+				} `json:"choices"`
+			}
+			is.NoErr(json.Unmarshal([]byte(body), &first))
+			history = append(history, map[string]any{"role": "assistant", "content": first.Choices[0].Message["content"]})
+
+			sent := s.emu.Count(emulator.KindUserQuery) + s.emu.Count(emulator.KindRejected)
+			pasted := "Please review this file:\n" + strings.Repeat("func f() {}\n", 1000) // 12,025 characters
+			status, body = postChat(t, s.base, map[string]any{"model": testModel, "messages": append(history, user(pasted))})
+			is.Equal(status, http.StatusBadRequest)
+			var refusal struct {
+				Error struct{ Message, Param, Code string } `json:"error"`
+			}
+			is.NoErr(json.Unmarshal([]byte(body), &refusal))
+			is.Equal(refusal.Error.Code, "upstream_query_too_long")
+			is.Equal(refusal.Error.Param, "messages[3]")                                                    // the pasted message
+			is.True(strings.Contains(refusal.Error.Message, "messages[3] (user, 12025 characters)"))        // which and how large
+			is.True(strings.Contains(refusal.Error.Message, "new messages of this continued conversation")) // the history is not the problem
+			is.Equal(s.emu.Count(emulator.KindUserQuery)+s.emu.Count(emulator.KindRejected), sent)          // zero dispatches
+
+			status, body = postChat(t, s.base, map[string]any{"model": testModel, "messages": append(history, user("Just the summary, then."))})
+			is.Equal(status, http.StatusOK) // the conversation goes on
+			is.True(strings.Contains(body, "turn 2 of this conversation"))
+		})
+	}
+}
