@@ -9,7 +9,8 @@ import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { env, marker, note, Observer } from "./lib/harness.mjs";
+import { spawn } from "node:child_process";
+import { env, marker, note, Observer, witnessProxyEnv } from "./lib/harness.mjs";
 import { jsonLines, nativeBinary, querySizes, runAgent, tempHome, Window } from "./lib/agents.mjs";
 
 const e = env();
@@ -24,7 +25,50 @@ const gateways = {
 const buildPrompt = fileURLToPath(new URL("../../examples/opencode/build-prompt.md", import.meta.url));
 const recipe = { build: { prompt: `{file:${buildPrompt}}` } };
 
-async function runOpencode({ gateway, prompt, tools, agent, home: keep, extraArgs = [] }) {
+/** opencodeEnv is the environment of every opencode process of one home. */
+function opencodeEnv(home) {
+  const xdg = (d) => join(home.dir, d);
+  return {
+    HOME: home.dir,
+    XDG_CONFIG_HOME: xdg("config"),
+    XDG_DATA_HOME: xdg("data"),
+    XDG_CACHE_HOME: xdg("cache"),
+    XDG_STATE_HOME: xdg("state"),
+    OPENCODE_DISABLE_AUTOUPDATE: "1",
+    OPENCODE_DISABLE_MODELS_FETCH: "1",
+    OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
+    OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
+    OPENCODE_DISABLE_SHARE: "1",
+  };
+}
+
+/**
+ * startServer runs `opencode serve --pure --port 0` in a home (its config
+ * written by a first runOpencode) and resolves with its URL and a stop
+ * function: `opencode run --attach URL` then skips opencode's start-up.
+ */
+async function startServer(home) {
+  const child = spawn(opencode, ["serve", "--pure", "--port", "0"], {
+    cwd: home.work, env: { PATH: process.env.PATH, ...opencodeEnv(home), ...witnessProxyEnv() }, stdio: ["ignore", "pipe", "pipe"], detached: true,
+  });
+  const stop = () => { try { process.kill(-child.pid, "SIGKILL"); } catch { /* gone */ } };
+  process.once("exit", stop);
+  let out = "";
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`opencode serve printed no URL: ${out}`)), 60_000);
+    const look = (b) => {
+      out += b;
+      const m = out.match(/http:\/\/127\.0\.0\.1:\d+/);
+      if (m) { clearTimeout(timer); resolve(m[0]); }
+    };
+    child.stdout.on("data", look);
+    child.stderr.on("data", look);
+    child.once("close", () => reject(new Error(`opencode serve ended: ${out}`)));
+  });
+  return { url, stop };
+}
+
+async function runOpencode({ gateway, prompt, tools, agent, home: keep, extraArgs = [], attach }) {
   const home = keep ?? tempHome("opencode");
   const g = gateways[gateway];
   const xdg = (d) => join(home.dir, d);
@@ -50,21 +94,10 @@ async function runOpencode({ gateway, prompt, tools, agent, home: keep, extraArg
   try {
     const run = await runAgent({
       command: opencode,
-      args: ["run", "--format", "json", "--pure", "--model", `pmgate/${e.model}`, ...extraArgs, prompt],
+      args: ["run", "--format", "json", ...(attach ? ["--attach", attach] : ["--pure"]), "--model", `pmgate/${e.model}`, ...extraArgs, prompt],
       cwd: home.work,
       timeoutMs: 120_000,
-      env: {
-        HOME: home.dir,
-        XDG_CONFIG_HOME: xdg("config"),
-        XDG_DATA_HOME: xdg("data"),
-        XDG_CACHE_HOME: xdg("cache"),
-        XDG_STATE_HOME: xdg("state"),
-        OPENCODE_DISABLE_AUTOUPDATE: "1",
-        OPENCODE_DISABLE_MODELS_FETCH: "1",
-        OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
-        OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
-        OPENCODE_DISABLE_SHARE: "1",
-      },
+      env: opencodeEnv(home),
       watch: win.stopOnRefusal,
     });
     const seen = await win.close(prompt.match(/mk-[0-9a-f]+/)[0]);
@@ -125,14 +158,20 @@ for (const turns of [2, 20]) {
   const name = `recipe, ${turns}-turn session (--continue)`;
   test(`opencode ${name}`, { timeout: turns * 60_000, skip: turns > 2 && e.strategy !== "web_session" && "runs once, in web_session" }, async () => {
     const home = tempHome("opencode");
+    let server;
     try {
       let largest = 0;
       const per = [];
       for (let turn = 1; turn <= turns; turn++) {
+        // The long session attaches every turn after the first to one
+        // `opencode serve` (a plain `opencode run` spends most of its time
+        // starting up); the two-turn session runs `opencode run` twice.
+        if (turns > 2 && turn === 2) server = await startServer(home);
         const m = marker();
         const tool = turns > 2 && turn % 5 === 0;
         const prompt = tool ? `Turn ${turn}: look around again. ${m} #tool=bash` : `Turn ${turn}: say something. ${m} #loop=0`;
-        const { run, events, seen } = await runOpencode({ gateway: "default", prompt, agent: recipe, home, extraArgs: turn > 1 ? ["--continue"] : [] });
+        const { run, events, seen } = await runOpencode({ gateway: "default", prompt, agent: recipe, home, extraArgs: turn > 1 ? ["--continue"] : [],
+          attach: server?.url });
         const errors = events.filter((ev) => ev.type === "error");
         const diag = `turn ${turn}: exit ${run.code}${run.reason ? `, stopped: ${run.reason}` : ""}; refusals ${JSON.stringify(seen.refusals)}; ` +
           `errors ${JSON.stringify(errors)}; conversations ${JSON.stringify(seen.conversations)}; stderr ${run.stderr.slice(-1000)}`;
@@ -153,6 +192,7 @@ for (const turns of [2, 20]) {
       }
       await note(name, `largest upstream query ${largest} chars; USER_QUERY sizes per turn ${per.join(",")}`);
     } finally {
+      server?.stop();
       home.remove();
     }
   });

@@ -102,8 +102,8 @@ var nodeSuites = []nodeSuite{
 	{"openai-node", "openai.test.mjs", 4 * time.Minute, false},
 	{"9router", "9router.test.mjs", 4 * time.Minute, false},
 	{"openai-node-responses", "responses.test.mjs", 4 * time.Minute, false},
-	{"claude-code", "claude-code.test.mjs", 10 * time.Minute, true},
-	{"opencode", "opencode.test.mjs", 6 * time.Minute, true},
+	{"claude-code", "claude-code.test.mjs", 16 * time.Minute, true},
+	{"opencode", "opencode.test.mjs", 12 * time.Minute, true},
 	{"ai-sdk", "ai-sdk.test.mjs", 4 * time.Minute, false},
 }
 
