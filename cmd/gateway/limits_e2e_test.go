@@ -58,6 +58,19 @@ func TestAMeasuredLimitIsWhatServeEnforces(t *testing.T) {
 			is.Equal(lim["max_query_chars"], map[string]any{"value": float64(l.MeasuredChars), "from": "measured"})
 			is.Equal(lim["max_tools_upstream"], map[string]any{"value": float64(l.MeasuredTools), "from": "measured"})
 			is.Equal(health["upstream_verified"], true)
+			// The control page's configuration says the same.
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, s.base+"/admin/api/overview", nil)
+			req.Header.Set("Authorization", "Bearer "+testKey)
+			resp, err := http.DefaultClient.Do(req)
+			is.NoErr(err)
+			var overview struct {
+				Config map[string]string `json:"config"`
+			}
+			is.NoErr(json.NewDecoder(resp.Body).Decode(&overview))
+			resp.Body.Close()
+			is.Equal(overview.Config["max_query_chars"], fmt.Sprint(l.MeasuredChars))
+			is.Equal(overview.Config["max_query_chars_from"], "measured")
+			is.Equal(overview.Config["max_tools_upstream_from"], "measured")
 
 			sent := func() int {
 				return emu.Count(emulator.KindUserQuery) + emu.Count(emulator.KindToolResponse) + emu.Count(emulator.KindRejected)
