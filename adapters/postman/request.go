@@ -167,7 +167,11 @@ func BuildBody(cfg pmconfig.Config, req ports.UpstreamRequest) ([]byte, error) {
 	if len(req.Chat.Tools) > cfg.MaxTools {
 		return nil, notSent(errs.Newf(errs.InvalidRequest, "%d tools exceed MAX_TOOLS", safeInt(len(req.Chat.Tools))))
 	}
-	if err := checkBudgets(cfg, req); err != nil {
+	var q string // the query of a fresh USER_QUERY, built once
+	if req.Continuation == nil {
+		q = Transcript(req.Chat.Messages)
+	}
+	if err := checkBudgets(cfg, req, q); err != nil {
 		return nil, notSent(err)
 	}
 	tools := len(req.Chat.Tools) > 0
@@ -208,7 +212,6 @@ func BuildBody(cfg pmconfig.Config, req ports.UpstreamRequest) ([]byte, error) {
 	}
 
 	if req.Continuation == nil {
-		q := Transcript(req.Chat.Messages)
 		in := wireQueryInput{
 			ChatType:     chatTypeUserQuery,
 			Query:        q,
@@ -245,12 +248,13 @@ func BuildBody(cfg pmconfig.Config, req ports.UpstreamRequest) ([]byte, error) {
 // (unsupported_parameter) or, on a fresh USER_QUERY, a query longer than
 // POSTMAN_MAX_QUERY_CHARS (upstream_query_too_long). A request over both is
 // refused once, with both in its message (budget.Request.Detail), under the
-// tool count's code.
-func checkBudgets(cfg pmconfig.Config, req ports.UpstreamRequest) error {
+// tool count's code. q is the query of a fresh USER_QUERY ("" for a
+// continuation, which carries none).
+func checkBudgets(cfg pmconfig.Config, req ports.UpstreamRequest, q string) error {
 	b := budget.Request{Tools: len(req.Chat.Tools), ToolsLimit: cfg.ToolsLimit(), Query: cfg.QueryLimit(),
 		Client: req.Chat.Client, Continued: req.ConversationID != ""}
 	if req.Continuation == nil {
-		b.QueryChars = QueryChars(Transcript(req.Chat.Messages))
+		b.QueryChars = QueryChars(q)
 		if b.OverQuery() {
 			b.Largest = largestMessage(req.Chat.Messages, req.HistoryMessages)
 		}
