@@ -1,6 +1,8 @@
 package app
 
 import (
+	"strings"
+
 	"github.com/pmgate/pmgate/domain/canon"
 	"github.com/pmgate/pmgate/domain/chat"
 )
@@ -19,4 +21,15 @@ func legacyToolsHashOf(req chat.Request) (string, error) {
 		return "", nil
 	}
 	return canon.ToolsHash(req.Tools, req.ToolChoice)
+}
+
+// publicCallID is the public id of an issued tool call as the request's API
+// shows it: the Messages API's are "toolu_" ids like Anthropic's own
+// ("toolu_pmn_…"), the others keep "call_pmn_…". The random part is the same
+// CSPRNG draw either way.
+func publicCallID(api, id string) string {
+	if api == "messages" {
+		return "toolu_" + strings.TrimPrefix(id, "call_")
+	}
+	return id
 }

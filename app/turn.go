@@ -310,6 +310,7 @@ func (t *turn) buildGroup(groupID string, args []string, schemas map[string][]by
 		if err != nil {
 			return correlation.Group{}, nil, err
 		}
+		id = publicCallID(t.req.API, id)
 		sh, err := canon.SchemaHash(schemas[c.Name])
 		if err != nil {
 			return correlation.Group{}, nil, err

@@ -81,6 +81,19 @@ func slotFrom(ctx context.Context) *authSlot {
 	return a.slot
 }
 
+// scopePrincipal narrows the authenticated principal of ctx to a scope (a
+// Claude Code subagent): its id is HMAC(principal id, scope), so tool-call
+// groups and conversation anchors of one scope are never found from
+// another, while the slot (limits, allowlist, logs) stays the same.
+func scopePrincipal(ctx context.Context, scope string) context.Context {
+	a, ok := ctx.Value(principalKey{}).(authed)
+	if !ok {
+		return ctx
+	}
+	a.p.ID = Principal([]byte(a.p.ID), scope)
+	return context.WithValue(ctx, principalKey{}, a)
+}
+
 // limiter is the slot's own concurrency limiter (nil: none).
 func (a *authSlot) limiter() *limiter {
 	if a == nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/pmgate/pmgate/adapters/httpapi"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
@@ -57,18 +58,19 @@ func TestJSONTextCompletionHasTheOpenAIShape(t *testing.T) {
 	is.Equal(rec.Code, http.StatusOK)                              // a finished turn is 200
 	is.Equal(rec.Header().Get("Content-Type"), "application/json") // as JSON
 	c, raw := decodeCompletion(t, rec.Body.Bytes())
-	is.True(strings.HasPrefix(c.ID, "chatcmpl-"))               // an OpenAI-style id
-	is.Equal(c.Object, "chat.completion")                       // the object type
-	is.True(c.Created > 0)                                      // a creation time
-	is.Equal(c.Model, model)                                    // the requested public model id
-	is.Equal(len(c.Choices), 1)                                 // one choice
-	is.Equal(c.Choices[0].Message.Role, "assistant")            // from the assistant
-	is.Equal(*c.Choices[0].Message.Content, "Hello")            // with the whole text
-	is.Equal(c.Choices[0].FinishReason, "stop")                 // a proven stop
-	is.Equal(string(c.Choices[0].Logprobs), "null")             // logprobs null
-	is.Equal(string(c.Choices[0].Message.Refusal), "null")      // refusal null
-	is.Equal(string(raw["usage"]), "null")                      // no counts reported: usage is null, never zeros
-	is.True(!strings.Contains(rec.Body.String(), "tool_calls")) // no tool_calls key without calls
+	is.True(strings.HasPrefix(c.ID, "chatcmpl-"))                                                // an OpenAI-style id
+	is.Equal(c.Object, "chat.completion")                                                        // the object type
+	is.True(c.Created > 0)                                                                       // a creation time
+	is.Equal(c.Model, model)                                                                     // the requested public model id
+	is.Equal(len(c.Choices), 1)                                                                  // one choice
+	is.Equal(c.Choices[0].Message.Role, "assistant")                                             // from the assistant
+	is.Equal(*c.Choices[0].Message.Content, "Hello")                                             // with the whole text
+	is.Equal(c.Choices[0].FinishReason, "stop")                                                  // a proven stop
+	is.Equal(string(c.Choices[0].Logprobs), "null")                                              // logprobs null
+	is.Equal(string(c.Choices[0].Message.Refusal), "null")                                       // refusal null
+	is.Equal(string(raw["usage"]), `{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}`) // no counts reported: estimated (ceil(bytes/3))
+	is.Equal(rec.Header().Get("x-pmgate-usage"), "estimated")                                    // and marked as an estimate
+	is.True(!strings.Contains(rec.Body.String(), "tool_calls"))                                  // no tool_calls key without calls
 }
 
 func TestJSONToolCallCompletionCarriesTheCalls(t *testing.T) {
@@ -104,10 +106,25 @@ func TestJSONUsageCarriesOnlyReportedCounts(t *testing.T) {
 	_, raw := decodeCompletion(t, rec.Body.Bytes())
 	is.Equal(string(raw["usage"]), `{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15}`) // the upstream's counts
 
+	is.Equal(rec.Header().Get("x-pmgate-usage"), "reported")
+
 	partial := &chat.Usage{PromptTokens: i64(12)}
-	h, _ = newServer(t, returning(script(app.Delta{Text: "x"}, app.Delta{Finish: app.FinishStop, Usage: partial}), nil))
+	off := func(c *httpapi.Config) { c.UsageEstimatesOff = true }
+	h, _ = newServer(t, returning(script(app.Delta{Text: "x"}, app.Delta{Finish: app.FinishStop, Usage: partial}), nil), off)
 	_, raw = decodeCompletion(t, post(h, withFields("")).Body.Bytes())
-	is.Equal(string(raw["usage"]), `{"prompt_tokens":12}`) // an unreported count is absent, not 0
+	is.Equal(string(raw["usage"]), `{"prompt_tokens":12}`) // estimates off: an unreported count is absent, not 0
+
+	h, _ = newServer(t, returning(script(app.Delta{Text: "x"}, app.Delta{Finish: app.FinishStop, Usage: partial}), nil))
+	rec = post(h, withFields(""))
+	_, raw = decodeCompletion(t, rec.Body.Bytes())
+	is.Equal(string(raw["usage"]), `{"prompt_tokens":12,"completion_tokens":1,"total_tokens":13}`) // the reported count kept, the other estimated
+	is.Equal(rec.Header().Get("x-pmgate-usage"), "estimated")
+
+	h, _ = newServer(t, returning(script(app.Delta{Text: "x"}, app.Delta{Finish: app.FinishStop}), nil), off)
+	rec = post(h, withFields(""))
+	_, raw = decodeCompletion(t, rec.Body.Bytes())
+	is.Equal(string(raw["usage"]), "null") // estimates off, nothing reported: null, never zeros
+	is.Equal(rec.Header().Get("x-pmgate-usage"), "unreported")
 }
 
 func TestJSONErrorBeforeTheEndHasNoPartialContent(t *testing.T) {

@@ -77,6 +77,16 @@ var fieldRules = map[string]func(param string, raw json.RawMessage) error{
 	"conversation":         refusedUnlessNull("server-side conversations are not kept: send the full input with store: false."),
 	"prompt":               refusedUnlessNull("stored prompts are not available."),
 	"background":           refusedWhenTrue("background responses are not kept."),
+	// The Messages API's own fields (messages_decode.go).
+	"top_k":              ignoredInteger,
+	"thinking":           ignored(kindObject),
+	"context_management": ignored(kindObject),
+	"cache_control":      ignored(kindObject),
+	"speed":              ignored(kindString),
+	"inference_geo":      ignored(kindString),
+	"output_config":      checkOutputConfig,
+	"mcp_servers":        refusedUnlessEmpty("MCP connector servers run on Anthropic's side; this gateway cannot reach them."),
+	"container":          refusedUnlessNull("code execution containers are not available."),
 }
 
 // policy returns the rules of the named fields, in that order (the order in

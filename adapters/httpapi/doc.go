@@ -1,5 +1,8 @@
 // Package httpapi is pmgate's OpenAI-compatible ingress (docs/API.md):
-// POST /v1/chat/completions (JSON and SSE), GET /v1/models and GET /health,
+// POST /v1/chat/completions (JSON and SSE), POST /v1/responses
+// (docs/RESPONSES.md), the Anthropic Messages API POST /v1/messages and
+// /v1/messages/count_tokens (docs/MESSAGES.md; messages_*.go, with its own
+// error shape through writeAnthropicError), GET /v1/models and GET /health,
 // in front of an app.ChatService, and the operator's surface: the control
 // page under /admin (admin.go, adminui/) and Prometheus /metrics (metrics.go,
 // monitor.go; see docs/OPERATE.md). NewServer returns the whole surface as
@@ -33,7 +36,8 @@
 // RequestID(ctx) returns it and WithRequestID adds it to every log record of
 // a request context. One access-log line per request carries only request_id,
 // method, route (the known path, or "unmatched"), status, code, duration_ms,
-// stream, bytes and principal_slot: never a body, message content, a key or
+// stream, bytes and principal_slot (and usage: reported, estimated or
+// unreported, when a turn showed usage): never a body, message content, a key or
 // an upstream id. A panic in a handler is logged (redacted value and stack,
 // no body) and answered 500 internal_error when nothing was written yet.
 //
@@ -127,8 +131,8 @@
 // error); one id and created per stream; a role delta first; content and
 // tool-call deltas (index always, id/type/name on a call's first delta only);
 // finish_reason only on the last choice chunk; with include_usage every chunk
-// has "usage":null and one {"choices":[],"usage":…} chunk (usage null when
-// none was reported) precedes data: [DONE]. A failure after the headers is
+// has "usage":null and one {"choices":[],"usage":…} chunk (an estimate, or null
+// with UsageEstimatesOff, when none was reported) precedes data: [DONE]. A failure after the headers is
 // one data: {"error":{…}} event and the end of the response.
 //
 // The request context (client disconnect) and RequestTimeout both end in

@@ -187,6 +187,10 @@ func public(ctx context.Context, err error) (errorBody, errs.Entry, int) {
 // clients only ever see the generic internal message.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ctx := r.Context()
+	if infoFrom(ctx).anthropic {
+		s.writeAnthropicError(w, r, err)
+		return
+	}
 	body, e, status := public(ctx, err)
 	ri := infoFrom(ctx)
 	ri.code = e.Code

@@ -31,7 +31,7 @@ func (s *server) handleChat() http.Handler {
 			req, err := s.decodeRequest(body, slotFrom(r.Context()).allowsModel)
 			return req, req, err
 		}, func(w http.ResponseWriter, r *http.Request, req chat.Request, tr *turnReader) {
-			o := output{id: "chatcmpl-" + randText(), created: s.now().Unix(), model: req.Model, includeUsage: req.IncludeUsage}
+			o := output{id: "chatcmpl-" + randText(), created: s.now().Unix(), model: req.Model, includeUsage: req.IncludeUsage, req: req}
 			if req.Stream {
 				s.stream(w, r, o, tr)
 			} else {
@@ -57,13 +57,8 @@ func (s *server) handleChat() http.Handler {
 // service (tool results while correlation is off).
 func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, conversation string, decode func(body []byte) (T, chat.Request, error),
 	render func(w http.ResponseWriter, r *http.Request, req T, tr *turnReader)) {
-	if !jsonMediaType(r.Header.Get("Content-Type")) {
-		s.writeError(w, r, invalid("", "The Content-Type must be application/json."))
-		return
-	}
-	body, err := s.readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
+	body, ok := s.readJSON(w, r)
+	if !ok {
 		return
 	}
 	apiReq, req, err := decode(body)
@@ -109,6 +104,21 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 	tr := &turnReader{turn: turn, onFirst: func() { ri.firstToken = s.now() }}
 	render(w, r, apiReq, tr)
 	ri.toolCalls = tr.calls
+}
+
+// readJSON checks the content type and reads the body (readBody); false
+// means the refusal was written.
+func (s *server) readJSON(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if !jsonMediaType(r.Header.Get("Content-Type")) {
+		s.writeError(w, r, invalid("", "The Content-Type must be application/json."))
+		return nil, false
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return nil, false
+	}
+	return body, true
 }
 
 // acquire takes a place in the global semaphore and, when the slot has one,

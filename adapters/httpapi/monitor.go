@@ -115,7 +115,7 @@ type answerKey struct {
 }
 
 // routeTemplates is every value routeOf can return.
-var routeTemplates = []string{pathChat, pathResponses, pathModels, pathHealth, pathMetrics, pathAdmin, pathAdminStatic + "*",
+var routeTemplates = []string{pathChat, pathResponses, pathMessages, pathCount, pathModels, pathHealth, pathMetrics, pathAdmin, pathAdminStatic + "*",
 	pathAdminOverview, pathAdminLive, "unmatched"}
 
 // Latency buckets in seconds: from a fast local refusal to a long upstream turn.

@@ -26,6 +26,7 @@ type output struct {
 	created      int64
 	model        string // the requested public id
 	includeUsage bool
+	req          chat.Request // what the usage estimate is computed from
 }
 
 // step is one piece of client-visible output: text, a tool-call fragment, or
@@ -43,11 +44,14 @@ type step struct {
 // (tool_calls when any call was emitted, stop otherwise). A violation is an
 // internal error.
 type turnReader struct {
-	turn    app.Turn
-	calls   int
-	finish  app.FinishReason
-	usage   *chat.Usage
-	onFirst func() // called once, at the first text or tool-call delta; may be nil
+	turn  app.Turn
+	calls int
+	// outBytes counts the output received: text, tool names and arguments
+	// (the output side of a usage estimate).
+	outBytes int
+	finish   app.FinishReason
+	usage    *chat.Usage
+	onFirst  func() // called once, at the first text or tool-call delta; may be nil
 }
 
 // next returns the next step, or io.EOF once the turn ended with a proven
@@ -81,7 +85,9 @@ func (tr *turnReader) next(ctx context.Context) (step, error) {
 				return step{}, errors.AssertionFailedf("httpapi: tool call delta out of order")
 			}
 			st.call = c
+			tr.outBytes += len(c.Name) + len(c.Arguments)
 		}
+		tr.outBytes += len(d.Text)
 		if d.Finish != "" {
 			if d.Finish != app.FinishStop && d.Finish != app.FinishToolCalls {
 				return step{}, errors.AssertionFailedf("httpapi: unknown finish reason")
@@ -212,10 +218,12 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, o output, tr *
 	if text != "" || len(calls) == 0 {
 		msg.Content = &text
 	}
+	u, estimated := s.usageOfTurn(o.req, tr)
+	s.markUsage(r.Context(), w.Header(), u, estimated)
 	s.writeValue(w, r, completion{
 		ID: o.id, Object: "chat.completion", Created: o.created, Model: o.model,
 		Choices: []completionChoice{{Index: 0, Message: msg, FinishReason: string(tr.finish)}},
-		Usage:   usageOf(tr.usage),
+		Usage:   usageOf(u),
 	}, "encode completion")
 }
 
@@ -326,6 +334,9 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *tu
 		return true
 	}
 	start := func() bool {
+		if o.includeUsage {
+			s.markStreamUsage(w.Header())
+		}
 		out = newSSE(w)
 		empty := ""
 		return emit(delta{Role: "assistant", Content: &empty}, nil)
@@ -373,7 +384,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *tu
 	if o.includeUsage {
 		c.Choices = noChoice
 		c.Usage = jsonNull
-		if u := usageOf(tr.usage); u != nil {
+		if u := usageOf(s.streamUsage(ctx, o.req, tr)); u != nil {
 			b, err := json.Marshal(u)
 			if err != nil {
 				return

@@ -240,7 +240,9 @@ func (s *server) completeResponse(w http.ResponseWriter, r *http.Request, o resp
 		output = append(output, item)
 	}
 	obj := o.object("completed", output)
-	obj.Usage = respUsageOf(tr.usage)
+	u, estimated := s.usageOfTurn(o.req.chat, tr)
+	s.markUsage(r.Context(), w.Header(), u, estimated)
+	obj.Usage = respUsageOf(u)
 	s.writeValue(w, r, obj, "encode response")
 }
 
@@ -283,6 +285,7 @@ func (s *server) streamResponse(w http.ResponseWriter, r *http.Request, o respOu
 		}
 	}
 	start := func() {
+		s.markStreamUsage(w.Header())
 		rs = &respStream{out: newSSE(w)}
 		emit("response.created", map[string]any{"response": o.object("in_progress", nil)})
 		emit("response.in_progress", map[string]any{"response": o.object("in_progress", nil)})
@@ -367,7 +370,7 @@ func (s *server) streamResponse(w http.ResponseWriter, r *http.Request, o respOu
 		output = append(output, messageOf("msg_"+randText(), "", "completed"))
 	}
 	obj := o.object("completed", output)
-	obj.Usage = respUsageOf(tr.usage)
+	obj.Usage = respUsageOf(s.streamUsage(ctx, o.req.chat, tr))
 	emit("response.completed", map[string]any{"response": obj})
 }
 

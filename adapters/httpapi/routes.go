@@ -7,6 +7,8 @@ const (
 	pathChat      = "/v1/chat/completions"
 	pathResponses = "/v1/responses"
 	pathModels    = "/v1/models"
+	pathMessages  = "/v1/messages"
+	pathCount     = "/v1/messages/count_tokens"
 	pathHealth    = "/health"
 )
 
@@ -20,6 +22,14 @@ func (s *server) routes() http.Handler {
 	mux.Handle(pathChat, s.handleMethodNotAllowed("POST"))
 	mux.Handle("POST "+pathResponses, s.requireKey(s.handleResponses()))
 	mux.Handle(pathResponses, s.handleMethodNotAllowed("POST"))
+	// The Anthropic routes answer every error (authentication, method,
+	// unknown sub-path) in the Anthropic shape. Claude Code appends
+	// ?beta=true: the mux matches the path alone.
+	mux.Handle("POST "+pathMessages, anthropicRoute(s.requireKey(s.handleMessages())))
+	mux.Handle(pathMessages, anthropicRoute(s.handleMethodNotAllowed("POST")))
+	mux.Handle("POST "+pathCount, anthropicRoute(s.requireKey(s.handleCountTokens())))
+	mux.Handle(pathCount, anthropicRoute(s.handleMethodNotAllowed("POST")))
+	mux.Handle(pathMessages+"/", anthropicRoute(s.handleNotFound()))
 	mux.Handle("GET "+pathModels, s.requireKey(s.handleModels()))
 	mux.Handle(pathModels, s.handleMethodNotAllowed("GET, HEAD"))
 	mux.Handle("GET "+pathHealth, s.handleHealth())

@@ -62,6 +62,12 @@ type Config struct {
 	// and the fields that go with it (time and digest, or the reason it is
 	// not); nil means never verified.
 	Verification func() (verified bool, fields map[string]any)
+	// UsageEstimatesOff is USAGE_ESTIMATES=false: usage shows only counts
+	// the upstream reported, never an estimate (chat.Estimate).
+	UsageEstimatesOff bool
+	// MessagesPingInterval is how often a silent Messages stream sends a
+	// ping event (0: defaultPingInterval).
+	MessagesPingInterval time.Duration
 }
 
 // The defaults of docs/CONFIGURATION.md for zero Config values.
@@ -151,6 +157,8 @@ type reqInfo struct {
 	model      string    // a configured public id, once the request was validated
 	toolCalls  int       // tool calls shown to the client
 	firstToken time.Time // the first text or tool-call delta; zero when none
+	anthropic  bool      // an Anthropic route: errors in the Anthropic shape
+	usage      string    // how the shown usage was obtained (usageHeader's values); "" when none was shown
 }
 
 func infoFrom(ctx context.Context) *reqInfo {
@@ -330,7 +338,7 @@ func (s *server) accessLog(ctx context.Context, r *http.Request, rw *recorder, r
 	if status >= 500 {
 		level = slog.LevelError
 	}
-	s.log.LogAttrs(ctx, level, "request",
+	attrs := []slog.Attr{
 		slog.String("method", r.Method),
 		slog.String("path", routeOf(r)),
 		slog.Int("status", status),
@@ -339,7 +347,11 @@ func (s *server) accessLog(ctx context.Context, r *http.Request, rw *recorder, r
 		slog.Bool("stream", ri.stream),
 		slog.Int64("bytes", rw.bytes),
 		slog.String("principal_slot", ri.slot),
-	)
+	}
+	if ri.usage != "" {
+		attrs = append(attrs, slog.String("usage", ri.usage))
+	}
+	s.log.LogAttrs(ctx, level, "request", attrs...)
 }
 
 // routeOf names the route for logs: the matched pattern's path for known
@@ -347,7 +359,7 @@ func (s *server) accessLog(ctx context.Context, r *http.Request, rw *recorder, r
 // hold anything) never reaches a log line.
 func routeOf(r *http.Request) string {
 	switch r.URL.Path {
-	case pathChat, pathResponses, pathModels, pathHealth, pathMetrics:
+	case pathChat, pathResponses, pathMessages, pathCount, pathModels, pathHealth, pathMetrics:
 		return r.URL.Path
 	}
 	return adminRouteOf(r.URL.Path)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/pmgate/pmgate/adapters/httpapi"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
@@ -276,10 +277,22 @@ func TestStreamWithIncludeUsageEndsWithOneUsageChunk(t *testing.T) {
 func TestStreamWithIncludeUsageSendsNullUsageWhenNoneWasReported(t *testing.T) {
 	t.Parallel()
 	is := is.New(t)
-	h, _ := newServer(t, returning(script(app.Delta{Text: "Hi"}, app.Delta{Finish: app.FinishStop}), nil))
+	h, _ := newServer(t, returning(script(app.Delta{Text: "Hi"}, app.Delta{Finish: app.FinishStop}), nil),
+		func(c *httpapi.Config) { c.UsageEstimatesOff = true })
 	rec := post(h, streamRequest(true))
 	is.Equal(sseViolations(rec.Body.String(), true), []string(nil))                                   // every streaming rule holds
-	is.True(strings.Contains(rec.Body.String(), `"choices":[],"usage":null}`+"\n\ndata: [DONE]\n\n")) // the usage chunk is still sent, with null
+	is.True(strings.Contains(rec.Body.String(), `"choices":[],"usage":null}`+"\n\ndata: [DONE]\n\n")) // estimates off: the usage chunk is still sent, with null
+	is.Equal(rec.Header().Get("x-pmgate-usage"), "unreported")
+}
+
+func TestStreamWithIncludeUsageSendsAnEstimateWhenNoneWasReported(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	h, _ := newServer(t, returning(script(app.Delta{Text: "Hi"}, app.Delta{Finish: app.FinishStop}), nil))
+	rec := post(h, streamRequest(true))
+	is.Equal(sseViolations(rec.Body.String(), true), []string(nil))
+	is.True(strings.Contains(rec.Body.String(), `"choices":[],"usage":{"prompt_tokens":`)) // an estimate
+	is.Equal(rec.Header().Get("x-pmgate-usage"), "estimated")                              // marked as one
 }
 
 func TestStreamFailureAfterHeadersIsOneErrorEvent(t *testing.T) {

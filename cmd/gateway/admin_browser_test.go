@@ -289,10 +289,14 @@ func TestTheAdminPageInABrowser(t *testing.T) {
 	if !strings.Contains(eval[string](t, ctx, `document.querySelector('#snippets pre[data-snippet="curl"]').textContent`), testKey) {
 		t.Error("the revealed key is not in the curl snippet")
 	}
-	for _, name := range []string{"curl", "openai (npm)", "openai-go", "9router", "Claude Code via 9router", "opencode", "Codex CLI"} {
+	for _, name := range []string{"curl", "openai (npm)", "openai-go", "Claude Code", "9router", "Claude Code via 9router", "opencode", "Codex CLI"} {
 		js := fmt.Sprintf(`(document.querySelector('#snippets pre[data-snippet="%s"]') || {}).textContent || ""`, name)
 		text := eval[string](t, ctx, js)
-		if !strings.Contains(text, testModel) || (name != "Claude Code via 9router" && !strings.Contains(text, s.base+"/v1")) {
+		base := s.base + "/v1"
+		if name == "Claude Code" { // the origin, without /v1
+			base = "ANTHROPIC_BASE_URL=" + s.base + " "
+		}
+		if !strings.Contains(text, testModel) || (name != "Claude Code via 9router" && !strings.Contains(text, base)) {
 			t.Errorf("snippet %s lacks the model or the base URL: %q", name, text)
 		}
 	}

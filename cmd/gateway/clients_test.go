@@ -85,6 +85,7 @@ func TestClients(t *testing.T) {
 					})
 				})
 			}
+			reportClaudeCatalog(st, obs, wideObs)
 		})
 	}
 }
@@ -103,6 +104,8 @@ var nodeSuites = []nodeSuite{
 	{"9router", "9router.test.mjs", 4 * time.Minute, false},
 	{"openai-node-responses", "responses.test.mjs", 4 * time.Minute, false},
 	{"claude-code", "claude-code.test.mjs", 16 * time.Minute, true},
+	{"claude-code-direct", "claude-code-direct.test.mjs", 12 * time.Minute, true},
+	{"anthropic-node", "anthropic.test.mjs", 4 * time.Minute, false},
 	{"opencode", "opencode.test.mjs", 12 * time.Minute, true},
 	{"ai-sdk", "ai-sdk.test.mjs", 4 * time.Minute, false},
 }
@@ -636,6 +639,7 @@ type clientObserver struct {
 
 	mu        sync.Mutex
 	exchanges []*exchange
+	claude    requestCatalog // what Claude Code sent to the Messages routes
 }
 
 type exchange struct {
@@ -651,6 +655,7 @@ type exchange struct {
 	Complete     bool   `json:"complete"`  // the gateway's body was read to its end
 	Cancelled    bool   `json:"cancelled"` // the client went away first
 	wireReport
+	anthropicReport
 }
 
 var markerRE = regexp.MustCompile(`mk-[0-9a-f]{8,32}`)
@@ -690,6 +695,12 @@ func (o *clientObserver) proxy(w http.ResponseWriter, r *http.Request) {
 	if n := len(req.Messages); n > 0 {
 		ex.LastRole = req.Messages[n-1].Role
 	}
+	if isMessagesPath(r.URL.Path) {
+		ex.API, ex.AgentID, ex.UserAgent = "messages", r.Header.Get("x-claude-code-agent-id"), r.UserAgent()
+	}
+	if strings.HasPrefix(r.URL.Path, "/v1/messages") && strings.HasPrefix(r.UserAgent(), "claude-cli") {
+		o.claude.add(r.Method+" "+r.URL.RequestURI(), r.Header, body)
+	}
 	o.mu.Lock()
 	ex.Seq = len(o.exchanges)
 	o.exchanges = append(o.exchanges, ex)
@@ -700,12 +711,15 @@ func (o *clientObserver) proxy(w http.ResponseWriter, r *http.Request) {
 		status              int
 		reqID, retry, ctype string
 		complete, cancelled bool
+		respHeader          http.Header
 	)
 	defer func() {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		ex.Status, ex.RequestID, ex.ShouldRetry, ex.Complete, ex.Cancelled = status, reqID, retry, complete, cancelled
-		if strings.HasPrefix(ctype, "text/event-stream") {
+		if ex.API == "messages" {
+			analyzeMessages(ex, status, respHeader, raw.Bytes())
+		} else if strings.HasPrefix(ctype, "text/event-stream") {
 			ex.wireReport = analyzeStream(ssePayloads(raw.Bytes()), ex.IncludeUsage, complete)
 		} else if raw.Len() > 0 {
 			ex.wireReport = analyzeJSON(raw.Bytes())
@@ -728,6 +742,7 @@ func (o *clientObserver) proxy(w http.ResponseWriter, r *http.Request) {
 	}
 	defer resp.Body.Close()
 	status, reqID, retry, ctype = resp.StatusCode, resp.Header.Get("x-request-id"), resp.Header.Get("x-should-retry"), resp.Header.Get("Content-Type")
+	respHeader = resp.Header.Clone()
 	for k, v := range resp.Header {
 		if k != "Content-Length" && k != "Connection" && k != "Transfer-Encoding" {
 			w.Header()[k] = v

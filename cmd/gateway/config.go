@@ -49,6 +49,7 @@ type config struct {
 	store           string
 	postgresURL     string
 	continuity      bool
+	usageEstimates  bool // USAGE_ESTIMATES
 	anchorLimits    conversation.Limits
 	anchorPolicy    conversation.Policy
 	logLevel        slog.Level
@@ -182,6 +183,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 	case "false":
 	default:
 		bad(invalid("CONVERSATION_CONTINUITY", "must be true or false"))
+	}
+	switch v := getenv("USAGE_ESTIMATES"); v {
+	case "", "true":
+		c.usageEstimates = true
+	case "false":
+	default:
+		bad(invalid("USAGE_ESTIMATES", "must be true or false"))
 	}
 	convTTL, err := intVar(getenv, "CONVERSATION_TTL_MS", 1800000, 1000, 86400000)
 	bad(err)

@@ -202,9 +202,15 @@ OpenAI Python SDK:
 OpenAI Go SDK (github.com/openai/openai-go/v3):
   client := openai.NewClient(option.WithBaseURL("%s"), option.WithAPIKey("%s"))
 
+Claude Code (the Anthropic Messages API at /v1/messages; every model name it asks for pinned to the demo's):
+  ANTHROPIC_BASE_URL=%s ANTHROPIC_AUTH_TOKEN=%s \
+  ANTHROPIC_MODEL=%s ANTHROPIC_DEFAULT_OPUS_MODEL=%s ANTHROPIC_DEFAULT_SONNET_MODEL=%s \
+  ANTHROPIC_DEFAULT_HAIKU_MODEL=%s ANTHROPIC_SMALL_FAST_MODEL=%s CLAUDE_CODE_SUBAGENT_MODEL=%s claude
+
 Try a fault: put "#scenario=ambiguous_eof" (or truncated_frame, failure_after_text, model_mismatch, …) in the
 message text and the gateway answers with a stable error instead of a fake success.
-`, strategy, origin, base, key, demoModel, strings.TrimSuffix(base, "/v1")+"/admin", strings.TrimSuffix(base, "/v1")+"/metrics", base, key, demoModel, base, key, demoModel, base, key, demoModel, base, key)
+`, strategy, origin, base, key, demoModel, strings.TrimSuffix(base, "/v1")+"/admin", strings.TrimSuffix(base, "/v1")+"/metrics", base, key, demoModel, base, key, demoModel, base, key, demoModel, base, key,
+		strings.TrimSuffix(base, "/v1"), key, demoModel, demoModel, demoModel, demoModel, demoModel, demoModel)
 }
 
 // runEmulator runs the emulator alone, as a fake upstream for clients and load tests.

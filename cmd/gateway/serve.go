@@ -104,6 +104,7 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 		AllowedHosts:       cfg.allowedHosts,
 		ToolSchemaPolicy:   cfg.request.toolSchemaPolicy,
 		WidenCombinators:   cfg.request.widenCombinators,
+		UsageEstimatesOff:  !cfg.usageEstimates,
 		Health: func(ctx context.Context) map[string]any {
 			return map[string]any{"correlation": storeHealth(ctx, cfg, store), "conversation": anchorHealth(ctx, cfg, anchors),
 				"upstream_limits": limitsHealth(cfg)}

@@ -19,7 +19,7 @@ const root = "../.."
 // reads as settings. Upstream enums and error types (TOOL_RESPONSE,
 // CONVERSATION_NOT_FOUND, …) have other prefixes or live outside the scanned
 // directories.
-var setting = regexp.MustCompile(`"((?:PROVIDER|POSTMAN|MAX|REQUEST|TOOL_SCHEMA|CORRELATION|CONVERSATION|LOG|PROBE|ADMIN|METRICS|ALLOWED|BODY_READ|EMULATOR)_[A-Z0-9_]+)"`)
+var setting = regexp.MustCompile(`"((?:PROVIDER|POSTMAN|MAX|REQUEST|TOOL_SCHEMA|CORRELATION|CONVERSATION|LOG|PROBE|ADMIN|METRICS|ALLOWED|BODY_READ|EMULATOR|USAGE)_[A-Z0-9_]+)"`)
 
 // settingsInCode returns every setting name that appears as a string literal
 // in the non-test Go files of the directories that parse configuration: the

@@ -284,6 +284,13 @@ console.log(c.choices[0].message.content);`],
       ["openai-go", `client := openai.NewClient(option.WithBaseURL("${base}"), option.WithAPIKey("${k}"))
 c, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "${model}",
 	Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello!")}})`],
+      ["Claude Code", `# the recipe that fits the service's default budget: docs/CLIENTS.md#direct-v1messages
+ANTHROPIC_BASE_URL=${location.origin} ANTHROPIC_API_KEY="${k}" \\
+ANTHROPIC_MODEL=${model} ANTHROPIC_SMALL_FAST_MODEL=${model} ANTHROPIC_DEFAULT_HAIKU_MODEL=${model} \\
+ANTHROPIC_DEFAULT_SONNET_MODEL=${model} ANTHROPIC_DEFAULT_OPUS_MODEL=${model} CLAUDE_CODE_SUBAGENT_MODEL=${model} \\
+DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \\
+claude -p "…" --system-prompt-file examples/claude-code/system-prompt.md \\
+  --tools Bash,Read,Edit,Write,Glob,Grep,TodoWrite`],
       ["9router", `# add pmgate as an OpenAI-compatible provider node of 9router (its control API)
 curl -s ${router}/api/provider-nodes -H "Content-Type: application/json" \\
   -d '{"type":"openai-compatible","apiType":"chat","name":"pmgate","prefix":"pmgate","baseUrl":"${base}"}'

@@ -1,0 +1,383 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
+)
+
+// agentHeader names a Claude Code subagent: its requests carry a fresh id
+// per spawn, and its conversations must never continue another agent's.
+const agentHeader = "x-claude-code-agent-id"
+
+// handleMessages serves POST /v1/messages: one turn (serveTurn) of the
+// request translated from the Messages API, rendered as a Message or the
+// Messages event stream.
+func (s *server) handleMessages() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if agent := r.Header.Get(agentHeader); agent != "" {
+			r = r.WithContext(scopePrincipal(r.Context(), "agent:"+agent))
+		}
+		serveTurn(s, w, r, "messages", func(body []byte) (*msgRequest, chat.Request, error) {
+			mr, err := s.decodeMessagesRequest(body, slotFrom(r.Context()).allowsModel)
+			if err != nil {
+				return nil, chat.Request{}, err
+			}
+			return &mr, mr.chat, nil
+		}, func(w http.ResponseWriter, r *http.Request, mr *msgRequest, tr *turnReader) {
+			o := msgOutput{req: mr, id: "msg_" + randText()}
+			if mr.chat.Stream {
+				s.streamMessage(w, r, o, tr)
+			} else {
+				s.completeMessage(w, r, o, tr)
+			}
+		})
+	})
+}
+
+// handleCountTokens serves POST /v1/messages/count_tokens: the gateway's
+// input estimate of the request (the formula of the usage estimates, which
+// errs high), never 0. With estimates off there is nothing honest to count:
+// 404, and Claude Code estimates locally.
+func (s *server) handleCountTokens() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.UsageEstimatesOff {
+			s.writeError(w, r, errNoRoute)
+			return
+		}
+		body, ok := s.readJSON(w, r)
+		if !ok {
+			return
+		}
+		mr, err := s.decodeCountRequest(body, slotFrom(r.Context()).allowsModel)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		w.Header().Set(usageHeader, "estimated")
+		s.writeValue(w, r, map[string]int64{"input_tokens": max(mr.estimate, 1)}, "count tokens")
+	})
+}
+
+// decodeCountRequest reads a count_tokens body: a Messages request without
+// max_tokens.
+func (s *server) decodeCountRequest(body []byte, allowed func(string) bool) (msgRequest, error) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) == nil && top != nil {
+		if _, ok := top["max_tokens"]; !ok {
+			top["max_tokens"] = json.RawMessage("1")
+			body = mustJSON(top)
+		}
+	}
+	return s.decodeMessagesRequest(body, allowed)
+}
+
+// usageHeader says how the usage counts of a response were obtained:
+// "reported" (the upstream's), "estimated" (chat.Estimate, at least one
+// count) or "unreported" (none, estimates off). On a stream it is sent with
+// the headers, before the counts are known: "estimated" whenever estimates
+// are on (message_start's input count is always an estimate), else
+// "unreported".
+const usageHeader = "x-pmgate-usage"
+
+// usageOfTurn is the usage to show for a finished turn: the upstream's
+// counts where it reported them, an estimate (from the request and the
+// output received) for the others unless estimates are off. estimated says
+// whether any count is an estimate; nil means no counts at all.
+func (s *server) usageOfTurn(req chat.Request, tr *turnReader) (u *chat.Usage, estimated bool) {
+	rep := tr.usage
+	if s.cfg.UsageEstimatesOff {
+		if rep == nil || !rep.Reported() {
+			return nil, false
+		}
+		return rep, false
+	}
+	est := chat.Estimate(req, tr.outBytes)
+	if rep == nil || !rep.Reported() {
+		return est, true
+	}
+	out := *rep
+	if out.PromptTokens == nil {
+		out.PromptTokens, estimated = est.PromptTokens, true
+	}
+	if out.CompletionTokens == nil {
+		out.CompletionTokens, estimated = est.CompletionTokens, true
+	}
+	if out.TotalTokens == nil || estimated {
+		t := *out.PromptTokens + *out.CompletionTokens
+		out.TotalTokens = &t
+	}
+	return &out, estimated
+}
+
+// markUsage sets the usage header of a JSON answer and records how the
+// counts were obtained for the access log line ("usage").
+func (s *server) markUsage(ctx context.Context, h http.Header, u *chat.Usage, estimated bool) {
+	v := "reported"
+	switch {
+	case u == nil:
+		v = "unreported"
+	case estimated:
+		v = "estimated"
+	}
+	h.Set(usageHeader, v)
+	infoFrom(ctx).usage = v
+}
+
+// markStreamUsage sets the usage header of a stream, sent before the counts
+// are known.
+func (s *server) markStreamUsage(h http.Header) {
+	if s.cfg.UsageEstimatesOff {
+		h.Set(usageHeader, "unreported")
+	} else {
+		h.Set(usageHeader, "estimated")
+	}
+}
+
+// streamUsage is usageOfTurn for the end of a stream, recorded like markUsage.
+func (s *server) streamUsage(ctx context.Context, req chat.Request, tr *turnReader) *chat.Usage {
+	u, estimated := s.usageOfTurn(req, tr)
+	s.markUsage(ctx, http.Header{}, u, estimated)
+	return u
+}
+
+// msgOutput is what a Message needs besides the turn.
+type msgOutput struct {
+	req *msgRequest
+	id  string
+}
+
+// msgUsage is the Messages usage object: always present (the SDKs require
+// it); counts neither reported nor estimated are 0, and the usage header
+// says so.
+type msgUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+}
+
+func msgUsageOf(u *chat.Usage) msgUsage {
+	var m msgUsage
+	if u != nil {
+		if u.PromptTokens != nil {
+			m.InputTokens = *u.PromptTokens
+		}
+		if u.CompletionTokens != nil {
+			m.OutputTokens = *u.CompletionTokens
+		}
+	}
+	return m
+}
+
+// message is the Messages API's Message object.
+type message struct {
+	ID           string            `json:"id"`
+	Type         string            `json:"type"`
+	Role         string            `json:"role"`
+	Model        string            `json:"model"`
+	Content      []json.RawMessage `json:"content"`
+	StopReason   *string           `json:"stop_reason"`
+	StopSequence *string           `json:"stop_sequence"`
+	Usage        msgUsage          `json:"usage"`
+}
+
+type textBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type toolUseBlock struct {
+	Type  string          `json:"type"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+// Stop reasons the gateway can prove.
+const (
+	stopEndTurn  = "end_turn"
+	stopToolUse  = "tool_use"
+	stopSequence = "stop_sequence"
+)
+
+// stopReasonOf is the stop reason of a proven end: the stop sequence that
+// cut the text, else tool_use when any tool_use block is shown, else
+// end_turn. max_tokens is never reported: the gateway never cuts on it.
+func stopReasonOf(seq *string, toolUses int) string {
+	switch {
+	case seq != nil:
+		return stopSequence
+	case toolUses > 0:
+		return stopToolUse
+	}
+	return stopEndTurn
+}
+
+// errNothingProven refuses a turn that ended with neither text nor tool
+// calls: an empty end_turn would stop Claude Code silently.
+func errNothingProven() error {
+	return errs.Newf(errs.UpstreamEmptyStream, "the turn ended with no text and no tool calls")
+}
+
+// completeMessage collects the whole turn and writes one Message; any
+// failure before the proven end is a plain error with its status.
+func (s *server) completeMessage(w http.ResponseWriter, r *http.Request, o msgOutput, tr *turnReader) {
+	all, err := collect(r.Context(), tr)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if all.text == "" && len(all.calls) == 0 {
+		s.writeError(w, r, errNothingProven())
+		return
+	}
+	sc := newStopScanner(o.req.stops)
+	text := sc.feed(all.text) + sc.flush()
+	var content []json.RawMessage
+	if text != "" {
+		content = append(content, mustJSON(textBlock{Type: "text", Text: text}))
+	}
+	uses := 0
+	if sc.matched == nil {
+		for _, c := range all.calls {
+			content = append(content, mustJSON(toolUseBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: toolInput(c.Arguments)}))
+			uses++
+		}
+	}
+	if content == nil {
+		content = []json.RawMessage{}
+	}
+	reason := stopReasonOf(sc.matched, uses)
+	u, estimated := s.usageOfTurn(o.req.chat, tr)
+	s.markUsage(r.Context(), w.Header(), u, estimated)
+	s.writeValue(w, r, message{ID: o.id, Type: "message", Role: "assistant", Model: o.req.chat.Model, Content: content,
+		StopReason: &reason, StopSequence: sc.matched, Usage: msgUsageOf(u)}, "encode message")
+}
+
+// toolInput is a tool call's arguments as the input object ("" is {}: the
+// app proved the arguments are a JSON object or empty).
+func toolInput(args string) json.RawMessage {
+	if strings.TrimSpace(args) == "" {
+		return json.RawMessage("{}")
+	}
+	return json.RawMessage(args)
+}
+
+// anthropicError is the Anthropic error shape. code and param are pmgate's
+// stable error code and the offending parameter (extra members the SDKs
+// ignore); code is also sent as the x-pmgate-error-code header.
+type anthropicError struct {
+	Type      string              `json:"type"`
+	Error     anthropicErrorInner `json:"error"`
+	RequestID string              `json:"request_id"`
+}
+
+type anthropicErrorInner struct {
+	Type    string  `json:"type"`
+	Message string  `json:"message"`
+	Code    string  `json:"code"`
+	Param   *string `json:"param,omitempty"`
+}
+
+// errorCodeHeader carries the stable pmgate code of every error on the
+// Anthropic routes.
+const errorCodeHeader = "x-pmgate-error-code"
+
+// anthropicStatus maps a catalog status to the status and error type
+// Anthropic pairs (400 invalid_request_error, 401 authentication_error, 402
+// billing_error, 403 permission_error, 404 not_found_error, 413
+// request_too_large, 429 rate_limit_error, 500 api_error, 504
+// timeout_error, 529 overloaded_error), for any code, including codes added
+// later: by status alone. Other client errors become 400 (a deterministic
+// 409 above all: Claude Code and the SDKs retry 409); 408 and 504 become
+// 504, 503 becomes 529, other server errors 500. The pmgate code keeps
+// what the status no longer says.
+func anthropicStatus(status int) (int, string) {
+	switch status {
+	case http.StatusUnauthorized:
+		return status, "authentication_error"
+	case http.StatusPaymentRequired:
+		return status, "billing_error"
+	case http.StatusForbidden:
+		return status, "permission_error"
+	case http.StatusNotFound:
+		return status, "not_found_error"
+	case http.StatusRequestEntityTooLarge:
+		return status, "request_too_large"
+	case http.StatusTooManyRequests:
+		return status, "rate_limit_error"
+	case http.StatusRequestTimeout, http.StatusGatewayTimeout:
+		return http.StatusGatewayTimeout, "timeout_error"
+	case http.StatusServiceUnavailable, statusOverloaded:
+		return statusOverloaded, "overloaded_error"
+	}
+	if status >= 500 {
+		return http.StatusInternalServerError, "api_error"
+	}
+	return http.StatusBadRequest, "invalid_request_error"
+}
+
+// statusOverloaded is Anthropic's 529 (overloaded_error).
+const statusOverloaded = 529
+
+// anthropicBody renders err in the Anthropic shape, with the status to
+// answer and the catalog entry. A refusal of the request reads like the
+// API's own: "<param>: <detail>".
+func anthropicBody(ctx context.Context, err error) (anthropicError, errs.Entry, int) {
+	body, e, status := public(ctx, err)
+	status, typ := anthropicStatus(status)
+	msg := body.Error.Message
+	var re *requestError
+	if e.Code != errs.InternalError && errors.As(err, &re) && re.detail != "" && re.param != "" {
+		msg = re.param + ": " + re.detail
+	}
+	return anthropicError{Type: "error", Error: anthropicErrorInner{Type: typ, Message: msg, Code: body.Error.Code, Param: body.Error.Param},
+		RequestID: RequestID(ctx)}, e, status
+}
+
+// writeAnthropicError is writeError on the Anthropic routes: the same
+// catalog, retry headers and logging, in the Anthropic shape and statuses.
+func (s *server) writeAnthropicError(w http.ResponseWriter, r *http.Request, err error) {
+	ctx := r.Context()
+	body, e, status := anthropicBody(ctx, err)
+	s.noteError(ctx, e, err)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set(errorCodeHeader, string(e.Code))
+	if !e.Retryable {
+		h.Set("x-should-retry", "false")
+	} else if status == http.StatusTooManyRequests || status == statusOverloaded {
+		h.Set("retry-after", strconv.Itoa(retryAfterSeconds(err)))
+	}
+	w.WriteHeader(status)
+	b, _ := json.Marshal(body) // plain strings only: cannot fail
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// noteError records the code of a failure for the access log and logs an
+// internal error (redacted).
+func (s *server) noteError(ctx context.Context, e errs.Entry, err error) {
+	infoFrom(ctx).code = e.Code
+	if e.Code == errs.InternalError {
+		s.log.LogAttrs(ctx, slog.LevelError, "internal error", slog.String("error", errs.Redact(err)))
+	}
+}
+
+// anthropicRoute marks a request as one of the Anthropic routes, so that
+// every error on it (authentication included) is written by
+// writeAnthropicError.
+func anthropicRoute(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		infoFrom(r.Context()).anthropic = true
+		next.ServeHTTP(w, r)
+	})
+}
