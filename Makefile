@@ -29,7 +29,7 @@ test-clients:
 	@mkdir -p bin; rm -f bin/clients-report.txt
 	@status=0; scripts/netns.sh env GOPROXY=off GOTOOLCHAIN=local GOFLAGS=-mod=readonly \
 		PMGATE_CLIENTS=1 PMGATE_CLIENTS_NETNS=1 PMGATE_CLIENTS_REPORT=$(CURDIR)/bin/clients-report.txt \
-		$(GO) test -race -count=1 -run '^(TestClients|TestCodex)$$' ./cmd/gateway/ || status=$$?; \
+		$(GO) test -race -count=1 -timeout 30m -run '^(TestClients|TestCodex)$$' ./cmd/gateway/ || status=$$?; \
 	echo "== client report (bin/clients-report.txt)"; cat bin/clients-report.txt 2>/dev/null; exit $$status
 
 ## test-browser: the /admin page in Debian's chromium (apt-get install chromium), driven by chromedp;

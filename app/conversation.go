@@ -75,7 +75,7 @@ func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request) 
 					"history_messages", len(history), "new_messages", len(added))
 				cont := req
 				cont.Messages = added
-				return ports.UpstreamRequest{Chat: cont, ConversationID: a.ConversationID},
+				return ports.UpstreamRequest{Chat: cont, ConversationID: a.ConversationID, HistoryMessages: len(history)},
 					&anchorClaim{hash: hash, claimID: claimID, convID: a.ConversationID}
 			}
 		}

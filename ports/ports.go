@@ -42,6 +42,11 @@ type UpstreamRequest struct {
 	// conversation (Chat.Messages then holds only the new user messages); empty
 	// starts a new one. It comes only from a claimed conversation anchor.
 	ConversationID string
+	// HistoryMessages, on a continued conversation, is how many leading
+	// messages of the client's request are history the upstream already has
+	// (not resent), so a refusal can name a message by its index in the
+	// request.
+	HistoryMessages int
 }
 
 // Continuation is built only from a validated, claimed group record.

@@ -14,6 +14,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/pmgate/pmgate/app"
+	"github.com/pmgate/pmgate/domain/budget"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/ports"
@@ -84,6 +85,7 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 		refuse(err)
 		return
 	}
+	req.Client = budget.ClientOf(r.UserAgent()) // only for the recipe a budget refusal points at
 	ri := infoFrom(r.Context())
 	ri.stream, ri.model = req.Stream, req.Model
 	// The key was checked at the headers; the body may have taken up to

@@ -3,11 +3,11 @@ package postman
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/domain/budget"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/domain/structured"
@@ -168,10 +168,15 @@ func BuildBody(cfg pmconfig.Config, req ports.UpstreamRequest) ([]byte, error) {
 	if len(req.Chat.Tools) > cfg.MaxTools {
 		return nil, notSent(errs.Newf(errs.InvalidRequest, "%d tools exceed MAX_TOOLS", safeInt(len(req.Chat.Tools))))
 	}
-	if n := len(req.Chat.Tools); n > cfg.MaxToolsUpstream {
-		detail := fmt.Sprintf("%d tools are more than the upstream accepts (POSTMAN_MAX_TOOLS_UPSTREAM is %d).", n, cfg.MaxToolsUpstream)
-		return nil, notSent(refusal(errs.Newf(errs.UnsupportedParameter, "%d tools exceed POSTMAN_MAX_TOOLS_UPSTREAM %d",
-			safeInt(n), safeInt(cfg.MaxToolsUpstream)), "tools", detail))
+	var q string // the query of a fresh USER_QUERY, built once
+	if req.Continuation == nil {
+		// A structured output's fixed instruction ends the query (domain/structured)
+		// and counts against the budget; a TOOL_RESPONSE has no query: the
+		// conversation already holds it.
+		q = Transcript(req.Chat.Messages) + structured.Instruction(req.Chat.Output)
+	}
+	if err := checkBudgets(cfg, req, q); err != nil {
+		return nil, notSent(err)
 	}
 	tools := len(req.Chat.Tools) > 0
 	parallel := tools && cfg.Parallel(req.Chat.ParallelToolCalls)
@@ -211,14 +216,6 @@ func BuildBody(cfg pmconfig.Config, req ports.UpstreamRequest) ([]byte, error) {
 	}
 
 	if req.Continuation == nil {
-		// A structured output's fixed instruction ends the query (domain/structured);
-		// a TOOL_RESPONSE has no query: the conversation already holds it.
-		q := Transcript(req.Chat.Messages) + structured.Instruction(req.Chat.Output)
-		if n := QueryChars(q); n > cfg.MaxQueryChars {
-			detail := fmt.Sprintf("the upstream query would be %d characters (UTF-16 code units); POSTMAN_MAX_QUERY_CHARS is %d.", n, cfg.MaxQueryChars)
-			return nil, notSent(refusal(errs.Newf(errs.UpstreamQueryTooLong, "the query has %d UTF-16 code units, POSTMAN_MAX_QUERY_CHARS is %d",
-				safeInt(n), safeInt(cfg.MaxQueryChars)), "messages", detail))
-		}
 		in := wireQueryInput{
 			ChatType:     chatTypeUserQuery,
 			Query:        q,
@@ -248,6 +245,51 @@ func BuildBody(cfg pmconfig.Config, req ports.UpstreamRequest) ([]byte, error) {
 			safeInt(len(raw)), safeInt(cfg.MaxBodyBytes)))
 	}
 	return raw, nil
+}
+
+// checkBudgets refuses, before anything is sent, a request over either of the
+// service's budgets: more tools than POSTMAN_MAX_TOOLS_UPSTREAM
+// (unsupported_parameter) or, on a fresh USER_QUERY, a query longer than
+// POSTMAN_MAX_QUERY_CHARS (upstream_query_too_long). A request over both is
+// refused once, with both in its message (budget.Request.Detail), under the
+// tool count's code. q is the query of a fresh USER_QUERY ("" for a
+// continuation, which carries none).
+func checkBudgets(cfg pmconfig.Config, req ports.UpstreamRequest, q string) error {
+	b := budget.Request{Tools: len(req.Chat.Tools), ToolsLimit: cfg.ToolsLimit(), Query: cfg.QueryLimit(),
+		Client: req.Chat.Client, Continued: req.ConversationID != ""}
+	if req.Continuation == nil {
+		b.QueryChars = QueryChars(q)
+		if b.OverQuery() {
+			b.Largest = largestMessage(req.Chat.Messages, req.HistoryMessages)
+		}
+	}
+	param := b.Param("messages")
+	switch {
+	case b.OverTools():
+		return refusal(errs.Newf(errs.UnsupportedParameter, "%d tools exceed POSTMAN_MAX_TOOLS_UPSTREAM %d (query over: %t)",
+			safeInt(b.Tools), safeInt(b.ToolsLimit.Value), b.OverQuery()), param, b.Detail())
+	case b.OverQuery():
+		return refusal(errs.Newf(errs.UpstreamQueryTooLong, "the query has %d UTF-16 code units, POSTMAN_MAX_QUERY_CHARS is %d",
+			safeInt(b.QueryChars), safeInt(b.Query.Value)), param, b.Detail())
+	}
+	return nil
+}
+
+// largestMessage is the message with the most text among msgs (content and
+// tool-call arguments, in UTF-16 code units), indexed as in the client's
+// request: offset messages of history come before msgs.
+func largestMessage(msgs []chat.Message, offset int) budget.Part {
+	var p budget.Part
+	for i, m := range msgs {
+		n := QueryChars(deref(m.Content))
+		for _, c := range m.ToolCalls {
+			n += QueryChars(c.Arguments)
+		}
+		if n > p.Chars {
+			p = budget.Part{Index: offset + i, Role: string(m.Role), Chars: n}
+		}
+	}
+	return p
 }
 
 // QueryChars is the length of an input.query as the service counts it: UTF-16

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pmgate/pmgate/adapters/postman"
 	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/domain/budget"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/ports"
@@ -333,7 +334,7 @@ func TestQueryLengthIsCountedInUTF16AndCappedBeforeSending(t *testing.T) {
 		is.True(errors.Is(err, ports.ErrNotSent))             // before anything is sent
 		var pd publicDetail
 		is.True(errors.As(err, &pd))                          // with a public param and detail
-		is.Equal(pd.PublicParam(), "messages")                // naming the messages
+		is.Equal(pd.PublicParam(), "messages[0]")             // naming the message, which alone is over
 		is.True(strings.Contains(pd.PublicDetail(), "10001")) // the size
 		is.True(strings.Contains(pd.PublicDetail(), "10000")) // and the limit
 		is.True(!strings.Contains(pd.PublicDetail(), "xxxx")) // never the content
@@ -439,4 +440,40 @@ func TestOnlyTheLoweredSchemaIsSentUpstream(t *testing.T) {
 	_, err = postman.BuildBody(tokenConfig(t), req)
 	is.True(errs.Has(err, errs.InternalError)) // a schema the ingress did not lower is never sent
 	is.True(errors.Is(err, ports.ErrNotSent))
+}
+
+func TestARequestOverBothBudgetsIsRefusedOnceSayingBoth(t *testing.T) {
+	is := is.New(t)
+	tools := make([]chat.Tool, 21)
+	for i := range tools {
+		tools[i] = chat.Tool{Name: "t" + strconv.Itoa(i)}
+	}
+	req := userText(strings.Repeat("x", 10001))
+	req.Chat.Tools = tools
+	req.Chat.Client = budget.ClientOpencode
+	_, err := postman.BuildBody(webConfig(t, pmconfig.EnvMaxQueryChars, "10000"), req)
+	is.Equal(errs.CodeOf(err), errs.UnsupportedParameter) // the tool count's code
+	is.True(errors.Is(err, ports.ErrNotSent))             // nothing sent
+	var pd publicDetail
+	is.True(errors.As(err, &pd))
+	d := pd.PublicDetail()
+	is.True(strings.Contains(d, "21 tools") && strings.Contains(d, "20 (the default of POSTMAN_MAX_TOOLS_UPSTREAM)")) // the tools
+	is.True(strings.Contains(d, "10001 characters") && strings.Contains(d, "10000 (set by POSTMAN_MAX_QUERY_CHARS)")) // and the query, at once
+	is.True(strings.Contains(d, "docs/CLIENTS.md#opencode"))                                                          // the sender's recipe
+	is.Equal(pd.PublicParam(), "messages")                                                                            // both: the request as a whole
+}
+
+func TestAContinuedConversationsOversizedMessageIsNamedByItsIndexInTheRequest(t *testing.T) {
+	is := is.New(t)
+	pasted := strings.Repeat("y", 12000)
+	req := ports.UpstreamRequest{Chat: chat.Request{Model: publicModel, Messages: []chat.Message{{Role: chat.RoleUser, Content: &pasted}}},
+		ConversationID: "conv-1", HistoryMessages: 14}
+	_, err := postman.BuildBody(webConfig(t), req)
+	is.Equal(errs.CodeOf(err), errs.UpstreamQueryTooLong)
+	is.True(errors.Is(err, ports.ErrNotSent))
+	var pd publicDetail
+	is.True(errors.As(err, &pd))
+	is.Equal(pd.PublicParam(), "messages[14]")                                            // its index in the client's request
+	is.True(strings.Contains(pd.PublicDetail(), "messages[14] (user, 12000 characters)")) // which message and how large
+	is.True(strings.Contains(pd.PublicDetail(), "continued conversation"))                // only the new messages count
 }

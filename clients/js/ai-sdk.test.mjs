@@ -157,3 +157,39 @@ test("ai-sdk multi-turn session continues its upstream conversation", { timeout:
   const first = await observer.get({ marker: marks[0] });
   assert.equal(first.emulator.user_query, 1, "the first turn's words reached the upstream once: the history was never re-sent");
 });
+
+// The agent loop as a session (the recipe of docs/CLIENTS.md: the SDK as is):
+// a three-round tool task to its final answer, then 19 more turns (a tool
+// round every fifth), each resending the history as the SDK returned it. Every
+// later turn must continue the upstream conversation with only its new user
+// message; the largest upstream query is reported.
+test("ai-sdk 20-turn agent session with tool loops continues upstream", { timeout: 120_000 }, async () => {
+  const messages = [];
+  let largest = 0;
+  const per = [];
+  for (let turn = 1; turn <= 20; turn++) {
+    const m = marker();
+    const loop = turn === 1 ? 3 : turn % 5 === 0 ? 1 : 0;
+    messages.push({ role: "user", content: `Turn ${turn}: invite the team and check the weather. ${m} #loop=${loop}` });
+    const calls = [];
+    const win = await Window.open(observer);
+    const { text, steps, response } = await generateText({ model: pmgate(e.model), tools: tools(m, calls), messages,
+      stopWhen: stepCountIs(loop + 2), maxRetries: 0 });
+    const seen = await win.close(m);
+    messages.push(...response.messages);
+    const reasons = steps.map((st) => st.finishReason);
+    const diag = `turn ${turn}: steps ${reasons}; refusals ${JSON.stringify(seen.refusals)}; conversations ${JSON.stringify(seen.conversations)}; text ${text}`;
+    assert.deepEqual(seen.refusals, [], diag);
+    assert.deepEqual(reasons, [...Array(loop).fill("tool-calls"), "stop"], diag);
+    assert.equal(seen.toolResponses, loop, `one TOOL_RESPONSE per round\n${diag}`);
+    const q = seen.queries.filter((x) => x.chat_type === "USER_QUERY");
+    assert.equal(q.length, 1, diag);
+    if (turn > 1) {
+      assert.equal(seen.continued, 1, `turn ${turn} continued at the emulator\n${diag}`);
+      assert.ok(q[0].query_chars <= messages.at(-1 - response.messages.length).content.length + 64, `only the new message went upstream\n${diag}`);
+    }
+    largest = Math.max(largest, q[0].query_chars);
+    per.push(q[0].query_chars);
+  }
+  await note("20-turn agent session", `largest upstream query ${largest} chars; USER_QUERY sizes ${per.join(",")}`);
+});

@@ -8,12 +8,20 @@
 // gateway continued the upstream conversation or started fresh, and why.
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { env, marker, note, Observer } from "./lib/harness.mjs";
 import { startNineRouter } from "./lib/ninerouter.mjs";
 import { describeConversations, jsonLines, nativeBinary, querySizes, runAgent, tempHome, Window } from "./lib/agents.mjs";
 
 const e = env();
 const claude = nativeBinary("@anthropic-ai", "claude-code-linux-x64", "claude");
+// The recipe of docs/CLIENTS.md: the everyday coding tools named with --tools
+// (without them Claude Code sends a user message of about 9,200 characters
+// describing its deferred tools, skills and sub-agents) and its system prompt
+// replaced by the short, editable examples/claude-code/system-prompt.md.
+const systemPrompt = fileURLToPath(new URL("../../examples/claude-code/system-prompt.md", import.meta.url));
+const recipeArgs = ["--system-prompt-file", systemPrompt];
+const recipeTools = "Bash,Read,Edit,Write,Glob,Grep,TodoWrite";
 const gateways = {
   default: { observer: new Observer(e.observerURL), baseURL: e.tapURL },
   wide: { observer: new Observer(e.wideObserverURL), baseURL: e.wideTapURL }, // the query limit raised
@@ -86,17 +94,23 @@ const scenarios = [
   { name: "default tools, #loop=3", gateway: "wide", tools: "", loop: 3, directive: "#tool=Bash" },
   { name: "--tools Bash,Read, tool round trip", gateway: "default", tools: "Bash,Read", loop: 1, directive: "#tool=Bash,Read" },
   { name: "--tools Bash,Read, #loop=3", gateway: "default", tools: "Bash,Read", loop: 3, directive: "#tool=Bash,Read" },
+  { name: "recipe (--system-prompt-file, --tools " + recipeTools + "), #loop=3", gateway: "default", tools: recipeTools, loop: 3, directive: "#tool=Bash", extraArgs: recipeArgs },
 ];
 // Its default tool set against the default limit: the gateway refuses the
 // first turn before sending it (400 upstream_query_too_long); Claude Code only
 // sees 9router's 503 and would retry, so the run is stopped at the refusal.
 const overLimit = { name: "default tools over the default query limit", gateway: "default", tools: "", loop: 1, directive: "#tool=Bash" };
 scenarios.push(overLimit);
-// A two-turn session: a text answer (#loop=0: no tool round although tools
-// are offered), then claude -p --continue in the same home, which resends the
-// session's history through 9router.
-const session = { name: "two-turn session (--continue)", gateway: "default", tools: "Bash,Read" };
+// A two-turn session with the recipe: a text answer (#loop=0: no tool round
+// although tools are offered), then claude -p --continue in the same home,
+// which resends the session's history through 9router; the gateway must
+// continue the upstream conversation with only the new prompt.
+const session = { name: "recipe, two-turn session (--continue)", gateway: "default", tools: recipeTools };
 scenarios.push(session);
+// A 20-turn session with the recipe (one strategy: it measures the client):
+// every fifth turn runs a tool round; the largest upstream query is reported.
+const long = { name: "recipe, 20-turn session (--continue)", gateway: "default", tools: recipeTools };
+scenarios.push(long);
 // One 9router provider node per scenario: 9router locks a node's model after
 // an error, which must not decide the next scenario. Model "<prefix>/<model>".
 scenarios.forEach((s, i) => (s.prefix = `pmgate-${i}`));
@@ -126,7 +140,7 @@ test(`claude-code ${session.name}`, { timeout: 400_000 }, async () => {
     const turns = [];
     for (let i = 0; i < prompts.length; i++) {
       const r = await runClaude({ prefix: session.prefix, gateway: session.gateway, prompt: prompts[i], tools: session.tools, maxTurns: 2,
-        home, extraArgs: i > 0 ? ["--continue"] : [] });
+        home, extraArgs: [...recipeArgs, ...(i > 0 ? ["--continue"] : [])] });
       const result = r.events.filter((ev) => ev.type === "result").at(-1);
       turns.push({ ...r, result });
     }
@@ -147,35 +161,58 @@ test(`claude-code ${session.name}`, { timeout: 400_000 }, async () => {
       assert.ok(seen.conversations.length >= 1, `turn ${i + 1}: the gateway logged its conversation decision\n${diag}`);
     }
     assert.equal(turns[0].seen.continued, 0, diag);
+    // Continued at the emulator: only the new user message went upstream, in
+    // the session's conversation (its "turn 2" answer).
     const second = turns[1];
-    const decision = second.seen.conversations.at(-1);
-    if (second.seen.continued > 0) {
-      // Continued: only the new user message went upstream, in the session's conversation.
-      assert.equal(decision.msg, "conversation: continued", diag);
-      assert.match(second.result.result, /^Hello again from the pmgate emulator \(turn 2 of this conversation\)\. You said: /, diag);
-      assert.ok(second.result.result.includes(marks[1]), diag);
-      const q = second.seen.queries.filter((x) => x.chat_type === "USER_QUERY");
-      assert.equal(q.length, 1, diag);
-      assert.equal(q[0].turn, 2, diag);
-      assert.ok(q[0].query_chars <= prompts[1].length + 64, `only the new prompt went upstream (${q[0].query_chars} chars)\n${diag}`);
-    } else {
-      // Fresh (see clients/README.md): answered correctly with the whole
-      // transcript, and logged as fresh with its reason.
-      assert.equal(decision.msg, "conversation: fresh", diag);
-      assert.ok(decision.reason, diag);
-      assert.ok(second.result.result.includes(marks[1]), `the fresh answer quotes the new prompt\n${diag}`);
-    }
+    assert.equal(second.seen.continued, 1, `the second turn continued the upstream conversation\n${diag}`);
+    assert.equal(second.seen.conversations.at(-1).msg, "conversation: continued", diag);
+    assert.match(second.result.result, /^Hello again from the pmgate emulator \(turn 2 of this conversation\)\. You said: /, diag);
+    assert.ok(second.result.result.includes(marks[1]), diag);
+    const q = second.seen.queries.filter((x) => x.chat_type === "USER_QUERY");
+    assert.equal(q.length, 1, diag);
+    assert.equal(q[0].turn, 2, diag);
+    assert.ok(q[0].query_chars <= prompts[1].length + 64, `only the new prompt went upstream (${q[0].query_chars} chars)\n${diag}`);
   } finally {
     home.remove();
   }
 });
 
-for (const s of scenarios.filter((x) => x !== overLimit && x !== session)) {
+test(`claude-code ${long.name}`, { timeout: 900_000, skip: e.strategy !== "web_session" && "runs once, in web_session" }, async () => {
+  const home = tempHome("claude");
+  try {
+    let largest = 0;
+    const sizes = [];
+    for (let turn = 1; turn <= 20; turn++) {
+      const m = marker();
+      const tool = turn % 5 === 0;
+      const prompt = tool ? `Turn ${turn}: look around again. ${m} #tool=Bash` : `Turn ${turn}: go on. ${m} #loop=0`;
+      const r = await runClaude({ prefix: long.prefix, gateway: long.gateway, prompt, tools: long.tools, maxTurns: 3,
+        home, extraArgs: [...recipeArgs, ...(turn > 1 ? ["--continue"] : [])] });
+      const result = r.events.filter((ev) => ev.type === "result").at(-1);
+      const diag = `turn ${turn}: exit ${r.run.code}; refusals ${JSON.stringify(r.seen.refusals)}; result ${JSON.stringify(result)}; ` +
+        `conversations ${JSON.stringify(r.seen.conversations)}`;
+      assert.deepEqual(r.seen.refusals, [], diag);
+      assert.equal(result?.subtype, "success", diag);
+      assert.equal(r.seen.toolResponses, tool ? 1 : 0, diag);
+      if (turn > 1) assert.equal(r.seen.continued, 1, `turn ${turn} continued the upstream conversation\n${diag}`);
+      for (const q of r.seen.queries.filter((x) => x.chat_type === "USER_QUERY")) {
+        largest = Math.max(largest, q.query_chars);
+        sizes.push(q.query_chars);
+      }
+    }
+    await note(long.name, `largest upstream query ${largest} chars; USER_QUERY sizes ${sizes.join(",")}`);
+  } finally {
+    home.remove();
+  }
+});
+
+for (const s of scenarios.filter((x) => x !== overLimit && x !== session && x !== long)) {
   test(`claude-code ${s.name}`, { timeout: 200_000 }, async () => {
     const m = marker();
     const directives = [s.directive, s.loop > 1 ? `#loop=${s.loop}` : ""].filter(Boolean).join(" ");
     const prompt = `Use your tools to look around, then tell me what you found. ${m} ${directives}`.trim();
-    const { run, events, seen } = await runClaude({ prefix: s.prefix, gateway: s.gateway, prompt, tools: s.tools, maxTurns: s.loop + 3 });
+    const { run, events, seen } = await runClaude({ prefix: s.prefix, gateway: s.gateway, prompt, tools: s.tools, maxTurns: s.loop + 3,
+      extraArgs: s.extraArgs ?? [] });
     const result = events.filter((ev) => ev.type === "result").at(-1);
     const retries = events.filter((ev) => ev.type === "system" && ev.subtype === "api_retry").length;
     const init = events.find((ev) => ev.type === "system" && ev.subtype === "init");

@@ -8,7 +8,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { env, marker, note, Observer } from "./lib/harness.mjs";
+import { fileURLToPath } from "node:url";
+import { spawn } from "node:child_process";
+import { env, marker, note, Observer, witnessProxyEnv } from "./lib/harness.mjs";
 import { jsonLines, nativeBinary, querySizes, runAgent, tempHome, Window } from "./lib/agents.mjs";
 
 const e = env();
@@ -18,8 +20,56 @@ const gateways = {
   wide: { observer: new Observer(e.wideObserverURL), baseURL: e.wideTapURL },
 };
 
-async function runOpencode({ gateway, prompt, tools }) {
-  const home = tempHome("opencode");
+// The recipe of docs/CLIENTS.md: opencode's own tools, the build agent's
+// prompt replaced by the short, editable examples/opencode/build-prompt.md.
+const buildPrompt = fileURLToPath(new URL("../../examples/opencode/build-prompt.md", import.meta.url));
+const recipe = { build: { prompt: `{file:${buildPrompt}}` } };
+
+/** opencodeEnv is the environment of every opencode process of one home. */
+function opencodeEnv(home) {
+  const xdg = (d) => join(home.dir, d);
+  return {
+    HOME: home.dir,
+    XDG_CONFIG_HOME: xdg("config"),
+    XDG_DATA_HOME: xdg("data"),
+    XDG_CACHE_HOME: xdg("cache"),
+    XDG_STATE_HOME: xdg("state"),
+    OPENCODE_DISABLE_AUTOUPDATE: "1",
+    OPENCODE_DISABLE_MODELS_FETCH: "1",
+    OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
+    OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
+    OPENCODE_DISABLE_SHARE: "1",
+  };
+}
+
+/**
+ * startServer runs `opencode serve --pure --port 0` in a home (its config
+ * written by a first runOpencode) and resolves with its URL and a stop
+ * function: `opencode run --attach URL` then skips opencode's start-up.
+ */
+async function startServer(home) {
+  const child = spawn(opencode, ["serve", "--pure", "--port", "0"], {
+    cwd: home.work, env: { PATH: process.env.PATH, ...opencodeEnv(home), ...witnessProxyEnv() }, stdio: ["ignore", "pipe", "pipe"], detached: true,
+  });
+  const stop = () => { try { process.kill(-child.pid, "SIGKILL"); } catch { /* gone */ } };
+  process.once("exit", stop);
+  let out = "";
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`opencode serve printed no URL: ${out}`)), 60_000);
+    const look = (b) => {
+      out += b;
+      const m = out.match(/http:\/\/127\.0\.0\.1:\d+/);
+      if (m) { clearTimeout(timer); resolve(m[0]); }
+    };
+    child.stdout.on("data", look);
+    child.stderr.on("data", look);
+    child.once("close", () => reject(new Error(`opencode serve ended: ${out}`)));
+  });
+  return { url, stop };
+}
+
+async function runOpencode({ gateway, prompt, tools, agent, home: keep, extraArgs = [], attach }) {
+  const home = keep ?? tempHome("opencode");
   const g = gateways[gateway];
   const xdg = (d) => join(home.dir, d);
   mkdirSync(join(xdg("config"), "opencode"), { recursive: true });
@@ -37,33 +87,23 @@ async function runOpencode({ gateway, prompt, tools }) {
         },
       },
       ...(tools ? { tools } : {}),
+      ...(agent ? { agent } : {}),
     }),
   );
   const win = await Window.open(g.observer);
   try {
     const run = await runAgent({
       command: opencode,
-      args: ["run", "--format", "json", "--pure", "--model", `pmgate/${e.model}`, prompt],
+      args: ["run", "--format", "json", ...(attach ? ["--attach", attach] : ["--pure"]), "--model", `pmgate/${e.model}`, ...extraArgs, prompt],
       cwd: home.work,
       timeoutMs: 120_000,
-      env: {
-        HOME: home.dir,
-        XDG_CONFIG_HOME: xdg("config"),
-        XDG_DATA_HOME: xdg("data"),
-        XDG_CACHE_HOME: xdg("cache"),
-        XDG_STATE_HOME: xdg("state"),
-        OPENCODE_DISABLE_AUTOUPDATE: "1",
-        OPENCODE_DISABLE_MODELS_FETCH: "1",
-        OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
-        OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
-        OPENCODE_DISABLE_SHARE: "1",
-      },
+      env: opencodeEnv(home),
       watch: win.stopOnRefusal,
     });
     const seen = await win.close(prompt.match(/mk-[0-9a-f]+/)[0]);
     return { run, events: jsonLines(run.stdout), seen };
   } finally {
-    home.remove();
+    if (!keep) home.remove();
   }
 }
 
@@ -75,6 +115,7 @@ const scenarios = [
   { name: "default tools, tool round trip", loop: 1, gateway: "wide" },
   { name: "default tools, #loop=3", loop: 3, gateway: "wide" },
   { name: "bash and read only, #loop=3", loop: 3, gateway: "default", tools: fewer },
+  { name: "recipe (build prompt, default tools), #loop=3", loop: 3, gateway: "default", agent: recipe },
 ];
 
 for (const s of scenarios) {
@@ -84,7 +125,7 @@ for (const s of scenarios) {
     // joins it in one group. The emulator's default choice (the first tool)
     // would be apply_patch, which only fails on its sample patch.
     const prompt = `Use your tools to look around, then tell me what you found. ${m} #tool=bash,read${s.loop > 1 ? ` #loop=${s.loop}` : ""}`;
-    const { run, events, seen } = await runOpencode({ gateway: s.gateway, prompt, tools: s.tools });
+    const { run, events, seen } = await runOpencode({ gateway: s.gateway, prompt, tools: s.tools, agent: s.agent });
     const steps = events.filter((ev) => ev.type === "step_finish").map((ev) => ev.part?.reason);
     const errors = events.filter((ev) => ev.type === "error");
     const tools = events.filter((ev) => ev.type === "tool_use").map((ev) => `${ev.part?.tool}:${ev.part?.state?.status}`);
@@ -103,5 +144,57 @@ for (const s of scenarios) {
     assert.match(text, /Tool results received: /, "the final answer quotes the tool results");
     assert.equal(seen.toolResponses, s.loop, "one TOOL_RESPONSE dispatch per tool round, counted at the emulator");
     assert.equal(seen.rejected, 0, "the emulator rejected nothing");
+  });
+}
+
+/** textOf is the agent's answer text of one run. */
+const textOf = (events) => events.filter((ev) => ev.type === "text").map((ev) => ev.part?.text ?? "").join("");
+
+// A session with the recipe: opencode run, then opencode run --continue in the
+// same home (it resends the session's history); every later turn must continue
+// the upstream conversation with only the new prompt. Two turns in both
+// strategies; 20 turns (a tool round every fifth) once, in web_session.
+for (const turns of [2, 20]) {
+  const name = `recipe, ${turns}-turn session (--continue)`;
+  test(`opencode ${name}`, { timeout: turns * 60_000, skip: turns > 2 && e.strategy !== "web_session" && "runs once, in web_session" }, async () => {
+    const home = tempHome("opencode");
+    let server;
+    try {
+      let largest = 0;
+      const per = [];
+      for (let turn = 1; turn <= turns; turn++) {
+        // The long session attaches every turn after the first to one
+        // `opencode serve` (a plain `opencode run` spends most of its time
+        // starting up); the two-turn session runs `opencode run` twice.
+        if (turns > 2 && turn === 2) server = await startServer(home);
+        const m = marker();
+        const tool = turns > 2 && turn % 5 === 0;
+        const prompt = tool ? `Turn ${turn}: look around again. ${m} #tool=bash` : `Turn ${turn}: say something. ${m} #loop=0`;
+        const { run, events, seen } = await runOpencode({ gateway: "default", prompt, agent: recipe, home, extraArgs: turn > 1 ? ["--continue"] : [],
+          attach: server?.url });
+        const errors = events.filter((ev) => ev.type === "error");
+        const diag = `turn ${turn}: exit ${run.code}${run.reason ? `, stopped: ${run.reason}` : ""}; refusals ${JSON.stringify(seen.refusals)}; ` +
+          `errors ${JSON.stringify(errors)}; conversations ${JSON.stringify(seen.conversations)}; stderr ${run.stderr.slice(-1000)}`;
+        assert.deepEqual(seen.refusals, [], diag);
+        assert.deepEqual(errors, [], diag);
+        assert.equal(run.code, 0, diag);
+        assert.equal(seen.toolResponses, tool ? 1 : 0, diag);
+        const q = seen.queries.filter((x) => x.chat_type === "USER_QUERY");
+        if (turn > 1) {
+          assert.equal(seen.continued, 1, `turn ${turn} continued the upstream conversation\n${diag}`);
+          const cont = q.filter((x) => x.turn > 1); // (a title request, if any, is a conversation of its own)
+          assert.equal(cont.length, 1, diag);
+          assert.ok(cont[0].query_chars <= prompt.length + 64, `only the new prompt went upstream (${cont[0].query_chars} chars)\n${diag}`);
+          // (attached to a server, opencode run prints no text events: the emulator's count above is the evidence)
+          if (!tool && !server) assert.match(textOf(events), new RegExp(`\\(turn ${turn} of this conversation\\)`), diag);
+        }
+        for (const x of q) largest = Math.max(largest, x.query_chars);
+        per.push(q.map((x) => x.query_chars).join("+") || "-");
+      }
+      await note(name, `largest upstream query ${largest} chars; USER_QUERY sizes per turn ${per.join(",")}`);
+    } finally {
+      server?.stop();
+      home.remove();
+    }
   });
 }

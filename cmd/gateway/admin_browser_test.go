@@ -289,7 +289,7 @@ func TestTheAdminPageInABrowser(t *testing.T) {
 	if !strings.Contains(eval[string](t, ctx, `document.querySelector('#snippets pre[data-snippet="curl"]').textContent`), testKey) {
 		t.Error("the revealed key is not in the curl snippet")
 	}
-	for _, name := range []string{"curl", "openai (npm)", "openai-go", "Claude Code", "9router", "Claude Code via 9router", "opencode"} {
+	for _, name := range []string{"curl", "openai (npm)", "openai-go", "Claude Code", "9router", "Claude Code via 9router", "opencode", "Codex CLI"} {
 		js := fmt.Sprintf(`(document.querySelector('#snippets pre[data-snippet="%s"]') || {}).textContent || ""`, name)
 		text := eval[string](t, ctx, js)
 		base := s.base + "/v1"

@@ -103,10 +103,10 @@ var nodeSuites = []nodeSuite{
 	{"openai-node", "openai.test.mjs", 4 * time.Minute, false},
 	{"9router", "9router.test.mjs", 4 * time.Minute, false},
 	{"openai-node-responses", "responses.test.mjs", 4 * time.Minute, false},
-	{"claude-code", "claude-code.test.mjs", 10 * time.Minute, true},
+	{"claude-code", "claude-code.test.mjs", 16 * time.Minute, true},
 	{"claude-code-direct", "claude-code-direct.test.mjs", 12 * time.Minute, true},
 	{"anthropic-node", "anthropic.test.mjs", 4 * time.Minute, false},
-	{"opencode", "opencode.test.mjs", 6 * time.Minute, true},
+	{"opencode", "opencode.test.mjs", 12 * time.Minute, true},
 	{"ai-sdk", "ai-sdk.test.mjs", 4 * time.Minute, false},
 	{"structured", "structured.test.mjs", 4 * time.Minute, false},
 }

@@ -23,8 +23,8 @@ import (
 	"github.com/pmgate/pmgate/domain/conversation"
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/keyring"
-	ledger "github.com/pmgate/pmgate/domain/usage"
 	"github.com/pmgate/pmgate/domain/setting"
+	ledger "github.com/pmgate/pmgate/domain/usage"
 )
 
 // config is the whole gateway configuration (docs/CONFIGURATION.md). The

@@ -91,11 +91,20 @@ type emulatorUpstream struct {
 }
 
 // startEmulatorUpstream starts the emulator with a profile and the owner's
-// upstream limits (read through getenv, honoured on both sides).
-func startEmulatorUpstream(ctx context.Context, strategy, port, profile string, getenv func(string) string) (*emulatorUpstream, error) {
+// upstream limits (read through getenv, honoured on both sides); accept, where
+// set, is what the emulated service accepts instead (probe --emulator).
+func startEmulatorUpstream(ctx context.Context, strategy, port, profile string, getenv func(string) string, accept ...emulatorLimits) (*emulatorUpstream, error) {
 	limits, err := upstreamLimits(getenv)
 	if err != nil {
 		return nil, err
+	}
+	for _, a := range accept {
+		if a.queryChars > 0 {
+			limits.queryChars = a.queryChars
+		}
+		if a.tools > 0 {
+			limits.tools = a.tools
+		}
 	}
 	// The emulator's credentials are fake and local to this process; the gateway
 	// holds them exactly as it would hold real ones.

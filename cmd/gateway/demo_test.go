@@ -160,7 +160,7 @@ func TestTheDemoHonoursTheProfileAndTheQueryLimit(t *testing.T) {
 			is.True(errors.As(err, &apiErr))
 			is.Equal(apiErr.StatusCode, 400)
 			is.Equal(apiErr.Code, "upstream_query_too_long")                                          // refused before sending
-			is.Equal(apiErr.Param, "messages")                                                        // naming the messages
+			is.Equal(apiErr.Param, "messages[0]")                                                     // naming the message, alone over the limit
 			is.True(strings.Contains(apiErr.Message, "21") && strings.Contains(apiErr.Message, "20")) // the size and the limit
 			c, err := client.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{Model: demoModel,
 				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(strings.Repeat("q", 20))}})

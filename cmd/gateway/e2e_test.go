@@ -67,9 +67,9 @@ func newEmulator(t *testing.T, mutate ...func(*emulator.Config)) *emulator.Serve
 	return emu
 }
 
-// serveWith starts `gateway serve` through run against emu.
-func serveWith(t *testing.T, emu *emulator.Server, strategy string, extra map[string]string) *served {
-	t.Helper()
+// emulatorEnv is the environment and adapter options of a gateway wired to
+// emu: the test credentials, the strategy and extra settings.
+func emulatorEnv(emu *emulator.Server, strategy string, extra map[string]string) (map[string]string, []postman.Option) {
 	env := map[string]string{
 		"PROVIDER_PORT": "0", "PROVIDER_API_KEY": testKey, "PROVIDER_MODELS": testModel,
 		"POSTMAN_TRANSPORT_STRATEGY": strategy, "POSTMAN_WORKSPACE_ID": testWorkspace, "POSTMAN_MODEL_MAP": testModel + "=GPT_55",
@@ -91,6 +91,13 @@ func serveWith(t *testing.T, emu *emulator.Server, strategy string, extra map[st
 			var d net.Dialer
 			return d.DialContext(ctx, network, emu.Addr())
 		})}
+	return env, upstream
+}
+
+// serveWith starts `gateway serve` through run against emu.
+func serveWith(t *testing.T, emu *emulator.Server, strategy string, extra map[string]string) *served {
+	t.Helper()
+	env, upstream := emulatorEnv(emu, strategy, extra)
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &syncBuffer{}
 	done := make(chan error, 1)

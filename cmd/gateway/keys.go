@@ -173,7 +173,7 @@ func runKeys(args []string, getenv func(string) string, stdout, stderr io.Writer
 			// not serve, and then applies no later edit either: never write one.
 			return fmt.Errorf("%w: --models needs PROVIDER_MODELS (or --env-file) to check the allowlist against what serve serves", errUsage)
 		}
-				return keysNew(path, configured, *id, *models, *maxConc, *note, lim, stdout)
+		return keysNew(path, configured, *id, *models, *maxConc, *note, lim, stdout)
 	case "set":
 		if fs.NArg() != 1 {
 			return fmt.Errorf("%w: keys set takes one slot id", errUsage)

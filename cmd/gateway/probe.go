@@ -20,11 +20,14 @@ import (
 
 	"github.com/pmgate/pmgate/adapters/emulator"
 	"github.com/pmgate/pmgate/adapters/postman"
+	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/ports"
 )
 
 const probeHelp = `usage: gateway probe --live [--env-file FILE] [--out FILE] [--measure-limits]
        gateway probe --emulator [--strategy S] [--profile P] [--out FILE] [--measure-limits]
+                            [--accept-query-chars N] [--accept-tools N]
 
 Starts the gateway in-process on a loopback port with exactly the serve
 configuration and drives it over HTTP like a client: a streamed text turn, then
@@ -33,7 +36,7 @@ requests and 4 upstream dispatches, the 5th refused before it is sent) whose
 final answer must be exactly ALPHA=<marker>;BETA=<marker>. Nothing is retried
 and nothing fails over. Writes a pmgate-probe/v1 evidence report (docs/PROBE.md)
 and prints a one-screen verdict; exits 0 only on pass. A live probe costs a few
-upstream queries (2-4, plus at most 6 with --measure-limits).
+upstream queries (2-4, plus at most 12 with --measure-limits).
 
 flags:
   --live              talk to the configured upstream (required for a real account)
@@ -45,12 +48,20 @@ flags:
   --out FILE          where the report is written (default pmgate-probe.json); with
                       --emulator and both strategies, FILE gets .web_session/.access_token
                       before its extension
-  --measure-limits    also search the longest query the service accepts on a fresh
-                      conversation (at most 5 extra queries from POSTMAN_MAX_QUERY_CHARS)
-                      and whether a continuation is accepted after it
+  --measure-limits    also measure the service's two budgets on fresh conversations, each
+                      searched both ways from its setting up to 4 times it: the longest
+                      query (at most 7 queries from POSTMAN_MAX_QUERY_CHARS) and the most
+                      tools (at most 4 queries from POSTMAN_MAX_TOOLS_UPSTREAM); then one
+                      continuation. A verified report's measured limits are what serve
+                      enforces where those settings are not set
+  --accept-query-chars N, --accept-tools N
+                      with --emulator: the longest query and the most tools the emulated
+                      service accepts (default: as the gateway's settings), to try
+                      --measure-limits offline
 
 variables read: every variable of gateway serve (see gateway serve --help), and
-POSTMAN_MAX_QUERY_CHARS (default 10000) as the start of --measure-limits.
+POSTMAN_MAX_QUERY_CHARS (default 10000) and POSTMAN_MAX_TOOLS_UPSTREAM (default 20)
+as the starts of --measure-limits.
 `
 
 // probeInstruction is the tool loop's user message. The emulator follows its
@@ -74,6 +85,8 @@ func runProbe(ctx context.Context, args []string, getenv func(string) string, st
 	envPath := fs.String("env-file", "", "")
 	out := fs.String("out", "pmgate-probe.json", "")
 	measure := fs.Bool("measure-limits", false, "")
+	acceptQuery := fs.Int("accept-query-chars", 0, "")
+	acceptTools := fs.Int("accept-tools", 0, "")
 	if done, err := parseFlags(fs, args, probeHelp, stdout); done || err != nil {
 		return err
 	}
@@ -86,6 +99,10 @@ func runProbe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("%w: --env-file is for --live; --emulator builds its own configuration", errUsage)
 	case *live && *profile != emulator.ProfileStrict:
 		return fmt.Errorf("%w: --profile is for --emulator", errUsage)
+	case *live && (*acceptQuery != 0 || *acceptTools != 0):
+		return fmt.Errorf("%w: --accept-query-chars and --accept-tools are for --emulator", errUsage)
+	case *acceptQuery < 0 || *acceptQuery > pmconfig.MaxQueryCharsBound || *acceptTools < 0 || *acceptTools > pmconfig.MaxToolsUpstreamBound:
+		return fmt.Errorf("%w: --accept-query-chars must be 1-%d and --accept-tools 1-%d", errUsage, pmconfig.MaxQueryCharsBound, pmconfig.MaxToolsUpstreamBound)
 	}
 	if *live {
 		if *strategy != "both" {
@@ -113,7 +130,7 @@ func runProbe(ctx context.Context, args []string, getenv func(string) string, st
 			ext := filepath.Ext(path)
 			path = strings.TrimSuffix(path, ext) + "." + s + ext
 		}
-		eu, err := startEmulatorUpstream(ctx, s, "0", *profile, getenv)
+		eu, err := startEmulatorUpstream(ctx, s, "0", *profile, getenv, emulatorLimits{queryChars: *acceptQuery, tools: *acceptTools})
 		if err != nil {
 			return err
 		}
@@ -147,7 +164,8 @@ func envArgs(path string) []string {
 func probeAndReport(ctx context.Context, cfg config, mode, out string, measure bool, getenv func(string) string,
 	stdout, stderr io.Writer, opts []postman.Option) error {
 	log := newLogger(cfg, stderr)
-	res, err := runProbePhases(ctx, cfg, probeRun{mode: mode, measure: measure, maxQuery: cfg.upstream.MaxQueryChars, log: log, opts: opts})
+	res, err := runProbePhases(ctx, cfg, probeRun{mode: mode, measure: measure, maxQuery: cfg.upstream.MaxQueryChars,
+		maxTools: cfg.upstream.MaxToolsUpstream, log: log, opts: opts})
 	if err != nil {
 		return err
 	}
@@ -171,6 +189,7 @@ type probeRun struct {
 	mode     string
 	measure  bool
 	maxQuery int
+	maxTools int // the start of the tool-count search
 	log      *slog.Logger
 	opts     []postman.Option
 	// onUpstream, when set, receives the probe's upstream wrapper (tests hook
@@ -190,6 +209,14 @@ type probeResult struct {
 // once and shuts it down. Only the listen address differs from serve.
 func runProbePhases(ctx context.Context, cfg config, pr probeRun) (probeResult, error) {
 	cfg.host, cfg.port = "127.0.0.1", 0
+	if pr.measure {
+		// The search must reach the upstream up to its ceilings; the
+		// gateway's own limits would refuse those queries before sending.
+		cfg.upstream.MaxQueryChars = max(cfg.upstream.MaxQueryChars, pr.maxQuery*limitCeilingFactor)
+		cfg.upstream.MaxToolsUpstream = max(cfg.upstream.MaxToolsUpstream, min(max(pr.maxTools, 1)*limitCeilingFactor, limitToolsCap))
+		cfg.upstream.MaxTools = max(cfg.upstream.MaxTools, cfg.upstream.MaxToolsUpstream)
+		cfg.request.limits.MaxTools = max(cfg.request.limits.MaxTools, cfg.upstream.MaxToolsUpstream)
+	}
 	// The in-process gateway is reached only by the probe: it gets a key of its
 	// own, so that a PROVIDER_KEYS_FILE configuration (whose keys are stored
 	// hashed) can be probed too.
@@ -225,7 +252,7 @@ func runProbePhases(ctx context.Context, cfg config, pr probeRun) (probeResult, 
 	rep.Tools = runToolPhase(ctx, cl, pu, rep.Policy, alpha, beta)
 	rep.Text.Cause, rep.Tools.Cause = phaseCause(rep.Text), phaseCause(rep.Tools)
 	if pr.measure {
-		rep.Limits = runLimitsPhase(ctx, cl, pu, rep.Policy)
+		rep.Limits = runLimitsPhase(ctx, cl, pu, rep.Policy, pr.maxTools)
 	}
 
 	start := time.Now()
@@ -323,6 +350,7 @@ func runToolPhase(ctx context.Context, cl *probeClient, pu *probeUpstream, pol r
 		body := map[string]any{"model": cl.model, "messages": messages, "tools": tools, "tool_choice": choice,
 			"parallel_tool_calls": true}
 		q, msg := cl.send(ctx, body, kind, choice)
+		q.ToolsOffered = len(probeTools)
 		q.Upstream = pu.take()
 		ph.Turns++
 		ph.GatewayRequests++
@@ -357,53 +385,146 @@ func runToolPhase(ctx context.Context, cl *probeClient, pu *probeUpstream, pol r
 	return ph
 }
 
-// runLimitsPhase searches the longest query the service accepts on a fresh
-// conversation: first the configured limit; when that is refused, a bisection
-// down to half of it (at most 5 queries in all); then one continuation of the
-// longest accepted conversation. The gateway never sends more than its own
-// limit, so an accepted start means the upper bound was not tested.
-func runLimitsPhase(ctx context.Context, cl *probeClient, pu *probeUpstream, pol reportPolicy) *reportLimits {
-	lim := &reportLimits{Phase: reportPhase{Ran: true, Requests: []reportRequest{}}, StartChars: pol.MaxQueryCharsAtStartup,
-		Continuation: "not_tried"}
-	start := time.Now()
+// Budgets of the limits phase: the query-length search sends at most
+// limitLengthQueries fresh conversations, the tool-count search at most
+// limitToolQueries, each within limitCeilingFactor times its start (the
+// configured limit); then one continuation.
+const (
+	limitLengthQueries = 7
+	limitToolQueries   = 4
+	limitCeilingFactor = 4
+	limitToolsCap      = pmconfig.MaxToolsUpstreamBound
+)
+
+// limitOutcome is what one search query proved.
+type limitOutcome int
+
+const (
+	limitAccepted     limitOutcome = iota // a proven answer
+	limitRefused                          // the upstream refused it
+	limitInconclusive                     // anything else: the search stops there
+)
+
+// outcomeOf judges one search query: accepted with a proven completion,
+// refused by the upstream itself (it was sent and answered with a refusal),
+// or inconclusive (a transport failure, a refusal of the gateway's own, the
+// budget).
+func outcomeOf(q reportRequest) limitOutcome {
+	switch {
+	case q.HTTPStatus == http.StatusOK && upstreamComplete(q):
+		return limitAccepted
+	case upstreamRefused(q):
+		return limitRefused
+	}
+	return limitInconclusive
+}
+
+// upstreamRefused: the request was sent and the upstream refused it before
+// answering (a 4xx, or a refusal event in its stream), not a transport or
+// capacity failure.
+func upstreamRefused(q reportRequest) bool {
+	if q.HTTPStatus == http.StatusOK || q.HTTPStatus == 0 || len(q.Upstream) == 0 {
+		return false
+	}
+	d := q.Upstream[len(q.Upstream)-1]
+	if d.NotSent || d.RefusedByBudget {
+		return false
+	}
+	switch errs.Code(d.ErrorCode) {
+	case errs.UpstreamRateLimited, errs.UpstreamUnavailable, errs.UpstreamTimeout, errs.ClientCancelled:
+		return false
+	}
+	return q.HTTPStatus >= 400
+}
+
+// search finds the largest accepted value from start within [1, ceiling] in at
+// most n tries: upwards by doubling while accepted, downwards (first just
+// below the start, then halving) while refused, then bisecting between the
+// largest accepted and the smallest refused until they are within precision.
+// An inconclusive try ends the search. try sends one query of that size.
+func search(start, ceiling, n, precision int, try func(size int) limitOutcome) (lo, hi int) {
+	size := start
+	for i := 0; i < n && size > 0 && size <= ceiling; i++ {
+		switch try(size) {
+		case limitAccepted:
+			lo = size
+		case limitRefused:
+			hi = size
+		default:
+			return lo, hi
+		}
+		switch {
+		case hi == 0 && lo >= ceiling:
+			return lo, hi // accepted at the ceiling: the budget's end
+		case hi == 0:
+			size = min(2*lo, ceiling)
+		case lo == 0 && hi == start:
+			size = hi - max(hi/10, 1) // first refusal: just below it
+		case lo == 0:
+			size = hi / 2
+		case hi-lo <= precision:
+			return lo, hi
+		default:
+			size = (lo + hi) / 2
+		}
+	}
+	return lo, hi
+}
+
+// runLimitsPhase measures the two budgets of the service on fresh
+// conversations: the longest query it accepts (from POSTMAN_MAX_QUERY_CHARS,
+// searching both ways up to limitCeilingFactor times it) and the most tools
+// it accepts in one request (from POSTMAN_MAX_TOOLS_UPSTREAM, likewise); then
+// one continuation of the longest accepted conversation. The probe's own
+// gateway runs with both limits raised to their ceilings, so that every query
+// of the search reaches the upstream. The measured values are the largest
+// accepted ones: a verified report carries them to serve.
+func runLimitsPhase(ctx context.Context, cl *probeClient, pu *probeUpstream, pol reportPolicy, toolsStart int) *reportLimits {
+	start := pol.MaxQueryCharsAtStartup
+	lim := &reportLimits{Phase: reportPhase{Ran: true, Requests: []reportRequest{}}, StartChars: start,
+		CeilingChars: start * limitCeilingFactor, ToolsStart: toolsStart,
+		ToolsCeiling: min(max(toolsStart, 1)*limitCeilingFactor, limitToolsCap), Continuation: "not_tried"}
+	began := time.Now()
 	pu.begin(pol.LimitMaxQueries + pol.LimitMaxContinuations)
-	lo, hi := 0, 0 // longest accepted, shortest refused (0: none yet)
-	size := pol.MaxQueryCharsAtStartup
+	record := func(q reportRequest) {
+		q.Upstream = pu.take()
+		lim.Phase.Requests = append(lim.Phase.Requests, q)
+		lim.Phase.Turns++
+		lim.Phase.GatewayRequests++
+	}
 	var longest []any
-	for i := 0; i < pol.LimitMaxQueries && size > 0; i++ {
+	lim.LongestAcceptedChars, lim.ShortestRejectedChars = search(start, lim.CeilingChars, limitLengthQueries, 100, func(size int) limitOutcome {
 		filler := strings.Repeat("pmgate filler text. ", size/20+1)[:size]
 		msgs := []any{userMessage(filler)}
 		q, msg := cl.send(ctx, map[string]any{"model": cl.model, "messages": msgs}, "limit_fresh", "")
 		q.QueryChars = size
-		q.Upstream = pu.take()
-		lim.Phase.Requests = append(lim.Phase.Requests, q)
-		lim.Phase.Turns++
-		lim.Phase.GatewayRequests++
-		if q.HTTPStatus == http.StatusOK {
-			lo, longest = size, append(msgs, msg.assistant)
-		} else {
-			hi = size
+		record(q)
+		o := outcomeOf(lim.Phase.Requests[len(lim.Phase.Requests)-1])
+		if o == limitAccepted && size > start {
+			lim.UpperBoundTested = true
 		}
-		if lo == pol.MaxQueryCharsAtStartup || hi-lo <= 100 && lo > 0 {
-			break
+		if o == limitAccepted && size >= lim.LongestAcceptedChars {
+			longest = append(msgs, msg.assistant)
 		}
-		if lo == 0 {
-			size = hi / 2
-			if hi == pol.MaxQueryCharsAtStartup {
-				size = hi - hi/10 // first refusal: try just below it
-			}
-		} else {
-			size = (lo + hi) / 2
-		}
+		return o
+	})
+	lim.UpperBoundTested = lim.UpperBoundTested || lim.ShortestRejectedChars > start
+	lim.MeasuredChars = lim.LongestAcceptedChars
+	if toolsStart > 0 {
+		lim.LongestAcceptedTools, lim.ShortestRejectedTools = search(toolsStart, lim.ToolsCeiling, limitToolQueries, 0, func(n int) limitOutcome {
+			q, _ := cl.send(ctx, map[string]any{"model": cl.model, "messages": []any{userMessage("Reply with OK.")},
+				"tools": limitTools(n), "tool_choice": "none"}, "limit_tools", "none")
+			q.ToolsOffered = n
+			record(q)
+			return outcomeOf(lim.Phase.Requests[len(lim.Phase.Requests)-1])
+		})
+		lim.MeasuredTools = lim.LongestAcceptedTools
 	}
-	lim.LongestAcceptedChars, lim.ShortestRejectedChars = lo, hi
 	if longest != nil {
 		msgs := append(longest, userMessage("Reply with OK."))
 		q, _ := cl.send(ctx, map[string]any{"model": cl.model, "messages": msgs}, "limit_continuation", "")
-		q.Upstream = pu.take()
-		lim.Phase.Requests = append(lim.Phase.Requests, q)
-		lim.Phase.Turns++
-		lim.Phase.GatewayRequests++
+		record(q)
+		q = lim.Phase.Requests[len(lim.Phase.Requests)-1]
 		switch {
 		case q.HTTPStatus == http.StatusOK:
 			lim.Continuation = "accepted"
@@ -414,8 +535,18 @@ func runLimitsPhase(ctx context.Context, cl *probeClient, pu *probeUpstream, pol
 		}
 	}
 	lim.Phase.UpstreamDispatches, lim.Phase.RefusedDispatches = pu.counts()
-	lim.Phase.DurationMS = time.Since(start).Milliseconds()
+	lim.Phase.DurationMS = time.Since(began).Milliseconds()
 	return lim
+}
+
+// limitTools is n distinct probe tools without parameters.
+func limitTools(n int) []any {
+	tools := make([]any, n)
+	for i := range tools {
+		tools[i] = map[string]any{"type": "function", "function": map[string]any{"name": fmt.Sprintf("probe_limit_%d", i+1),
+			"description": "An unused tool of the probe's tool-count measurement.", "parameters": json.RawMessage(probeToolSchema)}}
+	}
+	return tools
 }
 
 // allNotSent: no dispatch of a request reached the upstream.
@@ -468,12 +599,17 @@ func printVerdict(w io.Writer, r probeReport, path, digest string) {
 	line("tools", r.Tools)
 	if r.Limits != nil {
 		line("limits", r.Limits.Phase)
-		refused := "none refused"
-		if r.Limits.ShortestRejectedChars > 0 {
-			refused = fmt.Sprintf("refused from %d", r.Limits.ShortestRejectedChars)
+		l := r.Limits
+		bracket := func(lo, hi, ceiling int) string {
+			if hi == 0 {
+				return fmt.Sprintf("none refused up to %d", max(lo, ceiling))
+			}
+			return fmt.Sprintf("refused from %d", hi)
 		}
-		fmt.Fprintf(w, "           longest accepted query %d chars (%s; above the configured limit not tested: %t), continuation %s\n",
-			r.Limits.LongestAcceptedChars, refused, !r.Limits.UpperBoundTested, r.Limits.Continuation)
+		fmt.Fprintf(w, "           query: longest accepted %d chars (%s; start %d, ceiling %d), measured limit %d\n",
+			l.LongestAcceptedChars, bracket(l.LongestAcceptedChars, l.ShortestRejectedChars, l.CeilingChars), l.StartChars, l.CeilingChars, l.MeasuredChars)
+		fmt.Fprintf(w, "           tools: most accepted %d (%s; start %d, ceiling %d), measured limit %d; continuation %s\n",
+			l.LongestAcceptedTools, bracket(l.LongestAcceptedTools, l.ShortestRejectedTools, l.ToolsCeiling), l.ToolsStart, l.ToolsCeiling, l.MeasuredTools, l.Continuation)
 	}
 	fmt.Fprintf(w, "  model    observed %t, match %t\n", r.Model.ModelObserved, r.Model.ModelMatch)
 	fmt.Fprintf(w, "  shutdown clean %t\n", r.Shutdown.Clean)

@@ -68,7 +68,7 @@ type reportPolicy struct {
 // upstream dispatches).
 func defaultPolicy(timeoutMS, maxQuery int) reportPolicy {
 	return reportPolicy{TextMaxRequests: 1, TextMaxDispatches: 1, ToolMaxTurns: 3, ToolMaxRequests: 3,
-		ToolMaxDispatches: 4, LimitMaxQueries: 5, LimitMaxContinuations: 1, RequestTimeoutMS: timeoutMS,
+		ToolMaxDispatches: 4, LimitMaxQueries: limitLengthQueries + limitToolQueries, LimitMaxContinuations: 1, RequestTimeoutMS: timeoutMS,
 		MaxQueryCharsAtStartup: maxQuery}
 }
 
@@ -94,6 +94,7 @@ type reportRequest struct {
 	ToolChoice       string           `json:"tool_choice"`
 	Stream           bool             `json:"stream"`
 	QueryChars       int              `json:"query_chars"`
+	ToolsOffered     int              `json:"tools_offered"`
 	HTTPStatus       int              `json:"http_status"`
 	ErrorCode        string           `json:"error_code"`
 	FinishReason     string           `json:"finish_reason"`
@@ -137,12 +138,21 @@ type reportDispatch struct {
 }
 
 // reportLimits is the optional --measure-limits phase.
+// MeasuredChars and MeasuredTools are the limits a verified report carries
+// to serve (0: none measured).
 type reportLimits struct {
 	Phase                 reportPhase `json:"phase"`
 	StartChars            int         `json:"start_chars"`
+	CeilingChars          int         `json:"ceiling_chars"`
 	LongestAcceptedChars  int         `json:"longest_accepted_chars"`
 	ShortestRejectedChars int         `json:"shortest_rejected_chars"`
 	UpperBoundTested      bool        `json:"upper_bound_tested"`
+	MeasuredChars         int         `json:"measured_chars"`
+	ToolsStart            int         `json:"tools_start"`
+	ToolsCeiling          int         `json:"tools_ceiling"`
+	LongestAcceptedTools  int         `json:"longest_accepted_tools"`
+	ShortestRejectedTools int         `json:"shortest_rejected_tools"`
+	MeasuredTools         int         `json:"measured_tools"`
 	Continuation          string      `json:"continuation"`
 }
 
@@ -395,8 +405,8 @@ var stringRules = map[string]*regexp.Regexp{
 	"verdict":                            regexp.MustCompile(`^(pass|fail)$`),
 	"failures[]":                         reFailure,
 	"limits.continuation":                regexp.MustCompile(`^(accepted|rejected|refused_by_gateway|not_tried)$`),
-	"*.requests[].kind":                  regexp.MustCompile(`^(text|tool_initial|tool_continuation|limit_fresh|limit_continuation)$`),
-	"*.requests[].tool_choice":           regexp.MustCompile(`^(|required|auto)$`),
+	"*.requests[].kind":                  regexp.MustCompile(`^(text|tool_initial|tool_continuation|limit_fresh|limit_tools|limit_continuation)$`),
+	"*.requests[].tool_choice":           regexp.MustCompile(`^(|required|auto|none)$`),
 	"*.requests[].error_code":            reCode,
 	"*.requests[].finish_reason":         reEnumWord,
 	"*.requests[].calls[].name":          regexp.MustCompile(`^(probe_alpha|probe_beta|other)$`),

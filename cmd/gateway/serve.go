@@ -41,6 +41,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	for _, w := range configWarnings(cfg) {
 		log.Warn("configuration warning", "warning", w)
 	}
+	cfg = applyMeasuredLimits(cfg, time.Now(), log)
 	gw, err := startGateway(ctx, cfg, log, upstream...)
 	if err != nil {
 		return err
@@ -138,7 +139,8 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 		WidenCombinators:   cfg.request.widenCombinators,
 		UsageEstimatesOff:  !cfg.usageEstimates,
 		Health: func(ctx context.Context) map[string]any {
-			return map[string]any{"correlation": storeHealth(ctx, cfg, store), "conversation": anchorHealth(ctx, cfg, anchors)}
+			return map[string]any{"correlation": storeHealth(ctx, cfg, store), "conversation": anchorHealth(ctx, cfg, anchors),
+				"upstream_limits": limitsHealth(cfg)}
 		},
 		Monitor:      monitor,
 		MetricsOpen:  cfg.metricsOpen,

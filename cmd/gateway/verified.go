@@ -2,9 +2,13 @@ package main
 
 import (
 	"crypto/hmac"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/domain/budget"
 )
 
 // reportMaxAge is how long a passing probe report keeps the upstream verified.
@@ -27,26 +31,11 @@ func probeVerification(cfg config, now func() time.Time) func() (bool, map[strin
 		}
 	}
 	digest := reportDigest(raw)
-	mac, macErr := readReport(macPath(cfg.probeReport))
-	want := reportMAC(cfg.upstream, raw)
-	authentic := macErr == nil && want != "" && hmac.Equal([]byte(strings.TrimSpace(string(mac))), []byte(want))
+	authentic := reportAuthentic(cfg, raw)
 	return func() (bool, map[string]any) {
-		r, v := verifyReport(raw, verifyOptions{now: now(), maxAge: reportMaxAge, version: version, commit: buildCommit(),
-			fingerprint: fingerprint(cfg.upstream), strategy: string(cfg.upstream.Strategy), terminalRule: terminalRuleOf(cfg),
-			secrets: append(cfg.upstream.Secrets(), cfg.apiKey, cfg.upstream.WorkspaceID)})
-		if !v.ok() {
-			return false, map[string]any{"upstream_verified_reason": v.failures[0], "upstream_report_digest": digest}
-		}
-		// verify accepts an emulator report (CI checks the probe offline);
-		// the upstream is verified only by a live one, about a served model.
-		if r.Mode != "live" {
-			return false, map[string]any{"upstream_verified_reason": "mode: the report was not written against the live upstream", "upstream_report_digest": digest}
-		}
-		if !slices.Contains(cfg.request.models, r.Model.Public) {
-			return false, map[string]any{"upstream_verified_reason": "model: the report's model is not one this configuration serves", "upstream_report_digest": digest}
-		}
-		if !authentic {
-			return false, map[string]any{"upstream_verified_reason": "mac: PROBE_REPORT.mac is missing or was not made with this configuration's credential", "upstream_report_digest": digest}
+		r, reason := servedReport(raw, cfg, authentic, now())
+		if reason != "" {
+			return false, map[string]any{"upstream_verified_reason": reason, "upstream_report_digest": digest}
 		}
 		fields := map[string]any{"upstream_verified_at": r.WrittenAt, "upstream_report_digest": digest}
 		if at, err := time.Parse(time.RFC3339, r.WrittenAt); err == nil {
@@ -54,5 +43,83 @@ func probeVerification(cfg config, now func() time.Time) func() (bool, map[strin
 			fields["upstream_verified_until"] = at.Add(reportMaxAge).UTC().Format(time.RFC3339)
 		}
 		return true, fields
+	}
+}
+
+// reportAuthentic says whether PROBE_REPORT.mac authenticates raw under this
+// configuration's credential (docs/PROBE.md).
+func reportAuthentic(cfg config, raw []byte) bool {
+	mac, err := readReport(macPath(cfg.probeReport))
+	want := reportMAC(cfg.upstream, raw)
+	return err == nil && want != "" && hmac.Equal([]byte(strings.TrimSpace(string(mac))), []byte(want))
+}
+
+// servedReport is the one rule of a report that verifies the running
+// gateway's upstream, for /health and for the measured limits alike: it
+// passes verify for this configuration at now, and — since verify also accepts
+// an emulator report (CI checks the probe offline) — it was written live,
+// about a served model, and its MAC is authentic. reason is "" when it holds.
+func servedReport(raw []byte, cfg config, authentic bool, now time.Time) (probeReport, string) {
+	r, v := verifyServed(raw, cfg, now)
+	switch {
+	case !v.ok():
+		return r, v.failures[0]
+	case r.Mode != "live":
+		return r, "mode: the report was not written against the live upstream"
+	case !slices.Contains(cfg.request.models, r.Model.Public):
+		return r, "model: the report's model is not one this configuration serves"
+	case !authentic:
+		return r, "mac: PROBE_REPORT.mac is missing or was not made with this configuration's credential"
+	}
+	return r, ""
+}
+
+// verifyServed verifies a PROBE_REPORT's bytes for the running configuration
+// at now: the one set of options for /health and for the measured limits.
+func verifyServed(raw []byte, cfg config, now time.Time) (probeReport, verdict) {
+	return verifyReport(raw, verifyOptions{now: now, maxAge: reportMaxAge, version: version, commit: buildCommit(),
+		fingerprint: fingerprint(cfg.upstream), strategy: string(cfg.upstream.Strategy), terminalRule: terminalRuleOf(cfg),
+		secrets: append(cfg.upstream.Secrets(), cfg.apiKey, cfg.upstream.WorkspaceID)})
+}
+
+// applyMeasuredLimits makes a verified PROBE_REPORT's measured limits the
+// gateway's query and tool limits where POSTMAN_MAX_QUERY_CHARS or
+// POSTMAN_MAX_TOOLS_UPSTREAM is not set (the setting always wins). It is
+// decided once, at start-up: a report that later ages past 24 h turns
+// upstream_verified false but does not change the limits of a running
+// process. The decision is logged either way.
+func applyMeasuredLimits(cfg config, now time.Time, log *slog.Logger) config {
+	if cfg.probeReport == "" {
+		return cfg
+	}
+	raw, err := readReport(cfg.probeReport)
+	if err != nil {
+		return cfg // /health says why it is not verified
+	}
+	r, reason := servedReport(raw, cfg, reportAuthentic(cfg, raw), now)
+	if reason != "" || r.Limits == nil {
+		log.Info("upstream limits: not measured by a verified report", "max_query_chars", cfg.upstream.MaxQueryChars,
+			"max_tools_upstream", cfg.upstream.MaxToolsUpstream)
+		return cfg
+	}
+	u := &cfg.upstream
+	if n := r.Limits.MeasuredChars; n > 0 && u.MaxQueryCharsSource != budget.SourceSetting {
+		u.MaxQueryChars, u.MaxQueryCharsSource = min(n, pmconfig.MaxQueryCharsBound), budget.SourceMeasured
+	}
+	if n := r.Limits.MeasuredTools; n > 0 && u.MaxToolsUpstreamSource != budget.SourceSetting {
+		u.MaxToolsUpstream, u.MaxToolsUpstreamSource = min(n, pmconfig.MaxToolsUpstreamBound), budget.SourceMeasured
+	}
+	log.Info("upstream limits", "max_query_chars", u.MaxQueryChars, "max_query_chars_from", string(u.QueryLimit().Source),
+		"max_tools_upstream", u.MaxToolsUpstream, "max_tools_upstream_from", string(u.ToolsLimit().Source))
+	return cfg
+}
+
+// limitsHealth is /health's upstream_limits: each limit that applies and
+// where it came from (default, setting, measured).
+func limitsHealth(cfg config) map[string]any {
+	q, t := cfg.upstream.QueryLimit(), cfg.upstream.ToolsLimit()
+	return map[string]any{
+		"max_query_chars":    map[string]any{"value": q.Value, "from": string(q.Source)},
+		"max_tools_upstream": map[string]any{"value": t.Value, "from": string(t.Source)},
 	}
 }

@@ -31,7 +31,7 @@ func TestHealthIsVerifiedOnlyByAReportThatPassesForTheRunningConfiguration(t *te
 	is.NoErr(os.WriteFile(live, liveRaw, 0o600))
 	is.NoErr(os.WriteFile(macPath(live), []byte(reportMAC(seededConfig(t, nil).upstream, liveRaw)), 0o600))
 	ok, fields := probeVerification(seededConfig(t, map[string]string{"PROBE_REPORT": live}), at(time.Hour))()
-	is.True(ok)                                                      // passes verify for this configuration
+	is.True(ok)                                                         // passes verify for this configuration
 	is.Equal(fields["upstream_verified_at"], "2026-12-01T09:00:00Z")    // with its time
 	is.Equal(fields["upstream_verified_until"], "2026-12-02T09:00:00Z") // and when it ages out
 	is.True(strings.HasPrefix(fields["upstream_report_digest"].(string), "sha256:"))

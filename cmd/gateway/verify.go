@@ -28,6 +28,7 @@ const (
 	branchInitialTool  = "initial tool phase"
 	branchContinuation = "continuation"
 	branchBudgets      = "budgets"
+	branchLimits       = "limits"
 	branchCleanup      = "cleanup"
 	branchHygiene      = "hygiene"
 	branchVerdict      = "verdict"
@@ -99,6 +100,7 @@ func verifyReport(raw []byte, o verifyOptions) (probeReport, verdict) {
 	verifyInitialTool(&v, r)
 	verifyContinuation(&v, r)
 	verifyBudgets(&v, r)
+	verifyLimits(&v, r)
 	if !r.Shutdown.Clean {
 		v.fail(branchCleanup, "the in-process server's shutdown was not proven clean")
 	}
@@ -307,6 +309,63 @@ func verifyBudgets(v *verdict, r probeReport) {
 	if r.Limits != nil {
 		n := p.LimitMaxQueries + p.LimitMaxContinuations
 		check("limits", r.Limits.Phase, n, n, n)
+	}
+}
+
+// verifyLimits checks the --measure-limits evidence: every figure of the
+// limits phase must follow from its recorded requests (the largest accepted
+// and smallest refused size of each search, the measured values, whether the
+// configured limit was exceeded), within the phase's query budgets and
+// ceilings. A verified report's measured values become serve's limits, so
+// nothing in them may be unsupported.
+func verifyLimits(v *verdict, r probeReport) {
+	l := r.Limits
+	if l == nil {
+		return
+	}
+	if l.StartChars != r.Policy.MaxQueryCharsAtStartup || l.CeilingChars > l.StartChars*limitCeilingFactor ||
+		l.ToolsCeiling > min(max(l.ToolsStart, 1)*limitCeilingFactor, limitToolsCap) {
+		v.fail(branchLimits, "a start or ceiling is outside the phase's policy")
+	}
+	type found struct{ tries, accepted, refused int }
+	judge := func(kind string, size func(reportRequest) int, ceiling int) found {
+		var f found
+		for _, q := range l.Phase.Requests {
+			if q.Kind != kind {
+				continue
+			}
+			f.tries++
+			n := size(q)
+			if n > ceiling {
+				v.fail(branchLimits, "a %s query above its ceiling", kind)
+			}
+			switch outcomeOf(q) {
+			case limitAccepted:
+				f.accepted = max(f.accepted, n)
+			case limitRefused:
+				if f.refused == 0 || n < f.refused {
+					f.refused = n
+				}
+			}
+		}
+		return f
+	}
+	chars := judge("limit_fresh", func(q reportRequest) int { return q.QueryChars }, l.CeilingChars)
+	tools := judge("limit_tools", func(q reportRequest) int { return q.ToolsOffered }, l.ToolsCeiling)
+	switch {
+	case chars.tries > limitLengthQueries || tools.tries > limitToolQueries:
+		v.fail(branchLimits, "more search queries than the phase's budget")
+	case chars.accepted != l.LongestAcceptedChars || chars.refused != l.ShortestRejectedChars:
+		v.fail(branchLimits, "the query-length result does not follow from its requests")
+	case tools.accepted != l.LongestAcceptedTools || tools.refused != l.ShortestRejectedTools:
+		v.fail(branchLimits, "the tool-count result does not follow from its requests")
+	case l.MeasuredChars != l.LongestAcceptedChars || l.MeasuredTools != l.LongestAcceptedTools:
+		v.fail(branchLimits, "a measured value is not the largest accepted one")
+	case l.ShortestRejectedChars > 0 && l.ShortestRejectedChars <= l.LongestAcceptedChars,
+		l.ShortestRejectedTools > 0 && l.ShortestRejectedTools <= l.LongestAcceptedTools:
+		v.fail(branchLimits, "a refused size is not above the accepted one")
+	case l.UpperBoundTested != (chars.accepted > l.StartChars || chars.refused > l.StartChars):
+		v.fail(branchLimits, "upper_bound_tested does not follow from the requests")
 	}
 }
 

@@ -92,6 +92,19 @@ var seeded = []struct {
 		set(d, "tools.requests.1.upstream", repeat(get(d, "tools.requests.1.upstream.0"), 4))
 	}},
 	{"budgets--counters", func(d map[string]any) { set(d, "tools.upstream_dispatches", 1) }},
+	{"limits--result-not-from-requests", func(d map[string]any) {
+		d["limits"] = limitsPhase()
+		set(d, "limits.longest_accepted_chars", 9000)
+		set(d, "limits.measured_chars", 9000)
+	}},
+	{"limits--measured-not-accepted", func(d map[string]any) {
+		d["limits"] = limitsPhase()
+		set(d, "limits.measured_tools", get(d, "limits.shortest_rejected_tools"))
+	}},
+	{"limits--above-ceiling", func(d map[string]any) {
+		d["limits"] = limitsPhase()
+		set(d, "limits.ceiling_chars", 80000)
+	}},
 	{"cleanup--not-proven", func(d map[string]any) { set(d, "shutdown.clean", false) }},
 	{"hygiene--content", func(d map[string]any) { set(d, "model.upstream_enum", "Hello there") }},
 	{"hygiene--id", func(d map[string]any) {
@@ -100,6 +113,20 @@ var seeded = []struct {
 	{"hygiene--secret", func(d map[string]any) { set(d, "model.public", "testdata-cookie-9d8e7f6a5b4c") }},
 	{"hygiene--marker", func(d map[string]any) { set(d, "tools.requests.0.error_code", "mk_0f3a9c2e71b4d865") }},
 	{"verdict--fail", func(d map[string]any) { d["verdict"] = "fail" }},
+}
+
+// limitsPhase is a passing --measure-limits phase (recorded from the
+// emulator accepting 7,000 characters and 16 tools) for the limits seeds.
+func limitsPhase() map[string]any {
+	raw, err := os.ReadFile("testdata/probe/limits-phase.json")
+	if err != nil {
+		panic(err)
+	}
+	var l map[string]any
+	if err := json.Unmarshal(raw, &l); err != nil {
+		panic(err)
+	}
+	return l
 }
 
 // seededFlags are the flags .ci/run passes too.
@@ -118,6 +145,16 @@ func TestTheGoodSeedPassesAndEverySeededBadReportFailsWithExactlyItsBranch(t *te
 	var out bytes.Buffer
 	is.NoErr(run(t.Context(), append([]string{"verify"}, append(seededFlags, "testdata/probe/good.json")...), noEnv, &out, &out))
 	is.True(strings.HasPrefix(out.String(), "PASS ")) // the seed itself passes every branch
+	var withLimits map[string]any
+	is.NoErr(json.Unmarshal(good, &withLimits))
+	withLimits["limits"] = limitsPhase()
+	raw, err := json.MarshalIndent(withLimits, "", "  ")
+	is.NoErr(err)
+	measured := filepath.Join(t.TempDir(), "measured.json")
+	is.NoErr(os.WriteFile(measured, raw, 0o600))
+	out.Reset()
+	is.NoErr(run(t.Context(), append([]string{"verify"}, append(seededFlags, measured)...), noEnv, &out, &out))
+	is.True(strings.HasPrefix(out.String(), "PASS ")) // and so does it with a measurement
 
 	covered := map[string]bool{}
 	for _, s := range seeded {
@@ -139,7 +176,7 @@ func TestTheGoodSeedPassesAndEverySeededBadReportFailsWithExactlyItsBranch(t *te
 		covered[want] = true
 	}
 	for _, b := range []string{branchFormat, branchFreshness, branchConfig, branchPolicy, branchModel, branchRule,
-		branchText, branchInitialTool, branchContinuation, branchBudgets, branchCleanup, branchHygiene, branchVerdict} {
+		branchText, branchInitialTool, branchContinuation, branchBudgets, branchLimits, branchCleanup, branchHygiene, branchVerdict} {
 		is.True(covered[b]) // every branch has a seeded report
 	}
 	entries, err := os.ReadDir("testdata/probe/bad")

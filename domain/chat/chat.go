@@ -3,7 +3,11 @@
 // and from these types; the core never sees JSON of either side.
 package chat
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/pmgate/pmgate/domain/budget"
+)
 
 // Role is a message author role after normalization.
 type Role string
@@ -96,6 +100,9 @@ type Request struct {
 	// ("responses"); a tool-call group is bound to the API it was issued
 	// through.
 	API string
+	// Client is the client program the ingress told from the User-Agent
+	// (budget.ClientOf); it only chooses the recipe a refusal points at.
+	Client budget.Client
 }
 
 // OutputKind is the kind of answer a request asks for.

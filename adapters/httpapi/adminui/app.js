@@ -377,23 +377,49 @@ console.log(c.choices[0].message.content);`],
       ["openai-go", `client := openai.NewClient(option.WithBaseURL("${base}"), option.WithAPIKey("${k}"))
 c, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "${model}",
 	Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello!")}})`],
-      ["Claude Code", `ANTHROPIC_BASE_URL=${location.origin} ANTHROPIC_API_KEY="${k}" \\
+      ["Claude Code", `# the recipe that fits the service's default budget: docs/CLIENTS.md#direct-v1messages
+ANTHROPIC_BASE_URL=${location.origin} ANTHROPIC_API_KEY="${k}" \\
 ANTHROPIC_MODEL=${model} ANTHROPIC_SMALL_FAST_MODEL=${model} ANTHROPIC_DEFAULT_HAIKU_MODEL=${model} \\
 ANTHROPIC_DEFAULT_SONNET_MODEL=${model} ANTHROPIC_DEFAULT_OPUS_MODEL=${model} CLAUDE_CODE_SUBAGENT_MODEL=${model} \\
-DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 claude --tools Bash,Read`],
+DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \\
+claude -p "…" --system-prompt-file examples/claude-code/system-prompt.md \\
+  --tools Bash,Read,Edit,Write,Glob,Grep,TodoWrite`],
       ["9router", `# add pmgate as an OpenAI-compatible provider node of 9router (its control API)
 curl -s ${router}/api/provider-nodes -H "Content-Type: application/json" \\
   -d '{"type":"openai-compatible","apiType":"chat","name":"pmgate","prefix":"pmgate","baseUrl":"${base}"}'
 curl -s ${router}/api/providers -H "Content-Type: application/json" \\
   -d '{"provider":"<node id from the answer above>","name":"pmgate","apiKey":"${k}"}'
 # clients then use ${router}/v1, a 9router key and the model pmgate/${model}`],
-      ["Claude Code via 9router", `ANTHROPIC_BASE_URL=${router} ANTHROPIC_AUTH_TOKEN="$NINEROUTER_KEY" \\
+      ["Claude Code via 9router", `# the recipe that fits the service's default budget: docs/CLIENTS.md#claude-code
+ANTHROPIC_BASE_URL=${router} ANTHROPIC_AUTH_TOKEN="$NINEROUTER_KEY" \\
 ANTHROPIC_MODEL=pmgate/${model} ANTHROPIC_SMALL_FAST_MODEL=pmgate/${model} \\
-DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 claude`],
-      ["opencode", `// ~/.config/opencode/opencode.json, then: opencode --model pmgate/${model}
+DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \\
+claude -p "…" --system-prompt-file examples/claude-code/system-prompt.md \\
+  --tools Bash,Read,Edit,Write,Glob,Grep,TodoWrite`],
+      ["opencode", `// ~/.config/opencode/opencode.json, then: opencode run --model pmgate/${model} "…"
+// the "agent" block is the recipe that fits the default budget: docs/CLIENTS.md#opencode
 {"provider":{"pmgate":{"npm":"@ai-sdk/openai-compatible",
   "options":{"baseURL":"${base}","apiKey":"${k}"},
-  "models":{"${model}":{}}}}}`],
+  "models":{"${model}":{}}}},
+ "agent":{"build":{"prompt":"{file:/path/to/pmgate/examples/opencode/build-prompt.md}"}}}`],
+      ["Codex CLI", `# $CODEX_HOME/config.toml: examples/codex/config.toml, the recipe that fits the
+# default budget (docs/CLIENTS.md#codex-cli); then PMGATE_API_KEY="${k}" codex exec "…"
+model = "${model}"
+model_provider = "pmgate"
+model_instructions_file = "/path/to/pmgate/examples/codex/instructions.md"
+include_permissions_instructions = false
+include_apps_instructions = false
+web_search = "disabled"
+[agents]
+enabled = false
+[features]
+apps = false
+plugins = false
+[model_providers.pmgate]
+name = "pmgate"
+base_url = "${base}"
+env_key = "PMGATE_API_KEY"
+wire_api = "responses"`],
     ];
   }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pmgate/pmgate/domain/budget"
 	"github.com/pmgate/pmgate/domain/setting"
 )
 
@@ -78,6 +79,10 @@ const (
 	// DefaultMaxToolsUpstream is the number of tools the service is reported
 	// to accept in one request (docs/UPSTREAM.md).
 	DefaultMaxToolsUpstream = 20
+	// MaxQueryCharsBound and MaxToolsUpstreamBound are the largest values
+	// the two limits accept (from the setting or a measurement).
+	MaxQueryCharsBound    = 1000000
+	MaxToolsUpstreamBound = 256
 )
 
 // ParallelSetting is POSTMAN_PARALLEL_TOOL_CALLS: unset, true or false.
@@ -162,8 +167,30 @@ type Config struct {
 	// MaxToolsUpstream bounds the tools advertised upstream
 	// (POSTMAN_MAX_TOOLS_UPSTREAM).
 	MaxToolsUpstream int
+	// MaxQueryCharsSource and MaxToolsUpstreamSource say where the two
+	// limits came from: the setting, or (set by the wiring) a verified probe
+	// report's measurement; "" is the default.
+	MaxQueryCharsSource    budget.Source
+	MaxToolsUpstreamSource budget.Source
 	// ParallelToolCalls is POSTMAN_PARALLEL_TOOL_CALLS; see Parallel.
 	ParallelToolCalls ParallelSetting
+}
+
+// QueryLimit is the query limit that applies and where it came from.
+func (c Config) QueryLimit() budget.Limit {
+	return budget.Limit{Value: c.MaxQueryChars, Source: sourceOr(c.MaxQueryCharsSource), Setting: EnvMaxQueryChars}
+}
+
+// ToolsLimit is the tool-count limit that applies and where it came from.
+func (c Config) ToolsLimit() budget.Limit {
+	return budget.Limit{Value: c.MaxToolsUpstream, Source: sourceOr(c.MaxToolsUpstreamSource), Setting: EnvMaxToolsUpstream}
+}
+
+func sourceOr(s budget.Source) budget.Source {
+	if s == "" {
+		return budget.SourceDefault
+	}
+	return s
 }
 
 // Parallel decides devModeOptions.isParallelToolCallingSupported for a request
@@ -260,11 +287,19 @@ var joinProblems = setting.Join
 // report: the query length, the tool count and the parallel-calling flag.
 func (c *Config) parseUpstreamConstraints(getenv func(string) string) error {
 	var err error
-	if c.MaxQueryChars, err = setting.BoundedInt(getenv, EnvMaxQueryChars, DefaultMaxQueryChars, 1, 1000000); err != nil {
+	if c.MaxQueryChars, err = setting.BoundedInt(getenv, EnvMaxQueryChars, DefaultMaxQueryChars, 1, MaxQueryCharsBound); err != nil {
 		return err
 	}
-	if c.MaxToolsUpstream, err = setting.BoundedInt(getenv, EnvMaxToolsUpstream, DefaultMaxToolsUpstream, 0, 256); err != nil {
+	if c.MaxToolsUpstream, err = setting.BoundedInt(getenv, EnvMaxToolsUpstream, DefaultMaxToolsUpstream, 0, MaxToolsUpstreamBound); err != nil {
 		return err
+	}
+	for _, l := range []struct {
+		env string
+		src *budget.Source
+	}{{EnvMaxQueryChars, &c.MaxQueryCharsSource}, {EnvMaxToolsUpstream, &c.MaxToolsUpstreamSource}} {
+		if getenv(l.env) != "" {
+			*l.src = budget.SourceSetting
+		}
 	}
 	switch v := ParallelSetting(getenv(EnvParallelTools)); v {
 	case ParallelUnset, ParallelOn, ParallelOff:

@@ -12,7 +12,8 @@ import (
 // `gateway check-config`. Secrets and the workspace id appear only as "set"
 // (never a value or a length). Keys: strategy, host, chat_path, access_token
 // or session_cookie, workspace, model_map, user_agent, app_version,
-// terminal_rule (web_session only), max_query_chars, max_tools_upstream and
+// terminal_rule (web_session only), max_query_chars, max_tools_upstream (each
+// with where it came from: *_from default, setting or measured) and
 // parallel_tool_calls (true, false, or client: the client's choice). The
 // wiring adds the process settings (models, the request limits, the tool
 // schema settings).
@@ -32,10 +33,12 @@ func (c Config) Summary() map[string]string {
 			}
 			return c.UserAgent
 		}(),
-		"app_version":         "unset",
-		"max_query_chars":     strconv.Itoa(c.MaxQueryChars),
-		"max_tools_upstream":  strconv.Itoa(c.MaxToolsUpstream),
-		"parallel_tool_calls": string(c.ParallelToolCalls),
+		"app_version":             "unset",
+		"max_query_chars":         strconv.Itoa(c.MaxQueryChars),
+		"max_query_chars_from":    string(c.QueryLimit().Source),
+		"max_tools_upstream":      strconv.Itoa(c.MaxToolsUpstream),
+		"max_tools_upstream_from": string(c.ToolsLimit().Source),
+		"parallel_tool_calls":     string(c.ParallelToolCalls),
 	}
 	if c.ParallelToolCalls == ParallelUnset {
 		s["parallel_tool_calls"] = "false"
