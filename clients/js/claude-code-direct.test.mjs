@@ -5,6 +5,7 @@
 // key, and every *_MODEL setting Claude Code reads pinned to the configured
 // model. Upstream dispatches are counted at the emulator.
 import { test as nodeTest } from "node:test";
+import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
 import { env, marker, note, Observer } from "./lib/harness.mjs";
 import { describeConversations, jsonLines, nativeBinary, querySizes, runAgent, tempHome, Window } from "./lib/agents.mjs";
@@ -13,6 +14,10 @@ const e = env();
 // PMGATE_CLIENTS_ONLY=<substring> runs only the matching scenarios (while working on one).
 const test = (name, opts, fn) => (!process.env.PMGATE_CLIENTS_ONLY || name.includes(process.env.PMGATE_CLIENTS_ONLY) ? nodeTest(name, opts, fn) : nodeTest.skip(name));
 const claude = nativeBinary("@anthropic-ai", "claude-code-linux-x64", "claude");
+// The full recipe of docs/CLIENTS.md (as through 9router): the everyday coding
+// tools named with --tools and the short, editable system prompt file.
+const recipeArgs = ["--system-prompt-file", fileURLToPath(new URL("../../examples/claude-code/system-prompt.md", import.meta.url))];
+const recipeTools = "Bash,Read,Edit,Write,Glob,Grep,TodoWrite";
 const gateways = {
   default: { observer: new Observer(e.observerURL), origin: e.observerURL },
   wide: { observer: new Observer(e.wideObserverURL), origin: e.wideObserverURL }, // the query limit raised
@@ -96,6 +101,8 @@ const toolScenarios = [
   { name: "default tools (limit raised), tool round trip", gateway: "wide", tools: "", loop: 1, directive: "#tool=Bash" },
   { name: "--tools Bash,Read under the default limit, tool round trip", gateway: "default", tools: "Bash,Read", loop: 1, directive: "#tool=Bash,Read" },
   { name: "--tools Bash,Read, three-round tool loop", gateway: "default", tools: "Bash,Read", loop: 3, directive: "#tool=Bash" },
+  { name: "recipe (--system-prompt-file, --tools " + recipeTools + ") under the default limit, three-round tool loop", gateway: "default",
+    tools: recipeTools, loop: 3, directive: "#tool=Bash", extraArgs: recipeArgs },
 ];
 
 for (const s of toolScenarios) {
@@ -103,7 +110,7 @@ for (const s of toolScenarios) {
     const m = marker();
     const directives = [s.directive, s.loop > 1 ? `#loop=${s.loop}` : ""].filter(Boolean).join(" ");
     const prompt = `Use your tools to look around, then tell me what you found. ${m} ${directives}`.trim();
-    const r = await runClaude({ gateway: s.gateway, prompt, tools: s.tools, maxTurns: s.loop + 3 });
+    const r = await runClaude({ gateway: s.gateway, prompt, tools: s.tools, maxTurns: s.loop + 3, extraArgs: s.extraArgs });
     const init = r.events.find((ev) => ev.type === "system" && ev.subtype === "init");
     await note(s.name, `${r.run.ms} ms; ${init?.tools?.length ?? "?"} tools; first turn upstream ${querySizes(r.seen.queries)}; ` +
       `${r.seen.userQueries} USER_QUERY, ${r.seen.toolResponses} TOOL_RESPONSE; ${r.messages.length} Messages requests; ${retriesOf(r.events)} api_retry`);
@@ -135,7 +142,9 @@ test("claude-code-direct two-turn session (--continue) continued upstream", { ti
     const prompts = [`Say hello. ${marks[0]} #loop=0`, `And once more, please. ${marks[1]} #loop=0`];
     const turns = [];
     for (let i = 0; i < prompts.length; i++) {
-      turns.push(await runClaude({ gateway: "default", prompt: prompts[i], tools: "Bash,Read", maxTurns: 2, home, extraArgs: i > 0 ? ["--continue"] : [] }));
+      // The full recipe, so the session docs/CLIENTS.md describes is the one continued.
+      turns.push(await runClaude({ gateway: "default", prompt: prompts[i], tools: recipeTools, maxTurns: 2, home,
+        extraArgs: [...recipeArgs, ...(i > 0 ? ["--continue"] : [])] }));
     }
     await note("two-turn session (--continue)", turns.map((t, i) => `turn ${i + 1}: ${t.run.ms} ms; upstream ${querySizes(t.seen.queries)}; ` +
       `${t.seen.userQueries} USER_QUERY, ${t.seen.continued} continued; gateway ${describeConversations(t.seen.conversations)}`).join(" | "));
