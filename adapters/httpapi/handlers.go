@@ -71,11 +71,7 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 		}
 		s.writeError(w, r, err)
 	}
-	if !jsonMediaType(r.Header.Get("Content-Type")) {
-		refuse(invalid("", "The Content-Type must be application/json."))
-		return
-	}
-	body, err := s.readBody(w, r)
+	body, err := s.readJSON(w, r)
 	if err != nil {
 		refuse(err)
 		return
@@ -139,19 +135,13 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 	ri.toolCalls = tr.calls
 }
 
-// readJSON checks the content type and reads the body (readBody); false
-// means the refusal was written.
-func (s *server) readJSON(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// readJSON checks the content type and reads the body (readBody); the
+// caller writes the refusal.
+func (s *server) readJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if !jsonMediaType(r.Header.Get("Content-Type")) {
-		s.writeError(w, r, invalid("", "The Content-Type must be application/json."))
-		return nil, false
+		return nil, invalid("", "The Content-Type must be application/json.")
 	}
-	body, err := s.readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return nil, false
-	}
-	return body, true
+	return s.readBody(w, r)
 }
 
 // acquire takes a place in the global semaphore and, when the slot has one,

@@ -53,8 +53,9 @@ func (s *server) handleCountTokens() http.Handler {
 			s.writeError(w, r, errNoRoute)
 			return
 		}
-		body, ok := s.readJSON(w, r)
-		if !ok {
+		body, err := s.readJSON(w, r)
+		if err != nil {
+			s.writeError(w, r, err)
 			return
 		}
 		mr, err := s.decodeCountRequest(body, slotFrom(r.Context()).allowsModel)
