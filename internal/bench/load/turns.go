@@ -176,6 +176,19 @@ func (t *target) roundTrip(ctx context.Context, body []byte, buf *bytes.Buffer) 
 	return float64(d.Nanoseconds()), nil
 }
 
+// ask is roundTrip and parseAnswer; errors name the leg.
+func (t *target) ask(ctx context.Context, leg string, body []byte, buf *bytes.Buffer) (float64, answer, error) {
+	d, err := t.roundTrip(ctx, body, buf)
+	if err != nil {
+		return 0, answer{}, fmt.Errorf("%s: %w", leg, err)
+	}
+	a, err := parseAnswer(t.proto, buf.Bytes())
+	if err != nil {
+		return 0, answer{}, fmt.Errorf("%s: %w", leg, err)
+	}
+	return d, a, nil
+}
+
 // answer is what the rig reads of one complete answer, on either protocol.
 type answer struct {
 	text     string
@@ -191,6 +204,16 @@ var (
 	failureMarker = []byte(`"eventType":"failure"`)
 )
 
+// wireCall is a tool call as both protocols spell it: an id, a name and
+// (a fragment of) the arguments.
+type wireCall struct {
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
 // parseAnswer checks that an answer is complete and reads it: an upstream SSE
 // stream that ends with [DONE] and holds no failure event, or an OpenAI chat
 // completion with one choice.
@@ -201,14 +224,8 @@ func parseAnswer(proto int, b []byte) (answer, error) {
 			Choices []struct {
 				FinishReason string `json:"finish_reason"`
 				Message      struct {
-					Content   *string `json:"content"`
-					ToolCalls []struct {
-						ID       string `json:"id"`
-						Function struct {
-							Name      string `json:"name"`
-							Arguments string `json:"arguments"`
-						} `json:"function"`
-					} `json:"tool_calls"`
+					Content   *string    `json:"content"`
+					ToolCalls []wireCall `json:"tool_calls"`
 				} `json:"message"`
 			} `json:"choices"`
 		}
@@ -240,16 +257,10 @@ func parseAnswer(proto int, b []byte) (answer, error) {
 		var ev struct {
 			EventType string `json:"eventType"`
 			Data      struct {
-				ID              string `json:"id"`
-				TextContent     string `json:"textContent"`
-				ToolCallGroupID string `json:"toolCallGroupId"`
-				ToolCalls       []struct {
-					ID       string `json:"id"`
-					Function struct {
-						Name      string `json:"name"`
-						Arguments string `json:"arguments"`
-					} `json:"function"`
-				} `json:"toolCalls"`
+				ID              string     `json:"id"`
+				TextContent     string     `json:"textContent"`
+				ToolCallGroupID string     `json:"toolCallGroupId"`
+				ToolCalls       []wireCall `json:"toolCalls"`
 			} `json:"data"`
 		}
 		if err := json.Unmarshal(payload, &ev); err != nil {
@@ -315,13 +326,9 @@ func (t *target) cheapCheck(b []byte) error {
 // toolRoundTrip: the tool turn, then its continuation with the result; both
 // legs are timed (the sum is the latency).
 func (t *target) toolRoundTrip(ctx context.Context, buf *bytes.Buffer) (float64, answer, error) {
-	d1, err := t.roundTrip(ctx, t.toolBody, buf)
+	d1, call, err := t.ask(ctx, "tool turn", t.toolBody, buf)
 	if err != nil {
-		return 0, answer{}, fmt.Errorf("tool turn: %w", err)
-	}
-	call, err := parseAnswer(t.proto, buf.Bytes())
-	if err != nil {
-		return 0, answer{}, fmt.Errorf("tool turn: %w", err)
+		return 0, answer{}, err
 	}
 	if call.callID == "" || call.callName != toolName {
 		return 0, answer{}, fmt.Errorf("tool turn: no call of %s: %.300s", toolName, buf.Bytes())
@@ -341,13 +348,9 @@ func (t *target) toolRoundTrip(ctx context.Context, buf *bytes.Buffer) (float64,
 			map[string]any{"role": "tool", "tool_call_id": call.callID, "content": toolResult},
 		}, false, true)
 	}
-	d2, err := t.roundTrip(ctx, body, buf)
+	d2, a, err := t.ask(ctx, "tool result", body, buf)
 	if err != nil {
-		return 0, answer{}, fmt.Errorf("tool result: %w", err)
-	}
-	a, err := parseAnswer(t.proto, buf.Bytes())
-	if err != nil {
-		return 0, answer{}, fmt.Errorf("tool result: %w", err)
+		return 0, answer{}, err
 	}
 	if !strings.HasPrefix(a.text, resultPrefix) {
 		return 0, answer{}, fmt.Errorf("tool result: answered %q, want the results quoted", a.text)
@@ -367,12 +370,9 @@ func (t *target) continuedTurn(ctx context.Context, buf *bytes.Buffer) (float64,
 	} else {
 		body = openAIBody([]any{user(opening)}, false, false)
 	}
-	if _, err := t.roundTrip(ctx, body, buf); err != nil {
-		return 0, answer{}, fmt.Errorf("opening turn: %w", err)
-	}
-	first, err := parseAnswer(t.proto, buf.Bytes())
+	_, first, err := t.ask(ctx, "opening turn", body, buf)
 	if err != nil {
-		return 0, answer{}, fmt.Errorf("opening turn: %w", err)
+		return 0, answer{}, err
 	}
 	if t.proto == protoUpstream {
 		if first.convID == "" {
@@ -382,13 +382,9 @@ func (t *target) continuedTurn(ctx context.Context, buf *bytes.Buffer) (float64,
 	} else {
 		body = openAIBody([]any{user(opening), map[string]any{"role": "assistant", "content": first.text}, user(followQuery)}, false, false)
 	}
-	d, err := t.roundTrip(ctx, body, buf)
+	d, a, err := t.ask(ctx, "follow-up", body, buf)
 	if err != nil {
-		return 0, answer{}, fmt.Errorf("follow-up: %w", err)
-	}
-	a, err := parseAnswer(t.proto, buf.Bytes())
-	if err != nil {
-		return 0, answer{}, fmt.Errorf("follow-up: %w", err)
+		return 0, answer{}, err
 	}
 	if a.text != againPrefix2+followQuery {
 		return 0, answer{}, fmt.Errorf("follow-up was not continued: answered %q", a.text)
