@@ -56,7 +56,7 @@ type results struct {
 	s        settings
 	names    []string                        // targets, in report order
 	values   map[string]map[string][]float64 // metric → target → per-round value (NaN: none)
-	failures map[string]int                  // failed exchanges per target, warm-up excluded
+	failures map[string]int                  // failed exchanges per target, warm-up included
 	failMsgs []string                        // the first few failures
 	orders   [][]string                      // per round: the target order of each phase
 	// data events of one short and one long stream per target
@@ -225,20 +225,22 @@ func (r *rig) measure(ctx context.Context) (*results, error) {
 	if err := r.verifyAll(ctx, res); err != nil {
 		return nil, err
 	}
+	// A failure here is counted like any other (the answers were checked
+	// above, so it is the load that fails).
 	for _, name := range r.names {
 		t := r.targets[name]
 		for _, w := range []struct{ kind, n int }{{turnFresh, r.s.warmup}, {turnTool, r.s.warmup / 4}, {turnContinued, r.s.warmup / 4}} {
-			if _, fails, err := r.sequential(ctx, t, w.kind, w.n); fails > 0 {
-				return nil, fmt.Errorf("warm-up %s, %s: %w%s", name, turnNames[w.kind], err, r.diagnostics())
+			_, fails, err := r.sequential(ctx, t, w.kind, w.n)
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
 			}
+			res.fail(name, fails, wrap("warm-up", err))
 		}
 		b, err := r.burst(ctx, t, turnFresh, r.s.maxConcurrency(), min(r.s.burstTime, 300*time.Millisecond))
-		if err == nil && b.fails > 0 {
-			err = b.firstErr
-		}
 		if err != nil {
 			return nil, fmt.Errorf("warm-up %s, burst: %w%s", name, err, r.diagnostics())
 		}
+		res.fail(name, b.fails, wrap("warm-up burst", b.firstErr))
 	}
 	logf(r.stderr, "warm-up done; %d rounds", r.s.rounds)
 
@@ -472,6 +474,14 @@ func (r *rig) burst(ctx context.Context, t *target, kind, c int, d time.Duration
 	}
 	b.serverTicks, b.emuTicks, b.rigTicks = after[0]-before[0], after[1]-before[1], after[2]-before[2]
 	return b, nil
+}
+
+// wrap prefixes a non-nil error.
+func wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // cmpErr keeps the first non-nil error.

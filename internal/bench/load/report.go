@@ -168,7 +168,7 @@ func judgeCheck(res *results) []judged {
 	for _, name := range res.names {
 		per = append(per, fmt.Sprintf("%s %d", name, res.failures[name]))
 	}
-	fails := judged{label: "failed exchanges (after the warm-up)", gateway: fmt.Sprint(res.failures[nameGateway]),
+	fails := judged{label: "failed exchanges (warm-up included)", gateway: fmt.Sprint(res.failures[nameGateway]),
 		hop: fmt.Sprint(res.failures[nameHop]), measured: fmt.Sprintf("%d (%s)", n, strings.Join(per, ", ")),
 		floor: fmt.Sprint(res.failures[nameHopB]), limit: "0", value: float64(n), ok: n == 0}
 	return []judged{cpu, seq, fails}
