@@ -5,7 +5,7 @@ AUDIT_CHECKS ?= 2000
 AUDIT_STEPS  ?= 100
 FUZZTIME     ?= 10s
 
-.PHONY: help test test-clients test-browser spec spec-check audit bench bench-load lint fuzz build demo soak mutate probe-check
+.PHONY: help test test-clients test-browser spec spec-check audit bench bench-load bench-check lint fuzz build demo soak mutate probe-check
 .PHONY: install image image-smoke unit-check release test-snippets
 
 ## help: list the targets with their one-line descriptions
@@ -64,11 +64,18 @@ audit:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./domain/... ./adapters/... ./app/...
 
-## bench-load: the load rig — emulator, bare hop and gateway in one run (docs/BENCHMARKS.md); BENCH_FLAGS adds flags
+## bench-load: the load rig — emulator, bare hop, its A/A twin and the gateway in one run (docs/BENCHMARKS.md); BENCH_FLAGS adds flags
 BENCH_FLAGS ?=
 bench-load:
 	@mkdir -p bin
 	$(GO) run ./internal/bench/load -out bin/bench-load.md $(BENCH_FLAGS)
+
+## bench-check: a short load-rig run that fails only on a gross regression against the hop (CI; docs/BENCHMARKS.md)
+BENCH_CHECK_FLAGS ?=
+bench-check:
+	@mkdir -p bin
+	$(GO) run ./internal/bench/load -check -rounds 3 -seq 60 -seq-pairs 10 -stream 10 -burst-time 500ms -warmup 40 \
+		-timeout 4m -out bin/bench-check.md $(BENCH_CHECK_FLAGS)
 
 ## probe-check: the probe against the emulator, verify on its reports and on every seeded bad report
 probe-check:

@@ -397,21 +397,38 @@ var (
 	loopRE     = regexp.MustCompile(`#loop=([0-9A-Za-z_-]*)`)
 	approvalRE = regexp.MustCompile(`#approval_after=([0-9A-Za-z_-]*)`)
 	toolRE     = regexp.MustCompile(`#tool=([A-Za-z0-9_.,-]+)`)
+	chunksRE   = regexp.MustCompile(`#text_chunks=([0-9A-Za-z_-]*)`)
 )
 
 // approvalDirective reads "#approval_after=N" (1-5) of a USER_QUERY: after N
 // tool rounds the conversation's next tool round is a loopApprovalChunk. ok is
 // false for a malformed value; n is 0 without the directive.
-func approvalDirective(req *chatRequest) (n int, ok bool) {
+func approvalDirective(req *chatRequest) (n int, ok bool) { return intDirective(req, approvalRE, 1, 5) }
+
+// maxTextChunks bounds the "#text_chunks=N" directive.
+const maxTextChunks = 1000
+
+// textChunksDirective reads "#text_chunks=N" (1-maxTextChunks) of a
+// USER_QUERY: its text reply is sent as exactly N textChunk events (see
+// fitChunks). ok is false for a malformed value; n is 0 without the directive
+// and for a TOOL_RESPONSE.
+func textChunksDirective(req *chatRequest) (n int, ok bool) {
+	return intDirective(req, chunksRE, 1, maxTextChunks)
+}
+
+// intDirective reads a numeric directive of a USER_QUERY (re captures its
+// value): ok is false for a value that is not an integer in [lo, hi]; n is 0
+// without the directive and for a TOOL_RESPONSE.
+func intDirective(req *chatRequest, re *regexp.Regexp, lo, hi int) (n int, ok bool) {
 	if req.chatType != KindUserQuery {
 		return 0, true
 	}
-	m := approvalRE.FindStringSubmatch(req.query)
+	m := re.FindStringSubmatch(req.query)
 	if m == nil {
 		return 0, true
 	}
 	v, err := strconv.Atoi(m[1])
-	if err != nil || v < 1 || v > 5 {
+	if err != nil || v < lo || v > hi {
 		return 0, false
 	}
 	return v, true

@@ -83,6 +83,11 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 	if approval == 0 {
 		approval = s.cfg.LoopApprovalAfter
 	}
+	chunks, ok := textChunksDirective(req)
+	if !ok {
+		refuse(http.StatusBadRequest, msgBadDirective)
+		return
+	}
 	rec.Scenario = scenario
 	if scenarios[scenario] == scenarioHTTP {
 		s.serveHTTPScenario(w, scenario, rec)
@@ -104,6 +109,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 		rec.ConversationID = t.convID
 	}
 	rec.Turn, rec.Repeated = t.turnNo, t.repeated
+	t.textChunks = chunks
 	frames := s.render(strategy, s.cfg.Models[req.model], len(body), t, scenario, req.chatType)
 	var delay time.Duration
 	if scenario == ScenarioSlowStream {

@@ -53,6 +53,11 @@
 // LoopApprovalAfter tool rounds (or "#approval_after=N") the next round is the
 // agent-loop guard: usage and a loopApprovalChunk.
 //
+// A USER_QUERY with "#text_chunks=N" (1-1000) has its text reply sent as
+// exactly N textChunk events: its first N chunks, or its chunks repeated in
+// order until there are N (a load test's long stream; the quote alone is at
+// most 200 bytes). A TOOL_RESPONSE ignores the directive.
+//
 // A tool group calls the first tool (the first two when parallel calling is
 // on), or the offered tools named by a "#tool=<name>[,<name>]" directive in the
 // query (only the first when parallel calling is off); arguments are built from

@@ -210,7 +210,7 @@ func (s *Server) render(strategy, label string, promptBytes int, t turn, scenari
 		b.loopApproval()
 		return b.frames
 	}
-	pieces := splitUTF8(t.reply, s.cfg.ChunkBytes)
+	pieces := fitChunks(splitUTF8(t.reply, s.cfg.ChunkBytes), t.textChunks)
 	switch scenario {
 	case ScenarioQuotaExhausted:
 		b.event("failure", failureData{ErrorType: "FORBIDDEN", UserMessage: quotaMessage})

@@ -87,6 +87,9 @@ type turn struct {
 	approval bool         // the loop-approval gate instead of a tool round
 	turnNo   int          // the conversation's USER_QUERY turn number (USER_QUERY only)
 	repeated bool         // the group repeats calls whose answer was not accepted
+	// textChunks is the "#text_chunks=N" directive of a USER_QUERY: its text
+	// is sent as exactly that many chunks (0: as split, see fitChunks).
+	textChunks int
 }
 
 // runTurn applies a validated request to the conversation table. toolName is
@@ -375,6 +378,25 @@ func truncateUTF8(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// fitChunks makes pieces exactly n long (n > 0): the first n pieces, or the
+// pieces repeated in order until there are n. A reply's length then no longer
+// bounds the number of text events (the quote is at most quoteBytes), which a
+// load test needs to measure the cost of each further event. n == 0 or no
+// pieces leaves them as they are.
+func fitChunks(pieces []string, n int) []string {
+	if n <= 0 || len(pieces) == 0 || len(pieces) == n {
+		return pieces
+	}
+	if len(pieces) > n {
+		return pieces[:n]
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = pieces[i%len(pieces)]
+	}
+	return out
 }
 
 // splitUTF8 cuts s into pieces of at most n bytes on character boundaries (a

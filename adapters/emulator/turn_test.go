@@ -466,3 +466,51 @@ func TestAnswerTemplateIsFilledWithTheLastResultOfEachTool(t *testing.T) {
 		is.Equal(st.text(), "W=r1-get_weather;T=r1-get_time") // the template, filled
 	}
 }
+
+// "#text_chunks=N" sends the text reply as exactly N textChunk events: the
+// reply's own chunks, cut or repeated in order, so a stream can be longer than
+// the 200-byte quote allows (the load rig's 50-event stream).
+func TestTextChunksDirective(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	s := start(t)
+	p := tokenPeer(t, s)
+	query := "hi #text_chunks=46"
+	reply := greeting + query // 60 bytes: chunks of 24, 24 and 12
+	pieces := []string{reply[:24], reply[24:48], reply[48:]}
+
+	st := p.turn(userQuery(query))
+	is.Equal(len(st.kinds), 50)            // conversation, thinking, 46 texts, usage, [DONE]
+	is.Equal(len(st.all("textChunk")), 46) // exactly N text events
+	is.Equal(st.kinds[0], "conversation")  // the usual frame order around them
+	is.Equal(st.kinds[len(st.kinds)-2:], []string{"usage", "[DONE]"})
+	var want strings.Builder
+	for i := range 46 {
+		want.WriteString(pieces[i%3])
+	}
+	is.Equal(st.text(), want.String()) // the reply's chunks repeated in order
+
+	st = p.turn(userQuery("cut short #text_chunks=1"))
+	is.Equal(len(st.all("textChunk")), 1) // fewer than the reply has: the first N
+	is.Equal(st.text(), (greeting + "cut short #text_chunks=1")[:24])
+
+	st = p.turn(userQuery("hi"))
+	is.Equal(len(st.all("textChunk")), 2) // without the directive: as split (44 bytes)
+
+	// A continued USER_QUERY takes the directive too; a TOOL_RESPONSE ignores it.
+	conv := p.turn(userQuery("go").withTools(false, true, weatherTool))
+	calls, group := conv.calls(t)
+	b := toolResponse(conv.conversationID(), false, weatherTool).flat(group, result{calls[0].id, "sunny #text_chunks=9"})
+	st = p.turn(b)
+	is.Equal(st.text(), "Tool results received: get_weather=sunny #text_chunks=9") // quoted, not reshaped
+	again := userQuery("more #text_chunks=5")
+	again.input()["conversationId"] = conv.conversationID()
+	st = p.turn(again)
+	is.Equal(len(st.all("textChunk")), 5)
+	is.True(strings.HasPrefix(st.text(), "Hello again")) // the same conversation
+
+	for _, bad := range []string{"#text_chunks=0", "#text_chunks=1001", "#text_chunks=x", "#text_chunks="} {
+		resp, _ := p.post(userQuery("hi " + bad))
+		is.Equal(resp.StatusCode, http.StatusBadRequest) // 1-1000 only
+	}
+}

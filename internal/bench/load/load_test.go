@@ -24,8 +24,11 @@ func TestQuickRun(t *testing.T) {
 	defer cancel()
 	out := t.TempDir() + "/report.md"
 	var stdout, stderr bytes.Buffer
-	if err := run(ctx, []string{"-quick", "-out", out}, &stdout, &stderr); err != nil {
-		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	// -check with thresholds no timing noise reaches: only a failed exchange
+	// (or a figure that could not be measured) fails the run here.
+	args := []string{"-quick", "-check", "-check-cpu-ratio", "1000", "-check-seq-us", "1e6", "-out", out}
+	if err := run(ctx, args, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s\nstdout:\n%s", err, stderr.String(), stdout.String())
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
@@ -36,28 +39,29 @@ func TestQuickRun(t *testing.T) {
 		t.Error("-out differs from stdout")
 	}
 	for _, want := range []string{
-		"## Targets (gateway against the bare hop)",
-		"sequential small text turn: added latency",
-		"CPU per request at concurrency 16",
-		"streamed turn: first data event, added",
-		"streamed turn: each further chunk, added",
-		"RSS idle", "RSS peak", "## Rounds",
+		"## Regression check",
+		"## Targets (gateway against the bare hop, with the A/A floor)",
+		"sequential fresh turn: added latency",
+		"streamed turn, 6 events: first content, added",
+		"streamed turn, 6 events: last byte, added",
+		"streamed turn, 50 events: each further event, added",
+		"CPU per request at c=1", "CPU per request at c=64", "throughput at c=4", "throughput at c=64",
+		"RSS idle", "RSS peak", "A/A: hop-b vs hop",
+		"sequential tool round trip (both legs)", "sequential continued turn (the follow-up)",
+		"tool c=16: CPU of the process under test", "continued c=16: throughput",
+		"hop 6 / 50; hop-b 6 / 50;", "## Memory", "## Rounds",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
 	}
-	if strings.Count(report, "PASS")+strings.Count(report, "FAIL") < 6 {
-		t.Errorf("report has fewer than six judged targets:\n%s", report)
+	if strings.Count(report, "PASS")+strings.Count(report, "FAIL") < 16 {
+		t.Errorf("report has fewer than 16 judged rows (13 targets, 3 checks):\n%s", report)
+	}
+	if strings.Contains(report, "exchanges failed") {
+		t.Errorf("exchanges failed in a healthy run:\n%s", report)
 	}
 	t.Log("\n" + report)
-}
-
-func TestStreamQueryFillsTheQuote(t *testing.T) {
-	// The emulator quotes at most 200 bytes; all of them should be used.
-	if len(streamQuery) != 200 {
-		t.Fatalf("streamQuery is %d bytes, want 200", len(streamQuery))
-	}
 }
 
 func TestParseStatCPU(t *testing.T) {
@@ -92,14 +96,20 @@ func TestAnalyzeStream(t *testing.T) {
 		{50 * time.Microsecond, []byte(`data: {"eventType":"textChunk","data":{"textContent":"e"}}` + "\n")},
 		{60 * time.Microsecond, []byte("data: [DONE]\n")},
 	}
-	st, err := analyzeStream(kindUpstream, lines)
+	st, err := analyzeStream(protoUpstream, lines, 70*time.Microsecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.first != 10e3 || st.firstText != 20e3 || st.perChunk != 15e3 || st.chunks != 3 || st.text != "abcde" {
+	if st.firstContent != 20e3 || st.lastByte != 70e3 || st.chunks != 3 || st.events != 5 || st.text != "abcde" {
 		t.Fatalf("got %+v", st)
 	}
-	if _, err := analyzeStream(kindUpstream, lines[:4]); err == nil {
+	if got := st.perEvent(6); got != 10e3 { // (70 − 20) µs over 5 further events
+		t.Fatalf("perEvent(6) = %v, want 10000", got)
+	}
+	if _, err := analyzeStream(protoUpstream, lines[:4], 0); err == nil {
 		t.Fatal("a stream without [DONE] was accepted")
+	}
+	if _, err := analyzeStream(protoUpstream, []stamped{lines[0], lines[4]}, 0); err == nil {
+		t.Fatal("a stream without text was accepted")
 	}
 }

@@ -1,112 +1,270 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
+	"math"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
-// Metric names (per target, one value per round).
+// Metric keys: one value per target and round.
+func seqKey(kind int) string { return "seq/" + turnNames[kind] }
+
+// Streams: "short" has shortEvents upstream events, "long" -long-events.
 const (
-	mSeq       = "seq_us"         // median latency of a sequential small text turn
-	mFirst     = "first_event_us" // median time to the first data event of a streamed turn
-	mFirstText = "first_text_us"  // median time to the first text chunk of a streamed turn
-	mPerChunk  = "per_chunk_us"   // median time per further text chunk
-	mLast      = "last_event_us"  // median time to the last data event ([DONE])
-	mBurstRPS  = "burst_rps"      // completed requests per second in the burst
-	mBurstP50  = "burst_p50_us"   // median latency in the burst
-	mBurstP99  = "burst_p99_us"   // 99th percentile latency in the burst
-	mCPUServer = "cpu_server_us"  // CPU of the process under test per burst request
-	mCPUEmu    = "cpu_emu_us"     // CPU of the emulator per burst request
-	mCPURig    = "cpu_rig_us"     // CPU of this load driver (the client) per burst request
-	mCPUTicks  = "cpu_server_ticks"
+	streamShort = "short"
+	streamLong  = "long"
+)
+
+func streamKey(which, field string) string { return "stream/" + which + "/" + field }
+
+// Stream fields.
+const (
+	fFirst    = "first_content"
+	fLast     = "last_byte"
+	fPerEvent = "per_event"
+	// fMarginal is derived after the rounds: (last byte of the long stream −
+	// last byte of the short one) ÷ (their difference in upstream events), the
+	// cost of one more event that no coalescing of writes can hide.
+	fMarginal = "marginal_per_event"
+)
+
+func sweepKey(kind, c int, field string) string {
+	return fmt.Sprintf("sweep/%s/c%d/%s", turnNames[kind], c, field)
+}
+
+// Sweep fields.
+const (
+	fRPS    = "rps"
+	fP50    = "p50"
+	fP99    = "p99"
+	fCPU    = "cpu"     // CPU of the process under test per exchange, µs
+	fCPUEmu = "cpu_emu" // the emulator's
+	fCPURig = "cpu_rig" // this driver's
+	fTicks  = "ticks"   // raw CPU ticks of the process under test
 )
 
 // results is everything the report needs.
 type results struct {
-	s          settings
-	values     map[string]map[string][]float64 // metric → target → per-round value
-	orders     [][]string
-	textChunks int
-	streamEvts map[string]int // data events of one streamed turn, per target
-	idleRSS    map[string]int64
-	peakRSS    map[string]int64 // VmHWM at the end of the rounds
-	endRSS     map[string]int64
-	clkTck     int64
-	clkSrc     string
-	loadPre    string
-	loadPost   string
-	started    time.Time
-	elapsed    time.Duration
-	notes      []string
-	// Per round: wall time, CPU used by processes other than the rig's four
-	// (as a share of all CPUs), and steal time (same unit).
+	s        settings
+	names    []string                        // targets, in report order
+	values   map[string]map[string][]float64 // metric → target → per-round value (NaN: none)
+	failures map[string]int                  // failed exchanges per target, warm-up included
+	failMsgs []string                        // the first few failures
+	orders   [][]string                      // per round: the target order of each phase
+	// data events of one short and one long stream per target
+	shortEvts, longEvts map[string]int
+	idleRSS             map[string]int64 // KiB per process name
+	peakRSS             map[string]int64 // VmHWM at the end of the rounds
+	endRSS              map[string]int64
+	clkTck              int64
+	clkSrc              string
+	loadPre, loadPost   string
+	started             time.Time
+	elapsed             time.Duration
+	gwRoot, selfRoot    string
+	gwRev               string
+	notes               []string
+	// Per round: wall time, CPU used by processes other than the rig's (as a
+	// share of all CPUs), and steal time (same unit).
 	roundWall  []time.Duration
 	foreignPct []float64
 	stealPct   []float64
-	ncpu       int
 }
 
-func (res *results) add(metric, target string, v float64) {
+func newResults(r *rig) *results {
+	return &results{s: r.s, names: r.names, values: map[string]map[string][]float64{}, failures: map[string]int{},
+		shortEvts: map[string]int{}, longEvts: map[string]int{},
+		idleRSS: r.idleRSS, peakRSS: map[string]int64{}, endRSS: map[string]int64{},
+		clkTck: r.clkTck, clkSrc: r.clkSrc, loadPre: r.loadPre, started: r.started,
+		gwRoot: r.gwRoot, selfRoot: r.selfRoot, gwRev: r.gwRev}
+}
+
+// set records the value of a metric for a target in a round (0-based); rounds
+// without a value read NaN.
+func (res *results) set(metric, target string, round int, v float64) {
 	m := res.values[metric]
 	if m == nil {
 		m = map[string][]float64{}
 		res.values[metric] = m
 	}
-	m[target] = append(m[target], v)
+	s := m[target]
+	for len(s) <= round {
+		s = append(s, math.NaN())
+	}
+	s[round] = v
+	m[target] = s
 }
+
+func (res *results) get(metric, target string) []float64 { return res.values[metric][target] }
+
+const maxFailMsgs = 8
+
+func (res *results) fail(target string, n int, err error) {
+	if n == 0 {
+		return
+	}
+	res.failures[target] += n
+	if len(res.failMsgs) < maxFailMsgs && err != nil {
+		res.failMsgs = append(res.failMsgs, target+": "+err.Error())
+	}
+}
+
+func (res *results) totalFailures() int {
+	n := 0
+	for _, v := range res.failures {
+		n += v
+	}
+	return n
+}
+
+// phase is one measurement, run for every target in a fresh random order.
+type phase struct {
+	label string
+	run   func(ctx context.Context, t *target, res *results, round int) error // error: the rig cannot go on
+}
+
+func (r *rig) phases() []phase {
+	var ps []phase
+	for _, kind := range []int{turnFresh, turnTool, turnContinued} {
+		n := r.s.seq
+		if kind != turnFresh {
+			n = r.s.seqPairs
+		}
+		ps = append(ps, phase{"seq " + turnNames[kind], func(ctx context.Context, t *target, res *results, round int) error {
+			lat, fails, err := r.sequential(ctx, t, kind, n)
+			res.fail(t.name, fails, err)
+			if len(lat) > 0 {
+				res.set(seqKey(kind), t.name, round, micros(median(lat)))
+			}
+			return ctx.Err()
+		}})
+	}
+	for _, st := range []struct {
+		which  string
+		events int
+	}{{streamShort, shortEvents}, {streamLong, r.s.longEvents}} {
+		ps = append(ps, phase{"stream " + st.which, func(ctx context.Context, t *target, res *results, round int) error {
+			body := t.shortBody
+			if st.which == streamLong {
+				body = t.longBody
+			}
+			var first, last, per []float64
+			fails := 0
+			var lastErr error
+			for i := 0; i < r.s.stream && fails < maxPhaseFailures; i++ {
+				ss, err := t.stream(ctx, body)
+				if err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					fails, lastErr = fails+1, err
+					continue
+				}
+				first, last = append(first, micros(ss.firstContent)), append(last, micros(ss.lastByte))
+				per = append(per, micros(ss.perEvent(st.events)))
+			}
+			res.fail(t.name, fails, lastErr)
+			if len(first) > 0 {
+				res.set(streamKey(st.which, fFirst), t.name, round, median(first))
+				res.set(streamKey(st.which, fLast), t.name, round, median(last))
+				res.set(streamKey(st.which, fPerEvent), t.name, round, median(per))
+			}
+			return nil
+		}})
+	}
+	sweep := func(kind, c int) phase {
+		return phase{fmt.Sprintf("sweep %s c=%d", turnNames[kind], c), func(ctx context.Context, t *target, res *results, round int) error {
+			b, err := r.burst(ctx, t, kind, c, r.s.burstTime)
+			if err != nil {
+				return err
+			}
+			res.fail(t.name, b.fails, b.firstErr)
+			if b.done == 0 {
+				return nil
+			}
+			perExchange := func(ticks int64) float64 { return float64(ticks) / float64(r.clkTck) * 1e6 / float64(b.done) }
+			res.set(sweepKey(kind, c, fRPS), t.name, round, float64(b.done)/b.wall.Seconds())
+			res.set(sweepKey(kind, c, fP50), t.name, round, micros(quantile(b.lat, 0.5)))
+			res.set(sweepKey(kind, c, fP99), t.name, round, micros(quantile(b.lat, 0.99)))
+			if t.server != nil {
+				res.set(sweepKey(kind, c, fCPU), t.name, round, perExchange(b.serverTicks))
+				res.set(sweepKey(kind, c, fTicks), t.name, round, float64(b.serverTicks))
+			}
+			res.set(sweepKey(kind, c, fCPUEmu), t.name, round, perExchange(b.emuTicks))
+			res.set(sweepKey(kind, c, fCPURig), t.name, round, perExchange(b.rigTicks))
+			return nil
+		}}
+	}
+	for _, c := range r.s.sweep {
+		ps = append(ps, sweep(turnFresh, c))
+	}
+	for _, c := range r.s.sweepOther {
+		ps = append(ps, sweep(turnTool, c), sweep(turnContinued, c))
+	}
+	return ps
+}
+
+// maxPhaseFailures ends a sequential phase early: a target that fails this
+// often is reported as failing, not measured further.
+const maxPhaseFailures = 5
 
 // measure runs the warm-up and the rounds.
 func (r *rig) measure(ctx context.Context) (*results, error) {
-	res := &results{s: r.s, values: map[string]map[string][]float64{}, streamEvts: map[string]int{},
-		idleRSS: r.idleRSS, peakRSS: map[string]int64{}, endRSS: map[string]int64{},
-		clkTck: r.clkTck, clkSrc: r.clkSrc, loadPre: r.loadPre, started: r.started}
+	res := newResults(r)
 
-	// Warm-up: open the keep-alive pools (client side and upstream side) and
-	// check every answer once; nothing is recorded.
-	for _, name := range targetNames {
+	// Warm-up: check every answer once, open the keep-alive pools (client side
+	// and upstream side); nothing is recorded.
+	if err := r.verifyAll(ctx, res); err != nil {
+		return nil, err
+	}
+	// A failure here is counted like any other (the answers were checked
+	// above, so it is the load that fails).
+	for _, name := range r.names {
 		t := r.targets[name]
-		if err := r.verify(ctx, t, res); err != nil {
-			return nil, err
+		for _, w := range []struct{ kind, n int }{{turnFresh, r.s.warmup}, {turnTool, r.s.warmup / 4}, {turnContinued, r.s.warmup / 4}} {
+			_, fails, err := r.sequential(ctx, t, w.kind, w.n)
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			res.fail(name, fails, wrap("warm-up", err))
 		}
-		if _, err := r.sequential(ctx, t, r.s.warmup); err != nil {
-			return nil, fmt.Errorf("warm-up %s: %w", name, err)
+		b, err := r.burst(ctx, t, turnFresh, r.s.maxConcurrency(), min(r.s.burstTime, 300*time.Millisecond))
+		if err != nil {
+			return nil, fmt.Errorf("warm-up %s, burst: %w%s", name, err, r.diagnostics())
 		}
-		if _, err := r.burst(ctx, t, min(r.s.burst, 4*r.s.concurrency)); err != nil {
-			return nil, fmt.Errorf("warm-up %s: %w", name, err)
-		}
+		res.fail(name, b.fails, wrap("warm-up burst", b.firstErr))
 	}
 	logf(r.stderr, "warm-up done; %d rounds", r.s.rounds)
 
-	for round := 1; round <= r.s.rounds; round++ {
+	phases := r.phases()
+	for round := 0; round < r.s.rounds; round++ {
 		sysBefore, err := r.sample()
 		if err != nil {
 			return nil, err
 		}
-		order := slices.Clone(targetNames)
-		rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-		res.orders = append(res.orders, order)
-		for _, name := range order {
-			if err := r.alive(); err != nil {
-				return nil, err
-			}
-			if err := r.roundFor(ctx, r.targets[name], res); err != nil {
-				return nil, fmt.Errorf("round %d, %s: %w%s", round, name, err, r.diagnostics())
+		var orders []string
+		for _, ph := range phases {
+			order := slices.Clone(r.names)
+			rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+			orders = append(orders, shortOrder(order))
+			for _, name := range order {
+				if err := r.alive(); err != nil {
+					return nil, err
+				}
+				if err := ph.run(ctx, r.targets[name], res, round); err != nil {
+					return nil, fmt.Errorf("round %d, %s, %s: %w%s", round+1, ph.label, name, err, r.diagnostics())
+				}
 			}
 		}
+		res.orders = append(res.orders, orders)
 		sysAfter, err := r.sample()
 		if err != nil {
 			return nil, err
@@ -119,17 +277,14 @@ func (r *rig) measure(ctx context.Context) (*results, error) {
 		// per-process ones are exact, so a quiet machine reads a few percent
 		// below zero. The figure is a detector of other load, not a measurement.
 		res.foreignPct = append(res.foreignPct, 100*max(foreign, 0)/capacity)
-		if foreign < 0 {
-			logf(r.stderr, "round %d: other-load counter %.1f%% (counter noise), reported as 0", round, 100*foreign/capacity)
-		}
 		res.stealPct = append(res.stealPct, 100*float64(sysAfter.steal-sysBefore.steal)/capacity)
-		logf(r.stderr, "round %d/%d done in %s (%s); CPU of other processes %.1f%%", round, r.s.rounds,
-			wall.Round(time.Millisecond), strings.Join(order, ", "), res.foreignPct[len(res.foreignPct)-1])
+		logf(r.stderr, "round %d/%d done in %s; CPU of other processes %.1f%%; failed exchanges so far %d", round+1, r.s.rounds,
+			wall.Round(time.Millisecond), res.foreignPct[len(res.foreignPct)-1], res.totalFailures())
 	}
 	if err := r.alive(); err != nil {
 		return nil, err
 	}
-	for _, p := range []*proc{r.emu, r.hop, r.gw} {
+	for _, p := range r.procs() {
 		hwm, err := statusKiB(p.pid(), "VmHWM")
 		if err != nil {
 			return nil, fmt.Errorf("%s VmHWM: %w", p.name, err)
@@ -140,327 +295,133 @@ func (r *rig) measure(ctx context.Context) (*results, error) {
 		}
 		res.peakRSS[p.name], res.endRSS[p.name] = hwm, rss
 	}
+	res.derive()
 	res.loadPost = loadAvg()
 	res.elapsed = time.Since(r.started)
 	return res, nil
 }
 
-// roundFor runs one target's share of a round: sequential turns, streamed
-// turns, then the burst.
-func (r *rig) roundFor(ctx context.Context, t *target, res *results) error {
-	lat, err := r.sequential(ctx, t, r.s.seq)
-	if err != nil {
-		return fmt.Errorf("sequential: %w", err)
-	}
-	res.add(mSeq, t.name, micros(median(lat)))
-
-	first := make([]float64, 0, r.s.stream)
-	firstText := make([]float64, 0, r.s.stream)
-	perChunk := make([]float64, 0, r.s.stream)
-	last := make([]float64, 0, r.s.stream)
-	for i := 0; i < r.s.stream; i++ {
-		st, err := r.streamOnce(ctx, t)
-		if err != nil {
-			return fmt.Errorf("stream: %w", err)
+// derive adds the figures computed from others of the same round.
+func (res *results) derive() {
+	extra := float64(res.s.longEvents - shortEvents)
+	for _, name := range res.names {
+		per := paired(res.get(streamKey(streamLong, fLast), name), res.get(streamKey(streamShort, fLast), name),
+			func(long, short float64) float64 { return (long - short) / extra })
+		for round, v := range per {
+			res.set(streamKey(streamLong, fMarginal), name, round, v)
 		}
-		first = append(first, micros(st.first))
-		firstText = append(firstText, micros(st.firstText))
-		perChunk = append(perChunk, micros(st.perChunk))
-		last = append(last, micros(st.last))
 	}
-	res.add(mFirst, t.name, median(first))
-	res.add(mFirstText, t.name, median(firstText))
-	res.add(mPerChunk, t.name, median(perChunk))
-	res.add(mLast, t.name, median(last))
+}
 
-	b, err := r.burst(ctx, t, r.s.burst)
-	if err != nil {
-		return fmt.Errorf("burst: %w", err)
+// shortOrder is an order of targets as their initials: "hbg" for hop, hop-b, gateway.
+func shortOrder(order []string) string {
+	var b strings.Builder
+	for _, n := range order {
+		switch n {
+		case nameHopB:
+			b.WriteByte('b')
+		default:
+			b.WriteByte(n[0])
+		}
 	}
-	res.add(mBurstRPS, t.name, float64(r.s.burst)/b.wall.Seconds())
-	res.add(mBurstP50, t.name, micros(quantile(b.lat, 0.5)))
-	res.add(mBurstP99, t.name, micros(quantile(b.lat, 0.99)))
-	perReq := func(ticks int64) float64 {
-		return float64(ticks) / float64(r.clkTck) * 1e6 / float64(r.s.burst)
-	}
-	if t.server != nil {
-		res.add(mCPUServer, t.name, perReq(b.serverTicks))
-		res.add(mCPUTicks, t.name, float64(b.serverTicks))
-	}
-	res.add(mCPUEmu, t.name, perReq(b.emuTicks))
-	res.add(mCPURig, t.name, perReq(b.rigTicks))
-	return nil
+	return b.String()
 }
 
 func micros(d float64) float64 { return d / 1e3 } // ns → µs
 
-// --- one request -----------------------------------------------------------
-
-func (t *target) newRequest(ctx context.Context, body []byte) *http.Request {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
-	if err != nil {
-		panic(err) // the URL was built by the rig
-	}
-	req.Header = t.header.Clone()
-	return req
-}
-
-// once sends a small text turn and reads the answer to EOF into buf; it
-// returns the latency in ns (request written → last byte read).
-func (t *target) once(ctx context.Context, buf *bytes.Buffer) (float64, error) {
-	req := t.newRequest(ctx, t.seqBody)
-	start := time.Now()
-	resp, err := t.client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	buf.Reset()
-	_, err = buf.ReadFrom(resp.Body)
-	resp.Body.Close()
-	d := time.Since(start)
-	if err != nil {
-		return 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("status %d: %.300s", resp.StatusCode, buf.Bytes())
-	}
-	// A cheap completeness check on every answer; verify checks the content.
-	var ok bool
-	if t.kind == kindUpstream {
-		ok = bytes.HasSuffix(buf.Bytes(), []byte("data: [DONE]\n\n"))
-	} else {
-		ok = bytes.Contains(buf.Bytes(), []byte(`"finish_reason":"stop"`))
-	}
-	if !ok {
-		return 0, fmt.Errorf("incomplete answer: %.300s", buf.Bytes())
-	}
-	return float64(d.Nanoseconds()), nil
-}
-
-func (r *rig) sequential(ctx context.Context, t *target, n int) ([]float64, error) {
-	lat := make([]float64, 0, n)
+// sequential runs n exchanges of a kind one after another and returns their
+// timed latencies; it stops early after maxPhaseFailures failures (fails, and
+// err the last of them).
+func (r *rig) sequential(ctx context.Context, t *target, kind, n int) (lat []float64, fails int, err error) {
+	lat = make([]float64, 0, n)
 	var buf bytes.Buffer
-	for i := 0; i < n; i++ {
-		d, err := t.once(ctx, &buf)
-		if err != nil {
-			return nil, err
+	for i := 0; i < n && fails < maxPhaseFailures; i++ {
+		d, _, e := t.exchange(ctx, kind, &buf)
+		if e != nil {
+			if ctx.Err() != nil {
+				return lat, fails + 1, context.Cause(ctx)
+			}
+			fails, err = fails+1, e
+			continue
 		}
 		lat = append(lat, d)
 	}
-	return lat, nil
+	return lat, fails, err
 }
 
-// streamStats are the timings of one streamed turn, in ns from the request.
-type streamStats struct {
-	first     float64 // first data event fully read
-	firstText float64 // first text chunk fully read
-	perChunk  float64 // (last text − first text) / (text chunks − 1)
-	last      float64 // last data event ([DONE]) fully read
-	chunks    int     // text chunks
-	events    int     // data events (including [DONE])
-	text      string  // concatenated text
-}
-
-type stamped struct {
-	at   time.Duration
-	line []byte
-}
-
-// streamOnce sends the long streamed turn and stamps every data line as it is
-// read; parsing happens after the stream ends, so it does not skew the stamps.
-func (r *rig) streamOnce(ctx context.Context, t *target) (streamStats, error) {
-	var st streamStats
-	req := t.newRequest(ctx, t.streamBody)
-	lines := make([]stamped, 0, 24)
-	start := time.Now()
-	resp, err := t.client.Do(req)
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-		return st, fmt.Errorf("status %d: %s", resp.StatusCode, b)
-	}
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
-		return st, fmt.Errorf("content type %q", ct)
-	}
-	br := bufio.NewReaderSize(resp.Body, 64<<10)
-	for {
-		line, err := br.ReadSlice('\n')
-		if len(line) > 0 && bytes.HasPrefix(line, []byte("data:")) {
-			lines = append(lines, stamped{at: time.Since(start), line: bytes.Clone(line)})
+// verifyAll checks once per target, outside any timing, that every kind of
+// exchange and both streams are answered with exactly the emulator's text,
+// and that the hops deliver the upstream events the report counts with.
+func (r *rig) verifyAll(ctx context.Context, res *results) error {
+	var longText string
+	for _, name := range r.names {
+		t := r.targets[name]
+		var buf bytes.Buffer
+		if _, err := t.roundTrip(ctx, t.freshBody, &buf); err != nil {
+			return fmt.Errorf("%s: fresh turn: %w%s", name, err, r.diagnostics())
 		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
+		a, err := parseAnswer(t.proto, buf.Bytes())
 		if err != nil {
-			return st, err
+			return fmt.Errorf("%s: fresh turn: %w", name, err)
 		}
-		if len(lines) > 10000 {
-			return st, errors.New("more than 10000 events")
+		if want := replyPrefix + seqQuery; a.text != want {
+			return fmt.Errorf("%s: fresh turn answered %q, want %q", name, a.text, want)
 		}
-	}
-	return analyzeStream(t.kind, lines)
-}
-
-func analyzeStream(kind int, lines []stamped) (streamStats, error) {
-	var st streamStats
-	if len(lines) == 0 {
-		return st, errors.New("no data events")
-	}
-	st.events = len(lines)
-	st.first = float64(lines[0].at.Nanoseconds())
-	st.last = float64(lines[len(lines)-1].at.Nanoseconds())
-	if last := bytes.TrimSpace(lines[len(lines)-1].line); string(last) != "data: [DONE]" {
-		return st, fmt.Errorf("the stream did not end with [DONE]: %.200s", last)
-	}
-	var text strings.Builder
-	var firstAt, lastAt time.Duration
-	for _, l := range lines {
-		payload := bytes.TrimSpace(bytes.TrimPrefix(l.line, []byte("data:")))
-		if string(payload) == "[DONE]" {
-			continue
+		if _, a, err = t.exchange(ctx, turnTool, &buf); err != nil {
+			return fmt.Errorf("%s: tool round trip: %w%s", name, err, r.diagnostics())
 		}
-		piece, err := textOf(kind, payload)
+		if want := resultPrefix + toolName + "=" + toolResult; a.text != want {
+			return fmt.Errorf("%s: tool round trip answered %q, want %q", name, a.text, want)
+		}
+		if _, _, err = t.exchange(ctx, turnContinued, &buf); err != nil {
+			return fmt.Errorf("%s: continued turn: %w%s", name, err, r.diagnostics())
+		}
+		short, err := t.stream(ctx, t.shortBody)
 		if err != nil {
-			return st, err
+			return fmt.Errorf("%s: short stream: %w", name, err)
 		}
-		if piece == "" {
-			continue
+		if want := replyPrefix + seqQuery; short.text != want {
+			return fmt.Errorf("%s: short stream answered %q, want %q", name, short.text, want)
 		}
-		if st.chunks == 0 {
-			firstAt = l.at
+		long, err := t.stream(ctx, t.longBody)
+		if err != nil {
+			return fmt.Errorf("%s: long stream: %w", name, err)
 		}
-		lastAt = l.at
-		st.chunks++
-		text.WriteString(piece)
-	}
-	if st.chunks < 2 {
-		return st, fmt.Errorf("only %d text chunks", st.chunks)
-	}
-	st.firstText = float64(firstAt.Nanoseconds())
-	st.perChunk = float64((lastAt - firstAt).Nanoseconds()) / float64(st.chunks-1)
-	st.text = text.String()
-	return st, nil
-}
-
-// textOf extracts the text of one event: textChunk.textContent upstream,
-// choices[0].delta.content on the OpenAI side.
-func textOf(kind int, payload []byte) (string, error) {
-	if kind == kindUpstream {
-		var ev struct {
-			EventType string `json:"eventType"`
-			Data      struct {
-				TextContent string `json:"textContent"`
-			} `json:"data"`
-		}
-		if err := json.Unmarshal(payload, &ev); err != nil {
-			return "", fmt.Errorf("bad upstream event: %v", err)
-		}
-		if ev.EventType == "failure" {
-			return "", fmt.Errorf("upstream failure event: %.300s", payload)
-		}
-		if ev.EventType != "textChunk" {
-			return "", nil
-		}
-		return ev.Data.TextContent, nil
-	}
-	var ch struct {
-		Error   json.RawMessage `json:"error"`
-		Choices []struct {
-			Delta struct {
-				Content string `json:"content"`
-			} `json:"delta"`
-		} `json:"choices"`
-	}
-	if err := json.Unmarshal(payload, &ch); err != nil {
-		return "", fmt.Errorf("bad chunk: %v", err)
-	}
-	if ch.Error != nil {
-		return "", fmt.Errorf("error event: %.300s", payload)
-	}
-	if len(ch.Choices) == 0 {
-		return "", nil // the usage chunk
-	}
-	return ch.Choices[0].Delta.Content, nil
-}
-
-// verify checks once, outside any timing, that the target answers both turns
-// with exactly the emulator's text.
-func (r *rig) verify(ctx context.Context, t *target, res *results) error {
-	var buf bytes.Buffer
-	if _, err := t.once(ctx, &buf); err != nil {
-		return fmt.Errorf("%s: small turn: %w", t.name, err)
-	}
-	var got string
-	if t.kind == kindUpstream {
-		var lines []stamped
-		for line := range bytes.SplitAfterSeq(buf.Bytes(), []byte("\n")) {
-			if bytes.HasPrefix(line, []byte("data:")) {
-				lines = append(lines, stamped{line: line})
+		if t.proto == protoUpstream {
+			if short.events != shortEvents || long.events != r.s.longEvents {
+				return fmt.Errorf("%s: the streams have %d and %d upstream events, want %d and %d (is the emulator the rig's own?)",
+					name, short.events, long.events, shortEvents, r.s.longEvents)
 			}
 		}
-		var text strings.Builder
-		for _, l := range lines {
-			payload := bytes.TrimSpace(bytes.TrimPrefix(l.line, []byte("data:")))
-			if string(payload) == "[DONE]" {
-				continue
-			}
-			piece, err := textOf(kindUpstream, payload)
-			if err != nil {
-				return fmt.Errorf("%s: small turn: %w", t.name, err)
-			}
-			text.WriteString(piece)
+		if longText == "" {
+			longText = long.text
+		} else if long.text != longText {
+			return fmt.Errorf("%s: long stream answered %q, the first target %q", name, long.text, longText)
 		}
-		got = text.String()
-	} else {
-		var c struct {
-			Choices []struct {
-				Message struct {
-					Content string `json:"content"`
-				} `json:"message"`
-			} `json:"choices"`
-		}
-		if err := json.Unmarshal(buf.Bytes(), &c); err != nil || len(c.Choices) != 1 {
-			return fmt.Errorf("%s: small turn: unexpected answer %.300s", t.name, buf.Bytes())
-		}
-		got = c.Choices[0].Message.Content
+		res.shortEvts[name], res.longEvts[name] = short.events, long.events
 	}
-	if got != r.seqText {
-		return fmt.Errorf("%s: small turn answered %q, want %q", t.name, got, r.seqText)
-	}
-	st, err := r.streamOnce(ctx, t)
-	if err != nil {
-		return fmt.Errorf("%s: streamed turn: %w", t.name, err)
-	}
-	if st.text != r.longText {
-		return fmt.Errorf("%s: streamed turn answered %q, want %q", t.name, st.text, r.longText)
-	}
-	if res.textChunks != 0 && res.textChunks != st.chunks {
-		res.notes = append(res.notes, fmt.Sprintf("%s streams %d text chunks, others %d", t.name, st.chunks, res.textChunks))
-	}
-	res.textChunks = st.chunks
-	res.streamEvts[t.name] = st.events
 	return nil
 }
 
-// --- the burst ---------------------------------------------------------------
+// --- the closed-loop burst ---------------------------------------------------
 
 type burstResult struct {
 	wall        time.Duration
+	done        int // completed exchanges
+	fails       int
+	firstErr    error
 	lat         []float64
 	serverTicks int64
 	emuTicks    int64
 	rigTicks    int64
 }
 
-// burst sends n small text turns from r.s.concurrency keep-alive workers and
-// reads the CPU ticks of the server under test, the emulator and this process
-// before and after.
-func (r *rig) burst(ctx context.Context, t *target, n int) (burstResult, error) {
+// burst runs c closed-loop workers, each sending exchanges of a kind one after
+// another until d has passed, and reads the CPU ticks of the process under
+// test, the emulator and this process before and after. A failed exchange is
+// counted and the worker goes on.
+func (r *rig) burst(ctx context.Context, t *target, kind, c int, d time.Duration) (burstResult, error) {
 	var b burstResult
-	c := min(r.s.concurrency, n)
 	// Let the previous phase's work (and any GC it started) finish first.
 	if err := sleepCtx(ctx, 30*time.Millisecond); err != nil {
 		return b, err
@@ -469,36 +430,40 @@ func (r *rig) burst(ctx context.Context, t *target, n int) (burstResult, error) 
 	if err != nil {
 		return b, err
 	}
-	lat := make([]float64, n)
-	var next atomic.Int64
-	var failed atomic.Pointer[error]
-	bctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	var mu sync.Mutex
 	var wg sync.WaitGroup
 	start := time.Now()
-	for w := 0; w < c; w++ {
+	deadline := start.Add(d)
+	for range c {
 		wg.Go(func() {
 			var buf bytes.Buffer
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(n) || bctx.Err() != nil {
-					return
-				}
-				d, err := t.once(bctx, &buf)
+			lat := make([]float64, 0, 256)
+			fails := 0
+			var firstErr error
+			for ctx.Err() == nil && time.Now().Before(deadline) {
+				v, _, err := t.exchange(ctx, kind, &buf)
 				if err != nil {
-					if failed.CompareAndSwap(nil, &err) {
-						cancel()
+					if ctx.Err() == nil {
+						fails++
+						firstErr = cmpErr(firstErr, err)
+						_ = sleepCtx(ctx, time.Millisecond) // no hot loop on a refusing target
 					}
-					return
+					continue
 				}
-				lat[i] = d
+				lat = append(lat, v)
 			}
+			mu.Lock()
+			b.lat = append(b.lat, lat...)
+			b.fails += fails
+			b.firstErr = cmpErr(b.firstErr, firstErr)
+			mu.Unlock()
 		})
 	}
 	wg.Wait()
 	b.wall = time.Since(start)
-	if p := failed.Load(); p != nil {
-		return b, *p
+	b.done = len(b.lat)
+	if err := context.Cause(ctx); err != nil {
+		return b, err
 	}
 	if err := sleepCtx(ctx, 30*time.Millisecond); err != nil {
 		return b, err
@@ -508,26 +473,30 @@ func (r *rig) burst(ctx context.Context, t *target, n int) (burstResult, error) 
 		return b, err
 	}
 	b.serverTicks, b.emuTicks, b.rigTicks = after[0]-before[0], after[1]-before[1], after[2]-before[2]
-	b.lat = lat
 	return b, nil
 }
 
-// diagnostics is the output tail of every child, for an error message.
-func (r *rig) diagnostics() string {
-	var b strings.Builder
-	for _, p := range []*proc{r.emu, r.hop, r.gw} {
-		if t := p.stderr.tail(); t != "" {
-			b.WriteString("\n--- " + p.name + " stderr:\n" + t)
-		}
+// wrap prefixes a non-nil error.
+func wrap(what string, err error) error {
+	if err == nil {
+		return nil
 	}
-	return b.String()
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// cmpErr keeps the first non-nil error.
+func cmpErr(have, next error) error {
+	if have != nil {
+		return have
+	}
+	return next
 }
 
 // sysSample is the machine's CPU counters and the rig's own share of them.
 type sysSample struct {
 	at          time.Time
 	busy, steal int64
-	ours        int64 // emulator + hop + gateway + this process
+	ours        int64 // the children + this process
 }
 
 func (r *rig) sample() (sysSample, error) {
@@ -537,7 +506,11 @@ func (r *rig) sample() (sysSample, error) {
 	if s.busy, s.steal, err = systemTicks(); err != nil {
 		return s, err
 	}
-	for _, pid := range []int{r.emu.pid(), r.hop.pid(), r.gw.pid(), os.Getpid()} {
+	pids := []int{os.Getpid()}
+	for _, p := range r.procs() {
+		pids = append(pids, p.pid())
+	}
+	for _, pid := range pids {
 		t, err := cpuTicks(pid)
 		if err != nil {
 			return s, err

@@ -37,12 +37,14 @@ const (
 
 // proc is one child process.
 type proc struct {
-	name   string
-	cmd    *exec.Cmd
-	stdout *lineBuffer
-	stderr *lineBuffer
-	done   chan struct{} // closed when the process has been waited for
-	err    error         // Wait's error, valid after done
+	name    string
+	cmd     *exec.Cmd
+	stdout  *lineBuffer
+	stderr  *lineBuffer
+	logPath string        // when set, stdout and stderr go to this file instead
+	logFile *os.File      // open while the process runs
+	done    chan struct{} // closed when the process has been waited for
+	err     error         // Wait's error, valid after done
 }
 
 func (p *proc) pid() int { return p.cmd.Process.Pid }
@@ -56,6 +58,25 @@ func (p *proc) exited() bool {
 	}
 }
 
+// outputTail is the end of what the process wrote (its log file, or stderr
+// then stdout).
+func (p *proc) outputTail() string {
+	if p.logPath != "" {
+		return fileTail(p.logPath, 2000)
+	}
+	var b strings.Builder
+	if t := p.stderr.tail(); t != "" {
+		b.WriteString(t)
+	}
+	if t := p.stdout.tail(); t != "" {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(t)
+	}
+	return b.String()
+}
+
 // describe is the process's name, exit status and the tail of its output, for errors.
 func (p *proc) describe() string {
 	var b strings.Builder
@@ -63,13 +84,40 @@ func (p *proc) describe() string {
 	if p.exited() {
 		fmt.Fprintf(&b, " (exited: %v)", p.err)
 	}
-	if t := p.stderr.tail(); t != "" {
-		b.WriteString("; stderr:\n" + t)
-	}
-	if t := p.stdout.tail(); t != "" {
-		b.WriteString("; stdout:\n" + t)
+	if t := p.outputTail(); t != "" {
+		b.WriteString("; output:\n" + t)
 	}
 	return b.String()
+}
+
+func (p *proc) closeLog() {
+	if p.logFile != nil {
+		_ = p.logFile.Close()
+		p.logFile = nil
+	}
+}
+
+// fileTail is the last n bytes of a file, trimmed; "" when it cannot be read.
+func fileTail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := max(st.Size()-n, 0)
+	b := make([]byte, st.Size()-off)
+	if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
+		return ""
+	}
+	s := strings.TrimSpace(string(b))
+	if off > 0 {
+		s = "…" + s
+	}
+	return s
 }
 
 // lineBuffer keeps the last 64 KiB written to it.
@@ -104,18 +152,29 @@ func (l *lineBuffer) tail() string {
 	return s
 }
 
-// startProc starts path with args and exactly env (nothing is inherited). The
-// process gets SIGTERM when ctx ends (and SIGKILL stopGrace later), and SIGKILL
-// if this process dies first.
-func startProc(ctx context.Context, name, path string, args, env []string) (*proc, error) {
+// startProc starts path with args and exactly env (nothing is inherited);
+// with logPath its stdout and stderr go to that file (a process that logs every
+// request would otherwise make this process copy its log). The process gets
+// SIGTERM when ctx ends (and SIGKILL stopGrace later), and SIGKILL if this
+// process dies first.
+func startProc(ctx context.Context, name, path string, args, env []string, logPath string) (*proc, error) {
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Env = env
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = stopGrace
 	setDeathSignal(cmd)
-	p := &proc{name: name, cmd: cmd, stdout: &lineBuffer{}, stderr: &lineBuffer{}, done: make(chan struct{})}
+	p := &proc{name: name, cmd: cmd, stdout: &lineBuffer{}, stderr: &lineBuffer{}, logPath: logPath, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
+	if logPath != "" {
+		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("%s log: %w", name, err)
+		}
+		p.logFile = f
+		cmd.Stdout, cmd.Stderr = f, f
+	}
 	if err := cmd.Start(); err != nil {
+		p.closeLog()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	go func() {
@@ -187,9 +246,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// moduleRoot finds the directory of pmgate's go.mod from the working directory.
-func moduleRoot(explicit string) (string, error) {
-	dir := explicit
+// moduleRoot finds the directory of pmgate's go.mod from dir ("": the working
+// directory) upwards.
+func moduleRoot(dir string) (string, error) {
 	if dir == "" {
 		var err error
 		if dir, err = os.Getwd(); err != nil {
@@ -203,17 +262,46 @@ func moduleRoot(explicit string) (string, error) {
 	for {
 		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 		if err == nil {
-			if bytes.HasPrefix(bytes.TrimSpace(b), []byte("module pmgate\n")) || bytes.Contains(b, []byte("\nmodule pmgate\n")) {
-				return dir, nil
+			if m := modulePath(b); m != modulePMGate {
+				return "", fmt.Errorf("%s/go.mod is module %q, not %s", dir, m, modulePMGate)
 			}
-			return "", fmt.Errorf("%s/go.mod is not module pmgate", dir)
+			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("no go.mod of module pmgate above the working directory (use -root)")
+			return "", errors.New("no go.mod of " + modulePMGate + " above the working directory (use -root)")
 		}
 		dir = parent
 	}
+}
+
+const modulePMGate = "github.com/pmgate/pmgate"
+
+// modulePath is the path of a go.mod's module directive ("" when there is none).
+func modulePath(gomod []byte) string {
+	for line := range strings.SplitSeq(string(gomod), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "module" {
+			return strings.Trim(f[1], `"`)
+		}
+	}
+	return ""
+}
+
+// gitRevision is the short commit of a checkout, "+dirty" when its tracked
+// files differ from it; "" when it is not a git checkout.
+func gitRevision(ctx context.Context, dir string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	rev := strings.TrimSpace(string(out))
+	if err := exec.CommandContext(ctx, "git", "-C", dir, "diff", "--quiet", "HEAD", "--").Run(); err != nil {
+		rev += "+dirty"
+	}
+	return rev
 }
 
 // goBuild builds pkg (relative to root) into out.

@@ -13,6 +13,9 @@ import (
 	"time"
 )
 
+// perfConcurrency is the concurrency of the profiled burst (the issue's c=16).
+const perfConcurrency = 16
+
 // profile records the gateway and then the hop with `perf record -g` during
 // one extra burst each (not part of the measured rounds) and writes the
 // hottest symbols of both to path (the raw data stays next to it, in
@@ -24,7 +27,8 @@ func (r *rig) profile(ctx context.Context, path string) error {
 		return errors.New("perf is not installed")
 	}
 	var out bytes.Buffer
-	fmt.Fprintf(&out, "# perf profiles under one extra burst of %d requests at concurrency %d\n", r.s.burst, r.s.concurrency)
+	d := max(r.s.burstTime, 2*time.Second)
+	fmt.Fprintf(&out, "# perf profiles under one extra burst of fresh turns for %s at concurrency %d\n", d, perfConcurrency)
 	fmt.Fprintf(&out, "# perf record -F 999 -g -p PID; perf report --stdio: self time (--no-children), then inclusive time (--children)\n")
 	for _, name := range []string{nameGateway, nameHop} {
 		t := r.targets[name]
@@ -40,7 +44,7 @@ func (r *rig) profile(ctx context.Context, path string) error {
 			return fmt.Errorf("perf record: %w", err)
 		}
 		_ = sleepCtx(ctx, 300*time.Millisecond) // let perf attach
-		_, berr := r.burst(ctx, t, r.s.burst)
+		_, berr := r.burst(ctx, t, turnFresh, perfConcurrency, d)
 		_ = rec.Process.Signal(syscall.SIGINT)
 		werr := rec.Wait()
 		cancel()

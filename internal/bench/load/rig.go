@@ -1,10 +1,8 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,35 +11,17 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
-)
-
-// Target kinds: the upstream protocol (SSE of upstream events) or the OpenAI API.
-const (
-	kindUpstream = iota
-	kindOpenAI
 )
 
 // Target names, in report order.
 const (
 	nameDirect  = "direct"
 	nameHop     = "hop"
+	nameHopB    = "hop-b"
 	nameGateway = "gateway"
 )
-
-var targetNames = []string{nameDirect, nameHop, nameGateway}
-
-// target is one path to the emulator.
-type target struct {
-	name       string
-	kind       int
-	url        string
-	client     *http.Client
-	header     http.Header
-	seqBody    []byte
-	streamBody []byte
-	server     *proc // the process under test (hop or gateway); nil for direct
-}
 
 // rig is the running set of processes and the targets through them.
 type rig struct {
@@ -51,26 +31,20 @@ type rig struct {
 	stop     context.CancelFunc // stops the children
 	emu      *proc
 	hop      *proc
+	hopB     *proc
 	gw       *proc
+	names    []string // the targets, in report order
 	targets  map[string]*target
 	idleRSS  map[string]int64 // KiB, per process name, right after readiness
 	clkTck   int64
 	clkSrc   string
 	started  time.Time
 	loadPre  string
-	seqText  string // what the emulator answers to the small turn
-	longText string // what it answers to the streamed turn
+	selfRoot string // the rig's own tree: emulator and hops
+	gwRoot   string // the tree of the gateway under test (-root)
+	gwRev    string // its commit, when it is a git checkout
+	serial   atomic.Int64
 }
-
-const (
-	seqQuery = "hi"
-	// streamQuery is 200 bytes: the emulator quotes at most 200 bytes of the
-	// query, so the reply is 42+200 = 242 bytes, i.e. 11 text chunks of at most
-	// 24 bytes. A longer prompt cannot give more chunks.
-	streamQuery = "Please describe, in a few calm and ordinary sentences, how a request travels from a client " +
-		"through a reverse proxy to an upstream server and back again, noting where latency gets added, and where not."
-	replyPrefix = "Hello from the pmgate emulator. You said: "
-)
 
 var (
 	emuOriginRE = regexp.MustCompile(`(?m)^\s*origin\s+(https://127\.0\.0\.1:[0-9]+)\s*$`)
@@ -78,54 +52,29 @@ var (
 	hopAddrRE   = regexp.MustCompile(`(?m)^hop listening (http://127\.0\.0\.1:[0-9]+)\s*$`)
 )
 
-// upstreamBody is the access_token chat body the gateway would send, as the
-// emulator validates it (adapters/emulator/body.go).
-func upstreamBody(query string) []byte {
-	body := map[string]any{
-		"input": map[string]any{
-			"chatType": "USER_QUERY", "query": query, "conversationId": nil, "product": "workspace_v12",
-			"useCase": nil, "agent": nil, "startedFrom": "CHAT_INPUT", "toolResponse": "",
-		},
-		"platform":          "WEB",
-		"clientTools":       map[string]any{"native": []any{}},
-		"clientKBTerms":     map[string]any{"native": []any{}},
-		"mandatoryContext":  map[string]any{"workspaceId": benchWorkspace},
-		"selectedContext":   []any{},
-		"backgroundContext": []any{},
-		"devModeOptions": map[string]any{
-			"selectedModel": benchEnum, "isParallelToolCallingSupported": false, "autoRun": false,
-			"supportsAskUser": false, "supportsActionRecommendations": false, "useThinkingModeIfAvailable": false,
-		},
+// procs are the running children.
+func (r *rig) procs() []*proc {
+	var out []*proc
+	for _, p := range []*proc{r.emu, r.hop, r.hopB, r.gw} {
+		if p != nil {
+			out = append(out, p)
+		}
 	}
-	b, err := json.Marshal(body)
-	if err != nil {
-		panic(err)
-	}
-	return b
+	return out
 }
 
-func openAIBody(query string, stream bool) []byte {
-	body := map[string]any{
-		"model":    benchModel,
-		"messages": []any{map[string]any{"role": "user", "content": query}},
-	}
-	if stream {
-		body["stream"] = true
-		body["stream_options"] = map[string]any{"include_usage": true}
-	}
-	b, err := json.Marshal(body)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
-// startRig builds the binaries, starts emulator, hop and gateway, and waits
-// until all three answer.
+// startRig builds the binaries, starts emulator, both hops and the gateway,
+// and waits until all of them answer.
 func startRig(ctx context.Context, s settings, stderr io.Writer) (r *rig, err error) {
-	root, err := moduleRoot(s.root)
+	self, err := moduleRoot("")
 	if err != nil {
 		return nil, err
+	}
+	gwRoot := self
+	if s.root != "" {
+		if gwRoot, err = moduleRoot(s.root); err != nil {
+			return nil, err
+		}
 	}
 	dir, err := os.MkdirTemp("", "pmgate-bench-")
 	if err != nil {
@@ -133,7 +82,7 @@ func startRig(ctx context.Context, s settings, stderr io.Writer) (r *rig, err er
 	}
 	procCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	r = &rig{s: s, stderr: stderr, dir: dir, stop: stop, targets: map[string]*target{}, idleRSS: map[string]int64{},
-		started: time.Now(), loadPre: loadAvg()}
+		started: time.Now(), loadPre: loadAvg(), selfRoot: self, gwRoot: gwRoot, gwRev: gitRevision(ctx, gwRoot)}
 	defer func() {
 		if err != nil {
 			r.close()
@@ -149,15 +98,15 @@ func startRig(ctx context.Context, s settings, stderr io.Writer) (r *rig, err er
 		}
 	}()
 	r.clkTck, r.clkSrc = clockTicks()
-	r.seqText, r.longText = replyPrefix+seqQuery, replyPrefix+streamQuery
 
-	logf(stderr, "building ./cmd/gateway and ./internal/bench/hop in %s", dir)
-	gwBin, hopBin := filepath.Join(dir, "gateway"), filepath.Join(dir, "hop")
-	if err := goBuild(ctx, root, "./cmd/gateway", gwBin); err != nil {
-		return r, err
-	}
-	if err := goBuild(ctx, root, "./internal/bench/hop", hopBin); err != nil {
-		return r, err
+	logf(stderr, "building ./cmd/gateway from %s, ./internal/bench/emu and ./internal/bench/hop from %s, into %s", gwRoot, self, dir)
+	gwBin, emuBin, hopBin := filepath.Join(dir, "gateway"), filepath.Join(dir, "emu"), filepath.Join(dir, "hop")
+	for _, b := range []struct{ root, pkg, out string }{
+		{gwRoot, "./cmd/gateway", gwBin}, {self, "./internal/bench/emu", emuBin}, {self, "./internal/bench/hop", hopBin},
+	} {
+		if err := goBuild(ctx, b.root, b.pkg, b.out); err != nil {
+			return r, err
+		}
 	}
 
 	// Children get exactly these variables; TMPDIR keeps the emulator's CA
@@ -170,8 +119,8 @@ func startRig(ctx context.Context, s settings, stderr io.Writer) (r *rig, err er
 	token := "bench-" + randomHex(20)
 
 	// Emulator.
-	r.emu, err = startProc(procCtx, "emulator", gwBin, []string{"emulator", "--addr", "127.0.0.1:0"},
-		append(base, "EMULATOR_ACCESS_TOKEN="+token, "EMULATOR_SESSION_COOKIE="+randomHex(24)))
+	r.emu, err = startProc(procCtx, "emulator", emuBin, []string{"-addr", "127.0.0.1:0", "-workspace", benchWorkspace},
+		append(base, "EMULATOR_ACCESS_TOKEN="+token), "")
 	if err != nil {
 		return r, err
 	}
@@ -195,40 +144,49 @@ func startRig(ctx context.Context, s settings, stderr io.Writer) (r *rig, err er
 	if err := requireLoopback(origin); err != nil {
 		return r, err
 	}
-	idle := 2*s.concurrency + 16
+	idle := 2*s.maxConcurrency() + 16
 	directClient := newClient(idle, pool)
 	if err := r.emu.waitReady(ctx, directClient, origin+"/_emulator/health"); err != nil {
 		return r, err
 	}
 
-	// Hop.
+	// The hop and its A/A twin: the same binary, flags and environment.
 	hopIdle := idle
 	if s.hopMaxIdle > 0 {
 		hopIdle = s.hopMaxIdle
 	}
-	r.hop, err = startProc(procCtx, "hop", hopBin,
-		[]string{"-addr", "127.0.0.1:0", "-upstream", origin, "-ca", caFile, "-max-idle", strconv.Itoa(hopIdle)},
-		append(base, "HOP_ACCESS_TOKEN="+token))
-	if err != nil {
+	startHop := func(name string) (*proc, string, *http.Client, error) {
+		p, err := startProc(procCtx, name, hopBin,
+			[]string{"-addr", "127.0.0.1:0", "-upstream", origin, "-ca", caFile, "-max-idle", strconv.Itoa(hopIdle)},
+			append(base, "HOP_ACCESS_TOKEN="+token), "")
+		if err != nil {
+			return nil, "", nil, err
+		}
+		m, err := p.waitLine(ctx, hopAddrRE)
+		if err != nil {
+			return p, "", nil, err
+		}
+		c := newClient(idle, nil)
+		return p, m[1], c, p.waitReady(ctx, c, m[1]+"/_emulator/health")
+	}
+	var hopURL, hopBURL string
+	var hopClient, hopBClient *http.Client
+	if r.hop, hopURL, hopClient, err = startHop(nameHop); err != nil {
 		return r, err
 	}
-	if m, err = r.hop.waitLine(ctx, hopAddrRE); err != nil {
-		return r, err
-	}
-	hopURL := m[1]
-	hopClient := newClient(idle, nil)
-	if err := r.hop.waitReady(ctx, hopClient, hopURL+"/_emulator/health"); err != nil {
+	if r.hopB, hopBURL, hopBClient, err = startHop(nameHopB); err != nil {
 		return r, err
 	}
 
-	// Gateway.
+	// Gateway: its default configuration except what the rig must set (see
+	// docs/BENCHMARKS.md). Its log (INFO by default) goes to a file.
 	port, err := freeLoopbackPort()
 	if err != nil {
 		return r, err
 	}
 	apiKey := "sk-bench-" + randomHex(16)
 	gwURL := "http://127.0.0.1:" + strconv.Itoa(port)
-	r.gw, err = startProc(procCtx, "gateway", gwBin, []string{"serve"}, append(base,
+	gwEnv := append(base,
 		"POSTMAN_TRANSPORT_STRATEGY=access_token",
 		"POSTMAN_ORIGIN="+origin,
 		"POSTMAN_ACCESS_TOKEN="+token,
@@ -239,10 +197,12 @@ func startRig(ctx context.Context, s settings, stderr io.Writer) (r *rig, err er
 		"PROVIDER_MODELS="+benchModel,
 		"POSTMAN_MODEL_MAP="+benchModel+"="+benchEnum,
 		"SSL_CERT_FILE="+caFile,
-		"LOG_LEVEL=error",
-		"MAX_CONCURRENT_REQUESTS=256",
-		"MAX_CONNECTIONS="+strconv.Itoa(cmp.Or(s.maxConns, 256)),
-	))
+		"MAX_CONCURRENT_REQUESTS="+strconv.Itoa(s.gwMaxConcurrent()),
+	)
+	if s.maxConns > 0 {
+		gwEnv = append(gwEnv, "MAX_CONNECTIONS="+strconv.Itoa(s.maxConns))
+	}
+	r.gw, err = startProc(procCtx, nameGateway, gwBin, []string{"serve"}, gwEnv, filepath.Join(dir, "gateway.log"))
 	if err != nil {
 		return r, err
 	}
@@ -250,14 +210,14 @@ func startRig(ctx context.Context, s settings, stderr io.Writer) (r *rig, err er
 	if err := r.gw.waitReady(ctx, gwClient, gwURL+"/health"); err != nil {
 		return r, err
 	}
-	for _, u := range []string{origin, hopURL, gwURL} {
+	for _, u := range []string{origin, hopURL, hopBURL, gwURL} {
 		if err := requireLoopback(u); err != nil {
 			return r, err
 		}
 	}
 
 	// Idle memory: after start and one readiness probe, before any load.
-	for _, p := range []*proc{r.emu, r.hop, r.gw} {
+	for _, p := range r.procs() {
 		kib, err := statusKiB(p.pid(), "VmRSS")
 		if err != nil {
 			return r, fmt.Errorf("%s VmRSS: %w", p.name, err)
@@ -266,19 +226,28 @@ func startRig(ctx context.Context, s settings, stderr io.Writer) (r *rig, err er
 	}
 
 	upHeader := http.Header{"Content-Type": {"application/json"}, "Accept": {"text/event-stream"}}
-	directHeader := upHeader.Clone()
-	directHeader.Set("X-Access-Token", token)
 	gwHeader := http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer " + apiKey}}
-	seqUp, streamUp := upstreamBody(seqQuery), upstreamBody(streamQuery)
-	r.targets[nameDirect] = &target{name: nameDirect, kind: kindUpstream, url: origin + "/_gw/chat",
-		client: directClient, header: directHeader, seqBody: seqUp, streamBody: streamUp}
-	r.targets[nameHop] = &target{name: nameHop, kind: kindUpstream, url: hopURL + "/_gw/chat",
-		client: hopClient, header: upHeader, seqBody: seqUp, streamBody: streamUp, server: r.hop}
-	r.targets[nameGateway] = &target{name: nameGateway, kind: kindOpenAI, url: gwURL + "/v1/chat/completions",
-		client: gwClient, header: gwHeader, seqBody: openAIBody(seqQuery, false),
-		streamBody: openAIBody(streamQuery, true), server: r.gw}
-	logf(stderr, "ready: emulator %s (pid %d), hop %s (pid %d), gateway %s (pid %d)",
-		origin, r.emu.pid(), hopURL, r.hop.pid(), gwURL, r.gw.pid())
+	upstream := func(name, base string, c *http.Client, h http.Header, server *proc) *target {
+		return &target{name: name, proto: protoUpstream, url: base + "/_gw/chat", client: c, header: h, server: server,
+			freshBody: userQuery(seqQuery, "", false), shortBody: userQuery(seqQuery, "", false),
+			longBody: userQuery(longQuery(s.longEvents), "", false), toolBody: userQuery(toolQuery, "", true), serial: &r.serial}
+	}
+	if s.direct {
+		h := upHeader.Clone()
+		h.Set("X-Access-Token", token)
+		r.targets[nameDirect] = upstream(nameDirect, origin, directClient, h, nil)
+		r.names = append(r.names, nameDirect)
+	}
+	r.targets[nameHop] = upstream(nameHop, hopURL, hopClient, upHeader, r.hop)
+	r.targets[nameHopB] = upstream(nameHopB, hopBURL, hopBClient, upHeader, r.hopB)
+	r.targets[nameGateway] = &target{name: nameGateway, proto: protoOpenAI, url: gwURL + "/v1/chat/completions",
+		client: gwClient, header: gwHeader, server: r.gw,
+		freshBody: openAIBody([]any{user(seqQuery)}, false, false), shortBody: openAIBody([]any{user(seqQuery)}, true, false),
+		longBody: openAIBody([]any{user(longQuery(s.longEvents))}, true, false),
+		toolBody: openAIBody([]any{user(toolQuery)}, false, true), serial: &r.serial}
+	r.names = append(r.names, nameHop, nameHopB, nameGateway)
+	logf(stderr, "ready: emulator %s (pid %d), hop %s (pid %d), hop-b %s (pid %d), gateway %s (pid %d)",
+		origin, r.emu.pid(), hopURL, r.hop.pid(), hopBURL, r.hopB.pid(), gwURL, r.gw.pid())
 	return r, nil
 }
 
@@ -289,15 +258,18 @@ func (r *rig) close() {
 		return
 	}
 	r.stop()
-	for _, p := range []*proc{r.gw, r.hop, r.emu} {
-		if p == nil {
-			continue
-		}
+	for _, p := range r.procs() {
 		select {
 		case <-p.done:
 		case <-time.After(stopGrace + 5*time.Second):
 			_ = p.cmd.Process.Kill()
 			logf(r.stderr, "%s did not stop; killed", p.name)
+		}
+		p.closeLog()
+	}
+	if r.s.gwLog != "" && r.gw != nil {
+		if err := copyFile(r.gw.logPath, r.s.gwLog); err != nil {
+			logf(r.stderr, "-gateway-log: %v", err)
 		}
 	}
 	for _, t := range r.targets {
@@ -311,7 +283,7 @@ func (r *rig) close() {
 
 // alive fails when a child has exited.
 func (r *rig) alive() error {
-	for _, p := range []*proc{r.emu, r.hop, r.gw} {
+	for _, p := range r.procs() {
 		if p.exited() {
 			return fmt.Errorf("%s exited during the run: %s", p.name, p.describe())
 		}
@@ -319,6 +291,25 @@ func (r *rig) alive() error {
 	return nil
 }
 
+// diagnostics is the output tail of every child, for an error message.
+func (r *rig) diagnostics() string {
+	var b strings.Builder
+	for _, p := range r.procs() {
+		if t := p.outputTail(); t != "" {
+			b.WriteString("\n--- " + p.name + " output:\n" + t)
+		}
+	}
+	return b.String()
+}
+
 func logf(w io.Writer, format string, args ...any) {
 	fmt.Fprintf(w, "load: "+strings.TrimSuffix(format, "\n")+"\n", args...)
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o644)
 }
