@@ -120,7 +120,7 @@ func (s *Store) reserveLeased(ctx context.Context, id string, calls, k, leaseGro
 		return ok, err
 	}
 	return s.sendReserve(ctx, "reserve: lease",
-		stmt{sql: `SELECT 1 FROM correlation_usage WHERE id FOR UPDATE`},
+		stmt{sql: lockRow},
 		stmt{sql: `WITH room AS (
 				SELECT least($2::bigint, $4::bigint - u.live_groups - r.groups) AS groups,
 				       least($3::bigint, $5::bigint - u.live_calls - r.calls) AS calls
@@ -136,32 +136,36 @@ func (s *Store) reserveLeased(ctx context.Context, id string, calls, k, leaseGro
 		stmt{sql: takeFromStripe, args: []any{id, calls, ttl, k}})
 }
 
-// reserveExact decides on the accounting row under its lock, with every
-// lease taken back and the expired reservations reclaimed (a replica died, or
-// failed, between reserving and admitting; ones a concurrent admission or
-// release holds are skipped, never waited for): a conditional increment of the
-// row and the reservation's insert. The locks are taken in the one order every
-// writer uses (the row, then stripes by number), and each statement after them
-// takes its snapshot once they are held (READ COMMITTED), so it counts every
-// committed reservation and lease.
+// The statements that decide exactly: the locks, taken in the one order every
+// writer uses (the row, then stripes by number), then every lease taken back
+// and the expired reservations reclaimed (a replica died, or failed, between
+// reserving and admitting; ones a concurrent admission or release holds are
+// skipped, never waited for).
+const (
+	lockRow     = `SELECT 1 FROM correlation_usage WHERE id FOR UPDATE`
+	lockStripes = `SELECT 1 FROM correlation_usage_stripes ORDER BY stripe FOR UPDATE`
+	takeBack    = `WITH back AS (
+			SELECT coalesce(sum(free_groups), 0) AS groups, coalesce(sum(free_calls), 0) AS calls FROM correlation_usage_stripes
+		), zero AS (
+			UPDATE correlation_usage_stripes SET free_groups = 0, free_calls = 0 WHERE free_groups > 0 OR free_calls > 0
+		), gone AS (
+			DELETE FROM correlation_reservations WHERE id IN
+				(SELECT id FROM correlation_reservations WHERE expires_at <= now() FOR UPDATE SKIP LOCKED)
+			RETURNING calls, counted
+		), d AS (
+			SELECT back.groups + (SELECT count(*) FROM gone WHERE counted) AS groups,
+			       back.calls + (SELECT coalesce(sum(calls), 0) FROM gone WHERE counted) AS calls FROM back
+		)
+		UPDATE correlation_usage u SET live_groups = u.live_groups - d.groups, live_calls = u.live_calls - d.calls
+		FROM d WHERE u.id AND (d.groups > 0 OR d.calls > 0)`
+)
+
+// reserveExact decides on the accounting row with every lease taken back: a
+// conditional increment of the row and the reservation's insert. Each
+// statement after the locks takes its snapshot once they are held (READ
+// COMMITTED), so it counts every committed reservation and lease.
 func (s *Store) reserveExact(ctx context.Context, id string, calls int) (bool, error) {
-	return s.sendReserve(ctx, "reserve",
-		stmt{sql: `SELECT 1 FROM correlation_usage WHERE id FOR UPDATE`},
-		stmt{sql: `SELECT 1 FROM correlation_usage_stripes ORDER BY stripe FOR UPDATE`},
-		stmt{sql: `WITH back AS (
-				SELECT coalesce(sum(free_groups), 0) AS groups, coalesce(sum(free_calls), 0) AS calls FROM correlation_usage_stripes
-			), zero AS (
-				UPDATE correlation_usage_stripes SET free_groups = 0, free_calls = 0 WHERE free_groups > 0 OR free_calls > 0
-			), gone AS (
-				DELETE FROM correlation_reservations WHERE id IN
-					(SELECT id FROM correlation_reservations WHERE expires_at <= now() FOR UPDATE SKIP LOCKED)
-				RETURNING calls, counted
-			), d AS (
-				SELECT back.groups + (SELECT count(*) FROM gone WHERE counted) AS groups,
-				       back.calls + (SELECT coalesce(sum(calls), 0) FROM gone WHERE counted) AS calls FROM back
-			)
-			UPDATE correlation_usage u SET live_groups = u.live_groups - d.groups, live_calls = u.live_calls - d.calls
-			FROM d WHERE u.id AND (d.groups > 0 OR d.calls > 0)`},
+	return s.sendReserve(ctx, "reserve", stmt{sql: lockRow}, stmt{sql: lockStripes}, stmt{sql: takeBack},
 		stmt{sql: `WITH acc AS (
 				UPDATE correlation_usage u SET live_groups = u.live_groups + 1, live_calls = u.live_calls + $2::integer
 				FROM ` + uncounted + ` r
@@ -171,6 +175,14 @@ func (s *Store) reserveExact(ctx context.Context, id string, calls int) (bool, e
 			INSERT INTO correlation_reservations (id, calls, expires_at, counted)
 			SELECT $1::text, $2::integer, now() + make_interval(secs => $3::float8), true FROM acc`,
 			args: []any{id, calls, s.opt.reservationTTL.Seconds(), s.limits.MaxGroups, s.limits.MaxCalls}})
+}
+
+// takeLeasesBack returns every lease to the accounting row, at Open: leases
+// taken under other limits (a restart with lower ones) must not let this
+// replica pass its own.
+func (s *Store) takeLeasesBack(ctx context.Context) error {
+	_, err := s.sendReserve(ctx, "open: take the leases back", stmt{sql: lockRow}, stmt{sql: lockStripes}, stmt{sql: takeBack})
+	return err
 }
 
 // sendReserve runs stmts as one pipelined batch (one round trip), which

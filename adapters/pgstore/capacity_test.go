@@ -192,3 +192,25 @@ func TestMigrationToVersion4KeepsAVersion3DatabasesCounts(t *testing.T) {
 	is.Equal(c.ReservedGroups, 0)
 	checkInvariants(t, u, l)
 }
+
+// Leases taken under higher limits must not let a replica opened with lower
+// ones pass its own.
+func TestAReplicaOpenedWithLowerLimitsIsNotPassedByOldLeases(t *testing.T) {
+	is := is.New(t)
+	u := freshSchema(t)
+	high := correlation.Limits{MaxGroups: 6400, MaxCalls: 6400} // leases of 64
+	a := open(t, u, high, porttest.Policy)
+	for i := range 130 {
+		admit(t, a, porttest.Group(fmt.Sprintf("g%03d", i), "p1", 1, porttest.T0))
+	}
+	var free int
+	query(t, u, `SELECT sum(free_groups) FROM correlation_usage_stripes`, &free)
+	is.True(free > 0) // a holds leases
+	low := correlation.Limits{MaxGroups: 128, MaxCalls: 128}
+	b := open(t, u, low, porttest.Policy)
+	for range 8 {
+		_, err := b.Reserve(t.Context(), 1, porttest.T0)
+		is.True(errs.Has(err, errs.CorrelationCapacityExceeded)) // 130 live ≥ 128
+	}
+	checkInvariants(t, u, low)
+}
