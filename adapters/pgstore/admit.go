@@ -5,6 +5,7 @@ package pgstore
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -18,10 +19,31 @@ import (
 
 // Reserve implements ports.CorrelationStore, as correlation.Registry.Reserve:
 // the group fits when live groups + reservations + 1 ≤ MaxGroups and live
-// calls + reserved calls + calls ≤ MaxCalls, counted under the lock of the
-// accounting row. When it does not fit, overdue groups are swept (expiry is
-// checked on admission) and the check is made once more; pending groups are
-// never evicted.
+// calls + reserved calls + calls ≤ MaxCalls. When it does not fit, overdue
+// groups are swept (expiry is checked on admission) and the check is made
+// once more; pending groups are never evicted.
+//
+// Capacity must be exact across replicas, so some decision has to be
+// serialized; the design (migration 4) serializes as little as it can:
+//
+//   - The accounting row counts everything taken from the capacity: live
+//     groups, counted reservations, and the free capacity leased to the
+//     stripes. Only a reservation or a lease raises it, under its lock; Admit
+//     turns a reservation into a group without writing it, so admissions, whose
+//     commits wait for the WAL flush, no longer queue on each other's flush.
+//   - A reservation takes from the lease of one stripe, chosen at random: a
+//     conditional decrement that locks that stripe only. An empty stripe is
+//     refilled from the row (its lock, once per lease of up to leaseGroups).
+//     Units taken from a lease were counted on the row before, so the sum can
+//     never pass the cap, whatever the replicas do at once.
+//   - When no lease can be had (near the cap), the reservation locks the row
+//     and every stripe, takes the leases back, reclaims expired reservations
+//     and decides on the row exactly, as every reservation did before. Leases
+//     never cause a refusal: only that exact check refuses.
+//
+// Striped counters summed on read would not do: a check near the cap must see
+// every stripe, and a sum read without their locks lets two replicas both pass
+// the last unit.
 func (s *Store) Reserve(ctx context.Context, calls int, now time.Time) (ports.Reservation, error) {
 	if calls <= 0 || calls > s.limits.MaxCalls {
 		return ports.Reservation{}, errs.Newf(errs.CorrelationCapacityExceeded, "group of %d calls", calls)
@@ -30,10 +52,16 @@ func (s *Store) Reserve(ctx context.Context, calls int, now time.Time) (ports.Re
 	if err != nil {
 		return ports.Reservation{}, err
 	}
-	ok, err := s.tryReserve(ctx, id, calls)
+	ok := false
+	if lg, lc := s.lease(calls); lg > 0 {
+		ok, err = s.reserveLeased(ctx, id, calls, rand.IntN(stripes), lg, lc)
+	}
+	if err == nil && !ok {
+		ok, err = s.reserveExact(ctx, id, calls)
+	}
 	if err == nil && !ok {
 		if _, err = s.Sweep(ctx, now); err == nil {
-			ok, err = s.tryReserve(ctx, id, calls)
+			ok, err = s.reserveExact(ctx, id, calls)
 		}
 	}
 	if err != nil {
@@ -48,40 +76,139 @@ func (s *Store) Reserve(ctx context.Context, calls int, now time.Time) (ports.Re
 	return ports.Reservation{ID: id, Calls: calls}, nil
 }
 
-// tryReserve inserts the reservation when the group fits: one pipelined batch
-// (one round trip), which PostgreSQL runs as one implicit transaction. The
-// first statement locks the accounting row; the statements after it take
-// their snapshots once the lock is held (READ COMMITTED), so they count every
-// committed group and reservation, and no other capacity decision can
-// interleave: admissions update the row, reservations lock it. Expired
-// reservations (a replica died between reserving and admitting) are deleted
-// first; ones a concurrent admission holds are skipped, never waited for.
+// stripes is the number of rows of correlation_usage_stripes (migration 4).
+const stripes = 16
+
+// lease is the capacity one refill moves from the accounting row to a
+// stripe: a quarter of the capacity spread over the stripes, at most 64
+// groups, and calls in the limits' proportion (at least this group's). Below
+// two groups a lease saves nothing and every reservation decides exactly.
+func (s *Store) lease(calls int) (groups, leaseCalls int) {
+	groups = min(64, s.limits.MaxGroups/(4*stripes))
+	if groups < 2 {
+		return 0, 0
+	}
+	return groups, max(calls, groups*s.limits.MaxCalls/s.limits.MaxGroups)
+}
+
+// uncounted is the count of the reservations a version 3 binary inserted
+// (during a rolling upgrade) that have not expired: they are not on the
+// accounting row. Read after the row's lock is taken, it sees all of them
+// (version 3 binaries take that lock to reserve).
+const uncounted = `(SELECT count(*) AS groups, coalesce(sum(calls), 0) AS calls FROM correlation_reservations
+	WHERE NOT counted AND expires_at > now())`
+
+// takeFromStripe reserves from the lease of stripe $4: a conditional
+// decrement, exact on that row (a concurrent one is re-checked on its newest
+// version), and the reservation's insert.
+const takeFromStripe = `WITH st AS (
+		UPDATE correlation_usage_stripes SET free_groups = free_groups - 1, free_calls = free_calls - $2::integer
+		WHERE stripe = $4::smallint AND free_groups >= 1 AND free_calls >= $2::integer
+		RETURNING 1
+	)
+	INSERT INTO correlation_reservations (id, calls, expires_at, counted)
+	SELECT $1::text, $2::integer, now() + make_interval(secs => $3::float8), true FROM st`
+
+// reserveLeased reserves from stripe k's lease: one round trip when the lease
+// has room, a second that refills it under the accounting row's lock when it
+// has not. False when no lease of (leaseGroups, leaseCalls) fits in the room
+// left: the caller then decides exactly.
+func (s *Store) reserveLeased(ctx context.Context, id string, calls, k, leaseGroups, leaseCalls int) (bool, error) {
+	ttl := s.opt.reservationTTL.Seconds()
+	ok, err := s.sendReserve(ctx, "reserve", stmt{sql: takeFromStripe, args: []any{id, calls, ttl, k}})
+	if err != nil || ok {
+		return ok, err
+	}
+	return s.sendReserve(ctx, "reserve: lease",
+		stmt{sql: lockRow},
+		stmt{sql: `WITH room AS (
+				SELECT least($2::bigint, $4::bigint - u.live_groups - r.groups) AS groups,
+				       least($3::bigint, $5::bigint - u.live_calls - r.calls) AS calls
+				FROM correlation_usage u, ` + uncounted + ` r WHERE u.id
+			), m AS (
+				UPDATE correlation_usage u SET live_groups = u.live_groups + room.groups, live_calls = u.live_calls + room.calls
+				FROM room WHERE u.id AND room.groups >= 1 AND room.calls >= $6::integer
+				RETURNING room.groups, room.calls
+			)
+			UPDATE correlation_usage_stripes st SET free_groups = st.free_groups + m.groups, free_calls = st.free_calls + m.calls
+			FROM m WHERE st.stripe = $1::smallint`,
+			args: []any{k, leaseGroups, leaseCalls, s.limits.MaxGroups, s.limits.MaxCalls, calls}},
+		stmt{sql: takeFromStripe, args: []any{id, calls, ttl, k}})
+}
+
+// The statements that decide exactly: the locks, taken in the one order every
+// writer uses (the row, then stripes by number), then every lease taken back
+// and the expired reservations reclaimed (a replica died, or failed, between
+// reserving and admitting; ones a concurrent admission or release holds are
+// skipped, never waited for).
+const (
+	lockRow     = `SELECT 1 FROM correlation_usage WHERE id FOR UPDATE`
+	lockStripes = `SELECT 1 FROM correlation_usage_stripes ORDER BY stripe FOR UPDATE`
+	takeBack    = `WITH back AS (
+			SELECT coalesce(sum(free_groups), 0) AS groups, coalesce(sum(free_calls), 0) AS calls FROM correlation_usage_stripes
+		), zero AS (
+			UPDATE correlation_usage_stripes SET free_groups = 0, free_calls = 0 WHERE free_groups > 0 OR free_calls > 0
+		), gone AS (
+			DELETE FROM correlation_reservations WHERE id IN
+				(SELECT id FROM correlation_reservations WHERE expires_at <= now() FOR UPDATE SKIP LOCKED)
+			RETURNING calls, counted
+		), d AS (
+			SELECT back.groups + (SELECT count(*) FROM gone WHERE counted) AS groups,
+			       back.calls + (SELECT coalesce(sum(calls), 0) FROM gone WHERE counted) AS calls FROM back
+		)
+		UPDATE correlation_usage u SET live_groups = u.live_groups - d.groups, live_calls = u.live_calls - d.calls
+		FROM d WHERE u.id AND (d.groups > 0 OR d.calls > 0)`
+)
+
+// reserveExact decides on the accounting row with every lease taken back: a
+// conditional increment of the row and the reservation's insert. Each
+// statement after the locks takes its snapshot once they are held (READ
+// COMMITTED), so it counts every committed reservation and lease.
+func (s *Store) reserveExact(ctx context.Context, id string, calls int) (bool, error) {
+	return s.sendReserve(ctx, "reserve", stmt{sql: lockRow}, stmt{sql: lockStripes}, stmt{sql: takeBack},
+		stmt{sql: `WITH acc AS (
+				UPDATE correlation_usage u SET live_groups = u.live_groups + 1, live_calls = u.live_calls + $2::integer
+				FROM ` + uncounted + ` r
+				WHERE u.id AND u.live_groups + r.groups + 1 <= $4::bigint AND u.live_calls + r.calls + $2::integer <= $5::bigint
+				RETURNING 1
+			)
+			INSERT INTO correlation_reservations (id, calls, expires_at, counted)
+			SELECT $1::text, $2::integer, now() + make_interval(secs => $3::float8), true FROM acc`,
+			args: []any{id, calls, s.opt.reservationTTL.Seconds(), s.limits.MaxGroups, s.limits.MaxCalls}})
+}
+
+// takeLeasesBack returns every lease to the accounting row, at Open: leases
+// taken under other limits (a restart with lower ones) must not let this
+// replica pass its own.
+func (s *Store) takeLeasesBack(ctx context.Context) error {
+	_, err := s.sendReserve(ctx, "open: take the leases back", stmt{sql: lockRow}, stmt{sql: lockStripes}, stmt{sql: takeBack})
+	return err
+}
+
+// sendReserve runs stmts as one pipelined batch (one round trip), which
+// PostgreSQL runs as one implicit transaction, and reports whether the last
+// inserted the reservation. A lost connection is retried once.
 //
-// The reservation commits asynchronously (synchronous_commit off for this
-// transaction only), so that the accounting row's lock is not held across a
-// WAL flush: a reservation is worth nothing after a database crash anyway
-// (its admission then fails with correlation_capacity_exceeded and the turn
-// is refused before any id is shown), and the WAL is ordered, so an admission
-// that commits durably makes its reservation durable too.
-func (s *Store) tryReserve(ctx context.Context, id string, calls int) (bool, error) {
+// The batch commits asynchronously (synchronous_commit off for this
+// transaction only), so that no lock it takes is held across a WAL flush: a
+// reservation or a lease is worth nothing after a database crash anyway (the
+// row's count of it is lost with it; the admission then fails with
+// correlation_capacity_exceeded and the turn is refused before any id is
+// shown), and the WAL is ordered, so an admission that commits durably makes
+// its reservation, and the counts that include it, durable too.
+func (s *Store) sendReserve(ctx context.Context, what string, stmts ...stmt) (bool, error) {
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
 	send := func() (bool, error) {
 		b := &pgx.Batch{}
 		b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
-		b.Queue(`SELECT 1 FROM correlation_usage WHERE id FOR UPDATE`)
-		b.Queue(`DELETE FROM correlation_reservations WHERE id IN
-			(SELECT id FROM correlation_reservations WHERE expires_at <= now() FOR UPDATE SKIP LOCKED)`)
-		b.Queue(`INSERT INTO correlation_reservations (id, calls, expires_at)
-			SELECT $1::text, $2::integer, now() + make_interval(secs => $3::float8)
-			FROM correlation_usage u,
-			     (SELECT count(*) AS groups, coalesce(sum(calls), 0) AS calls FROM correlation_reservations) r
-			WHERE u.id AND u.live_groups + r.groups + 1 <= $4::bigint AND u.live_calls + r.calls + $2::integer <= $5::bigint`,
-			id, calls, s.opt.reservationTTL.Seconds(), s.limits.MaxGroups, s.limits.MaxCalls)
+		for _, st := range stmts {
+			b.Queue(st.sql, st.args...)
+		}
 		br := s.pool.SendBatch(ctx, b)
 		var tag pgconn.CommandTag
 		var err error
-		for range 4 {
+		for range b.Len() {
 			if tag, err = br.Exec(); err != nil {
 				break
 			}
@@ -96,15 +223,16 @@ func (s *Store) tryReserve(ctx context.Context, id string, calls int) (bool, err
 		ok, err = send()
 	}
 	if err != nil {
-		return false, unavailable(err, "reserve")
+		return false, unavailable(err, what)
 	}
 	return ok, nil
 }
 
 // HasRoom implements ports.CorrelationStore, as correlation.Registry.HasRoom:
-// one unlocked read of the accounting row and the unexpired reservations with
-// the predicate of tryReserve; when full, overdue groups are swept and it looks
-// once more. Nothing is written but the sweep.
+// one unlocked read with the predicate of reserveExact, counting what the
+// row's count holds but a reservation could still have (the leases, the
+// expired reservations) as room; when full, overdue groups are swept and it
+// looks once more. Nothing is written but the sweep.
 func (s *Store) HasRoom(ctx context.Context, calls int, now time.Time) (bool, error) {
 	if calls <= 0 || calls > s.limits.MaxCalls {
 		return false, nil
@@ -122,9 +250,15 @@ func (s *Store) roomNow(ctx context.Context, calls int) (bool, error) {
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
 	var ok bool
-	err := s.pool.QueryRow(ctx, `SELECT u.live_groups + r.groups + 1 <= $1::bigint AND u.live_calls + r.calls + $2::integer <= $3::bigint
+	// r is what the row's count lacks: + uncounted live reservations, − counted
+	// expired ones; f the leases.
+	err := s.pool.QueryRow(ctx, `SELECT u.live_groups + r.groups - f.groups + 1 <= $1::bigint AND u.live_calls + r.calls - f.calls + $2::integer <= $3::bigint
 		FROM correlation_usage u,
-		     (SELECT count(*) AS groups, coalesce(sum(calls), 0) AS calls FROM correlation_reservations WHERE expires_at > now()) r
+		     (SELECT count(*) FILTER (WHERE NOT counted AND expires_at > now()) - count(*) FILTER (WHERE counted AND expires_at <= now()) AS groups,
+		             coalesce(sum(calls) FILTER (WHERE NOT counted AND expires_at > now()), 0)
+		               - coalesce(sum(calls) FILTER (WHERE counted AND expires_at <= now()), 0) AS calls
+		      FROM correlation_reservations) r,
+		     (SELECT coalesce(sum(free_groups), 0) AS groups, coalesce(sum(free_calls), 0) AS calls FROM correlation_usage_stripes) f
 		WHERE u.id`, s.limits.MaxGroups, calls, s.limits.MaxCalls).Scan(&ok)
 	if err != nil {
 		return false, unavailable(err, "has room")
@@ -132,13 +266,16 @@ func (s *Store) roomNow(ctx context.Context, calls int) (bool, error) {
 	return ok, nil
 }
 
-// Release implements ports.CorrelationStore; an unknown reservation is not an
-// error. Errors: correlation_store_unavailable (the reservation then frees
-// itself at its expiry).
+// Release implements ports.CorrelationStore: one statement deletes the
+// reservation and takes it off the accounting row; an unknown reservation is
+// not an error. Errors: correlation_store_unavailable (the reservation then
+// frees itself at its expiry).
 func (s *Store) Release(ctx context.Context, r ports.Reservation) error {
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
-	if _, err := s.pool.Exec(ctx, `DELETE FROM correlation_reservations WHERE id = $1`, r.ID); err != nil {
+	if _, err := s.pool.Exec(ctx, `WITH gone AS (DELETE FROM correlation_reservations WHERE id = $1 RETURNING calls, counted)
+		UPDATE correlation_usage u SET live_groups = u.live_groups - 1, live_calls = u.live_calls - gone.calls
+		FROM gone WHERE u.id AND gone.counted`, r.ID); err != nil {
 		return unavailable(err, "release")
 	}
 	return nil
@@ -147,7 +284,10 @@ func (s *Store) Release(ctx context.Context, r ports.Reservation) error {
 // Admit implements ports.CorrelationStore, as correlation.Registry.Admit: the
 // reservation must exist (and not have expired) and cover the calls. One
 // statement — atomic on its own — consumes the reservation and writes the
-// group row, its call index rows and the accounting change; when the
+// group row and its call index rows; the accounting row already counts the
+// reservation, so it is written only when the group has fewer calls than its
+// reservation (the difference is given back) or the reservation is one of a
+// version 3 binary (not counted: the group is added). When the
 // reservation does not qualify it changes nothing. A public id already
 // indexed for the principal fails with correlation.ErrDuplicatePublicID and
 // leaves the reservation in place for the caller's next attempt.
@@ -185,7 +325,7 @@ func (s *Store) Admit(ctx context.Context, r ports.Reservation, g correlation.Gr
 	}
 	var admitted int
 	err := s.pool.QueryRow(ctx, `WITH res AS (
-			DELETE FROM correlation_reservations WHERE id = $1::text AND expires_at > now() AND calls >= $2::integer RETURNING id
+			DELETE FROM correlation_reservations WHERE id = $1::text AND expires_at > now() AND calls >= $2::integer RETURNING calls, counted
 		), grp AS (
 			INSERT INTO correlation_groups
 				(key, principal_id, state, calls, issued_at, pending_expires_at, inflight_expires_at, terminal_expires_at, due_at, record)
@@ -196,8 +336,11 @@ func (s *Store) Admit(ctx context.Context, r ports.Reservation, g correlation.Gr
 			INSERT INTO correlation_calls (principal_id, public_id, group_key)
 			SELECT $4::text, id, grp.key FROM grp, unnest($12::text[]) AS id
 		), acc AS (
-			UPDATE correlation_usage SET live_groups = live_groups + 1, live_calls = live_calls + $2::integer
-			WHERE id AND EXISTS (SELECT 1 FROM grp)
+			UPDATE correlation_usage u SET live_groups = u.live_groups + d.groups, live_calls = u.live_calls + d.calls
+			FROM (SELECT CASE WHEN res.counted THEN 0 ELSE 1 END AS groups,
+			             CASE WHEN res.counted THEN $2::integer - res.calls ELSE $2::integer END AS calls
+			      FROM res, grp) d
+			WHERE u.id AND (d.groups <> 0 OR d.calls <> 0)
 		)
 		SELECT count(*) FROM grp`,
 		r.ID, len(cp.Calls), cp.Key, cp.PrincipalID, string(cp.State), cp.IssuedAt, cp.PendingExpiresAt,

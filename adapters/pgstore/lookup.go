@@ -44,18 +44,24 @@ func (s *Store) Resolve(ctx context.Context, principalID string, publicIDs []str
 }
 
 // Counts implements ports.CorrelationStore from one consistent snapshot:
-// capacity use from the accounting row, groups per state by aggregate, and
+// capacity use from the accounting row (less the reservations and leases it counts), groups per state by aggregate, and
 // the reservations that have not expired. Errors: correlation_store_unavailable.
 func (s *Store) Counts(ctx context.Context) (correlation.Counts, error) {
 	c := s.emptyCounts()
 	err := s.inTx(ctx, "counts", pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(ctx context.Context, tx pgx.Tx) error {
-		var lg, lc, cb, rg, rc int64
+		var lg, lc, cb, rg, rc, kg, kc int64
 		if err := tx.QueryRow(ctx, `SELECT live_groups, live_calls, cache_bytes FROM correlation_usage WHERE id`).Scan(&lg, &lc, &cb); err != nil {
 			return dbErr(err, "counts: usage")
 		}
-		if err := tx.QueryRow(ctx, `SELECT count(*), coalesce(sum(calls), 0) FROM correlation_reservations WHERE expires_at > now()`).Scan(&rg, &rc); err != nil {
+		// The row counts the counted reservations (expired or not) and the
+		// stripes' leases with the live groups (migration 4): they are taken off.
+		if err := tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE expires_at > now()), coalesce(sum(calls) FILTER (WHERE expires_at > now()), 0),
+				count(*) FILTER (WHERE counted) + (SELECT coalesce(sum(free_groups), 0) FROM correlation_usage_stripes),
+				coalesce(sum(calls) FILTER (WHERE counted), 0) + (SELECT coalesce(sum(free_calls), 0) FROM correlation_usage_stripes)
+			FROM correlation_reservations`).Scan(&rg, &rc, &kg, &kc); err != nil {
 			return dbErr(err, "counts: reservations")
 		}
+		lg, lc = lg-kg, lc-kc
 		rows, err := tx.Query(ctx, `SELECT state, count(*) FROM correlation_groups GROUP BY state`)
 		if err != nil {
 			return dbErr(err, "counts: states")

@@ -231,6 +231,10 @@ func Open(ctx context.Context, url string, l correlation.Limits, p correlation.P
 		return nil, err
 	}
 	s.version = v
+	if err := s.takeLeasesBack(pctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	log.Info("correlation store ready", "store", "postgres", "schema_version", v)
 	return s, nil
 }

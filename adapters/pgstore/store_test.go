@@ -42,7 +42,8 @@ func TestPostgresStoreBehavesAsTheRegistryUnderRacingClaims(t *testing.T) {
 			t.Fatalf("open: %v", err)
 		}
 		execOn(t, u, `TRUNCATE correlation_groups, correlation_calls, correlation_reservations;
-			UPDATE correlation_usage SET live_groups = 0, live_calls = 0, cache_bytes = 0`)
+			UPDATE correlation_usage SET live_groups = 0, live_calls = 0, cache_bytes = 0;
+			UPDATE correlation_usage_stripes SET free_groups = 0, free_calls = 0`)
 		return s, func() {
 			s.Close()
 			checkInvariants(t, u, l)

@@ -6,6 +6,8 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pmgate/pmgate/domain/usage"
 	"github.com/pmgate/pmgate/ports"
@@ -19,7 +21,9 @@ import (
 //     on the slot's first admission), runs the closure (the domain's budget
 //     rule) on a copy and writes it back in the same transaction, so the
 //     admissions of one slot are serialized across replicas and a quota is
-//     never exceeded.
+//     never exceeded. The closure's decision needs the slot's exact counts,
+//     so nothing is striped here; what is kept short is the lock's hold (one
+//     round trip and the commit).
 //   - Add upserts each row, adding to the counts (INSERT … ON CONFLICT DO
 //     UPDATE), one statement per row in one transaction.
 //
@@ -72,35 +76,77 @@ func timeOrNull(t time.Time) any {
 	return t
 }
 
-// Budget implements ports.UsageLedger.
+// Budget implements ports.UsageLedger: two round trips, BEGIN and the
+// locking SELECT in one pipeline, the write and COMMIT in the other (a slot's
+// first admission inserts its row in between). The row's lock is held for one
+// round trip and the commit: the admissions of one slot are serialized, by
+// design (its counts decide exactly), and of different slots never.
+//
+// A transaction left open by any failure is never reused: the pool closes a
+// connection released inside a transaction, and the server rolls it back.
 func (u *Usage) Budget(ctx context.Context, slot string, fn func(b *usage.Budget) error) error {
-	return u.s.inTx(ctx, "usage budget", pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
-		lock := `SELECT ` + budgetColumns + ` FROM usage_budgets WHERE slot = $1 FOR UPDATE`
-		cur, err := scanBudget(tx.QueryRow(ctx, lock, slot))
-		if errors.Is(err, pgx.ErrNoRows) {
-			if _, err := tx.Exec(ctx, `INSERT INTO usage_budgets (slot) VALUES ($1) ON CONFLICT DO NOTHING`, slot); err != nil {
-				return dbErr(err, "create usage budget")
-			}
-			cur, err = scanBudget(tx.QueryRow(ctx, lock, slot))
-		}
-		if err != nil {
-			return dbErr(err, "lock usage budget")
-		}
-		cp := cur
-		if err := fn(&cp); err != nil {
-			return err
-		}
-		if cp == cur {
-			return nil
-		}
-		_, err = tx.Exec(ctx, `UPDATE usage_budgets SET day = $2, day_dispatches = $3, month = $4, month_dispatches = $5,
+	s := u.s
+	ctx, cancel := s.opContext(ctx)
+	defer cancel()
+	conn, cur, err := u.lockBudget(ctx, slot)
+	if conn != nil {
+		defer conn.Release() // destroys the connection when a transaction is still open
+	}
+	if err != nil {
+		return dbErr(err, "lock usage budget")
+	}
+	cp := cur
+	if err := fn(&cp); err != nil {
+		s.abort(ctx, conn.Conn())
+		return err
+	}
+	stmts := []stmt{{sql: `COMMIT`}}
+	if cp != cur {
+		stmts = append([]stmt{{sql: `UPDATE usage_budgets SET day = $2, day_dispatches = $3, month = $4, month_dispatches = $5,
 			tokens = $6, tokens_at = $7 WHERE slot = $1`,
-			slot, dateOf(cp.Day), cp.DayDispatches, dateOf(cp.Month), cp.MonthDispatches, cp.Tokens, timeOrNull(cp.TokensAt))
+			args: []any{slot, dateOf(cp.Day), cp.DayDispatches, dateOf(cp.Month), cp.MonthDispatches, cp.Tokens, timeOrNull(cp.TokensAt)}}}, stmts...)
+	}
+	if err := sendAll(ctx, conn.Conn(), stmts); err != nil {
+		return dbErr(err, "write usage budget")
+	}
+	return nil
+}
+
+const lockBudget = `SELECT ` + budgetColumns + ` FROM usage_budgets WHERE slot = $1 FOR UPDATE`
+
+// lockBudget begins a transaction on a pooled connection and locks the slot's
+// row, in one round trip, creating the row first when the slot has none. A
+// failure that proves nothing was sent (a stale pooled connection after a
+// database restart) is retried once on another connection. The caller
+// releases conn (nil only when err is set).
+func (u *Usage) lockBudget(ctx context.Context, slot string) (*pgxpool.Conn, usage.Budget, error) {
+	for attempt := 0; ; attempt++ {
+		conn, err := u.s.pool.Acquire(ctx)
 		if err != nil {
-			return dbErr(err, "write usage budget")
+			return nil, usage.Budget{}, err
 		}
-		return nil
-	})
+		b := &pgx.Batch{}
+		b.Queue(`BEGIN`)
+		b.Queue(lockBudget, slot)
+		br := conn.SendBatch(ctx, b)
+		var cur usage.Budget
+		_, err = br.Exec()
+		if err == nil {
+			cur, err = scanBudget(br.QueryRow())
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if errors.Is(err, pgx.ErrNoRows) { // the slot's first admission, in the same transaction
+			if _, err = conn.Exec(ctx, `INSERT INTO usage_budgets (slot) VALUES ($1) ON CONFLICT DO NOTHING`, slot); err == nil {
+				cur, err = scanBudget(conn.QueryRow(ctx, lockBudget, slot))
+			}
+		}
+		if err == nil || attempt > 0 || !pgconn.SafeToRetry(err) || ctx.Err() != nil {
+			return conn, cur, err
+		}
+		conn.Release()
+	}
 }
 
 // Budgets implements ports.UsageLedger.

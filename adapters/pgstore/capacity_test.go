@@ -1,0 +1,216 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/pmgate/pmgate/adapters/pgstore"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
+	"github.com/pmgate/pmgate/ports/porttest"
+)
+
+// Capacity with leases (migration 4): limits large enough that reservations
+// take from the stripes' leases, raced over two replicas up to the cap.
+
+// race runs racers tool turns of calls calls each over the stores in turn
+// (Reserve then Admit) and returns how many were admitted and refused.
+func race(t *testing.T, stores []*pgstore.Store, racers, calls int) (admitted, refused int) {
+	t.Helper()
+	var ok, full atomic.Int64
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Go(func() {
+			s := stores[i%len(stores)]
+			r, err := s.Reserve(context.Background(), calls, porttest.T0)
+			switch {
+			case err == nil:
+				g := porttest.Group(fmt.Sprintf("g%04d", i), "p1", calls, porttest.T0)
+				if err := s.Admit(context.Background(), r, g); err != nil {
+					t.Errorf("admit: %v", err)
+					return
+				}
+				ok.Add(1)
+			case errs.Has(err, errs.CorrelationCapacityExceeded):
+				full.Add(1)
+			default:
+				t.Errorf("reserve: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	return int(ok.Load()), int(full.Load())
+}
+
+func TestLeasedCapacityIsExactAcrossReplicas(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		l            correlation.Limits
+		calls, want  int
+		racers, live int
+	}{
+		{name: "groups bound", l: correlation.Limits{MaxGroups: 300, MaxCalls: 10000}, calls: 1, racers: 420, want: 300},
+		{name: "calls bound", l: correlation.Limits{MaxGroups: 1000, MaxCalls: 301}, calls: 2, racers: 420, want: 150},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			u := freshSchema(t)
+			a, b := open(t, u, c.l, porttest.Policy), open(t, u, c.l, porttest.Policy)
+			admitted, refused := race(t, []*pgstore.Store{a, b}, c.racers, c.calls)
+			is.Equal(admitted, c.want)         // exactly the cap, not one more
+			is.Equal(refused, c.racers-c.want) // and the leases refused none below it
+			cnt, err := b.Counts(t.Context())
+			is.NoErr(err)
+			is.Equal(cnt.LiveGroups, c.want)
+			is.Equal(cnt.LiveCalls, c.want*c.calls)
+			is.Equal(cnt.ReservedGroups, 0)
+			room, err := a.HasRoom(t.Context(), c.calls, porttest.T0)
+			is.NoErr(err)
+			is.True(!room)
+			checkInvariants(t, u, c.l)
+		})
+	}
+}
+
+func TestAReservationFarFromTheCapTakesFromALease(t *testing.T) {
+	is := is.New(t)
+	u := freshSchema(t)
+	l := correlation.Limits{MaxGroups: 640, MaxCalls: 1280} // leases of 10 groups, 20 calls
+	s := open(t, u, l, porttest.Policy)
+	admit(t, s, porttest.Group("g1", "p1", 2, porttest.T0))
+	var free, freeCalls, live int
+	query(t, u, `SELECT sum(free_groups), sum(free_calls) FROM correlation_usage_stripes`, &free, &freeCalls)
+	query(t, u, `SELECT live_groups FROM correlation_usage`, &live)
+	is.Equal(free, 9)       // one lease taken, one group from it
+	is.Equal(freeCalls, 18) // and two calls
+	is.Equal(live, 10)      // the row counts the whole lease
+	c, err := s.Counts(t.Context())
+	is.NoErr(err)
+	is.Equal(c.LiveGroups, 1) // what the lease still holds is not in use
+	is.Equal(c.LiveCalls, 2)
+	checkInvariants(t, u, l)
+}
+
+func TestReleasedAndCompletedGroupsGiveLeasedCapacityBack(t *testing.T) {
+	is := is.New(t)
+	u := freshSchema(t)
+	l := correlation.Limits{MaxGroups: 128, MaxCalls: 128} // leases of 2
+	a, b := open(t, u, l, porttest.Policy), open(t, u, l, porttest.Policy)
+	admitted, _ := race(t, []*pgstore.Store{a, b}, 140, 1)
+	is.Equal(admitted, 128)
+	_, err := b.Reserve(t.Context(), 1, porttest.T0)
+	is.True(errs.Has(err, errs.CorrelationCapacityExceeded))
+	// Completing one frees its room for the other replica.
+	_, err = submit(a, porttest.Group("g0000", "p1", 1, porttest.T0), "a", porttest.T0)
+	is.NoErr(err)
+	is.NoErr(a.Update(t.Context(), "g0000", func(g *correlation.Group) error {
+		_, err := g.Complete(porttest.T0, porttest.Policy, nil, "d")
+		return err
+	}))
+	r, err := b.Reserve(t.Context(), 1, porttest.T0)
+	is.NoErr(err)
+	_, err = a.Reserve(t.Context(), 1, porttest.T0)
+	is.True(errs.Has(err, errs.CorrelationCapacityExceeded)) // that room only
+	is.NoErr(b.Release(t.Context(), r))
+	r, err = a.Reserve(t.Context(), 1, porttest.T0) // a release gives it back
+	is.NoErr(err)
+	is.NoErr(a.Admit(t.Context(), r, porttest.Group("g9999", "p1", 1, porttest.T0)))
+	c, err := a.Counts(t.Context())
+	is.NoErr(err)
+	is.Equal(c.LiveGroups, 128)
+	checkInvariants(t, u, l)
+}
+
+// A version 3 binary reserves without counting on the accounting row; during
+// a rolling upgrade a version 4 check must add its reservations.
+func TestAVersion3ReservationIsCountedDuringARollingUpgrade(t *testing.T) {
+	is := is.New(t)
+	u := freshSchema(t)
+	l := correlation.Limits{MaxGroups: 130, MaxCalls: 1000} // leases of 2
+	s := open(t, u, l, porttest.Policy)
+	execOn(t, u, `INSERT INTO correlation_reservations (id, calls, expires_at)
+		SELECT 'v3-' || i, 1, now() + interval '1 minute' FROM generate_series(1, 129) AS i`) // as version 3 does
+	r, err := s.Reserve(t.Context(), 1, porttest.T0)
+	is.NoErr(err) // the one unit left
+	_, err = s.Reserve(t.Context(), 1, porttest.T0)
+	is.True(errs.Has(err, errs.CorrelationCapacityExceeded))
+	room, err := s.HasRoom(t.Context(), 1, porttest.T0)
+	is.NoErr(err)
+	is.True(!room)
+	is.NoErr(s.Admit(t.Context(), r, porttest.Group("g1", "p1", 1, porttest.T0)))
+	// A version 3 reservation admitted here is added to the row.
+	is.NoErr(s.Admit(t.Context(), ports.Reservation{ID: "v3-1", Calls: 1}, porttest.Group("g2", "p1", 1, porttest.T0)))
+	c, err := s.Counts(t.Context())
+	is.NoErr(err)
+	is.Equal(c.LiveGroups, 2)
+	is.Equal(c.ReservedGroups, 128)
+	checkInvariants(t, u, l)
+}
+
+// A database at schema version 3 with a live group and an outstanding
+// reservation migrates to version 4 with its counts intact.
+func TestMigrationToVersion4KeepsAVersion3DatabasesCounts(t *testing.T) {
+	is := is.New(t)
+	u := freshSchema(t)
+	files, err := filepath.Glob("migrations/000[123]_*.sql")
+	is.NoErr(err)
+	sort.Strings(files)
+	is.Equal(len(files), 3)
+	execOn(t, u, `CREATE TABLE `+pgstore.MigrationsTable+` (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
+	for i, f := range files {
+		sql, err := os.ReadFile(f)
+		is.NoErr(err)
+		execOn(t, u, string(sql))
+		execOn(t, u, `INSERT INTO `+pgstore.MigrationsTable+` (version, name) VALUES ($1, 'v3')`, i+1)
+	}
+	// Version 3's state: an outstanding reservation, not on the row.
+	execOn(t, u, `INSERT INTO correlation_reservations (id, calls, expires_at) VALUES ('old', 2, now() + interval '1 minute')`)
+	l := correlation.Limits{MaxGroups: 4, MaxCalls: 8}
+	s := open(t, u, l, porttest.Policy)
+	is.Equal(s.SchemaVersion(), pgstore.LatestVersion())
+	admit(t, s, porttest.Group("g1", "p1", 2, porttest.T0))
+	admit(t, s, porttest.Group("g2", "p1", 2, porttest.T0))
+	r, err := s.Reserve(t.Context(), 2, porttest.T0)
+	is.NoErr(err) // 2 live + 1 old reservation + this = 4 groups, 8 calls
+	_, err = s.Reserve(t.Context(), 1, porttest.T0)
+	is.True(errs.Has(err, errs.CorrelationCapacityExceeded))
+	is.NoErr(s.Admit(t.Context(), ports.Reservation{ID: "old", Calls: 2}, porttest.Group("g3", "p1", 2, porttest.T0)))
+	is.NoErr(s.Release(t.Context(), r))
+	c, err := s.Counts(t.Context())
+	is.NoErr(err)
+	is.Equal(c.LiveGroups, 3)
+	is.Equal(c.LiveCalls, 6)
+	is.Equal(c.ReservedGroups, 0)
+	checkInvariants(t, u, l)
+}
+
+// Leases taken under higher limits must not let a replica opened with lower
+// ones pass its own.
+func TestAReplicaOpenedWithLowerLimitsIsNotPassedByOldLeases(t *testing.T) {
+	is := is.New(t)
+	u := freshSchema(t)
+	high := correlation.Limits{MaxGroups: 6400, MaxCalls: 6400} // leases of 64
+	a := open(t, u, high, porttest.Policy)
+	for i := range 130 {
+		admit(t, a, porttest.Group(fmt.Sprintf("g%03d", i), "p1", 1, porttest.T0))
+	}
+	var free int
+	query(t, u, `SELECT sum(free_groups) FROM correlation_usage_stripes`, &free)
+	is.True(free > 0) // a holds leases
+	low := correlation.Limits{MaxGroups: 128, MaxCalls: 128}
+	b := open(t, u, low, porttest.Policy)
+	for range 8 {
+		_, err := b.Reserve(t.Context(), 1, porttest.T0)
+		is.True(errs.Has(err, errs.CorrelationCapacityExceeded)) // 130 live ≥ 128
+	}
+	checkInvariants(t, u, low)
+}
