@@ -39,6 +39,7 @@ func init() {
 		compiledRules[i] = compile(r)
 	}
 }
+
 // checkRow panics on a mis-declared row: this is wiring, found at start-up.
 func checkRow(r *row, ids map[string]bool) {
 	bad := func(why string) { panic(fmt.Sprintf("completion: row %s: %s", r.ID, why)) }
