@@ -108,15 +108,7 @@ func (g *Gateway) settleAnchor(ctx context.Context, p Principal, c *anchorClaim,
 	var d conversation.Decision
 	err := g.anchors.Update(context.WithoutCancel(ctx), p.ID, c.hash, func(a *conversation.Anchor) error {
 		var err error
-		now := g.clock.Now()
-		switch ev {
-		case conversation.Complete:
-			d, err = a.Complete(c.claimID, now, g.anchorPolicy)
-		case conversation.NotSent:
-			d, err = a.NotSent(c.claimID, now, g.anchorPolicy)
-		default:
-			d, err = a.Ambiguous(c.claimID, now, g.anchorPolicy)
-		}
+		d, err = a.Settle(ev, c.claimID, g.clock.Now(), g.anchorPolicy)
 		return err
 	})
 	if err != nil {

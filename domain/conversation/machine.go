@@ -293,27 +293,18 @@ func LookupMissing() Decision {
 // anchor's (its deadline passed and the anchor moved on).
 var ErrStaleClaim = errors.New("conversation: the claim is no longer held")
 
-func (a *Anchor) settle(claimID string, ev Event, now time.Time, p Policy) (Decision, error) {
-	if a.State == Claimed && a.ClaimID != claimID {
+// Settle fires the outcome ev of the continued turn of claimID: Complete at
+// its proven end, NotSent when a failure proves nothing reached the upstream,
+// Ambiguous when it may have been sent. Any other event is not a settlement
+// and is refused like an illegal transition.
+func (a *Anchor) Settle(ev Event, claimID string, now time.Time, p Policy) (Decision, error) {
+	switch {
+	case ev != Complete && ev != NotSent && ev != Ambiguous:
+		return Decision{}, errors.Mark(errors.Newf("conversation: %s does not settle a claim", ev), ErrIllegalTransition)
+	case a.State == Claimed && a.ClaimID != claimID:
 		return Decision{}, errors.Mark(errors.New("conversation: settled by another claim"), ErrStaleClaim)
 	}
 	return a.fire(ev, input{now: now, policy: p})
-}
-
-// Complete records the proven end of the continued turn of claimID.
-func (a *Anchor) Complete(claimID string, now time.Time, p Policy) (Decision, error) {
-	return a.settle(claimID, Complete, now, p)
-}
-
-// NotSent returns the anchor to ACTIVE after a failure that proves
-// nothing reached the upstream.
-func (a *Anchor) NotSent(claimID string, now time.Time, p Policy) (Decision, error) {
-	return a.settle(claimID, NotSent, now, p)
-}
-
-// Ambiguous records a failure after the continuation may have been sent.
-func (a *Anchor) Ambiguous(claimID string, now time.Time, p Policy) (Decision, error) {
-	return a.settle(claimID, Ambiguous, now, p)
 }
 
 // Drop removes the anchor to make room or because a newer anchor of the same

@@ -249,11 +249,11 @@ func (m *registryMachine) Settle(t *rapid.T) {
 		var err error
 		switch how {
 		case "complete":
-			d, err = an.Complete(id, m.now, m.policy)
+			d, err = an.Settle(conversation.Complete, id, m.now, m.policy)
 		case "notsent":
-			d, err = an.NotSent(id, m.now, m.policy)
+			d, err = an.Settle(conversation.NotSent, id, m.now, m.policy)
 		default:
-			d, err = an.Ambiguous(id, m.now, m.policy)
+			d, err = an.Settle(conversation.Ambiguous, id, m.now, m.policy)
 		}
 		return err
 	})

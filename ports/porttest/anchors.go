@@ -88,7 +88,7 @@ func AnchorContract(t *testing.T, newStore NewAnchorStore) {
 			t.Fatalf("second lookup while claimed: got %+v vs expected raced", d)
 		}
 		if err := s.Update(ctx, "p1", "h1", func(a *conversation.Anchor) error {
-			_, err := a.Complete("claim-1", T0.Add(2*time.Second), AnchorPolicy)
+			_, err := a.Settle(conversation.Complete, "claim-1", T0.Add(2*time.Second), AnchorPolicy)
 			return err
 		}); err != nil {
 			t.Fatal(err)
@@ -153,7 +153,7 @@ func AnchorContract(t *testing.T, newStore NewAnchorStore) {
 			t.Fatalf("claim h2: %+v %v", d, err)
 		}
 		if err := s.Update(ctx, "p1", "h2", func(a *conversation.Anchor) error {
-			_, err := a.Complete("c2", T0.Add(4*time.Second), AnchorPolicy)
+			_, err := a.Settle(conversation.Complete, "c2", T0.Add(4*time.Second), AnchorPolicy)
 			return err
 		}); err != nil {
 			t.Fatal(err)
@@ -303,7 +303,7 @@ func BenchAnchorTurn(b *testing.B, s ports.AnchorStore) {
 			b.Fatalf("claim %d: %+v %v", i, d, err)
 		}
 		if err := s.Update(ctx, p, h, func(a *conversation.Anchor) error {
-			_, err := a.Complete(claimID, T0, AnchorPolicy)
+			_, err := a.Settle(conversation.Complete, claimID, T0, AnchorPolicy)
 			return err
 		}); err != nil {
 			b.Fatal(err)
