@@ -344,8 +344,8 @@ func TestTheFinalAnswerOfAToolLoopIsAnchored(t *testing.T) {
 // downAnchors is an anchor store whose database is unreachable.
 type downAnchors struct{ ports.AnchorStore }
 
-func (downAnchors) Update(context.Context, string, string, func(*conversation.Anchor) error) error {
-	return errs.New(errs.CorrelationStoreUnavailable)
+func (downAnchors) Update(context.Context, string, string, func(*conversation.Anchor) (conversation.Decision, error)) (conversation.Decision, error) {
+	return conversation.Decision{}, errs.New(errs.CorrelationStoreUnavailable)
 }
 
 func (downAnchors) Record(context.Context, conversation.Anchor, time.Time) error {
