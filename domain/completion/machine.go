@@ -117,9 +117,12 @@ func compile(rule Rule) compiled {
 	}
 	c.table = t
 	c.machine = fsm.NewMachine(fsm.Spec[Tracker, State, Event, struct{}]{
-		Table:     t,
-		State:     func(tr *Tracker) *State { return &tr.st },
-		Unhandled: c.unhandled,
+		Table:      t,
+		State:      func(tr *Tracker) *State { return &tr.st },
+		Unhandled:  c.unhandled,
+		StateIndex: State.index,
+		EventIndex: Event.index,
+		Number:     func(tr *Tracker) *int { return &tr.num },
 	})
 	return c
 }

@@ -22,6 +22,7 @@ var (
 type Tracker struct {
 	c    *compiled
 	st   State
+	num  int // st.index(), kept by the machine
 	code errs.Code
 	row  string // the id of the last row that changed the state
 }
@@ -30,7 +31,7 @@ type Tracker struct {
 // machine (built once from the rows and shared). It panics on an unknown rule
 // (use ParseRule first).
 func NewTracker(rule Rule) *Tracker {
-	return &Tracker{c: compiledFor(rule), st: Awaiting}
+	return &Tracker{c: compiledFor(rule), st: Awaiting, num: Awaiting.index()}
 }
 
 // Rule returns the tracker's rule.
@@ -56,23 +57,22 @@ func (t *Tracker) OutcomeRow() string { return t.row }
 // code with one is the decoder's mistake, an internal_error that changes
 // nothing.
 func (t *Tracker) Fire(e Event, code errs.Code) (string, error) {
-	switch {
-	case e != Failure && code != "":
-		return "", errs.Newf(errs.InternalError, "completion %s: %s carries no code", t.c.rule, e)
-	case e != Failure:
-	case code == "":
-		code = errs.UpstreamFailure
-	default:
-		if _, ok := errs.Lookup(code); !ok {
+	if e == Failure {
+		if code == "" {
+			code = errs.UpstreamFailure
+		} else if _, ok := errs.Lookup(code); !ok {
 			code = errs.InternalError
 		}
+	} else if code != "" {
+		return "", errs.Newf(errs.InternalError, "completion %s: %s carries no code", t.c.rule, e)
 	}
+	from := t.num
 	i, err := t.c.machine.Fire(t, e, struct{}{})
 	if err != nil {
 		return "", err
 	}
 	r := t.c.rows[i]
-	if r.From == r.To {
+	if t.num == from { // a self-loop
 		return r.ID, nil
 	}
 	t.code, t.row = r.Code, r.ID

@@ -26,6 +26,17 @@ type Spec[R any, S, E ~string, A any] struct {
 	// Unhandled returns the error of an event that has no row in state from
 	// (see Illegal). It runs only on that cold path.
 	Unhandled func(from S, ev E) error
+	// StateIndex and EventIndex, when set, number the states and events
+	// (distinct numbers from 0; -1 for a value that is none) so that firing
+	// indexes an array instead of hashing two strings: for a machine fired on
+	// every event of a stream. Unset, the machine numbers them itself.
+	StateIndex func(S) int
+	EventIndex func(E) int
+	// Number, when set, returns where the record caches the number of its
+	// state (StateIndex's); the machine then reads the number instead of
+	// computing it, and keeps it in step with every state change. Whoever sets
+	// the record's state otherwise must set the number too.
+	Number func(r *R) *int
 }
 
 // Entry is an action run when the machine enters each state of In: after any
@@ -50,6 +61,7 @@ func Illegal[S, E ~string](name string, mark error, hint string) func(S, E) erro
 type cell[R any, S ~string, A any] struct {
 	row   int // index of the row in the Table's rows; -1: no row
 	to    S
+	toNum int // the number of to
 	self  bool
 	entry []func(*R, A) // the entry actions the row runs, in order
 }
@@ -61,9 +73,11 @@ type cell[R any, S ~string, A any] struct {
 // state change sets the record's state and runs the row's entry actions.
 type Machine[R any, S, E ~string, A any] struct {
 	state     func(*R) *S
-	states    map[S]int
-	events    map[E]int
-	cells     [][]cell[R, S, A] // [state][event]
+	si        func(S) int
+	ei        func(E) int
+	number    func(*R) *int
+	ne        int
+	cells     []cell[R, S, A] // [state*ne + event]
 	unhandled func(S, E) error
 	graph     string
 }
@@ -78,47 +92,75 @@ func NewMachine[R any, S, E ~string, A any](spec Spec[R, S, E, A]) *Machine[R, S
 		panic(err)
 	}
 	m := &Machine[R, S, E, A]{state: spec.State, unhandled: spec.Unhandled,
-		states: make(map[S]int, len(t.States)), events: map[E]int{}}
-	for i, s := range t.States {
-		m.states[S(s)] = i
+		si: spec.StateIndex, ei: spec.EventIndex, number: spec.Number}
+	if m.si == nil {
+		m.si = numbering[S](t.States)
 	}
-	for i, e := range t.Events() {
-		m.events[E(e)] = i
+	if m.ei == nil {
+		m.ei = numbering[E](t.Events())
 	}
-	m.cells = make([][]cell[R, S, A], len(t.States))
-	for si := range m.cells {
-		m.cells[si] = make([]cell[R, S, A], len(m.events))
-		for ei := range m.cells[si] {
-			m.cells[si][ei].row = -1
-		}
+	ns := size(t.Name, t.States, m.si)
+	ne := size(t.Name, t.Events(), m.ei)
+	m.ne = ne
+	m.cells = make([]cell[R, S, A], ns*ne)
+	for i := range m.cells {
+		m.cells[i].row = -1
 	}
 	for i, r := range t.Rows {
-		c := &m.cells[m.states[S(r.From)]][m.events[E(r.On)]]
-		c.row, c.to, c.self = i, S(r.To), r.To == r.From
+		c := &m.cells[m.si(S(r.From))*ne+m.ei(E(r.On))]
+		c.row, c.to, c.toNum, c.self = i, S(r.To), m.si(S(r.To)), r.To == r.From
 	}
 	for _, en := range spec.Entry {
 		for _, s := range en.In {
-			if _, ok := m.states[s]; !ok {
+			if !contains(t.States, string(s)) {
 				panic(fmt.Sprintf("fsm %s: entry action in undeclared state %s", t.Name, s))
 			}
 		}
 	}
-	for si := range m.cells {
-		for ei := range m.cells[si] {
-			c := &m.cells[si][ei]
-			if c.row < 0 || c.self {
-				continue
-			}
-			ev := E(t.Rows[c.row].On)
-			for _, en := range spec.Entry {
-				if (en.From == "" || en.From == ev) && contains(en.In, c.to) {
-					c.entry = append(c.entry, en.Do)
-				}
+	for i := range m.cells {
+		c := &m.cells[i]
+		if c.row < 0 || c.self {
+			continue
+		}
+		ev := E(t.Rows[c.row].On)
+		for _, en := range spec.Entry {
+			if (en.From == "" || en.From == ev) && contains(en.In, c.to) {
+				c.entry = append(c.entry, en.Do)
 			}
 		}
 	}
 	m.graph = m.check(t)
 	return m
+}
+
+// numbering numbers names in order.
+func numbering[T ~string](names []string) func(T) int {
+	n := make(map[T]int, len(names))
+	for i, s := range names {
+		n[T(s)] = i
+	}
+	return func(v T) int {
+		if i, ok := n[v]; ok {
+			return i
+		}
+		return -1
+	}
+}
+
+// size checks that index numbers names distinctly from 0 and returns the
+// array size they need.
+func size[T ~string](machine string, names []string, index func(T) int) int {
+	seen := map[int]bool{}
+	n := 0
+	for _, s := range names {
+		i := index(T(s))
+		if i < 0 || seen[i] {
+			panic(fmt.Sprintf("fsm %s: %s has no number of its own", machine, s))
+		}
+		seen[i] = true
+		n = max(n, i+1)
+	}
+	return n
 }
 
 func contains[S comparable](ss []S, s S) bool {
@@ -155,10 +197,10 @@ func (m *Machine[R, S, E, A]) check(t Table) string {
 	errUnhandled := errors.New("unhandled")
 	sm.OnUnhandledTrigger(func(context.Context, stateless.State, stateless.Trigger, []string) error { return errUnhandled })
 	for _, s := range t.States {
-		for e, ei := range m.events {
+		for _, e := range t.Events() {
 			cur = S(s)
-			err := sm.Fire(e)
-			c := m.cells[m.states[S(s)]][ei]
+			err := sm.Fire(E(e))
+			c := m.cells[m.si(S(s))*m.ne+m.ei(E(e))]
 			if (err == nil) != (c.row >= 0) || (err == nil && cur != c.to) {
 				panic(fmt.Sprintf("fsm %s: stateless and the index disagree on (%s, %s)", t.Name, s, e))
 			}
@@ -176,16 +218,27 @@ func noChange(context.Context, ...any) error { return nil }
 // Spec's Unhandled error, and the record is unchanged.
 func (m *Machine[R, S, E, A]) Fire(r *R, ev E, a A) (int, error) {
 	sp := m.state(r)
-	si, ok := m.states[*sp]
-	ei, ok2 := m.events[ev]
-	if !ok || !ok2 || m.cells[si][ei].row < 0 {
+	var num *int
+	var si int
+	if m.number != nil {
+		num = m.number(r)
+		si = *num
+	} else {
+		si = m.si(*sp)
+	}
+	ei := m.ei(ev)
+	i := si*m.ne + ei
+	if si < 0 || ei < 0 || ei >= m.ne || i >= len(m.cells) || m.cells[i].row < 0 {
 		return -1, m.unhandled(*sp, ev)
 	}
-	c := &m.cells[si][ei]
+	c := &m.cells[i]
 	if c.self {
 		return c.row, nil
 	}
 	*sp = c.to
+	if num != nil {
+		*num = c.toNum
+	}
 	for _, do := range c.entry {
 		do(r, a)
 	}
