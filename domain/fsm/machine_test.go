@@ -109,3 +109,47 @@ func TestTwoRowsForOnePairPanic(t *testing.T) {
 	defer func() { is.True(recover() != nil) }() // a mis-declaration is found at build
 	fsm.NewMachine(s)
 }
+
+// numbered is a bulb that caches its state's number.
+type numbered struct {
+	bulb
+	num int
+}
+
+func TestANumberedMachineKeepsTheRecordsNumberInStep(t *testing.T) {
+	is := is.New(t)
+	s := spec()
+	index := map[light]int{"OFF": 0, "ON": 1, "BROKEN": 2}
+	m := fsm.NewMachine(fsm.Spec[numbered, light, press, wear]{
+		Table: s.Table,
+		State: func(n *numbered) *light { return &n.state },
+		StateIndex: func(l light) int {
+			if i, ok := index[l]; ok {
+				return i
+			}
+			return -1
+		},
+		EventIndex: func(p press) int { return map[press]int{"on": 0, "off": 1, "break": 2}[p] },
+		Number:     func(n *numbered) *int { return &n.num },
+		Unhandled:  s.Unhandled,
+	})
+	n := &numbered{bulb: bulb{state: "OFF"}}
+	_, err := m.Fire(n, "on", wear{})
+	is.NoErr(err)
+	is.Equal(n.state, light("ON")) // the state moved
+	is.Equal(n.num, 1)             // and its number with it
+	_, err = m.Fire(n, "off", wear{})
+	is.NoErr(err)
+	is.Equal(n.num, 0)
+	n.num = 2 // BROKEN has no rows: the number is what the machine reads
+	_, err = m.Fire(n, "on", wear{})
+	is.True(errors.Is(err, errIllegal))
+}
+
+func TestTwoStatesOfOneNumberPanic(t *testing.T) {
+	is := is.New(t)
+	s := spec()
+	s.StateIndex = func(light) int { return 0 }
+	defer func() { is.True(recover() != nil) }() // a mis-numbering is found at build
+	fsm.NewMachine(s)
+}
