@@ -54,9 +54,10 @@ func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request) 
 			claimID, err = g.ids.Token()
 		}
 		if err == nil {
+			var d conversation.Decision
 			var a conversation.Anchor
 			areq := conversation.Request{WorkspaceID: g.cfg.WorkspaceID, Model: req.Model, ToolsHash: toolsHash}
-			d, err := g.anchors.Update(ctx, p.ID, hash, func(an *conversation.Anchor) (conversation.Decision, error) {
+			d, err = g.anchors.Update(ctx, p.ID, hash, func(an *conversation.Anchor) (conversation.Decision, error) {
 				defer func() { a = *an }()
 				return an.Claim(g.clock.Now(), g.anchorPolicy, areq, claimID)
 			})
