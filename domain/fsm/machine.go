@@ -217,25 +217,24 @@ func noChange(context.Context, ...any) error { return nil }
 // row in the Table's rows. An event without a row in the record's state is the
 // Spec's Unhandled error, and the record is unchanged.
 func (m *Machine[R, S, E, A]) Fire(r *R, ev E, a A) (int, error) {
-	sp := m.state(r)
 	var num *int
 	var si int
 	if m.number != nil {
 		num = m.number(r)
 		si = *num
 	} else {
-		si = m.si(*sp)
+		si = m.si(*m.state(r))
 	}
 	ei := m.ei(ev)
 	i := si*m.ne + ei
 	if si < 0 || ei < 0 || ei >= m.ne || i >= len(m.cells) || m.cells[i].row < 0 {
-		return -1, m.unhandled(*sp, ev)
+		return -1, m.unhandled(*m.state(r), ev)
 	}
 	c := &m.cells[i]
 	if c.self {
 		return c.row, nil
 	}
-	*sp = c.to
+	*m.state(r) = c.to
 	if num != nil {
 		*num = c.toNum
 	}
