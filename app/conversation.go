@@ -57,11 +57,9 @@ func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request) 
 			var d conversation.Decision
 			var a conversation.Anchor
 			areq := conversation.Request{WorkspaceID: g.cfg.WorkspaceID, Model: req.Model, ToolsHash: toolsHash}
-			err = g.anchors.Update(ctx, p.ID, hash, func(an *conversation.Anchor) error {
-				var err error
-				d, err = an.Claim(g.clock.Now(), g.anchorPolicy, areq, claimID)
-				a = *an
-				return err
+			d, err = g.anchors.Update(ctx, p.ID, hash, func(an *conversation.Anchor) (conversation.Decision, error) {
+				defer func() { a = *an }()
+				return an.Claim(g.clock.Now(), g.anchorPolicy, areq, claimID)
 			})
 			if errors.Is(err, conversation.ErrNoAnchor) {
 				d, err = conversation.LookupMissing(), nil
@@ -105,19 +103,8 @@ func (g *Gateway) logFresh(ctx context.Context, p Principal, d conversation.Deci
 // Ambiguous otherwise (the anchor retires). A failure is logged; the anchor then stays CLAIMED until
 // its hard deadline retires it (never continued again: safe).
 func (g *Gateway) settleAnchor(ctx context.Context, p Principal, c *anchorClaim, ev conversation.Event) {
-	var d conversation.Decision
-	err := g.anchors.Update(context.WithoutCancel(ctx), p.ID, c.hash, func(a *conversation.Anchor) error {
-		var err error
-		now := g.clock.Now()
-		switch ev {
-		case conversation.Complete:
-			d, err = a.Complete(c.claimID, now, g.anchorPolicy)
-		case conversation.NotSent:
-			d, err = a.NotSent(c.claimID, now, g.anchorPolicy)
-		default:
-			d, err = a.Ambiguous(c.claimID, now, g.anchorPolicy)
-		}
-		return err
+	d, err := g.anchors.Update(context.WithoutCancel(ctx), p.ID, c.hash, func(a *conversation.Anchor) (conversation.Decision, error) {
+		return a.Settle(ev, c.claimID, g.clock.Now(), g.anchorPolicy)
 	})
 	if err != nil {
 		g.log.WarnContext(ctx, "conversation settle failed", "event", string(ev), "code", string(errs.CodeOf(err)), "error", errs.Redact(err))

@@ -344,8 +344,8 @@ func TestTheFinalAnswerOfAToolLoopIsAnchored(t *testing.T) {
 // downAnchors is an anchor store whose database is unreachable.
 type downAnchors struct{ ports.AnchorStore }
 
-func (downAnchors) Update(context.Context, string, string, func(*conversation.Anchor) error) error {
-	return errs.New(errs.CorrelationStoreUnavailable)
+func (downAnchors) Update(context.Context, string, string, func(*conversation.Anchor) (conversation.Decision, error)) (conversation.Decision, error) {
+	return conversation.Decision{}, errs.New(errs.CorrelationStoreUnavailable)
 }
 
 func (downAnchors) Record(context.Context, conversation.Anchor, time.Time) error {
@@ -360,7 +360,8 @@ func TestAnUnavailableAnchorStoreDegradesToFreshConversations(t *testing.T) {
 	is.Equal(a, "answer to one") // answers are unaffected
 	a = r.turn(t, textRequest(user("one"), assistant(a), user("two")))
 	is.Equal(a, "answer to two")
-	is.Equal(r.last().ConversationID, "")                                           // the lookup failed: a fresh conversation
-	is.Equal(r.freshReasons(), []string{"no_anchor", "store_unavailable"})          // said so
-	is.True(strings.Contains(r.logs.String(), `"msg":"conversation not anchored"`)) // and the record failure too
+	is.Equal(r.last().ConversationID, "")                                                                                                                                                   // the lookup failed: a fresh conversation
+	is.Equal(r.freshReasons(), []string{"no_anchor", "store_unavailable"})                                                                                                                  // said so
+	is.True(strings.Contains(r.logs.String(), `"level":"WARN","msg":"conversation: fresh","reason":"store_unavailable","principal_slot":"default","code":"correlation_store_unavailable"`)) // a warning with the store's error
+	is.True(strings.Contains(r.logs.String(), `"msg":"conversation not anchored"`))                                                                                                         // and the record failure too
 }

@@ -198,13 +198,10 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 	if err != nil {
 		return nil, err
 	}
-	var d correlation.Decision
 	var claimed correlation.Group
-	err = g.store.Update(ctx, key, func(gr *correlation.Group) error {
-		var err error
-		d, err = gr.Submit(g.clock.Now(), g.cfg.Policy, sub, attempt)
-		claimed = gr.Clone()
-		return err
+	d, err := g.store.Update(ctx, key, func(gr *correlation.Group) (correlation.Decision, error) {
+		defer func() { claimed = gr.Clone() }()
+		return gr.Submit(g.clock.Now(), g.cfg.Policy, sub, attempt)
 	})
 	if errs.Has(err, errs.UnknownToolCall) { // removed between resolve and update
 		d = correlation.SubmitUnknown()
@@ -279,15 +276,11 @@ func notAccepted(err error) bool {
 // only when the upstream provably did not accept the request, else UNCERTAIN.
 func (g *Gateway) settleFailure(ctx context.Context, p Principal, key string, cause error) {
 	notSent := notAccepted(cause)
-	var d correlation.Decision
-	err := g.store.Update(context.WithoutCancel(ctx), key, func(gr *correlation.Group) error {
-		var err error
+	d, err := g.store.Update(context.WithoutCancel(ctx), key, func(gr *correlation.Group) (correlation.Decision, error) {
 		if notSent {
-			d, err = gr.NotSent(g.clock.Now(), g.cfg.Policy)
-		} else {
-			d, err = gr.Ambiguous(g.clock.Now(), g.cfg.Policy)
+			return gr.NotSent(g.clock.Now(), g.cfg.Policy)
 		}
-		return err
+		return gr.Ambiguous(g.clock.Now(), g.cfg.Policy)
 	})
 	if err != nil {
 		g.log.ErrorContext(ctx, "correlation settle failed", "code", errs.CodeOf(err), "error", errs.Redact(err))

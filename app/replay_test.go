@@ -57,9 +57,9 @@ func consumedGroup(t *testing.T, r *rig) (chat.Request, string) {
 // the gateway sharing the store would have written it.
 func storeCached(t *testing.T, r *rig, key, cached string) {
 	t.Helper()
-	err := r.store.Update(t.Context(), key, func(g *correlation.Group) error {
+	_, err := r.store.Update(t.Context(), key, func(g *correlation.Group) (correlation.Decision, error) {
 		g.CachedResponse = []byte(cached)
-		return nil
+		return correlation.Decision{}, nil
 	})
 	is.New(t).NoErr(err)
 }

@@ -122,9 +122,8 @@ func (g *Gateway) cancelPending(ctx context.Context) int {
 	n := 0
 	now := g.clock.Now()
 	for _, k := range keys {
-		err := g.store.Update(ctx, k, func(gr *correlation.Group) error {
-			_, err := gr.Cancel(now, g.cfg.Policy)
-			return err
+		_, err := g.store.Update(ctx, k, func(gr *correlation.Group) (correlation.Decision, error) {
+			return gr.Cancel(now, g.cfg.Policy)
 		})
 		if err == nil {
 			n++

@@ -24,10 +24,11 @@ func TestShutdownCancelsPendingGroupsOfAPrivateStoreOnly(t *testing.T) {
 	for _, k := range []string{"g1", "g2"} {
 		porttest.Admit(t, s, porttest.Group(k, "p1", 1, porttest.T0), porttest.T0)
 	}
-	is.NoErr(s.Update(t.Context(), "g2", func(g *correlation.Group) error {
-		_, err := g.Submit(porttest.T0, porttest.Policy, porttest.Submission(*g, "r"), "a")
-		return err
-	}))
+	d, err := s.Update(t.Context(), "g2", func(g *correlation.Group) (correlation.Decision, error) {
+		return g.Submit(porttest.T0, porttest.Policy, porttest.Submission(*g, "r"), "a")
+	})
+	is.NoErr(err)
+	is.Equal(d.Effect, correlation.EffectDispatch) // Update returns the closure's decision: g2 is claimed
 	gw := app.New(app.Config{Correlation: true, Policy: porttest.Policy}, &porttest.Upstream{}, s,
 		porttest.NewClock(porttest.T0.Add(time.Second)), &porttest.IDs{}, slog.New(slog.DiscardHandler))
 	n, c := gw.Shutdown(t.Context())

@@ -209,12 +209,7 @@ func (t *turn) fail(ctx context.Context, err error) {
 
 func (t *turn) settle(ctx context.Context, fn func(g *correlation.Group) (correlation.Decision, error)) {
 	t.settled = true
-	var d correlation.Decision
-	err := t.g.store.Update(context.WithoutCancel(ctx), t.claimedKey, func(g *correlation.Group) error {
-		var err error
-		d, err = fn(g)
-		return err
-	})
+	d, err := t.g.store.Update(context.WithoutCancel(ctx), t.claimedKey, fn)
 	if err != nil {
 		t.g.log.ErrorContext(ctx, "correlation settle failed", "code", errs.CodeOf(err), "error", errs.Redact(err))
 		if t.err == nil {

@@ -115,10 +115,11 @@ type CorrelationStore interface {
 	// Resolve maps public ids of one principal to group keys; ids that do not
 	// exist for that principal are absent from the map (no error, no leak).
 	Resolve(ctx context.Context, principalID string, publicIDs []string) (map[string]string, error)
-	// Update runs fn on a copy of the group with key under the store's atomicity
-	// and writes the copy back when fn returns nil. Errors: unknown_tool_call when
-	// the group does not exist; otherwise whatever fn returned.
-	Update(ctx context.Context, key string, fn func(g *correlation.Group) error) error
+	// Update runs fn on a copy of the group with key under the store's atomicity,
+	// writes the copy back when fn returns no error, and returns fn's decision.
+	// Errors: unknown_tool_call when the group does not exist; otherwise
+	// whatever fn returned.
+	Update(ctx context.Context, key string, fn func(g *correlation.Group) (correlation.Decision, error)) (correlation.Decision, error)
 	// Sweep applies time to every group: overdue PENDING → EXPIRED, overdue
 	// INFLIGHT → UNCERTAIN, tombstones past the terminal TTL removed.
 	Sweep(ctx context.Context, now time.Time) (correlation.SweepReport, error)
@@ -147,10 +148,10 @@ type AnchorStore interface {
 	// Errors: conversation.ErrBusy, conversation.ErrFull, or the store's
 	// unavailability (correlation_store_unavailable for PostgreSQL).
 	Record(ctx context.Context, a conversation.Anchor, now time.Time) error
-	// Update runs fn on a copy of the anchor of (principalID, transcriptHash).
-	// Errors: conversation.ErrNoAnchor when there is none; otherwise whatever
-	// fn returned, or the store's unavailability.
-	Update(ctx context.Context, principalID, transcriptHash string, fn func(a *conversation.Anchor) error) error
+	// Update runs fn on a copy of the anchor of (principalID, transcriptHash)
+	// and returns fn's decision. Errors: conversation.ErrNoAnchor when there is
+	// none; otherwise whatever fn returned, or the store's unavailability.
+	Update(ctx context.Context, principalID, transcriptHash string, fn func(a *conversation.Anchor) (conversation.Decision, error)) (conversation.Decision, error)
 	// Sweep applies time: overdue ACTIVE → EXPIRED, claims past their
 	// deadline → RETIRED, tombstones past the terminal TTL removed.
 	Sweep(ctx context.Context, now time.Time) (conversation.SweepReport, error)

@@ -32,7 +32,7 @@ func (s *Anchors) Record(_ context.Context, a conversation.Anchor, now time.Time
 }
 
 // Update implements ports.AnchorStore: fn runs on a copy under the lock.
-func (s *Anchors) Update(_ context.Context, principalID, transcriptHash string, fn func(a *conversation.Anchor) error) error {
+func (s *Anchors) Update(_ context.Context, principalID, transcriptHash string, fn func(a *conversation.Anchor) (conversation.Decision, error)) (conversation.Decision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.reg.Update(conversation.Key{PrincipalID: principalID, TranscriptHash: transcriptHash}, fn)

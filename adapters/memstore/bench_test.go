@@ -86,17 +86,16 @@ func BenchmarkClaimUnderContention(b *testing.B) {
 		stripe := n / 64
 		for j := 0; pb.Next(); j++ {
 			i := (w%64)*stripe + j%stripe
-			err := s.Update(b.Context(), keys[i], func(g *correlation.Group) error {
+			_, err := s.Update(b.Context(), keys[i], func(g *correlation.Group) (correlation.Decision, error) {
 				d, err := g.Submit(porttest.T0, porttest.Policy, subs[i], "attempt")
 				if err == nil && d.Effect != correlation.EffectDispatch {
 					rejected.Add(1)
 				}
-				return err
+				return correlation.Decision{}, err
 			})
 			if err == nil {
-				err = s.Update(b.Context(), keys[i], func(g *correlation.Group) error {
-					_, err := g.NotSent(porttest.T0, porttest.Policy)
-					return err
+				_, err = s.Update(b.Context(), keys[i], func(g *correlation.Group) (correlation.Decision, error) {
+					return g.NotSent(porttest.T0, porttest.Policy)
 				})
 			}
 			if err != nil {

@@ -72,7 +72,7 @@ func (s *Store) Resolve(_ context.Context, principalID string, publicIDs []strin
 
 // Update implements ports.CorrelationStore: fn runs on a copy under the lock and
 // the copy is written only when fn returns nil.
-func (s *Store) Update(_ context.Context, key string, fn func(g *correlation.Group) error) error {
+func (s *Store) Update(_ context.Context, key string, fn func(g *correlation.Group) (correlation.Decision, error)) (correlation.Decision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.reg.Update(key, fn)

@@ -127,8 +127,9 @@ func writeAnchor(ctx context.Context, tx pgx.Tx, old, nw conversation.Anchor) er
 }
 
 // Update implements ports.AnchorStore.
-func (s *Anchors) Update(ctx context.Context, principalID, transcriptHash string, fn func(a *conversation.Anchor) error) error {
-	return s.s.inTx(ctx, "anchor update", pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
+func (s *Anchors) Update(ctx context.Context, principalID, transcriptHash string, fn func(a *conversation.Anchor) (conversation.Decision, error)) (conversation.Decision, error) {
+	var d conversation.Decision // fn's, once the transaction holding it commits
+	err := s.s.inTx(ctx, "anchor update", pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
 		cur, ok, err := lockAnchor(ctx, tx, conversation.Key{PrincipalID: principalID, TranscriptHash: transcriptHash})
 		if err != nil {
 			return err
@@ -137,11 +138,15 @@ func (s *Anchors) Update(ctx context.Context, principalID, transcriptHash string
 			return errors.Mark(errors.New("conversation: no anchor"), conversation.ErrNoAnchor)
 		}
 		cp := cur
-		if err := fn(&cp); err != nil {
+		if d, err = fn(&cp); err != nil {
 			return err
 		}
 		return writeAnchor(ctx, tx, cur, cp)
 	})
+	if err != nil {
+		return conversation.Decision{}, err
+	}
+	return d, nil
 }
 
 // Record implements ports.AnchorStore.

@@ -75,12 +75,12 @@ func BenchmarkClaim(b *testing.B) {
 					i := int(next.Add(1) - 1)
 					s := stores[i%replicas]
 					start := time.Now()
-					err := s.Update(context.Background(), groups[i].Key, func(g *correlation.Group) error {
+					_, err := s.Update(context.Background(), groups[i].Key, func(g *correlation.Group) (correlation.Decision, error) {
 						d, err := g.Submit(porttest.T0, porttest.Policy, subs[i], "attempt")
 						if err == nil && d.Effect == correlation.EffectDispatch {
 							dispatched.Add(1)
 						}
-						return err
+						return correlation.Decision{}, err
 					})
 					mine = append(mine, time.Since(start))
 					if err != nil {

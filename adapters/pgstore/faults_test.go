@@ -73,9 +73,8 @@ func TestAnUpdateThatFailsMidwayWritesNothing(t *testing.T) {
 	// Completing writes the group row, then the accounting row: fail the latter.
 	failOn(t, u, "correlation_usage", "UPDATE", "NEW.live_groups < OLD.live_groups")
 	before := snapshot(t, u)
-	err = s.Update(t.Context(), "g1", func(gr *correlation.Group) error {
-		_, err := gr.Complete(porttest.T0, porttest.Policy, []byte("answer"), "d")
-		return err
+	_, err = s.Update(t.Context(), "g1", func(gr *correlation.Group) (correlation.Decision, error) {
+		return gr.Complete(porttest.T0, porttest.Policy, []byte("answer"), "d")
 	})
 	is.Equal(errs.CodeOf(err), errs.CorrelationStoreUnavailable)
 	is.Equal(snapshot(t, u), before) // the group is still INFLIGHT, the cache empty
@@ -93,11 +92,10 @@ func TestAConnectionKilledInsideAnUpdateWritesNothing(t *testing.T) {
 	admit(t, s, g)
 	before := snapshot(t, u)
 	called := 0
-	err := s.Update(t.Context(), "g1", func(gr *correlation.Group) error {
+	_, err := s.Update(t.Context(), "g1", func(gr *correlation.Group) (correlation.Decision, error) {
 		called++
 		admin(t, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, app)
-		_, err := gr.Submit(porttest.T0, porttest.Policy, porttest.Submission(*gr, "r"), "a")
-		return err
+		return gr.Submit(porttest.T0, porttest.Policy, porttest.Submission(*gr, "r"), "a")
 	})
 	is.Equal(called, 1)                                          // the closure ran once, inside the transaction
 	is.Equal(errs.CodeOf(err), errs.CorrelationStoreUnavailable) // whose connection died before the write
@@ -139,7 +137,10 @@ func TestAStoreOutageAnswersUnavailableAndKeepsPendingGroups(t *testing.T) {
 	_, err = s.Resolve(ctx, "p1", []string{"call_pmn_g1_0"})
 	unavailable("resolve", err)
 	called := false
-	err = s.Update(ctx, "g1", func(*correlation.Group) error { called = true; return nil })
+	_, err = s.Update(ctx, "g1", func(*correlation.Group) (correlation.Decision, error) {
+		called = true
+		return correlation.Decision{}, nil
+	})
 	unavailable("update", err)
 	is.True(!called) // the closure never ran without its transaction
 	_, err = s.Sweep(ctx, porttest.T0)

@@ -65,11 +65,8 @@ func stateOf(t testing.TB, s ports.CorrelationStore, key string) correlation.Sta
 
 // submit runs one continuation submission of g against store s.
 func submit(s ports.CorrelationStore, g correlation.Group, attempt string, now time.Time) (correlation.Decision, error) {
-	var d correlation.Decision
-	err := s.Update(context.Background(), g.Key, func(gr *correlation.Group) error {
-		var err error
-		d, err = gr.Submit(now, porttest.Policy, porttest.Submission(g, "result"), attempt)
-		return err
+	d, err := s.Update(context.Background(), g.Key, func(gr *correlation.Group) (correlation.Decision, error) {
+		return gr.Submit(now, porttest.Policy, porttest.Submission(g, "result"), attempt)
 	})
 	return d, err
 }
@@ -329,9 +326,8 @@ func TestCachedResponsesStayWithinTheBudgetUnderConcurrency(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := []*pgstore.Store{a, b}[i%2].Update(context.Background(), fmt.Sprintf("g%02d", i), func(g *correlation.Group) error {
-				_, err := g.Complete(porttest.T0, porttest.Policy, []byte("12345678"), "d")
-				return err
+			_, err := []*pgstore.Store{a, b}[i%2].Update(context.Background(), fmt.Sprintf("g%02d", i), func(g *correlation.Group) (correlation.Decision, error) {
+				return g.Complete(porttest.T0, porttest.Policy, []byte("12345678"), "d")
 			})
 			if err != nil {
 				t.Errorf("complete: %v", err)
@@ -356,9 +352,9 @@ func TestRecordsSurviveTheDatabaseExactly(t *testing.T) {
 	admit(t, s, g)
 	var got correlation.Group
 	errRead := fmt.Errorf("read")
-	err := s.Update(t.Context(), "g1", func(gr *correlation.Group) error {
+	_, err := s.Update(t.Context(), "g1", func(gr *correlation.Group) (correlation.Decision, error) {
 		got = gr.Clone()
-		return errRead
+		return correlation.Decision{}, errRead
 	})
 	is.Equal(err, errRead)
 	is.Equal(got.Calls, g.Calls)            // argument strings byte-exact
@@ -371,14 +367,15 @@ func TestRecordsSurviveTheDatabaseExactly(t *testing.T) {
 	d, err := submit(s, g2, "a", porttest.T0)
 	is.NoErr(err)
 	is.Equal(d.Effect, correlation.EffectDispatch)
-	is.NoErr(s.Update(t.Context(), "g2", func(gr *correlation.Group) error {
-		_, err := gr.Complete(porttest.T0, porttest.Policy, []byte{}, "d")
-		return err
-	}))
-	is.NoErr(s.Update(t.Context(), "g2", func(gr *correlation.Group) error {
+	_, err = s.Update(t.Context(), "g2", func(gr *correlation.Group) (correlation.Decision, error) {
+		return gr.Complete(porttest.T0, porttest.Policy, []byte{}, "d")
+	})
+	is.NoErr(err)
+	_, err = s.Update(t.Context(), "g2", func(gr *correlation.Group) (correlation.Decision, error) {
 		got = gr.Clone()
-		return nil
-	}))
+		return correlation.Decision{}, nil
+	})
+	is.NoErr(err)
 	is.True(got.CachedResponse != nil && len(got.CachedResponse) == 0)
 }
 

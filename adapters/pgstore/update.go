@@ -34,7 +34,7 @@ import (
 // Errors: unknown_tool_call when the group does not exist; fn's error
 // unchanged; correlation_store_unavailable when the database fails (nothing
 // is written).
-func (s *Store) Update(ctx context.Context, key string, fn func(g *correlation.Group) error) error {
+func (s *Store) Update(ctx context.Context, key string, fn func(g *correlation.Group) (correlation.Decision, error)) (correlation.Decision, error) {
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
 	conn, rec, cached, err := s.lockGroup(ctx, key)
@@ -43,33 +43,34 @@ func (s *Store) Update(ctx context.Context, key string, fn func(g *correlation.G
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		s.abort(ctx, conn.Conn())
-		return errs.New(errs.UnknownToolCall)
+		return correlation.Decision{}, errs.New(errs.UnknownToolCall)
 	}
 	if err != nil {
-		return unavailable(err, "update: lock group")
+		return correlation.Decision{}, unavailable(err, "update: lock group")
 	}
 	cur, err := decodeRecord(rec)
 	if err != nil {
 		s.abort(ctx, conn.Conn())
-		return err
+		return correlation.Decision{}, err
 	}
 	cur.CachedResponse = cached
 	cp := cur.Clone()
-	if err := fn(&cp); err != nil {
+	dec, err := fn(&cp)
+	if err != nil {
 		s.abort(ctx, conn.Conn())
-		return err
+		return dec, err
 	}
 	stmts, d, err := s.writeBack(ctx, conn.Conn(), &cur, &cp, rec)
 	if err != nil {
 		s.abort(ctx, conn.Conn())
-		return err
+		return correlation.Decision{}, err
 	}
 	stmts = append(stmts, usageStmt(d)...)
 	stmts = append(stmts, stmt{sql: `COMMIT`})
 	if err := sendAll(ctx, conn.Conn(), stmts); err != nil {
-		return unavailable(err, "update: write and commit")
+		return correlation.Decision{}, unavailable(err, "update: write and commit")
 	}
-	return nil
+	return dec, nil
 }
 
 // lockGroup begins a transaction on a pooled connection and locks the group

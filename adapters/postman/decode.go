@@ -180,12 +180,12 @@ func (d *decoder) next() (chat.Event, error) {
 			if e := d.cfg.classifyRead(err); e == completion.EOF {
 				d.endOfBody()
 			} else {
-				d.end(e)
+				d.apply(d.fire(e, ""))
 			}
 		case n == 0:
 			d.emptyReads++
 			if d.emptyReads > maxEmptyReads {
-				d.end(completion.ReadError)
+				d.apply(d.fire(completion.ReadError, ""))
 			}
 		}
 	}
@@ -195,21 +195,10 @@ func (d *decoder) next() (chat.Event, error) {
 // none is known yet, and returns the final error.
 func (d *decoder) abort(e completion.Event) error {
 	if d.final == nil {
-		d.end(e)
+		d.apply(d.fire(e, ""))
 	}
 	d.q, d.qh = d.q[:0], 0
 	return d.final
-}
-
-func (d *decoder) end(e completion.Event) {
-	switch e {
-	case completion.Abort:
-		d.apply(d.fire(completion.Abort, ""))
-	case completion.Timeout:
-		d.apply(d.fire(completion.Timeout, ""))
-	default:
-		d.apply(d.fire(completion.ReadError, ""))
-	}
 }
 
 // endOfBody handles a clean read of the body's end: the tool calls must be

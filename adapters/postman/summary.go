@@ -80,35 +80,9 @@ func newEvidence(main completion.Rule) *evidence {
 	return ev
 }
 
-// fireOn applies one event to a tracker through its facade.
-func fireOn(t *completion.Tracker, e completion.Event, code errs.Code, partial bool) (string, error) {
-	switch e {
-	case completion.Metadata:
-		return t.Metadata()
-	case completion.Output:
-		return t.Output()
-	case completion.Usage:
-		return t.Usage()
-	case completion.Failure:
-		return t.Failure(code)
-	case completion.Done:
-		return t.Done()
-	case completion.DoneEvent:
-		return t.DoneEvent()
-	case completion.EOF, completion.EOFPartial:
-		return t.EOF(partial)
-	case completion.Abort:
-		return t.Abort()
-	case completion.Timeout:
-		return t.Timeout()
-	}
-	return t.ReadError()
-}
-
 // fire applies one event to the decoder's tracker and, when a summary is
 // wanted, records the evidence and feeds the shadow trackers.
 func (d *decoder) fire(e completion.Event, code errs.Code) (string, error) {
-	partial := e == completion.EOFPartial
 	if ev := d.ev; ev != nil {
 		switch e {
 		case completion.Output:
@@ -124,11 +98,11 @@ func (d *decoder) fire(e completion.Event, code errs.Code) (string, error) {
 		}
 		for _, sh := range ev.shadows {
 			if !sh.State().Terminal() {
-				_, _ = fireOn(sh, e, code, partial)
+				_, _ = sh.Fire(e, code)
 			}
 		}
 	}
-	id, err := fireOn(d.tr, e, code, partial)
+	id, err := d.tr.Fire(e, code)
 	if err == nil && d.ev != nil && d.tr.State().Terminal() && d.ev.row == "" {
 		d.ev.row = id
 	}

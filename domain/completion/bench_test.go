@@ -8,12 +8,12 @@ import (
 
 func BenchmarkTrackerOutput(b *testing.B) {
 	tr := completion.NewTracker(completion.RuleUsageAfterOutput)
-	if _, err := tr.Output(); err != nil {
+	if _, err := tr.Fire(completion.Output, ""); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := tr.Output(); err != nil {
+		if _, err := tr.Fire(completion.Output, ""); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -28,13 +28,13 @@ func BenchmarkTrackerWholeStream(b *testing.B) {
 	for b.Loop() {
 		iters++
 		tr := completion.NewTracker(completion.RuleUsageAfterOutput)
-		_, _ = tr.Metadata()
+		_, _ = tr.Fire(completion.Metadata, "")
 		for range 47 {
-			_, _ = tr.Output()
+			_, _ = tr.Fire(completion.Output, "")
 		}
-		_, _ = tr.Metadata()
-		_, _ = tr.Usage()
-		_, _ = tr.EOF(false)
+		_, _ = tr.Fire(completion.Metadata, "")
+		_, _ = tr.Fire(completion.Usage, "")
+		_, _ = tr.Fire(completion.EOF, "")
 		if !tr.Outcome().Complete {
 			b.Fatalf("stream did not complete: %+v", tr.Outcome())
 		}
@@ -42,9 +42,8 @@ func BenchmarkTrackerWholeStream(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(iters*perStream), "ns/event")
 }
 
-// BenchmarkNewTrackerCold measures a tracker that never reaches an outcome, so
-// its machine never returns to the pool: every iteration configures a stateless
-// machine from the rows. This is the cost the pool saves.
+// BenchmarkNewTrackerCold measures a tracker that never reaches an outcome (its
+// rule's machine is built once and shared).
 func BenchmarkNewTrackerCold(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
@@ -52,14 +51,14 @@ func BenchmarkNewTrackerCold(b *testing.B) {
 	}
 }
 
-// BenchmarkTrackerStateChange measures one real state change through the
-// stateless machine (OUTPUT → OUTPUT_USAGE → OUTPUT …).
+// BenchmarkTrackerStateChange measures one real state change
+// (OUTPUT → OUTPUT_USAGE → OUTPUT …).
 func BenchmarkTrackerStateChange(b *testing.B) {
 	tr := completion.NewTracker(completion.RuleUsageAfterOutput)
-	_, _ = tr.Output()
+	_, _ = tr.Fire(completion.Output, "")
 	b.ReportAllocs()
 	for b.Loop() {
-		_, _ = tr.Usage()
-		_, _ = tr.Output()
+		_, _ = tr.Fire(completion.Usage, "")
+		_, _ = tr.Fire(completion.Output, "")
 	}
 }

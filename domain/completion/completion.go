@@ -4,8 +4,9 @@
 // which stable error.
 //
 // The machine is declared once, as the rows in rows.go. From them come, per rule,
-// the qmuntal/stateless machine each Tracker fires, the fast-path index for
-// self-loops, the neutral fsm.Table for the generated spec, and the DOT graph.
+// the neutral fsm.Table for the generated spec and the fsm.Machine every
+// Tracker of the rule fires (its index answers each event; the stateless
+// machine built from the same rows draws the DOT graph).
 //
 // The package is pure: no I/O, no clock, no goroutines.
 package completion

@@ -86,7 +86,7 @@ func TestRule1FailureAtAnyPointFailsWithItsCode(t *testing.T) {
 				_, err := apply(t, tr, fail, errs.UpstreamQuotaExhausted)
 				is.NoErr(err)                                                                                           // a failure is always accepted before [DONE]
 				is.Equal(tr.Outcome(), completion.Outcome{State: completion.Failed, Code: errs.UpstreamQuotaExhausted}) // with the code it carries
-				_, err = tr.EOF(false)
+				_, err = tr.Fire(eof, "")
 				is.True(errors.Is(err, completion.ErrEventAfterOutcome)) // nothing can complete it afterwards
 			})
 		}
@@ -256,7 +256,7 @@ func TestEventAfterOutcomeIsAMarkedErrorAndChangesNothing(t *testing.T) {
 		is.Equal(errs.CodeOf(err), errs.InternalError)           // and is an internal error
 		is.Equal(tr.Outcome(), before)                           // the outcome is unchanged
 	}
-	_, err := tr.Output()
+	_, err := tr.Fire(out, "")
 	msg := errs.Redact(err)
 	is.True(strings.Contains(msg, "Output after outcome COMPLETE_USAGE_AFTER_OUTPUT")) // enums survive redaction
 	is.True(strings.Contains(msg, string(usage)))                                      // and so does the rule
@@ -277,10 +277,10 @@ func TestSteadyStateOutputDoesNotAllocate(t *testing.T) {
 	is := is.New(t)
 	tr := run(t, usage, meta, out)
 	allocs := testing.AllocsPerRun(1000, func() {
-		_, _ = tr.Output()
-		_, _ = tr.Metadata()
+		_, _ = tr.Fire(out, "")
+		_, _ = tr.Fire(meta, "")
 	})
-	is.Equal(allocs, 0.0) // self-loops take the index, not the machine
+	is.Equal(allocs, 0.0) // self-loops are answered from the index without allocating
 }
 
 func TestOutcomeRowNamesTheRowThatDecidedTheOutcome(t *testing.T) {
@@ -288,15 +288,15 @@ func TestOutcomeRowNamesTheRowThatDecidedTheOutcome(t *testing.T) {
 	for _, r := range allRules {
 		tr := completion.NewTracker(r)
 		is.Equal(tr.OutcomeRow(), "") // nothing decided yet
-		_, err := tr.Output()
+		_, err := tr.Fire(out, "")
 		is.NoErr(err)
 		var last string
-		for _, step := range []func() (string, error){tr.Usage, tr.Done, func() (string, error) { return tr.EOF(false) }} {
+		for _, e := range []completion.Event{use, done, eof} {
 			if tr.Outcome().Terminal() {
 				break
 			}
 			before := tr.State()
-			id, err := step()
+			id, err := tr.Fire(e, "")
 			is.NoErr(err)
 			if tr.State() != before {
 				last = id
@@ -306,4 +306,19 @@ func TestOutcomeRowNamesTheRowThatDecidedTheOutcome(t *testing.T) {
 		is.Equal(tr.OutcomeRow(), last) // the row that reached the terminal state
 		is.True(last != "")
 	}
+}
+
+func TestOnlyAFailureCarriesACode(t *testing.T) {
+	is := is.New(t)
+	tr := completion.NewTracker(usage)
+	_, err := tr.Fire(out, errs.UpstreamQuotaExhausted)
+	is.Equal(errs.CodeOf(err), errs.InternalError) // a code on another event is the decoder's mistake
+	is.Equal(tr.State(), completion.Awaiting)      // and changes nothing
+	_, err = tr.Fire(fail, "")
+	is.NoErr(err)
+	is.Equal(tr.Outcome().Code, errs.UpstreamFailure) // a Failure without a code is upstream_failure
+	tr = completion.NewTracker(usage)
+	_, err = tr.Fire(fail, "not_a_code")
+	is.NoErr(err)
+	is.Equal(tr.Outcome().Code, errs.InternalError) // a code outside the catalog is internal_error
 }

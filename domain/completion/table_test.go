@@ -97,40 +97,6 @@ func TestTransitionsMatchHandWrittenModel(t *testing.T) {
 	}
 }
 
-// TestIndexAgreesWithStatelessMachine fires the stateless machine directly for
-// every (rule, state, event) and compares with the fast-path index.
-func TestIndexAgreesWithStatelessMachine(t *testing.T) {
-	for _, rule := range allRules {
-		for _, s := range allStates {
-			for _, e := range allEvents {
-				t.Run(string(rule)+"/"+string(s)+"/"+string(e), func(t *testing.T) {
-					is := is.New(t)
-					tr := completion.NewTracker(rule)
-					completion.SetState(tr, s)
-					id, to, ok := completion.IndexRow(rule, s, e)
-					err := completion.FireMachine(tr, e, errs.UpstreamFailure)
-					is.Equal(err == nil, ok) // the machine accepts exactly what the index declares
-					if !ok {
-						is.True(errors.Is(err, completion.ErrEventAfterOutcome)) // and refuses with a marked error
-						is.Equal(tr.State(), s)                                  // leaving the state alone
-						return
-					}
-					is.Equal(tr.State(), to) // both reach the same state
-					row, _ := completion.Table(rule).RowFor(string(s), string(e))
-					is.Equal(row.ID, id) // the index points at the declared row
-					// The facade, which uses the index for self-loops, agrees too.
-					tr2 := completion.NewTracker(rule)
-					completion.SetState(tr2, s)
-					gotID, err := apply(t, tr2, e, errs.UpstreamFailure)
-					is.NoErr(err)             // the facade accepts it
-					is.Equal(gotID, id)       // reports the same row
-					is.Equal(tr2.State(), to) // and reaches the same state
-				})
-			}
-		}
-	}
-}
-
 func TestGraphMatchesGolden(t *testing.T) {
 	for _, rule := range allRules {
 		t.Run(string(rule), func(t *testing.T) {

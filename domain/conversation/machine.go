@@ -1,7 +1,6 @@
 package conversation
 
 import (
-	"context"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -192,9 +191,9 @@ type Decision struct {
 	Via string
 }
 
-// firing carries the parameters of one transition to the entry actions.
-type firing struct {
-	a       *Anchor
+// input is the argument of one firing: what the entry actions need besides
+// the anchor.
+type input struct {
 	now     time.Time
 	policy  Policy
 	claimID string
@@ -202,53 +201,41 @@ type firing struct {
 
 // machine is built once from rows and shared (see fsm.Machine): concurrent
 // use on different anchors is safe.
-var machine = fsm.NewMachine(fsm.Spec[firing, State, Event]{
+var machine = fsm.NewMachine(fsm.Spec[Anchor, State, Event, input]{
 	Table: Table(),
-	State: func(f *firing) *State { return &f.a.State },
-	Entry: []fsm.Entry[State, Event]{
+	State: func(a *Anchor) *State { return &a.State },
+	Entry: []fsm.Entry[Anchor, State, Event, input]{
 		{Do: recordClaim, From: Continue, In: []State{Claimed}},
 		{Do: clearClaim, From: NotSent, In: []State{Active}},
 		{Do: startTombstone, In: []State{Advanced, Retired, Expired}},
 	},
-	Illegal: ErrIllegalTransition,
-	Hint:    "the anchor is not in a state that accepts this event",
+	Unhandled: fsm.Illegal[State, Event](MachineName, ErrIllegalTransition, "the anchor is not in a state that accepts this event"),
 })
 
-func recordClaim(_ context.Context, args ...any) error {
-	f := args[0].(*firing)
-	f.a.ClaimID = f.claimID
-	f.a.ClaimExpiresAt = f.now.Add(f.policy.ClaimTTL)
-	return nil
+func recordClaim(a *Anchor, in input) {
+	a.ClaimID = in.claimID
+	a.ClaimExpiresAt = in.now.Add(in.policy.ClaimTTL)
 }
 
-func clearClaim(_ context.Context, args ...any) error {
-	f := args[0].(*firing)
-	f.a.ClaimID = ""
-	f.a.ClaimExpiresAt = time.Time{}
-	return nil
+func clearClaim(a *Anchor, _ input) {
+	a.ClaimID = ""
+	a.ClaimExpiresAt = time.Time{}
 }
 
-func startTombstone(_ context.Context, args ...any) error {
-	f := args[0].(*firing)
-	f.a.TerminalExpiresAt = f.now.Add(f.policy.TerminalTTL)
-	f.a.ClaimExpiresAt = time.Time{}
-	return nil
+func startTombstone(a *Anchor, in input) {
+	a.TerminalExpiresAt = in.now.Add(in.policy.TerminalTTL)
+	a.ClaimExpiresAt = time.Time{}
 }
 
-// apply fires ev on a and returns the applied row.
-func apply(a *Anchor, ev Event, f *firing) (Decision, error) {
+// fire fires ev on a and returns the decision of the applied row.
+func (a *Anchor) fire(ev Event, in input) (Decision, error) {
 	from := a.State
-	f.a = a
-	i, err := machine.Fire(f, ev)
+	i, err := machine.Fire(a, ev, in)
 	if err != nil {
 		return Decision{}, err
 	}
-	r := rows[i]
-	d := Decision{Row: r.id, From: from, To: a.State, Event: ev, Effect: r.effect}
-	if r.effect == EffectFresh {
-		d.Reason = r.reason
-	}
-	return d, nil
+	r := &rows[i]
+	return Decision{Row: r.id, From: from, To: a.State, Event: ev, Effect: r.effect, Reason: r.reason}, nil
 }
 
 // Graph returns the DOT rendering of the anchor machine, from stateless.
@@ -268,7 +255,7 @@ type Request struct {
 func (a *Anchor) Claim(now time.Time, p Policy, req Request, claimID string) (Decision, error) {
 	var via string
 	if ev, due := a.Due(now); due {
-		d, err := apply(a, ev, &firing{now: now, policy: p})
+		d, err := a.fire(ev, input{now: now, policy: p})
 		if err != nil {
 			return Decision{}, err
 		}
@@ -287,7 +274,7 @@ func (a *Anchor) Claim(now time.Time, p Policy, req Request, claimID string) (De
 			ev = Continue
 		}
 	}
-	d, err := apply(a, ev, &firing{now: now, policy: p, claimID: claimID})
+	d, err := a.fire(ev, input{now: now, policy: p, claimID: claimID})
 	d.Via = via
 	return d, err
 }
@@ -295,7 +282,7 @@ func (a *Anchor) Claim(now time.Time, p Policy, req Request, claimID string) (De
 // LookupMissing answers a lookup that found no anchor: the REMOVED row.
 func LookupMissing() Decision {
 	a := Anchor{State: Removed}
-	d, err := apply(&a, Lookup, &firing{})
+	d, err := a.fire(Lookup, input{})
 	if err != nil {
 		panic(err) // the row is declared; failing here is mis-wiring
 	}
@@ -306,33 +293,24 @@ func LookupMissing() Decision {
 // anchor's (its deadline passed and the anchor moved on).
 var ErrStaleClaim = errors.New("conversation: the claim is no longer held")
 
-func (a *Anchor) settle(claimID string, ev Event, now time.Time, p Policy) (Decision, error) {
-	if a.State == Claimed && a.ClaimID != claimID {
+// Settle fires the outcome ev of the continued turn of claimID: Complete at
+// its proven end, NotSent when a failure proves nothing reached the upstream,
+// Ambiguous when it may have been sent. Any other event is not a settlement
+// and is refused like an illegal transition.
+func (a *Anchor) Settle(ev Event, claimID string, now time.Time, p Policy) (Decision, error) {
+	switch {
+	case ev != Complete && ev != NotSent && ev != Ambiguous:
+		return Decision{}, errors.Mark(errors.Newf("conversation: %s does not settle a claim", ev), ErrIllegalTransition)
+	case a.State == Claimed && a.ClaimID != claimID:
 		return Decision{}, errors.Mark(errors.New("conversation: settled by another claim"), ErrStaleClaim)
 	}
-	return apply(a, ev, &firing{now: now, policy: p})
-}
-
-// Complete records the proven end of the continued turn of claimID.
-func (a *Anchor) Complete(claimID string, now time.Time, p Policy) (Decision, error) {
-	return a.settle(claimID, Complete, now, p)
-}
-
-// NotSent returns the anchor to ACTIVE after a failure that proves
-// nothing reached the upstream.
-func (a *Anchor) NotSent(claimID string, now time.Time, p Policy) (Decision, error) {
-	return a.settle(claimID, NotSent, now, p)
-}
-
-// Ambiguous records a failure after the continuation may have been sent.
-func (a *Anchor) Ambiguous(claimID string, now time.Time, p Policy) (Decision, error) {
-	return a.settle(claimID, Ambiguous, now, p)
+	return a.fire(ev, input{now: now, policy: p})
 }
 
 // Drop removes the anchor to make room or because a newer anchor of the same
 // transcript supersedes it; a claimed anchor stays (EffectKeep).
 func (a *Anchor) Drop(now time.Time, p Policy) (Decision, error) {
-	return apply(a, Drop, &firing{now: now, policy: p})
+	return a.fire(Drop, input{now: now, policy: p})
 }
 
 // Due reports which time event, if any, is due for a at now.
@@ -354,6 +332,6 @@ func (a *Anchor) Tick(now time.Time, p Policy) (d Decision, ok bool, err error) 
 	if !due {
 		return Decision{}, false, nil
 	}
-	d, err = apply(a, ev, &firing{now: now, policy: p})
+	d, err = a.fire(ev, input{now: now, policy: p})
 	return d, err == nil, err
 }

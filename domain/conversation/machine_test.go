@@ -110,9 +110,9 @@ func TestAClaimIsWonOnceAndSettledOnlyByItsHolder(t *testing.T) {
 	is.NoErr(err)
 	record(t.Name(), d)
 	is.Equal(d.Reason, conversation.ReasonRaced) // the second one starts fresh
-	_, err = a.Complete("claim-2", t0, policy)
+	_, err = a.Settle(conversation.Complete, "claim-2", t0, policy)
 	is.True(errors.Is(err, conversation.ErrStaleClaim)) // only the holder settles
-	d, err = a.Complete("claim-1", t0.Add(2*time.Minute), policy)
+	d, err = a.Settle(conversation.Complete, "claim-1", t0.Add(2*time.Minute), policy)
 	is.NoErr(err)
 	record(t.Name(), d)
 	is.Equal(a.State, conversation.Advanced)                                       // completed
@@ -140,7 +140,7 @@ func TestALookupAppliesTimeFirst(t *testing.T) {
 	record(t.Name(), d)
 	is.Equal(d.Via, "A11")                         // a claim past its deadline retires the anchor
 	is.Equal(d.Reason, conversation.ReasonRetired) // which is never continued again
-	_, err = b.NotSent("c", b.ClaimExpiresAt, policy)
+	_, err = b.Settle(conversation.NotSent, "c", b.ClaimExpiresAt, policy)
 	is.True(errors.Is(err, conversation.ErrIllegalTransition)) // and can never come back
 }
 
@@ -194,4 +194,15 @@ func TestSplitFindsTheNewUserMessagesAfterAnAnswer(t *testing.T) {
 	y, err := conversation.TranscriptHash(h)
 	is.NoErr(err)
 	is.Equal(x, y) // the history hashes like the transcript the gateway anchored
+}
+
+func TestOnlyAnOutcomeSettlesAClaim(t *testing.T) {
+	is := is.New(t)
+	a := conversation.Anchor{State: conversation.Claimed, ClaimID: "c", ClaimExpiresAt: t0.Add(time.Hour)}
+	_, err := a.Settle(conversation.Drop, "c", t0, policy)
+	is.True(errors.Is(err, conversation.ErrIllegalTransition)) // Drop is not a settlement
+	is.Equal(a.State, conversation.Claimed)                    // and changes nothing
+	d, err := a.Settle(conversation.NotSent, "c", t0, policy)
+	is.NoErr(err)
+	is.Equal(d.Row, "A09") // the event the caller means is the row that fires
 }

@@ -119,7 +119,7 @@ func (r *Registry) Record(a Anchor, now time.Time) ([]Decision, error) {
 	}
 	var ds []Decision
 	drop := func(k Key) (Decision, error) {
-		d, err := r.update(k, func(c *Anchor) (Decision, error) { return c.Drop(now, r.policy) })
+		d, err := r.Update(k, func(c *Anchor) (Decision, error) { return c.Drop(now, r.policy) })
 		if err == nil {
 			ds = append(ds, d)
 		}
@@ -188,14 +188,9 @@ func (r *Registry) Get(k Key) (Anchor, bool) {
 }
 
 // Update runs fn on a copy of the anchor under k and writes the copy back when
-// fn returns nil; an anchor that reaches REMOVED is deleted. Errors:
+// fn returns no error, and returns fn's decision; an anchor that reaches REMOVED is deleted. Errors:
 // ErrNoAnchor when absent; otherwise whatever fn returned.
-func (r *Registry) Update(k Key, fn func(a *Anchor) error) error {
-	_, err := r.update(k, func(a *Anchor) (Decision, error) { return Decision{}, fn(a) })
-	return err
-}
-
-func (r *Registry) update(k Key, fn func(a *Anchor) (Decision, error)) (Decision, error) {
+func (r *Registry) Update(k Key, fn func(a *Anchor) (Decision, error)) (Decision, error) {
 	e, ok := r.anchors[k]
 	if !ok {
 		return Decision{}, errors.Mark(errors.New("conversation: no anchor"), ErrNoAnchor)
@@ -269,7 +264,7 @@ func (r *Registry) Sweep(now time.Time) (SweepReport, []Decision) {
 	var rep SweepReport
 	var ds []Decision
 	for _, k := range due {
-		d, err := r.update(k, func(a *Anchor) (Decision, error) {
+		d, err := r.Update(k, func(a *Anchor) (Decision, error) {
 			d, _, err := a.Tick(now, r.policy)
 			return d, err
 		})

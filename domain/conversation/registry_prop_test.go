@@ -173,11 +173,8 @@ func (m *registryMachine) Claim(t *rapid.T) {
 	}
 	m.claimN++
 	id := fmt.Sprintf("claim-%d", m.claimN)
-	var d conversation.Decision
-	err := m.reg.Update(k, func(a *conversation.Anchor) error {
-		var err error
-		d, err = a.Claim(m.now, m.policy, r, id)
-		return err
+	d, err := m.reg.Update(k, func(a *conversation.Anchor) (conversation.Decision, error) {
+		return a.Claim(m.now, m.policy, r, id)
 	})
 	if errors.Is(err, conversation.ErrNoAnchor) {
 		d, err = conversation.LookupMissing(), nil
@@ -244,18 +241,12 @@ func (m *registryMachine) Settle(t *rapid.T) {
 	if stale {
 		id = "someone-else"
 	}
-	var d conversation.Decision
-	err := m.reg.Update(k, func(an *conversation.Anchor) error {
-		var err error
-		switch how {
-		case "complete":
-			d, err = an.Complete(id, m.now, m.policy)
-		case "notsent":
-			d, err = an.NotSent(id, m.now, m.policy)
-		default:
-			d, err = an.Ambiguous(id, m.now, m.policy)
-		}
-		return err
+	ev := map[string]conversation.Event{"complete": conversation.Complete, "notsent": conversation.NotSent}[how]
+	if ev == "" {
+		ev = conversation.Ambiguous
+	}
+	d, err := m.reg.Update(k, func(an *conversation.Anchor) (conversation.Decision, error) {
+		return an.Settle(ev, id, m.now, m.policy)
 	})
 	if stale {
 		if !errors.Is(err, conversation.ErrStaleClaim) {

@@ -1,7 +1,6 @@
 package correlation
 
 import (
-	"context"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -133,9 +132,9 @@ func (d Decision) Err() error {
 	return errs.New(d.Code)
 }
 
-// firing carries the parameters of one transition to the entry actions.
-type firing struct {
-	g           *Group
+// input is the argument of one firing: what the entry actions need besides
+// the group.
+type input struct {
 	now         time.Time
 	policy      Policy
 	attemptID   string
@@ -145,61 +144,51 @@ type firing struct {
 }
 
 // machine is built once from rows and shared (see fsm.Machine): concurrent use
-// on different groups is safe. (Building a machine per operation costs ~13 µs.)
-var machine = fsm.NewMachine(fsm.Spec[firing, State, Event]{
+// on different groups is safe.
+var machine = fsm.NewMachine(fsm.Spec[Group, State, Event, input]{
 	Table: Table(),
-	State: func(f *firing) *State { return &f.g.State },
-	Entry: []fsm.Entry[State, Event]{
+	State: func(g *Group) *State { return &g.State },
+	Entry: []fsm.Entry[Group, State, Event, input]{
 		{Do: recordClaim, From: SubmitValid, In: []State{Inflight}},
 		{Do: clearClaim, From: NotSent, In: []State{Pending}},
 		{Do: recordResponse, From: Complete, In: []State{Consumed}},
 		{Do: startTombstone, In: []State{Consumed, Expired, Cancelled, Uncertain}},
 	},
-	Illegal: ErrIllegalTransition,
-	Hint:    "the group is not in a state that accepts this event",
+	Unhandled: fsm.Illegal[State, Event](MachineName, ErrIllegalTransition, "the group is not in a state that accepts this event"),
 })
 
-func recordClaim(_ context.Context, args ...any) error {
-	f := args[0].(*firing)
-	f.g.AcceptedResultsHash = f.resultsHash
-	f.g.DispatchAttemptID = f.attemptID
-	f.g.InflightExpiresAt = f.now.Add(f.policy.InflightTTL)
-	return nil
+func recordClaim(g *Group, in input) {
+	g.AcceptedResultsHash = in.resultsHash
+	g.DispatchAttemptID = in.attemptID
+	g.InflightExpiresAt = in.now.Add(in.policy.InflightTTL)
 }
 
-func clearClaim(_ context.Context, args ...any) error {
-	f := args[0].(*firing)
-	f.g.AcceptedResultsHash = ""
-	f.g.DispatchAttemptID = ""
-	f.g.InflightExpiresAt = time.Time{}
-	return nil
+func clearClaim(g *Group, _ input) {
+	g.AcceptedResultsHash = ""
+	g.DispatchAttemptID = ""
+	g.InflightExpiresAt = time.Time{}
 }
 
-func recordResponse(_ context.Context, args ...any) error {
-	f := args[0].(*firing)
-	f.g.TerminalResponseDigest = f.digest
-	if f.response != nil {
-		f.g.CachedResponse = append(make([]byte, 0, len(f.response)), f.response...)
+func recordResponse(g *Group, in input) {
+	g.TerminalResponseDigest = in.digest
+	if in.response != nil {
+		g.CachedResponse = append(make([]byte, 0, len(in.response)), in.response...)
 	}
-	return nil
 }
 
-func startTombstone(_ context.Context, args ...any) error {
-	f := args[0].(*firing)
-	f.g.TerminalExpiresAt = f.now.Add(f.policy.TerminalTTL)
-	f.g.InflightExpiresAt = time.Time{}
-	return nil
+func startTombstone(g *Group, in input) {
+	g.TerminalExpiresAt = in.now.Add(in.policy.TerminalTTL)
+	g.InflightExpiresAt = time.Time{}
 }
 
-// apply fires ev on g with the given parameters and returns the applied row.
-func apply(g *Group, ev Event, f *firing) (Decision, error) {
+// fire fires ev on g and returns the decision of the applied row.
+func (g *Group) fire(ev Event, in input) (Decision, error) {
 	from := g.State
-	f.g = g
-	i, err := machine.Fire(f, ev)
+	i, err := machine.Fire(g, ev, in)
 	if err != nil {
 		return Decision{}, err
 	}
-	r := rows[i]
+	r := &rows[i]
 	d := Decision{Row: r.id, From: from, To: g.State, Event: ev, Effect: r.effect, Code: r.code}
 	if r.effect == EffectReplay && g.CachedResponse != nil {
 		d.Replay = append(make([]byte, 0, len(g.CachedResponse)), g.CachedResponse...)
@@ -219,19 +208,19 @@ func Graph() string { return machine.Graph() }
 // and the submission answered as for an id that does not exist.
 func (g *Group) Submit(now time.Time, p Policy, sub Submission, attemptID string) (Decision, error) {
 	if ev, due := g.Due(now); due && ev == TombstoneElapsed {
-		if _, err := apply(g, TombstoneElapsed, &firing{now: now, policy: p}); err != nil {
+		if _, err := g.fire(TombstoneElapsed, input{now: now, policy: p}); err != nil {
 			return Decision{}, err
 		}
-		return apply(g, SubmitAny, &firing{now: now, policy: p})
+		return g.fire(SubmitAny, input{now: now, policy: p})
 	}
 	ev, resultsHash := Classify(*g, sub, now)
-	return apply(g, ev, &firing{now: now, policy: p, attemptID: attemptID, resultsHash: resultsHash})
+	return g.fire(ev, input{now: now, policy: p, attemptID: attemptID, resultsHash: resultsHash})
 }
 
 // SubmitUnknown answers a submission none of whose ids resolve: the REMOVED row.
 func SubmitUnknown() Decision {
 	g := Group{State: Removed}
-	d, err := apply(&g, SubmitAny, &firing{})
+	d, err := g.fire(SubmitAny, input{})
 	if err != nil {
 		panic(err) // the row is declared; failing here is mis-wiring
 	}
@@ -242,30 +231,30 @@ func SubmitUnknown() Decision {
 // the terminal response to cache (nil when it is not retained) and digest its
 // digest.
 func (g *Group) Complete(now time.Time, p Policy, response []byte, digest string) (Decision, error) {
-	return apply(g, Complete, &firing{now: now, policy: p, response: response, digest: digest})
+	return g.fire(Complete, input{now: now, policy: p, response: response, digest: digest})
 }
 
 // NotSent fires NotSent: a claimed group returns to PENDING after a failure
 // that proves nothing reached the upstream.
 func (g *Group) NotSent(now time.Time, p Policy) (Decision, error) {
-	return apply(g, NotSent, &firing{now: now, policy: p})
+	return g.fire(NotSent, input{now: now, policy: p})
 }
 
 // Ambiguous fires Ambiguous: a timeout, disconnect, abort or ambiguous failure
 // after the continuation may have been sent makes the group UNCERTAIN.
 func (g *Group) Ambiguous(now time.Time, p Policy) (Decision, error) {
-	return apply(g, Ambiguous, &firing{now: now, policy: p})
+	return g.fire(Ambiguous, input{now: now, policy: p})
 }
 
 // Cancel cancels a pending group by explicit server decision (shutdown).
 func (g *Group) Cancel(now time.Time, p Policy) (Decision, error) {
-	return apply(g, Cancel, &firing{now: now, policy: p})
+	return g.fire(Cancel, input{now: now, policy: p})
 }
 
 // NoteCapacityPressure records that a newer group was refused while g stayed
 // pending; g never changes.
 func (g *Group) NoteCapacityPressure() (Decision, error) {
-	return apply(g, CapacityPressure, &firing{})
+	return g.fire(CapacityPressure, input{})
 }
 
 // Due reports which time event, if any, is due for g at now: Deadline for an
@@ -288,6 +277,6 @@ func (g *Group) Tick(now time.Time, p Policy) (d Decision, ok bool, err error) {
 	if !due {
 		return Decision{}, false, nil
 	}
-	d, err = apply(g, ev, &firing{now: now, policy: p})
+	d, err = g.fire(ev, input{now: now, policy: p})
 	return d, err == nil, err
 }

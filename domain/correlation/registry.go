@@ -129,7 +129,7 @@ func (r *Registry) Reserve(id string, calls int, now time.Time) ([]Decision, err
 	}
 	if !r.fits(calls) {
 		if g := r.oldestPending(); g != nil {
-			d, err := r.update(g.Key, func(g *Group) (Decision, error) { return g.NoteCapacityPressure() })
+			d, err := r.Update(g.Key, func(g *Group) (Decision, error) { return g.NoteCapacityPressure() })
 			if err == nil {
 				ds = append(ds, d)
 			}
@@ -226,15 +226,10 @@ func (r *Registry) Get(key string) (Group, bool) {
 }
 
 // Update runs fn on a copy of the group with key and writes the copy back when
-// fn returns nil. A group that reaches REMOVED is deleted. Cached responses
+// fn returns no error, and returns fn's decision. A group that reaches REMOVED is deleted. Cached responses
 // over the budget are dropped (the digest stays), so a later replay answers
 // tool_call_already_consumed. Errors: unknown_tool_call when absent.
-func (r *Registry) Update(key string, fn func(g *Group) error) error {
-	_, err := r.update(key, func(g *Group) (Decision, error) { return Decision{}, fn(g) })
-	return err
-}
-
-func (r *Registry) update(key string, fn func(g *Group) (Decision, error)) (Decision, error) {
+func (r *Registry) Update(key string, fn func(g *Group) (Decision, error)) (Decision, error) {
 	cur, ok := r.groups[key]
 	if !ok {
 		return Decision{}, errs.New(errs.UnknownToolCall)
@@ -354,7 +349,7 @@ func (r *Registry) Sweep(now time.Time) (SweepReport, []Decision) {
 	var rep SweepReport
 	var ds []Decision
 	for _, k := range keys {
-		d, err := r.update(k, func(g *Group) (Decision, error) {
+		d, err := r.Update(k, func(g *Group) (Decision, error) {
 			d, ok, err := g.Tick(now, r.policy)
 			if err == nil && !ok {
 				err = errors.New("correlation: nothing due")
@@ -408,7 +403,7 @@ func (r *Registry) Submit(key string, now time.Time, sub Submission, attemptID s
 	if _, ok := r.groups[key]; !ok {
 		return SubmitUnknown(), nil
 	}
-	return r.update(key, func(g *Group) (Decision, error) {
+	return r.Update(key, func(g *Group) (Decision, error) {
 		return g.Submit(now, r.policy, sub, attemptID)
 	})
 }
@@ -416,5 +411,5 @@ func (r *Registry) Submit(key string, now time.Time, sub Submission, attemptID s
 // Apply runs a typed transition (Complete, NotSent, Ambiguous,
 // Cancel) on the group with key.
 func (r *Registry) Apply(key string, fn func(g *Group) (Decision, error)) (Decision, error) {
-	return r.update(key, fn)
+	return r.Update(key, fn)
 }

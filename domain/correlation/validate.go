@@ -7,7 +7,6 @@ import (
 
 	"github.com/pmgate/pmgate/domain/canon"
 	"github.com/pmgate/pmgate/domain/chat"
-	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // Result is one tool result of a continuation: the public tool call id and the
@@ -90,10 +89,10 @@ type Submission struct {
 }
 
 // Step is one continuation validation step (docs/CORRELATION.md) as a pure function; it
-// returns the code of its failure or "".
+// returns the event of its failure (whose row carries the code) or "".
 type Step struct {
 	Name  string
-	Check func(g Group, s Submission) errs.Code
+	Check func(g Group, s Submission) Event
 }
 
 // Steps are the validation steps in the order they are applied. Structural
@@ -113,23 +112,23 @@ var Steps = []Step{
 }
 
 // CheckResolved is step 3: every id resolves for this principal.
-func CheckResolved(g Group, s Submission) errs.Code {
+func CheckResolved(g Group, s Submission) Event {
 	if s.Unresolved > 0 || s.PrincipalID != g.PrincipalID {
-		return errs.UnknownToolCall
+		return SubmitUnknownID
 	}
 	return ""
 }
 
 // CheckOneGroup is step 4: all ids resolve to this one group.
-func CheckOneGroup(_ Group, s Submission) errs.Code {
+func CheckOneGroup(_ Group, s Submission) Event {
 	if s.OtherGroups > 0 {
-		return errs.ToolResultGroupMismatch
+		return SubmitGroupMismatch
 	}
 	return ""
 }
 
 // CheckComplete is step 5: no duplicate or extra result, then no missing one.
-func CheckComplete(g Group, s Submission) errs.Code {
+func CheckComplete(g Group, s Submission) Event {
 	calls := make(map[string]bool, len(g.Calls))
 	for _, c := range g.Calls {
 		calls[c.PublicID] = true
@@ -137,26 +136,26 @@ func CheckComplete(g Group, s Submission) errs.Code {
 	seen := make(map[string]bool, len(s.Continuation.Results))
 	for _, r := range s.Continuation.Results {
 		if seen[r.ID] || !calls[r.ID] {
-			return errs.ToolResultGroupMismatch
+			return SubmitGroupMismatch
 		}
 		seen[r.ID] = true
 	}
 	if len(seen) != len(g.Calls) {
-		return errs.ToolResultIncomplete
+		return SubmitIncomplete
 	}
 	return ""
 }
 
 // CheckContiguous is step 7: no result for this group appears before the final
 // block, so no new message accompanies the results.
-func CheckContiguous(g Group, s Submission) errs.Code {
+func CheckContiguous(g Group, s Submission) Event {
 	calls := make(map[string]bool, len(g.Calls))
 	for _, c := range g.Calls {
 		calls[c.PublicID] = true
 	}
 	for _, m := range s.Continuation.Prefix {
 		if m.Role == chat.RoleTool && calls[m.ToolCallID] {
-			return errs.ToolResultGroupMismatch
+			return SubmitGroupMismatch
 		}
 	}
 	return ""
@@ -171,9 +170,9 @@ func CheckContiguous(g Group, s Submission) errs.Code {
 // under the exact rules it was written with, so a rolling deploy neither
 // refuses a byte-identical echo of it nor relaxes it after the fact. Any other
 // form fails closed.
-func CheckHistory(g Group, s Submission) errs.Code {
+func CheckHistory(g Group, s Submission) Event {
 	if len(s.Continuation.Prefix) != g.TranscriptLength {
-		return errs.ContinuationHistoryMismatch
+		return SubmitHistoryMismatch
 	}
 	var h string
 	var err error
@@ -182,33 +181,33 @@ func CheckHistory(g Group, s Submission) errs.Code {
 		e := s.Echo
 		if e == nil {
 			if e, err = canon.PrepareEcho(s.Continuation.Prefix, s.Defaults); err != nil {
-				return errs.ContinuationHistoryMismatch
+				return SubmitHistoryMismatch
 			}
 		}
 		h, err = e.Hash(g.IssuedCalls())
 	case canon.TranscriptExact:
 		h, err = canon.TranscriptHash(s.Continuation.Prefix)
 	default:
-		return errs.ContinuationHistoryMismatch
+		return SubmitHistoryMismatch
 	}
 	if err != nil || h != g.TranscriptHash {
-		return errs.ContinuationHistoryMismatch
+		return SubmitHistoryMismatch
 	}
 	return ""
 }
 
 // CheckModel is step 8.
-func CheckModel(g Group, s Submission) errs.Code {
+func CheckModel(g Group, s Submission) Event {
 	if s.Model != g.Model {
-		return errs.ContinuationModelMismatch
+		return SubmitModelMismatch
 	}
 	return ""
 }
 
 // CheckWorkspace is the workspace half of step 9.
-func CheckWorkspace(g Group, s Submission) errs.Code {
+func CheckWorkspace(g Group, s Submission) Event {
 	if s.WorkspaceID != g.WorkspaceID {
-		return errs.ContinuationWorkspaceMismatch
+		return SubmitWorkspaceMismatch
 	}
 	return ""
 }
@@ -217,35 +216,26 @@ func CheckWorkspace(g Group, s Submission) errs.Code {
 // the same API (canon.ToolsBinding; tool_choice may change between turns). A
 // record stored by an earlier build holds the older form, which also bound
 // tool_choice, and is compared under it.
-func CheckTools(g Group, s Submission) errs.Code {
+func CheckTools(g Group, s Submission) Event {
 	want := s.ToolsHash
 	if !canon.IsToolsBinding(g.ToolsHash) {
 		want = s.LegacyToolsHash
 	}
 	if want == "" || want != g.ToolsHash {
-		return errs.ContinuationToolsMismatch
+		return SubmitToolsMismatch
 	}
 	return ""
 }
 
-// Validate runs every step in order and returns the first failure's code.
-func Validate(g Group, s Submission) errs.Code {
+// Validate runs every step in order and returns the first failure's event, or
+// "" when the submission passes every step.
+func Validate(g Group, s Submission) Event {
 	for _, st := range Steps {
-		if c := st.Check(g, s); c != "" {
-			return c
+		if ev := st.Check(g, s); ev != "" {
+			return ev
 		}
 	}
 	return ""
-}
-
-var eventOfCode = map[errs.Code]Event{
-	errs.UnknownToolCall:               SubmitUnknownID,
-	errs.ToolResultGroupMismatch:       SubmitGroupMismatch,
-	errs.ToolResultIncomplete:          SubmitIncomplete,
-	errs.ContinuationHistoryMismatch:   SubmitHistoryMismatch,
-	errs.ContinuationModelMismatch:     SubmitModelMismatch,
-	errs.ContinuationWorkspaceMismatch: SubmitWorkspaceMismatch,
-	errs.ContinuationToolsMismatch:     SubmitToolsMismatch,
 }
 
 // ResultsHash is the acceptedResultsHash of a submission: its (id, content)
@@ -284,15 +274,14 @@ func Classify(g Group, s Submission, now time.Time) (Event, string) {
 	}
 	switch g.State {
 	case Pending:
-		code := Validate(g, s)
-		if code == "" {
-			h := s.resultsHash()
-			if h == "" {
-				return SubmitGroupMismatch, ""
-			}
-			return SubmitValid, h
+		if ev := Validate(g, s); ev != "" {
+			return ev, ""
 		}
-		return eventOfCode[code], ""
+		h := s.resultsHash()
+		if h == "" {
+			return SubmitGroupMismatch, ""
+		}
+		return SubmitValid, h
 	case Inflight, Consumed:
 		if Validate(g, s) == "" {
 			if h := s.resultsHash(); h != "" && h == g.AcceptedResultsHash {

@@ -95,7 +95,7 @@ func TestEachValidationStepRejectsWithItsCode(t *testing.T) {
 			f := newFixture(t, "g1", "p1", "call_pmn_a", "call_pmn_b")
 			s := f.submission("r1", "r2")
 			c.mutate(f, &s)
-			is.Equal(correlation.Validate(f.group, s), c.code) // the step's code
+			is.Equal(correlation.ValidateCode(f.group, s), c.code) // the step's code
 			g := f.group
 			d, err := g.Submit(t0, policy, s, "a1")
 			is.NoErr(err)
@@ -116,7 +116,7 @@ func TestEchoFormsOfTheAssistantTurnAreAccepted(t *testing.T) {
 		p[2].Content = content
 		p[2].Name = "ignored-for-assistant"
 		s.Continuation.Prefix = p
-		is.Equal(correlation.Validate(f.group, s), errs.Code("")) // null, absent or "" content and a name are the same turn
+		is.Equal(correlation.ValidateCode(f.group, s), errs.Code("")) // null, absent or "" content and a name are the same turn
 	}
 }
 
@@ -143,11 +143,11 @@ func TestReserializedArgumentEchoesAreTheSameTurn(t *testing.T) {
 			is := is.New(t)
 			s := f.submission("r1", "r2")
 			setArguments(&s, 1, args)
-			is.Equal(correlation.Validate(f.group, s), errs.Code("")) // the same JSON value after dropping echo-added defaults
+			is.Equal(correlation.ValidateCode(f.group, s), errs.Code("")) // the same JSON value after dropping echo-added defaults
 			echo, err := canon.PrepareEcho(s.Continuation.Prefix, f.defaults)
 			is.NoErr(err)
 			s.Echo, s.Defaults = echo, nil
-			is.Equal(correlation.Validate(f.group, s), errs.Code("")) // prepared outside the lock: the same outcome
+			is.Equal(correlation.ValidateCode(f.group, s), errs.Code("")) // prepared outside the lock: the same outcome
 		})
 	}
 }
@@ -166,15 +166,15 @@ func TestARecordOfTheExactFormIsCheckedUnderItsOwnRules(t *testing.T) {
 	echo, err := canon.PrepareEcho(s.Continuation.Prefix, f.defaults)
 	is.NoErr(err)
 	s.Echo = echo
-	is.Equal(correlation.Validate(legacy, s), errs.Code("")) // byte-identical echo of an old record
+	is.Equal(correlation.ValidateCode(legacy, s), errs.Code("")) // byte-identical echo of an old record
 	setArguments(&s, 0, `{"city": "Oslo"}`)
 	s.Echo = nil
-	is.Equal(correlation.Validate(legacy, s), errs.ContinuationHistoryMismatch) // exact rules for an exact record
-	is.Equal(correlation.Validate(f.group, s), errs.Code(""))                   // value rules for a value record
+	is.Equal(correlation.ValidateCode(legacy, s), errs.ContinuationHistoryMismatch) // exact rules for an exact record
+	is.Equal(correlation.ValidateCode(f.group, s), errs.Code(""))                   // value rules for a value record
 
 	unknown := f.group
 	unknown.TranscriptHash = "sha512:" + exact[len("sha256:"):]
-	is.Equal(correlation.Validate(unknown, f.submission("r1")), errs.ContinuationHistoryMismatch) // an unknown form fails closed
+	is.Equal(correlation.ValidateCode(unknown, f.submission("r1")), errs.ContinuationHistoryMismatch) // an unknown form fails closed
 }
 
 func TestARecordOfTheOlderToolsFormIsCheckedUnderItsOwnRules(t *testing.T) {
@@ -192,10 +192,10 @@ func TestARecordOfTheOlderToolsFormIsCheckedUnderItsOwnRules(t *testing.T) {
 	legacy.ToolsHash = auto
 	s := f.submission("r1")
 	s.LegacyToolsHash = auto
-	is.Equal(correlation.Validate(legacy, s), errs.Code("")) // the same tools and choice as the old record
+	is.Equal(correlation.ValidateCode(legacy, s), errs.Code("")) // the same tools and choice as the old record
 	s.LegacyToolsHash = required
-	is.Equal(correlation.Validate(legacy, s), errs.ContinuationToolsMismatch) // the old form bound the choice
-	is.Equal(correlation.Validate(f.group, s), errs.Code(""))                 // the current form does not
+	is.Equal(correlation.ValidateCode(legacy, s), errs.ContinuationToolsMismatch) // the old form bound the choice
+	is.Equal(correlation.ValidateCode(f.group, s), errs.Code(""))                 // the current form does not
 	s.LegacyToolsHash = ""
-	is.Equal(correlation.Validate(legacy, s), errs.ContinuationToolsMismatch) // no legacy form (another API): never a match
+	is.Equal(correlation.ValidateCode(legacy, s), errs.ContinuationToolsMismatch) // no legacy form (another API): never a match
 }

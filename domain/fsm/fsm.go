@@ -1,9 +1,9 @@
 // Package fsm describes pmgate's declared state machines in a neutral form so that
 // the same declaration drives the stateless machine, the generated spec (Mermaid and
-// Markdown) and the property-test audit, and builds the record machines (Machine:
-// the correlation group and conversation anchor machines share one engine). It is
-// pure: rendering is string building, and a machine only changes the record it
-// is fired on.
+// Markdown) and the property-test audit, and builds the one engine (Machine) that
+// fires every declared machine: the correlation group, the conversation anchor
+// and the completion outcome. It is pure: rendering is string building, and a
+// machine only changes the record it is fired on.
 package fsm
 
 import (

@@ -51,7 +51,7 @@ var mutants = []mutant{
 		"\t\tif len(a) != len(b) {\n\t\t\treturn len(b) - len(a)\n\t\t}\n", "", "./domain/secret/", ""},
 	{"the memory store's claim is a read-copy-write outside the lock", "adapters/memstore/memstore.go",
 		"\ts.mu.Lock()\n\tdefer s.mu.Unlock()\n\treturn s.reg.Update(key, fn)",
-		"\ts.mu.Lock()\n\tg, ok := s.reg.Get(key)\n\ts.mu.Unlock()\n\tif !ok {\n\t\treturn s.reg.Update(key, fn)\n\t}\n\tcp := g.Clone()\n\tif err := fn(&cp); err != nil {\n\t\treturn err\n\t}\n\ts.mu.Lock()\n\tdefer s.mu.Unlock()\n\treturn s.reg.Update(key, func(x *correlation.Group) error { *x = cp; return nil })",
+		"\ts.mu.Lock()\n\tg, ok := s.reg.Get(key)\n\ts.mu.Unlock()\n\tif !ok {\n\t\treturn s.reg.Update(key, fn)\n\t}\n\tcp := g.Clone()\n\td, err := fn(&cp)\n\tif err != nil {\n\t\treturn d, err\n\t}\n\ts.mu.Lock()\n\tdefer s.mu.Unlock()\n\t_, err = s.reg.Update(key, func(x *correlation.Group) (correlation.Decision, error) { *x = cp; return d, nil })\n\treturn d, err",
 		"./adapters/memstore/", ""},
 	{"any Host is served", "adapters/httpapi/host.go",
 		"return p.names[strings.TrimSuffix(host, \".\")]", "return true", "./adapters/httpapi/", "Host"},

@@ -35,13 +35,10 @@ func Anchor(principal, hash string, now time.Time) conversation.Anchor {
 // returns the decision and the anchor as claimed; a missing anchor is the
 // REMOVED row.
 func ClaimAnchor(ctx context.Context, s ports.AnchorStore, principal, hash string, now time.Time, claimID string) (conversation.Decision, conversation.Anchor, error) {
-	var d conversation.Decision
 	var got conversation.Anchor
-	err := s.Update(ctx, principal, hash, func(a *conversation.Anchor) error {
-		var err error
-		d, err = a.Claim(now, AnchorPolicy, AnchorRequest, claimID)
-		got = *a
-		return err
+	d, err := s.Update(ctx, principal, hash, func(a *conversation.Anchor) (conversation.Decision, error) {
+		defer func() { got = *a }()
+		return a.Claim(now, AnchorPolicy, AnchorRequest, claimID)
 	})
 	if errors.Is(err, conversation.ErrNoAnchor) {
 		return conversation.LookupMissing(), conversation.Anchor{}, nil
@@ -52,9 +49,9 @@ func ClaimAnchor(ctx context.Context, s ports.AnchorStore, principal, hash strin
 func anchorState(t *testing.T, s ports.AnchorStore, principal, hash string) conversation.State {
 	t.Helper()
 	var st conversation.State
-	err := s.Update(context.Background(), principal, hash, func(a *conversation.Anchor) error {
+	_, err := s.Update(context.Background(), principal, hash, func(a *conversation.Anchor) (conversation.Decision, error) {
 		st = a.State
-		return errNoWrite
+		return conversation.Decision{}, errNoWrite
 	})
 	if errors.Is(err, conversation.ErrNoAnchor) {
 		return conversation.Removed
@@ -87,9 +84,8 @@ func AnchorContract(t *testing.T, newStore NewAnchorStore) {
 		if d, _, _ := ClaimAnchor(ctx, s, "p1", "h1", T0.Add(time.Second), "claim-2"); d.Reason != conversation.ReasonRaced {
 			t.Fatalf("second lookup while claimed: got %+v vs expected raced", d)
 		}
-		if err := s.Update(ctx, "p1", "h1", func(a *conversation.Anchor) error {
-			_, err := a.Complete("claim-1", T0.Add(2*time.Second), AnchorPolicy)
-			return err
+		if _, err := s.Update(ctx, "p1", "h1", func(a *conversation.Anchor) (conversation.Decision, error) {
+			return a.Settle(conversation.Complete, "claim-1", T0.Add(2*time.Second), AnchorPolicy)
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -112,14 +108,20 @@ func AnchorContract(t *testing.T, newStore NewAnchorStore) {
 	t.Run("update writes only when the closure succeeds", func(t *testing.T) {
 		s := newStore(t, limits, AnchorPolicy)
 		recordAnchor(t, s, Anchor("p1", "h1", T0), T0)
-		err := s.Update(ctx, "p1", "h1", func(a *conversation.Anchor) error {
+		_, err := s.Update(ctx, "p1", "h1", func(a *conversation.Anchor) (conversation.Decision, error) {
 			a.State = conversation.Claimed
-			return fmt.Errorf("refused")
+			return conversation.Decision{}, fmt.Errorf("refused")
 		})
 		if err == nil || anchorState(t, s, "p1", "h1") != conversation.Active {
 			t.Fatal("a failed closure changed the anchor")
 		}
-		if err := s.Update(ctx, "p1", "missing", func(*conversation.Anchor) error { return nil }); !errors.Is(err, conversation.ErrNoAnchor) {
+		d, err := s.Update(ctx, "p1", "h1", func(a *conversation.Anchor) (conversation.Decision, error) {
+			return a.Drop(T0, AnchorPolicy)
+		})
+		if err != nil || d.Row != "A06" || d.To != conversation.Removed {
+			t.Fatalf("update returned decision %s → %s, %v vs expected the closure's A06 → REMOVED", d.Row, d.To, err)
+		}
+		if _, err := s.Update(ctx, "p1", "missing", func(*conversation.Anchor) (conversation.Decision, error) { return conversation.Decision{}, nil }); !errors.Is(err, conversation.ErrNoAnchor) {
 			t.Fatalf("unknown key: got %v vs expected ErrNoAnchor", err)
 		}
 	})
@@ -152,9 +154,8 @@ func AnchorContract(t *testing.T, newStore NewAnchorStore) {
 		if d, _, err := ClaimAnchor(ctx, s, "p1", "h2", T0.Add(4*time.Second), "c2"); err != nil || d.Effect != conversation.EffectContinue {
 			t.Fatalf("claim h2: %+v %v", d, err)
 		}
-		if err := s.Update(ctx, "p1", "h2", func(a *conversation.Anchor) error {
-			_, err := a.Complete("c2", T0.Add(4*time.Second), AnchorPolicy)
-			return err
+		if _, err := s.Update(ctx, "p1", "h2", func(a *conversation.Anchor) (conversation.Decision, error) {
+			return a.Settle(conversation.Complete, "c2", T0.Add(4*time.Second), AnchorPolicy)
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -302,9 +303,8 @@ func BenchAnchorTurn(b *testing.B, s ports.AnchorStore) {
 		if err != nil || d.Effect != conversation.EffectContinue {
 			b.Fatalf("claim %d: %+v %v", i, d, err)
 		}
-		if err := s.Update(ctx, p, h, func(a *conversation.Anchor) error {
-			_, err := a.Complete(claimID, T0, AnchorPolicy)
-			return err
+		if _, err := s.Update(ctx, p, h, func(a *conversation.Anchor) (conversation.Decision, error) {
+			return a.Settle(conversation.Complete, claimID, T0, AnchorPolicy)
 		}); err != nil {
 			b.Fatal(err)
 		}

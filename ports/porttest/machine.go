@@ -77,12 +77,7 @@ func (m *storeMachine) pick(t *rapid.T, want ...correlation.State) string {
 // update runs a typed transition on both and requires the same outcome.
 func (m *storeMachine) update(t *rapid.T, what, key string, fn func(g *correlation.Group) (correlation.Decision, error)) {
 	want, werr := m.ref.Apply(key, fn)
-	var got correlation.Decision
-	gerr := m.store.Update(m.ctx(), key, func(g *correlation.Group) error {
-		var err error
-		got, err = fn(g)
-		return err
-	})
+	got, gerr := m.store.Update(m.ctx(), key, fn)
 	if (werr == nil) != (gerr == nil) || errs.CodeOf(werr) != errs.CodeOf(gerr) {
 		t.Fatalf("%s %s: got error %v vs expected %v", what, key, gerr, werr)
 	}
@@ -142,11 +137,8 @@ func (m *storeMachine) Submit(t *rapid.T) {
 	if werr != nil {
 		t.Fatalf("reference submit: %v", werr)
 	}
-	var got correlation.Decision
-	err := m.store.Update(m.ctx(), key, func(g *correlation.Group) error {
-		var err error
-		got, err = g.Submit(m.now, Policy, sub, "attempt")
-		return err
+	got, err := m.store.Update(m.ctx(), key, func(g *correlation.Group) (correlation.Decision, error) {
+		return g.Submit(m.now, Policy, sub, "attempt")
 	})
 	if errs.Has(err, errs.UnknownToolCall) {
 		got = correlation.SubmitUnknown() // the app answers a key that is gone from REMOVED
@@ -212,11 +204,9 @@ func (m *storeMachine) ConcurrentClaims(t *rapid.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			failed[i] = m.store.Update(m.ctx(), key, func(g *correlation.Group) error {
+			decisions[i], failed[i] = m.store.Update(m.ctx(), key, func(g *correlation.Group) (correlation.Decision, error) {
 				time.Sleep(200 * time.Microsecond) // widen the window between read and write
-				var err error
-				decisions[i], err = g.Submit(m.now, Policy, sub, fmt.Sprintf("attempt-%d", i))
-				return err
+				return g.Submit(m.now, Policy, sub, fmt.Sprintf("attempt-%d", i))
 			})
 		}()
 	}

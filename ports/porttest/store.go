@@ -87,9 +87,9 @@ func Admit(t testing.TB, s ports.CorrelationStore, g correlation.Group, now time
 func StateOf(t testing.TB, s ports.CorrelationStore, key string) correlation.State {
 	t.Helper()
 	var st correlation.State
-	err := s.Update(context.Background(), key, func(g *correlation.Group) error {
+	_, err := s.Update(context.Background(), key, func(g *correlation.Group) (correlation.Decision, error) {
 		st = g.State
-		return errNoWrite
+		return correlation.Decision{}, errNoWrite
 	})
 	if errs.Has(err, errs.UnknownToolCall) {
 		return correlation.Removed
@@ -123,18 +123,21 @@ func StoreContract(t *testing.T, newStore NewStore) {
 	t.Run("update writes only when the closure succeeds", func(t *testing.T) {
 		s := newStore(t, limits, Policy)
 		Admit(t, s, Group("g1", "p1", 1, T0), T0)
-		err := s.Update(ctx, "g1", func(g *correlation.Group) error {
+		_, err := s.Update(ctx, "g1", func(g *correlation.Group) (correlation.Decision, error) {
 			g.State = correlation.Inflight
-			return fmt.Errorf("refused")
+			return correlation.Decision{}, fmt.Errorf("refused")
 		})
 		if err == nil || StateOf(t, s, "g1") != correlation.Pending {
 			t.Fatalf("failed closure: got state %s vs expected PENDING unchanged", StateOf(t, s, "g1"))
 		}
-		if err := s.Update(ctx, "g1", func(g *correlation.Group) error {
-			_, err := g.Cancel(T0, Policy)
-			return err
-		}); err != nil {
+		d, err := s.Update(ctx, "g1", func(g *correlation.Group) (correlation.Decision, error) {
+			return g.Cancel(T0, Policy)
+		})
+		if err != nil {
 			t.Fatal(err)
+		}
+		if d.Row != "C11" || d.To != correlation.Cancelled {
+			t.Fatalf("update returned decision %s → %s vs expected the closure's C11 → CANCELLED", d.Row, d.To)
 		}
 		if StateOf(t, s, "g1") != correlation.Cancelled {
 			t.Fatalf("successful closure: got %s vs expected CANCELLED", StateOf(t, s, "g1"))
@@ -143,7 +146,7 @@ func StoreContract(t *testing.T, newStore NewStore) {
 
 	t.Run("an unknown key is unknown_tool_call", func(t *testing.T) {
 		s := newStore(t, limits, Policy)
-		err := s.Update(ctx, "missing", func(*correlation.Group) error { return nil })
+		_, err := s.Update(ctx, "missing", func(*correlation.Group) (correlation.Decision, error) { return correlation.Decision{}, nil })
 		if !errs.Has(err, errs.UnknownToolCall) {
 			t.Fatalf("got %v vs expected unknown_tool_call", err)
 		}
@@ -276,11 +279,8 @@ func StoreContract(t *testing.T, newStore NewStore) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				var d correlation.Decision
-				err := s.Update(ctx, "g1", func(g *correlation.Group) error {
-					var err error
-					d, err = g.Submit(T0, Policy, sub, fmt.Sprintf("a%d", i))
-					return err
+				d, err := s.Update(ctx, "g1", func(g *correlation.Group) (correlation.Decision, error) {
+					return g.Submit(T0, Policy, sub, fmt.Sprintf("a%d", i))
 				})
 				switch {
 				case err == nil && d.Effect == correlation.EffectDispatch:
@@ -320,12 +320,10 @@ func StoreContract(t *testing.T, newStore NewStore) {
 			if sub.Echo, err = canon.PrepareEcho(sub.Continuation.Prefix, nil); err != nil {
 				t.Fatal(err)
 			}
-			var d correlation.Decision
-			if err := s.Update(ctx, g.Key, func(gr *correlation.Group) error {
-				var err error
-				d, err = gr.Submit(T0, Policy, sub, "a-"+g.Key)
-				return err
-			}); err != nil {
+			d, err := s.Update(ctx, g.Key, func(gr *correlation.Group) (correlation.Decision, error) {
+				return gr.Submit(T0, Policy, sub, "a-"+g.Key)
+			})
+			if err != nil {
 				t.Fatal(err)
 			}
 			return d
@@ -357,12 +355,9 @@ func StoreContract(t *testing.T, newStore NewStore) {
 			go func() {
 				defer wg.Done()
 				<-start
-				var d correlation.Decision
-				err := s.Update(ctx, "g1", func(g *correlation.Group) error {
+				d, err := s.Update(ctx, "g1", func(g *correlation.Group) (correlation.Decision, error) {
 					time.Sleep(500 * time.Microsecond) // widen the window between read and write
-					var err error
-					d, err = g.Submit(T0, Policy, sub, fmt.Sprintf("attempt-%d", i))
-					return err
+					return g.Submit(T0, Policy, sub, fmt.Sprintf("attempt-%d", i))
 				})
 				if err == nil && d.Effect == correlation.EffectDispatch {
 					dispatches.Add(1)
@@ -384,9 +379,8 @@ func StoreContract(t *testing.T, newStore NewStore) {
 		for _, k := range []string{"g1", "g2"} {
 			Admit(t, s, Group(k, "p1", 1, T0), T0)
 			claim(t, s, k, T0)
-			if err := s.Update(ctx, k, func(g *correlation.Group) error {
-				_, err := g.Complete(T0, Policy, []byte("12345678"), "d")
-				return err
+			if _, err := s.Update(ctx, k, func(g *correlation.Group) (correlation.Decision, error) {
+				return g.Complete(T0, Policy, []byte("12345678"), "d")
 			}); err != nil {
 				t.Fatal(err)
 			}
@@ -401,12 +395,12 @@ func StoreContract(t *testing.T, newStore NewStore) {
 // claim moves the group with key to INFLIGHT through a valid submission.
 func claim(t *testing.T, s ports.CorrelationStore, key string, now time.Time) {
 	t.Helper()
-	err := s.Update(context.Background(), key, func(g *correlation.Group) error {
+	_, err := s.Update(context.Background(), key, func(g *correlation.Group) (correlation.Decision, error) {
 		d, err := g.Submit(now, Policy, Submission(*g, "result"), "attempt")
 		if err == nil && d.Effect != correlation.EffectDispatch {
 			err = fmt.Errorf("claim: got %s", d.Row)
 		}
-		return err
+		return correlation.Decision{}, err
 	})
 	if err != nil {
 		t.Fatalf("claim: %v", err)
