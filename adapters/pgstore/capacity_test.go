@@ -112,10 +112,10 @@ func TestReleasedAndCompletedGroupsGiveLeasedCapacityBack(t *testing.T) {
 	// Completing one frees its room for the other replica.
 	_, err = submit(a, porttest.Group("g0000", "p1", 1, porttest.T0), "a", porttest.T0)
 	is.NoErr(err)
-	is.NoErr(a.Update(t.Context(), "g0000", func(g *correlation.Group) error {
-		_, err := g.Complete(porttest.T0, porttest.Policy, nil, "d")
-		return err
-	}))
+	_, err = a.Update(t.Context(), "g0000", func(g *correlation.Group) (correlation.Decision, error) {
+		return g.Complete(porttest.T0, porttest.Policy, nil, "d")
+	})
+	is.NoErr(err)
 	r, err := b.Reserve(t.Context(), 1, porttest.T0)
 	is.NoErr(err)
 	_, err = a.Reserve(t.Context(), 1, porttest.T0)
