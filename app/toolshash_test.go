@@ -107,7 +107,9 @@ func TestToolsKeyIsInjective(t *testing.T) {
 func TestToolSetValuesAreTheUncachedOnes(t *testing.T) {
 	is := is.New(t)
 	c := newToolsCache()
-	req := chat.Request{Tools: []chat.Tool{weatherTool(), {Name: "noop", Description: "nothing"}}}
+	lowered := weatherTool()
+	lowered.UpstreamParameters = []byte(`{"type":"object","properties":{"city":{"type":"string"}}}`)
+	req := chat.Request{Tools: []chat.Tool{lowered, {Name: "noop", Description: "nothing"}}}
 	other := chat.Request{Tools: []chat.Tool{{Name: "noop", Description: "nothing"}}}
 	for range 2 {
 		for _, r := range []chat.Request{req, other} {
@@ -123,15 +125,16 @@ func TestToolSetValuesAreTheUncachedOnes(t *testing.T) {
 			is.Equal(len(d), len(wd))
 		}
 	}
-	lowered, hashes, hashErrs, err := c.of(req).admission(req)
+	schemas, hashes, hashErrs, err := c.of(req).admission(req)
 	is.NoErr(err)
-	is.Equal(len(lowered), 2)
+	is.Equal(len(schemas), 2)
+	is.True(schemas[0].Validate(`{"city":1}`) != nil) // the lowered schema, compiled
 	for i, tool := range req.Tools {
 		want, werr := canon.SchemaHash(tool.Parameters)
 		is.Equal(hashes[i], want)
 		is.Equal(hashErrs[i], werr)
 	}
-	is.NoErr(lowered[1].Validate(`{}`))
+	is.NoErr(schemas[1].Validate(`{}`))
 	// A schema that was never lowered is refused, and stays refused.
 	bad := chat.Request{Tools: []chat.Tool{{Name: "x", Parameters: []byte(`{"type":"object"}`), UpstreamParameters: nil}}}
 	bad.Tools[0].UpstreamParameters = []byte(" ")
