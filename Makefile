@@ -60,9 +60,9 @@ audit:
 		-settings "RAPID_CHECKS=$(AUDIT_CHECKS) RAPID_STEPS=$(AUDIT_STEPS) go test ./domain/..."; \
 	status=$$?; rm -rf $$dir; exit $$status
 
-## bench: benchmarks of the hot paths
+## bench: benchmarks of the hot paths, and whole requests through a served gateway (cmd/gateway BenchmarkRequest)
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./domain/... ./adapters/... ./app/...
+	$(GO) test -run '^$$' -bench . -benchmem ./domain/... ./adapters/... ./app/... ./cmd/gateway/
 
 ## bench-load: the load rig — emulator, bare hop, its A/A twin and the gateway in one run (docs/BENCHMARKS.md); BENCH_FLAGS adds flags
 BENCH_FLAGS ?=

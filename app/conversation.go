@@ -37,7 +37,7 @@ type anchorClaim struct {
 // with the whole transcript. Every outcome is logged once, with the reason of
 // a fresh conversation and never an id. A store failure is a fresh
 // conversation: that is always correct, only costlier.
-func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request) (ports.UpstreamRequest, *anchorClaim) {
+func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request, tools *toolSet) (ports.UpstreamRequest, *anchorClaim) {
 	up := ports.UpstreamRequest{Chat: req}
 	if g.anchors == nil {
 		return up, nil
@@ -50,7 +50,7 @@ func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request) 
 	hash, err := conversation.TranscriptHash(history)
 	if err == nil {
 		var toolsHash, claimID string
-		if toolsHash, err = toolsHashOf(req); err == nil {
+		if toolsHash, err = tools.toolsBinding(req); err == nil {
 			claimID, err = g.ids.Token()
 		}
 		if err == nil {
@@ -117,7 +117,7 @@ func (g *Gateway) settleAnchor(ctx context.Context, p Principal, c *anchorClaim,
 // messages plus the answer, as the client will echo them, under the upstream
 // conversation that now holds them. Failing to record only makes the next turn
 // a fresh conversation; the answer is not affected.
-func (g *Gateway) recordAnchor(ctx context.Context, p Principal, req chat.Request, text, convID string) {
+func (g *Gateway) recordAnchor(ctx context.Context, p Principal, req chat.Request, tools *toolSet, text, convID string) {
 	if g.anchors == nil {
 		return
 	}
@@ -129,7 +129,7 @@ func (g *Gateway) recordAnchor(ctx context.Context, p Principal, req chat.Reques
 	hash, err := conversation.TranscriptHash(transcript)
 	var toolsHash string
 	if err == nil {
-		toolsHash, err = toolsHashOf(req)
+		toolsHash, err = tools.toolsBinding(req)
 	}
 	if err == nil {
 		now := g.clock.Now()

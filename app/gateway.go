@@ -42,6 +42,8 @@ type Gateway struct {
 	anchorPolicy conversation.Policy
 	// usage is nil when no budget is kept (see WithUsage).
 	usage *Usage
+	// toolSets holds what is derived from each distinct tool definition set.
+	toolSets *toolsCache
 }
 
 // New wires the use cases. It panics on a nil dependency: that is mis-wiring.
@@ -49,7 +51,7 @@ func New(cfg Config, upstream ports.Upstream, store ports.CorrelationStore, cloc
 	if upstream == nil || clock == nil || ids == nil || log == nil || (cfg.Correlation && store == nil) {
 		panic("app: nil dependency")
 	}
-	return &Gateway{upstream: upstream, store: store, clock: clock, ids: ids, log: log, cfg: cfg}
+	return &Gateway{upstream: upstream, store: store, clock: clock, ids: ids, log: log, cfg: cfg, toolSets: newToolsCache()}
 }
 
 var _ ChatService = (*Gateway)(nil)
@@ -90,7 +92,8 @@ func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) 
 	if err != nil {
 		return nil, err
 	}
-	up, claim := g.planFresh(ctx, p, req)
+	tools := g.toolSets.of(req)
+	up, claim := g.planFresh(ctx, p, req, tools)
 	m := meterFrom(ctx)
 	m.Dispatches, m.QueryChars = 1, contentChars(up.Chat.Messages)
 	g.log.DebugContext(ctx, "dispatch", "chat_type", "USER_QUERY", "messages", len(req.Messages), "tools", len(req.Tools),
@@ -110,7 +113,7 @@ func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) 
 		}
 		return nil, err
 	}
-	t := &turn{g: g, p: p, req: req, stream: s, anchor: claim, meter: m}
+	t := &turn{g: g, p: p, req: req, tools: tools, stream: s, anchor: claim, meter: m}
 	if claim != nil {
 		t.convID = claim.convID // a continued stream need not repeat its conversation id
 	}
@@ -163,18 +166,15 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 		g.logDecision(ctx, p, d)
 		return nil, d.Err()
 	}
-	toolsHash, err := toolsHashOf(req)
-	if err != nil {
-		return nil, err
-	}
-	legacyTools, err := legacyToolsHashOf(req)
+	tools := g.toolSets.of(req)
+	toolsHash, err := tools.toolsBinding(req)
 	if err != nil {
 		return nil, err
 	}
 	// Defaults come from the caller's original parameter schemas; the record
 	// is only read inside the store's atomic section, so everything else of
 	// the echo is prepared here.
-	defaults, err := canon.ToolDefaults(req.Tools)
+	defaults, err := tools.toolDefaults(req)
 	if err != nil {
 		return nil, err
 	}
@@ -183,16 +183,15 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 		return nil, err
 	}
 	sub := correlation.Submission{
-		Echo:            echo,
-		ResultsHash:     correlation.ResultsHash(cont),
-		PrincipalID:     p.ID,
-		WorkspaceID:     g.cfg.WorkspaceID,
-		Model:           req.Model,
-		ToolsHash:       toolsHash,
-		LegacyToolsHash: legacyTools,
-		Continuation:    cont,
-		Unresolved:      len(ids) - len(keys),
-		OtherGroups:     len(groups) - 1,
+		Echo:         echo,
+		ResultsHash:  correlation.ResultsHash(cont),
+		PrincipalID:  p.ID,
+		WorkspaceID:  g.cfg.WorkspaceID,
+		Model:        req.Model,
+		ToolsHash:    toolsHash,
+		Continuation: cont,
+		Unresolved:   len(ids) - len(keys),
+		OtherGroups:  len(groups) - 1,
 	}
 	attempt, err := g.ids.Token()
 	if err != nil {
@@ -200,6 +199,16 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 	}
 	var claimed correlation.Group
 	d, err := g.store.Update(ctx, key, func(gr *correlation.Group) (correlation.Decision, error) {
+		if !canon.IsToolsBinding(gr.ToolsHash) && sub.LegacyToolsHash == "" {
+			// A record of an earlier build binds the older form (with
+			// tool_choice); only such a record is compared under it, so
+			// only then is it computed, here, where the record is known.
+			legacy, err := legacyToolsHashOf(req)
+			if err != nil {
+				return correlation.Decision{}, err
+			}
+			sub.LegacyToolsHash = legacy
+		}
 		defer func() { claimed = gr.Clone() }()
 		return gr.Submit(g.clock.Now(), g.cfg.Policy, sub, attempt)
 	})
@@ -219,7 +228,7 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 		}
 		return nil, d.Err()
 	case correlation.EffectDispatch:
-		return g.dispatch(ctx, p, req, claimed, cont)
+		return g.dispatch(ctx, p, req, tools, claimed, cont)
 	default:
 		if err := d.Err(); err != nil {
 			return nil, err
@@ -230,7 +239,7 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 
 // dispatch sends the one TOOL_RESPONSE of a claimed group, built only from the
 // record's private ids, in call order.
-func (g *Gateway) dispatch(ctx context.Context, p Principal, req chat.Request, gr correlation.Group, cont correlation.Continuation) (Turn, error) {
+func (g *Gateway) dispatch(ctx context.Context, p Principal, req chat.Request, tools *toolSet, gr correlation.Group, cont correlation.Continuation) (Turn, error) {
 	byID := make(map[string]string, len(cont.Results))
 	for _, r := range cont.Results {
 		byID[r.ID] = r.Content
@@ -262,7 +271,7 @@ func (g *Gateway) dispatch(ctx context.Context, p Principal, req chat.Request, g
 	// The turn starts with the group's stored conversation id: a continuation
 	// stream need not repeat it (one public project's fixtures omit it), and
 	// the next tool group of this turn belongs to the same conversation.
-	return &turn{g: g, p: p, req: req, stream: s, claimedKey: gr.Key, convID: gr.ConversationID, meter: m}, nil
+	return &turn{g: g, p: p, req: req, tools: tools, stream: s, claimedKey: gr.Key, convID: gr.ConversationID, meter: m}, nil
 }
 
 // notAccepted reports whether an upstream error proves the continuation was

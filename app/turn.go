@@ -30,6 +30,7 @@ type turn struct {
 	g      *Gateway
 	p      Principal
 	req    chat.Request
+	tools  *toolSet // what is derived from req's tool definitions
 	stream ports.Stream
 	// claimedKey is the group whose continuation this turn is; it is settled
 	// exactly once: CONSUMED at a proven end, UNCERTAIN otherwise.
@@ -146,7 +147,7 @@ func (t *turn) finish(ctx context.Context) {
 	t.queue = append(toolDeltas, final)
 	if t.calls.Len() == 0 {
 		// A proven text answer: anchor it before the client can send its next turn.
-		t.g.recordAnchor(ctx, t.p, t.req, t.text.String(), t.convID)
+		t.g.recordAnchor(ctx, t.p, t.req, t.tools, t.text.String(), t.convID)
 	}
 	if t.claimedKey != "" {
 		all := append(append([]Delta(nil), t.emitted...), t.queue...)
@@ -253,26 +254,20 @@ func (t *turn) admit(ctx context.Context) ([]Delta, error) {
 	if t.convID == "" {
 		return nil, errs.Newf(errs.UpstreamUnverifiedEventShape, "tool calls without a conversation id")
 	}
-	schemas := map[string][]byte{}
-	lowered := map[string]*toolschema.Schema{}
-	for _, tool := range t.req.Tools {
-		schemas[tool.Name] = tool.Parameters
-		up, ok := tool.Lowered()
-		if !ok {
-			return nil, errs.Newf(errs.InternalError, "a tool schema was not lowered")
-		}
-		sch, err := toolschema.Compile(up)
-		if err != nil {
-			return nil, errs.Wrap(err, errs.InternalError)
-		}
-		lowered[tool.Name] = sch
+	lowered, schemaHashes, hashErrs, err := t.tools.admission(t.req)
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]int, len(t.req.Tools)) // a repeated name: the last definition, as before
+	for i, tool := range t.req.Tools {
+		byName[tool.Name] = i
 	}
 	calls := t.calls.Calls()
 	groupID := calls[0].UpstreamGroupID
 	args := make([]string, len(calls))
 	for i, c := range calls {
 		args[i] = c.Arguments()
-		if _, ok := schemas[c.Name]; !ok || c.UpstreamID == "" {
+		if _, ok := byName[c.Name]; !ok || c.UpstreamID == "" {
 			return nil, errs.Newf(errs.UpstreamUnverifiedEventShape, "tool call %d names no advertised tool", i)
 		}
 		if c.Synthetic {
@@ -291,24 +286,25 @@ func (t *turn) admit(ctx context.Context) ([]Delta, error) {
 		// arguments must meet. Arguments that break it were produced by the
 		// upstream, not the client: an upstream fault, never shown as a call.
 		var ae *toolschema.ArgumentsError
-		if err := lowered[c.Name].Validate(args[i]); errors.As(err, &ae) {
+		if err := lowered[byName[c.Name]].Validate(args[i]); errors.As(err, &ae) {
 			ae.Call = i
 			return nil, errs.Wrap(ae, errs.UpstreamMalformedEvent)
 		} else if err != nil {
 			return nil, errs.Wrap(err, errs.UpstreamMalformedEvent)
 		}
 	}
-	toolsHash, err := toolsHashOf(t.req)
+	toolsHash, err := t.tools.toolsBinding(t.req)
 	if err != nil {
 		return nil, err
 	}
+	schemaHash := func(name string) (string, error) { i := byName[name]; return schemaHashes[i], hashErrs[i] }
 	now := g.clock.Now()
 	res, err := g.store.Reserve(ctx, t.calls.Len(), now)
 	if err != nil {
 		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
-		grp, deltas, err := t.buildGroup(groupID, args, schemas, toolsHash, now)
+		grp, deltas, err := t.buildGroup(groupID, args, schemaHash, toolsHash, now)
 		if err == nil {
 			err = g.store.Admit(ctx, res, grp)
 		}
@@ -323,7 +319,7 @@ func (t *turn) admit(ctx context.Context) ([]Delta, error) {
 	}
 }
 
-func (t *turn) buildGroup(groupID string, args []string, schemas map[string][]byte, toolsHash string, now time.Time) (correlation.Group, []Delta, error) {
+func (t *turn) buildGroup(groupID string, args []string, schemaHash func(name string) (string, error), toolsHash string, now time.Time) (correlation.Group, []Delta, error) {
 	g := t.g
 	key, err := g.ids.Token()
 	if err != nil {
@@ -346,7 +342,7 @@ func (t *turn) buildGroup(groupID string, args []string, schemas map[string][]by
 			return correlation.Group{}, nil, err
 		}
 		id = publicCallID(t.req.API, id)
-		sh, err := canon.SchemaHash(schemas[c.Name])
+		sh, err := schemaHash(c.Name)
 		if err != nil {
 			return correlation.Group{}, nil, err
 		}

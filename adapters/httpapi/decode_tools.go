@@ -65,7 +65,7 @@ func (s *server) decodeTools(raw json.RawMessage) ([]chat.Tool, error) {
 		switch params := ff["parameters"]; kindOf(params) {
 		case kindInvalid, kindNull:
 		case kindObject:
-			lowered, err := toolschema.Lower(params, p+".function.parameters", toolschema.Options{Policy: s.cfg.ToolSchemaPolicy, WidenCombinators: s.cfg.WidenCombinators})
+			lowered, err := lowerSchema(params, p+".function.parameters", toolschema.Options{Policy: s.cfg.ToolSchemaPolicy, WidenCombinators: s.cfg.WidenCombinators})
 			var pr *toolschema.Problem
 			if errors.As(err, &pr) {
 				return nil, refuse(pr.Code, pr.Path, pr.Detail)

@@ -17,6 +17,7 @@ const Redacted = "[REDACTED]"
 // patterns.
 type Redactor struct {
 	exact *strings.Replacer // nil without secrets
+	olds  []string          // the spellings exact replaces
 }
 
 // NewRedactor returns a Redactor for the given secrets; empty ones are ignored.
@@ -51,7 +52,7 @@ func NewRedactor(secrets ...string) *Redactor {
 	for _, o := range olds {
 		pairs = append(pairs, o, Redacted)
 	}
-	r.exact = strings.NewReplacer(pairs...)
+	r.exact, r.olds = strings.NewReplacer(pairs...), olds
 	return r
 }
 
@@ -75,11 +76,18 @@ var patterns = []*regexp.Regexp{
 // credential replaced by [REDACTED]: postman.sid=<v>, Bearer <v>,
 // X-Access-Token: <v>, Cookie: <v>, Authorization: [scheme] <v> (names in any
 // case, ':' or '=' separated, JSON-quoted or not), and URL userinfo.
+//
+// Most logged values hold no secret and no credential pattern: each step
+// first checks a condition every match needs (a secret's spelling, a
+// pattern's literal), without allocating, and is skipped when it fails.
 func (r *Redactor) String(s string) string {
-	if r != nil && r.exact != nil {
+	if r != nil && r.exact != nil && containsAny(s, r.olds) {
 		s = r.exact.Replace(s)
 	}
 	for i, re := range patterns {
+		if !mayMatch(s, literals[i]) {
+			continue
+		}
 		repl := "${1}" + Redacted
 		if i == len(patterns)-1 {
 			repl += "@"
@@ -87,4 +95,55 @@ func (r *Redactor) String(s string) string {
 		s = re.ReplaceAllString(s, repl)
 	}
 	return s
+}
+
+// literals are, by pattern, lower-case ASCII strings one of which every match
+// of the pattern contains (under ASCII case folding).
+var literals = [][]string{{"bearer"}, {"postman.sid"}, {"x-access-token", "cookie"}, {"authorization"}, {"://"}}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// mayMatch reports whether s contains one of lits ignoring ASCII case, or
+// any non-ASCII byte: (?i) folds some non-ASCII letters to ASCII ones (U+017F
+// to s, U+212A to k), so such text always takes the regular expression.
+func mayMatch(s string, lits []string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return true
+		}
+	}
+	for _, lit := range lits {
+		if containsFoldASCII(s, lit) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsFoldASCII reports whether ASCII s contains lit (lower case) in any
+// ASCII case.
+func containsFoldASCII(s, lit string) bool {
+	for i := 0; i+len(lit) <= len(s); i++ {
+		j := 0
+		for ; j < len(lit); j++ {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != lit[j] {
+				break
+			}
+		}
+		if j == len(lit) {
+			return true
+		}
+	}
+	return false
 }

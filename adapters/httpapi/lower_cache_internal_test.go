@@ -1,0 +1,64 @@
+package httpapi
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/pmgate/pmgate/domain/toolschema"
+)
+
+// lowerSchema returns what toolschema.Lower returns, for every input, on a
+// miss and on a hit; a different option, path or schema is never served
+// another's result.
+func TestLowerSchemaIsLowerRemembered(t *testing.T) {
+	is := is.New(t)
+	schemas := []string{
+		`{"type":"object","properties":{"city":{"type":"string"}}}`,
+		`{"type":"object","properties":{"city":{"type":"string"}} }`,
+		`{"type":"object","properties":{"v":{"anyOf":[{"type":"string"},{"type":"integer"}]}}}`,
+		`{"type":"object","properties":{"when":{"type":"string","format":"date-time"}}}`,
+	}
+	options := []toolschema.Options{{}, {WidenCombinators: true}, {Policy: toolschema.DefaultPolicy}}
+	for range 2 { // the second round hits
+		for _, s := range schemas {
+			for _, o := range options {
+				for _, path := range []string{"tools[0].function.parameters", "tools[1].function.parameters"} {
+					raw := []byte(s)
+					want, werr := toolschema.Lower([]byte(s), path, o)
+					got, err := lowerSchema(raw, path, o)
+					is.Equal(err, werr)
+					is.Equal(string(got), string(want))
+					raw[0] = 'X' // the request's memory changes after decoding: the cache does not
+					again, err := lowerSchema([]byte(s), path, o)
+					is.NoErr(err)
+					is.Equal(string(again), string(want))
+				}
+			}
+		}
+	}
+	// A refusal is not kept, and names its own path every time.
+	bad := []byte(`{"type":"object","properties":{"a":{"type":"string"}},"properties":{}}`)
+	for _, path := range []string{"tools[0].function.parameters", "tools[3].function.parameters"} {
+		_, werr := toolschema.Lower(bad, path, toolschema.Options{})
+		_, err := lowerSchema(bad, path, toolschema.Options{})
+		is.True(err != nil)
+		is.Equal(err.Error(), werr.Error())
+	}
+}
+
+func TestLowerSchemaCacheIsBounded(t *testing.T) {
+	is := is.New(t)
+	for i := range 3 * lowerCacheEntries {
+		raw := fmt.Appendf(nil, `{"type":"object","properties":{"p%d":{"type":"string"}}}`, i)
+		out, err := lowerSchema(raw, "tools[0].function.parameters", toolschema.Options{})
+		is.NoErr(err)
+		is.True(bytes.Contains(out, fmt.Appendf(nil, `"p%d"`, i)))
+		lowerings.Lock()
+		is.True(lowerings.entries <= lowerCacheEntries)
+		is.True(lowerings.bytes <= lowerCacheBytes)
+		lowerings.Unlock()
+	}
+}

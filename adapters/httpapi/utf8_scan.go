@@ -1,0 +1,38 @@
+package httpapi
+
+import "unicode/utf8"
+
+// validText reports, without allocating, whether checkText accepts body (valid
+// JSON): every byte is UTF-8 (outside strings a valid JSON body is ASCII) and
+// every \u escape of a surrogate is a high one followed by a low one. Almost
+// every body passes, so checkText walks the body for a path only when this
+// fails; the walk names each key and index, which costs allocations.
+func validText(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' { // in a valid JSON body, a backslash starts an escape
+			continue
+		}
+		i++ // the escaped character; the loop steps over it
+		if b[i] != 'u' {
+			continue
+		}
+		r := hex4(b[i+1 : i+5])
+		i += 4
+		switch {
+		case r >= 0xD800 && r < 0xDC00: // high surrogate: a low one must follow
+			if i+7 <= len(b) && b[i+1] == '\\' && b[i+2] == 'u' {
+				if lo := hex4(b[i+3 : i+7]); lo >= 0xDC00 && lo < 0xE000 {
+					i += 6
+					continue
+				}
+			}
+			return false
+		case r >= 0xDC00 && r < 0xE000: // low surrogate without a high one
+			return false
+		}
+	}
+	return true
+}
