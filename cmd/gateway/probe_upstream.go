@@ -78,10 +78,8 @@ func (p *probeUpstream) take() []reportDispatch {
 }
 
 func (p *probeUpstream) rule() string {
-	if p.cfg.Strategy == pmconfig.StrategyAccessToken {
-		return string(dcompletion.RuleLegacyDone)
-	}
-	return string(p.cfg.TerminalRule)
+	r, _ := p.cfg.Rule() // "" for a configuration no client could be built from
+	return string(r)
 }
 
 // Chat implements ports.Upstream.
