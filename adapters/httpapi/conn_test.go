@@ -173,7 +173,7 @@ func TestNetHTTPsOwnAnswersHaveTheOpenAIShape(t *testing.T) {
 			is.Equal(resp.Header.Get("Content-Type"), "application/json")
 			is.True(resp.Header.Get("x-request-id") != "")
 			is.Equal(resp.Header.Get("x-should-retry"), "false") // written by the one error writer, like every refusal
-			is.True(resp.Close) // Connection: close
+			is.True(resp.Close)                                  // Connection: close
 			body, _ := io.ReadAll(resp.Body)
 			is.Equal(resp.ContentLength, int64(len(body)))
 			e := decodeError(t, body)
