@@ -16,8 +16,10 @@ func RuleFor(webSession bool, configured Rule) (Rule, error) {
 		return "", errs.Newf(errs.ConfigInvalid, "an access_token stream takes no configured completion rule")
 	case configured == "":
 		return DefaultWebRule, nil
-	case configured.Web():
-		return configured, nil
 	}
-	return "", errs.Newf(errs.ConfigInvalid, "unknown web-session completion rule %q", string(configured))
+	r, err := ParseRule(string(configured))
+	if err != nil || !r.Web() {
+		return "", errs.Newf(errs.ConfigInvalid, "unknown web-session completion rule %q", string(configured))
+	}
+	return r, nil
 }
