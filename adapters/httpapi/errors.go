@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -13,7 +12,10 @@ import (
 	"github.com/pmgate/pmgate/domain/errs"
 )
 
-// This file is the one place where an error becomes an HTTP answer. Status,
+// This file is the one place where an error becomes an HTTP answer in the
+// OpenAI shape (writeOpenAIError, for the handlers and the connection layer);
+// the Anthropic routes answer in their own shape through writeAnthropicError
+// (messages_render.go), which starts from the same public view. Status,
 // OpenAI type, retryability and message all come from the catalog
 // (errs.Lookup via errs.CodeOf); the only additions are the routing table
 // below and the request-path detail of refusals.
@@ -196,11 +198,7 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.writeAnthropicError(w, r, err)
 		return
 	}
-	e := writeOpenAIError(ctx, w, err)
-	infoFrom(ctx).code = e.Code
-	if e.Code == errs.InternalError {
-		s.log.LogAttrs(ctx, slog.LevelError, "internal error", slog.String("error", errs.Redact(err)))
-	}
+	s.noteError(ctx, writeOpenAIError(ctx, w, err), err)
 }
 
 // writeOpenAIError is the one writer of an OpenAI-shaped error answer, for
@@ -235,10 +233,7 @@ func writeOpenAIError(ctx context.Context, w http.ResponseWriter, err error) err
 // the same body as writeError, without finish_reason or [DONE] afterwards.
 func (s *server) streamError(ctx context.Context, err error) errorBody {
 	body, e, _ := public(ctx, err)
-	infoFrom(ctx).code = e.Code
-	if e.Code == errs.InternalError {
-		s.log.LogAttrs(ctx, slog.LevelError, "internal error", slog.String("error", errs.Redact(err)))
-	}
+	s.noteError(ctx, e, err)
 	return body
 }
 
