@@ -88,7 +88,8 @@
 //
 // # Token counts in the usage event
 //
-// The numbers are deterministic functions of byte sizes:
+// The numbers are deterministic functions of byte sizes (every row is
+// asserted by TestTextTurnAccessTokenEndsWithUsageThenDone):
 //
 //	promptTokens     = ceil(len(raw request body) / 4)
 //	completionTokens = ceil(output bytes / 4), where output bytes is the sum of the

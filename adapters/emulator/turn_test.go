@@ -43,6 +43,7 @@ func TestTextTurnAccessTokenEndsWithUsageThenDone(t *testing.T) {
 	is.Equal(u["totalTokens"], float64(prompt+completion))           // sum
 	is.Equal(u["usage"], float64(10*(prompt+completion)))            // credits, not tokens
 	is.Equal(u["limit"], float64(800000))                            // fixed limit
+	is.Equal(u["overage"], float64(0))                               // no overage
 	is.Equal(u["usageState"], "AVAILABLE")                           // quota fine
 	is.Equal(u["userType"], "TEAM")                                  // fixed user type
 	is.Equal(s.Count(emulator.KindUserQuery), 1)                     // counted

@@ -2,7 +2,7 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
+	"context"
 	"log/slog"
 	"net"
 	"net/http"
@@ -220,19 +220,28 @@ func (l *Listener) rewriteBuiltin(p []byte) ([]byte, bool) {
 	case http.StatusExpectationFailed:
 		detail = "Only Expect: 100-continue is supported."
 	}
-	e := errs.MustEntry(code)
-	body, _ := json.Marshal(errorBody{Error: errorObject{Message: e.Message + " " + detail, Type: string(e.Type), Code: string(e.Code)}})
-	body = append(body, '\n')
 	id := newRequestID()
+	a := &rawAnswer{header: http.Header{"Connection": {"close"}, "X-Request-Id": {id}}}
+	writeOpenAIError(context.Background(), a, &routeError{errs.New(code), status, detail})
+	a.header.Set("Content-Length", strconv.Itoa(a.body.Len()))
 	var b bytes.Buffer
-	b.WriteString(proto + strconv.Itoa(status) + " " + http.StatusText(status) + "\r\n")
-	b.WriteString("Content-Type: application/json\r\n")
-	b.WriteString("Content-Length: " + strconv.Itoa(len(body)) + "\r\n")
-	b.WriteString("Connection: close\r\n")
-	b.WriteString("x-request-id: " + id + "\r\n")
-	b.WriteString("x-should-retry: false\r\n\r\n")
-	b.Write(body)
+	b.WriteString(proto + strconv.Itoa(a.status) + " " + http.StatusText(a.status) + "\r\n")
+	_ = a.header.Write(&b) // to a bytes.Buffer: cannot fail
+	b.WriteString("\r\n")
+	b.Write(a.body.Bytes())
 	l.log.Warn("request", slog.String("request_id", id), slog.String("path", "unmatched"),
 		slog.Int("status", status), slog.String("code", string(code)))
 	return b.Bytes(), true
 }
+
+// rawAnswer is the http.ResponseWriter writeOpenAIError fills for a
+// connection-level answer, which the connection then writes as raw bytes.
+type rawAnswer struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (a *rawAnswer) Header() http.Header         { return a.header }
+func (a *rawAnswer) WriteHeader(status int)      { a.status = status }
+func (a *rawAnswer) Write(p []byte) (int, error) { return a.body.Write(p) }

@@ -172,10 +172,14 @@ func TestNetHTTPsOwnAnswersHaveTheOpenAIShape(t *testing.T) {
 			is.Equal(resp.StatusCode, c.status)
 			is.Equal(resp.Header.Get("Content-Type"), "application/json")
 			is.True(resp.Header.Get("x-request-id") != "")
+			is.Equal(resp.Header.Get("x-should-retry"), "false") // written by the one error writer, like every refusal
+			is.True(resp.Close)                                  // Connection: close
 			body, _ := io.ReadAll(resp.Body)
+			is.Equal(resp.ContentLength, int64(len(body)))
 			e := decodeError(t, body)
 			is.Equal(e.Code, c.code)
 			is.Equal(len(e.Keys), 4) // message, type, param, code
+			is.Equal(e.param(), "<null>")
 		})
 	}
 }

@@ -10,8 +10,9 @@
 //
 // # Errors
 //
-// Every failure is written by one function (writeError) from the catalog of
-// package errs: status, OpenAI type, message and retryability come from
+// Every OpenAI-shaped failure is written by one function (writeOpenAIError,
+// which the handlers reach through writeError and the connection layer uses
+// for net/http's own answers) from the catalog of package errs: status, OpenAI type, message and retryability come from
 // errs.Lookup(errs.CodeOf(err)). The body always has the four keys
 // {"error":{"message","type","param","code"}}. A refusal of the request names
 // the offending parameter path in param (for example
@@ -25,8 +26,9 @@
 // default, or the value of an error in the chain with a method
 // RetryAfter() time.Duration, rounded up and capped at 3600). Unknown paths
 // answer 404 and wrong methods 405 (with Allow), both with code
-// invalid_request: the catalog has no routing codes, so these two statuses
-// are the only ones not taken from it.
+// invalid_request: the catalog has no routing codes, so these two statuses,
+// and those of net/http's own connection-level answers (400, 417, 431, 501,
+// rewritten by the Listener), are the only ones not taken from it.
 //
 // # Request ids and logs
 //

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -13,7 +12,10 @@ import (
 	"github.com/pmgate/pmgate/domain/errs"
 )
 
-// This file is the one place where an error becomes an HTTP answer. Status,
+// This file is the one place where an error becomes an HTTP answer in the
+// OpenAI shape (writeOpenAIError, for the handlers and the connection layer);
+// the Anthropic routes answer in their own shape through writeAnthropicError
+// (messages_render.go), which starts from the same public view. Status,
 // OpenAI type, retryability and message all come from the catalog
 // (errs.Lookup via errs.CodeOf); the only additions are the routing table
 // below and the request-path detail of refusals.
@@ -44,10 +46,12 @@ func unsupported(param, detail string) error {
 	return refuse(errs.UnsupportedParameter, param, detail)
 }
 
-// routeError is a routing answer. Routing has no gateway code of its own: it
-// carries invalid_request (type, message, retryability from the catalog)
-// with the HTTP status of the routing failure. routeErrors is the only place
-// where a status is not taken from the catalog.
+// routeError is an answer whose HTTP status is not the catalog's: a routing
+// answer (routing has no gateway code of its own: it carries invalid_request,
+// with type, message and retryability from the catalog) or one of net/http's
+// own connection-level answers, which keep net/http's status (conn.go).
+// routeErrors are the only places where a status is not taken from the
+// catalog.
 type routeError struct {
 	cause  error
 	status int
@@ -184,22 +188,26 @@ func public(ctx context.Context, err error) (errorBody, errs.Entry, int) {
 	return errorBody{Error: errorObject{Message: msg, Type: string(e.Type), Param: param, Code: string(e.Code)}}, e, status
 }
 
-// writeError writes every failure of the API: the OpenAI error body, the
-// status from the catalog, x-should-retry: false for deterministic failures,
-// retry-after on retryable 429/503. Internal errors are logged (redacted);
-// clients only ever see the generic internal message.
+// writeError writes every failure of the API: the OpenAI error body (or, on
+// the Anthropic routes, writeAnthropicError's) through writeOpenAIError, and
+// logs internal errors (redacted); clients only ever see the generic internal
+// message.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ctx := r.Context()
 	if infoFrom(ctx).anthropic {
 		s.writeAnthropicError(w, r, err)
 		return
 	}
+	s.noteError(ctx, writeOpenAIError(ctx, w, err), err)
+}
+
+// writeOpenAIError is the one writer of an OpenAI-shaped error answer, for
+// the handlers (through writeError) and for the connection layer's rewrite of
+// net/http's own answers: the body from public, the status from the catalog
+// (or the routeError), x-should-retry: false for deterministic failures,
+// retry-after on retryable 429/503. It returns the catalog entry it answered.
+func writeOpenAIError(ctx context.Context, w http.ResponseWriter, err error) errs.Entry {
 	body, e, status := public(ctx, err)
-	ri := infoFrom(ctx)
-	ri.code = e.Code
-	if e.Code == errs.InternalError {
-		s.log.LogAttrs(ctx, slog.LevelError, "internal error", slog.String("error", errs.Redact(err)))
-	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	var ra retryAfterer
@@ -218,16 +226,14 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	w.WriteHeader(status)
 	b, _ := json.Marshal(body) // plain strings only: cannot fail
 	_, _ = w.Write(append(b, '\n'))
+	return e
 }
 
 // streamError is the one event written when a stream fails after its headers:
 // the same body as writeError, without finish_reason or [DONE] afterwards.
 func (s *server) streamError(ctx context.Context, err error) errorBody {
 	body, e, _ := public(ctx, err)
-	infoFrom(ctx).code = e.Code
-	if e.Code == errs.InternalError {
-		s.log.LogAttrs(ctx, slog.LevelError, "internal error", slog.String("error", errs.Redact(err)))
-	}
+	s.noteError(ctx, e, err)
 	return body
 }
 

@@ -24,24 +24,6 @@ import (
 // RequestTimeout elapses.
 var errRequestTimeout = errors.New("httpapi: request timeout")
 
-// handleChat serves POST /v1/chat/completions: one turn (serveTurn) of the
-// request rendered as a chat completion, JSON or SSE.
-func (s *server) handleChat() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		serveTurn(s, w, r, "messages", func(body []byte) (chat.Request, chat.Request, error) {
-			req, err := s.decodeRequest(body, slotFrom(r.Context()).allowsModel)
-			return req, req, err
-		}, func(w http.ResponseWriter, r *http.Request, req chat.Request, tr *turnReader) {
-			o := output{id: "chatcmpl-" + randText(), created: s.now().Unix(), model: req.Model, includeUsage: req.IncludeUsage, req: req}
-			if req.Stream {
-				s.stream(w, r, o, tr)
-			} else {
-				s.complete(w, r, o, tr)
-			}
-		})
-	})
-}
-
 // serveTurn is the one request path of both APIs: content type, bounded body
 // read under BodyReadTimeout, full validation (decode, which returns the
 // API's own request and the normalized chat request), then a concurrency
@@ -211,58 +193,6 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		return nil, invalid("", "The body could not be read.")
 	}
 	return buf.Bytes(), nil
-}
-
-// modelList is the OpenAI list of models.
-type modelList struct {
-	Object string      `json:"object"`
-	Data   []modelJSON `json:"data"`
-}
-
-type modelJSON struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	OwnedBy string `json:"owned_by"`
-}
-
-// handleModels serves GET /v1/models: the configured public ids the caller's
-// slot may use, in configuration order.
-func (s *server) handleModels() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sl := slotFrom(r.Context())
-		list := modelList{Object: "list", Data: make([]modelJSON, 0, len(s.cfg.Models))}
-		for _, m := range s.cfg.Models {
-			if sl.allowsModel(m) {
-				list.Data = append(list.Data, modelJSON{ID: m, Object: "model", Created: 0, OwnedBy: "pmgate"})
-			}
-		}
-		s.writeValue(w, r, list, "models")
-	})
-}
-
-// handleHealth serves GET /health without authentication. upstream_verified
-// comes only from Config.Verification (a probe report that passes verify);
-// the gateway never probes the upstream on its own.
-func (s *server) handleHealth() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		out := map[string]any{}
-		if s.cfg.Health != nil {
-			for k, v := range s.cfg.Health(r.Context()) {
-				out[k] = v
-			}
-		}
-		out["status"] = "ok"
-		out["strategy"] = s.cfg.Strategy
-		verified, fields := s.verification()
-		for k, v := range fields {
-			if strings.HasPrefix(k, "upstream_verified_") || k == "upstream_report_digest" {
-				out[k] = v
-			}
-		}
-		out["upstream_verified"] = verified
-		s.writeValue(w, r, out, "health fields")
-	})
 }
 
 func (s *server) handleNotFound() http.Handler {

@@ -680,3 +680,16 @@ func decodeMessagesToolChoice(raw json.RawMessage, mr *msgRequest) error {
 	}
 	return nil
 }
+
+// decodeCountRequest reads a count_tokens body: a Messages request without
+// max_tokens.
+func (s *server) decodeCountRequest(body []byte, allowed func(string) bool) (msgRequest, error) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) == nil && top != nil {
+		if _, ok := top["max_tokens"]; !ok {
+			top["max_tokens"] = json.RawMessage("1")
+			body = mustJSON(top)
+		}
+	}
+	return s.decodeMessagesRequest(body, allowed)
+}

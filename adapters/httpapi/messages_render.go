@@ -68,19 +68,6 @@ func (s *server) handleCountTokens() http.Handler {
 	})
 }
 
-// decodeCountRequest reads a count_tokens body: a Messages request without
-// max_tokens.
-func (s *server) decodeCountRequest(body []byte, allowed func(string) bool) (msgRequest, error) {
-	var top map[string]json.RawMessage
-	if json.Unmarshal(body, &top) == nil && top != nil {
-		if _, ok := top["max_tokens"]; !ok {
-			top["max_tokens"] = json.RawMessage("1")
-			body = mustJSON(top)
-		}
-	}
-	return s.decodeMessagesRequest(body, allowed)
-}
-
 // usageHeader says how the usage counts of a response were obtained:
 // "reported" (the upstream's), "estimated" (chat.Estimate, at least one
 // count) or "unreported" (none, estimates off). On a stream it is sent with

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/ports"
 )
 
@@ -17,42 +16,6 @@ const (
 
 // maxNamedModels bounds how many configured ids a model_not_found names.
 const maxNamedModels = 8
-
-// modelNotFound is the refusal of an unknown model (or one the caller's slot
-// may not use): it names the models the caller may use, so that a client
-// configured with the wrong id learns the right one. Only the caller's own
-// models are named: a slot cannot learn of a model outside its allowlist.
-func (s *server) modelNotFound(allowed func(string) bool) error {
-	var ids []string
-	for _, m := range s.cfg.Models {
-		if allowed(m) {
-			ids = append(ids, m)
-		}
-	}
-	switch {
-	case len(ids) == 0:
-		return refuse(errs.ModelNotFound, "model", "No model is available to this key.")
-	case len(ids) > maxNamedModels:
-		return refuse(errs.ModelNotFound, "model", "Use one of "+strings.Join(ids[:maxNamedModels], ", ")+
-			" (and others: GET /v1/models lists them).")
-	}
-	return refuse(errs.ModelNotFound, "model", "Use one of "+strings.Join(ids, ", ")+".")
-}
-
-// handleModel serves GET /v1/models/{id}: the model object when the id is
-// configured and the caller's slot may use it, model_not_found otherwise (the
-// SDKs' models.retrieve).
-func (s *server) handleModel() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("id")
-		sl := slotFrom(r.Context())
-		if !s.models[id] || !sl.allowsModel(id) {
-			s.writeError(w, r, s.modelNotFound(sl.allowsModel))
-			return
-		}
-		s.writeValue(w, r, modelJSON{ID: id, Object: "model", Created: 0, OwnedBy: "pmgate"}, "model")
-	})
-}
 
 // handleLivez serves GET /livez without authentication: 200 while the process
 // serves HTTP. It checks nothing else, so an orchestrator restarts only a
@@ -130,4 +93,28 @@ func methodOf(m string) string {
 		return m
 	}
 	return "_OTHER"
+}
+
+// handleHealth serves GET /health without authentication. upstream_verified
+// comes only from Config.Verification (a probe report that passes verify);
+// the gateway never probes the upstream on its own.
+func (s *server) handleHealth() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		out := map[string]any{}
+		if s.cfg.Health != nil {
+			for k, v := range s.cfg.Health(r.Context()) {
+				out[k] = v
+			}
+		}
+		out["status"] = "ok"
+		out["strategy"] = s.cfg.Strategy
+		verified, fields := s.verification()
+		for k, v := range fields {
+			if strings.HasPrefix(k, "upstream_verified_") || k == "upstream_report_digest" {
+				out[k] = v
+			}
+		}
+		out["upstream_verified"] = verified
+		s.writeValue(w, r, out, "health fields")
+	})
 }

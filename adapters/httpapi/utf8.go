@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/pmgate/pmgate/domain/jsonlex"
 	"github.com/pmgate/pmgate/domain/toolschema"
 )
 
@@ -135,24 +136,25 @@ func (w *textWalker) str() (string, bool) {
 				out, plain = append(out, w.b[start:w.i]...), false
 			}
 			w.i++
-			if w.b[w.i] != 'u' {
-				out = append(out, unescape(w.b[w.i]))
+			if b, simple := jsonlex.Escape(w.b[w.i]); simple {
+				out = append(out, b)
 				w.i++
 				continue
 			}
-			r := hex4(w.b[w.i+1 : w.i+5])
+			r, _ := jsonlex.Hex4(w.b, w.i+1) // the body is valid JSON
 			w.i += 5
 			switch {
-			case r >= 0xD800 && r < 0xDC00: // high surrogate: a low one must follow
+			case jsonlex.IsHigh(r): // a low surrogate must follow
 				if w.i+6 <= len(w.b) && w.b[w.i] == '\\' && w.b[w.i+1] == 'u' {
-					if lo := hex4(w.b[w.i+2 : w.i+6]); lo >= 0xDC00 && lo < 0xE000 {
+					lo, _ := jsonlex.Hex4(w.b, w.i+2)
+					if p, paired := jsonlex.Pair(r, lo); paired {
 						w.i += 6
-						out = utf8.AppendRune(out, 0x10000+(r-0xD800)<<10+(lo-0xDC00))
+						out = utf8.AppendRune(out, p)
 						continue
 					}
 				}
 				ok = false
-			case r >= 0xDC00 && r < 0xE000: // low surrogate without a high one
+			case jsonlex.IsLow(r): // low surrogate without a high one
 				ok = false
 			default:
 				out = utf8.AppendRune(out, r)
@@ -174,36 +176,4 @@ func (w *textWalker) str() (string, bool) {
 		}
 	}
 	return "", false
-}
-
-func unescape(c byte) byte {
-	switch c {
-	case 'n':
-		return '\n'
-	case 't':
-		return '\t'
-	case 'r':
-		return '\r'
-	case 'b':
-		return '\b'
-	case 'f':
-		return '\f'
-	}
-	return c // '"', '\\', '/'
-}
-
-func hex4(b []byte) rune {
-	var r rune
-	for _, c := range b {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c-'a') + 10
-		case c >= 'A' && c <= 'F':
-			r |= rune(c-'A') + 10
-		}
-	}
-	return r
 }

@@ -143,21 +143,9 @@ func New(cfg pmconfig.Config, opts ...Option) (*Client, error) {
 		cfg.MaxToolArgumentBytes <= 0 || cfg.MaxToolResultBytes <= 0 {
 		return nil, errs.Newf(errs.ConfigInvalid, "the configuration has no request timeout or a non-positive limit")
 	}
-	var rule completion.Rule
-	switch cfg.Strategy {
-	case pmconfig.StrategyAccessToken:
-		rule = completion.RuleLegacyDone
-	case pmconfig.StrategyWebSession:
-		r := completion.DefaultWebRule
-		if cfg.TerminalRule != "" {
-			var err error
-			if r, err = completion.ParseRule(string(cfg.TerminalRule)); err != nil || !r.Web() {
-				return nil, errs.Newf(errs.ConfigInvalid, "unknown web-session terminal rule")
-			}
-		}
-		rule = r
-	default:
-		return nil, errs.Newf(errs.ConfigInvalid, "unknown transport strategy")
+	rule, err := cfg.Rule()
+	if err != nil {
+		return nil, err
 	}
 
 	rt := o.transport

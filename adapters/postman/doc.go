@@ -68,8 +68,7 @@
 //
 // # Tool names
 //
-// Tools are advertised under the client's own names (UpstreamToolName is the
-// identity): they are already [A-Za-z0-9_-]{1,64} and sit in one group, so the
+// Tools are advertised under the client's own names (toolNameMap): they are already [A-Za-z0-9_-]{1,64} and sit in one group, so the
 // mapping is collision-free and exactly reversible. A decoded tool call must
 // name an advertised tool, exactly or as "pmgate.<name>"; anything else is
 // upstream_unverified_event_shape.

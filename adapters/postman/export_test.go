@@ -26,7 +26,7 @@ func NewReaderStream(r io.Reader, c ReaderConfig) *Stream {
 	if c.Tools != nil {
 		tools = make(map[string]string, len(c.Tools))
 		for _, t := range c.Tools {
-			tools[UpstreamToolName(t)] = t
+			tools[t] = t
 		}
 	}
 	return newReaderStream(r, decoderConfig{

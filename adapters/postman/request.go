@@ -210,7 +210,7 @@ func BuildBody(cfg pmconfig.Config, req ports.UpstreamRequest) ([]byte, error) {
 			if desc == "" {
 				desc = t.Name
 			}
-			group.Tools = append(group.Tools, wireTool{Name: UpstreamToolName(t.Name), Description: desc, Parameters: params})
+			group.Tools = append(group.Tools, wireTool{Name: t.Name, Description: desc, Parameters: params})
 		}
 		body.ClientTools.ThirdParty = map[string]wireToolGroup{toolGroupKey: group}
 	}
@@ -420,25 +420,22 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// UpstreamToolName maps a client tool name to the name advertised upstream. It
-// is the identity: client names are already [A-Za-z0-9_-]{1,64} (validated by
-// the ingress), which the upstream accepts as they are, and the adapter sends
-// exactly one tool group, so two different client names can never map to the
-// same upstream name. The way back (a decoded tool call) accepts exactly the
-// advertised names, and also "pmgate.<name>" (an MCP-style server prefix, which
-// cannot collide because client names never contain '.'); every other name is
-// refused with upstream_unverified_event_shape.
-func UpstreamToolName(client string) string { return client }
-
 // toolNameMap returns the way back from upstream names to client names, or nil
-// when no tools are advertised.
+// when no tools are advertised. Tools are advertised under the client's own
+// names: they are already [A-Za-z0-9_-]{1,64} (validated by the ingress),
+// which the upstream accepts as they are, and the adapter sends exactly one
+// tool group, so two different client names can never meet one upstream name.
+// The way back accepts exactly the advertised names, and also
+// "pmgate.<name>" (an MCP-style server prefix, which cannot collide because
+// client names never contain '.'); every other name is refused with
+// upstream_unverified_event_shape.
 func toolNameMap(tools []chat.Tool) map[string]string {
 	if len(tools) == 0 {
 		return nil
 	}
 	m := make(map[string]string, len(tools))
 	for _, t := range tools {
-		m[UpstreamToolName(t.Name)] = t.Name
+		m[t.Name] = t.Name
 	}
 	return m
 }

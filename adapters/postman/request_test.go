@@ -213,13 +213,6 @@ func TestTranscriptFormat(t *testing.T) {
 	is.Equal(postman.Transcript([]chat.Message{{Role: chat.RoleUser}, {Role: chat.RoleUser, Content: str("x")}}), "[User]\n\n\n[User]\nx")            // nil content is an empty body
 }
 
-func TestToolNameMappingIsIdentity(t *testing.T) {
-	is := is.New(t)
-	for _, n := range []string{"get_weather", "A-b_9", strings.Repeat("x", 64)} {
-		is.Equal(postman.UpstreamToolName(n), n) // client names are advertised as they are
-	}
-}
-
 // countingServer is a fake that counts the requests it receives.
 func countingServer(t *testing.T) (*fakeTLS, *atomic.Int32) {
 	var n atomic.Int32

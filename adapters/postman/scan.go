@@ -1,10 +1,11 @@
 package postman
 
 import (
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/cockroachdb/errors"
+
+	"github.com/pmgate/pmgate/domain/jsonlex"
 )
 
 // This file is a small, allocation-free JSON scanner for the decoder's hot path.
@@ -249,15 +250,11 @@ func scanString(b []byte, i int) (end int, esc bool, err error) {
 			if j+1 >= len(b) {
 				return 0, esc, errSyntax
 			}
-			switch b[j+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			if _, ok := jsonlex.Escape(b[j+1]); ok {
 				j += 2
-			case 'u':
-				if j+6 > len(b) || !isHex4(b[j+2:j+6]) {
-					return 0, esc, errSyntax
-				}
+			} else if _, ok := jsonlex.Hex4(b, j+2); ok && b[j+1] == 'u' {
 				j += 6
-			default:
+			} else {
 				return 0, esc, errSyntax
 			}
 		case c < 0x20:
@@ -283,27 +280,6 @@ var plainByte = func() (t [256]bool) {
 	}
 	return t
 }()
-
-func isHex4(b []byte) bool {
-	for _, c := range b[:4] {
-		if hexVal(c) < 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func hexVal(c byte) int {
-	switch {
-	case '0' <= c && c <= '9':
-		return int(c - '0')
-	case 'a' <= c && c <= 'f':
-		return int(c-'a') + 10
-	case 'A' <= c && c <= 'F':
-		return int(c-'A') + 10
-	}
-	return -1
-}
 
 func scanNumber(b []byte, i int) (int, error) {
 	j := i
@@ -351,55 +327,14 @@ func strContent(span []byte) []byte { return span[1 : len(span)-1] }
 
 // unquote decodes the raw content of a validated JSON string. Without escapes it
 // returns raw itself; otherwise it decodes into buf (reused) and returns it. A
-// lone surrogate escape decodes to U+FFFD, as encoding/json does.
+// lone surrogate escape decodes to U+FFFD, as encoding/json does
+// (jsonlex.Unquote).
 func unquote(raw []byte, esc bool, buf []byte) []byte {
 	if !esc {
 		return raw
 	}
-	buf = buf[:0]
-	for i := 0; i < len(raw); {
-		c := raw[i]
-		if c != '\\' {
-			buf = append(buf, c)
-			i++
-			continue
-		}
-		switch raw[i+1] {
-		case '"', '\\', '/':
-			buf = append(buf, raw[i+1])
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'r':
-			buf = append(buf, '\r')
-		case 't':
-			buf = append(buf, '\t')
-		case 'u':
-			r := rune(hex4(raw[i+2 : i+6]))
-			i += 6
-			if utf16.IsSurrogate(r) {
-				r2 := utf8.RuneError
-				if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
-					r2 = utf16.DecodeRune(r, rune(hex4(raw[i+2:i+6])))
-					if r2 != utf8.RuneError {
-						i += 6
-					}
-				}
-				r = r2
-			}
-			buf = utf8.AppendRune(buf, r)
-			continue
-		}
-		i += 2
-	}
-	return buf
-}
-
-func hex4(b []byte) int {
-	return hexVal(b[0])<<12 | hexVal(b[1])<<8 | hexVal(b[2])<<4 | hexVal(b[3])
+	out, _ := jsonlex.Unquote(buf[:0], raw) // scanString validated raw
+	return out
 }
 
 // parseUint parses a validated JSON number span as a non-negative integer of at

@@ -258,23 +258,6 @@ func failedRequests(logs string) string {
 	return b.String()
 }
 
-// largestQuery is the longest input.query the emulator received, in UTF-16
-// code units (as the service counts).
-func largestQuery(emu *emulator.Server) int {
-	n := 0
-	for _, rec := range emu.Requests() {
-		var body struct {
-			Input struct {
-				Query string `json:"query"`
-			} `json:"input"`
-		}
-		if json.Unmarshal(rec.Body, &body) == nil {
-			n = max(n, len(utf16.Encode([]rune(body.Input.Query))))
-		}
-	}
-	return n
-}
-
 // note adds a measurement line to the suite's report.
 func (w *suiteWitness) note(text string) {
 	w.mu.Lock()

@@ -140,13 +140,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		bad(invalid("ALLOWED_HOSTS", "must be a comma list of host names or IP addresses, without port, scheme or wildcard"))
 	}
 	c.allowedHosts = append([]string{c.host}, hosts...)
-	switch v := getenv("CORRELATION_ENABLED"); v {
-	case "", "true":
-		c.correlation = true
-	case "false":
-	default:
-		bad(invalid("CORRELATION_ENABLED", "must be true or false"))
-	}
+	c.correlation, err = boolVar(getenv, "CORRELATION_ENABLED", true)
+	bad(err)
 	switch c.store = getenv("CORRELATION_STORE"); c.store {
 	case "":
 		c.store = "memory"
@@ -192,20 +187,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 	bad(err)
 	c.limits.ResponseCacheBytes, err = intVar(getenv, "CORRELATION_RESPONSE_CACHE_BYTES", 8<<20, 0, 1<<30)
 	bad(err)
-	switch v := getenv("CONVERSATION_CONTINUITY"); v {
-	case "", "true":
-		c.continuity = true
-	case "false":
-	default:
-		bad(invalid("CONVERSATION_CONTINUITY", "must be true or false"))
-	}
-	switch v := getenv("USAGE_ESTIMATES"); v {
-	case "", "true":
-		c.usageEstimates = true
-	case "false":
-	default:
-		bad(invalid("USAGE_ESTIMATES", "must be true or false"))
-	}
+	c.continuity, err = boolVar(getenv, "CONVERSATION_CONTINUITY", true)
+	bad(err)
+	c.usageEstimates, err = boolVar(getenv, "USAGE_ESTIMATES", true)
+	bad(err)
 	convTTL, err := intVar(getenv, "CONVERSATION_TTL_MS", 1800000, 1000, 86400000)
 	bad(err)
 	c.anchorLimits.MaxAnchors, err = intVar(getenv, "CONVERSATION_MAX_ANCHORS", 10000, 1, 1000000)
@@ -237,13 +222,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		bad(invalid("LOG_FORMAT", "must be json or text"))
 	}
 	c.probeReport = getenv("PROBE_REPORT")
-	switch v := getenv("PROBE_REQUIRED_FOR_READY"); v {
-	case "", "false":
-	case "true":
-		c.readyNeedsProbe = true
-	default:
-		bad(invalid("PROBE_REQUIRED_FOR_READY", "must be true or false"))
-	}
+	c.readyNeedsProbe, err = boolVar(getenv, "PROBE_REQUIRED_FOR_READY", false)
+	bad(err)
 	c.otelEndpoint, err = otel.Endpoint(getenv)
 	bad(err)
 	c.otelService = getenv(otel.EnvServiceName)
@@ -257,6 +237,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 
 func intVar(getenv func(string) string, name string, def, lo, hi int) (int, error) {
 	return setting.BoundedInt(getenv, setting.Name(name), def, lo, hi)
+}
+
+func boolVar(getenv func(string) string, name string, def bool) (bool, error) {
+	return setting.Bool(getenv, setting.Name(name), def)
 }
 
 func visibleASCII(s string) bool {
@@ -412,15 +396,9 @@ func (c *config) loadOperate(getenv func(string) string) error {
 	if ip := net.ParseIP(c.host); ip != nil {
 		loopback = ip.IsLoopback()
 	}
-	switch v := getenv("ADMIN_ENABLED"); v {
-	case "":
-		c.adminEnabled = loopback
-	case "true":
-		c.adminEnabled = true
-	case "false":
-		c.adminEnabled = false
-	default:
-		return invalid("ADMIN_ENABLED", "must be true or false")
+	var err error
+	if c.adminEnabled, err = boolVar(getenv, "ADMIN_ENABLED", loopback); err != nil {
+		return err
 	}
 	switch v := getenv("METRICS_AUTH"); v {
 	case "", "key":

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -135,11 +136,11 @@ variables read:
 func runReady(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("ready", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	port := getenv("PROVIDER_PORT")
-	if port == "" {
-		port = "8788"
+	port, err := intVar(getenv, "PROVIDER_PORT", 8788, 0, 65535) // serve's own rule for the variable
+	if err != nil {
+		return err
 	}
-	url := fs.String("url", "http://127.0.0.1:"+port+"/readyz", "the readiness URL")
+	url := fs.String("url", "http://127.0.0.1:"+strconv.Itoa(port)+"/readyz", "the readiness URL")
 	if done, err := parseFlags(fs, args, readyHelp, stdout); done || err != nil {
 		return err
 	}

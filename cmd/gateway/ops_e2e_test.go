@@ -29,6 +29,7 @@ import (
 
 	"github.com/pmgate/pmgate/adapters/emulator"
 	"github.com/pmgate/pmgate/adapters/postman"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // writeEnvFile writes an env file of the given lines (0600) and returns its
@@ -618,4 +619,15 @@ func TestGatewayReadyIsTheHealthCheck(t *testing.T) {
 	ln.Close() // a port nobody listens on
 	err = run(t.Context(), []string{"ready", "--url", "http://" + addr + "/readyz"}, noEnv, io.Discard, io.Discard)
 	is.Equal(exitCode(err), 1)
+	for _, port := range []string{"80a", "+80", "65536"} {
+		env := func(k string) string {
+			if k == "PROVIDER_PORT" {
+				return port
+			}
+			return ""
+		}
+		err = run(t.Context(), []string{"ready"}, env, io.Discard, io.Discard)
+		is.True(errs.Has(err, errs.ConfigInvalid))                                                              // serve's rule for PROVIDER_PORT
+		is.True(strings.Contains(errs.Redact(err), "PROVIDER_PORT: must be a decimal integer from 0 to 65535")) // in the one wording
+	}
 }

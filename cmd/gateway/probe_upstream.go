@@ -5,7 +5,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -78,10 +77,8 @@ func (p *probeUpstream) take() []reportDispatch {
 }
 
 func (p *probeUpstream) rule() string {
-	if p.cfg.Strategy == pmconfig.StrategyAccessToken {
-		return string(dcompletion.RuleLegacyDone)
-	}
-	return string(p.cfg.TerminalRule)
+	r, _ := p.cfg.Rule() // "" for a configuration no client could be built from
+	return string(r)
 }
 
 // Chat implements ports.Upstream.
@@ -192,14 +189,4 @@ func (s *probeStream) Next(ctx context.Context) (chat.Event, error) {
 		}
 	}
 	return ev, err
-}
-
-// sortedKeys returns the keys of a map in order (for the verdict screen).
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

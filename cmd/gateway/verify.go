@@ -483,8 +483,6 @@ func readReport(path string) ([]byte, error) {
 
 // terminalRuleOf is the completion rule the configuration's strategy uses.
 func terminalRuleOf(cfg config) string {
-	if cfg.upstream.TerminalRule == "" {
-		return "legacy_done"
-	}
-	return string(cfg.upstream.TerminalRule)
+	r, _ := cfg.upstream.Rule() // "" for a configuration no client could be built from
+	return string(r)
 }

@@ -1,10 +1,10 @@
 package canon
 
 import (
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/jsonlex"
 )
 
 // problem names what is wrong with a JSON text. It never contains input bytes,
@@ -250,70 +250,37 @@ func (p *parser) str() (string, error) {
 		if p.i+1 >= len(p.s) {
 			return "", p.fail(probUnterminate)
 		}
-		switch e := p.s[p.i+1]; e {
-		case '"', '\\', '/':
-			buf = append(buf, e)
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'r':
-			buf = append(buf, '\r')
-		case 't':
-			buf = append(buf, '\t')
-		case 'u':
-			r, ok := hex4(p.s, p.i+2)
+		e := p.s[p.i+1]
+		if b, ok := jsonlex.Escape(e); ok {
+			buf = append(buf, b)
+			p.i += 2
+			continue
+		}
+		if e != 'u' {
+			return "", p.fail(probEscape)
+		}
+		r, ok := jsonlex.Hex4(p.s, p.i+2)
+		if !ok {
+			return "", p.fail(probEscape)
+		}
+		switch {
+		case jsonlex.IsLow(r):
+			return "", p.fail(probSurrogate)
+		case jsonlex.IsHigh(r):
+			at := p.i
+			p.i += 6
+			if p.i+1 >= len(p.s) || p.s[p.i] != '\\' || p.s[p.i+1] != 'u' {
+				return "", parseError(probSurrogate, at)
+			}
+			lo, ok := jsonlex.Hex4(p.s, p.i+2)
 			if !ok {
 				return "", p.fail(probEscape)
 			}
-			switch {
-			case r >= 0xDC00 && r <= 0xDFFF:
-				return "", p.fail(probSurrogate)
-			case r >= 0xD800 && r <= 0xDBFF:
-				at := p.i
-				p.i += 6
-				if p.i+1 >= len(p.s) || p.s[p.i] != '\\' || p.s[p.i+1] != 'u' {
-					return "", parseError(probSurrogate, at)
-				}
-				lo, ok := hex4(p.s, p.i+2)
-				if !ok {
-					return "", p.fail(probEscape)
-				}
-				if lo < 0xDC00 || lo > 0xDFFF {
-					return "", parseError(probSurrogate, at)
-				}
-				r = utf16.DecodeRune(r, lo)
+			if r, ok = jsonlex.Pair(r, lo); !ok {
+				return "", parseError(probSurrogate, at)
 			}
-			buf = utf8.AppendRune(buf, r)
-			p.i += 6
-			continue
-		default:
-			return "", p.fail(probEscape)
 		}
-		p.i += 2
+		buf = utf8.AppendRune(buf, r)
+		p.i += 6
 	}
-}
-
-// hex4 decodes the four hex digits at s[i:i+4].
-func hex4(s string, i int) (rune, bool) {
-	if i+4 > len(s) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range []byte(s[i : i+4]) {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c - 'a' + 10)
-		case c >= 'A' && c <= 'F':
-			r |= rune(c - 'A' + 10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
 }

@@ -1,7 +1,7 @@
 // Package setting holds the rules every reader of the gateway's environment
 // shares: how a refusal is worded (one config_invalid error naming the
 // variable and the broken rule, never the configured value) and what a valid
-// bounded integer is. The Postman adapter's configuration (pmconfig) and the
+// bounded integer and a valid boolean are. The Postman adapter's configuration (pmconfig) and the
 // process settings of cmd/gateway both refuse through it, so that the two
 // agree byte for byte.
 package setting
@@ -47,6 +47,20 @@ func BoundedInt(getenv func(string) string, name Name, def, lo, hi int) (int, er
 		return 0, Refuse(name, "must be a decimal integer from %d to %d", Int(lo), Int(hi))
 	}
 	return v, nil
+}
+
+// Bool reads the boolean name through getenv: def when unset (empty),
+// otherwise exactly "true" or "false".
+func Bool(getenv func(string) string, name Name, def bool) (bool, error) {
+	switch getenv(string(name)) {
+	case "":
+		return def, nil
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return def, Refuse(name, "must be true or false")
 }
 
 // Decimal parses ASCII decimal digits only (no sign, space or underscore);

@@ -37,3 +37,27 @@ func TestJoin(t *testing.T) {
 	joined := setting.Join([]error{a, b})
 	is.True(errors.Is(joined, a) && errors.Is(joined, b)) // every refusal kept
 }
+
+func TestBool(t *testing.T) {
+	is := is.New(t)
+	env := map[string]string{"T": "true", "F": "false", "BAD": "TRUE", "ONE": "1"}
+	get := func(k string) string { return env[k] }
+	for name, want := range map[setting.Name]bool{"T": true, "F": false} {
+		for _, def := range []bool{true, false} {
+			v, err := setting.Bool(get, name, def)
+			is.NoErr(err)
+			is.Equal(v, want) // a set value wins over the default
+		}
+	}
+	for _, def := range []bool{true, false} {
+		v, err := setting.Bool(get, "UNSET", def)
+		is.NoErr(err)
+		is.Equal(v, def) // unset is the default
+	}
+	for _, name := range []setting.Name{"BAD", "ONE"} {
+		_, err := setting.Bool(get, name, true)
+		is.True(errs.Has(err, errs.ConfigInvalid))                                          // refused
+		is.True(strings.Contains(errs.Redact(err), string(name)+": must be true or false")) // in the one wording
+		is.True(!strings.Contains(err.Error(), env[string(name)]))                          // the value is never echoed
+	}
+}

@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/pmgate/pmgate/domain/jsonlex"
 )
 
 // kind is the JSON kind of a node.
@@ -355,125 +356,40 @@ func (p *parser) number() (*node, error) {
 	return &node{k: kNumber, s: lit, size: len(lit)}, nil
 }
 
-// str reads a string token; p.s[p.i] is the opening quote.
+// str reads a string token; p.s[p.i] is the opening quote. A string decodes
+// as encoding/json decodes it (jsonlex.Unquote: a lone surrogate escape or a
+// byte that is not UTF-8 becomes U+FFFD), so that a schema means here what it
+// means to the client's own JSON library; plain ASCII without escapes is
+// taken as it is.
 func (p *parser) str() (string, error) {
 	p.i++
 	start := p.i
+	plain := true
 	for p.i < len(p.s) {
 		c := p.s[p.i]
 		switch {
 		case c == '"':
-			s := string(p.s[start:p.i])
+			raw := p.s[start:p.i]
 			p.i++
-			return validUTF8(s), nil
+			if plain {
+				return string(raw), nil
+			}
+			b, ok := jsonlex.Unquote(make([]byte, 0, len(raw)+8), raw)
+			if !ok {
+				return "", errSyntax
+			}
+			return string(b), nil
 		case c == '\\':
-			return p.escaped(start)
+			plain = false
+			p.i++ // the escaped byte cannot close the string
 		case c < 0x20:
 			return "", errSyntax
+		case c >= utf8.RuneSelf:
+			plain = false
 		}
 		p.i++
 	}
 	return "", errSyntax
-}
-
-// escaped finishes a string that has an escape, starting over at start.
-func (p *parser) escaped(start int) (string, error) {
-	b := make([]byte, 0, p.i-start+16)
-	b = append(b, p.s[start:p.i]...)
-	for p.i < len(p.s) {
-		c := p.s[p.i]
-		switch {
-		case c == '"':
-			p.i++
-			return validUTF8(string(b)), nil
-		case c < 0x20:
-			return "", errSyntax
-		case c != '\\':
-			b = append(b, c)
-			p.i++
-			continue
-		}
-		if p.i+1 >= len(p.s) {
-			return "", errSyntax
-		}
-		e := p.s[p.i+1]
-		p.i += 2
-		switch e {
-		case '"', '\\', '/':
-			b = append(b, e)
-		case 'b':
-			b = append(b, '\b')
-		case 'f':
-			b = append(b, '\f')
-		case 'n':
-			b = append(b, '\n')
-		case 'r':
-			b = append(b, '\r')
-		case 't':
-			b = append(b, '\t')
-		case 'u':
-			r, ok := p.hex4()
-			if !ok {
-				return "", errSyntax
-			}
-			if utf16.IsSurrogate(r) {
-				r2 := utf8.RuneError
-				if save := p.i; p.literal("\\u") {
-					if lo, ok := p.hex4(); ok {
-						r2 = lo
-					} else {
-						return "", errSyntax
-					}
-					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-						b = utf8.AppendRune(b, d)
-						continue
-					}
-					p.i = save // not a pair: the second escape stands alone
-				}
-				r = utf8.RuneError
-			}
-			b = utf8.AppendRune(b, r)
-		default:
-			return "", errSyntax
-		}
-	}
-	return "", errSyntax
-}
-
-// validUTF8 replaces each byte that is not part of valid UTF-8 with U+FFFD,
-// as encoding/json does.
-func validUTF8(s string) string {
-	if utf8.ValidString(s) {
-		return s
-	}
-	b := make([]byte, 0, len(s)+8)
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		b = utf8.AppendRune(b, r) // RuneError for an invalid byte (n == 1)
-		i += n
-	}
-	return string(b)
-}
-
-func (p *parser) hex4() (rune, bool) {
-	if len(p.s)-p.i < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range p.s[p.i : p.i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	p.i += 4
-	return r, true
 }
 
 // appendJSON writes the compact serialization of n.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/pmgate/pmgate/domain/budget"
+	"github.com/pmgate/pmgate/domain/completion"
+	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/domain/setting"
 )
 
@@ -22,23 +24,6 @@ const (
 
 // SafeValue marks strategies as safe for logs.
 func (Strategy) SafeValue() {}
-
-// TerminalRule is the web-session rule that decides when a stream is complete
-// (docs/COMPLETION.md). The adapter converts it to the completion package's
-// rule type.
-type TerminalRule string
-
-// Web-session terminal rules.
-const (
-	// TerminalExplicitOnly: only an explicit [DONE] completes a stream.
-	TerminalExplicitOnly TerminalRule = "explicit_only"
-	// TerminalUsageAfterOutput: EOF also completes a whole stream whose last
-	// output event was followed by a usage event and no failure.
-	TerminalUsageAfterOutput TerminalRule = "usage_after_output_v1"
-)
-
-// SafeValue marks terminal rules as safe for logs.
-func (TerminalRule) SafeValue() {}
 
 // Environment variable names read by Parse. Only POSTMAN_* variables: the
 // public model list and the request limits are process settings, read by
@@ -69,8 +54,6 @@ const (
 	DefaultUserAgent = "pmgate/1 (+https://github.com/pmgate)"
 	// DefaultChatPath is the access_token chat path and the fixed web-session path.
 	DefaultChatPath = "/_gw/chat"
-	// DefaultTerminalRule is the web-session default.
-	DefaultTerminalRule = TerminalUsageAfterOutput
 	// WebSessionDomain is the parent domain of every web-session host.
 	WebSessionDomain = "postman.co"
 	// DefaultMaxQueryChars is the input.query length (UTF-16 code units) the
@@ -157,7 +140,10 @@ type Config struct {
 	UserAgent  string
 	AppVersion string // "" means the header is not sent
 
-	TerminalRule TerminalRule // web_session; "" for access_token
+	// TerminalRule is the configured web-session completion rule
+	// (completion.DefaultWebRule when unset); "" for access_token. Rule gives
+	// the rule either strategy's streams are judged by.
+	TerminalRule completion.Rule
 
 	Limits // set by the wiring, not by Parse
 
@@ -426,15 +412,23 @@ func (c *Config) parseTerminalRule(getenv func(string) string) error {
 	if c.Strategy != StrategyWebSession {
 		return nil // set on access_token is refused by parseAccessToken
 	}
-	switch r := TerminalRule(getenv(EnvTerminalRule)); r {
-	case "":
-		c.TerminalRule = DefaultTerminalRule
-	case TerminalExplicitOnly, TerminalUsageAfterOutput:
-		c.TerminalRule = r
-	default:
+	r, err := completion.RuleFor(true, completion.Rule(getenv(EnvTerminalRule)))
+	if err != nil {
 		return refuse(EnvTerminalRule, "must be exactly explicit_only or usage_after_output_v1")
 	}
+	c.TerminalRule = r
 	return nil
+}
+
+// Rule is the completion rule the configuration's streams are judged by
+// (completion.RuleFor): legacy_done on access_token, the configured web rule
+// on web_session. An unknown strategy is a config_invalid error.
+func (c Config) Rule() (completion.Rule, error) {
+	switch c.Strategy {
+	case StrategyAccessToken, StrategyWebSession:
+		return completion.RuleFor(c.Strategy == StrategyWebSession, c.TerminalRule)
+	}
+	return "", errs.Newf(errs.ConfigInvalid, "unknown transport strategy")
 }
 
 // visibleASCII reports whether s has lo..hi bytes, all in 0x21..0x7e.

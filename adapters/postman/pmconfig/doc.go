@@ -49,6 +49,8 @@
 //     leading or trailing space.
 //   - POSTMAN_WEB_SESSION_TERMINAL_RULE set on access_token is refused; the
 //     access_token rule is fixed (explicit [DONE]) and Config.TerminalRule is "".
+//     Config.Rule is the rule either strategy's streams are judged by
+//     (completion.RuleFor, the one place that choice is made).
 //   - POSTMAN_MAX_QUERY_CHARS (1-1,000,000, default 10000) and
 //     POSTMAN_MAX_TOOLS_UPSTREAM (0-256, default 20) are allowed on both
 //     strategies: they are the service's reported limits, not a strategy's.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/domain/completion"
 	"github.com/pmgate/pmgate/domain/errs"
 
 	"github.com/matryer/is"
@@ -367,12 +368,12 @@ func TestUserAgentAndAppVersion(t *testing.T) {
 
 func TestTerminalRule(t *testing.T) {
 	is := is.New(t)
-	is.Equal(mustParse(t, webEnv()).TerminalRule, pmconfig.TerminalUsageAfterOutput) // web_session default
+	is.Equal(mustParse(t, webEnv()).TerminalRule, completion.RuleUsageAfterOutput) // web_session default
 	explicit := mustParse(t, webEnv().with(pmconfig.EnvTerminalRule, "explicit_only"))
-	is.Equal(explicit.TerminalRule, pmconfig.TerminalExplicitOnly) // explicit_only accepted
+	is.Equal(explicit.TerminalRule, completion.RuleExplicitOnly) // explicit_only accepted
 	usage := mustParse(t, webEnv().with(pmconfig.EnvTerminalRule, "usage_after_output_v1"))
-	is.Equal(usage.TerminalRule, pmconfig.TerminalUsageAfterOutput)            // usage_after_output_v1 accepted explicitly
-	is.Equal(mustParse(t, tokenEnv()).TerminalRule, pmconfig.TerminalRule("")) // no web rule on access_token
+	is.Equal(usage.TerminalRule, completion.RuleUsageAfterOutput)        // usage_after_output_v1 accepted explicitly
+	is.Equal(mustParse(t, tokenEnv()).TerminalRule, completion.Rule("")) // no web rule on access_token
 	var rows []refusal
 	for _, v := range []string{"EXPLICIT_ONLY", " explicit_only", "explicit_only\n", "legacy_done", "usage_after_output", "usage_after_output_v2", "eof"} {
 		rows = append(rows, refusal{"refuses " + strconv.Quote(v), webEnv().with(pmconfig.EnvTerminalRule, v), pmconfig.EnvTerminalRule, "explicit_only or usage_after_output_v1"})
