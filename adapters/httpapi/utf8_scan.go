@@ -1,6 +1,10 @@
 package httpapi
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/pmgate/pmgate/domain/jsonlex"
+)
 
 // validText reports, without allocating, whether checkText accepts body (valid
 // JSON): every byte is UTF-8 (outside strings a valid JSON body is ASCII) and
@@ -19,18 +23,21 @@ func validText(b []byte) bool {
 		if b[i] != 'u' {
 			continue
 		}
-		r := hex4(b[i+1 : i+5])
+		r, ok := jsonlex.Hex4(b, i+1)
+		if !ok {
+			return false
+		}
 		i += 4
 		switch {
-		case r >= 0xD800 && r < 0xDC00: // high surrogate: a low one must follow
+		case jsonlex.IsHigh(r): // a low surrogate must follow
 			if i+7 <= len(b) && b[i+1] == '\\' && b[i+2] == 'u' {
-				if lo := hex4(b[i+3 : i+7]); lo >= 0xDC00 && lo < 0xE000 {
+				if lo, ok := jsonlex.Hex4(b, i+3); ok && jsonlex.IsLow(lo) {
 					i += 6
 					continue
 				}
 			}
 			return false
-		case r >= 0xDC00 && r < 0xE000: // low surrogate without a high one
+		case jsonlex.IsLow(r): // a low surrogate without a high one
 			return false
 		}
 	}
