@@ -49,14 +49,6 @@ func OnStreamEnd(fn func(StreamSummary)) Option { return func(o *options) { o.on
 // OutcomeComplete is StreamSummary.Outcome for a proven completion.
 const OutcomeComplete = "complete"
 
-// strategyRules are the completion rules of a strategy, for WouldComplete.
-func strategyRules(main completion.Rule) []completion.Rule {
-	if main.Web() {
-		return []completion.Rule{completion.RuleExplicitOnly, completion.RuleUsageAfterOutput}
-	}
-	return []completion.Rule{completion.RuleLegacyDone}
-}
-
 // evidence is what the decoder records for a StreamSummary. It exists only
 // when a summary was asked for.
 type evidence struct {
@@ -72,7 +64,7 @@ type evidence struct {
 
 func newEvidence(main completion.Rule) *evidence {
 	ev := &evidence{types: map[string]int{}}
-	for _, r := range strategyRules(main) {
+	for _, r := range completion.RulesFor(main.Web()) {
 		if r != main {
 			ev.shadows = append(ev.shadows, completion.NewTracker(r))
 		}

@@ -23,3 +23,17 @@ func RuleFor(webSession bool, configured Rule) (Rule, error) {
 	}
 	return r, nil
 }
+
+// RulesFor lists every rule a stream of the strategy may be judged by, in
+// declaration order: the two web rules for web_session, RuleLegacyDone for
+// access_token. The upstream client's stream summary feeds the same events
+// to each, to report which of them the stream would satisfy.
+func RulesFor(webSession bool) []Rule {
+	var out []Rule
+	for _, r := range rules {
+		if r.Web() == webSession {
+			out = append(out, r)
+		}
+	}
+	return out
+}

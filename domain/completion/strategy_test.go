@@ -1,6 +1,7 @@
 package completion_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/matryer/is"
@@ -38,5 +39,16 @@ func TestRuleForChoosesTheRuleOfTheStrategy(t *testing.T) {
 		got, err := completion.RuleFor(c.web, c.configured)
 		is.True(errs.Has(err, errs.ConfigInvalid)) // refused
 		is.Equal(got, completion.Rule(""))         // with no rule to use
+	}
+}
+
+func TestRulesForListsEachStrategysRules(t *testing.T) {
+	is := is.New(t)
+	is.Equal(completion.RulesFor(false), []completion.Rule{completion.RuleLegacyDone})
+	is.Equal(completion.RulesFor(true), []completion.Rule{completion.RuleExplicitOnly, completion.RuleUsageAfterOutput})
+	for _, web := range []bool{false, true} {
+		r, err := completion.RuleFor(web, "")
+		is.NoErr(err)
+		is.True(slices.Contains(completion.RulesFor(web), r)) // the default rule is one of the strategy's
 	}
 }
