@@ -3,7 +3,9 @@ package app_test
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/pmgate/pmgate/domain/conversation"
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 	"github.com/pmgate/pmgate/ports/porttest"
 )
 
@@ -93,6 +96,24 @@ func (f *flakyAnchors) Sweep(ctx context.Context, now time.Time) (conversation.S
 	return f.Anchors.Sweep(ctx, now)
 }
 
+// sweepEvents records the events a gateway observes.
+type sweepEvents struct {
+	mu  sync.Mutex
+	got []ports.Event
+}
+
+func (s *sweepEvents) Observe(_ context.Context, e ports.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, e)
+}
+
+func (s *sweepEvents) has(want ports.Event) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Contains(s.got, want)
+}
+
 // waitFor polls cond until it holds or the bound passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -114,24 +135,29 @@ func TestSweepsApplyTimeAndLogAnOutageOnceEachWay(t *testing.T) {
 	an.down.Store(true)
 	var logs syncBuffer
 	clock := porttest.NewClock(porttest.T0)
-	gw := app.New(app.Config{Correlation: true, Policy: porttest.Policy}, &porttest.Upstream{}, st, clock, &porttest.IDs{},
+	var swept sweepEvents
+	gw := app.New(app.Config{Correlation: true, Policy: porttest.Policy, Observer: &swept}, &porttest.Upstream{}, st, clock, &porttest.IDs{},
 		slog.New(slog.NewJSONHandler(&logs, nil))).WithAnchors(an, porttest.AnchorPolicy)
-	var seen atomic.Int32
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
-		gw.RunSweeps(ctx, time.Millisecond, func(rep correlation.SweepReport) { seen.Add(int32(rep.Expired)) })
+		gw.RunSweeps(ctx, time.Millisecond)
 		close(done)
 	}()
 	waitFor(t, "several failing sweeps", func() bool { return st.sweeps.Load() > 5 && an.sweeps.Load() > 5 })
 	clock.Advance(porttest.Policy.PendingTTL + porttest.AnchorPolicy.TTL) // both are overdue now
 	st.down.Store(false)
 	an.down.Store(false)
-	waitFor(t, "the overdue group to expire", func() bool { return seen.Load() == 1 })
-	waitFor(t, "the overdue anchor to expire", func() bool {
-		c, err := an.Counts(t.Context())
-		return err == nil && c.ByState[conversation.Expired] == 1
+	// Each sweep reports the rows it applied to the observer, with their states.
+	waitFor(t, "the overdue group to expire", func() bool {
+		return swept.has(ports.Event{Kind: ports.EventSweep, Machine: "correlation", Row: "C09", From: "PENDING", To: "EXPIRED", Count: 1})
 	})
+	waitFor(t, "the overdue anchor to expire", func() bool {
+		return swept.has(ports.Event{Kind: ports.EventSweep, Machine: "conversation", Row: "A05", From: "ACTIVE", To: "EXPIRED", Count: 1})
+	})
+	c, err := an.Counts(t.Context())
+	is.NoErr(err)
+	is.Equal(c.ByState[conversation.Expired], 1) // the sweeper expired the overdue anchor
 	cancel()
 	select {
 	case <-done:

@@ -45,6 +45,9 @@ type probeUpstream struct {
 	refused    int
 	pending    []*reportDispatch // dispatches since the last take
 	last       *reportDispatch   // the dispatch whose stream is open
+	// settle waits for the events of the exchanges that already ended
+	// (subscribeProbe); nil: nothing to wait for.
+	settle func()
 }
 
 // errProbeBudget refuses a dispatch beyond the phase's budget; it is marked
@@ -67,6 +70,7 @@ func (p *probeUpstream) counts() (dispatched, refused int) {
 
 // take returns the dispatches recorded since the last take.
 func (p *probeUpstream) take() []reportDispatch {
+	p.waitEvents()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make([]reportDispatch, len(p.pending))
@@ -97,6 +101,7 @@ func (p *probeUpstream) Chat(ctx context.Context, req ports.UpstreamRequest) (po
 			d.CallIDsPresent = d.CallIDsPresent && r.UpstreamCallID != ""
 		}
 	}
+	p.waitEvents() // the previous stream's evidence lands on its own dispatch
 	p.mu.Lock()
 	p.pending = append(p.pending, d)
 	if p.dispatched >= p.budget {
@@ -125,6 +130,12 @@ func (p *probeUpstream) Chat(ctx context.Context, req ports.UpstreamRequest) (po
 	}
 	m, _ := p.cfg.Model(req.Chat.Model)
 	return &probeStream{Stream: s, p: p, d: d, start: start, observed: m.Observed}, nil
+}
+
+func (p *probeUpstream) waitEvents() {
+	if p.settle != nil {
+		p.settle()
+	}
 }
 
 // onStreamEnd records the adapter's summary of the stream that just ended on
