@@ -22,7 +22,7 @@ type blockedObserver struct {
 	entered chan struct{} // closed when the first event arrived
 	release chan struct{}
 	once    sync.Once
-	recorder
+	porttest.Observed
 }
 
 func newBlocked() *blockedObserver {
@@ -32,7 +32,7 @@ func newBlocked() *blockedObserver {
 func (b *blockedObserver) Observe(ctx context.Context, e ports.Event) {
 	b.once.Do(func() { close(b.entered) })
 	<-b.release
-	b.recorder.Observe(ctx, e)
+	b.Observed.Observe(ctx, e)
 }
 
 // panicking panics on every event, and first tries to change what it was
@@ -45,24 +45,6 @@ func (panicking) Observe(_ context.Context, e ports.Event) {
 		ev.WouldComplete["legacy_done"] = false
 	}
 	panic("observer bug")
-}
-
-// recorder records every event it is handed.
-type recorder struct {
-	mu  sync.Mutex
-	got []ports.Event
-}
-
-func (r *recorder) Observe(_ context.Context, e ports.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = append(r.got, e)
-}
-
-func (r *recorder) events() []ports.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]ports.Event(nil), r.got...)
 }
 
 func rows(evs []ports.Event) []string {
@@ -81,7 +63,7 @@ func TestASlowOrPanickingObserverChangesNothingAndDelaysNothing(t *testing.T) {
 	is := is.New(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	events := app.NewObservers(log)
-	slow, good := newBlocked(), &recorder{}
+	slow, good := newBlocked(), &porttest.Observed{}
 	events.Subscribe("slow", slow)
 	events.Subscribe("broken", panicking{})
 	events.Subscribe("good", good)
@@ -111,16 +93,16 @@ func TestASlowOrPanickingObserverChangesNothingAndDelaysNothing(t *testing.T) {
 
 	msgs, text := run(events)
 	<-slow.entered // the slow subscriber holds the first event: both turns ended meanwhile
-	is.Equal(len(slow.events()), 0)
+	is.Equal(len(slow.Events()), 0)
 	wantMsgs, wantText := run(nil)
 	is.Equal(msgs, wantMsgs) // the same answers as a gateway without observers
 	is.Equal(text, wantText)
 
 	close(slow.release)
 	is.NoErr(events.Flush(t.Context()))
-	got := rows(good.events())
+	got := rows(good.Events())
 	is.Equal(got, []string{"correlation:C01", "correlation:C14"}) // the claim and the proven end
-	is.Equal(rows(slow.events()), got)                            // the slow one lost nothing, in order
+	is.Equal(rows(slow.Events()), got)                            // the slow one lost nothing, in order
 	is.Equal(events.Stats(), []app.ObserverStats{{Name: "slow"}, {Name: "broken", Panicked: int64(len(got))}, {Name: "good"}})
 }
 
@@ -129,7 +111,7 @@ func TestASlowOrPanickingObserverChangesNothingAndDelaysNothing(t *testing.T) {
 func TestAFullQueueDropsAndCountsInsteadOfWaiting(t *testing.T) {
 	is := is.New(t)
 	events := app.NewObservers(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	slow, good := newBlocked(), &recorder{}
+	slow, good := newBlocked(), &porttest.Observed{}
 	events.Subscribe("slow", slow)
 	events.Subscribe("good", good)
 	t.Cleanup(events.Close)
@@ -142,10 +124,10 @@ func TestAFullQueueDropsAndCountsInsteadOfWaiting(t *testing.T) {
 	is.Equal(events.Stats()[0], app.ObserverStats{Name: "slow", Dropped: 5})
 	close(slow.release)
 	is.NoErr(events.Flush(t.Context()))
-	is.Equal(len(slow.events()), 1+app.ObserverQueue)
+	is.Equal(len(slow.Events()), 1+app.ObserverQueue)
 	// The other subscriber is not held back by the slow one: every event is
 	// delivered to it or (a burst faster than it) counted as dropped.
-	is.Equal(int64(len(good.events()))+events.Stats()[1].Dropped, int64(1+app.ObserverQueue+5))
+	is.Equal(int64(len(good.Events()))+events.Stats()[1].Dropped, int64(1+app.ObserverQueue+5))
 }
 
 // Every subscriber gets its own copy of an event's evidence: one that writes
@@ -153,14 +135,14 @@ func TestAFullQueueDropsAndCountsInsteadOfWaiting(t *testing.T) {
 func TestEverySubscriberGetsItsOwnCopyOfTheEvidence(t *testing.T) {
 	is := is.New(t)
 	events := app.NewObservers(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	good := &recorder{}
+	good := &porttest.Observed{}
 	events.Subscribe("broken", panicking{})
 	events.Subscribe("good", good)
 	t.Cleanup(events.Close)
 	ev := &ports.StreamEvidence{EventTypes: map[string]int{"textChunk": 3}, WouldComplete: map[string]bool{"legacy_done": true}}
 	events.Observe(t.Context(), ports.Event{Kind: ports.EventExchange, Exchange: ports.Exchange{Outcome: ports.OutcomeCompleted, Evidence: ev}})
 	is.NoErr(events.Flush(t.Context()))
-	got := good.events()[0].Exchange.Evidence
+	got := good.Events()[0].Exchange.Evidence
 	is.Equal(got.EventTypes, map[string]int{"textChunk": 3}) // untouched by the subscriber before it
 	is.Equal(got.WouldComplete, map[string]bool{"legacy_done": true})
 	is.True(got != ev)
@@ -172,16 +154,16 @@ func TestEverySubscriberGetsItsOwnCopyOfTheEvidence(t *testing.T) {
 func TestCloseDeliversWhatIsQueued(t *testing.T) {
 	is := is.New(t)
 	events := app.NewObservers(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	good := &recorder{}
+	good := &porttest.Observed{}
 	events.Subscribe("good", good)
 	for range 10 {
 		events.Observe(t.Context(), ports.Event{Kind: ports.EventSweep, Machine: "correlation", Row: "C09", Count: 2})
 	}
 	events.Close()
-	is.Equal(len(good.events()), 10)
+	is.Equal(len(good.Events()), 10)
 	events.Observe(t.Context(), ports.Event{Kind: ports.EventSweep})
 	is.NoErr(events.Flush(t.Context()))
-	is.Equal(len(good.events()), 10)
+	is.Equal(len(good.Events()), 10)
 }
 
 // What emitting one event costs the request's goroutine: one queue send per

@@ -3,9 +3,7 @@ package app_test
 import (
 	"context"
 	"log/slog"
-	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -96,24 +94,6 @@ func (f *flakyAnchors) Sweep(ctx context.Context, now time.Time) (conversation.S
 	return f.Anchors.Sweep(ctx, now)
 }
 
-// sweepEvents records the events a gateway observes.
-type sweepEvents struct {
-	mu  sync.Mutex
-	got []ports.Event
-}
-
-func (s *sweepEvents) Observe(_ context.Context, e ports.Event) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.got = append(s.got, e)
-}
-
-func (s *sweepEvents) has(want ports.Event) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Contains(s.got, want)
-}
-
 // waitFor polls cond until it holds or the bound passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -135,7 +115,7 @@ func TestSweepsApplyTimeAndLogAnOutageOnceEachWay(t *testing.T) {
 	an.down.Store(true)
 	var logs syncBuffer
 	clock := porttest.NewClock(porttest.T0)
-	var swept sweepEvents
+	var swept porttest.Observed
 	gw := app.New(app.Config{Correlation: true, Policy: porttest.Policy, Observer: &swept}, &porttest.Upstream{}, st, clock, &porttest.IDs{},
 		slog.New(slog.NewJSONHandler(&logs, nil))).WithAnchors(an, porttest.AnchorPolicy)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -150,10 +130,10 @@ func TestSweepsApplyTimeAndLogAnOutageOnceEachWay(t *testing.T) {
 	an.down.Store(false)
 	// Each sweep reports the rows it applied to the observer, with their states.
 	waitFor(t, "the overdue group to expire", func() bool {
-		return swept.has(ports.Event{Kind: ports.EventSweep, Machine: "correlation", Row: "C09", From: "PENDING", To: "EXPIRED", Count: 1})
+		return swept.Has(ports.Event{Kind: ports.EventSweep, Machine: "correlation", Row: "C09", From: "PENDING", To: "EXPIRED", Count: 1})
 	})
 	waitFor(t, "the overdue anchor to expire", func() bool {
-		return swept.has(ports.Event{Kind: ports.EventSweep, Machine: "conversation", Row: "A05", From: "ACTIVE", To: "EXPIRED", Count: 1})
+		return swept.Has(ports.Event{Kind: ports.EventSweep, Machine: "conversation", Row: "A05", From: "ACTIVE", To: "EXPIRED", Count: 1})
 	})
 	c, err := an.Counts(t.Context())
 	is.NoErr(err)

@@ -1,11 +1,9 @@
 package postman_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/matryer/is"
@@ -16,6 +14,7 @@ import (
 	"github.com/pmgate/pmgate/domain/completion"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/ports"
+	"github.com/pmgate/pmgate/ports/porttest"
 )
 
 // noParams is a tool without parameters: the emulator calls it with {} (or
@@ -217,37 +216,15 @@ func TestLoopApprovalAfterToolRounds(t *testing.T) {
 	}
 }
 
-// exchanges records the events an upstream adapter reports (the adapter calls
-// its observer synchronously; the fan-out is what makes delivery
-// asynchronous).
-type exchanges struct {
-	mu  sync.Mutex
-	got []ports.Event
-}
-
-func (x *exchanges) Observe(_ context.Context, e ports.Event) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.got = append(x.got, e)
-}
-
-func (x *exchanges) take() []ports.Event {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	out := x.got
-	x.got = nil
-	return out
-}
-
 func TestObserverSeesEveryExchangeOnceWithItsEvidence(t *testing.T) {
 	t.Parallel()
 	emu := startEmu(t)
-	x := &exchanges{}
+	x := &porttest.Observed{} // the adapter calls its observer synchronously
 	opts := []postman.Option{postman.WithObserver(x), postman.WithStreamEvidence()}
 	is := is.New(t)
 	one := func() ports.Exchange {
 		t.Helper()
-		evs := x.take()
+		evs := x.Take()
 		is.Equal(len(evs), 1) // exactly one event per exchange
 		is.Equal(evs[0].Kind, ports.EventExchange)
 		return evs[0].Exchange
@@ -273,7 +250,7 @@ func TestObserverSeesEveryExchangeOnceWithItsEvidence(t *testing.T) {
 	is.True(!strings.Contains(string(raw), s.ConversationID())) // never an id
 	is.True(!strings.Contains(string(raw), "Hello from"))       // never content
 	_ = s.Close()
-	is.Equal(len(x.take()), 0) // Close after the end reports nothing more
+	is.Equal(len(x.Take()), 0) // Close after the end reports nothing more
 
 	_, d, err = open(t, web, userText("hi #scenario=done_event"))
 	is.NoErr(err)
