@@ -20,7 +20,7 @@ import (
 )
 
 // streamSummary is what the adapter reports about one upstream stream when it
-// ends (the fields of postman.StreamSummary): the upstream event types with
+// ends (its exchange event and the event's ports.StreamEvidence): the upstream event types with
 // counts, which terminal evidence arrived, the rule, row and outcome that ended
 // it, and which rules would have completed it.
 type streamSummary struct {

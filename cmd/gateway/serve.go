@@ -222,6 +222,7 @@ func (g *gateway) wait(ctx context.Context) error {
 	}
 	g.stop()
 	g.wg.Wait()
+	g.events.Close() // after the last request and sweep: what they observed is delivered (and logged) now
 	if g.live.tracer != nil {
 		tctx, tcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := g.live.tracer.Shutdown(tctx); err != nil {
@@ -235,7 +236,6 @@ func (g *gateway) wait(ctx context.Context) error {
 		states[string(s)] = k
 	}
 	g.log.Info("correlation store closed", "store", g.cfg.store, "pending_cancelled", n, "groups_by_state", states)
-	g.events.Close() // after the last request and sweep: what they observed is delivered
 	g.store.Close()
 	if err := <-g.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
