@@ -65,6 +65,7 @@ func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request, 
 				d, err = conversation.LookupMissing(), nil
 			}
 			if err == nil {
+				g.observeAnchor(ctx, p, d)
 				if d.Effect != conversation.EffectContinue {
 					g.logFresh(ctx, p, d, nil)
 					return up, nil
@@ -110,7 +111,7 @@ func (g *Gateway) settleAnchor(ctx context.Context, p Principal, c *anchorClaim,
 		g.log.WarnContext(ctx, "conversation settle failed", "event", string(ev), "code", string(errs.CodeOf(err)), "error", errs.Redact(err))
 		return
 	}
-	g.log.InfoContext(ctx, "conversation anchor", "row", d.Row, "from", string(d.From), "to", string(d.To), "principal_slot", p.Slot)
+	g.observeAnchor(ctx, p, d)
 }
 
 // recordAnchor anchors a text answer the gateway proved complete: the request's

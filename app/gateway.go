@@ -22,10 +22,11 @@ type Config struct {
 	// a tool call from the upstream cannot be continued and is refused.
 	Correlation bool
 	Policy      correlation.Policy
-	// OnDecision, when set, sees every applied row of the group machine that
-	// a request caused (metrics, the control page). It runs inside the
-	// request: it must be cheap and must not block.
-	OnDecision func(correlation.Decision)
+	// Observer, when set, receives every row of the group and anchor
+	// machines that a request or a sweep applied (metrics, the control page,
+	// the logs): the wiring passes the fan-out (Observers), which never
+	// blocks the request.
+	Observer ports.Observer
 }
 
 // Gateway is the application: one chat turn at a time, fresh or continued.
@@ -44,6 +45,7 @@ type Gateway struct {
 	usage *Usage
 	// toolSets holds what is derived from each distinct tool definition set.
 	toolSets *toolsCache
+	obs      ports.Observer // cfg.Observer, or one that ignores everything
 }
 
 // New wires the use cases. It panics on a nil dependency: that is mis-wiring.
@@ -51,7 +53,12 @@ func New(cfg Config, upstream ports.Upstream, store ports.CorrelationStore, cloc
 	if upstream == nil || clock == nil || ids == nil || log == nil || (cfg.Correlation && store == nil) {
 		panic("app: nil dependency")
 	}
-	return &Gateway{upstream: upstream, store: store, clock: clock, ids: ids, log: log, cfg: cfg, toolSets: newToolsCache()}
+	g := &Gateway{upstream: upstream, store: store, clock: clock, ids: ids, log: log, cfg: cfg,
+		toolSets: newToolsCache(), obs: cfg.Observer}
+	if g.obs == nil {
+		g.obs = noObserver{}
+	}
+	return g
 }
 
 var _ ChatService = (*Gateway)(nil)
@@ -298,10 +305,9 @@ func (g *Gateway) settleFailure(ctx context.Context, p Principal, key string, ca
 	g.logDecision(ctx, p, d)
 }
 
+// logDecision reports one applied row of the group machine to the observer
+// (whose subscribers log it, see LogObserver, and count it).
 func (g *Gateway) logDecision(ctx context.Context, p Principal, d correlation.Decision) {
-	if g.cfg.OnDecision != nil {
-		g.cfg.OnDecision(d)
-	}
-	g.log.InfoContext(ctx, "correlation", "row", d.Row, "from", string(d.From), "to", string(d.To),
-		"effect", string(d.Effect), "code", string(d.Code), "principal_slot", p.Slot)
+	g.obs.Observe(ctx, ports.Event{Kind: ports.EventTransition, Machine: correlation.MachineName, Row: d.Row,
+		From: string(d.From), To: string(d.To), Effect: string(d.Effect), Code: string(d.Code), Count: 1, Slot: p.Slot})
 }

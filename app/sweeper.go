@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pmgate/pmgate/domain/conversation"
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/errs"
 )
@@ -15,12 +16,12 @@ const shutdownCountsBound = 2 * time.Second
 
 // RunSweeps applies time to the gateway's stores every interval until ctx
 // ends: the correlation store (overdue groups expire or become UNCERTAIN, old
-// tombstones go) and, with conversation continuity, the anchor store. onSweep
-// (may be nil) sees every correlation sweep that changed something. Several
+// tombstones go) and, with conversation continuity, the anchor store. The
+// observer receives the rows every sweep applied (EventSweep). Several
 // replicas may sweep one database at once: the stores take disjoint rows. A
 // failing sweep is logged when it starts failing and when it recovers, not on
 // every tick of an outage. It returns once both loops have stopped.
-func (g *Gateway) RunSweeps(ctx context.Context, every time.Duration, onSweep func(correlation.SweepReport)) {
+func (g *Gateway) RunSweeps(ctx context.Context, every time.Duration) {
 	var wg sync.WaitGroup
 	loop := func(name string, sweep func(context.Context, time.Time) ([]any, error)) {
 		wg.Add(1)
@@ -32,15 +33,14 @@ func (g *Gateway) RunSweeps(ctx context.Context, every time.Duration, onSweep fu
 	if g.store != nil {
 		loop("correlation", func(ctx context.Context, now time.Time) ([]any, error) {
 			rep, err := g.store.Sweep(ctx, now)
-			if rep.Expired+rep.Uncertain+rep.Removed > 0 && onSweep != nil {
-				onSweep(rep)
-			}
+			g.observeSweep(ctx, correlation.MachineName, correlationRows, rep.Rows)
 			return changes("expired", rep.Expired, "uncertain", rep.Uncertain, "removed", rep.Removed), err
 		})
 	}
 	if g.anchors != nil {
 		loop("conversation", func(ctx context.Context, now time.Time) ([]any, error) {
 			rep, err := g.anchors.Sweep(ctx, now)
+			g.observeSweep(ctx, conversation.MachineName, conversationRows, rep.Rows)
 			return changes("expired", rep.Expired, "retired", rep.Retired, "removed", rep.Removed), err
 		})
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/pmgate/pmgate/domain/conversation"
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 	"github.com/pmgate/pmgate/ports/porttest"
 )
 
@@ -115,24 +116,29 @@ func TestSweepsApplyTimeAndLogAnOutageOnceEachWay(t *testing.T) {
 	an.down.Store(true)
 	var logs syncBuffer
 	clock := porttest.NewClock(porttest.T0)
-	gw := app.New(app.Config{Correlation: true, Policy: porttest.Policy}, &porttest.Upstream{}, st, clock, &porttest.IDs{},
+	var swept porttest.Observed
+	gw := app.New(app.Config{Correlation: true, Policy: porttest.Policy, Observer: &swept}, &porttest.Upstream{}, st, clock, &porttest.IDs{},
 		slog.New(slog.NewJSONHandler(&logs, nil))).WithAnchors(an, porttest.AnchorPolicy)
-	var seen atomic.Int32
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
-		gw.RunSweeps(ctx, time.Millisecond, func(rep correlation.SweepReport) { seen.Add(int32(rep.Expired)) })
+		gw.RunSweeps(ctx, time.Millisecond)
 		close(done)
 	}()
 	waitFor(t, "several failing sweeps", func() bool { return st.sweeps.Load() > 5 && an.sweeps.Load() > 5 })
 	clock.Advance(porttest.Policy.PendingTTL + porttest.AnchorPolicy.TTL) // both are overdue now
 	st.down.Store(false)
 	an.down.Store(false)
-	waitFor(t, "the overdue group to expire", func() bool { return seen.Load() == 1 })
-	waitFor(t, "the overdue anchor to expire", func() bool {
-		c, err := an.Counts(t.Context())
-		return err == nil && c.ByState[conversation.Expired] == 1
+	// Each sweep reports the rows it applied to the observer, with their states.
+	waitFor(t, "the overdue group to expire", func() bool {
+		return swept.Has(ports.Event{Kind: ports.EventSweep, Machine: "correlation", Row: "C09", From: "PENDING", To: "EXPIRED", Count: 1})
 	})
+	waitFor(t, "the overdue anchor to expire", func() bool {
+		return swept.Has(ports.Event{Kind: ports.EventSweep, Machine: "conversation", Row: "A05", From: "ACTIVE", To: "EXPIRED", Count: 1})
+	})
+	c, err := an.Counts(t.Context())
+	is.NoErr(err)
+	is.Equal(c.ByState[conversation.Expired], 1) // the sweeper expired the overdue anchor
 	cancel()
 	select {
 	case <-done:

@@ -160,6 +160,7 @@ func (s *server) adminLive() http.Handler {
 		}
 		reqs, trans := []RequestRecord{}, []TransitionRecord{}
 		if m := s.cfg.Monitor; m != nil {
+			m.settle(r.Context())
 			reqs, trans = m.Recent()
 		}
 		out["requests"], out["transitions"] = reqs, trans

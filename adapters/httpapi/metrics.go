@@ -22,7 +22,11 @@ func (s *server) handleMetrics() http.Handler {
 		Help: "Chat requests holding a concurrency slot now."}, func() float64 { return float64(len(s.sem)) }))
 	_ = m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pmgate_chat_concurrency_limit",
 		Help: "The concurrency limit of chat requests (MAX_CONCURRENT_REQUESTS)."}, func() float64 { return float64(cap(s.sem)) }))
-	h := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{DisableCompression: true})
+	scrape := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{DisableCompression: true})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.settle(r.Context()) // count every event observed before the scrape
+		scrape.ServeHTTP(w, r)
+	})
 	_ = m.reg.Register(&budgetCollector{s: s})
 	if s.cfg.MetricsOpen {
 		return h

@@ -11,15 +11,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/pmgate/pmgate/app"
+	"github.com/pmgate/pmgate/domain/conversation"
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // Monitor is what the operator can see of a running gateway: the Prometheus
 // metrics served at /metrics and the recent activity the /admin page shows.
-// The wiring creates one per process, hands ObserveDecision to the app and
-// ObserveExchange to the upstream adapter, and passes it to NewServer, which
-// records every request in it.
+// The wiring creates one per process, subscribes it to the gateway's one
+// observer (app.Observers: the rows the machines applied, the upstream
+// exchanges), and passes it to NewServer, which records every request in it.
 //
 // Every label value comes from a closed set: route templates, HTTP statuses,
 // stable codes, strategies, rule and row ids, machine states. The recent lists
@@ -34,6 +37,7 @@ type Monitor struct {
 	upstream  *prometheus.CounterVec
 	outcomes  *prometheus.CounterVec
 	trans     *prometheus.CounterVec
+	convTrans *prometheus.CounterVec
 	storeErrs prometheus.Counter
 	bySlot    *prometheus.CounterVec
 	slots     sync.Map // slot id -> prometheus.Counter, resolved once per slot
@@ -55,6 +59,9 @@ type Monitor struct {
 	// quotaN and quotaLast count the upstream's quota refusals.
 	quotaN    int64
 	quotaLast time.Time
+	// sub is the monitor's subscription to the gateway's events (nil: none);
+	// a scrape and the control page flush it first.
+	sub *app.Subscription
 }
 
 // causeMinute is one minute of failed answers by cause.
@@ -92,15 +99,17 @@ type listedRequest struct {
 	hasTTFT bool
 }
 
-// TransitionRecord is one applied row of the correlation machine.
+// TransitionRecord is one applied row of the correlation or the
+// conversation machine.
 type TransitionRecord struct {
-	Time   time.Time `json:"time"`
-	Row    string    `json:"row"`
-	From   string    `json:"from"`
-	To     string    `json:"to"`
-	Code   string    `json:"code"`
-	Count  int       `json:"count"`  // how many groups took the row at once (sweeps)
-	Source string    `json:"source"` // "request" or "sweep"
+	Time    time.Time `json:"time"`
+	Machine string    `json:"machine"` // "correlation" or "conversation"
+	Row     string    `json:"row"`
+	From    string    `json:"from"`
+	To      string    `json:"to"`
+	Code    string    `json:"code"`   // the stable code (correlation) or the reason of a fresh conversation
+	Count   int       `json:"count"`  // how many records took the row at once (sweeps)
+	Source  string    `json:"source"` // "request" or "sweep"
 }
 
 // MonitorConfig names the constant facts of the process.
@@ -112,7 +121,17 @@ type MonitorConfig struct {
 	Counts func(ctx context.Context) (correlation.Counts, error)
 	// Now is the clock of the recent lists (time.Now when nil).
 	Now func() time.Time
+	// Events is the gateway's fan-out: NewMonitor subscribes the monitor to
+	// it (as "metrics"), /metrics reports every subscriber's losses, and a
+	// scrape or a read of the control page's live list first waits (briefly)
+	// for the events observed before it. Nil in tests that feed Observe
+	// directly.
+	Events *app.Observers
 }
+
+// eventsFlushBound bounds how long a scrape waits for the events observed
+// before it: a stuck subscriber must not stall the scrape.
+const eventsFlushBound = time.Second
 
 // routeSeries are the series of one route template, resolved once: the
 // histograms, the counter of plain successes (200, no code) and, for the other
@@ -158,7 +177,10 @@ func NewMonitor(cfg MonitorConfig) *Monitor {
 		Help: "Upstream streams by completion rule and the declared row that decided their outcome."},
 		[]string{"rule", "row"})
 	m.trans = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pmgate_correlation_transitions_total",
-		Help: "Rows of the correlation group machine applied by requests, by row id and states."},
+		Help: "Rows of the correlation group machine applied by requests and sweeps, by row id and states."},
+		[]string{"row", "from", "to"})
+	m.convTrans = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pmgate_conversation_transitions_total",
+		Help: "Rows of the conversation anchor machine applied by requests and sweeps, by row id and states."},
 		[]string{"row", "from", "to"})
 	m.bySlot = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pmgate_key_requests_total",
 		Help: "Authenticated requests by API key slot id (the configured slot ids; never a key)."}, []string{"slot"})
@@ -172,10 +194,14 @@ func NewMonitor(cfg MonitorConfig) *Monitor {
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pmgate_build_info",
 		Help: "Always 1; the labels name the version and the upstream strategy."}, []string{"version", "strategy"})
 	build.WithLabelValues(cfg.Version, cfg.Strategy).Set(1)
-	m.reg.MustRegister(m.bySlot, m.slotDisp, m.slotRef, m.requests, m.duration, m.ttft, m.upstream, m.outcomes, m.trans, m.storeErrs, build,
+	m.reg.MustRegister(m.bySlot, m.slotDisp, m.slotRef, m.requests, m.duration, m.ttft, m.upstream, m.outcomes, m.trans, m.convTrans, m.storeErrs, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Counts != nil {
 		m.reg.MustRegister(&storeCollector{counts: cfg.Counts, errs: m.storeErrs})
+	}
+	if cfg.Events != nil {
+		m.reg.MustRegister(&observerCollector{events: cfg.Events})
+		m.sub = cfg.Events.Subscribe("metrics", m)
 	}
 	m.byRoute = make(map[string]*routeSeries, len(routeTemplates))
 	for _, r := range routeTemplates {
@@ -188,38 +214,46 @@ func NewMonitor(cfg MonitorConfig) *Monitor {
 // Registry returns the registry /metrics serves (tests gather from it).
 func (m *Monitor) Registry() *prometheus.Registry { return m.reg }
 
-// ObserveDecision records one applied row of the correlation machine.
-func (m *Monitor) ObserveDecision(d correlation.Decision) {
-	m.transition(TransitionRecord{Row: d.Row, From: string(d.From), To: string(d.To), Code: string(d.Code),
-		Count: 1, Source: "request"})
-}
-
-// ObserveSweep records the rows a sweep of the store applied (expiry, the
-// in-flight deadline, tombstone removal), in row order.
-func (m *Monitor) ObserveSweep(rep correlation.SweepReport) {
-	for _, r := range correlation.Table().Rows {
-		if n := rep.Rows[r.ID]; n > 0 {
-			m.transition(TransitionRecord{Row: r.ID, From: r.From, To: r.To, Count: n, Source: "sweep"})
+// Observe implements ports.Observer: the monitor's subscription to the
+// gateway's events. It counts the rows of both machines and the upstream
+// exchanges, and lists the rows on the control page.
+func (m *Monitor) Observe(_ context.Context, e ports.Event) {
+	switch e.Kind {
+	case ports.EventTransition, ports.EventSweep:
+		vec := m.trans
+		if e.Machine == conversation.MachineName {
+			vec = m.convTrans
+		} else if e.Machine != correlation.MachineName {
+			return
+		}
+		vec.WithLabelValues(e.Row, e.From, e.To).Add(float64(e.Count))
+		t := TransitionRecord{Time: m.now(), Machine: e.Machine, Row: e.Row, From: e.From, To: e.To, Code: e.Code,
+			Count: e.Count, Source: "request"}
+		if e.Kind == ports.EventSweep {
+			t.Source = "sweep"
+		}
+		m.mu.Lock()
+		m.transitions[m.transN%recentTransitions] = t
+		m.transN++
+		m.mu.Unlock()
+	case ports.EventExchange:
+		x := e.Exchange
+		m.upstream.WithLabelValues(x.Strategy, x.Outcome).Inc()
+		if x.Row != "" {
+			m.outcomes.WithLabelValues(x.Rule, x.Row).Inc()
 		}
 	}
 }
 
-func (m *Monitor) transition(t TransitionRecord) {
-	m.trans.WithLabelValues(t.Row, t.From, t.To).Add(float64(t.Count))
-	t.Time = m.now()
-	m.mu.Lock()
-	m.transitions[m.transN%recentTransitions] = t
-	m.transN++
-	m.mu.Unlock()
-}
-
-// ObserveExchange records how one upstream exchange ended: strategy and
-// outcome always, rule and row when a stream reached an outcome.
-func (m *Monitor) ObserveExchange(strategy, outcome, rule, row string) {
-	m.upstream.WithLabelValues(strategy, outcome).Inc()
-	if row != "" {
-		m.outcomes.WithLabelValues(rule, row).Inc()
+// settle waits, briefly, until the monitor has received every event observed
+// before the call (a scrape, the control page).
+func (m *Monitor) settle(ctx context.Context) {
+	if m.sub == nil {
+		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, eventsFlushBound)
+	defer cancel()
+	_ = m.sub.Flush(ctx)
 }
 
 // observeRequest records one finished request. It is on every request's
@@ -360,6 +394,30 @@ func newestFirst[T any](ring []T, written int) []T {
 		out = append(out, ring[(written-i)%len(ring)])
 	}
 	return out
+}
+
+// observerCollector reports, at each scrape, what every subscriber of the
+// gateway's events lost: events dropped because it fell behind, and
+// deliveries that panicked.
+type observerCollector struct{ events *app.Observers }
+
+var (
+	descObsDropped = prometheus.NewDesc("pmgate_observer_events_dropped_total",
+		"Events a subscriber of the gateway's events (metrics, log, probe) lost because its queue was full.", []string{"observer"}, nil)
+	descObsPanics = prometheus.NewDesc("pmgate_observer_panics_total",
+		"Deliveries to a subscriber of the gateway's events that panicked (the event is lost; nothing else is).", []string{"observer"}, nil)
+)
+
+func (c *observerCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descObsDropped
+	ch <- descObsPanics
+}
+
+func (c *observerCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range c.events.Stats() {
+		ch <- prometheus.MustNewConstMetric(descObsDropped, prometheus.CounterValue, float64(st.Dropped), st.Name)
+		ch <- prometheus.MustNewConstMetric(descObsPanics, prometheus.CounterValue, float64(st.Panicked), st.Name)
+	}
 }
 
 // storeCollector reads the correlation store at each scrape for the gauges of

@@ -425,7 +425,7 @@ func TestRunSweepsUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
-		gateway(s, clock).RunSweeps(ctx, 10*time.Millisecond, nil)
+		gateway(s, clock).RunSweeps(ctx, 10*time.Millisecond)
 		close(done)
 	}()
 	eventually(t, 10*time.Second, func() error {

@@ -28,7 +28,7 @@ import (
 // configured strategy. It is safe for concurrent use.
 type Client struct {
 	cfg       pmconfig.Config
-	exchange  func(Exchange) // WithExchangeHook; nil without one
+	obs       ports.Observer // WithObserver; nil without one
 	url       string
 	rule      completion.Rule
 	hc        *http.Client
@@ -38,7 +38,7 @@ type Client struct {
 	now       func() time.Time
 	peek      time.Duration
 	maxConns  int
-	onEnd     func(StreamSummary)
+	evidence  bool // WithStreamEvidence
 }
 
 var (
@@ -51,7 +51,8 @@ type Option func(*options)
 
 type options struct {
 	transport http.RoundTripper
-	exchange  func(Exchange)
+	obs       ports.Observer
+	evidence  bool
 	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
 	roots     *x509.CertPool
 	logger    *slog.Logger
@@ -59,25 +60,21 @@ type options struct {
 	now       func() time.Time
 	peek      time.Duration
 	maxConns  int
-	// onStreamEnd receives the StreamSummary of every stream (OnStreamEnd).
-	onStreamEnd func(StreamSummary)
 }
 
-// Exchange is how one upstream exchange ended, for metrics: every field comes
-// from a closed set (no id, no content). Outcome is "completed" or the stable
-// code of the failure; Rule and Row name the completion rule and the declared
-// row that decided the outcome, and are empty when no stream was opened.
-type Exchange struct {
-	Strategy string
-	Outcome  string
-	Rule     string
-	Row      string
-}
+// WithObserver reports every upstream exchange to obs (one
+// ports.EventExchange), once, when its outcome is known: a request refused
+// before any stream, or a stream at its outcome (a proven end, a failure, a
+// timeout or Close). It is called on the goroutine that ended the exchange,
+// with the request's context, so obs must not block: the wiring passes the
+// fan-out (app.Observers).
+func WithObserver(obs ports.Observer) Option { return func(o *options) { o.obs = obs } }
 
-// WithExchangeHook calls fn once per upstream exchange, when its outcome is
-// known (a request refused before any stream, or a stream at its outcome). fn
-// runs on the request's goroutine: it must be cheap and must not block.
-func WithExchangeHook(fn func(Exchange)) Option { return func(o *options) { o.exchange = fn } }
+// WithStreamEvidence makes every stream's exchange event carry its
+// ports.StreamEvidence (event types, terminal evidence, which completion rules
+// of the strategy would have completed it): the live probe records it. It
+// costs a few allocations per stream, so only the probe asks for it.
+func WithStreamEvidence() Option { return func(o *options) { o.evidence = true } }
 
 // WithMaxIdleConns sizes the pool of idle upstream connections kept for reuse;
 // the wiring passes MAX_CONCURRENT_REQUESTS so that a full load of concurrent
@@ -189,12 +186,12 @@ func New(cfg pmconfig.Config, opts ...Option) (*Client, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		traceable: traceable,
-		exchange:  o.exchange,
+		obs:       o.obs,
 		red:       red,
 		log:       logger,
 		now:       now,
 		peek:      peek,
-		onEnd:     o.onStreamEnd,
+		evidence:  o.evidence,
 	}, nil
 }
 
@@ -317,14 +314,14 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 
 	s := &Stream{
 		body:     resp.Body,
-		exchange: c.exchange,
+		obs:      c.obs,
 		cancel:   cancel,
 		rctx:     rctx,
 		log:      c.log,
 		logCtx:   context.WithoutCancel(ctx),
 		strategy: c.cfg.Strategy,
 		status:   resp.StatusCode,
-		onEnd:    c.onEnd,
+		evidence: c.evidence,
 		chatType: chatTypeUserQuery,
 	}
 	var convID string
@@ -341,7 +338,7 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 		classifyRead: s.classifyRead,
 		onFinal:      s.finished,
 		convID:       convID,
-		evidence:     c.onEnd != nil || c.log.Enabled(ctx, slog.LevelDebug), // the debug log names the row
+		evidence:     c.evidence || c.log.Enabled(ctx, slog.LevelDebug), // the debug log names the row
 	})
 	return s, nil
 }
@@ -530,7 +527,8 @@ func (c *Client) logFailure(ctx context.Context, status int, err error, retry ti
 		attrs = append(attrs, slog.Int64("retry_after_s", int64(retry/time.Second)))
 	}
 	c.log.LogAttrs(ctx, slog.LevelWarn, "upstream request failed", attrs...)
-	if c.exchange != nil {
-		c.exchange(Exchange{Strategy: string(c.cfg.Strategy), Outcome: string(errs.CodeOf(err))})
+	if c.obs != nil {
+		c.obs.Observe(ctx, ports.Event{Kind: ports.EventExchange,
+			Exchange: ports.Exchange{Strategy: string(c.cfg.Strategy), Outcome: string(errs.CodeOf(err))}})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/matryer/is"
@@ -15,6 +14,7 @@ import (
 	"github.com/pmgate/pmgate/domain/completion"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/ports"
+	"github.com/pmgate/pmgate/ports/porttest"
 )
 
 // noParams is a tool without parameters: the emulator calls it with {} (or
@@ -216,89 +216,92 @@ func TestLoopApprovalAfterToolRounds(t *testing.T) {
 	}
 }
 
-func TestOnStreamEndSummarisesEveryStreamOnce(t *testing.T) {
+func TestObserverSeesEveryExchangeOnceWithItsEvidence(t *testing.T) {
 	t.Parallel()
 	emu := startEmu(t)
-	var mu sync.Mutex
-	var got []postman.StreamSummary
-	hook := postman.OnStreamEnd(func(s postman.StreamSummary) {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, s)
-	})
-	take := func() []postman.StreamSummary {
-		mu.Lock()
-		defer mu.Unlock()
-		out := got
-		got = nil
-		return out
-	}
+	x := &porttest.Observed{} // the adapter calls its observer synchronously
+	opts := []postman.Option{postman.WithObserver(x), postman.WithStreamEvidence()}
 	is := is.New(t)
+	one := func() ports.Exchange {
+		t.Helper()
+		evs := x.Take()
+		is.Equal(len(evs), 1) // exactly one event per exchange
+		is.Equal(evs[0].Kind, ports.EventExchange)
+		return evs[0].Exchange
+	}
 
-	web := webClient(t, emu, nil, hook)
+	web := webClient(t, emu, nil, opts...)
 	s, d, err := open(t, web, userText("hello"))
 	is.NoErr(err)
 	is.Equal(d.err, io.EOF)
-	sums := take()
-	is.Equal(len(sums), 1) // exactly one summary per stream
-	sum := sums[0]
-	is.Equal(sum.ChatType, "USER_QUERY")
-	is.Equal(sum.Rule, "usage_after_output_v1")
-	is.Equal(sum.Outcome, postman.OutcomeComplete)
-	is.Equal(sum.Row, "K41") // the row that completed it
+	ex := one()
+	is.Equal(ex.Strategy, "web_session")
+	is.Equal(ex.ChatType, "USER_QUERY")
+	is.Equal(ex.Rule, "usage_after_output_v1")
+	is.Equal(ex.Outcome, "completed")
+	is.Equal(ex.Row, "K41") // the row that completed it
+	sum := ex.Evidence
 	is.True(sum.UsageAfterOutput && sum.WholeFrames && !sum.SawDoneMarker && !sum.SawDoneEvent)
 	is.Equal(sum.WouldComplete, map[string]bool{"usage_after_output_v1": true, "explicit_only": false})
 	is.Equal(sum.EventTypes["conversation"], 1)
 	is.Equal(sum.EventTypes["usage"], 1)
 	is.True(sum.EventTypes["textChunk"] >= 1)
-	raw, _ := json.Marshal(sum)
+	raw, _ := json.Marshal(ex)
 	is.True(!strings.Contains(string(raw), s.ConversationID())) // never an id
 	is.True(!strings.Contains(string(raw), "Hello from"))       // never content
 	_ = s.Close()
-	is.Equal(len(take()), 0) // Close after the end reports nothing more
+	is.Equal(len(x.Take()), 0) // Close after the end reports nothing more
 
 	_, d, err = open(t, web, userText("hi #scenario=done_event"))
 	is.NoErr(err)
 	is.Equal(d.err, io.EOF)
-	sum = take()[0]
-	is.True(sum.SawDoneEvent)
-	is.Equal(sum.Row, "K51") // DONE_SEEN then a clean EOF
-	is.Equal(sum.WouldComplete, map[string]bool{"usage_after_output_v1": true, "explicit_only": true})
+	ex = one()
+	is.True(ex.Evidence.SawDoneEvent)
+	is.Equal(ex.Row, "K51") // DONE_SEEN then a clean EOF
+	is.Equal(ex.Evidence.WouldComplete, map[string]bool{"usage_after_output_v1": true, "explicit_only": true})
 
-	_, d, err = open(t, web, userText("hi #scenario=unknown_event"))
+	_, _, err = open(t, web, userText("hi #scenario=unknown_event"))
 	is.NoErr(err)
-	sum = take()[0]
-	is.Equal(sum.Outcome, string(errs.UpstreamUnverifiedEventShape))
-	is.Equal(sum.EventTypes["unknown"], 1) // a type outside the closed set
+	ex = one()
+	is.Equal(ex.Outcome, string(errs.UpstreamUnverifiedEventShape))
+	is.Equal(ex.Evidence.EventTypes["unknown"], 1) // a type outside the closed set
 
-	_, d, err = open(t, web, userText("hi #scenario=usage_absent"))
+	_, _, err = open(t, web, userText("hi #scenario=usage_absent"))
 	is.NoErr(err)
-	sum = take()[0]
-	is.Equal(sum.Outcome, string(errs.UpstreamCompletionAmbiguous))
-	is.Equal(sum.WouldComplete, map[string]bool{"usage_after_output_v1": false, "explicit_only": false})
-	is.True(sum.WholeFrames && !sum.UsageAfterOutput)
+	ex = one()
+	is.Equal(ex.Outcome, string(errs.UpstreamCompletionAmbiguous))
+	is.Equal(ex.Evidence.WouldComplete, map[string]bool{"usage_after_output_v1": false, "explicit_only": false})
+	is.True(ex.Evidence.WholeFrames && !ex.Evidence.UsageAfterOutput)
 
-	tok := tokenClient(t, emu, nil, hook)
+	tok := tokenClient(t, emu, nil, opts...)
 	_, d, err = open(t, tok, userText("hello"))
 	is.NoErr(err)
 	is.Equal(d.err, io.EOF)
-	sum = take()[0]
-	is.Equal(sum.Rule, "legacy_done")
-	is.True(sum.SawDoneMarker)
-	is.Equal(sum.EventTypes["[DONE]"], 1)
-	is.Equal(sum.WouldComplete, map[string]bool{"legacy_done": true})
+	ex = one()
+	is.Equal(ex.Rule, "legacy_done")
+	is.True(ex.Evidence.SawDoneMarker)
+	is.Equal(ex.Evidence.EventTypes["[DONE]"], 1)
+	is.Equal(ex.Evidence.WouldComplete, map[string]bool{"legacy_done": true})
 
-	// A stream closed before its end is summarised once, as cancelled.
+	// A stream closed before its end is reported once, as cancelled.
 	s, err = tok.Open(t.Context(), userText("slow #scenario=slow_stream"))
 	is.NoErr(err)
 	_ = s.Close()
 	_ = s.Close()
-	sums = take()
-	is.Equal(len(sums), 1)
-	is.Equal(sums[0].Outcome, string(errs.ClientCancelled))
+	is.Equal(one().Outcome, string(errs.ClientCancelled))
 
-	// A refusal before any stream produces no summary.
+	// A refusal before any stream is reported without a rule, row or evidence.
 	_, err = tok.Open(t.Context(), userText("x #scenario=rate_limited"))
 	is.True(err != nil)
-	is.Equal(len(take()), 0)
+	ex = one()
+	is.Equal(ex, ports.Exchange{Strategy: "access_token", Outcome: string(errs.UpstreamRateLimited)})
+
+	// Without WithStreamEvidence the event carries no evidence (none is collected).
+	plain := webClient(t, emu, nil, postman.WithObserver(x))
+	_, d, err = open(t, plain, userText("hello"))
+	is.NoErr(err)
+	is.Equal(d.err, io.EOF)
+	ex = one()
+	is.Equal(ex.Row, "K41")
+	is.True(ex.Evidence == nil)
 }

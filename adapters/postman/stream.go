@@ -12,6 +12,7 @@ import (
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/completion"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // Stream is one upstream response stream; it implements ports.Stream. It is
@@ -19,7 +20,7 @@ import (
 // goroutine to abort a blocked Next.
 type Stream struct {
 	mu       sync.Mutex
-	exchange func(Exchange) // WithExchangeHook; nil for a reader stream or without a hook
+	obs      ports.Observer // WithObserver; nil for a reader stream or without one
 	d        *decoder
 	body     io.ReadCloser     // nil for a reader stream
 	cancel   func(cause error) // cancels the request context; nil for a reader stream
@@ -32,9 +33,9 @@ type Stream struct {
 	stop     func() bool       // stops the watch of lastCtx
 	closed   bool
 	logged   bool
-	onEnd    func(StreamSummary) // nil unless OnStreamEnd was given
-	chatType string              // input.chatType of the request
-	first    bool                // the first event was returned (debug log)
+	evidence bool   // WithStreamEvidence: the exchange event carries the summary's evidence
+	chatType string // input.chatType of the request
+	first    bool   // the first event was returned (debug log)
 }
 
 // newReaderStream decodes a body from any reader, without HTTP (tests, fuzzing
@@ -138,7 +139,7 @@ func (s *Stream) finished() {
 	)
 	level := slog.LevelInfo
 	msg := "upstream stream complete"
-	outcome := "completed"
+	outcome := ports.OutcomeCompleted
 	if !o.Complete {
 		level, msg = slog.LevelWarn, "upstream stream failed"
 		code := o.Code
@@ -147,9 +148,6 @@ func (s *Stream) finished() {
 		}
 		attrs = append(attrs, slog.String("code", string(code)))
 		outcome = string(code)
-	}
-	if s.exchange != nil {
-		s.exchange(Exchange{Strategy: string(s.strategy), Outcome: outcome, Rule: string(s.d.tr.Rule()), Row: s.d.tr.OutcomeRow()})
 	}
 	if s.d.lastType != evNone {
 		attrs = append(attrs, slog.String("event_type", s.d.lastType.String()))
@@ -179,8 +177,13 @@ func (s *Stream) finished() {
 		s.log.LogAttrs(lctx, slog.LevelDebug, "completion",
 			slog.String("strategy", string(s.strategy)), slog.String("rule", string(s.d.cfg.rule)), slog.String("row", row), slog.String("state", string(o.State)))
 	}
-	if s.onEnd != nil {
-		s.onEnd(s.d.summary(s.chatType))
+	if s.obs != nil {
+		ex := ports.Exchange{Strategy: string(s.strategy), Outcome: outcome, Rule: string(s.d.tr.Rule()), Row: s.d.tr.OutcomeRow(),
+			ChatType: s.chatType}
+		if s.evidence {
+			ex.Evidence = s.d.summary(s.chatType).evidence()
+		}
+		s.obs.Observe(lctx, ports.Event{Kind: ports.EventExchange, Exchange: ex})
 	}
 }
 

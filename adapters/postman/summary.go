@@ -3,12 +3,14 @@ package postman
 import (
 	"github.com/pmgate/pmgate/domain/completion"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // StreamSummary describes how one upstream stream ended, in shapes only: it
-// never carries content, ids or secrets. A client built with OnStreamEnd
-// receives one per stream; the live probe uses it to record which terminal
-// evidence the real service sends and which completion rules it satisfies.
+// never carries content, ids or secrets. A client built with
+// WithStreamEvidence reports its evidence with every stream's exchange event
+// (see WithObserver); the live probe uses it to record which terminal evidence
+// the real service sends and which completion rules it satisfies.
 type StreamSummary struct {
 	// ChatType is the request's input.chatType: USER_QUERY or TOOL_RESPONSE.
 	ChatType string
@@ -38,13 +40,11 @@ type StreamSummary struct {
 	WouldComplete map[string]bool
 }
 
-// OnStreamEnd registers fn, called exactly once per upstream stream (every
-// response that became a Stream) when its outcome is known: a proven end, a
-// failure, a timeout or Close. It runs on the goroutine that ended the stream,
-// inside Next or Close; it must not call back into the stream. Errors before a
-// stream exists (a refused connection, an HTTP error status) are returned by
-// Open and do not produce a summary.
-func OnStreamEnd(fn func(StreamSummary)) Option { return func(o *options) { o.onStreamEnd = fn } }
+// evidence is the summary's part that the exchange event carries.
+func (s StreamSummary) evidence() *ports.StreamEvidence {
+	return &ports.StreamEvidence{EventTypes: s.EventTypes, SawDoneMarker: s.SawDoneMarker, SawDoneEvent: s.SawDoneEvent,
+		UsageAfterOutput: s.UsageAfterOutput, WholeFrames: s.WholeFrames, WouldComplete: s.WouldComplete}
+}
 
 // OutcomeComplete is StreamSummary.Outcome for a proven completion.
 const OutcomeComplete = "complete"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -251,4 +252,37 @@ func TestSweepTransitionsAreCountedByRow(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// The conversation anchor machine's rows reach /metrics like the correlation
+// machine's: a turn that continues the previous one's conversation claims its
+// anchor (A01) and, proven complete, advances it (A08).
+func TestConversationTransitionsAreCountedByRow(t *testing.T) {
+	is := is.New(t)
+	s := serve(t, "web_session", nil)
+	resp := s.post(t, userBody("hello", false, ""))
+	var first struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	is.NoErr(json.NewDecoder(resp.Body).Decode(&first))
+	resp.Body.Close()
+	is.Equal(resp.StatusCode, 200)
+	answer := first.Choices[0].Message.Content
+	resp = s.post(t, fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"hello"},{"role":"assistant","content":%q},{"role":"user","content":"and then?"}]}`,
+		testModel, answer))
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	is.Equal(resp.StatusCode, 200)
+	m := scrapeWithKey(t, s)
+	is.Equal(value(m, "pmgate_conversation_transitions_total", "row", "A01", "from", "ACTIVE", "to", "CLAIMED"), 1.0)
+	is.Equal(value(m, "pmgate_conversation_transitions_total", "row", "A08", "from", "CLAIMED", "to", "ADVANCED"), 1.0)
+	for _, name := range []string{"pmgate_observer_events_dropped_total", "pmgate_observer_panics_total"} {
+		is.Equal(len(m[name].GetMetric()), 2) // one series per subscriber: metrics, log
+	}
+	is.Equal(value(m, "pmgate_observer_events_dropped_total", "observer", "metrics"), 0.0)
+	is.Equal(value(m, "pmgate_observer_panics_total", "observer", "log"), 0.0)
 }

@@ -226,13 +226,14 @@ func runProbePhases(ctx context.Context, cfg config, pr probeRun) (probeResult, 
 	if pr.onUpstream != nil {
 		pr.onUpstream(pu)
 	}
-	opts := append(append([]postman.Option(nil), pr.opts...), streamSummaryOption(pu)...)
+	opts := append(append([]postman.Option(nil), pr.opts...), probeEvidence()...)
 	gctx, stopGateway := context.WithCancel(ctx)
 	defer stopGateway()
 	gw, err := startGatewayWith(gctx, cfg, pr.log, func(u ports.Upstream) ports.Upstream { pu.next = u; return pu }, opts...)
 	if err != nil {
 		return probeResult{}, err
 	}
+	subscribeProbe(pu, gw.events)
 	waited := make(chan error, 1)
 	go func() { waited <- gw.wait(gctx) }()
 

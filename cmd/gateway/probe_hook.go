@@ -1,10 +1,54 @@
 package main
 
-import "github.com/pmgate/pmgate/adapters/postman"
+import (
+	"context"
+	"time"
 
-// streamSummaryOption feeds the adapter's per-stream summary (event types,
-// terminal evidence, rule, row, outcome, which rules would have completed the
-// stream) to the probe's record of the open dispatch.
-func streamSummaryOption(pu *probeUpstream) []postman.Option {
-	return []postman.Option{postman.OnStreamEnd(func(s postman.StreamSummary) { pu.onStreamEnd(streamSummary(s)) })}
+	"github.com/pmgate/pmgate/adapters/postman"
+	"github.com/pmgate/pmgate/app"
+	"github.com/pmgate/pmgate/ports"
+)
+
+// probeSettleBound bounds how long the probe waits for the events of the
+// exchanges that ended before it reads them.
+const probeSettleBound = 5 * time.Second
+
+// probeEvidence makes the probe's adapter collect every stream's evidence
+// (event types, terminal evidence, which rules would have completed it), which
+// the exchange events then carry to the probe's subscription.
+func probeEvidence() []postman.Option { return []postman.Option{postman.WithStreamEvidence()} }
+
+// subscribeProbe subscribes pu to the gateway's events: it records the
+// evidence of each stream on the dispatch that opened it. The events arrive
+// asynchronously, so pu waits for them (settle) before it opens the next
+// dispatch and before it hands the phase's dispatches over.
+func subscribeProbe(pu *probeUpstream, events *app.Observers) {
+	sub := events.Subscribe("probe", pu)
+	pu.settle = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), probeSettleBound)
+		defer cancel()
+		_ = sub.Flush(ctx)
+	}
+}
+
+// Observe implements ports.Observer: the end of a stream whose evidence the
+// adapter collected.
+func (p *probeUpstream) Observe(_ context.Context, e ports.Event) {
+	x := e.Exchange
+	if e.Kind != ports.EventExchange || x.Evidence == nil {
+		return // a refusal before any stream, or another event
+	}
+	ev := x.Evidence
+	p.onStreamEnd(streamSummary{ChatType: x.ChatType, EventTypes: ev.EventTypes, SawDoneMarker: ev.SawDoneMarker,
+		SawDoneEvent: ev.SawDoneEvent, UsageAfterOutput: ev.UsageAfterOutput, WholeFrames: ev.WholeFrames,
+		Rule: x.Rule, Row: x.Row, Outcome: probeOutcome(x.Outcome), WouldComplete: ev.WouldComplete})
+}
+
+// probeOutcome is a dispatch's outcome in the report: outcomeComplete for a
+// proven end, else the stable code.
+func probeOutcome(exchange string) string {
+	if exchange == ports.OutcomeCompleted {
+		return outcomeComplete
+	}
+	return exchange
 }

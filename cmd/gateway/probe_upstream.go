@@ -19,7 +19,7 @@ import (
 )
 
 // streamSummary is what the adapter reports about one upstream stream when it
-// ends (the fields of postman.StreamSummary): the upstream event types with
+// ends (its exchange event and the event's ports.StreamEvidence): the upstream event types with
 // counts, which terminal evidence arrived, the rule, row and outcome that ended
 // it, and which rules would have completed it.
 type streamSummary struct {
@@ -44,6 +44,9 @@ type probeUpstream struct {
 	refused    int
 	pending    []*reportDispatch // dispatches since the last take
 	last       *reportDispatch   // the dispatch whose stream is open
+	// settle waits for the events of the exchanges that already ended
+	// (subscribeProbe); nil: nothing to wait for.
+	settle func()
 }
 
 // errProbeBudget refuses a dispatch beyond the phase's budget; it is marked
@@ -66,6 +69,7 @@ func (p *probeUpstream) counts() (dispatched, refused int) {
 
 // take returns the dispatches recorded since the last take.
 func (p *probeUpstream) take() []reportDispatch {
+	p.waitEvents()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make([]reportDispatch, len(p.pending))
@@ -94,6 +98,7 @@ func (p *probeUpstream) Chat(ctx context.Context, req ports.UpstreamRequest) (po
 			d.CallIDsPresent = d.CallIDsPresent && r.UpstreamCallID != ""
 		}
 	}
+	p.waitEvents() // the previous stream's evidence lands on its own dispatch
 	p.mu.Lock()
 	p.pending = append(p.pending, d)
 	if p.dispatched >= p.budget {
@@ -122,6 +127,12 @@ func (p *probeUpstream) Chat(ctx context.Context, req ports.UpstreamRequest) (po
 	}
 	m, _ := p.cfg.Model(req.Chat.Model)
 	return &probeStream{Stream: s, p: p, d: d, start: start, observed: m.Observed}, nil
+}
+
+func (p *probeUpstream) waitEvents() {
+	if p.settle != nil {
+		p.settle()
+	}
 }
 
 // onStreamEnd records the adapter's summary of the stream that just ended on

@@ -18,6 +18,7 @@ import (
 	"github.com/pmgate/pmgate/adapters/httpapi"
 	"github.com/pmgate/pmgate/adapters/otel"
 	"github.com/pmgate/pmgate/adapters/postman"
+	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/domain/keyring"
@@ -45,7 +46,7 @@ const envFilePollInterval = 2 * time.Second
 // keeps it to its end.
 type liveState struct {
 	log      *slog.Logger
-	monitor  *httpapi.Monitor
+	events   *app.Observers   // the gateway's one observer, given to every adapter built
 	opts     []postman.Option // the caller's extra adapter options (tests: trust and dialer)
 	upstream atomic.Pointer[ports.Upstream]
 	verif    atomic.Pointer[func() (bool, map[string]any)]
@@ -115,13 +116,11 @@ func (t *tracedStream) Close() error {
 }
 
 // newClient builds the Postman adapter of cfg: the process logger, the
-// metrics hook, the trust of SSL_CERT_FILE/SSL_CERT_DIR, then the caller's
+// gateway's observer, the trust of SSL_CERT_FILE/SSL_CERT_DIR, then the caller's
 // options.
 func (l *liveState) newClient(cfg config) (*postman.Client, error) {
 	base := []postman.Option{postman.WithLogger(l.log), postman.WithRedactedSecrets(cfg.apiKey),
-		postman.WithMaxIdleConns(cfg.maxConcurrent), postman.WithExchangeHook(func(e postman.Exchange) {
-			l.monitor.ObserveExchange(e.Strategy, e.Outcome, e.Rule, e.Row)
-		})}
+		postman.WithMaxIdleConns(cfg.maxConcurrent), postman.WithObserver(l.events)}
 	pool, err := rootPool(cfg.sslCertFile, cfg.sslCertDir)
 	if err != nil {
 		return nil, err

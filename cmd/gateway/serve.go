@@ -68,6 +68,9 @@ type gateway struct {
 	runCtx context.Context
 	// live holds what a reload may replace (reload.go).
 	live *liveState
+	// events is the gateway's one observer: the monitor and the log
+	// subscribe to it (the probe too); closed after the last request.
+	events *app.Observers
 }
 
 // startGateway wires the ports into the app and starts serving. opts reach the
@@ -80,9 +83,17 @@ func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...pos
 // wrapped); `gateway probe` counts and bounds its dispatches this way.
 func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap func(ports.Upstream) ports.Upstream, opts ...postman.Option) (*gateway, error) {
 	var store *store
+	events := app.NewObservers(log)
 	monitor := httpapi.NewMonitor(httpapi.MonitorConfig{Version: version, Strategy: string(cfg.upstream.Strategy),
-		Counts: func(ctx context.Context) (correlation.Counts, error) { return store.Counts(ctx) }})
-	live := &liveState{log: log, monitor: monitor, opts: opts, strategy: string(cfg.upstream.Strategy)}
+		Counts: func(ctx context.Context) (correlation.Counts, error) { return store.Counts(ctx) }, Events: events})
+	events.Subscribe("log", app.LogObserver{Log: log})
+	started := false
+	defer func() {
+		if !started {
+			events.Close()
+		}
+	}()
+	live := &liveState{log: log, events: events, opts: opts, strategy: string(cfg.upstream.Strategy)}
 	var tracer ports.Tracer // nil: off, and the request path checks only that
 	if cfg.otelEndpoint != "" {
 		t, err := otel.New(ctx, cfg.otelEndpoint, cfg.otelService, version)
@@ -110,7 +121,7 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 		upstream = live
 	}
 	svc := app.New(app.Config{WorkspaceID: cfg.upstream.WorkspaceID, Correlation: cfg.correlation, Policy: cfg.policy,
-		OnDecision: monitor.ObserveDecision}, upstream, store, system.Clock{}, system.IDs{}, log)
+		Observer: events}, upstream, store, system.Clock{}, system.IDs{}, log)
 	anchors := store.anchors
 	if anchors != nil {
 		svc.WithAnchors(anchors, cfg.anchorPolicy)
@@ -159,11 +170,12 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 	ln := httpapi.NewListener(tcp, cfg.maxConnections, log)
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	gw := &gateway{cfg: cfg, log: log, ln: ln, store: store, svc: svc, stop: stop, served: make(chan error, 1),
-		srv: httpapi.NewHTTPServer(handler, ln, log), runCtx: runCtx, live: live}
+		srv: httpapi.NewHTTPServer(handler, ln, log), runCtx: runCtx, live: live, events: events}
+	started = true
 	gw.wg.Add(1)
 	go func() {
 		defer gw.wg.Done()
-		svc.RunSweeps(runCtx, time.Second, monitor.ObserveSweep)
+		svc.RunSweeps(runCtx, time.Second)
 	}()
 	gw.wg.Add(1)
 	go func() {
@@ -194,6 +206,7 @@ func (g *gateway) wait(ctx context.Context) error {
 	case err := <-g.served:
 		g.stop()
 		g.wg.Wait()
+		g.events.Close()
 		return err
 	case <-ctx.Done():
 	}
@@ -209,6 +222,7 @@ func (g *gateway) wait(ctx context.Context) error {
 	}
 	g.stop()
 	g.wg.Wait()
+	g.events.Close() // after the last request and sweep: what they observed is delivered (and logged) now
 	if g.live.tracer != nil {
 		tctx, tcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := g.live.tracer.Shutdown(tctx); err != nil {

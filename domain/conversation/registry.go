@@ -26,6 +26,8 @@ type SweepReport struct {
 	Expired int
 	Retired int
 	Removed int
+	// Rows counts the applied rows by id (for metrics); nil when none.
+	Rows map[string]int
 }
 
 // Errors of Record and Update. None reaches a client: a request that cannot
@@ -287,6 +289,10 @@ func (rep *SweepReport) Add(d Decision) {
 	case Removed:
 		rep.Removed++
 	}
+	if rep.Rows == nil {
+		rep.Rows = map[string]int{}
+	}
+	rep.Rows[d.Row]++
 }
 
 // Counts reports state counts and bytes.

@@ -1,0 +1,278 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pmgate/pmgate/domain/conversation"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/fsm"
+	"github.com/pmgate/pmgate/ports"
+)
+
+// ObserverQueue is how many events a subscriber may fall behind before the
+// next ones are dropped (and counted) instead of waiting for it.
+const ObserverQueue = 1024
+
+// observerCloseBound bounds how long Close waits for the subscribers to take
+// what is queued: a stuck subscriber must not hold the process's exit.
+const observerCloseBound = 2 * time.Second
+
+// Observers is the gateway's one ports.Observer: a fan-out to the subscribers
+// (metrics, the control page's live list, the logs, the probe). Observe never
+// blocks and never fails: it puts the event in each subscriber's bounded
+// queue, or drops it for that subscriber when the queue is full; a goroutine
+// per subscriber delivers the events in order and recovers a subscriber that
+// panics. So a slow or broken subscriber can neither delay a request nor
+// change its outcome; it only loses events, which Stats counts.
+//
+// Each subscriber receives its own copy of an event (Exchange.Evidence and
+// its maps included). Observers is safe for concurrent use.
+type Observers struct {
+	log  *slog.Logger
+	subs atomic.Pointer[[]*Subscription] // copy on write; read by Observe without a lock
+	mu   sync.Mutex                      // serializes Subscribe and Close
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+// Subscription is one subscriber with its queue and counters.
+type Subscription struct {
+	o                 *Observers
+	name              string
+	obs               ports.Observer
+	q                 chan queued
+	dropped, panicked atomic.Int64
+}
+
+// queued is one event waiting for a subscriber, or a Flush barrier.
+type queued struct {
+	ctx     context.Context
+	ev      ports.Event
+	barrier chan struct{} // non-nil: closed when every earlier event was delivered
+}
+
+// ObserverStats counts what one subscriber lost.
+type ObserverStats struct {
+	Name     string
+	Dropped  int64 // events that found its queue full
+	Panicked int64 // deliveries that panicked (the event is lost, the subscriber keeps receiving)
+}
+
+var _ ports.Observer = (*Observers)(nil)
+
+// NewObservers returns a fan-out without subscribers; log receives the
+// panics of subscribers and the first drop of each.
+func NewObservers(log *slog.Logger) *Observers {
+	o := &Observers{log: log, done: make(chan struct{})}
+	o.subs.Store(&[]*Subscription{})
+	return o
+}
+
+// Subscribe adds an observer under a name (a metric label: a short constant)
+// and starts delivering to it every event observed from now on. Subscribing
+// after Close is mis-wiring and panics.
+func (o *Observers) Subscribe(name string, obs ports.Observer) *Subscription {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	select {
+	case <-o.done:
+		panic("app: Subscribe after Close")
+	default:
+	}
+	s := &Subscription{o: o, name: name, obs: obs, q: make(chan queued, ObserverQueue)}
+	subs := append(append([]*Subscription(nil), *o.subs.Load()...), s)
+	o.subs.Store(&subs)
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		o.run(s)
+	}()
+	return s
+}
+
+// Observe implements ports.Observer: it queues e for every subscriber and
+// returns at once.
+func (o *Observers) Observe(ctx context.Context, e ports.Event) {
+	for _, s := range *o.subs.Load() {
+		select {
+		case s.q <- queued{ctx: ctx, ev: e}:
+		default:
+			if s.dropped.Add(1) == 1 {
+				o.log.Warn("observer falls behind: events dropped", "observer", s.name, "queue", ObserverQueue)
+			}
+		}
+	}
+}
+
+// Flush waits until every subscriber has been handed every event observed
+// before the call, or until ctx ends (it then returns ctx's error).
+func (o *Observers) Flush(ctx context.Context) error {
+	for _, s := range *o.subs.Load() {
+		if err := s.Flush(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Flush waits until this subscriber has been handed every event observed
+// before the call, or until ctx ends (it then returns ctx's error); after
+// Close it returns at once. A scrape of /metrics flushes the monitor's
+// subscription first, so it counts every exchange that ended before it,
+// whatever another subscriber is doing.
+func (s *Subscription) Flush(ctx context.Context) error {
+	b := make(chan struct{})
+	select {
+	case s.q <- queued{barrier: b}:
+	case <-s.o.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-b:
+		return nil
+	case <-s.o.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close delivers what is queued and stops the subscribers' goroutines,
+// waiting for them at most a few seconds. Events observed after Close are
+// dropped.
+func (o *Observers) Close() {
+	o.mu.Lock()
+	select {
+	case <-o.done:
+	default:
+		close(o.done)
+	}
+	o.mu.Unlock()
+	stopped := make(chan struct{})
+	go func() {
+		o.wg.Wait()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(observerCloseBound):
+		o.log.Warn("an observer did not stop at shutdown")
+	}
+}
+
+// Stats returns the losses of every subscriber, in subscription order.
+func (o *Observers) Stats() []ObserverStats {
+	subs := *o.subs.Load()
+	out := make([]ObserverStats, len(subs))
+	for i, s := range subs {
+		out[i] = ObserverStats{Name: s.name, Dropped: s.dropped.Load(), Panicked: s.panicked.Load()}
+	}
+	return out
+}
+
+// run delivers one subscriber's events until Close, then what is left.
+func (o *Observers) run(s *Subscription) {
+	for {
+		select {
+		case q := <-s.q:
+			o.deliver(s, q)
+		case <-o.done:
+			for {
+				select {
+				case q := <-s.q:
+					o.deliver(s, q)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+func (o *Observers) deliver(s *Subscription, q queued) {
+	if q.barrier != nil {
+		close(q.barrier)
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s.panicked.Add(1)
+			o.log.Error("observer panicked; the event is lost", "observer", s.name)
+		}
+	}()
+	e := q.ev
+	if ev := e.Exchange.Evidence; ev != nil {
+		cp := *ev
+		cp.EventTypes, cp.WouldComplete = maps.Clone(ev.EventTypes), maps.Clone(ev.WouldComplete)
+		e.Exchange.Evidence = &cp
+	}
+	s.obs.Observe(q.ctx, e)
+}
+
+// noObserver is the observer of a gateway wired without one.
+type noObserver struct{}
+
+func (noObserver) Observe(context.Context, ports.Event) {}
+
+// The rows of the machines, for the states of a row known by id (sweeps and
+// the time row a lookup applied first).
+var (
+	correlationRows  = correlation.Table().Rows
+	conversationRows = conversation.Table().Rows
+)
+
+// observeAnchor reports the rows of the anchor machine one decision applied:
+// the time row applied first by the same lookup (Via), then its own.
+func (g *Gateway) observeAnchor(ctx context.Context, p Principal, d conversation.Decision) {
+	if d.Via != "" {
+		for _, r := range conversationRows {
+			if r.ID == d.Via {
+				g.obs.Observe(ctx, ports.Event{Kind: ports.EventTransition, Machine: conversation.MachineName, Row: r.ID,
+					From: r.From, To: r.To, Effect: string(conversation.EffectTransition), Count: 1, Slot: p.Slot})
+			}
+		}
+	}
+	g.obs.Observe(ctx, ports.Event{Kind: ports.EventTransition, Machine: conversation.MachineName, Row: d.Row,
+		From: string(d.From), To: string(d.To), Effect: string(d.Effect), Code: string(d.Reason), Count: 1, Slot: p.Slot})
+}
+
+// observeSweep reports the rows a sweep applied, by row id, in table order.
+func (g *Gateway) observeSweep(ctx context.Context, machine string, rows []fsm.Row, counts map[string]int) {
+	for _, r := range rows {
+		if n := counts[r.ID]; n > 0 {
+			g.obs.Observe(ctx, ports.Event{Kind: ports.EventSweep, Machine: machine, Row: r.ID, From: r.From, To: r.To, Count: n})
+		}
+	}
+}
+
+// LogObserver writes the transitions requests applied to the process log,
+// with the request's context (so that the logger attaches its request id):
+// a row of the group machine, and a settled anchor claim, at info; the
+// anchor lookups, which the turn logs itself as "conversation: continued" or
+// "conversation: fresh", at debug. Sweeps are logged by the sweeper.
+type LogObserver struct{ Log *slog.Logger }
+
+// Observe implements ports.Observer.
+func (l LogObserver) Observe(ctx context.Context, e ports.Event) {
+	if e.Kind != ports.EventTransition {
+		return
+	}
+	switch e.Machine {
+	case correlation.MachineName:
+		l.Log.InfoContext(ctx, "correlation", "row", e.Row, "from", e.From, "to", e.To,
+			"effect", e.Effect, "code", e.Code, "principal_slot", e.Slot)
+	case conversation.MachineName:
+		level := slog.LevelInfo
+		if e.Effect == string(conversation.EffectFresh) || e.Effect == string(conversation.EffectContinue) {
+			level = slog.LevelDebug
+		}
+		l.Log.Log(ctx, level, "conversation anchor", "row", e.Row, "from", e.From, "to", e.To, "principal_slot", e.Slot)
+	}
+}
