@@ -72,35 +72,6 @@ func newEvidence(main completion.Rule) *evidence {
 	return ev
 }
 
-// fire applies one event to the decoder's tracker and, when a summary is
-// wanted, records the evidence and feeds the shadow trackers.
-func (d *decoder) fire(e completion.Event, code errs.Code) (string, error) {
-	if ev := d.ev; ev != nil {
-		switch e {
-		case completion.Output:
-			ev.output, ev.usageAfter = true, false
-		case completion.Usage:
-			ev.usageAfter = ev.usageAfter || ev.output
-		case completion.Done:
-			ev.doneMarker = true
-		case completion.DoneEvent:
-			ev.doneEvent = true
-		case completion.EOF:
-			ev.wholeFrames = true
-		}
-		for _, sh := range ev.shadows {
-			if !sh.State().Terminal() {
-				_, _ = sh.Fire(e, code)
-			}
-		}
-	}
-	id, err := d.tr.Fire(e, code)
-	if err == nil && d.ev != nil && d.tr.State().Terminal() && d.ev.row == "" {
-		d.ev.row = id
-	}
-	return id, err
-}
-
 // countType records one data line's event type for the summary.
 func (d *decoder) countType(t evType) {
 	if d.ev == nil {
