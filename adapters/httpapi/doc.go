@@ -62,37 +62,9 @@
 // with Content-Type application/json or application/*+json (parameters
 // allowed). Fields are matched exactly (case-sensitive); null means absent.
 // Unknown top-level and message fields are ignored, so that proxies and newer
-// SDKs keep working; the known OpenAI fields follow this table:
-//
-//	field                         policy
-//	model                         honoured; must be a configured id, else 404 model_not_found
-//	messages                      honoured; see below
-//	stream                        honoured
-//	stream_options.include_usage  honoured (other stream_options keys ignored)
-//	tools                         honoured; at most MaxTools, see below
-//	tool_choice                   honoured: "auto" (default) | "none" | "required" | {"type":"function","function":{"name"}}
-//	parallel_tool_calls           honoured (default true)
-//	temperature, top_p            ignored (number)
-//	max_tokens,
-//	max_completion_tokens, seed   ignored (integer)
-//	presence_penalty,
-//	frequency_penalty             ignored (number)
-//	stop                          ignored (string or array)
-//	user, service_tier,
-//	reasoning_effort, verbosity,
-//	prompt_cache_key,
-//	safety_identifier             ignored (string)
-//	metadata                      ignored (object)
-//	store                         ignored (boolean)
-//	n                             1 only; n>1 → unsupported_parameter
-//	logprobs                      false only; true → unsupported_parameter
-//	top_logprobs                  0 only; >0 → unsupported_parameter
-//	logit_bias                    {} only; any bias → unsupported_parameter
-//	response_format               text; json_object and json_schema are verified (docs/STRUCTURED-OUTPUT.md)
-//	modalities                    ["text"] only; anything else → unsupported_parameter
-//	audio, prediction,
-//	functions, function_call,
-//	web_search_options            refused when present → unsupported_parameter
+// SDKs keep working. The known OpenAI fields are honoured, accepted and
+// ignored, or refused by the rules of decode_policy.go; docs/API.md lists
+// them for users (one table, kept there rather than repeated here).
 //
 // An ignored field is still type-checked (invalid_request when malformed).
 // invalid_request means malformed; unsupported_parameter means well-formed

@@ -51,8 +51,8 @@
 //     access_token rule is fixed (explicit [DONE]) and Config.TerminalRule is "".
 //     Config.Rule is the rule either strategy's streams are judged by
 //     (completion.RuleFor, the one place that choice is made).
-//   - POSTMAN_MAX_QUERY_CHARS (1-1,000,000, default 10000) and
-//     POSTMAN_MAX_TOOLS_UPSTREAM (0-256, default 20) are allowed on both
+//   - POSTMAN_MAX_QUERY_CHARS and POSTMAN_MAX_TOOLS_UPSTREAM (bounds and
+//     defaults in docs/CONFIGURATION.md) are allowed on both
 //     strategies: they are the service's reported limits, not a strategy's.
 //     POSTMAN_PARALLEL_TOOL_CALLS is exactly "true" or "false"; unset means
 //     false on web_session and the client's parallel_tool_calls on
