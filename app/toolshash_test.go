@@ -173,3 +173,15 @@ func TestToolsCacheIsBounded(t *testing.T) {
 	is.True(c.of(huge) != c.of(huge)) // derived per request
 	is.Equal(c.len(), n)
 }
+
+// The key must encode every field of chat.Tool: a field added there and not
+// here would let two different definition sets share one cached toolSet.
+func TestToolsKeyCoversEveryToolField(t *testing.T) {
+	is := is.New(t)
+	tt := reflect.TypeOf(chat.Tool{})
+	var names []string
+	for i := range tt.NumField() {
+		names = append(names, tt.Field(i).Name)
+	}
+	is.Equal(names, []string{"Name", "Description", "Parameters", "UpstreamParameters", "Strict"}) // update appendToolsKey first
+}
