@@ -267,15 +267,17 @@ func (s *Store) roomNow(ctx context.Context, calls int) (bool, error) {
 }
 
 // Release implements ports.CorrelationStore: one statement deletes the
-// reservation and takes it off the accounting row; an unknown reservation is
-// not an error. Errors: correlation_store_unavailable (the reservation then
-// frees itself at its expiry).
+// reservation and gives a counted one to the lease of a stripe chosen at
+// random, as a completed group's capacity is given back (usageStmt: the row
+// keeps counting the units, now as a lease, so it stays exact); an unknown
+// reservation is not an error. Errors: correlation_store_unavailable (the
+// reservation then frees itself at its expiry).
 func (s *Store) Release(ctx context.Context, r ports.Reservation) error {
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
-	if _, err := s.pool.Exec(ctx, `WITH gone AS (DELETE FROM correlation_reservations WHERE id = $1 RETURNING calls, counted)
-		UPDATE correlation_usage u SET live_groups = u.live_groups - 1, live_calls = u.live_calls - gone.calls
-		FROM gone WHERE u.id AND gone.counted`, r.ID); err != nil {
+	if _, err := s.pool.Exec(ctx, `WITH gone AS (DELETE FROM correlation_reservations WHERE id = $1::text RETURNING calls, counted)
+		UPDATE correlation_usage_stripes st SET free_groups = st.free_groups + 1, free_calls = st.free_calls + gone.calls
+		FROM gone WHERE st.stripe = $2::smallint AND gone.counted`, r.ID, rand.IntN(stripes)); err != nil {
 		return unavailable(err, "release")
 	}
 	return nil
