@@ -214,3 +214,32 @@ func TestAReplicaOpenedWithLowerLimitsIsNotPassedByOldLeases(t *testing.T) {
 	}
 	checkInvariants(t, u, low)
 }
+
+// Migration 5 replaces the call index's foreign key by a trigger: on a
+// database of version 4 with a group, deleting groups (as version 4 binaries
+// do during a rolling upgrade, by SQL alone) still deletes their index rows.
+func TestMigrationToVersion5KeepsTheCallIndexCascade(t *testing.T) {
+	is := is.New(t)
+	u := freshSchema(t)
+	files, err := filepath.Glob("migrations/000[1234]_*.sql")
+	is.NoErr(err)
+	sort.Strings(files)
+	is.Equal(len(files), 4)
+	execOn(t, u, `CREATE TABLE `+pgstore.MigrationsTable+` (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
+	for i, f := range files {
+		sql, err := os.ReadFile(f)
+		is.NoErr(err)
+		execOn(t, u, string(sql))
+		execOn(t, u, `INSERT INTO `+pgstore.MigrationsTable+` (version, name) VALUES ($1, 'v4')`, i+1)
+	}
+	execOn(t, u, `INSERT INTO correlation_groups (key, principal_id, state, calls, issued_at, pending_expires_at, due_at, record)
+		VALUES ('old', 'p1', 'PENDING', 2, now(), now(), now(), '\x01')`)
+	execOn(t, u, `INSERT INTO correlation_calls (principal_id, public_id, group_key) VALUES ('p1', 'c1', 'old'), ('p1', 'c2', 'old')`)
+	s := open(t, u, limits, porttest.Policy)
+	is.True(s.SchemaVersion() >= 5)
+	admit(t, s, porttest.Group("new", "p1", 2, porttest.T0))
+	execOn(t, u, `DELETE FROM correlation_groups`) // one statement, two groups
+	var n int
+	query(t, u, `SELECT count(*) FROM correlation_calls`, &n)
+	is.Equal(n, 0) // every index row went with its group
+}
