@@ -277,6 +277,42 @@ func (s *Store) roomNow(ctx context.Context, calls int) (bool, error) {
 	return ok, nil
 }
 
+// The admission statements (admitSQL): admitExact for a counted reservation
+// of exactly the group's calls, which writes nothing else; admitAny for any
+// reservation that covers them, which also gives the accounting row what the
+// group does not use of a counted one, or adds the group for an uncounted one
+// (version 3).
+var (
+	admitExact = admitSQL(`AND counted AND calls = $2::integer`, ``)
+	admitAny   = admitSQL(`AND calls >= $2::integer`, `, acc AS (
+			UPDATE correlation_usage u SET live_groups = u.live_groups + d.groups, live_calls = u.live_calls + d.calls
+			FROM (SELECT CASE WHEN res.counted THEN 0 ELSE 1 END AS groups,
+			             CASE WHEN res.counted THEN $2::integer - res.calls ELSE $2::integer END AS calls
+			      FROM res, grp) d
+			WHERE u.id AND (d.groups <> 0 OR d.calls <> 0)
+		)`)
+)
+
+// admitSQL is the admission statement: the reservation consumed when it
+// qualifies (its id, not expired, and cond), the group row and its call index
+// rows inserted from it, and the parts in extra; it returns how many groups
+// it inserted (0 or 1).
+func admitSQL(cond, extra string) string {
+	return `WITH res AS (
+			DELETE FROM correlation_reservations WHERE id = $1::text AND expires_at > now() ` + cond + ` RETURNING calls, counted
+		), grp AS (
+			INSERT INTO correlation_groups
+				(key, principal_id, state, calls, issued_at, pending_expires_at, inflight_expires_at, terminal_expires_at, due_at, record)
+			SELECT $3::text, $4::text, $5::text, $2::integer, $6::timestamptz, $7::timestamptz, $8::timestamptz,
+				$9::timestamptz, $10::timestamptz, $11::bytea FROM res
+			RETURNING key
+		), idx AS (
+			INSERT INTO correlation_calls (principal_id, public_id, group_key)
+			SELECT $4::text, id, grp.key FROM grp, unnest($12::text[]) AS id
+		)` + extra + `
+		SELECT count(*) FROM grp`
+}
+
 // Release implements ports.CorrelationStore: one statement deletes the
 // reservation and gives a counted one to the lease of a stripe chosen at
 // random, as a completed group's capacity is given back (usageStmt: the row
@@ -297,7 +333,8 @@ func (s *Store) Release(ctx context.Context, r ports.Reservation) error {
 // Admit implements ports.CorrelationStore, as correlation.Registry.Admit: the
 // reservation must exist (and not have expired) and cover the calls. One
 // statement — atomic on its own — consumes the reservation and writes the
-// group row and its call index rows; the accounting row already counts the
+// group row and its call index rows (admitExact; admitAny when that one found
+// no counted reservation of exactly the group's calls); the accounting row already counts the
 // reservation, so it is written only when the group has fewer calls than its
 // reservation (the difference is given back) or the reservation is one of a
 // version 3 binary (not counted: the group is added). When the
@@ -326,8 +363,7 @@ func (s *Store) Admit(ctx context.Context, r ports.Reservation, g correlation.Gr
 			return errors.AssertionFailedf("correlation: group key missing or reused")
 		}
 	}
-	cp := g.Clone()
-	cp.CachedResponse = nil
+	cp := g // read only; the record leaves the cached response out
 	ids := make([]string, 0, len(cp.Calls))
 	seen := make(map[string]bool, len(cp.Calls))
 	for _, c := range cp.Calls { // as the registry's index: one entry per distinct id
@@ -336,28 +372,20 @@ func (s *Store) Admit(ctx context.Context, r ports.Reservation, g correlation.Gr
 			ids = append(ids, c.PublicID)
 		}
 	}
+	args := []any{r.ID, len(cp.Calls), cp.Key, cp.PrincipalID, string(cp.State), cp.IssuedAt, cp.PendingExpiresAt,
+		nullTime(cp.InflightExpiresAt), nullTime(cp.TerminalExpiresAt), dueAt(&cp), encodeRecord(&cp), ids}
 	var admitted int
-	err := s.pool.QueryRow(ctx, `WITH res AS (
-			DELETE FROM correlation_reservations WHERE id = $1::text AND expires_at > now() AND calls >= $2::integer RETURNING calls, counted
-		), grp AS (
-			INSERT INTO correlation_groups
-				(key, principal_id, state, calls, issued_at, pending_expires_at, inflight_expires_at, terminal_expires_at, due_at, record)
-			SELECT $3::text, $4::text, $5::text, $2::integer, $6::timestamptz, $7::timestamptz, $8::timestamptz,
-				$9::timestamptz, $10::timestamptz, $11::bytea FROM res
-			RETURNING key
-		), idx AS (
-			INSERT INTO correlation_calls (principal_id, public_id, group_key)
-			SELECT $4::text, id, grp.key FROM grp, unnest($12::text[]) AS id
-		), acc AS (
-			UPDATE correlation_usage u SET live_groups = u.live_groups + d.groups, live_calls = u.live_calls + d.calls
-			FROM (SELECT CASE WHEN res.counted THEN 0 ELSE 1 END AS groups,
-			             CASE WHEN res.counted THEN $2::integer - res.calls ELSE $2::integer END AS calls
-			      FROM res, grp) d
-			WHERE u.id AND (d.groups <> 0 OR d.calls <> 0)
-		)
-		SELECT count(*) FROM grp`,
-		r.ID, len(cp.Calls), cp.Key, cp.PrincipalID, string(cp.State), cp.IssuedAt, cp.PendingExpiresAt,
-		nullTime(cp.InflightExpiresAt), nullTime(cp.TerminalExpiresAt), dueAt(&cp), encodeRecord(&cp), ids).Scan(&admitted)
+	var err error
+	if r.Calls == len(cp.Calls) {
+		// The common case: a counted reservation of exactly these calls, which
+		// the accounting row already counts as the group; the statement has no
+		// part for the row at all. Any other reservation (a version 3 one, or
+		// one of another size) is left in place and decided below.
+		err = s.pool.QueryRow(ctx, admitExact, args...).Scan(&admitted)
+	}
+	if err == nil && admitted == 0 {
+		err = s.pool.QueryRow(ctx, admitAny, args...).Scan(&admitted)
+	}
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "correlation_calls_pkey":

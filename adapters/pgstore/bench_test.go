@@ -102,9 +102,10 @@ func BenchmarkClaim(b *testing.B) {
 }
 
 // BenchmarkAdmit measures the store's cost of one tool turn's admission:
-// Reserve (conditional increment of the accounting row under its lock,
-// asynchronous commit) then Admit (group row, two call index rows, durable
-// commit) — two transactions. serial is the latency one turn adds; parallel
+// Reserve (one statement: a conditional decrement of a stripe's lease and the
+// reservation's insert, asynchronous commit) then Admit (one statement: the
+// reservation consumed, the group row, two call index rows; durable commit) —
+// two transactions, two round trips. serial is the latency one turn adds; parallel
 // is the throughput of 16 claimers at once (whatever GOMAXPROCS is), whose
 // reservations take from the stripes' leases and whose admissions write no
 // shared row; parallel+ledger adds the usage ledger's admission of each turn,
