@@ -243,3 +243,29 @@ func TestMigrationToVersion5KeepsTheCallIndexCascade(t *testing.T) {
 	query(t, u, `SELECT count(*) FROM correlation_calls`, &n)
 	is.Equal(n, 0) // every index row went with its group
 }
+
+// Admit takes its one-statement path only for a counted reservation of
+// exactly the group's calls; any other is decided by the full statement.
+func TestAReservationOfAnotherSizeIsAdmittedExactly(t *testing.T) {
+	is := is.New(t)
+	u := freshSchema(t)
+	l := correlation.Limits{MaxGroups: 640, MaxCalls: 1280} // leases
+	s := open(t, u, l, porttest.Policy)
+	big, err := s.Reserve(t.Context(), 3, porttest.T0)
+	is.NoErr(err)
+	is.NoErr(s.Admit(t.Context(), big, porttest.Group("g1", "p1", 2, porttest.T0))) // the unused call is given back
+	small, err := s.Reserve(t.Context(), 1, porttest.T0)
+	is.NoErr(err)
+	err = s.Admit(t.Context(), small, porttest.Group("g2", "p1", 2, porttest.T0))
+	is.True(errs.Has(err, errs.CorrelationCapacityExceeded)) // too small: nothing changed
+	lied := ports.Reservation{ID: small.ID, Calls: 2}        // a caller's size is not trusted
+	err = s.Admit(t.Context(), lied, porttest.Group("g2", "p1", 2, porttest.T0))
+	is.True(errs.Has(err, errs.CorrelationCapacityExceeded))
+	c, err := s.Counts(t.Context())
+	is.NoErr(err)
+	is.Equal(c.LiveGroups, 1)
+	is.Equal(c.LiveCalls, 2)
+	is.Equal(c.ReservedGroups, 1) // the small one, still held
+	is.Equal(c.ReservedCalls, 1)
+	checkInvariants(t, u, l)
+}
