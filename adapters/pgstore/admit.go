@@ -334,10 +334,11 @@ func (s *Store) Release(ctx context.Context, r ports.Reservation) error {
 // reservation must exist (and not have expired) and cover the calls. One
 // statement — atomic on its own — consumes the reservation and writes the
 // group row and its call index rows (admitExact; admitAny when that one found
-// no counted reservation of exactly the group's calls); the accounting row already counts the
-// reservation, so it is written only when the group has fewer calls than its
-// reservation (the difference is given back) or the reservation is one of a
-// version 3 binary (not counted: the group is added). When the
+// no counted reservation of exactly the group's calls); the accounting row
+// already counts the reservation, so it is written only when the group has
+// fewer calls than its reservation (the difference is given back) or the
+// reservation is one of a version 3 binary (not counted: the group is
+// added). When the
 // reservation does not qualify it changes nothing. A public id already
 // indexed for the principal fails with correlation.ErrDuplicatePublicID and
 // leaves the reservation in place for the caller's next attempt.
