@@ -6,6 +6,7 @@ package pgstore
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -98,16 +99,24 @@ func (s *Store) lease(calls int) (groups, leaseCalls int) {
 const uncounted = `(SELECT count(*) AS groups, coalesce(sum(calls), 0) AS calls FROM correlation_reservations
 	WHERE NOT counted AND expires_at > now())`
 
+// asyncCommit makes the transaction it runs in commit asynchronously
+// (sendReserve says why that is safe for reservations).
+const asyncCommit = `set_config('synchronous_commit', 'off', true)`
+
 // takeFromStripe reserves from the lease of stripe $4: a conditional
 // decrement, exact on that row (a concurrent one is re-checked on its newest
-// version), and the reservation's insert.
+// version), and the reservation's insert. It sets asyncCommit itself, on the
+// row it inserts (a volatile qual, evaluated once per row, so it runs whenever
+// anything is written and before the commit reads it): the common reservation
+// is one statement, not two.
 const takeFromStripe = `WITH st AS (
 		UPDATE correlation_usage_stripes SET free_groups = free_groups - 1, free_calls = free_calls - $2::integer
 		WHERE stripe = $4::smallint AND free_groups >= 1 AND free_calls >= $2::integer
 		RETURNING 1
 	)
 	INSERT INTO correlation_reservations (id, calls, expires_at, counted)
-	SELECT $1::text, $2::integer, now() + make_interval(secs => $3::float8), true FROM st`
+	SELECT $1::text, $2::integer, now() + make_interval(secs => $3::float8), true FROM st
+	WHERE ` + asyncCommit + ` IS NOT NULL`
 
 // reserveLeased reserves from stripe k's lease: one round trip when the lease
 // has room, a second that refills it under the accounting row's lock when it
@@ -201,7 +210,9 @@ func (s *Store) sendReserve(ctx context.Context, what string, stmts ...stmt) (bo
 	defer cancel()
 	send := func() (bool, error) {
 		b := &pgx.Batch{}
-		b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+		if len(stmts) > 1 || !strings.Contains(stmts[0].sql, asyncCommit) {
+			b.Queue(`SELECT ` + asyncCommit)
+		}
 		for _, st := range stmts {
 			b.Queue(st.sql, st.args...)
 		}
@@ -266,16 +277,54 @@ func (s *Store) roomNow(ctx context.Context, calls int) (bool, error) {
 	return ok, nil
 }
 
+// The admission statements (admitSQL): admitExact for a counted reservation
+// of exactly the group's calls, which writes nothing else; admitAny for any
+// reservation that covers them, which also gives the accounting row what the
+// group does not use of a counted one, or adds the group for an uncounted one
+// (version 3).
+var (
+	admitExact = admitSQL(`AND counted AND calls = $2::integer`, ``)
+	admitAny   = admitSQL(`AND calls >= $2::integer`, `, acc AS (
+			UPDATE correlation_usage u SET live_groups = u.live_groups + d.groups, live_calls = u.live_calls + d.calls
+			FROM (SELECT CASE WHEN res.counted THEN 0 ELSE 1 END AS groups,
+			             CASE WHEN res.counted THEN $2::integer - res.calls ELSE $2::integer END AS calls
+			      FROM res, grp) d
+			WHERE u.id AND (d.groups <> 0 OR d.calls <> 0)
+		)`)
+)
+
+// admitSQL is the admission statement: the reservation consumed when it
+// qualifies (its id, not expired, and cond), the group row and its call index
+// rows inserted from it, and the parts in extra; it returns how many groups
+// it inserted (0 or 1).
+func admitSQL(cond, extra string) string {
+	return `WITH res AS (
+			DELETE FROM correlation_reservations WHERE id = $1::text AND expires_at > now() ` + cond + ` RETURNING calls, counted
+		), grp AS (
+			INSERT INTO correlation_groups
+				(key, principal_id, state, calls, issued_at, pending_expires_at, inflight_expires_at, terminal_expires_at, due_at, record)
+			SELECT $3::text, $4::text, $5::text, $2::integer, $6::timestamptz, $7::timestamptz, $8::timestamptz,
+				$9::timestamptz, $10::timestamptz, $11::bytea FROM res
+			RETURNING key
+		), idx AS (
+			INSERT INTO correlation_calls (principal_id, public_id, group_key)
+			SELECT $4::text, id, grp.key FROM grp, unnest($12::text[]) AS id
+		)` + extra + `
+		SELECT count(*) FROM grp`
+}
+
 // Release implements ports.CorrelationStore: one statement deletes the
-// reservation and takes it off the accounting row; an unknown reservation is
-// not an error. Errors: correlation_store_unavailable (the reservation then
-// frees itself at its expiry).
+// reservation and gives a counted one to the lease of a stripe chosen at
+// random, as a completed group's capacity is given back (usageStmt: the row
+// keeps counting the units, now as a lease, so it stays exact); an unknown
+// reservation is not an error. Errors: correlation_store_unavailable (the
+// reservation then frees itself at its expiry).
 func (s *Store) Release(ctx context.Context, r ports.Reservation) error {
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
-	if _, err := s.pool.Exec(ctx, `WITH gone AS (DELETE FROM correlation_reservations WHERE id = $1 RETURNING calls, counted)
-		UPDATE correlation_usage u SET live_groups = u.live_groups - 1, live_calls = u.live_calls - gone.calls
-		FROM gone WHERE u.id AND gone.counted`, r.ID); err != nil {
+	if _, err := s.pool.Exec(ctx, `WITH gone AS (DELETE FROM correlation_reservations WHERE id = $1::text RETURNING calls, counted)
+		UPDATE correlation_usage_stripes st SET free_groups = st.free_groups + 1, free_calls = st.free_calls + gone.calls
+		FROM gone WHERE st.stripe = $2::smallint AND gone.counted`, r.ID, rand.IntN(stripes)); err != nil {
 		return unavailable(err, "release")
 	}
 	return nil
@@ -284,10 +333,12 @@ func (s *Store) Release(ctx context.Context, r ports.Reservation) error {
 // Admit implements ports.CorrelationStore, as correlation.Registry.Admit: the
 // reservation must exist (and not have expired) and cover the calls. One
 // statement — atomic on its own — consumes the reservation and writes the
-// group row and its call index rows; the accounting row already counts the
-// reservation, so it is written only when the group has fewer calls than its
-// reservation (the difference is given back) or the reservation is one of a
-// version 3 binary (not counted: the group is added). When the
+// group row and its call index rows (admitExact; admitAny when that one found
+// no counted reservation of exactly the group's calls); the accounting row
+// already counts the reservation, so it is written only when the group has
+// fewer calls than its reservation (the difference is given back) or the
+// reservation is one of a version 3 binary (not counted: the group is
+// added). When the
 // reservation does not qualify it changes nothing. A public id already
 // indexed for the principal fails with correlation.ErrDuplicatePublicID and
 // leaves the reservation in place for the caller's next attempt.
@@ -313,8 +364,7 @@ func (s *Store) Admit(ctx context.Context, r ports.Reservation, g correlation.Gr
 			return errors.AssertionFailedf("correlation: group key missing or reused")
 		}
 	}
-	cp := g.Clone()
-	cp.CachedResponse = nil
+	cp := g // read only; the record leaves the cached response out
 	ids := make([]string, 0, len(cp.Calls))
 	seen := make(map[string]bool, len(cp.Calls))
 	for _, c := range cp.Calls { // as the registry's index: one entry per distinct id
@@ -323,28 +373,20 @@ func (s *Store) Admit(ctx context.Context, r ports.Reservation, g correlation.Gr
 			ids = append(ids, c.PublicID)
 		}
 	}
+	args := []any{r.ID, len(cp.Calls), cp.Key, cp.PrincipalID, string(cp.State), cp.IssuedAt, cp.PendingExpiresAt,
+		nullTime(cp.InflightExpiresAt), nullTime(cp.TerminalExpiresAt), dueAt(&cp), encodeRecord(&cp), ids}
 	var admitted int
-	err := s.pool.QueryRow(ctx, `WITH res AS (
-			DELETE FROM correlation_reservations WHERE id = $1::text AND expires_at > now() AND calls >= $2::integer RETURNING calls, counted
-		), grp AS (
-			INSERT INTO correlation_groups
-				(key, principal_id, state, calls, issued_at, pending_expires_at, inflight_expires_at, terminal_expires_at, due_at, record)
-			SELECT $3::text, $4::text, $5::text, $2::integer, $6::timestamptz, $7::timestamptz, $8::timestamptz,
-				$9::timestamptz, $10::timestamptz, $11::bytea FROM res
-			RETURNING key
-		), idx AS (
-			INSERT INTO correlation_calls (principal_id, public_id, group_key)
-			SELECT $4::text, id, grp.key FROM grp, unnest($12::text[]) AS id
-		), acc AS (
-			UPDATE correlation_usage u SET live_groups = u.live_groups + d.groups, live_calls = u.live_calls + d.calls
-			FROM (SELECT CASE WHEN res.counted THEN 0 ELSE 1 END AS groups,
-			             CASE WHEN res.counted THEN $2::integer - res.calls ELSE $2::integer END AS calls
-			      FROM res, grp) d
-			WHERE u.id AND (d.groups <> 0 OR d.calls <> 0)
-		)
-		SELECT count(*) FROM grp`,
-		r.ID, len(cp.Calls), cp.Key, cp.PrincipalID, string(cp.State), cp.IssuedAt, cp.PendingExpiresAt,
-		nullTime(cp.InflightExpiresAt), nullTime(cp.TerminalExpiresAt), dueAt(&cp), encodeRecord(&cp), ids).Scan(&admitted)
+	var err error
+	if r.Calls == len(cp.Calls) {
+		// The common case: a counted reservation of exactly these calls, which
+		// the accounting row already counts as the group; the statement has no
+		// part for the row at all. Any other reservation (a version 3 one, or
+		// one of another size) is left in place and decided below.
+		err = s.pool.QueryRow(ctx, admitExact, args...).Scan(&admitted)
+	}
+	if err == nil && admitted == 0 {
+		err = s.pool.QueryRow(ctx, admitAny, args...).Scan(&admitted)
+	}
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "correlation_calls_pkey":

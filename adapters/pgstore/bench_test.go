@@ -102,17 +102,21 @@ func BenchmarkClaim(b *testing.B) {
 }
 
 // BenchmarkAdmit measures the store's cost of one tool turn's admission:
-// Reserve (conditional increment of the accounting row under its lock,
-// asynchronous commit) then Admit (group row, two call index rows, durable
-// commit) — two transactions. serial is the latency one turn adds; parallel
+// Reserve (one statement: a conditional decrement of a stripe's lease and the
+// reservation's insert, asynchronous commit) then Admit (one statement: the
+// reservation consumed, the group row, two call index rows; durable commit) —
+// two transactions, two round trips. serial is the latency one turn adds; parallel
 // is the throughput of 16 claimers at once (whatever GOMAXPROCS is), whose
 // reservations take from the stripes' leases and whose admissions write no
 // shared row; parallel+ledger adds the usage ledger's admission of each turn,
-// all of one key (the worst case: one key's budget row is exact, so serial).
+// all of one key (the worst case: one key's budget row is exact, so serial);
+// parallel+turn is a full tool turn of the store: the admission, then the
+// continuation's claim (PENDING→INFLIGHT) and its completion (CONSUMED), four
+// transactions.
 func BenchmarkAdmit(b *testing.B) {
 	const claimers = 16 // the target's load: docs/BENCHMARKS.md
 	baseURL(b)
-	for _, mode := range []string{"serial", "parallel", "parallel+ledger"} {
+	for _, mode := range []string{"serial", "parallel", "parallel+ledger", "parallel+turn"} {
 		b.Run(mode, func(b *testing.B) {
 			u := freshSchema(b)
 			l := correlation.Limits{MaxGroups: 1 << 22, MaxCalls: 1 << 23, ResponseCacheBytes: 1 << 20}
@@ -138,6 +142,9 @@ func BenchmarkAdmit(b *testing.B) {
 				r, err := s.Reserve(context.Background(), 2, porttest.T0)
 				if err == nil {
 					err = s.Admit(context.Background(), r, groups[i])
+				}
+				if err == nil && mode == "parallel+turn" {
+					err = continueTurn(s, groups[i])
 				}
 				if err != nil {
 					b.Error(err)
@@ -167,6 +174,26 @@ func BenchmarkAdmit(b *testing.B) {
 			checkInvariants(b, u, l)
 		})
 	}
+}
+
+// continueTurn claims g as its continuation does and completes it.
+func continueTurn(s *pgstore.Store, g correlation.Group) error {
+	sub := porttest.Submission(g, "result")
+	sub.Echo, _ = canon.PrepareEcho(sub.Continuation.Prefix, nil)
+	_, err := s.Update(context.Background(), g.Key, func(gr *correlation.Group) (correlation.Decision, error) {
+		d, err := gr.Submit(porttest.T0, porttest.Policy, sub, "attempt")
+		if err == nil && d.Effect != correlation.EffectDispatch {
+			err = fmt.Errorf("claim of %s: effect %v, want a dispatch", g.Key, d.Effect)
+		}
+		return d, err
+	})
+	if err != nil {
+		return err
+	}
+	_, err = s.Update(context.Background(), g.Key, func(gr *correlation.Group) (correlation.Decision, error) {
+		return gr.Complete(porttest.T0, porttest.Policy, nil, "digest")
+	})
+	return err
 }
 
 // BenchmarkUsageAdmit is the ledger's cost on the path of every request that

@@ -214,3 +214,58 @@ func TestAReplicaOpenedWithLowerLimitsIsNotPassedByOldLeases(t *testing.T) {
 	}
 	checkInvariants(t, u, low)
 }
+
+// Migration 5 replaces the call index's foreign key by a trigger: on a
+// database of version 4 with a group, deleting groups (as version 4 binaries
+// do during a rolling upgrade, by SQL alone) still deletes their index rows.
+func TestMigrationToVersion5KeepsTheCallIndexCascade(t *testing.T) {
+	is := is.New(t)
+	u := freshSchema(t)
+	files, err := filepath.Glob("migrations/000[1234]_*.sql")
+	is.NoErr(err)
+	sort.Strings(files)
+	is.Equal(len(files), 4)
+	execOn(t, u, `CREATE TABLE `+pgstore.MigrationsTable+` (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
+	for i, f := range files {
+		sql, err := os.ReadFile(f)
+		is.NoErr(err)
+		execOn(t, u, string(sql))
+		execOn(t, u, `INSERT INTO `+pgstore.MigrationsTable+` (version, name) VALUES ($1, 'v4')`, i+1)
+	}
+	execOn(t, u, `INSERT INTO correlation_groups (key, principal_id, state, calls, issued_at, pending_expires_at, due_at, record)
+		VALUES ('old', 'p1', 'PENDING', 2, now(), now(), now(), '\x01')`)
+	execOn(t, u, `INSERT INTO correlation_calls (principal_id, public_id, group_key) VALUES ('p1', 'c1', 'old'), ('p1', 'c2', 'old')`)
+	s := open(t, u, limits, porttest.Policy)
+	is.True(s.SchemaVersion() >= 5)
+	admit(t, s, porttest.Group("new", "p1", 2, porttest.T0))
+	execOn(t, u, `DELETE FROM correlation_groups`) // one statement, two groups
+	var n int
+	query(t, u, `SELECT count(*) FROM correlation_calls`, &n)
+	is.Equal(n, 0) // every index row went with its group
+}
+
+// Admit takes its one-statement path only for a counted reservation of
+// exactly the group's calls; any other is decided by the full statement.
+func TestAReservationOfAnotherSizeIsAdmittedExactly(t *testing.T) {
+	is := is.New(t)
+	u := freshSchema(t)
+	l := correlation.Limits{MaxGroups: 640, MaxCalls: 1280} // leases
+	s := open(t, u, l, porttest.Policy)
+	big, err := s.Reserve(t.Context(), 3, porttest.T0)
+	is.NoErr(err)
+	is.NoErr(s.Admit(t.Context(), big, porttest.Group("g1", "p1", 2, porttest.T0))) // the unused call is given back
+	small, err := s.Reserve(t.Context(), 1, porttest.T0)
+	is.NoErr(err)
+	err = s.Admit(t.Context(), small, porttest.Group("g2", "p1", 2, porttest.T0))
+	is.True(errs.Has(err, errs.CorrelationCapacityExceeded)) // too small: nothing changed
+	lied := ports.Reservation{ID: small.ID, Calls: 2}        // a caller's size is not trusted
+	err = s.Admit(t.Context(), lied, porttest.Group("g2", "p1", 2, porttest.T0))
+	is.True(errs.Has(err, errs.CorrelationCapacityExceeded))
+	c, err := s.Counts(t.Context())
+	is.NoErr(err)
+	is.Equal(c.LiveGroups, 1)
+	is.Equal(c.LiveCalls, 2)
+	is.Equal(c.ReservedGroups, 1) // the small one, still held
+	is.Equal(c.ReservedCalls, 1)
+	checkInvariants(t, u, l)
+}

@@ -42,7 +42,8 @@ func snapshot(t *testing.T, u string) string {
 		(SELECT string_agg(key || ':' || state || ':' || md5(record) || ':' || coalesce(md5(cached_response), '-'), ',' ORDER BY key) FROM correlation_groups),
 		(SELECT string_agg(principal_id || '/' || public_id || '>' || group_key, ',' ORDER BY public_id) FROM correlation_calls),
 		(SELECT string_agg(id || ':' || calls, ',' ORDER BY id) FROM correlation_reservations),
-		(SELECT live_groups || '/' || live_calls || '/' || cache_bytes FROM correlation_usage))`, &s)
+		(SELECT live_groups || '/' || live_calls || '/' || cache_bytes FROM correlation_usage),
+		(SELECT string_agg(stripe || ':' || free_groups || '/' || free_calls, ',' ORDER BY stripe) FROM correlation_usage_stripes))`, &s)
 	return s
 }
 
@@ -70,8 +71,9 @@ func TestAnUpdateThatFailsMidwayWritesNothing(t *testing.T) {
 	admit(t, s, g)
 	_, err := submit(s, g, "a", porttest.T0)
 	is.NoErr(err)
-	// Completing writes the group row, then the accounting row: fail the latter.
-	failOn(t, u, "correlation_usage", "UPDATE", "NEW.live_groups < OLD.live_groups")
+	// Completing writes the cache budget on the accounting row, the group row,
+	// then gives the capacity back to a stripe's lease: fail the last.
+	failOn(t, u, "correlation_usage_stripes", "UPDATE", "NEW.free_groups > OLD.free_groups")
 	before := snapshot(t, u)
 	_, err = s.Update(t.Context(), "g1", func(gr *correlation.Group) (correlation.Decision, error) {
 		return gr.Complete(porttest.T0, porttest.Policy, []byte("answer"), "d")

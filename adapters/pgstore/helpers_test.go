@@ -161,6 +161,9 @@ func checkInvariants(t testing.TB, u string, l correlation.Limits) {
 		SELECT 'group ' || g.key || ' has no index rows' FROM correlation_groups g
 		  WHERE NOT EXISTS (SELECT 1 FROM correlation_calls c WHERE c.group_key = g.key)
 		UNION ALL
+		SELECT 'index row ' || c.public_id || ' of no group ' || c.group_key FROM correlation_calls c
+		  WHERE NOT EXISTS (SELECT 1 FROM correlation_groups g WHERE g.key = c.group_key)
+		UNION ALL
 		SELECT 'group ' || g.key || ' due_at ' || coalesce(g.due_at::text, 'NULL') || ' in state ' || g.state FROM correlation_groups g
 		  WHERE (g.state = 'PENDING' AND g.due_at IS DISTINCT FROM g.pending_expires_at)
 		     OR (g.state = 'INFLIGHT' AND g.due_at IS DISTINCT FROM g.inflight_expires_at)

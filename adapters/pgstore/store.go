@@ -15,10 +15,13 @@
 //     PENDING→INFLIGHT claim atomic across processes: of any number of
 //     concurrent claims, on any replicas, one sees PENDING and wins; the others
 //     wait for its commit and see INFLIGHT.
-//   - Capacity (live groups and calls, reservations included) and the cached
-//     response budget are kept in one accounting row, changed in the same
-//     transaction as the groups; Reserve locks it, so admission decisions of
-//     all replicas are serialized and exact.
+//   - Capacity (live groups and calls, reservations and the stripes' leases
+//     included) and the cached response budget are kept in one accounting
+//     row, changed in the same transaction as the groups; a reservation takes
+//     from a stripe's lease, a lease is refilled under the row's lock, and
+//     near the limits a reservation locks the row and every stripe, so
+//     admission decisions of all replicas are exact (see Reserve). Capacity
+//     given back goes to a lease (see usageStmt).
 //   - Sweep selects due rows with FOR UPDATE SKIP LOCKED and moves each
 //     through the domain machine (Group.Tick): replicas sweeping at once work
 //     on disjoint rows and never apply a time event twice.

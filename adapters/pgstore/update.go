@@ -6,6 +6,7 @@ package pgstore
 import (
 	"bytes"
 	"context"
+	"math/rand/v2"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -152,11 +153,27 @@ func (s *Store) writeBack(ctx context.Context, ex execer, cur, cp *correlation.G
 
 // usageStmt applies d to the accounting row; a zero change writes nothing (a
 // claim, PENDING→INFLIGHT, does not touch the row and so does not contend
-// with admissions). It goes last in a transaction, so that the row's lock is
-// held for as short a time as possible.
+// with admissions). It goes last in a transaction, so that any lock it takes
+// is held for as short a time as possible.
+//
+// Capacity given back (a group completed, expired or removed: live groups and
+// calls fall, no cache bytes change) is not taken off the row: it goes to the
+// lease of a stripe chosen at random, so that completions do not queue on the
+// row's lock through their commits. That is exact: the row counts live groups
+// + counted reservations + the stripes' leases (migration 4), and this moves
+// units from the first term to the last, so the row stays what it counts and
+// never falls below it; the freed units can be taken by any reservation of
+// any replica from that stripe, and when none can be had from a lease the
+// exact decision takes every lease back first, so they are never lost to it.
+// A change of the cache bytes locks the row anyway (the budget is exact on
+// it) and is applied there whole.
 func usageStmt(d correlation.Usage) []stmt {
-	if d == (correlation.Usage{}) {
+	switch {
+	case d == (correlation.Usage{}):
 		return nil
+	case d.CacheBytes == 0 && d.LiveGroups <= 0 && d.LiveCalls <= 0:
+		return []stmt{{sql: `UPDATE correlation_usage_stripes SET free_groups = free_groups - $1, free_calls = free_calls - $2
+			WHERE stripe = $3::smallint`, args: []any{int64(d.LiveGroups), int64(d.LiveCalls), rand.IntN(stripes)}}}
 	}
 	return []stmt{{sql: `UPDATE correlation_usage SET live_groups = live_groups + $1, live_calls = live_calls + $2,
 		cache_bytes = cache_bytes + $3 WHERE id`, args: []any{int64(d.LiveGroups), int64(d.LiveCalls), int64(d.CacheBytes)}}}
