@@ -255,8 +255,8 @@ func (g *Gateway) observeSweep(ctx context.Context, machine string, rows []fsm.R
 // LogObserver writes the transitions requests applied to the process log,
 // with the request's context (so that the logger attaches its request id):
 // a row of the group machine, and a settled anchor claim, at info; the
-// anchor lookups, which the turn logs itself as "conversation: continued" or
-// "conversation: fresh", at debug. Sweeps are logged by the sweeper.
+// anchor lookups, which the turn reports itself (the access line's
+// conversation group, see logConversation), at debug. Sweeps are logged by the sweeper.
 type LogObserver struct{ Log *slog.Logger }
 
 // Observe implements ports.Observer.
