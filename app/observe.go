@@ -42,7 +42,7 @@ type Observers struct {
 
 // Subscription is one subscriber with its queue and counters.
 //
-// The queue is a slice that grows as far as the subscriber ever fell behind
+// The queue is a ring that grows as far as the subscriber ever fell behind
 // (at most ObserverQueue events), not a channel of ObserverQueue slots
 // allocated up front: three subscribers' 1024 slots of 240 bytes were about
 // 0.7 MiB a gateway held from its start however idle it was.
@@ -51,14 +51,15 @@ type Subscription struct {
 	name              string
 	obs               ports.Observer
 	mu                sync.Mutex
-	pending, spare    []queued      // pending: FIFO, taken by run as a batch; spare: the emptied previous batch
-	behind            int           // events queued and not yet being delivered (barriers excluded)
-	wake              chan struct{} // capacity 1: pending is not empty
+	ring              []queued // ring[head], … ring[head+n-1] (mod len) wait, in order
+	head, n           int
+	behind            int           // events waiting (barriers excluded)
+	wake              chan struct{} // capacity 1: something waits
 	dropped, panicked atomic.Int64
 }
 
-// put queues q, unless it is an event and ObserverQueue events are already
-// waiting; it reports whether it did.
+// put queues q, unless it is an event and ObserverQueue events already
+// wait; it reports whether it did.
 func (s *Subscription) put(q queued) bool {
 	s.mu.Lock()
 	if q.barrier == nil {
@@ -68,7 +69,15 @@ func (s *Subscription) put(q queued) bool {
 		}
 		s.behind++
 	}
-	s.pending = append(s.pending, q)
+	if s.n == len(s.ring) {
+		grown := make([]queued, max(8, 2*len(s.ring)))
+		for i := range s.n {
+			grown[i] = s.ring[(s.head+i)%len(s.ring)]
+		}
+		s.ring, s.head = grown, 0
+	}
+	s.ring[(s.head+s.n)%len(s.ring)] = q
+	s.n++
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
@@ -77,22 +86,21 @@ func (s *Subscription) put(q queued) bool {
 	return true
 }
 
-// take returns what is queued, in order, leaving the queue empty.
-func (s *Subscription) take() []queued {
+// pop takes the oldest waiting entry; an event stops counting as behind
+// when its delivery starts, as a channel's slot frees on receive.
+func (s *Subscription) pop() (queued, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	batch := s.pending
-	s.pending, s.spare = s.spare[:0], nil
-	return batch
-}
-
-// delivered hands an emptied batch back for reuse, without the contexts and
-// events it held.
-func (s *Subscription) delivered(batch []queued) {
-	clear(batch)
-	s.mu.Lock()
-	s.spare = batch[:0]
-	s.mu.Unlock()
+	if s.n == 0 {
+		return queued{}, false
+	}
+	q := s.ring[s.head]
+	s.ring[s.head] = queued{} // the ring keeps no context or event it delivered
+	s.head, s.n = (s.head+1)%len(s.ring), s.n-1
+	if q.barrier == nil {
+		s.behind--
+	}
+	return q, true
 }
 
 // queued is one event waiting for a subscriber, or a Flush barrier.
@@ -233,23 +241,14 @@ func (o *Observers) run(s *Subscription) {
 	}
 }
 
-// deliverAll delivers what is queued, in order; each event stops counting
-// as behind when its delivery starts, as a channel's slot frees on receive.
+// deliverAll delivers what waits, in order, until nothing does.
 func (o *Observers) deliverAll(s *Subscription) {
 	for {
-		batch := s.take()
-		if len(batch) == 0 {
+		q, ok := s.pop()
+		if !ok {
 			return
 		}
-		for _, q := range batch {
-			if q.barrier == nil {
-				s.mu.Lock()
-				s.behind--
-				s.mu.Unlock()
-			}
-			o.deliver(s, q)
-		}
-		s.delivered(batch)
+		o.deliver(s, q)
 	}
 }
 
