@@ -70,8 +70,10 @@ func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request, 
 					g.logFresh(ctx, p, d, nil)
 					return up, nil
 				}
-				g.log.InfoContext(ctx, "conversation: continued", "row", d.Row, "via", d.Via, "principal_slot", p.Slot,
-					"history_messages", len(history), "new_messages", len(added))
+				row, via := slog.String("row", d.Row), slog.String("via", d.Via)
+				hist, nw := slog.Int("history_messages", len(history)), slog.Int("new_messages", len(added))
+				g.logConversation(ctx, slog.LevelInfo, []slog.Attr{slog.String("decision", "continued"), row, via, hist, nw},
+					func() []slog.Attr { return []slog.Attr{row, via, slog.String("principal_slot", p.Slot), hist, nw} })
 				cont := req
 				cont.Messages = added
 				return ports.UpstreamRequest{Chat: cont, ConversationID: a.ConversationID, HistoryMessages: len(history)},
@@ -84,19 +86,46 @@ func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request, 
 }
 
 func (g *Gateway) logFresh(ctx context.Context, p Principal, d conversation.Decision, err error) {
-	attrs := []any{"reason", string(d.Reason), "principal_slot", p.Slot}
+	group := make([]slog.Attr, 0, 5)
+	group = append(group, slog.String("decision", "fresh"), slog.String("reason", string(d.Reason)))
 	if d.Row != "" {
-		attrs = append(attrs, "row", d.Row)
+		group = append(group, slog.String("row", d.Row))
 	}
 	if d.Via != "" {
-		attrs = append(attrs, "via", d.Via)
+		group = append(group, slog.String("via", d.Via))
 	}
 	level := slog.LevelInfo
+	var code slog.Attr
 	if err != nil {
 		level = slog.LevelWarn
-		attrs = append(attrs, "code", string(errs.CodeOf(err)), "error", errs.Redact(err))
+		code = slog.String("code", string(errs.CodeOf(err)))
+		group = append(group, code)
 	}
-	g.log.Log(ctx, level, "conversation: fresh", attrs...)
+	g.logConversation(ctx, level, group, func() []slog.Attr {
+		line := make([]slog.Attr, 0, 6)
+		line = append(line, group[1], slog.String("principal_slot", p.Slot))
+		line = append(line, group[2:]...) // row, via, code
+		if err != nil {
+			line = append(line, slog.String("error", errs.Redact(err)))
+		}
+		return line
+	})
+}
+
+// logConversation reports a turn's conversation decision once per request:
+// as the group "conversation" of the request's access line (group, whose
+// first attribute is decision: fresh or continued), and as its own line
+// "conversation: <decision>" (line's attributes). That line is at level when
+// it is a warning or when no access line carries the group (a caller outside
+// an HTTP request), else at debug, so that a plain turn writes one INFO line.
+func (g *Gateway) logConversation(ctx context.Context, level slog.Level, group []slog.Attr, line func() []slog.Attr) {
+	if ports.NoteRequest(ctx, "conversation", group...) && level < slog.LevelWarn {
+		level = slog.LevelDebug
+	}
+	if !g.log.Enabled(ctx, level) {
+		return
+	}
+	g.log.LogAttrs(ctx, level, "conversation: "+group[0].Value.String(), line()...)
 }
 
 // settleAnchor settles the claim of a continued turn: Complete at a proven

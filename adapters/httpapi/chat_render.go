@@ -167,21 +167,30 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *tu
 	if o.includeUsage {
 		c.Usage = jsonNull
 	}
-	emit := func(d delta, finish *string) bool {
+	// send writes a chunk, after any held ones; hold keeps it for the next
+	// write (an encoding failure is then the next write's).
+	send := func(d delta, finish *string, hold bool) bool {
 		c.Choices[0] = chunkChoice{Delta: d, FinishReason: finish}
-		if err := out.event(&c); err != nil {
+		err := out.hold(&c)
+		if err == nil && !hold {
+			err = out.flush()
+		}
+		if err != nil {
 			infoFrom(ctx).code = errs.ClientCancelled
 			return false
 		}
 		return true
 	}
+	emit := func(d delta, finish *string) bool { return send(d, finish, false) }
+	// start sends the headers and the role chunk with the first delta, in
+	// one write.
 	start := func() bool {
 		if o.includeUsage {
 			s.markStreamUsage(w.Header())
 		}
 		out = newSSE(w)
 		empty := ""
-		return emit(delta{Role: "assistant", Content: &empty}, nil)
+		return send(delta{Role: "assistant", Content: &empty}, nil, true)
 	}
 	calls := make([]toolCallDelta, 1)
 	for {
@@ -215,12 +224,18 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *tu
 				return
 			}
 		}
+		if out.held() && out.flush() != nil { // a step with nothing to show: the role chunk goes alone
+			infoFrom(ctx).code = errs.ClientCancelled
+			return
+		}
 	}
 	if out == nil && !start() {
 		return
 	}
+	// The end (the finish chunk, the usage chunk, [DONE]) is known at once,
+	// after the proven end: one write.
 	finish := string(tr.finish)
-	if !emit(delta{}, &finish) {
+	if !send(delta{}, &finish, true) {
 		return
 	}
 	if o.includeUsage {
@@ -233,8 +248,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *tu
 			}
 			c.Usage = b
 		}
-		if out.event(&c) != nil {
-			infoFrom(ctx).code = errs.ClientCancelled
+		if out.hold(&c) != nil {
 			return
 		}
 	}

@@ -15,7 +15,35 @@ import (
 // decodeTools validates the tool definitions. The parameters schema is kept
 // byte-for-byte as sent (it is what the tools hash binds); its lowered form
 // under ToolSchemaPolicy (domain/toolschema) is what the upstream receives.
+// The result for the same bytes and settings is remembered (decodedTools):
+// the kept tools hold no memory of the request they came from (their schemas
+// are copies), are never written after they are kept, and each request gets
+// its own slice of them.
 func (s *server) decodeTools(raw json.RawMessage) ([]chat.Tool, error) {
+	k := toolsKey{maxTools: s.cfg.MaxTools, opts: s.toolOptions()}
+	if tools, ok := decodedTools.get(raw, k); ok {
+		return append([]chat.Tool(nil), tools...), nil
+	}
+	tools, err := s.decodeToolsOnce(raw)
+	if err != nil || len(tools) == 0 {
+		return tools, err
+	}
+	kept := make([]chat.Tool, len(tools))
+	for i, t := range tools {
+		t.Parameters = append([]byte(nil), t.Parameters...) // the request's memory otherwise
+		kept[i] = t
+	}
+	decodedTools.put(raw, k, kept, toolsSize(kept))
+	return append([]chat.Tool(nil), kept...), nil
+}
+
+// toolOptions are the lowering options of this server's settings.
+func (s *server) toolOptions() toolschema.Options {
+	return toolschema.Options{Policy: s.cfg.ToolSchemaPolicy, WidenCombinators: s.cfg.WidenCombinators}
+}
+
+// decodeToolsOnce is decodeTools without the cache.
+func (s *server) decodeToolsOnce(raw json.RawMessage) ([]chat.Tool, error) {
 	switch kindOf(raw) {
 	case kindInvalid, kindNull:
 		return nil, nil
@@ -65,7 +93,7 @@ func (s *server) decodeTools(raw json.RawMessage) ([]chat.Tool, error) {
 		switch params := ff["parameters"]; kindOf(params) {
 		case kindInvalid, kindNull:
 		case kindObject:
-			lowered, err := lowerSchema(params, p+".function.parameters", toolschema.Options{Policy: s.cfg.ToolSchemaPolicy, WidenCombinators: s.cfg.WidenCombinators})
+			lowered, err := lowerSchema(params, p+".function.parameters", s.toolOptions())
 			var pr *toolschema.Problem
 			if errors.As(err, &pr) {
 				return nil, refuse(pr.Code, pr.Path, pr.Detail)

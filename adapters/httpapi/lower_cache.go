@@ -3,64 +3,102 @@ package httpapi
 import (
 	"sync"
 
+	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/toolschema"
 )
 
-// An agent sends the same tool schemas on every turn; lowering one parses
-// and rebuilds it (hundreds of allocations). lowerSchema keeps the lowered
-// form of the schemas it has lowered: toolschema.Lower is a pure function of
-// its inputs, and the cache is keyed by all of them exactly (the schema's
-// bytes, the parameter path, the options), so a hit returns what Lower would.
-// Refusals are not kept. It is safe for concurrent use.
+// An agent sends the same tool definitions on every turn; decoding them
+// lowers every schema (parsing and rebuilding it: hundreds of allocations)
+// and walks every object. Both are pure functions of their inputs, so the
+// results are remembered, keyed by all of those inputs exactly (the bytes as
+// sent plus every option), and a hit returns what the function would.
+// Refusals are not kept. Both caches are safe for concurrent use.
 
-// lowerCacheEntries and lowerCacheBytes bound the cache; when either is
-// exceeded it starts over empty. A schema larger than maxCachedSchema is
-// lowered every time.
+// memoEntries and memoBytes bound each cache; when either is exceeded it
+// starts over empty. An input larger than maxMemoInput is never kept.
 const (
-	lowerCacheEntries = 1024
-	lowerCacheBytes   = 16 << 20
-	maxCachedSchema   = 256 << 10
+	memoEntries  = 1024
+	memoBytes    = 16 << 20
+	maxMemoInput = 1 << 20
 )
 
-type loweredSchema struct {
-	path string
-	opts toolschema.Options
-	out  []byte // never written after it is stored; shared by the requests that hit it
-}
-
-var lowerings = struct {
+// memo maps exact input bytes plus a comparable variant (the options) to a
+// value that is never written after it is stored.
+type memo[O comparable, V any] struct {
 	sync.Mutex
-	byRaw   map[string][]loweredSchema // by the schema's exact bytes
+	byRaw   map[string][]memoEntry[O, V]
 	entries int
 	bytes   int
-}{byRaw: map[string][]loweredSchema{}}
+}
+
+type memoEntry[O comparable, V any] struct {
+	opts O
+	v    V
+}
+
+func (m *memo[O, V]) get(raw []byte, opts O) (V, bool) {
+	m.Lock()
+	defer m.Unlock()
+	for _, e := range m.byRaw[string(raw)] { // no copy of raw for the lookup
+		if e.opts == opts {
+			return e.v, true
+		}
+	}
+	var zero V
+	return zero, false
+}
+
+// put keeps v for (raw, opts); size is what v and opts hold beyond raw.
+func (m *memo[O, V]) put(raw []byte, opts O, v V, size int) {
+	if len(raw) > maxMemoInput {
+		return
+	}
+	m.Lock()
+	defer m.Unlock()
+	if m.byRaw == nil || m.entries >= memoEntries || m.bytes+len(raw)+size > memoBytes {
+		m.byRaw, m.entries, m.bytes = map[string][]memoEntry[O, V]{}, 0, 0
+	}
+	k := string(raw)
+	m.byRaw[k] = append(m.byRaw[k], memoEntry[O, V]{opts: opts, v: v})
+	m.entries++
+	m.bytes += len(raw) + size
+}
+
+type lowerKey struct {
+	path string
+	opts toolschema.Options
+}
+
+var lowerings memo[lowerKey, []byte]
 
 // lowerSchema is toolschema.Lower(raw, path, opts), remembered.
 func lowerSchema(raw []byte, path string, opts toolschema.Options) ([]byte, error) {
-	if len(raw) > maxCachedSchema {
-		return toolschema.Lower(raw, path, opts)
+	k := lowerKey{path: path, opts: opts}
+	if out, ok := lowerings.get(raw, k); ok {
+		return out, nil
 	}
-	lowerings.Lock()
-	for _, e := range lowerings.byRaw[string(raw)] {
-		if e.path == path && e.opts == opts {
-			lowerings.Unlock()
-			return e.out, nil
-		}
-	}
-	lowerings.Unlock()
 	out, err := toolschema.Lower(raw, path, opts)
 	if err != nil {
 		return nil, err
 	}
 	out = append([]byte(nil), out...) // Lower may return raw itself, which is the request's memory
-	lowerings.Lock()
-	defer lowerings.Unlock()
-	if lowerings.entries >= lowerCacheEntries || lowerings.bytes+len(raw)+len(out)+len(path) > lowerCacheBytes {
-		lowerings.byRaw, lowerings.entries, lowerings.bytes = map[string][]loweredSchema{}, 0, 0
-	}
-	k := string(raw)
-	lowerings.byRaw[k] = append(lowerings.byRaw[k], loweredSchema{path: path, opts: opts, out: out})
-	lowerings.entries++
-	lowerings.bytes += len(raw) + len(out) + len(path)
+	lowerings.put(raw, k, out, len(out)+len(path))
 	return out, nil
+}
+
+// toolsKey is every setting decodeTools depends on besides the bytes.
+type toolsKey struct {
+	maxTools int
+	opts     toolschema.Options
+}
+
+var decodedTools memo[toolsKey, []chat.Tool]
+
+// toolsSize is what a decoded tool set holds beyond the bytes it came from.
+func toolsSize(tools []chat.Tool) int {
+	n := 0
+	for _, t := range tools {
+		n += 64 + len(t.Name) + len(t.Description) + len(t.Parameters) + len(t.UpstreamParameters)
+	}
+	return n
 }

@@ -51,14 +51,14 @@ func TestLowerSchemaIsLowerRemembered(t *testing.T) {
 
 func TestLowerSchemaCacheIsBounded(t *testing.T) {
 	is := is.New(t)
-	for i := range 3 * lowerCacheEntries {
+	for i := range 3 * memoEntries {
 		raw := fmt.Appendf(nil, `{"type":"object","properties":{"p%d":{"type":"string"}}}`, i)
 		out, err := lowerSchema(raw, "tools[0].function.parameters", toolschema.Options{})
 		is.NoErr(err)
 		is.True(bytes.Contains(out, fmt.Appendf(nil, `"p%d"`, i)))
 		lowerings.Lock()
-		is.True(lowerings.entries <= lowerCacheEntries)
-		is.True(lowerings.bytes <= lowerCacheBytes)
+		is.True(lowerings.entries <= memoEntries)
+		is.True(lowerings.bytes <= memoBytes)
 		lowerings.Unlock()
 	}
 }

@@ -145,11 +145,12 @@ var (
 	noChoice = []chunkChoice{}
 )
 
-// sse writes events: "data: <one-line JSON>\n\n", flushed one by one.
+// sse writes events: "data: <one-line JSON>\n\n", flushed one by one, or
+// held and written with the next one (one write and one flush for both).
 type sse struct {
 	w   io.Writer
 	rc  *http.ResponseController
-	buf bytes.Buffer
+	buf bytes.Buffer // the events not written yet
 	enc *json.Encoder
 }
 
@@ -165,24 +166,41 @@ func newSSE(w http.ResponseWriter) *sse {
 	return s
 }
 
+// event writes v, after any held events, and flushes.
 func (s *sse) event(v any) error {
-	s.buf.Reset()
-	s.buf.WriteString("data: ")
-	if err := s.enc.Encode(v); err != nil { // one line, ends in \n
+	if err := s.hold(v); err != nil {
 		return err
 	}
-	s.buf.WriteByte('\n')
 	return s.flush()
 }
 
+// hold encodes v as the next event without writing it: nothing reaches the
+// client until the next event, done or flush. The stream holds only what
+// arrives together anyway (the role chunk with the first delta, the end's
+// chunks with [DONE]), so holding delays nothing and saves writes.
+func (s *sse) hold(v any) error {
+	n := s.buf.Len()
+	s.buf.WriteString("data: ")
+	if err := s.enc.Encode(v); err != nil { // one line, ends in \n
+		s.buf.Truncate(n)
+		return err
+	}
+	s.buf.WriteByte('\n')
+	return nil
+}
+
 func (s *sse) done() error {
-	s.buf.Reset()
 	s.buf.WriteString("data: [DONE]\n\n")
 	return s.flush()
 }
 
+// held reports whether an event waits to be written.
+func (s *sse) held() bool { return s.buf.Len() > 0 }
+
 func (s *sse) flush() error {
-	if _, err := s.w.Write(s.buf.Bytes()); err != nil {
+	_, err := s.w.Write(s.buf.Bytes())
+	s.buf.Reset()
+	if err != nil {
 		return err
 	}
 	return s.rc.Flush()

@@ -165,11 +165,12 @@ type reqInfo struct {
 	slot       string
 	code       errs.Code
 	stream     bool
-	model      string    // a configured public id, once the request was validated
-	toolCalls  int       // tool calls shown to the client
-	firstToken time.Time // the first text or tool-call delta; zero when none
-	anthropic  bool      // an Anthropic route: errors in the Anthropic shape
-	usage      string    // how the shown usage was obtained (usageHeader's values); "" when none was shown
+	model      string           // a configured public id, once the request was validated
+	toolCalls  int              // tool calls shown to the client
+	firstToken time.Time        // the first text or tool-call delta; zero when none
+	anthropic  bool             // an Anthropic route: errors in the Anthropic shape
+	usage      string           // how the shown usage was obtained (usageHeader's values); "" when none was shown
+	notes      ports.RequestLog // what the layers below note for the access line (ports.NoteRequest)
 }
 
 func infoFrom(ctx context.Context) *reqInfo {
@@ -302,7 +303,7 @@ func (s *server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.now()
 		ri := &reqInfo{id: requestID(r)}
-		ctx := context.WithValue(r.Context(), ctxKey{}, ri)
+		ctx := ports.WithRequestLog(context.WithValue(r.Context(), ctxKey{}, ri), &ri.notes)
 		var span ports.Span
 		if s.cfg.Tracer != nil { // off: one nil check, nothing else
 			ctx, span = s.cfg.Tracer.StartRequest(ctx, ri.id)
@@ -368,7 +369,8 @@ func (s *server) accessLog(ctx context.Context, r *http.Request, rw *recorder, r
 	if status >= 500 {
 		level = slog.LevelError
 	}
-	attrs := []slog.Attr{
+	attrs := make([]slog.Attr, 0, 12)
+	attrs = append(attrs,
 		slog.String("method", r.Method),
 		slog.String("path", routeOf(r)),
 		slog.Int("status", status),
@@ -377,10 +379,11 @@ func (s *server) accessLog(ctx context.Context, r *http.Request, rw *recorder, r
 		slog.Bool("stream", ri.stream),
 		slog.Int64("bytes", rw.bytes),
 		slog.String("principal_slot", ri.slot),
-	}
+	)
 	if ri.usage != "" {
 		attrs = append(attrs, slog.String("usage", ri.usage))
 	}
+	attrs = ri.notes.AppendGroups(attrs)
 	s.log.LogAttrs(ctx, level, "request", attrs...)
 }
 

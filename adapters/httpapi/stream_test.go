@@ -355,18 +355,29 @@ func (f *flushRecorder) Flush() {
 	f.flushes = append(f.flushes, f.Body.Len())
 }
 
-func TestEveryEventIsFlushedOnItsOwn(t *testing.T) {
+// Every event is flushed as soon as the turn knows it, never later than the
+// next step: the role chunk with the first delta (one write), each further
+// delta on its own, and the end (finish chunk, [DONE]) in one write after the
+// proven end. Every flush ends at an event boundary.
+func TestEveryEventIsFlushedAsSoonAsItIsKnown(t *testing.T) {
 	t.Parallel()
 	is := is.New(t)
 	h, _ := newServer(t, returning(script(app.Delta{Text: "a"}, app.Delta{Text: "b"}, app.Delta{Finish: app.FinishStop}), nil))
 	rec := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
 	h.ServeHTTP(rec, chatRequest(streamRequest(false)))
 	body := rec.Body.String()
-	events := strings.Count(body, "\n\n")
-	is.Equal(len(rec.flushes), events) // one flush per event
+	is.Equal(len(rec.flushes), 3) // the first delta, the second, the end
 	for _, at := range rec.flushes {
 		is.Equal(body[at-2:at], "\n\n") // each flush ends exactly at an event boundary
 	}
+	first, second, end := body[:rec.flushes[0]], body[rec.flushes[0]:rec.flushes[1]], body[rec.flushes[1]:rec.flushes[2]]
+	is.Equal(strings.Count(first, "\n\n"), 2) // the role chunk and the first delta
+	is.True(strings.Contains(first, `"role":"assistant"`) && strings.Contains(first, `"content":"a"`))
+	is.Equal(strings.Count(second, "\n\n"), 1) // the second delta alone, when it arrived
+	is.True(strings.Contains(second, `"content":"b"`))
+	is.Equal(strings.Count(end, "\n\n"), 2) // the finish chunk and [DONE]
+	is.True(strings.Contains(end, `"finish_reason":"stop"`) && strings.HasSuffix(end, "data: [DONE]\n\n"))
+	is.Equal(rec.flushes[2], len(body)) // nothing after the end
 }
 
 func TestRuleCheckerCatchesBrokenStreams(t *testing.T) {

@@ -168,6 +168,12 @@ func (s *Stream) finished() {
 		}
 	}
 	lctx := s.logContext()
+	// The request's access line carries the outcome as its group "upstream";
+	// then a completed stream's own line is a debug line. A failure stays a
+	// warning.
+	if ports.NoteRequest(lctx, "upstream", attrs...) && level == slog.LevelInfo {
+		level = slog.LevelDebug
+	}
 	s.log.LogAttrs(lctx, level, msg, attrs...)
 	if s.log.Enabled(lctx, slog.LevelDebug) {
 		row := ""

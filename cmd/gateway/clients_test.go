@@ -392,6 +392,19 @@ type logEntry struct {
 	Via             string `json:"via,omitempty"`
 	HistoryMessages int    `json:"history_messages,omitempty"`
 	NewMessages     int    `json:"new_messages,omitempty"`
+	// Conversation is the access line's group with the turn's conversation
+	// decision (the same fields, and decision: fresh or continued).
+	Conversation *conversationGroup `json:"conversation,omitempty"`
+}
+
+// conversationGroup is the "conversation" group of a request's access line.
+type conversationGroup struct {
+	Decision        string `json:"decision"`
+	Reason          string `json:"reason,omitempty"`
+	Row             string `json:"row,omitempty"`
+	Via             string `json:"via,omitempty"`
+	HistoryMessages int    `json:"history_messages,omitempty"`
+	NewMessages     int    `json:"new_messages,omitempty"`
 }
 
 func logEntries(logs string) []logEntry {
@@ -824,8 +837,10 @@ func (o *clientObserver) observe(w http.ResponseWriter, r *http.Request) {
 		Queries           []upstreamQuery `json:"queries"`
 		Gateway           []logEntry      `json:"gateway"`
 		UpstreamCancelled int             `json:"upstream_cancelled"`
-		// Conversations are the gateway's "conversation: continued|fresh"
-		// decisions from conv_since on; ConversationSeq is the number of the next.
+		// Conversations are the gateway's conversation decisions from
+		// conv_since on, from the "conversation" group of the access lines, in
+		// the shape of its "conversation: continued|fresh" debug lines;
+		// ConversationSeq is the number of the next.
 		Conversations   []logEntry `json:"conversations"`
 		ConversationSeq int        `json:"conversation_seq"`
 	}
@@ -861,9 +876,10 @@ func (o *clientObserver) observe(w http.ResponseWriter, r *http.Request) {
 	}
 	report.Gateway, report.Conversations = []logEntry{}, []logEntry{}
 	for _, e := range logEntries(o.s.logs.String()) {
-		if e.Msg == "conversation: continued" || e.Msg == "conversation: fresh" {
+		if c := e.Conversation; e.Msg == "request" && c != nil {
 			if report.ConversationSeq >= convSince {
-				report.Conversations = append(report.Conversations, e)
+				report.Conversations = append(report.Conversations, logEntry{Msg: "conversation: " + c.Decision, RequestID: e.RequestID,
+					Reason: c.Reason, Row: c.Row, Via: c.Via, HistoryMessages: c.HistoryMessages, NewMessages: c.NewMessages})
 			}
 			report.ConversationSeq++
 		}

@@ -126,9 +126,9 @@ func TestATwentyTurnChatStaysUnderTheQueryLimit(t *testing.T) {
 				is.True(q.conversationID != nil && *q.conversationID == *qs[1].conversationID) // every later turn continues the same one
 				is.True(!strings.Contains(q.query, "house rules"))                             // without re-sending the history
 			}
-			is.Equal(s.emu.Count(emulator.KindToolResponse), 4) // two loops of two rounds, each dispatched once
-			is.Equal(strings.Count(s.logs.String(), `"msg":"conversation: continued"`), 19)
-			is.Equal(strings.Count(s.logs.String(), `"msg":"conversation: fresh"`), 1)
+			is.Equal(s.emu.Count(emulator.KindToolResponse), 4)   // two loops of two rounds, each dispatched once
+			is.Equal(decisions(s.logs.String(), "continued"), 19) // each turn's access line says how it reached the upstream
+			is.Equal(decisions(s.logs.String(), "fresh"), 1)
 			t.Logf("%s: transcript %d characters after 20 turns; upstream queries: first %d, max %d, mean of later turns %d",
 				st, chars, utf16Len(qs[0].query), maxQ, (sum-utf16Len(qs[0].query))/19)
 
@@ -175,18 +175,37 @@ func (s *served) health(t *testing.T) healthBody {
 	return h
 }
 
-// freshReasons returns the reasons of the "conversation: fresh" log lines.
+// accessConversations returns the "conversation" groups of the access lines
+// ("msg":"request"), in the order of the lines.
+func accessConversations(logs string) []conversationGroup {
+	var out []conversationGroup
+	for _, e := range logEntries(logs) {
+		if e.Msg == "request" && e.Conversation != nil {
+			out = append(out, *e.Conversation)
+		}
+	}
+	return out
+}
+
+// decisions counts the access lines whose conversation decision is d.
+func decisions(logs, d string) int {
+	n := 0
+	for _, c := range accessConversations(logs) {
+		if c.Decision == d {
+			n++
+		}
+	}
+	return n
+}
+
+// freshReasons returns the reasons of the fresh conversation decisions of the
+// access lines.
 func freshReasons(logs string) []string {
 	var out []string
-	for _, line := range strings.Split(logs, "\n") {
-		if !strings.Contains(line, `"msg":"conversation: fresh"`) {
-			continue
+	for _, c := range accessConversations(logs) {
+		if c.Decision == "fresh" {
+			out = append(out, c.Reason)
 		}
-		var l struct {
-			Reason string `json:"reason"`
-		}
-		_ = json.Unmarshal([]byte(line), &l)
-		out = append(out, l.Reason)
 	}
 	return out
 }

@@ -93,10 +93,14 @@ func (r *redactor) Enabled(ctx context.Context, l slog.Level) bool {
 
 func (r *redactor) Handle(ctx context.Context, rec slog.Record) error {
 	out := slog.NewRecord(rec.Time, rec.Level, r.red.String(rec.Message), rec.PC)
+	// One AddAttrs for all: the record grows its overflow once, not per attribute.
+	var buf [16]slog.Attr
+	as := buf[:0]
 	rec.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(r.attr(a))
+		as = append(as, r.attr(a))
 		return true
 	})
+	out.AddAttrs(as...)
 	return r.h.Handle(ctx, out)
 }
 
@@ -119,11 +123,11 @@ func (r *redactor) attr(a slog.Attr) slog.Attr {
 		return slog.String(a.Key, r.red.String(v.String()))
 	case slog.KindGroup:
 		g := v.Group()
-		out := make([]any, len(g))
+		out := make([]slog.Attr, len(g))
 		for i, ga := range g {
 			out[i] = r.attr(ga)
 		}
-		return slog.Group(a.Key, out...)
+		return slog.Attr{Key: a.Key, Value: slog.GroupValue(out...)}
 	case slog.KindAny:
 		switch x := v.Any().(type) {
 		case error:

@@ -1,0 +1,64 @@
+package httpapi
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/toolschema"
+)
+
+// decodeTools returns what decoding returns, for every input and setting, on a
+// miss and on a hit; a hit never hands out memory of another request, and a
+// refusal is never remembered.
+func TestDecodeToolsIsDecodingRemembered(t *testing.T) {
+	is := is.New(t)
+	inputs := []string{
+		`[{"type":"function","function":{"name":"a","parameters":{"type":"object","properties":{"v":{"anyOf":[{"type":"string"},{"type":"integer"}]}}}}}]`,
+		`[{"type":"function","function":{"name":"a","description":"d","strict":true,"parameters":{"type":"object","properties":{"when":{"type":"string","format":"date-time"}}}}},` +
+			`{"type":"function","function":{"name":"b"}}]`,
+		`[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"a"}}]`, // refused: a repeated name
+		`[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"b"}},{"type":"function","function":{"name":"c"}}]`,
+	}
+	var servers []*server
+	for _, maxTools := range []int{2, 3} {
+		for _, o := range []toolschema.Options{{}, {WidenCombinators: true}, {Policy: toolschema.PolicyStrict}} {
+			servers = append(servers, &server{cfg: Config{MaxTools: maxTools, ToolSchemaPolicy: o.Policy, WidenCombinators: o.WidenCombinators}})
+		}
+	}
+	for range 2 { // the second round hits
+		for _, in := range inputs {
+			for _, s := range servers {
+				want, werr := s.decodeToolsOnce([]byte(in))
+				raw := []byte(in)
+				got, err := s.decodeTools(raw)
+				is.Equal(fmt.Sprint(err), fmt.Sprint(werr)) // the same refusal, or none
+				is.Equal(got, want)
+				raw[len(raw)-3] = 'X' // the request's memory changes after decoding: the cache does not
+				if len(got) > 0 {
+					got[0] = chat.Tool{Name: "changed"} // nor does a request's change of its own slice
+				}
+				again, err := s.decodeTools([]byte(in))
+				is.Equal(fmt.Sprint(err), fmt.Sprint(werr))
+				is.Equal(again, want)
+			}
+		}
+	}
+}
+
+func TestDecodeToolsCacheIsBounded(t *testing.T) {
+	is := is.New(t)
+	s := &server{cfg: Config{MaxTools: 4}}
+	for i := range 3 * memoEntries {
+		raw := fmt.Appendf(nil, `[{"type":"function","function":{"name":"t%d"}}]`, i)
+		tools, err := s.decodeTools(raw)
+		is.NoErr(err)
+		is.Equal(tools[0].Name, fmt.Sprintf("t%d", i))
+		decodedTools.Lock()
+		is.True(decodedTools.entries <= memoEntries)
+		is.True(decodedTools.bytes <= memoBytes)
+		decodedTools.Unlock()
+	}
+}
