@@ -161,17 +161,7 @@ func TestAVersion3ReservationIsCountedDuringARollingUpgrade(t *testing.T) {
 func TestMigrationToVersion4KeepsAVersion3DatabasesCounts(t *testing.T) {
 	is := is.New(t)
 	u := freshSchema(t)
-	files, err := filepath.Glob("migrations/000[123]_*.sql")
-	is.NoErr(err)
-	sort.Strings(files)
-	is.Equal(len(files), 3)
-	execOn(t, u, `CREATE TABLE `+pgstore.MigrationsTable+` (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
-	for i, f := range files {
-		sql, err := os.ReadFile(f)
-		is.NoErr(err)
-		execOn(t, u, string(sql))
-		execOn(t, u, `INSERT INTO `+pgstore.MigrationsTable+` (version, name) VALUES ($1, 'v3')`, i+1)
-	}
+	migrateTo(t, u, 3)
 	// Version 3's state: an outstanding reservation, not on the row.
 	execOn(t, u, `INSERT INTO correlation_reservations (id, calls, expires_at) VALUES ('old', 2, now() + interval '1 minute')`)
 	l := correlation.Limits{MaxGroups: 4, MaxCalls: 8}
@@ -221,17 +211,7 @@ func TestAReplicaOpenedWithLowerLimitsIsNotPassedByOldLeases(t *testing.T) {
 func TestMigrationToVersion5KeepsTheCallIndexCascade(t *testing.T) {
 	is := is.New(t)
 	u := freshSchema(t)
-	files, err := filepath.Glob("migrations/000[1234]_*.sql")
-	is.NoErr(err)
-	sort.Strings(files)
-	is.Equal(len(files), 4)
-	execOn(t, u, `CREATE TABLE `+pgstore.MigrationsTable+` (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
-	for i, f := range files {
-		sql, err := os.ReadFile(f)
-		is.NoErr(err)
-		execOn(t, u, string(sql))
-		execOn(t, u, `INSERT INTO `+pgstore.MigrationsTable+` (version, name) VALUES ($1, 'v4')`, i+1)
-	}
+	migrateTo(t, u, 4)
 	execOn(t, u, `INSERT INTO correlation_groups (key, principal_id, state, calls, issued_at, pending_expires_at, due_at, record)
 		VALUES ('old', 'p1', 'PENDING', 2, now(), now(), now(), '\x01')`)
 	execOn(t, u, `INSERT INTO correlation_calls (principal_id, public_id, group_key) VALUES ('p1', 'c1', 'old'), ('p1', 'c2', 'old')`)
@@ -268,4 +248,23 @@ func TestAReservationOfAnotherSizeIsAdmittedExactly(t *testing.T) {
 	is.Equal(c.ReservedGroups, 1) // the small one, still held
 	is.Equal(c.ReservedCalls, 1)
 	checkInvariants(t, u, l)
+}
+
+// migrateTo brings the fresh schema u to exactly version (the migration files
+// up to it, recorded as an earlier binary records them), as a database an
+// older release left behind.
+func migrateTo(t *testing.T, u string, version int) {
+	t.Helper()
+	is := is.New(t)
+	files, err := filepath.Glob("migrations/*.sql")
+	is.NoErr(err)
+	sort.Strings(files)
+	is.True(len(files) >= version)
+	execOn(t, u, `CREATE TABLE `+pgstore.MigrationsTable+` (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
+	for i, f := range files[:version] {
+		sql, err := os.ReadFile(f)
+		is.NoErr(err)
+		execOn(t, u, string(sql))
+		execOn(t, u, `INSERT INTO `+pgstore.MigrationsTable+` (version, name) VALUES ($1, $2)`, i+1, fmt.Sprintf("v%d", version))
+	}
 }
