@@ -119,9 +119,7 @@ func (g *Gateway) logFresh(ctx context.Context, p Principal, d conversation.Deci
 // it is a warning or when no access line carries the group (a caller outside
 // an HTTP request), else at debug, so that a plain turn writes one INFO line.
 func (g *Gateway) logConversation(ctx context.Context, level slog.Level, group []slog.Attr, line func() []slog.Attr) {
-	if ports.NoteRequest(ctx, "conversation", group...) && level < slog.LevelWarn {
-		level = slog.LevelDebug
-	}
+	level = ports.OwnLineLevel(ports.NoteRequest(ctx, "conversation", group...), level)
 	if !g.log.Enabled(ctx, level) {
 		return
 	}

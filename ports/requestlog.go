@@ -59,3 +59,14 @@ func (l *RequestLog) AppendGroups(dst []slog.Attr) []slog.Attr {
 	defer l.mu.Unlock()
 	return append(dst, l.groups...)
 }
+
+// OwnLineLevel is the level of a layer's own line for a group it noted (noted:
+// NoteRequest reported an access line): below WARN the access line already
+// says it, so the own line is a DEBUG line; a warning or error stays what it
+// is, and without an access line the level is unchanged.
+func OwnLineLevel(noted bool, level slog.Level) slog.Level {
+	if noted && level < slog.LevelWarn {
+		return slog.LevelDebug
+	}
+	return level
+}

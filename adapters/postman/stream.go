@@ -171,9 +171,7 @@ func (s *Stream) finished() {
 	// The request's access line carries the outcome as its group "upstream";
 	// then a completed stream's own line is a debug line. A failure stays a
 	// warning.
-	if ports.NoteRequest(lctx, "upstream", attrs...) && level == slog.LevelInfo {
-		level = slog.LevelDebug
-	}
+	level = ports.OwnLineLevel(ports.NoteRequest(lctx, "upstream", attrs...), level)
 	s.log.LogAttrs(lctx, level, msg, attrs...)
 	if s.log.Enabled(lctx, slog.LevelDebug) {
 		row := ""
