@@ -19,31 +19,48 @@ import (
 	"github.com/pmgate/pmgate/ports/porttest"
 )
 
-// Capacity with leases (migration 4): limits large enough that reservations
-// take from the stripes' leases, raced over two replicas up to the cap.
+// Capacity with leases (migrations 4 and 7): limits large enough that
+// reservations take from the replicas' leases, raced over two replicas up to
+// the cap.
+
+// turn is one tool turn of the store: Reserve then Admit, the reservation
+// released when the admission fails, as the app does. A reservation made from
+// a replica's lease is a promise of that replica only: near the cap another
+// replica's exact decision may take the lease back, and the admission is then
+// decided exactly, so a full store may refuse a turn at either step (the same
+// 503, before any id is shown).
+func turn(s *pgstore.Store, key string, calls int) error {
+	r, err := s.Reserve(context.Background(), calls, porttest.T0)
+	if err != nil {
+		return err
+	}
+	if err := s.Admit(context.Background(), r, porttest.Group(key, "p1", calls, porttest.T0)); err != nil {
+		_ = s.Release(context.Background(), r)
+		return err
+	}
+	return nil
+}
+
+// raced numbers the groups of race, so that the races of one test have keys
+// of their own.
+var raced atomic.Int64
 
 // race runs racers tool turns of calls calls each over the stores in turn
-// (Reserve then Admit) and returns how many were admitted and refused.
+// and returns how many were admitted and refused.
 func race(t *testing.T, stores []*pgstore.Store, racers, calls int) (admitted, refused int) {
 	t.Helper()
 	var ok, full atomic.Int64
 	var wg sync.WaitGroup
 	for i := range racers {
 		wg.Go(func() {
-			s := stores[i%len(stores)]
-			r, err := s.Reserve(context.Background(), calls, porttest.T0)
+			err := turn(stores[i%len(stores)], fmt.Sprintf("g%05d", raced.Add(1)), calls)
 			switch {
 			case err == nil:
-				g := porttest.Group(fmt.Sprintf("g%04d", i), "p1", calls, porttest.T0)
-				if err := s.Admit(context.Background(), r, g); err != nil {
-					t.Errorf("admit: %v", err)
-					return
-				}
 				ok.Add(1)
 			case errs.Has(err, errs.CorrelationCapacityExceeded):
 				full.Add(1)
 			default:
-				t.Errorf("reserve: %v", err)
+				t.Errorf("turn: %v", err)
 			}
 		})
 	}
@@ -87,8 +104,9 @@ func TestAReservationFarFromTheCapTakesFromALease(t *testing.T) {
 	l := correlation.Limits{MaxGroups: 640, MaxCalls: 1280} // leases of 10 groups, 20 calls
 	s := open(t, u, l, porttest.Policy)
 	admit(t, s, porttest.Group("g1", "p1", 2, porttest.T0))
-	var free, freeCalls, live int
-	query(t, u, `SELECT sum(free_groups), sum(free_calls) FROM correlation_usage_stripes`, &free, &freeCalls)
+	var free, freeCalls, live, rows int
+	query(t, u, `SELECT count(*), sum(free_groups), sum(free_calls) FROM correlation_leases`, &rows, &free, &freeCalls)
+	is.Equal(rows, 1) // the replica's one lane
 	query(t, u, `SELECT live_groups FROM correlation_usage`, &live)
 	is.Equal(free, 9)       // one lease taken, one group from it
 	is.Equal(freeCalls, 18) // and two calls
@@ -107,23 +125,33 @@ func TestReleasedAndCompletedGroupsGiveLeasedCapacityBack(t *testing.T) {
 	a, b := open(t, u, l, porttest.Policy), open(t, u, l, porttest.Policy)
 	admitted, _ := race(t, []*pgstore.Store{a, b}, 140, 1)
 	is.Equal(admitted, 128)
-	_, err := b.Reserve(t.Context(), 1, porttest.T0)
-	is.True(errs.Has(err, errs.CorrelationCapacityExceeded))
-	// Completing one frees its room for the other replica.
-	_, err = submit(a, porttest.Group("g0000", "p1", 1, porttest.T0), "a", porttest.T0)
+	is.True(errs.Has(turn(b, "full", 1), errs.CorrelationCapacityExceeded))
+	// Completing one (admitted by either) frees its room for either replica.
+	var done string
+	query(t, u, `SELECT min(key) FROM correlation_groups`, &done)
+	_, err := submit(a, porttest.Group(done, "p1", 1, porttest.T0), "a", porttest.T0)
 	is.NoErr(err)
-	_, err = a.Update(t.Context(), "g0000", func(g *correlation.Group) (correlation.Decision, error) {
+	_, err = a.Update(t.Context(), done, func(g *correlation.Group) (correlation.Decision, error) {
+		return g.Complete(porttest.T0, porttest.Policy, nil, "d")
+	})
+	is.NoErr(err)
+	admitted, refused := race(t, []*pgstore.Store{b, a}, 4, 1)
+	is.Equal(admitted, 1) // that room only
+	is.Equal(refused, 3)
+	// A released reservation gives its room back.
+	var last string
+	query(t, u, `SELECT max(key) FROM correlation_groups WHERE state = 'PENDING'`, &last)
+	_, err = submit(b, porttest.Group(last, "p1", 1, porttest.T0), "a", porttest.T0)
+	is.NoErr(err)
+	_, err = b.Update(t.Context(), last, func(g *correlation.Group) (correlation.Decision, error) {
 		return g.Complete(porttest.T0, porttest.Policy, nil, "d")
 	})
 	is.NoErr(err)
 	r, err := b.Reserve(t.Context(), 1, porttest.T0)
 	is.NoErr(err)
-	_, err = a.Reserve(t.Context(), 1, porttest.T0)
-	is.True(errs.Has(err, errs.CorrelationCapacityExceeded)) // that room only
+	is.True(errs.Has(turn(a, "while-held", 1), errs.CorrelationCapacityExceeded)) // b's reservation holds it
 	is.NoErr(b.Release(t.Context(), r))
-	r, err = a.Reserve(t.Context(), 1, porttest.T0) // a release gives it back
-	is.NoErr(err)
-	is.NoErr(a.Admit(t.Context(), r, porttest.Group("g9999", "p1", 1, porttest.T0)))
+	is.NoErr(turn(a, "g9999", 1)) // released: a takes it
 	c, err := a.Counts(t.Context())
 	is.NoErr(err)
 	is.Equal(c.LiveGroups, 128)
@@ -194,7 +222,7 @@ func TestAReplicaOpenedWithLowerLimitsIsNotPassedByOldLeases(t *testing.T) {
 		admit(t, a, porttest.Group(fmt.Sprintf("g%03d", i), "p1", 1, porttest.T0))
 	}
 	var free int
-	query(t, u, `SELECT sum(free_groups) FROM correlation_usage_stripes`, &free)
+	query(t, u, `SELECT sum(free_groups) FROM correlation_leases`, &free)
 	is.True(free > 0) // a holds leases
 	low := correlation.Limits{MaxGroups: 128, MaxCalls: 128}
 	b := open(t, u, low, porttest.Policy)

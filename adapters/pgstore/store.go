@@ -119,6 +119,7 @@ type Store struct {
 	log     *slog.Logger
 	opt     options
 	version int
+	leases  *leases
 
 	closeOnce sync.Once
 }
@@ -221,7 +222,12 @@ func Open(ctx context.Context, url string, l correlation.Limits, p correlation.P
 	if err != nil {
 		return nil, unavailable(err, "create connection pool")
 	}
-	s := &Store{pool: pool, limits: l, policy: p, log: log, opt: o}
+	owner, err := newID()
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s := &Store{pool: pool, limits: l, policy: p, log: log, opt: o, leases: newLeases(owner)}
 	pctx, cancel := context.WithTimeout(ctx, o.connectTimeout+o.opTimeout)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
@@ -245,10 +251,15 @@ func Open(ctx context.Context, url string, l correlation.Limits, p correlation.P
 // SchemaVersion is the schema version of the database at Open.
 func (s *Store) SchemaVersion() int { return s.version }
 
-// Close closes the connection pool; later operations fail with
-// correlation_store_unavailable. It is safe to call more than once.
+// Close gives this replica's leases back (best effort: an exact decision of
+// another replica takes them back otherwise) and closes the connection pool;
+// later operations fail with correlation_store_unavailable. It is safe to
+// call more than once.
 func (s *Store) Close() {
-	s.closeOnce.Do(s.pool.Close)
+	s.closeOnce.Do(func() {
+		s.giveLeasesBack()
+		s.pool.Close()
+	})
 }
 
 // Ping reports whether the database answers, within the operation timeout.

@@ -41,7 +41,7 @@ func TestPostgresStoreBehavesAsTheRegistryUnderRacingClaims(t *testing.T) {
 		if err != nil {
 			t.Fatalf("open: %v", err)
 		}
-		execOn(t, u, `TRUNCATE correlation_groups, correlation_calls, correlation_reservations;
+		execOn(t, u, `TRUNCATE correlation_groups, correlation_calls, correlation_reservations, correlation_leases;
 			UPDATE correlation_usage SET live_groups = 0, live_calls = 0, cache_bytes = 0;
 			UPDATE correlation_usage_stripes SET free_groups = 0, free_calls = 0`)
 		return s, func() {
