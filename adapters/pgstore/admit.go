@@ -174,9 +174,9 @@ const (
 // reservations in memory hold; done records the outcome in memory once the
 // statements succeeded.
 func (s *Store) takeBackStmts() (stmts []stmt, done func()) {
-	_, _, ids, keepGroups, keepCalls := s.leases.outstanding()
+	keepGroups, keepCalls := s.leases.keep()
 	return []stmt{{sql: lockRow}, {sql: lockStripes}, {sql: lockLeases},
-		{sql: takeBack, args: []any{ids, keepGroups, keepCalls}}}, func() { s.leases.keptOnly(keepGroups, keepCalls) }
+		{sql: takeBack, args: []any{s.leases.ids(), keepGroups, keepCalls}}}, func() { s.leases.keptOnly(keepGroups, keepCalls) }
 }
 
 // reserveExact decides on the accounting row with every lease taken back: a
@@ -276,7 +276,7 @@ func (s *Store) HasRoom(ctx context.Context, calls int, now time.Time) (bool, er
 func (s *Store) roomNow(ctx context.Context, calls int) (bool, error) {
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
-	og, oc, _, _, _ := s.leases.outstanding()
+	og, oc := s.leases.outstanding()
 	var ok bool
 	// r is what the row's count lacks: + uncounted live reservations, − counted
 	// expired ones; f the leases, less what this replica's reservations in

@@ -66,3 +66,7 @@ func ParseTrust(url string, opts ...Option) (*pgxpool.Config, error) {
 	o.trust(url, cfg)
 	return cfg, nil
 }
+
+// Kill closes the connection pool as a replica that dies does: its leases are
+// not given back.
+func (s *Store) Kill() { s.closeOnce.Do(s.pool.Close) }

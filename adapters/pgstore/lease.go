@@ -231,20 +231,36 @@ func (ls *leases) release(id string) bool {
 	return ok
 }
 
-// outstanding is what the held reservations take: in total, and per lane as
-// the arguments of takeBack (the lane's row id and what it must keep).
-func (ls *leases) outstanding() (groups, calls int, ids []string, keepGroups, keepCalls []int64) {
+// outstanding is what the held reservations take in total.
+func (ls *leases) outstanding() (groups, calls int) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	for k := range ls.lane {
-		l := &ls.lane[k]
-		groups += l.out
-		calls += l.outCalls
-		ids = append(ids, ls.id(k))
-		keepGroups = append(keepGroups, int64(l.out))
-		keepCalls = append(keepCalls, int64(l.outCalls))
+		groups += ls.lane[k].out
+		calls += ls.lane[k].outCalls
 	}
-	return groups, calls, ids, keepGroups, keepCalls
+	return groups, calls
+}
+
+// ids are the lane rows' ids.
+func (ls *leases) ids() []string {
+	ids := make([]string, lanes)
+	for k := range ids {
+		ids[k] = ls.id(k)
+	}
+	return ids
+}
+
+// keep is what each lane's row must keep for the held reservations, as the
+// arguments of takeBack.
+func (ls *leases) keep() (keepGroups, keepCalls []int64) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	keepGroups, keepCalls = make([]int64, lanes), make([]int64, lanes)
+	for k := range ls.lane {
+		keepGroups[k], keepCalls[k] = int64(ls.lane[k].out), int64(ls.lane[k].outCalls)
+	}
+	return keepGroups, keepCalls
 }
 
 // keptOnly records that takeBack left each lane's row with at most what its
@@ -360,14 +376,14 @@ func (s *Store) sendScan(ctx context.Context, b *pgx.Batch, dest ...any) (bool, 
 
 // giveLeasesBack returns this replica's lease rows to the accounting row
 // (Close): a replica that stops cleanly does not leave its units for the next
-// exact decision to take back. Best effort: a failure leaves them to it.
+// exact decision to take back. The row is locked first, in the order every
+// writer takes its locks. Best effort: a failure leaves them to that decision.
 func (s *Store) giveLeasesBack() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_, _, ids, _, _ := s.leases.outstanding()
-	_, _ = s.pool.Exec(ctx, `WITH gone AS (
+	_, _ = s.sendReserve(ctx, "close: give the leases back", stmt{sql: lockRow}, stmt{sql: `WITH gone AS (
 			DELETE FROM correlation_leases WHERE id = ANY($1::text[]) RETURNING free_groups, free_calls
 		), d AS (SELECT coalesce(sum(free_groups), 0) AS groups, coalesce(sum(free_calls), 0) AS calls FROM gone)
 		UPDATE correlation_usage u SET live_groups = u.live_groups - d.groups, live_calls = u.live_calls - d.calls
-		FROM d WHERE u.id AND (d.groups > 0 OR d.calls > 0)`, ids)
+		FROM d WHERE u.id AND (d.groups > 0 OR d.calls > 0)`, args: []any{s.leases.ids()}})
 }

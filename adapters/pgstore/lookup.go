@@ -81,7 +81,7 @@ func (s *Store) Counts(ctx context.Context) (correlation.Counts, error) {
 		// The reservations this replica holds in memory are reserved (they are
 		// free units of its leases on the row); another replica's are not
 		// seen, for the microseconds between its Reserve and its Admit.
-		og, oc, _, _, _ := s.leases.outstanding()
+		og, oc := s.leases.outstanding()
 		c.ReservedGroups, c.ReservedCalls = int(rg)+og, int(rc)+oc
 		return nil
 	})
