@@ -472,3 +472,42 @@ func TestAVersion6ReplicaBesideVersion7IsStricterNeverLooser(t *testing.T) {
 	is.Equal(c.LiveGroups, 128)
 	checkInvariants(t, u, l)
 }
+
+// Completions give units to the stripes while the replicas refill their
+// leases from them: tool turns and completions racing on two replicas keep
+// every count exact.
+func TestToolTurnsRacingCompletionsKeepTheCountsExact(t *testing.T) {
+	is := is.New(t)
+	u := freshSchema(t)
+	l := correlation.Limits{MaxGroups: 640, MaxCalls: 1280, ResponseCacheBytes: 1 << 20} // leases of 10
+	stores := []*pgstore.Store{open(t, u, l, porttest.Policy), open(t, u, l, porttest.Policy)}
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			s := stores[w%2]
+			for i := range 40 {
+				g := porttest.Group(fmt.Sprintf("w%02d-%02d", w, i), "p1", 2, porttest.T0)
+				if err := turn(s, g.Key, 2); err != nil {
+					t.Errorf("turn: %v", err)
+					return
+				}
+				if _, err := submit(s, g, "a", porttest.T0); err != nil {
+					t.Errorf("claim: %v", err)
+					return
+				}
+				if _, err := s.Update(context.Background(), g.Key, func(gr *correlation.Group) (correlation.Decision, error) {
+					return gr.Complete(porttest.T0, porttest.Policy, nil, "d")
+				}); err != nil {
+					t.Errorf("complete: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	c, err := stores[0].Counts(t.Context())
+	is.NoErr(err)
+	is.Equal(c.LiveGroups, 0)
+	is.Equal(c.ByState[correlation.Consumed], 16*40)
+	checkInvariants(t, u, l)
+}

@@ -277,12 +277,16 @@ func (ls *leases) keptOnly(keepGroups, keepCalls []int64) {
 
 // The refill statements: they move up to a lease of ($3 groups, $4 calls) to
 // lane row $1 (expiring in $2 seconds), at least one group and $5 calls (the
-// reservation that asked), and return what they moved.
-// refillFromStripe takes them from stripe $6 (units completed groups gave back), locking that stripe only;
-// refillFromRow takes them from the room the accounting row has left, under
-// its lock (lockRow first), within the limits ($6 groups, $7 calls). The row counts a stripe's and a lease's units
+// reservation that asked), and return what they moved. refillFromStripe takes
+// them from stripe $6 (units completed groups gave back), locking that stripe
+// only (lockStripe first, so that what it reads of the row is what it
+// writes: one statement reading a row that others update could read an older
+// version than the one it updates); refillFromRow takes them from the room
+// the accounting row has left, under its lock (lockRow first), within the
+// limits ($6 groups, $7 calls). The row counts a stripe's and a lease's units
 // alike, so moving them between the two keeps it exact.
 const (
+	lockStripe  = `SELECT 1 FROM correlation_usage_stripes WHERE stripe = $1::smallint FOR UPDATE`
 	upsertLease = `, up AS (
 			INSERT INTO correlation_leases (id, free_groups, free_calls, expires_at)
 			SELECT $1::text, m.groups, m.calls, now() + make_interval(secs => $2::float8) FROM m
@@ -293,7 +297,6 @@ const (
 	refillFromStripe = `WITH o AS (
 			SELECT stripe, least(free_groups, $3::bigint) AS groups, least(free_calls, $4::bigint) AS calls
 			FROM correlation_usage_stripes WHERE stripe = $6::smallint AND free_groups >= 1 AND free_calls >= $5::integer
-			FOR UPDATE
 		), m AS (
 			UPDATE correlation_usage_stripes st SET free_groups = st.free_groups - o.groups, free_calls = st.free_calls - o.calls
 			FROM o WHERE st.stripe = o.stripe
@@ -323,7 +326,9 @@ func (s *Store) refill(ctx context.Context, k, calls, leaseGroups, leaseCalls in
 			b.Queue(lockRow)
 			b.Queue(refillFromRow, append(args, s.limits.MaxGroups, s.limits.MaxCalls)...)
 		} else {
-			b.Queue(refillFromStripe, append(args, rand.IntN(stripes))...)
+			st := rand.IntN(stripes)
+			b.Queue(lockStripe, st)
+			b.Queue(refillFromStripe, append(args, st)...)
 		}
 		var groups, moved int
 		found, err := s.sendScan(ctx, b, &groups, &moved)
