@@ -410,15 +410,14 @@ func (s *Store) Admit(ctx context.Context, r ports.Reservation, g correlation.Gr
 		return err
 	}
 	admitted, err := s.admitOnce(ctx, admitLeased, s.leases.id(h.lane), g, s.opt.reservationTTL.Seconds())
-	switch {
-	case err != nil:
+	if err != nil {
 		s.leases.unclaim(r.ID, h) // nothing changed (or, a commit whose reply was lost: the row is then lower than believed, which is stricter)
 		return err
-	case admitted:
-		s.leases.admitted(h, len(g.Calls))
+	}
+	s.leases.settle(h, admitted, len(g.Calls))
+	if admitted {
 		return nil
 	}
-	s.leases.lost(h)
 	exact, err := s.reserveRow(ctx, len(g.Calls), g.IssuedAt)
 	if err != nil {
 		return err

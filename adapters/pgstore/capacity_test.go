@@ -43,6 +43,17 @@ func turn(s *pgstore.Store, key string, calls int) error {
 	return nil
 }
 
+// checkLive checks that s counts want live groups and that the store's
+// invariants hold.
+func checkLive(t *testing.T, s *pgstore.Store, u string, l correlation.Limits, want int) {
+	t.Helper()
+	c, err := s.Counts(t.Context())
+	if err != nil || c.LiveGroups != want {
+		t.Fatalf("live groups %d (%v) vs %d expected", c.LiveGroups, err, want)
+	}
+	checkInvariants(t, u, l)
+}
+
 // raced numbers the groups of race, so that the races of one test have keys
 // of their own.
 var raced atomic.Int64
@@ -154,10 +165,7 @@ func TestReleasedAndCompletedGroupsGiveLeasedCapacityBack(t *testing.T) {
 	is.True(errs.Has(turn(a, "while-held", 1), errs.CorrelationCapacityExceeded)) // b's reservation holds it
 	is.NoErr(b.Release(t.Context(), r))
 	is.NoErr(turn(a, "g9999", 1)) // released: a takes it
-	c, err := a.Counts(t.Context())
-	is.NoErr(err)
-	is.Equal(c.LiveGroups, 128)
-	checkInvariants(t, u, l)
+	checkLive(t, a, u, l, 128)
 }
 
 // A version 3 binary reserves without counting on the accounting row; during
@@ -342,10 +350,7 @@ func TestAReservationWhoseLeaseWasTakenBackIsDecidedExactly(t *testing.T) {
 	err = a.Admit(t.Context(), r2, porttest.Group("r2", "p1", 1, porttest.T0))
 	is.True(errs.Has(err, errs.CorrelationCapacityExceeded)) // full: refused, before any id is shown
 	is.NoErr(a.Release(t.Context(), r2))
-	c, err := b.Counts(t.Context())
-	is.NoErr(err)
-	is.Equal(c.LiveGroups, 128) // exactly the cap
-	checkInvariants(t, u, l)
+	checkLive(t, b, u, l, 128) // exactly the cap
 }
 
 // A replica that dies leaves its lease rows: the next exact decision takes
@@ -467,10 +472,7 @@ func TestAVersion6ReplicaBesideVersion7IsStricterNeverLooser(t *testing.T) {
 	is.NoErr(turn(s, "last", 1))                 // version 7 takes it
 	is.True(!version6Reserves(t, u))             // full
 	is.True(errs.Has(turn(s, "over", 1), errs.CorrelationCapacityExceeded))
-	c, err := s.Counts(t.Context())
-	is.NoErr(err)
-	is.Equal(c.LiveGroups, 128)
-	checkInvariants(t, u, l)
+	checkLive(t, s, u, l, 128)
 }
 
 // Completions give units to the stripes while the replicas refill their

@@ -194,30 +194,24 @@ func (ls *leases) unclaim(id string, h held) {
 	ls.held[id] = h
 }
 
-// admitted records a claimed reservation admitted as a group of calls calls:
-// the row gave one group and calls calls; what the reservation held beyond
-// them stays free on the lease.
-func (ls *leases) admitted(h held, calls int) {
+// settle records the end of a claimed reservation's admission that reached
+// its row: admitted as a group of calls calls (the row gave one group and
+// those calls; what the reservation held beyond them stays free on the
+// lease), or refused by the row (its lease was taken back: the lane is empty
+// until refilled).
+func (ls *leases) settle(h held, admitted bool, calls int) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	l := &ls.lane[h.lane]
 	l.busy--
 	l.out--
 	l.outCalls -= h.calls
-	l.free--
-	l.freeCalls -= calls
-}
-
-// lost records a claimed reservation whose row refused it (the lease was taken
-// back): the lane is empty until refilled.
-func (ls *leases) lost(h held) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	l := &ls.lane[h.lane]
-	l.busy--
-	l.out--
-	l.outCalls -= h.calls
-	l.free, l.freeCalls = 0, 0
+	if admitted {
+		l.free--
+		l.freeCalls -= calls
+	} else {
+		l.free, l.freeCalls = 0, 0
+	}
 }
 
 // release forgets reservation id; false when it is not one held here.
