@@ -15,13 +15,15 @@
 //     PENDING→INFLIGHT claim atomic across processes: of any number of
 //     concurrent claims, on any replicas, one sees PENDING and wins; the others
 //     wait for its commit and see INFLIGHT.
-//   - Capacity (live groups and calls, reservations and the stripes' leases
-//     included) and the cached response budget are kept in one accounting
-//     row, changed in the same transaction as the groups; a reservation takes
-//     from a stripe's lease, a lease is refilled under the row's lock, and
-//     near the limits a reservation locks the row and every stripe, so
-//     admission decisions of all replicas are exact (see Reserve). Capacity
-//     given back goes to a lease (see usageStmt).
+//   - Capacity (live groups and calls, reservations and the stripes' and
+//     replicas' leases included) and the cached response budget are kept in
+//     one accounting row, changed in the same transaction as the groups; a
+//     reservation far from the limits is made in the replica's memory against
+//     a lease row of its own, which its admission decrements (see leases); a
+//     lease is refilled from a stripe or under the row's lock, and near the
+//     limits a reservation locks the row, every stripe and every lease row,
+//     so admission decisions of all replicas are exact (see Reserve).
+//     Capacity given back goes to a lease (see usageStmt).
 //   - Sweep selects due rows with FOR UPDATE SKIP LOCKED and moves each
 //     through the domain machine (Group.Tick): replicas sweeping at once work
 //     on disjoint rows and never apply a time event twice.
