@@ -105,6 +105,9 @@ const stripes = 16
 // saves nothing and every reservation decides exactly.
 func (s *Store) lease(calls int) (groups, leaseCalls int) {
 	groups = min(64, s.limits.MaxGroups/(4*stripes))
+	if s.opt.leaseGroups > 0 {
+		groups = s.opt.leaseGroups
+	}
 	if groups < 2 {
 		return 0, 0
 	}

@@ -134,6 +134,7 @@ type options struct {
 	opTimeout      time.Duration
 	reservationTTL time.Duration
 	rootCAs        *x509.CertPool
+	leaseGroups    int // the groups of one lease; 0: by the limits (Store.lease)
 }
 
 // Option adjusts Open.

@@ -51,6 +51,27 @@ func TestPostgresStoreBehavesAsTheRegistryUnderRacingClaims(t *testing.T) {
 	})
 }
 
+// The same with leases of two groups whatever the limits: reservations are
+// made in memory, refilled and taken back near the cap, and must still answer
+// and count as the registry does.
+func TestPostgresStoreWithLeasesBehavesAsTheRegistry(t *testing.T) {
+	baseURL(t)
+	u := freshSchema(t)
+	porttest.StoreMachine(t, func(l correlation.Limits, p correlation.Policy) (ports.CorrelationStore, func()) {
+		s, err := pgstore.Open(context.Background(), u, l, p, quiet(), pgstore.WithLeaseGroups(2))
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		execOn(t, u, `TRUNCATE correlation_groups, correlation_calls, correlation_reservations, correlation_leases;
+			UPDATE correlation_usage SET live_groups = 0, live_calls = 0, cache_bytes = 0;
+			UPDATE correlation_usage_stripes SET free_groups = 0, free_calls = 0`)
+		return s, func() {
+			s.Close()
+			checkInvariants(t, u, l)
+		}
+	})
+}
+
 var limits = correlation.Limits{MaxGroups: 100, MaxCalls: 400, ResponseCacheBytes: 1 << 20}
 
 func admit(t testing.TB, s ports.CorrelationStore, g correlation.Group) {
