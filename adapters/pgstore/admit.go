@@ -426,6 +426,10 @@ func (s *Store) Admit(ctx context.Context, r ports.Reservation, g correlation.Gr
 		return err
 	}
 	if err := s.admitRow(ctx, exact, g); err != nil {
+		// The reservation is spent either way: a public id collision here
+		// (192 random bits, near the cap, after a lease was taken back) makes
+		// the caller's next attempt answer correlation_capacity_exceeded, a
+		// refusal before any id is shown.
 		_ = s.Release(context.WithoutCancel(ctx), exact)
 		return err
 	}
