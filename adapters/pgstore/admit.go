@@ -6,7 +6,6 @@ package pgstore
 import (
 	"context"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -25,22 +24,27 @@ import (
 // once more; pending groups are never evicted.
 //
 // Capacity must be exact across replicas, so some decision has to be
-// serialized; the design (migration 4) serializes as little as it can:
+// serialized; the design (migrations 4 and 7) serializes as little as it can:
 //
 //   - The accounting row counts everything taken from the capacity: live
 //     groups, counted reservations, and the free capacity leased to the
-//     stripes. Only a reservation or a lease raises it, under its lock; Admit
-//     turns a reservation into a group without writing it, so admissions, whose
-//     commits wait for the WAL flush, no longer queue on each other's flush.
-//   - A reservation takes from the lease of one stripe, chosen at random: a
-//     conditional decrement that locks that stripe only. An empty stripe is
-//     refilled from the row (its lock, once per lease of up to leaseGroups).
-//     Units taken from a lease were counted on the row before, so the sum can
-//     never pass the cap, whatever the replicas do at once.
-//   - When no lease can be had (near the cap), the reservation locks the row
-//     and every stripe, takes the leases back, reclaims expired reservations
-//     and decides on the row exactly, as every reservation did before. Leases
-//     never cause a refusal: only that exact check refuses.
+//     stripes and to the replicas' lease rows. Only a reservation or a lease
+//     raises it, under its lock.
+//   - A reservation far from the limits is made in this replica's memory,
+//     against a lease row of its own (one of lanes): no statement. Admit then
+//     takes the unit off that row with a conditional decrement, in the one
+//     statement that inserts the group. A lane with no room is refilled from a
+//     stripe (units completed groups gave back; that stripe's lock only) or
+//     from the row (its lock, once per lease of up to leaseGroups). Units taken
+//     from a lease were counted on the row before, so the sum can never pass
+//     the cap, whatever the replicas do at once.
+//   - When no lease can be had (near the cap), the reservation locks the row,
+//     every stripe and every lease row, takes back every unit not held by this
+//     replica's reservations in memory, reclaims expired reservations and
+//     leases, and decides on the row exactly (a reservation row). Leases never
+//     cause a refusal: only that exact check refuses. A replica whose lease
+//     was taken back this way finds its admission's decrement refused, and
+//     decides that admission exactly instead (Admit).
 //
 // Striped counters summed on read would not do: a check near the cap must see
 // every stripe, and a sum read without their locks lets two replicas both pass
@@ -49,17 +53,32 @@ func (s *Store) Reserve(ctx context.Context, calls int, now time.Time) (ports.Re
 	if calls <= 0 || calls > s.limits.MaxCalls {
 		return ports.Reservation{}, errs.Newf(errs.CorrelationCapacityExceeded, "group of %d calls", calls)
 	}
+	if lg, lc := s.lease(calls); lg > 0 {
+		if r, ok := s.leases.take(calls, s.opt.reservationTTL); ok {
+			return r, nil
+		}
+		k := s.leases.idle()
+		ok, err := s.refill(ctx, k, calls, lg, lc)
+		if err != nil {
+			return ports.Reservation{}, err
+		}
+		if ok {
+			if r, ok := s.leases.takeFrom(k, calls, s.opt.reservationTTL); ok {
+				return r, nil
+			}
+		}
+	}
+	return s.reserveRow(ctx, calls, now)
+}
+
+// reserveRow reserves exactly, as a reservation row: decided on the
+// accounting row with every lease taken back, then once more after a sweep.
+func (s *Store) reserveRow(ctx context.Context, calls int, now time.Time) (ports.Reservation, error) {
 	id, err := newID()
 	if err != nil {
 		return ports.Reservation{}, err
 	}
-	ok := false
-	if lg, lc := s.lease(calls); lg > 0 {
-		ok, err = s.reserveLeased(ctx, id, calls, rand.IntN(stripes), lg, lc)
-	}
-	if err == nil && !ok {
-		ok, err = s.reserveExact(ctx, id, calls)
-	}
+	ok, err := s.reserveExact(ctx, id, calls)
 	if err == nil && !ok {
 		if _, err = s.Sweep(ctx, now); err == nil {
 			ok, err = s.reserveExact(ctx, id, calls)
@@ -80,12 +99,15 @@ func (s *Store) Reserve(ctx context.Context, calls int, now time.Time) (ports.Re
 // stripes is the number of rows of correlation_usage_stripes (migration 4).
 const stripes = 16
 
-// lease is the capacity one refill moves from the accounting row to a
-// stripe: a quarter of the capacity spread over the stripes, at most 64
-// groups, and calls in the limits' proportion (at least this group's). Below
-// two groups a lease saves nothing and every reservation decides exactly.
+// lease is the capacity one refill moves to a lane: a quarter of the capacity
+// spread over the stripes' count of lanes, at most 64 groups, and calls in
+// the limits' proportion (at least this group's). Below two groups a lease
+// saves nothing and every reservation decides exactly.
 func (s *Store) lease(calls int) (groups, leaseCalls int) {
 	groups = min(64, s.limits.MaxGroups/(4*stripes))
+	if s.opt.leaseGroups > 0 {
+		groups = s.opt.leaseGroups
+	}
 	if groups < 2 {
 		return 0, 0
 	}
@@ -100,81 +122,72 @@ const uncounted = `(SELECT count(*) AS groups, coalesce(sum(calls), 0) AS calls 
 	WHERE NOT counted AND expires_at > now())`
 
 // asyncCommit makes the transaction it runs in commit asynchronously
-// (sendReserve says why that is safe for reservations).
+// (sendReserve says why that is safe for reservations and leases).
 const asyncCommit = `set_config('synchronous_commit', 'off', true)`
 
-// takeFromStripe reserves from the lease of stripe $4: a conditional
-// decrement, exact on that row (a concurrent one is re-checked on its newest
-// version), and the reservation's insert. It sets asyncCommit itself, on the
-// row it inserts (a volatile qual, evaluated once per row, so it runs whenever
-// anything is written and before the commit reads it): the common reservation
-// is one statement, not two.
-const takeFromStripe = `WITH st AS (
-		UPDATE correlation_usage_stripes SET free_groups = free_groups - 1, free_calls = free_calls - $2::integer
-		WHERE stripe = $4::smallint AND free_groups >= 1 AND free_calls >= $2::integer
-		RETURNING 1
-	)
-	INSERT INTO correlation_reservations (id, calls, expires_at, counted)
-	SELECT $1::text, $2::integer, now() + make_interval(secs => $3::float8), true FROM st
-	WHERE ` + asyncCommit + ` IS NOT NULL`
-
-// reserveLeased reserves from stripe k's lease: one round trip when the lease
-// has room, a second that refills it under the accounting row's lock when it
-// has not. False when no lease of (leaseGroups, leaseCalls) fits in the room
-// left: the caller then decides exactly.
-func (s *Store) reserveLeased(ctx context.Context, id string, calls, k, leaseGroups, leaseCalls int) (bool, error) {
-	ttl := s.opt.reservationTTL.Seconds()
-	ok, err := s.sendReserve(ctx, "reserve", stmt{sql: takeFromStripe, args: []any{id, calls, ttl, k}})
-	if err != nil || ok {
-		return ok, err
-	}
-	return s.sendReserve(ctx, "reserve: lease",
-		stmt{sql: lockRow},
-		stmt{sql: `WITH room AS (
-				SELECT least($2::bigint, $4::bigint - u.live_groups - r.groups) AS groups,
-				       least($3::bigint, $5::bigint - u.live_calls - r.calls) AS calls
-				FROM correlation_usage u, ` + uncounted + ` r WHERE u.id
-			), m AS (
-				UPDATE correlation_usage u SET live_groups = u.live_groups + room.groups, live_calls = u.live_calls + room.calls
-				FROM room WHERE u.id AND room.groups >= 1 AND room.calls >= $6::integer
-				RETURNING room.groups, room.calls
-			)
-			UPDATE correlation_usage_stripes st SET free_groups = st.free_groups + m.groups, free_calls = st.free_calls + m.calls
-			FROM m WHERE st.stripe = $1::smallint`,
-			args: []any{k, leaseGroups, leaseCalls, s.limits.MaxGroups, s.limits.MaxCalls, calls}},
-		stmt{sql: takeFromStripe, args: []any{id, calls, ttl, k}})
-}
-
 // The statements that decide exactly: the locks, taken in the one order every
-// writer uses (the row, then stripes by number), then every lease taken back
-// and the expired reservations reclaimed (a replica died, or failed, between
-// reserving and admitting; ones a concurrent admission or release holds are
-// skipped, never waited for).
+// writer uses (the row, then stripes by number, then lease rows by id; a
+// writer that holds a lease row's lock never waits for another), then every
+// lease taken back and the expired reservations and leases reclaimed (a
+// replica died, or failed, between reserving and admitting; reservations a
+// concurrent admission or release holds are skipped, never waited for).
+//
+// takeBack's arguments are this replica's lease row ids and what each must
+// keep ($2 groups, $3 calls): the reservations it holds in memory, which it
+// has promised. Every other lease row is emptied, deleted once past its
+// expiry (its replica is gone: nothing renewed it). Each statement after the
+// locks takes its snapshot once they are held (READ COMMITTED), so the lease
+// rows read as o are the ones locked.
 const (
 	lockRow     = `SELECT 1 FROM correlation_usage WHERE id FOR UPDATE`
 	lockStripes = `SELECT 1 FROM correlation_usage_stripes ORDER BY stripe FOR UPDATE`
-	takeBack    = `WITH back AS (
+	lockLeases  = `SELECT 1 FROM correlation_leases ORDER BY id FOR UPDATE`
+	takeBack    = `WITH keep AS (
+			SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS k(id, groups, calls)
+		), back AS (
 			SELECT coalesce(sum(free_groups), 0) AS groups, coalesce(sum(free_calls), 0) AS calls FROM correlation_usage_stripes
 		), zero AS (
 			UPDATE correlation_usage_stripes SET free_groups = 0, free_calls = 0 WHERE free_groups > 0 OR free_calls > 0
+		), dead AS (
+			DELETE FROM correlation_leases l WHERE l.expires_at <= now() AND NOT EXISTS (SELECT 1 FROM keep WHERE keep.id = l.id)
+			RETURNING l.free_groups AS groups, l.free_calls AS calls
+		), taken AS (
+			UPDATE correlation_leases l SET free_groups = least(o.free_groups, coalesce(k.groups, 0)),
+				free_calls = least(o.free_calls, coalesce(k.calls, 0))
+			FROM correlation_leases o LEFT JOIN keep k ON k.id = o.id
+			WHERE l.id = o.id AND (o.expires_at > now() OR k.id IS NOT NULL)
+				AND (o.free_groups > coalesce(k.groups, 0) OR o.free_calls > coalesce(k.calls, 0))
+			RETURNING o.free_groups - least(o.free_groups, coalesce(k.groups, 0)) AS groups,
+				o.free_calls - least(o.free_calls, coalesce(k.calls, 0)) AS calls
 		), gone AS (
 			DELETE FROM correlation_reservations WHERE id IN
 				(SELECT id FROM correlation_reservations WHERE expires_at <= now() FOR UPDATE SKIP LOCKED)
 			RETURNING calls, counted
 		), d AS (
-			SELECT back.groups + (SELECT count(*) FROM gone WHERE counted) AS groups,
-			       back.calls + (SELECT coalesce(sum(calls), 0) FROM gone WHERE counted) AS calls FROM back
+			SELECT back.groups + (SELECT count(*) FROM gone WHERE counted)
+			         + (SELECT coalesce(sum(groups), 0) FROM dead) + (SELECT coalesce(sum(groups), 0) FROM taken) AS groups,
+			       back.calls + (SELECT coalesce(sum(calls), 0) FROM gone WHERE counted)
+			         + (SELECT coalesce(sum(calls), 0) FROM dead) + (SELECT coalesce(sum(calls), 0) FROM taken) AS calls FROM back
 		)
 		UPDATE correlation_usage u SET live_groups = u.live_groups - d.groups, live_calls = u.live_calls - d.calls
 		FROM d WHERE u.id AND (d.groups > 0 OR d.calls > 0)`
 )
 
+// takeBackStmts are the locks and takeBack, keeping what this replica's
+// reservations in memory hold; done records the outcome in memory once the
+// statements succeeded.
+func (s *Store) takeBackStmts() (stmts []stmt, done func()) {
+	keepGroups, keepCalls := s.leases.keep()
+	return []stmt{{sql: lockRow}, {sql: lockStripes}, {sql: lockLeases},
+		{sql: takeBack, args: []any{s.leases.ids(), keepGroups, keepCalls}}}, func() { s.leases.keptOnly(keepGroups, keepCalls) }
+}
+
 // reserveExact decides on the accounting row with every lease taken back: a
-// conditional increment of the row and the reservation's insert. Each
-// statement after the locks takes its snapshot once they are held (READ
-// COMMITTED), so it counts every committed reservation and lease.
+// conditional increment of the row and the reservation's insert, counting
+// every committed reservation and lease.
 func (s *Store) reserveExact(ctx context.Context, id string, calls int) (bool, error) {
-	return s.sendReserve(ctx, "reserve", stmt{sql: lockRow}, stmt{sql: lockStripes}, stmt{sql: takeBack},
+	stmts, done := s.takeBackStmts()
+	ok, err := s.sendReserve(ctx, "reserve", append(stmts,
 		stmt{sql: `WITH acc AS (
 				UPDATE correlation_usage u SET live_groups = u.live_groups + 1, live_calls = u.live_calls + $2::integer
 				FROM ` + uncounted + ` r
@@ -183,14 +196,22 @@ func (s *Store) reserveExact(ctx context.Context, id string, calls int) (bool, e
 			)
 			INSERT INTO correlation_reservations (id, calls, expires_at, counted)
 			SELECT $1::text, $2::integer, now() + make_interval(secs => $3::float8), true FROM acc`,
-			args: []any{id, calls, s.opt.reservationTTL.Seconds(), s.limits.MaxGroups, s.limits.MaxCalls}})
+			args: []any{id, calls, s.opt.reservationTTL.Seconds(), s.limits.MaxGroups, s.limits.MaxCalls}})...)
+	if err == nil {
+		done()
+	}
+	return ok, err
 }
 
 // takeLeasesBack returns every lease to the accounting row, at Open: leases
 // taken under other limits (a restart with lower ones) must not let this
 // replica pass its own.
 func (s *Store) takeLeasesBack(ctx context.Context) error {
-	_, err := s.sendReserve(ctx, "open: take the leases back", stmt{sql: lockRow}, stmt{sql: lockStripes}, stmt{sql: takeBack})
+	stmts, done := s.takeBackStmts()
+	_, err := s.sendReserve(ctx, "open: take the leases back", stmts...)
+	if err == nil {
+		done()
+	}
 	return err
 }
 
@@ -210,9 +231,7 @@ func (s *Store) sendReserve(ctx context.Context, what string, stmts ...stmt) (bo
 	defer cancel()
 	send := func() (bool, error) {
 		b := &pgx.Batch{}
-		if len(stmts) > 1 || !strings.Contains(stmts[0].sql, asyncCommit) {
-			b.Queue(`SELECT ` + asyncCommit)
-		}
+		b.Queue(`SELECT ` + asyncCommit)
 		for _, st := range stmts {
 			b.Queue(st.sql, st.args...)
 		}
@@ -260,31 +279,41 @@ func (s *Store) HasRoom(ctx context.Context, calls int, now time.Time) (bool, er
 func (s *Store) roomNow(ctx context.Context, calls int) (bool, error) {
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
+	og, oc := s.leases.outstanding()
 	var ok bool
 	// r is what the row's count lacks: + uncounted live reservations, − counted
-	// expired ones; f the leases.
-	err := s.pool.QueryRow(ctx, `SELECT u.live_groups + r.groups - f.groups + 1 <= $1::bigint AND u.live_calls + r.calls - f.calls + $2::integer <= $3::bigint
+	// expired ones; f the leases, less what this replica's reservations in
+	// memory hold of them.
+	err := s.pool.QueryRow(ctx, `SELECT u.live_groups + r.groups - f.groups + $4::bigint + 1 <= $1::bigint
+			AND u.live_calls + r.calls - f.calls + $5::bigint + $2::integer <= $3::bigint
 		FROM correlation_usage u,
 		     (SELECT count(*) FILTER (WHERE NOT counted AND expires_at > now()) - count(*) FILTER (WHERE counted AND expires_at <= now()) AS groups,
 		             coalesce(sum(calls) FILTER (WHERE NOT counted AND expires_at > now()), 0)
 		               - coalesce(sum(calls) FILTER (WHERE counted AND expires_at <= now()), 0) AS calls
 		      FROM correlation_reservations) r,
-		     (SELECT coalesce(sum(free_groups), 0) AS groups, coalesce(sum(free_calls), 0) AS calls FROM correlation_usage_stripes) f
-		WHERE u.id`, s.limits.MaxGroups, calls, s.limits.MaxCalls).Scan(&ok)
+		     (SELECT coalesce(sum(free_groups), 0) + (SELECT coalesce(sum(free_groups), 0) FROM correlation_leases) AS groups,
+		             coalesce(sum(free_calls), 0) + (SELECT coalesce(sum(free_calls), 0) FROM correlation_leases) AS calls
+		      FROM correlation_usage_stripes) f
+		WHERE u.id`, s.limits.MaxGroups, calls, s.limits.MaxCalls, og, oc).Scan(&ok)
 	if err != nil {
 		return false, unavailable(err, "has room")
 	}
 	return ok, nil
 }
 
-// The admission statements (admitSQL): admitExact for a counted reservation
-// of exactly the group's calls, which writes nothing else; admitAny for any
-// reservation that covers them, which also gives the accounting row what the
-// group does not use of a counted one, or adds the group for an uncounted one
-// (version 3).
+// The admission statements (admitSQL): admitLeased for a reservation made in
+// memory, which takes the group's units off its lease row; admitExact for a
+// counted reservation row of exactly the group's calls, which writes nothing
+// else; admitAny for any reservation row that covers them, which also gives
+// the accounting row what the group does not use of a counted one, or adds the
+// group for an uncounted one (version 3).
 var (
-	admitExact = admitSQL(`AND counted AND calls = $2::integer`, ``)
-	admitAny   = admitSQL(`AND calls >= $2::integer`, `, acc AS (
+	admitLeased = admitSQL(`UPDATE correlation_leases SET free_groups = free_groups - 1, free_calls = free_calls - $2::integer,
+				expires_at = now() + make_interval(secs => $13::float8)
+			WHERE id = $1::text AND free_groups >= 1 AND free_calls >= $2::integer
+			RETURNING true AS counted`, ``)
+	admitExact = admitSQL(reservationRow(`AND counted AND calls = $2::integer`), ``)
+	admitAny   = admitSQL(reservationRow(`AND calls >= $2::integer`), `, acc AS (
 			UPDATE correlation_usage u SET live_groups = u.live_groups + d.groups, live_calls = u.live_calls + d.calls
 			FROM (SELECT CASE WHEN res.counted THEN 0 ELSE 1 END AS groups,
 			             CASE WHEN res.counted THEN $2::integer - res.calls ELSE $2::integer END AS calls
@@ -293,13 +322,19 @@ var (
 		)`)
 )
 
-// admitSQL is the admission statement: the reservation consumed when it
-// qualifies (its id, not expired, and cond), the group row and its call index
-// rows inserted from it, and the parts in extra; it returns how many groups
-// it inserted (0 or 1).
-func admitSQL(cond, extra string) string {
+// reservationRow consumes reservation row $1 when it qualifies (not expired,
+// and cond).
+func reservationRow(cond string) string {
+	return `DELETE FROM correlation_reservations WHERE id = $1::text AND expires_at > now() ` + cond + ` RETURNING calls, counted`
+}
+
+// admitSQL is the admission statement: res, what the group is admitted
+// under (no row: not admitted), the group row and its call index rows
+// inserted from it, and the parts in extra; it returns how many groups it
+// inserted (0 or 1).
+func admitSQL(res, extra string) string {
 	return `WITH res AS (
-			DELETE FROM correlation_reservations WHERE id = $1::text AND expires_at > now() ` + cond + ` RETURNING calls, counted
+			` + res + `
 		), grp AS (
 			INSERT INTO correlation_groups
 				(key, principal_id, state, calls, issued_at, pending_expires_at, inflight_expires_at, terminal_expires_at, due_at, record)
@@ -313,13 +348,17 @@ func admitSQL(cond, extra string) string {
 		SELECT count(*) FROM grp`
 }
 
-// Release implements ports.CorrelationStore: one statement deletes the
-// reservation and gives a counted one to the lease of a stripe chosen at
-// random, as a completed group's capacity is given back (usageStmt: the row
-// keeps counting the units, now as a lease, so it stays exact); an unknown
+// Release implements ports.CorrelationStore. A reservation made in memory is
+// forgotten (its units stay free on the lease). A reservation row is deleted
+// and a counted one given to the lease of a stripe chosen at random, as a
+// completed group's capacity is given back (usageStmt: the row keeps counting
+// the units, now as a lease, so it stays exact), in one statement; an unknown
 // reservation is not an error. Errors: correlation_store_unavailable (the
-// reservation then frees itself at its expiry).
+// reservation row then frees itself at its expiry).
 func (s *Store) Release(ctx context.Context, r ports.Reservation) error {
+	if s.leases.release(r.ID) {
+		return nil
+	}
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
 	if _, err := s.pool.Exec(ctx, `WITH gone AS (DELETE FROM correlation_reservations WHERE id = $1::text RETURNING calls, counted)
@@ -332,25 +371,78 @@ func (s *Store) Release(ctx context.Context, r ports.Reservation) error {
 
 // Admit implements ports.CorrelationStore, as correlation.Registry.Admit: the
 // reservation must exist (and not have expired) and cover the calls. One
-// statement — atomic on its own — consumes the reservation and writes the
-// group row and its call index rows (admitExact; admitAny when that one found
-// no counted reservation of exactly the group's calls); the accounting row
-// already counts the reservation, so it is written only when the group has
-// fewer calls than its reservation (the difference is given back) or the
-// reservation is one of a version 3 binary (not counted: the group is
-// added). When the
-// reservation does not qualify it changes nothing. A public id already
-// indexed for the principal fails with correlation.ErrDuplicatePublicID and
-// leaves the reservation in place for the caller's next attempt.
+// statement — atomic on its own — takes the group's units from what it is
+// admitted under and writes the group row and its call index rows:
+//
+//   - a reservation made in memory (the common case): its lease row gives one
+//     group and the group's calls (admitLeased); what the reservation held
+//     beyond them stays on the lease. When the row refuses (its lease was
+//     taken back by an exact decision near the cap), the admission is decided
+//     exactly instead: a reservation row is made as Reserve makes one near
+//     the cap, and the group admitted under it — refused only when the store
+//     is full now;
+//   - a reservation row: admitExact, and admitAny when that one found no
+//     counted reservation of exactly the group's calls; the accounting row
+//     already counts the reservation, so it is written only when the group
+//     has fewer calls than its reservation (the difference is given back) or
+//     the reservation is one of a version 3 binary (not counted: the group is
+//     added).
+//
+// When the reservation does not qualify it changes nothing. A public id
+// already indexed for the principal fails with correlation.ErrDuplicatePublicID
+// and leaves the reservation in place for the caller's next attempt.
 func (s *Store) Admit(ctx context.Context, r ports.Reservation, g correlation.Group) error {
 	if len(g.Calls) == 0 {
 		return errs.New(errs.CorrelationCapacityExceeded)
 	}
-	ctx, cancel := s.opContext(ctx)
-	defer cancel()
+	h, mine := s.leases.claim(r.ID)
+	if !mine {
+		return s.admitRow(ctx, r, g)
+	}
+	var err error
+	switch {
+	case len(g.Calls) > h.calls:
+		err = errs.New(errs.CorrelationCapacityExceeded) // too small: nothing changed
+	case g.State != correlation.Pending:
+		err = errors.AssertionFailedf("correlation: admitted group must be PENDING")
+	case g.Key == "":
+		err = errors.AssertionFailedf("correlation: group key missing or reused")
+	}
+	if err != nil {
+		s.leases.unclaim(r.ID, h)
+		return err
+	}
+	admitted, err := s.admitOnce(ctx, admitLeased, s.leases.id(h.lane), g, s.opt.reservationTTL.Seconds())
+	if err != nil {
+		s.leases.unclaim(r.ID, h) // nothing changed (or, a commit whose reply was lost: the row is then lower than believed, which is stricter)
+		return err
+	}
+	s.leases.settle(h, admitted, len(g.Calls))
+	if admitted {
+		return nil
+	}
+	exact, err := s.reserveRow(ctx, len(g.Calls), g.IssuedAt)
+	if err != nil {
+		return err
+	}
+	if err := s.admitRow(ctx, exact, g); err != nil {
+		// The reservation is spent either way: a public id collision here
+		// (192 random bits, near the cap, after a lease was taken back) makes
+		// the caller's next attempt answer correlation_capacity_exceeded, a
+		// refusal before any id is shown.
+		_ = s.Release(context.WithoutCancel(ctx), exact)
+		return err
+	}
+	return nil
+}
+
+// admitRow admits g under reservation row r.
+func (s *Store) admitRow(ctx context.Context, r ports.Reservation, g correlation.Group) error {
 	if g.State != correlation.Pending || g.Key == "" {
 		// A mis-built group: the registry answers capacity first when the
 		// reservation does not qualify, then the assertion.
+		ctx, cancel := s.opContext(ctx)
+		defer cancel()
 		var n int
 		err := s.pool.QueryRow(ctx, `SELECT calls FROM correlation_reservations WHERE id = $1 AND expires_at > now()`, r.ID).Scan(&n)
 		switch {
@@ -364,39 +456,51 @@ func (s *Store) Admit(ctx context.Context, r ports.Reservation, g correlation.Gr
 			return errors.AssertionFailedf("correlation: group key missing or reused")
 		}
 	}
-	cp := g // read only; the record leaves the cached response out
-	ids := make([]string, 0, len(cp.Calls))
-	seen := make(map[string]bool, len(cp.Calls))
-	for _, c := range cp.Calls { // as the registry's index: one entry per distinct id
+	admitted := false
+	var err error
+	if r.Calls == len(g.Calls) {
+		// The common case: a counted reservation of exactly these calls, which
+		// the accounting row already counts as the group; the statement has no
+		// part for the row at all. Any other reservation (a version 3 one, or
+		// one of another size) is left in place and decided below.
+		admitted, err = s.admitOnce(ctx, admitExact, r.ID, g)
+	}
+	if err == nil && !admitted {
+		admitted, err = s.admitOnce(ctx, admitAny, r.ID, g)
+	}
+	if err == nil && !admitted {
+		return errs.New(errs.CorrelationCapacityExceeded) // no such reservation, expired, or too small: nothing changed
+	}
+	return err
+}
+
+// admitOnce runs one admission statement (admitSQL) for g under from (a
+// reservation or lease row id; more are the statement's arguments after the
+// group's) and reports whether it inserted the group.
+func (s *Store) admitOnce(ctx context.Context, sql, from string, g correlation.Group, more ...any) (bool, error) {
+	ctx, cancel := s.opContext(ctx)
+	defer cancel()
+	ids := make([]string, 0, len(g.Calls))
+	seen := make(map[string]bool, len(g.Calls))
+	for _, c := range g.Calls { // as the registry's index: one entry per distinct id
 		if !seen[c.PublicID] {
 			seen[c.PublicID] = true
 			ids = append(ids, c.PublicID)
 		}
 	}
-	args := []any{r.ID, len(cp.Calls), cp.Key, cp.PrincipalID, string(cp.State), cp.IssuedAt, cp.PendingExpiresAt,
-		nullTime(cp.InflightExpiresAt), nullTime(cp.TerminalExpiresAt), dueAt(&cp), encodeRecord(&cp), ids}
+	args := []any{from, len(g.Calls), g.Key, g.PrincipalID, string(g.State), g.IssuedAt, g.PendingExpiresAt,
+		nullTime(g.InflightExpiresAt), nullTime(g.TerminalExpiresAt), dueAt(&g), encodeRecord(&g), ids}
+	args = append(args, more...)
 	var admitted int
-	var err error
-	if r.Calls == len(cp.Calls) {
-		// The common case: a counted reservation of exactly these calls, which
-		// the accounting row already counts as the group; the statement has no
-		// part for the row at all. Any other reservation (a version 3 one, or
-		// one of another size) is left in place and decided below.
-		err = s.pool.QueryRow(ctx, admitExact, args...).Scan(&admitted)
-	}
-	if err == nil && admitted == 0 {
-		err = s.pool.QueryRow(ctx, admitAny, args...).Scan(&admitted)
-	}
+	err := s.pool.QueryRow(ctx, sql, args...).Scan(&admitted)
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "correlation_calls_pkey":
-		return errors.Mark(errors.New("correlation: public id collision"), correlation.ErrDuplicatePublicID)
+		return false, errors.Mark(errors.New("correlation: public id collision"), correlation.ErrDuplicatePublicID)
 	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "correlation_groups_pkey":
-		return errors.AssertionFailedf("correlation: group key missing or reused")
+		return false, errors.AssertionFailedf("correlation: group key missing or reused")
 	case err != nil:
-		return unavailable(err, "admit")
-	case admitted != 1:
-		return errs.New(errs.CorrelationCapacityExceeded) // no such reservation, expired, or too small: nothing changed
+		return false, unavailable(err, "admit")
 	}
-	return nil
+	return admitted == 1, nil
 }

@@ -102,12 +102,12 @@ func BenchmarkClaim(b *testing.B) {
 }
 
 // BenchmarkAdmit measures the store's cost of one tool turn's admission:
-// Reserve (one statement: a conditional decrement of a stripe's lease and the
-// reservation's insert, asynchronous commit) then Admit (one statement: the
-// reservation consumed, the group row, two call index rows; durable commit) —
-// two transactions, two round trips. serial is the latency one turn adds; parallel
-// is the throughput of 16 claimers at once (whatever GOMAXPROCS is), whose
-// reservations take from the stripes' leases and whose admissions write no
+// Reserve (in the replica's memory, against a lease row of its own; a refill
+// statement once per 64 turns of a lane) then Admit (one statement: the unit
+// taken off the lease row, the group row, two call index rows; durable
+// commit) — one transaction, one round trip. serial is the latency one turn
+// adds; parallel is the throughput of 16 claimers at once (whatever GOMAXPROCS
+// is), whose admissions each write a lease row of their own lane and no
 // shared row; parallel+ledger adds the usage ledger's admission of each turn,
 // all of one key (the worst case: one key's budget row is exact, so serial);
 // parallel+turn is a full tool turn of the store: the admission, then the

@@ -66,3 +66,11 @@ func ParseTrust(url string, opts ...Option) (*pgxpool.Config, error) {
 	o.trust(url, cfg)
 	return cfg, nil
 }
+
+// Kill closes the connection pool as a replica that dies does: its leases are
+// not given back.
+func (s *Store) Kill() { s.closeOnce.Do(s.pool.Close) }
+
+// WithLeaseGroups makes every lease n groups whatever the limits, so that the
+// model test drives the leases with limits of a few groups.
+func WithLeaseGroups(n int) Option { return func(o *options) { o.leaseGroups = n } }

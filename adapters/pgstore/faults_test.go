@@ -43,7 +43,8 @@ func snapshot(t *testing.T, u string) string {
 		(SELECT string_agg(principal_id || '/' || public_id || '>' || group_key, ',' ORDER BY public_id) FROM correlation_calls),
 		(SELECT string_agg(id || ':' || calls, ',' ORDER BY id) FROM correlation_reservations),
 		(SELECT live_groups || '/' || live_calls || '/' || cache_bytes FROM correlation_usage),
-		(SELECT string_agg(stripe || ':' || free_groups || '/' || free_calls, ',' ORDER BY stripe) FROM correlation_usage_stripes))`, &s)
+		(SELECT string_agg(stripe || ':' || free_groups || '/' || free_calls, ',' ORDER BY stripe) FROM correlation_usage_stripes),
+		(SELECT string_agg(id || ':' || free_groups || '/' || free_calls, ',' ORDER BY id) FROM correlation_leases))`, &s)
 	return s
 }
 

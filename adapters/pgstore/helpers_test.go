@@ -137,23 +137,27 @@ func execOn(t testing.TB, u, sql string, args ...any) {
 }
 
 // checkInvariants verifies that the accounting row equals what the group rows
-// the counted reservations and the stripes' leases say and that the cache is within its budget.
+// the counted reservations and the stripes' and replicas' leases say and that the cache is within its budget.
 func checkInvariants(t testing.TB, u string, l correlation.Limits) {
 	t.Helper()
 	var bad string
 	query(t, u, `WITH live AS (
 		SELECT (SELECT count(*) FROM correlation_groups WHERE state IN ('PENDING','INFLIGHT'))
 		         + (SELECT count(*) FROM correlation_reservations WHERE counted)
-		         + (SELECT coalesce(sum(free_groups), 0) FROM correlation_usage_stripes) AS groups,
+		         + (SELECT coalesce(sum(free_groups), 0) FROM correlation_usage_stripes)
+		         + (SELECT coalesce(sum(free_groups), 0) FROM correlation_leases) AS groups,
 		       (SELECT coalesce(sum(calls), 0) FROM correlation_groups WHERE state IN ('PENDING','INFLIGHT'))
 		         + (SELECT coalesce(sum(calls), 0) FROM correlation_reservations WHERE counted)
-		         + (SELECT coalesce(sum(free_calls), 0) FROM correlation_usage_stripes) AS calls
+		         + (SELECT coalesce(sum(free_calls), 0) FROM correlation_usage_stripes)
+		         + (SELECT coalesce(sum(free_calls), 0) FROM correlation_leases) AS calls
 	) SELECT coalesce(string_agg(problem, '; '), '') FROM (
 		SELECT 'live_groups ' || u.live_groups || ' vs ' || live.groups AS problem
 		  FROM correlation_usage u, live WHERE u.live_groups <> live.groups
 		UNION ALL
 		SELECT 'live_calls ' || u.live_calls || ' vs ' || live.calls
 		  FROM correlation_usage u, live WHERE u.live_calls <> live.calls
+		UNION ALL
+		SELECT 'lease ' || id || ' holds ' || free_groups || '/' || free_calls FROM correlation_leases WHERE free_groups < 0 OR free_calls < 0
 		UNION ALL
 		SELECT 'cache_bytes ' || u.cache_bytes || ' vs ' || (SELECT coalesce(sum(octet_length(cached_response)), 0) FROM correlation_groups)
 		  FROM correlation_usage u WHERE u.cache_bytes <> (SELECT coalesce(sum(octet_length(cached_response)), 0) FROM correlation_groups)

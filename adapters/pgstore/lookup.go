@@ -54,10 +54,13 @@ func (s *Store) Counts(ctx context.Context) (correlation.Counts, error) {
 			return dbErr(err, "counts: usage")
 		}
 		// The row counts the counted reservations (expired or not) and the
-		// stripes' leases with the live groups (migration 4): they are taken off.
+		// stripes' and replicas' leases with the live groups (migrations 4 and
+		// 7): they are taken off.
 		if err := tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE expires_at > now()), coalesce(sum(calls) FILTER (WHERE expires_at > now()), 0),
-				count(*) FILTER (WHERE counted) + (SELECT coalesce(sum(free_groups), 0) FROM correlation_usage_stripes),
+				count(*) FILTER (WHERE counted) + (SELECT coalesce(sum(free_groups), 0) FROM correlation_usage_stripes)
+				  + (SELECT coalesce(sum(free_groups), 0) FROM correlation_leases),
 				coalesce(sum(calls) FILTER (WHERE counted), 0) + (SELECT coalesce(sum(free_calls), 0) FROM correlation_usage_stripes)
+				  + (SELECT coalesce(sum(free_calls), 0) FROM correlation_leases)
 			FROM correlation_reservations`).Scan(&rg, &rc, &kg, &kc); err != nil {
 			return dbErr(err, "counts: reservations")
 		}
@@ -75,7 +78,11 @@ func (s *Store) Counts(ctx context.Context) (correlation.Counts, error) {
 			return dbErr(err, "counts: states")
 		}
 		c.LiveGroups, c.LiveCalls, c.CacheBytes = int(lg), int(lc), int(cb)
-		c.ReservedGroups, c.ReservedCalls = int(rg), int(rc)
+		// The reservations this replica holds in memory are reserved (they are
+		// free units of its leases on the row); another replica's are not
+		// seen, for the microseconds between its Reserve and its Admit.
+		og, oc := s.leases.outstanding()
+		c.ReservedGroups, c.ReservedCalls = int(rg)+og, int(rc)+oc
 		return nil
 	})
 	if err != nil {

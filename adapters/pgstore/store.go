@@ -15,13 +15,15 @@
 //     PENDING→INFLIGHT claim atomic across processes: of any number of
 //     concurrent claims, on any replicas, one sees PENDING and wins; the others
 //     wait for its commit and see INFLIGHT.
-//   - Capacity (live groups and calls, reservations and the stripes' leases
-//     included) and the cached response budget are kept in one accounting
-//     row, changed in the same transaction as the groups; a reservation takes
-//     from a stripe's lease, a lease is refilled under the row's lock, and
-//     near the limits a reservation locks the row and every stripe, so
-//     admission decisions of all replicas are exact (see Reserve). Capacity
-//     given back goes to a lease (see usageStmt).
+//   - Capacity (live groups and calls, reservations and the stripes' and
+//     replicas' leases included) and the cached response budget are kept in
+//     one accounting row, changed in the same transaction as the groups; a
+//     reservation far from the limits is made in the replica's memory against
+//     a lease row of its own, which its admission decrements (see leases); a
+//     lease is refilled from a stripe or under the row's lock, and near the
+//     limits a reservation locks the row, every stripe and every lease row,
+//     so admission decisions of all replicas are exact (see Reserve).
+//     Capacity given back goes to a lease (see usageStmt).
 //   - Sweep selects due rows with FOR UPDATE SKIP LOCKED and moves each
 //     through the domain machine (Group.Tick): replicas sweeping at once work
 //     on disjoint rows and never apply a time event twice.
@@ -119,6 +121,7 @@ type Store struct {
 	log     *slog.Logger
 	opt     options
 	version int
+	leases  *leases
 
 	closeOnce sync.Once
 }
@@ -131,6 +134,7 @@ type options struct {
 	opTimeout      time.Duration
 	reservationTTL time.Duration
 	rootCAs        *x509.CertPool
+	leaseGroups    int // the groups of one lease; 0: by the limits (Store.lease)
 }
 
 // Option adjusts Open.
@@ -221,7 +225,12 @@ func Open(ctx context.Context, url string, l correlation.Limits, p correlation.P
 	if err != nil {
 		return nil, unavailable(err, "create connection pool")
 	}
-	s := &Store{pool: pool, limits: l, policy: p, log: log, opt: o}
+	owner, err := newID()
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s := &Store{pool: pool, limits: l, policy: p, log: log, opt: o, leases: newLeases(owner)}
 	pctx, cancel := context.WithTimeout(ctx, o.connectTimeout+o.opTimeout)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
@@ -245,10 +254,15 @@ func Open(ctx context.Context, url string, l correlation.Limits, p correlation.P
 // SchemaVersion is the schema version of the database at Open.
 func (s *Store) SchemaVersion() int { return s.version }
 
-// Close closes the connection pool; later operations fail with
-// correlation_store_unavailable. It is safe to call more than once.
+// Close gives this replica's leases back (best effort: an exact decision of
+// another replica takes them back otherwise) and closes the connection pool;
+// later operations fail with correlation_store_unavailable. It is safe to
+// call more than once.
 func (s *Store) Close() {
-	s.closeOnce.Do(s.pool.Close)
+	s.closeOnce.Do(func() {
+		s.giveLeasesBack()
+		s.pool.Close()
+	})
 }
 
 // Ping reports whether the database answers, within the operation timeout.

@@ -34,21 +34,34 @@ func TestPostgresStorePassesTheStoreContract(t *testing.T) {
 // store is closed at its end, so that its connections are given back before
 // the next run opens more.
 func TestPostgresStoreBehavesAsTheRegistryUnderRacingClaims(t *testing.T) {
+	porttest.StoreMachine(t, modelStores(t))
+}
+
+// The same with leases of two groups whatever the limits: reservations are
+// made in memory, refilled and taken back near the cap, and must still answer
+// and count as the registry does.
+func TestPostgresStoreWithLeasesBehavesAsTheRegistry(t *testing.T) {
+	porttest.StoreMachine(t, modelStores(t, pgstore.WithLeaseGroups(2)))
+}
+
+// modelStores opens the stores of the generated runs, on one schema emptied
+// before each run.
+func modelStores(t *testing.T, opts ...pgstore.Option) porttest.OpenStore {
 	baseURL(t)
 	u := freshSchema(t)
-	porttest.StoreMachine(t, func(l correlation.Limits, p correlation.Policy) (ports.CorrelationStore, func()) {
-		s, err := pgstore.Open(context.Background(), u, l, p, quiet())
+	return func(l correlation.Limits, p correlation.Policy) (ports.CorrelationStore, func()) {
+		s, err := pgstore.Open(context.Background(), u, l, p, quiet(), opts...)
 		if err != nil {
 			t.Fatalf("open: %v", err)
 		}
-		execOn(t, u, `TRUNCATE correlation_groups, correlation_calls, correlation_reservations;
+		execOn(t, u, `TRUNCATE correlation_groups, correlation_calls, correlation_reservations, correlation_leases;
 			UPDATE correlation_usage SET live_groups = 0, live_calls = 0, cache_bytes = 0;
 			UPDATE correlation_usage_stripes SET free_groups = 0, free_calls = 0`)
 		return s, func() {
 			s.Close()
 			checkInvariants(t, u, l)
 		}
-	})
+	}
 }
 
 var limits = correlation.Limits{MaxGroups: 100, MaxCalls: 400, ResponseCacheBytes: 1 << 20}
