@@ -146,8 +146,10 @@ func classifyPlainRead(err error) completion.Event {
 }
 
 // next returns the next event, io.EOF after a proven completion, or the error of
-// the outcome.
-func (d *decoder) next() (chat.Event, error) {
+// the outcome. wait, if not nil, is called before every read of the body:
+// each read may block, and what the caller holds must not wait with it
+// (ports.BeforeWait).
+func (d *decoder) next(wait func()) (chat.Event, error) {
 	for {
 		if d.qh < len(d.q) {
 			ev := d.q[d.qh]
@@ -158,6 +160,9 @@ func (d *decoder) next() (chat.Event, error) {
 		d.q, d.qh = d.q[:0], 0
 		if d.final != nil {
 			return chat.Event{}, d.final
+		}
+		if wait != nil {
+			wait()
 		}
 		n, err := d.r.Read(d.buf)
 		if n > 0 {
