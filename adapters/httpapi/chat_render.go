@@ -200,7 +200,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *tu
 				s.writeError(w, r, err)
 				return
 			}
-			_ = out.event(s.streamError(ctx, err))
+			_ = out.last(s.streamError(ctx, err))
 			return
 		}
 		if out == nil && !start() {

@@ -123,8 +123,14 @@ func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutp
 			ok = false
 		}
 	}
-	flush := func() {
-		if ok && out.flush() != nil {
+	// write writes what emit held: flushed at once (a ping), or as the
+	// stream's last write (sse.end).
+	write := func(last bool) {
+		w := out.flush
+		if last {
+			w = out.end
+		}
+		if ok && w() != nil {
 			infoFrom(ctx).code = errs.ClientCancelled
 			ok = false
 		}
@@ -142,7 +148,7 @@ func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutp
 		}
 		if ms != nil && ok {
 			emit("ping", map[string]any{})
-			flush()
+			write(false)
 		}
 		ping.Reset(interval)
 	})
@@ -195,7 +201,7 @@ func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutp
 		body, e, _ := anthropicBody(ctx, err)
 		s.noteError(ctx, e, err)
 		emit("error", map[string]any{"error": body.Error, "request_id": body.RequestID})
-		flush()
+		write(true)
 	}
 
 	sc := newStopScanner(o.req.stops)
@@ -254,7 +260,7 @@ func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutp
 	u := s.streamUsage(ctx, o.req.chat, tr)
 	emit("message_delta", map[string]any{"delta": map[string]any{"stop_reason": reason, "stop_sequence": sc.matched}, "usage": deltaUsage(msgUsageOf(u), startInput)})
 	emit("message_stop", map[string]any{})
-	flush()
+	write(true)
 }
 
 // deltaUsage is message_delta's usage. Usage there is cumulative (the SDKs

@@ -173,12 +173,12 @@ func newSSE(w http.ResponseWriter) *sse {
 	return s
 }
 
-// event writes v, after any held events, and flushes.
-func (s *sse) event(v any) error {
+// last writes v, after any held events, as the stream's last event (end).
+func (s *sse) last(v any) error {
 	if err := s.hold(v); err != nil {
 		return err
 	}
-	return s.flush()
+	return s.end()
 }
 
 // hold encodes v as the next event without writing it.
@@ -205,9 +205,23 @@ func (s *sse) holdNamed(typ string, v any) error {
 	return nil
 }
 
+// done writes [DONE], after any held events, as the stream's end.
 func (s *sse) done() error {
 	s.buf.WriteString("data: [DONE]\n\n")
-	return s.flush()
+	return s.end()
+}
+
+// end writes the held events as the stream's last write, without flushing:
+// the handler returns next, and net/http then sends them together with the
+// terminating chunk, in one write instead of two.
+func (s *sse) end() error {
+	if s.err != nil || s.buf.Len() == 0 {
+		return s.err
+	}
+	_, err := s.w.Write(s.buf.Bytes())
+	s.buf.Reset()
+	s.err = err
+	return err
 }
 
 // flush writes the held events, if any, and flushes them to the client.

@@ -280,9 +280,9 @@ func (s *server) streamResponse(w http.ResponseWriter, r *http.Request, o respOu
 			ok = false
 		}
 	}
-	// flush writes what emit held: the stream's last write.
-	flush := func() {
-		if ok && out.flush() != nil {
+	// end writes what emit held as the stream's last write (sse.end).
+	end := func() {
+		if ok && out.end() != nil {
 			infoFrom(ctx).code = errs.ClientCancelled
 			ok = false
 		}
@@ -312,7 +312,7 @@ func (s *server) streamResponse(w http.ResponseWriter, r *http.Request, o respOu
 		obj := o.object("failed", output)
 		obj.Error = &respError{Code: body.Error.Code, Message: body.Error.Message}
 		emit("response.failed", map[string]any{"response": obj})
-		flush()
+		end()
 	}
 	for ok {
 		st, err := tr.next(ctx)
@@ -377,7 +377,7 @@ func (s *server) streamResponse(w http.ResponseWriter, r *http.Request, o respOu
 	obj := o.object("completed", output)
 	obj.Usage = respUsageOf(s.streamUsage(ctx, o.req.chat, tr))
 	emit("response.completed", map[string]any{"response": obj})
-	flush()
+	end()
 }
 
 // finishCall emits one tool call as a whole: added, its arguments (or a
