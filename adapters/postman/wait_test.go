@@ -55,3 +55,42 @@ func TestStreamCallsTheWaitHookBeforeEveryReadOnly(t *testing.T) {
 	is.Equal(log.String(), "wabwcw") // one call before each of the three reads (the last one reads the EOF)
 	is.Equal(r.reads, 3)
 }
+
+// A stream that reached its outcome gives its read buffer to the next one;
+// what it reports afterwards (outcome, conversation id, model label) is its
+// own, whatever the next stream read into that buffer.
+func TestAFinishedStreamKeepsItsOwnResultsAfterItsBufferIsReused(t *testing.T) {
+	is := is.New(t)
+	body := func(conv, model, text string) []byte {
+		return []byte(`data: {"eventType":"conversation","data":{"id":"` + conv + `"}}` + "\n\n" +
+			`data: {"eventType":"textChunk","data":{"textContent":"` + text + `","metadata":{"model":"` + model + `"}}}` + "\n\n" +
+			"data: [DONE]\n\n")
+	}
+	cfg := func(model string) postman.ReaderConfig {
+		return postman.ReaderConfig{Rule: completion.RuleLegacyDone, MaxEventBytes: 1 << 20, MaxOutputBytes: 1 << 20,
+			MaxToolArgumentBytes: 1 << 20, Observed: []string{model}}
+	}
+	drain := func(s *postman.Stream) string {
+		var text string
+		for {
+			e, err := s.Next(t.Context())
+			if errors.Is(err, io.EOF) {
+				return text
+			}
+			is.NoErr(err)
+			text += e.Text
+		}
+	}
+	a := postman.NewReaderStream(&chunkReader{parts: [][]byte{body("conv-aaaaaaaa", "GPT_55", "first")}}, cfg("GPT_55"))
+	is.Equal(drain(a), "first")
+	for range 8 { // later streams of other content, likely in a's buffer
+		b := postman.NewReaderStream(&chunkReader{parts: [][]byte{body("conv-bbbbbbbb", "GPT_56", "second")}}, cfg("GPT_56"))
+		is.Equal(drain(b), "second")
+		is.Equal(b.ConversationID(), "conv-bbbbbbbb")
+	}
+	is.Equal(a.ConversationID(), "conv-aaaaaaaa") // a's own, not the later streams'
+	l, ok := a.ModelObserved()
+	is.True(ok)
+	is.Equal(l, "GPT_55")
+	is.Equal(string(a.Outcome().State), "COMPLETE_EXPLICIT")
+}
