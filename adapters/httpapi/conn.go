@@ -61,6 +61,8 @@ type Listener struct {
 	max int
 	log *slog.Logger
 
+	pending atomic.Int64 // afterResponse work not run yet
+
 	mu    sync.Mutex
 	open  int
 	idle  map[*conn]time.Time // idle since
@@ -145,6 +147,7 @@ func (l *Listener) connState(nc net.Conn, st http.ConnState) {
 	if st != http.StateNew && st != http.StateActive {
 		if f := c.after.Swap(nil); f != nil {
 			(*f)()
+			l.pending.Add(-1)
 		}
 	}
 	l.mu.Lock()
@@ -197,13 +200,21 @@ func connContext(ctx context.Context, nc net.Conn) context.Context {
 // afterwards) or closes; elsewhere (no such connection, HTTP/2) at once.
 func afterResponse(r *http.Request, fn func()) {
 	if c, ok := r.Context().Value(connKey{}).(*conn); ok && r.ProtoMajor == 1 {
+		c.l.pending.Add(1)
 		if prev := c.after.Swap(&fn); prev != nil { // never: one request at a time
 			(*prev)()
+			c.l.pending.Add(-1)
 		}
 		return
 	}
 	fn()
 }
+
+// AfterResponsePending returns the number of answered requests whose
+// after-response work (the access line) has not run yet. A request whose
+// response a client has read to the end is counted until its line is
+// written, so a reader of the log that waits for 0 sees that line.
+func (l *Listener) AfterResponsePending() int { return int(l.pending.Load()) }
 
 func (c *conn) Close() error {
 	err := c.Conn.Close()

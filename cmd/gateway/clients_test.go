@@ -798,38 +798,6 @@ func ssePayloads(body []byte) []string {
 	return out
 }
 
-// accessLogged returns the gateway's log once it holds the access line of
-// every exchange that has finished (the gateway writes that line after the
-// response has gone out), or after 5 s.
-func (o *clientObserver) accessLogged() string {
-	o.mu.Lock()
-	var ids []string
-	for _, e := range o.exchanges {
-		if e.Finished && e.RequestID != "" {
-			ids = append(ids, e.RequestID)
-		}
-	}
-	o.mu.Unlock()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		logs := o.s.logs.String()
-		seen := map[string]bool{}
-		for _, e := range logEntries(logs) {
-			if e.Msg == "request" {
-				seen[e.RequestID] = true
-			}
-		}
-		missing := false
-		for _, id := range ids {
-			missing = missing || !seen[id]
-		}
-		if !missing || time.Now().After(deadline) {
-			return logs
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func (o *clientObserver) observe(w http.ResponseWriter, r *http.Request) {
 	marker, reqID := r.URL.Query().Get("marker"), r.URL.Query().Get("request_id")
 	// ex_since=N keeps the exchanges from sequence number N on (a window
@@ -907,7 +875,7 @@ func (o *clientObserver) observe(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	report.Gateway, report.Conversations = []logEntry{}, []logEntry{}
-	for _, e := range logEntries(o.accessLogged()) {
+	for _, e := range logEntries(o.s.logs.String()) {
 		if c := e.Conversation; e.Msg == "request" && c != nil {
 			if report.ConversationSeq >= convSince {
 				report.Conversations = append(report.Conversations, logEntry{Msg: "conversation: " + c.Decision, RequestID: e.RequestID,

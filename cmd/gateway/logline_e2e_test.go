@@ -33,24 +33,19 @@ func TestAFreshTurnWritesOneInfoLineThatSaysEverything(t *testing.T) {
 			_, answer := chatTurn(t, s, testModel, []msg{{"role": "user", "content": "hello #loop=0"}}, sunny)
 			is.True(answer != "")
 			var info, conv, up []map[string]any
-			// The access line is written once the response has gone out.
-			eventually(t, "the access line", func() bool {
-				info, conv, up = nil, nil, nil
-				for _, l := range logLines(t, s.logs.String()) {
-					if l["request_id"] == nil {
-						continue // not a request's line (start-up)
-					}
-					switch {
-					case l["level"] == "INFO":
-						info = append(info, l)
-					case l["msg"] == "conversation: fresh":
-						conv = append(conv, l)
-					case l["msg"] == "upstream stream complete":
-						up = append(up, l)
-					}
+			for _, l := range logLines(t, s.logs.String()) {
+				if l["request_id"] == nil {
+					continue // not a request's line (start-up)
 				}
-				return len(info) > 0
-			})
+				switch {
+				case l["level"] == "INFO":
+					info = append(info, l)
+				case l["msg"] == "conversation: fresh":
+					conv = append(conv, l)
+				case l["msg"] == "upstream stream complete":
+					up = append(up, l)
+				}
+			}
 			is.Equal(len(info), 1) // one INFO line for the request
 			a := info[0]
 			is.Equal(a["msg"], "request")
