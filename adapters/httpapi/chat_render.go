@@ -11,6 +11,7 @@ import (
 
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // handleChat serves POST /v1/chat/completions: one turn (serveTurn) of the
@@ -161,27 +162,23 @@ type functionDelta struct {
 // last chunk with "choices":[] carries the usage object, or null when the
 // upstream reported no counts (the official SDKs accept a null usage).
 func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *turnReader) {
-	ctx := r.Context()
 	var out *sse
+	ctx := ports.WithBeforeWait(r.Context(), waitHook(&out))
 	c := chunk{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: o.model, Choices: make([]chunkChoice, 1)}
 	if o.includeUsage {
 		c.Usage = jsonNull
 	}
-	// send writes a chunk, after any held ones; hold keeps it for the next
-	// write (an encoding failure is then the next write's).
-	send := func(d delta, finish *string, hold bool) bool {
+	// emit holds a chunk for the next write: when the turn waits for the
+	// upstream (waitHook), or at the end (an encoding failure, or a client
+	// gone at the last write, is then the next call's).
+	emit := func(d delta, finish *string) bool {
 		c.Choices[0] = chunkChoice{Delta: d, FinishReason: finish}
-		err := out.hold(&c)
-		if err == nil && !hold {
-			err = out.flush()
-		}
-		if err != nil {
+		if out.hold(&c) != nil {
 			infoFrom(ctx).code = errs.ClientCancelled
 			return false
 		}
 		return true
 	}
-	emit := func(d delta, finish *string) bool { return send(d, finish, false) }
 	// start sends the headers and the role chunk with the first delta, in
 	// one write.
 	start := func() bool {
@@ -190,7 +187,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *tu
 		}
 		out = newSSE(w)
 		empty := ""
-		return send(delta{Role: "assistant", Content: &empty}, nil, true)
+		return emit(delta{Role: "assistant", Content: &empty}, nil)
 	}
 	calls := make([]toolCallDelta, 1)
 	for {
@@ -203,7 +200,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *tu
 				s.writeError(w, r, err)
 				return
 			}
-			_ = out.event(s.streamError(ctx, err))
+			_ = out.last(s.streamError(ctx, err))
 			return
 		}
 		if out == nil && !start() {
@@ -224,10 +221,6 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *tu
 				return
 			}
 		}
-		if out.held() && out.flush() != nil { // a step with nothing to show: the role chunk goes alone
-			infoFrom(ctx).code = errs.ClientCancelled
-			return
-		}
 	}
 	if out == nil && !start() {
 		return
@@ -235,7 +228,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *tu
 	// The end (the finish chunk, the usage chunk, [DONE]) is known at once,
 	// after the proven end: one write.
 	finish := string(tr.finish)
-	if !send(delta{}, &finish, true) {
+	if !emit(delta{}, &finish) {
 		return
 	}
 	if o.includeUsage {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pmgate/pmgate/domain/errs"
@@ -41,6 +42,7 @@ func NewHTTPServer(h http.Handler, l *Listener, log *slog.Logger) *http.Server {
 		IdleTimeout:                  idleTimeout,
 		DisableGeneralOptionsHandler: true,
 		ConnState:                    l.connState,
+		ConnContext:                  connContext,
 		ErrorLog:                     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 }
@@ -58,6 +60,8 @@ type Listener struct {
 	net.Listener
 	max int
 	log *slog.Logger
+
+	pending atomic.Int64 // afterResponse work not run yet
 
 	mu    sync.Mutex
 	open  int
@@ -133,11 +137,18 @@ func (l *Listener) oldestIdleLocked() *conn {
 	return victim
 }
 
-// connState is the http.Server hook that tells idle connections apart.
+// connState is the http.Server hook that tells idle connections apart, and
+// that runs what a request left for after its response (afterResponse).
 func (l *Listener) connState(nc net.Conn, st http.ConnState) {
 	c, ok := nc.(*conn)
 	if !ok {
 		return
+	}
+	if st != http.StateNew && st != http.StateActive {
+		if f := c.after.Swap(nil); f != nil {
+			(*f)()
+			l.pending.Add(-1)
+		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -164,7 +175,46 @@ type conn struct {
 	net.Conn
 	l    *Listener
 	once sync.Once
+	// after is what the request being answered left for after its
+	// response (afterResponse); run when the connection turns idle or
+	// closes.
+	after atomic.Pointer[func()]
 }
+
+type connKey struct{}
+
+// connContext puts the counted connection on its requests' contexts.
+func connContext(ctx context.Context, nc net.Conn) context.Context {
+	if c, ok := nc.(*conn); ok {
+		return context.WithValue(ctx, connKey{}, c)
+	}
+	return ctx
+}
+
+// afterResponse runs fn once the response to r has reached the connection:
+// net/http writes a handler's last bytes (the body it buffered, a chunked
+// stream's terminating chunk) only after the handler returned, so work done
+// at the end of the handler — the access line, the request's metrics — would
+// make every client wait for it. Over HTTP/1 on a counted connection fn runs
+// when the connection turns idle (the next request on it is read only
+// afterwards) or closes; elsewhere (no such connection, HTTP/2) at once.
+func afterResponse(r *http.Request, fn func()) {
+	if c, ok := r.Context().Value(connKey{}).(*conn); ok && r.ProtoMajor == 1 {
+		c.l.pending.Add(1)
+		if prev := c.after.Swap(&fn); prev != nil { // never: one request at a time
+			(*prev)()
+			c.l.pending.Add(-1)
+		}
+		return
+	}
+	fn()
+}
+
+// AfterResponsePending returns the number of answered requests whose
+// after-response work (the access line) has not run yet. A request whose
+// response a client has read to the end is counted until its line is
+// written, so a reader of the log that waits for 0 sees that line.
+func (l *Listener) AfterResponsePending() int { return int(l.pending.Load()) }
 
 func (c *conn) Close() error {
 	err := c.Conn.Close()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -261,4 +262,69 @@ func httptestGet(path string) *http.Request {
 	r.RequestURI = path
 	r.Header.Set("Authorization", "Bearer "+apiKey)
 	return r
+}
+
+// gateHandler is a slog handler whose access lines ("msg":"request") wait
+// until open is closed; it records the messages it handled.
+type gateHandler struct {
+	open chan struct{}
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (g *gateHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (g *gateHandler) WithAttrs([]slog.Attr) slog.Handler       { return g }
+func (g *gateHandler) WithGroup(string) slog.Handler            { return g }
+func (g *gateHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "request" {
+		<-g.open
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.msgs = append(g.msgs, r.Message)
+	return nil
+}
+
+func (g *gateHandler) count(msg string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	for _, m := range g.msgs {
+		if m == msg {
+			n++
+		}
+	}
+	return n
+}
+
+// A client gets the whole response — a JSON answer, a stream to its last
+// chunk — before the request's access line is written: the line never
+// delays an answer. It is written before the next request on the
+// connection is read, and exactly once.
+func TestTheAccessLineIsWrittenAfterTheResponse(t *testing.T) {
+	is := is.New(t)
+	gate := &gateHandler{open: make(chan struct{})}
+	h := httpapi.NewServer(testConfig(), returning(script(app.Delta{Text: "hi"}, app.Delta{Finish: app.FinishStop}), nil), slog.New(gate))
+	_, addr := listen(t, h, 4)
+	c, err := net.Dial("tcp", addr)
+	is.NoErr(err)
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	body := streamRequest(false)
+	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", apiKey, len(body), body)
+	resp, err := http.ReadResponse(br, nil)
+	is.NoErr(err)
+	all, err := io.ReadAll(resp.Body) // to the terminating chunk, while the access line waits
+	is.NoErr(err)
+	is.True(strings.HasSuffix(string(all), "data: [DONE]\n\n"))
+	is.Equal(gate.count("request"), 0) // not written yet: the response did not wait for it
+	close(gate.open)
+	getOnConn(t, c, br)                 // the next request on the connection
+	is.True(gate.count("request") >= 1) // the first line was written before it was read
+	deadline := time.Now().Add(5 * time.Second)
+	for gate.count("request") < 2 && time.Now().Before(deadline) { // the /health line follows its response
+		time.Sleep(time.Millisecond)
+	}
+	is.Equal(gate.count("request"), 2) // one line per request
 }

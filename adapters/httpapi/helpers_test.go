@@ -18,6 +18,7 @@ import (
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/internal/testkit"
+	"github.com/pmgate/pmgate/ports"
 )
 
 const (
@@ -100,13 +101,20 @@ func (t *fakeTurn) Closed() bool {
 }
 
 // script returns a turn that yields each step in order, app.Delta values as
-// deltas and error values as errors, and io.EOF afterwards.
+// deltas and error values as errors, and io.EOF afterwards. Each step comes
+// as if in an upstream read of its own (ports.BeforeWait before it), except
+// a step after together, which arrives with the one before.
 func script(steps ...any) *fakeTurn {
 	var mu sync.Mutex
 	i := 0
-	return newTurn(func(context.Context) (app.Delta, error) {
+	return newTurn(func(ctx context.Context) (app.Delta, error) {
 		mu.Lock()
 		defer mu.Unlock()
+		if i < len(steps) && steps[i] == together {
+			i++
+		} else {
+			ports.BeforeWait(ctx)
+		}
 		if i >= len(steps) {
 			return app.Delta{}, io.EOF
 		}
@@ -121,6 +129,9 @@ func script(steps ...any) *fakeTurn {
 		panic("script: step must be app.Delta or error")
 	})
 }
+
+// together, between two steps of a script, makes them arrive together.
+var together any = struct{ together bool }{true}
 
 // lockedBuffer collects log output written from server goroutines.
 type lockedBuffer struct{ testkit.SyncBuffer }

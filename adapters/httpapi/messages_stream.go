@@ -5,10 +5,12 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // stopScanner enforces stop_sequences on text that arrives in pieces: the
@@ -88,19 +90,7 @@ type msgStream struct {
 
 func (ms *msgStream) emit(typ string, v map[string]any) error {
 	v["type"] = typ
-	ms.out.buf.Reset()
-	ms.out.buf.WriteString("event: " + typ + "\ndata: ")
-	if err := ms.out.enc.Encode(v); err != nil {
-		return err
-	}
-	ms.out.buf.WriteByte('\n')
-	return ms.out.flush()
-}
-
-// read is one result of the turn, passed from the reading goroutine.
-type read struct {
-	st  step
-	err error
+	return ms.out.holdNamed(typ, v)
 }
 
 // streamMessage renders a turn as the Messages event stream. Headers wait
@@ -110,42 +100,77 @@ type read struct {
 // the proven end. While the upstream is silent, ping events keep the
 // connection alive.
 func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutput, tr *turnReader) {
-	ctx := r.Context()
-	reads := make(chan read)
-	done := make(chan struct{})
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		for {
-			st, err := tr.next(ctx)
-			select {
-			case reads <- read{st, err}:
-			case <-done:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	defer func() {
-		close(done)
-		tr.turn.Close() // a reader blocked in Next returns at once
-		<-exited
-	}()
-
+	// The turn is read on this goroutine; pings come from a timer's. mu
+	// serializes every write, and after the handler's end (closed) the
+	// timer writes nothing.
+	var mu sync.Mutex
+	closed := false
 	var ms *msgStream
+	var out *sse // ms.out, for the hook
+	hook := waitHook(&out)
+	ctx := ports.WithBeforeWait(r.Context(), func() {
+		mu.Lock()
+		defer mu.Unlock()
+		hook()
+	})
 	var startInput int64 // the input count message_start reported
 	ok := true
+	// emit holds an event for the next write: when the turn waits for the
+	// upstream, at a ping, or at the end (flush).
 	emit := func(typ string, v map[string]any) {
 		if ok && ms.emit(typ, v) != nil {
 			infoFrom(ctx).code = errs.ClientCancelled
 			ok = false
 		}
 	}
+	// write writes what emit held: flushed at once (a ping), or as the
+	// stream's last write (sse.end).
+	write := func(last bool) {
+		w := out.flush
+		if last {
+			w = out.end
+		}
+		if ok && w() != nil {
+			infoFrom(ctx).code = errs.ClientCancelled
+			ok = false
+		}
+	}
+	interval := s.cfg.MessagesPingInterval
+	if interval <= 0 {
+		interval = defaultPingInterval
+	}
+	var ping *time.Timer
+	ping = time.AfterFunc(interval, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if closed {
+			return
+		}
+		if ms != nil && ok {
+			emit("ping", map[string]any{})
+			write(false)
+		}
+		ping.Reset(interval)
+	})
+	defer func() {
+		mu.Lock()
+		closed = true
+		mu.Unlock()
+		ping.Stop()
+	}()
+	// Between reads, the turn's results are rendered under mu.
+	mu.Lock()
+	defer mu.Unlock()
+	next := func() (step, error) {
+		mu.Unlock()
+		defer mu.Lock()
+		return tr.next(ctx)
+	}
+
 	start := func() {
 		s.markStreamUsage(w.Header())
-		ms = &msgStream{out: newSSE(w)}
+		out = newSSE(w)
+		ms = &msgStream{out: out}
 		u := msgUsage{}
 		if !s.cfg.UsageEstimatesOff {
 			u.InputTokens = o.req.estimate
@@ -176,42 +201,28 @@ func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutp
 		body, e, _ := anthropicBody(ctx, err)
 		s.noteError(ctx, e, err)
 		emit("error", map[string]any{"error": body.Error, "request_id": body.RequestID})
+		write(true)
 	}
-	interval := s.cfg.MessagesPingInterval
-	if interval <= 0 {
-		interval = defaultPingInterval
-	}
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
 
 	sc := newStopScanner(o.req.stops)
 	uses, argBytes, seen := 0, 0, false
 	for ok {
-		var rd read
-		select {
-		case rd = <-reads:
-		case <-ticker.C:
-			if ms != nil {
-				emit("ping", map[string]any{})
-			}
-			continue
-		}
-		if rd.err == io.EOF {
+		st, err := next()
+		if err == io.EOF {
 			break
 		}
-		if rd.err != nil {
+		if err != nil {
 			if ms == nil {
-				s.writeError(w, r, rd.err)
+				s.writeError(w, r, err)
 				return
 			}
-			fail(rd.err)
+			fail(err)
 			return
 		}
 		seen = true
 		if ms == nil {
 			start()
 		}
-		st := rd.st
 		text(sc.feed(st.text))
 		if c := st.call; c != nil && sc.matched == nil {
 			if st.first {
@@ -249,6 +260,7 @@ func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutp
 	u := s.streamUsage(ctx, o.req.chat, tr)
 	emit("message_delta", map[string]any{"delta": map[string]any{"stop_reason": reason, "stop_sequence": sc.matched}, "usage": deltaUsage(msgUsageOf(u), startInput)})
 	emit("message_stop", map[string]any{})
+	write(true)
 }
 
 // deltaUsage is message_delta's usage. Usage there is cumulative (the SDKs

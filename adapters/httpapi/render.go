@@ -145,13 +145,20 @@ var (
 	noChoice = []chunkChoice{}
 )
 
-// sse writes events: "data: <one-line JSON>\n\n", flushed one by one, or
-// held and written with the next one (one write and one flush for both).
+// sse writes events: "data: <one-line JSON>\n\n", or with a name, "event:
+// <name>\n" before the data line. Events are held and written together, in
+// one write and one flush, when the turn is about to wait for the upstream
+// (ports.BeforeWait: the renderers put waitHook on the context they read the
+// turn with), at the end, and wherever a renderer flushes: what arrived in one
+// upstream read reaches the client in one write, and nothing waits for an
+// event that has not arrived. After a failed write every later one fails the
+// same way.
 type sse struct {
 	w   io.Writer
 	rc  *http.ResponseController
 	buf bytes.Buffer // the events not written yet
 	enc *json.Encoder
+	err error // the first failed write
 }
 
 func newSSE(w http.ResponseWriter) *sse {
@@ -166,20 +173,29 @@ func newSSE(w http.ResponseWriter) *sse {
 	return s
 }
 
-// event writes v, after any held events, and flushes.
-func (s *sse) event(v any) error {
+// last writes v, after any held events, as the stream's last event (end).
+func (s *sse) last(v any) error {
 	if err := s.hold(v); err != nil {
 		return err
 	}
-	return s.flush()
+	return s.end()
 }
 
-// hold encodes v as the next event without writing it: nothing reaches the
-// client until the next event, done or flush. The stream holds only what
-// arrives together anyway (the role chunk with the first delta, the end's
-// chunks with [DONE]), so holding delays nothing and saves writes.
-func (s *sse) hold(v any) error {
+// hold encodes v as the next event without writing it.
+func (s *sse) hold(v any) error { return s.holdNamed("", v) }
+
+// holdNamed encodes v as the next event, named typ unless typ is "", without
+// writing it.
+func (s *sse) holdNamed(typ string, v any) error {
+	if s.err != nil {
+		return s.err
+	}
 	n := s.buf.Len()
+	if typ != "" {
+		s.buf.WriteString("event: ")
+		s.buf.WriteString(typ)
+		s.buf.WriteByte('\n')
+	}
 	s.buf.WriteString("data: ")
 	if err := s.enc.Encode(v); err != nil { // one line, ends in \n
 		s.buf.Truncate(n)
@@ -189,19 +205,46 @@ func (s *sse) hold(v any) error {
 	return nil
 }
 
+// done writes [DONE], after any held events, as the stream's end.
 func (s *sse) done() error {
 	s.buf.WriteString("data: [DONE]\n\n")
-	return s.flush()
+	return s.end()
 }
 
-// held reports whether an event waits to be written.
-func (s *sse) held() bool { return s.buf.Len() > 0 }
-
-func (s *sse) flush() error {
+// end writes the held events as the stream's last write, without flushing:
+// the handler returns next, and net/http then sends them together with the
+// terminating chunk, in one write instead of two.
+func (s *sse) end() error {
+	if s.err != nil || s.buf.Len() == 0 {
+		return s.err
+	}
 	_, err := s.w.Write(s.buf.Bytes())
 	s.buf.Reset()
-	if err != nil {
-		return err
+	s.err = err
+	return err
+}
+
+// flush writes the held events, if any, and flushes them to the client.
+func (s *sse) flush() error {
+	if s.err != nil || s.buf.Len() == 0 {
+		return s.err
 	}
-	return s.rc.Flush()
+	_, err := s.w.Write(s.buf.Bytes())
+	s.buf.Reset()
+	if err == nil {
+		err = s.rc.Flush()
+	}
+	s.err = err
+	return err
+}
+
+// waitHook returns the ports.BeforeWait hook of a stream whose writer *out
+// is set once the headers go (nil until then): it writes what is held. A
+// failed write is the next write's error.
+func waitHook(out **sse) func() {
+	return func() {
+		if *out != nil {
+			_ = (*out).flush()
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // handleResponses serves POST /v1/responses: one turn (serveTurn) of the
@@ -257,13 +258,7 @@ func (rs *respStream) emit(typ string, fields map[string]any) error {
 	fields["type"] = typ
 	fields["sequence_number"] = rs.seq
 	rs.seq++
-	rs.out.buf.Reset()
-	rs.out.buf.WriteString("event: " + typ + "\ndata: ")
-	if err := rs.out.enc.Encode(fields); err != nil {
-		return err
-	}
-	rs.out.buf.WriteByte('\n')
-	return rs.out.flush()
+	return rs.out.holdNamed(typ, fields)
 }
 
 // streamResponse renders a turn as the Responses event stream. Headers wait
@@ -271,8 +266,9 @@ func (rs *respStream) emit(typ string, fields map[string]any) error {
 // its status. A failure after that is response.failed and the end of the
 // stream; response.completed comes only after the proven end.
 func (s *server) streamResponse(w http.ResponseWriter, r *http.Request, o respOutput, tr *turnReader) {
-	ctx := r.Context()
 	var rs *respStream
+	var out *sse // rs.out, for the hook
+	ctx := ports.WithBeforeWait(r.Context(), waitHook(&out))
 	var output []json.RawMessage
 	var calls []*callOut
 	var text strings.Builder
@@ -284,9 +280,17 @@ func (s *server) streamResponse(w http.ResponseWriter, r *http.Request, o respOu
 			ok = false
 		}
 	}
+	// end writes what emit held as the stream's last write (sse.end).
+	end := func() {
+		if ok && out.end() != nil {
+			infoFrom(ctx).code = errs.ClientCancelled
+			ok = false
+		}
+	}
 	start := func() {
 		s.markStreamUsage(w.Header())
-		rs = &respStream{out: newSSE(w)}
+		out = newSSE(w)
+		rs = &respStream{out: out}
 		emit("response.created", map[string]any{"response": o.object("in_progress", nil)})
 		emit("response.in_progress", map[string]any{"response": o.object("in_progress", nil)})
 	}
@@ -308,6 +312,7 @@ func (s *server) streamResponse(w http.ResponseWriter, r *http.Request, o respOu
 		obj := o.object("failed", output)
 		obj.Error = &respError{Code: body.Error.Code, Message: body.Error.Message}
 		emit("response.failed", map[string]any{"response": obj})
+		end()
 	}
 	for ok {
 		st, err := tr.next(ctx)
@@ -372,6 +377,7 @@ func (s *server) streamResponse(w http.ResponseWriter, r *http.Request, o respOu
 	obj := o.object("completed", output)
 	obj.Usage = respUsageOf(s.streamUsage(ctx, o.req.chat, tr))
 	emit("response.completed", map[string]any{"response": obj})
+	end()
 }
 
 // finishCall emits one tool call as a whole: added, its arguments (or a

@@ -323,11 +323,15 @@ func (s *server) middleware(next http.Handler) http.Handler {
 					s.writeError(rw, r, errors.AssertionFailedf("httpapi: handler panic"))
 				}
 			}
-			s.accessLog(ctx, r, rw, ri, start)
+			// The request's metrics are in before its response ends (a
+			// scrape after a request counts it); its line and span may follow.
 			s.observe(r, rw, ri, start)
-			if span != nil {
-				endRequestSpan(span, r, rw, ri)
-			}
+			afterResponse(r, func() {
+				s.accessLog(ctx, r, rw, ri, start)
+				if span != nil {
+					endRequestSpan(span, r, rw, ri)
+				}
+			})
 		}()
 		if strings.HasPrefix(r.URL.Path, pathAdmin) {
 			setAdminHeaders(w.Header())

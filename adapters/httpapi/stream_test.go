@@ -355,29 +355,49 @@ func (f *flushRecorder) Flush() {
 	f.flushes = append(f.flushes, f.Body.Len())
 }
 
-// Every event is flushed as soon as the turn knows it, never later than the
-// next step: the role chunk with the first delta (one write), each further
-// delta on its own, and the end (finish chunk, [DONE]) in one write after the
-// proven end. Every flush ends at an event boundary.
-func TestEveryEventIsFlushedAsSoonAsItIsKnown(t *testing.T) {
+// Every event is written before the turn waits for the upstream again, never
+// later: the role chunk with the first delta (one write), a delta that came
+// in an upstream read of its own on its own, and the end (finish chunk,
+// [DONE]) in one last write after the proven end, which is not flushed:
+// net/http sends it with the terminating chunk when the handler returns.
+// Every write ends at an event boundary.
+func TestEveryEventIsWrittenBeforeTheTurnWaits(t *testing.T) {
 	t.Parallel()
 	is := is.New(t)
 	h, _ := newServer(t, returning(script(app.Delta{Text: "a"}, app.Delta{Text: "b"}, app.Delta{Finish: app.FinishStop}), nil))
 	rec := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
 	h.ServeHTTP(rec, chatRequest(streamRequest(false)))
 	body := rec.Body.String()
-	is.Equal(len(rec.flushes), 3) // the first delta, the second, the end
-	for _, at := range rec.flushes {
-		is.Equal(body[at-2:at], "\n\n") // each flush ends exactly at an event boundary
+	is.Equal(len(rec.flushes), 2) // the first delta, the second; the end is the handler's last write
+	for _, at := range append(rec.flushes, len(body)) {
+		is.Equal(body[at-2:at], "\n\n") // each write ends exactly at an event boundary
 	}
-	first, second, end := body[:rec.flushes[0]], body[rec.flushes[0]:rec.flushes[1]], body[rec.flushes[1]:rec.flushes[2]]
+	first, second, end := body[:rec.flushes[0]], body[rec.flushes[0]:rec.flushes[1]], body[rec.flushes[1]:]
 	is.Equal(strings.Count(first, "\n\n"), 2) // the role chunk and the first delta
 	is.True(strings.Contains(first, `"role":"assistant"`) && strings.Contains(first, `"content":"a"`))
 	is.Equal(strings.Count(second, "\n\n"), 1) // the second delta alone, when it arrived
 	is.True(strings.Contains(second, `"content":"b"`))
 	is.Equal(strings.Count(end, "\n\n"), 2) // the finish chunk and [DONE]
 	is.True(strings.Contains(end, `"finish_reason":"stop"`) && strings.HasSuffix(end, "data: [DONE]\n\n"))
-	is.Equal(rec.flushes[2], len(body)) // nothing after the end
+}
+
+// Deltas that came in one upstream read reach the client in one write: the
+// stream waits for nothing that has not arrived, and writes no more often
+// than the upstream delivers.
+func TestDeltasThatArriveTogetherAreWrittenTogether(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	h, _ := newServer(t, returning(script(app.Delta{Text: "a"}, together, app.Delta{Text: "b"}, together, app.Delta{Text: "c"},
+		app.Delta{Text: "d"}, app.Delta{Finish: app.FinishStop}), nil))
+	rec := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
+	h.ServeHTTP(rec, chatRequest(streamRequest(false)))
+	body := rec.Body.String()
+	is.Equal(len(rec.flushes), 2) // a+b+c, d; then the end
+	first, second := body[:rec.flushes[0]], body[rec.flushes[0]:rec.flushes[1]]
+	is.Equal(strings.Count(first, "\n\n"), 4) // the role chunk and three deltas
+	is.True(strings.Contains(first, `"content":"a"`) && strings.Contains(first, `"content":"c"`))
+	is.True(strings.Contains(second, `"content":"d"`) && !strings.Contains(second, `"content":"c"`))
+	is.Equal(sseViolations(body, false), []string(nil)) // still a good stream by the rules
 }
 
 func TestRuleCheckerCatchesBrokenStreams(t *testing.T) {
@@ -396,4 +416,53 @@ func TestRuleCheckerCatchesBrokenStreams(t *testing.T) {
 	is.True(sseViolations(role+noIndex+strings.Replace(stop, "stop", "tool_calls", 1)+done, false) != nil) // a tool call without index is caught
 	is.True(sseViolations(role+stop+done, true) != nil)                                                    // a missing usage chunk is caught
 	is.True(sseViolations("event: x\n"+role+stop+done, false) != nil)                                      // an event: line is caught
+}
+
+// The Responses and Messages streams write as the chat stream does: what the
+// turn knows before it waits again goes in one write, every write ends at an
+// event boundary, and the end is one write.
+func TestNamedEventStreamsWriteBeforeTheTurnWaits(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		req  func() *http.Request
+		// the first write: the opening events and the first delta; the
+		// second: the second delta alone
+		first, second []string
+		last          string
+	}{
+		{"responses", func() *http.Request { return respRequest(`{"model":"` + model + `","input":"hi","stream":true}`) },
+			[]string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added", "response.output_text.delta"},
+			[]string{"response.output_text.delta"}, "response.completed"},
+		{"messages", func() *http.Request { return msgRequest(msgBody(userHi, `,"stream":true`)) },
+			[]string{"message_start", "content_block_start", "content_block_delta"},
+			[]string{"content_block_delta"}, "message_stop"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			h, _ := newServer(t, returning(script(app.Delta{Text: "a"}, app.Delta{Text: "b"}, app.Delta{Finish: app.FinishStop}), nil))
+			rec := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
+			h.ServeHTTP(rec, tc.req())
+			body := rec.Body.String()
+			is.Equal(len(rec.flushes), 2) // the first delta, the second; the end is the handler's last write
+			names := func(part string) (out []string) {
+				for _, l := range strings.Split(part, "\n") {
+					if n, ok := strings.CutPrefix(l, "event: "); ok {
+						out = append(out, n)
+					}
+				}
+				return out
+			}
+			prev := 0
+			for _, at := range append(rec.flushes, len(body)) {
+				is.Equal(body[at-2:at], "\n\n") // each write ends at an event boundary
+				is.True(at > prev)              // and writes something
+				prev = at
+			}
+			is.Equal(names(body[:rec.flushes[0]]), tc.first)
+			is.Equal(names(body[rec.flushes[0]:rec.flushes[1]]), tc.second)
+			end := names(body[rec.flushes[1]:])
+			is.Equal(end[len(end)-1], tc.last) // the end is the last write
+		})
+	}
 }

@@ -3,6 +3,7 @@ package postman
 import (
 	"context"
 	"io"
+	"sync"
 
 	"github.com/cockroachdb/errors"
 
@@ -66,12 +67,13 @@ type decoderConfig struct {
 // decoder turns an upstream SSE body into chat events and a completion outcome.
 // It is not safe for concurrent use.
 type decoder struct {
-	cfg   decoderConfig
-	r     io.Reader
-	buf   []byte
-	split *sse.Splitter
-	emit  func([]byte) error
-	tr    *completion.Tracker
+	cfg    decoderConfig
+	r      io.Reader
+	buf    []byte
+	pooled *[]byte // buf's slice, from readBuffers; nil once released
+	split  *sse.Splitter
+	emit   func([]byte) error
+	tr     *completion.Tracker
 
 	q     []chat.Event
 	qh    int
@@ -117,12 +119,13 @@ func newDecoder(r io.Reader, cfg decoderConfig) *decoder {
 	d := &decoder{
 		cfg:        cfg,
 		r:          r,
-		buf:        make([]byte, cfg.readChunk),
+		pooled:     readBuffer(cfg.readChunk),
 		split:      sse.NewSplitter(cfg.maxEvent),
 		tr:         completion.NewTracker(cfg.rule),
 		labelMatch: true,
 		convID:     cfg.convID,
 	}
+	d.buf = *d.pooled
 	if cfg.evidence {
 		d.ev = newEvidence(cfg.rule)
 	}
@@ -146,8 +149,10 @@ func classifyPlainRead(err error) completion.Event {
 }
 
 // next returns the next event, io.EOF after a proven completion, or the error of
-// the outcome.
-func (d *decoder) next() (chat.Event, error) {
+// the outcome. wait, if not nil, is called before every read of the body:
+// each read may block, and what the caller holds must not wait with it
+// (ports.BeforeWait).
+func (d *decoder) next(wait func()) (chat.Event, error) {
 	for {
 		if d.qh < len(d.q) {
 			ev := d.q[d.qh]
@@ -157,7 +162,11 @@ func (d *decoder) next() (chat.Event, error) {
 		}
 		d.q, d.qh = d.q[:0], 0
 		if d.final != nil {
+			d.releaseBuffer() // the decoder never reads again
 			return chat.Event{}, d.final
+		}
+		if wait != nil {
+			wait()
 		}
 		n, err := d.r.Read(d.buf)
 		if n > 0 {
@@ -192,6 +201,31 @@ func (d *decoder) next() (chat.Event, error) {
 }
 
 func (d *decoder) push(ev chat.Event) { d.q = append(d.q, ev) }
+
+// readBuffers holds the read buffers of decoders that reached their outcome:
+// a buffer is most of what a streamed turn allocates, and the next stream
+// takes one from here instead of a new one.
+var readBuffers = sync.Pool{New: func() any { b := make([]byte, defaultReadChunk); return &b }}
+
+func readBuffer(size int) *[]byte {
+	if size != defaultReadChunk {
+		b := make([]byte, size)
+		return &b
+	}
+	return readBuffers.Get().(*[]byte)
+}
+
+// releaseBuffer gives the read buffer back, once the outcome is known: no
+// read follows, and nothing the decoder keeps refers into the buffer (lines
+// are parsed, and their values copied, before the next read overwrites it).
+// A stream closed before its outcome keeps its buffer (a Read may still be
+// running in it) and leaves it to the collector.
+func (d *decoder) releaseBuffer() {
+	if d.pooled != nil && len(*d.pooled) == defaultReadChunk {
+		readBuffers.Put(d.pooled)
+	}
+	d.buf, d.pooled = nil, nil
+}
 
 // line handles one SSE line.
 func (d *decoder) line(l []byte) error {

@@ -60,7 +60,7 @@ func (s *Stream) Next(ctx context.Context) (chat.Event, error) {
 		}
 		s.watch(ctx)
 	}
-	ev, err := s.d.next()
+	ev, err := s.d.next(ports.BeforeWaitFunc(ctx))
 	if err == nil && !s.first {
 		s.first = true
 		s.log.LogAttrs(s.logContext(), slog.LevelDebug, "upstream first event",

@@ -12,12 +12,14 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/matryer/is"
 
 	"github.com/pmgate/pmgate/adapters/emulator"
+	"github.com/pmgate/pmgate/adapters/httpapi"
 	"github.com/pmgate/pmgate/adapters/postman"
 	"github.com/pmgate/pmgate/internal/testkit"
 )
@@ -38,9 +40,37 @@ type syncBuffer = testkit.SyncBuffer
 type served struct {
 	base   string
 	emu    *emulator.Server
-	logs   *syncBuffer
+	logs   *gatewayLogs
 	cancel context.CancelFunc
 	done   chan error
+}
+
+// gatewayLogs is a served gateway's log. The gateway writes a request's
+// access line after its response has gone out, so String first waits (at
+// most 5 s) until every answered request's line is written: a test that read
+// a response finds its line, as a reader of the log file would a moment
+// later.
+type gatewayLogs struct {
+	buf *syncBuffer
+	ln  atomic.Pointer[httpapi.Listener]
+}
+
+// newGatewayLogs returns the log of the program p will run, and sets p's
+// started hook.
+func newGatewayLogs(p *program) *gatewayLogs {
+	l := &gatewayLogs{buf: &syncBuffer{}}
+	p.stderr = l.buf
+	p.started = func(g *gateway) { l.ln.Store(g.ln.(*httpapi.Listener)) }
+	return l
+}
+
+func (l *gatewayLogs) String() string {
+	if ln := l.ln.Load(); ln != nil {
+		for deadline := time.Now().Add(5 * time.Second); ln.AfterResponsePending() > 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return l.buf.String()
 }
 
 // serve starts `gateway serve` through run with the given strategy and extra
@@ -99,9 +129,9 @@ func serveWith(t *testing.T, emu *emulator.Server, strategy string, extra map[st
 	t.Helper()
 	env, upstream := emulatorEnv(emu, strategy, extra)
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
 	done := make(chan error, 1)
-	p := program{getenv: func(k string) string { return env[k] }, stdout: io.Discard, stderr: logs, upstream: upstream}
+	p := program{getenv: func(k string) string { return env[k] }, stdout: io.Discard, upstream: upstream}
+	logs := newGatewayLogs(&p)
 	go func() { done <- p.run(ctx, []string{"serve"}) }()
 	addrRE := regexp.MustCompile(`"addr":"([0-9.:]+)"`)
 	deadline := time.Now().Add(10 * time.Second)

@@ -56,6 +56,9 @@ type program struct {
 	// --live (a test trusts its in-test emulator's CA and dials it); none in
 	// the binary.
 	upstream []postman.Option
+	// started, if set, is called with serve's gateway once it listens
+	// (tests); nil in the binary.
+	started func(*gateway)
 }
 
 // run is a program of the given environment and streams, without extra
@@ -72,7 +75,7 @@ func (p program) run(ctx context.Context, args []string) error {
 	}
 	switch args[0] {
 	case "serve":
-		return runServe(ctx, args[1:], getenv, stdout, stderr, p.upstream)
+		return runServe(ctx, args[1:], getenv, stdout, stderr, p.upstream, p.started)
 	case "demo":
 		return runDemo(ctx, args[1:], getenv, stdout, stderr)
 	case "emulator":

@@ -73,9 +73,9 @@ func serveEnvFile(t *testing.T, emu *emulator.Server, file string, trustEmulator
 			}))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
 	done := make(chan error, 1)
-	p := program{getenv: func(string) string { return "" }, stdout: io.Discard, stderr: logs, upstream: opts}
+	p := program{getenv: func(string) string { return "" }, stdout: io.Discard, upstream: opts}
+	logs := newGatewayLogs(&p)
 	go func() { done <- p.run(ctx, []string{"serve", "--env-file", file}) }()
 	addrRE := regexp.MustCompile(`"addr":"([0-9.:]+)"`)
 	deadline := time.Now().Add(10 * time.Second)

@@ -68,8 +68,19 @@ func startBenchGateway(b *testing.B) *benchGateway {
 // post sends one chat completion and returns its whole body; a status other
 // than 200 fails the benchmark.
 func (g *benchGateway) post(b *testing.B, body []byte) []byte {
-	req, _ := http.NewRequest("POST", g.base+"/v1/chat/completions", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+testKey)
+	return g.postTo(b, "/v1/chat/completions", body)
+}
+
+// postTo is post to another API's path (the Messages API with its own key
+// header).
+func (g *benchGateway) postTo(b *testing.B, path string, body []byte) []byte {
+	req, _ := http.NewRequest("POST", g.base+path, bytes.NewReader(body))
+	if path == "/v1/messages" {
+		req.Header.Set("x-api-key", testKey)
+		req.Header.Set("anthropic-version", "2023-06-01")
+	} else {
+		req.Header.Set("Authorization", "Bearer "+testKey)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "pmgate-bench/1")
 	resp, err := g.client.Do(req)
@@ -154,6 +165,23 @@ func BenchmarkRequest(b *testing.B) {
 			g.post(b, body)
 		}
 	})
+	// The same streamed turn through the Responses and Messages APIs.
+	for _, api := range []struct{ name, path, body, end string }{
+		{"responses_stream", "/v1/responses", `{"model":%q,"stream":true,"instructions":%q,"input":"What does the gateway do? Say it as a stream."}`, "response.completed"},
+		{"messages_stream", "/v1/messages", `{"model":%q,"stream":true,"max_tokens":1024,"system":%q,"messages":[{"role":"user","content":"What does the gateway do? Say it as a stream."}]}`, "message_stop"},
+	} {
+		b.Run(api.name, func(b *testing.B) {
+			body := fmt.Appendf(nil, api.body, testModel, benchSystem)
+			if out := g.postTo(b, api.path, body); !bytes.Contains(out, []byte("event: "+api.end)) {
+				b.Fatalf("not a finished stream: %s", out)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				g.postTo(b, api.path, body)
+			}
+		})
+	}
 	b.Run("tools", func(b *testing.B) {
 		// 16 tool definitions and a text answer: the fresh turn of an agent.
 		body := benchBody(b, []msg{{"role": "system", "content": benchSystem}, {"role": "user", "content": "Explain the layout of this repository. #loop=0"}}, false, tools)

@@ -28,7 +28,7 @@ const usageFlushInterval = time.Second
 // shutdownGrace bounds how long in-flight requests may finish after a signal.
 const shutdownGrace = 30 * time.Second
 
-func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, upstream []postman.Option) error {
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, upstream []postman.Option, started func(*gateway)) error {
 	src, done, err := configSource("serve", serveHelp, args, getenv, stdout)
 	if done || err != nil {
 		return err
@@ -47,6 +47,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	gw.enableReload(src, env, lc)
+	if started != nil {
+		started(gw)
+	}
 	if isTerminal(stdout) {
 		printBanner(stdout, cfg, gw.addr())
 	}
