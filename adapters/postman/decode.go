@@ -3,6 +3,7 @@ package postman
 import (
 	"context"
 	"io"
+	"sync"
 
 	"github.com/cockroachdb/errors"
 
@@ -66,12 +67,15 @@ type decoderConfig struct {
 // decoder turns an upstream SSE body into chat events and a completion outcome.
 // It is not safe for concurrent use.
 type decoder struct {
-	cfg   decoderConfig
-	r     io.Reader
-	buf   []byte
-	split *sse.Splitter
-	emit  func([]byte) error
-	tr    *completion.Tracker
+	cfg decoderConfig
+	r   io.Reader
+	buf []byte
+	// pooled is buf's entry in readBufs while the decoder holds it; nil for a
+	// buffer of another size, and once released.
+	pooled *[]byte
+	split  *sse.Splitter
+	emit   func([]byte) error
+	tr     *completion.Tracker
 
 	q     []chat.Event
 	qh    int
@@ -117,7 +121,6 @@ func newDecoder(r io.Reader, cfg decoderConfig) *decoder {
 	d := &decoder{
 		cfg:        cfg,
 		r:          r,
-		buf:        make([]byte, cfg.readChunk),
 		split:      sse.NewSplitter(cfg.maxEvent),
 		tr:         completion.NewTracker(cfg.rule),
 		labelMatch: true,
@@ -126,8 +129,32 @@ func newDecoder(r io.Reader, cfg decoderConfig) *decoder {
 	if cfg.evidence {
 		d.ev = newEvidence(cfg.rule)
 	}
+	if cfg.readChunk == defaultReadChunk {
+		d.pooled = readBufs.Get().(*[]byte)
+		d.buf = *d.pooled
+	} else {
+		d.buf = make([]byte, cfg.readChunk)
+	}
 	d.emit = d.line
 	return d
+}
+
+// readBufs recycles the default read buffers: a 16 KiB buffer per upstream
+// response was the largest allocation of a turn. A decoder gives its buffer
+// back once the outcome is known (next never reads again after that); one
+// that is abandoned earlier leaves it to the garbage collector.
+var readBufs = sync.Pool{New: func() any {
+	b := make([]byte, defaultReadChunk)
+	return &b
+}}
+
+// releaseBuf gives the read buffer back to readBufs. Events never alias it:
+// the handlers copy what they keep into strings.
+func (d *decoder) releaseBuf() {
+	if d.pooled != nil {
+		readBufs.Put(d.pooled)
+		d.pooled, d.buf = nil, nil
+	}
 }
 
 // classifyPlainRead maps a read error without request context: io.EOF is the
@@ -157,6 +184,7 @@ func (d *decoder) next() (chat.Event, error) {
 		}
 		d.q, d.qh = d.q[:0], 0
 		if d.final != nil {
+			d.releaseBuf()
 			return chat.Event{}, d.final
 		}
 		n, err := d.r.Read(d.buf)
