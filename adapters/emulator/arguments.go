@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Deterministic tool-call arguments: the emulator invents a valid argument set
@@ -151,14 +152,14 @@ var formatSamples = map[string]string{
 
 // formatNoteRE finds the format a lowering gateway moved into the description
 // ("Schema notes: format: email; …"), as a model reading it would.
-var formatNoteRE = regexp.MustCompile(`\bformat: ([A-Za-z0-9_-]+)`)
+var formatNoteRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\bformat: ([A-Za-z0-9_-]+)`) })
 
 // formatSample is a valid value of the string's format, read from the format
 // keyword or from a "format: <name>" note in its description. The client
 // validates formats even where the gateway only describes them.
 func formatSample(s argSchema) (string, bool) {
 	format := s.Format
-	if m := formatNoteRE.FindStringSubmatch(s.Description); format == "" && m != nil {
+	if m := formatNoteRE().FindStringSubmatch(s.Description); format == "" && m != nil {
 		format = m[1]
 	}
 	sample, ok := formatSamples[format]

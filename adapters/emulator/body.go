@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Error messages. They are constants: a response never reflects request data.
@@ -392,18 +393,23 @@ func usesForbiddenKeyword(raw json.RawMessage) bool {
 	return walk(v)
 }
 
+// The emulator's patterns are compiled on first use (here and in turn.go,
+// arguments.go, emulator.go): the gateway binary carries the emulator for
+// `gateway demo`, and a gateway that only serves should not pay for them.
 var (
-	scenarioRE = regexp.MustCompile(`#scenario=([A-Za-z0-9_-]*)`)
-	loopRE     = regexp.MustCompile(`#loop=([0-9A-Za-z_-]*)`)
-	approvalRE = regexp.MustCompile(`#approval_after=([0-9A-Za-z_-]*)`)
-	toolRE     = regexp.MustCompile(`#tool=([A-Za-z0-9_.,-]+)`)
-	chunksRE   = regexp.MustCompile(`#text_chunks=([0-9A-Za-z_-]*)`)
+	scenarioRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`#scenario=([A-Za-z0-9_-]*)`) })
+	loopRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`#loop=([0-9A-Za-z_-]*)`) })
+	approvalRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`#approval_after=([0-9A-Za-z_-]*)`) })
+	toolRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`#tool=([A-Za-z0-9_.,-]+)`) })
+	chunksRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`#text_chunks=([0-9A-Za-z_-]*)`) })
 )
 
 // approvalDirective reads "#approval_after=N" (1-5) of a USER_QUERY: after N
 // tool rounds the conversation's next tool round is a loopApprovalChunk. ok is
 // false for a malformed value; n is 0 without the directive.
-func approvalDirective(req *chatRequest) (n int, ok bool) { return intDirective(req, approvalRE, 1, 5) }
+func approvalDirective(req *chatRequest) (n int, ok bool) {
+	return intDirective(req, approvalRE(), 1, 5)
+}
 
 // maxTextChunks bounds the "#text_chunks=N" directive.
 const maxTextChunks = 1000
@@ -413,7 +419,7 @@ const maxTextChunks = 1000
 // fitChunks). ok is false for a malformed value; n is 0 without the directive
 // and for a TOOL_RESPONSE.
 func textChunksDirective(req *chatRequest) (n int, ok bool) {
-	return intDirective(req, chunksRE, 1, maxTextChunks)
+	return intDirective(req, chunksRE(), 1, maxTextChunks)
 }
 
 // intDirective reads a numeric directive of a USER_QUERY (re captures its
@@ -449,7 +455,7 @@ func directives(req *chatRequest) (scenario string, loop int, toolName string, m
 		}
 	}
 	for _, t := range texts {
-		if m := scenarioRE.FindStringSubmatch(t); m != nil {
+		if m := scenarioRE().FindStringSubmatch(t); m != nil {
 			if _, known := scenarios[m[1]]; !known {
 				return "", 0, "", msgUnknownScenario
 			}
@@ -458,14 +464,14 @@ func directives(req *chatRequest) (scenario string, loop int, toolName string, m
 		}
 	}
 	if req.chatType == KindUserQuery {
-		if m := loopRE.FindStringSubmatch(req.query); m != nil {
+		if m := loopRE().FindStringSubmatch(req.query); m != nil {
 			n, err := strconv.Atoi(m[1])
 			if err != nil || n < 0 || n > 5 { // 0: a text answer although tools are offered
 				return "", 0, "", msgBadDirective
 			}
 			loop = n
 		}
-		if m := toolRE.FindStringSubmatch(req.query); m != nil {
+		if m := toolRE().FindStringSubmatch(req.query); m != nil {
 			toolName = m[1]
 		}
 	}

@@ -162,7 +162,7 @@ type Server struct {
 	convOrder []string
 }
 
-var subdomainRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`)
+var subdomainRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`) })
 
 // Start validates cfg, generates the TLS material, writes <CADir>/ca.pem and
 // serves until Close is called or ctx is done.
@@ -246,7 +246,7 @@ func withDefaults(cfg Config) (Config, error) {
 	if (cfg.Subdomain == "") != (cfg.SessionCookie == "") {
 		return cfg, errors.New("emulator: Subdomain and SessionCookie go together")
 	}
-	if cfg.Subdomain != "" && !subdomainRE.MatchString(cfg.Subdomain) {
+	if cfg.Subdomain != "" && !subdomainRE().MatchString(cfg.Subdomain) {
 		return cfg, errors.New("emulator: Subdomain must be one lowercase DNS label")
 	}
 	if cfg.Subdomain == "" && cfg.AccessToken == "" {

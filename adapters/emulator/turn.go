@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/pmgate/pmgate/domain/chat"
@@ -200,14 +201,16 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, 
 // answerRE finds the instruction `reply with exactly this line and nothing
 // else: KEY=<result of TOOL>;KEY=<result of TOOL>…` that `gateway probe` puts in
 // its tool-loop query (the emulator's stand-in for a model that follows it).
-var answerRE = regexp.MustCompile(`reply with exactly this line and nothing else: ((?:[A-Za-z0-9_]+=<result of [A-Za-z0-9_-]+>;?)+)`)
+var answerRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`reply with exactly this line and nothing else: ((?:[A-Za-z0-9_]+=<result of [A-Za-z0-9_-]+>;?)+)`)
+})
 
 // answerSlotRE is one KEY=<result of TOOL> slot of the template.
-var answerSlotRE = regexp.MustCompile(`<result of ([A-Za-z0-9_-]+)>`)
+var answerSlotRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<result of ([A-Za-z0-9_-]+)>`) })
 
 // answerTemplate returns the answer template of a query, or "".
 func answerTemplate(query string) string {
-	if m := answerRE.FindStringSubmatch(query); m != nil {
+	if m := answerRE().FindStringSubmatch(query); m != nil {
 		return strings.TrimSuffix(m[1], ";")
 	}
 	return ""
@@ -225,8 +228,8 @@ func fillAnswer(template string, results []quotedResult) (string, bool) {
 		last[r.name] = r.content
 	}
 	ok := true
-	out := answerSlotRE.ReplaceAllStringFunc(template, func(slot string) string {
-		name := answerSlotRE.FindStringSubmatch(slot)[1]
+	out := answerSlotRE().ReplaceAllStringFunc(template, func(slot string) string {
+		name := answerSlotRE().FindStringSubmatch(slot)[1]
 		v, found := last[name]
 		if !found {
 			ok = false
@@ -309,7 +312,7 @@ func missingTools(template string, results []quotedResult, offered []tool) []too
 		answered[r.name] = true
 	}
 	named := map[string]bool{}
-	for _, m := range answerSlotRE.FindAllStringSubmatch(template, -1) {
+	for _, m := range answerSlotRE().FindAllStringSubmatch(template, -1) {
 		named[m[1]] = true
 	}
 	var out []tool

@@ -10,6 +10,7 @@ import (
 	"net"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/cockroachdb/errors"
@@ -78,8 +79,10 @@ func transportCause(err error) string {
 }
 
 // errorTypeRE is what an upstream error type looks like: an upper-case
-// identifier of 3-64 characters (FORBIDDEN, INPUT_VALIDATION_ERROR).
-var errorTypeRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{2,63}$`)
+// identifier of 3-64 characters (FORBIDDEN, INPUT_VALIDATION_ERROR). Compiled
+// on first use: only a failed upstream response needs it, and its bounded
+// repetition costs about 50 KB to compile.
+var errorTypeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Z][A-Z0-9_]{2,63}$`) })
 
 // upstreamErrorType finds the error type in an upstream error body (the
 // bounded peek): the value of errorType, type, name or code, at the top level
@@ -122,7 +125,7 @@ func typeIn(m map[string]json.RawMessage) string {
 }
 
 func isErrorType(s string) bool {
-	return errorTypeRE.MatchString(s)
+	return errorTypeRE().MatchString(s)
 }
 
 // settingHint names the configuration setting an upstream error type points

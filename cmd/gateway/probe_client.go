@@ -96,7 +96,7 @@ func errorCodeOf(r io.Reader) string {
 			Code string `json:"code"`
 		} `json:"error"`
 	}
-	if json.NewDecoder(io.LimitReader(r, 1<<20)).Decode(&e) != nil || !reCode.MatchString(e.Error.Code) {
+	if json.NewDecoder(io.LimitReader(r, 1<<20)).Decode(&e) != nil || !reportPatterns().code.MatchString(e.Error.Code) {
 		return "unreadable_error"
 	}
 	return e.Error.Code
@@ -159,7 +159,7 @@ func (c *probeClient) readStream(r io.Reader, q *reportRequest, ans *probeAnswer
 		}
 		if chunk.Error != nil {
 			q.ErrorCode = "unreadable_error"
-			if reCode.MatchString(chunk.Error.Code) {
+			if reportPatterns().code.MatchString(chunk.Error.Code) {
 				q.ErrorCode = chunk.Error.Code
 			}
 		}

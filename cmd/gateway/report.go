@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
 )
@@ -371,60 +372,74 @@ func freeMap(path string) bool {
 // A free-text field does not exist, so content cannot hide in one; ids,
 // markers and secrets do not match any pattern (and are caught by the generic
 // id check as well).
-var (
-	reEnumWord  = regexp.MustCompile(`^[a-z_]{0,40}$`)
-	reCode      = regexp.MustCompile(`^[a-z0-9_]{0,64}$`)
-	reVersion   = regexp.MustCompile(`^[A-Za-z0-9._+-]{1,64}$`)
-	reCommit    = regexp.MustCompile(`^([0-9a-f]{7,40}(-dirty)?)?$`)
-	reFinger    = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	rePublic    = regexp.MustCompile(`^[A-Za-z0-9._:/-]{1,128}$`)
-	reEnum      = regexp.MustCompile(`^[A-Z0-9_]{0,64}$`)
-	reEventType = regexp.MustCompile(`^(\[DONE\]|[A-Za-z]{1,40})$`)
-	reRow       = regexp.MustCompile(`^[A-Za-z0-9_]{0,32}$`)
-	reTime      = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`)
-	reFailure   = regexp.MustCompile(`^[a-z ]{1,40}: [A-Za-z0-9 ,.()=<>/_:\[\]{}+"-]{1,200}$`)
-	// reIDLike finds what looks like an identifier, a marker or a key: the
+//
+// The patterns are compiled on first use: only verify, probe and a configured
+// PROBE_REPORT need them, and compiling them allocates about 0.9 MB, which a
+// gateway that only serves would otherwise carry in its idle heap.
+type reportRules struct {
+	// code is an error code or an outcome token.
+	code *regexp.Regexp
+	// idLike finds what looks like an identifier, a marker or a key: the
 	// gateway's and the upstream's id prefixes, API-key prefixes, and long
 	// hexadecimal or base64-ish runs.
-	reIDLike = regexp.MustCompile(`(?i)call_pmn_|chatcmpl|(^|[^a-z0-9])(conv|grp|tc|sk)-|bearer|postman\.sid|[0-9a-f]{16}|[A-Za-z0-9+/_-]{41}`)
-)
-
-// stringRules maps a field path (array indices as [], map keys as {}) to its
-// pattern.
-var stringRules = map[string]*regexp.Regexp{
-	"schema":                             regexp.MustCompile(`^` + regexp.QuoteMeta(reportSchema) + `$`),
-	"version":                            reVersion,
-	"commit":                             reCommit,
-	"written_at":                         reTime,
-	"mode":                               regexp.MustCompile(`^(live|emulator)$`),
-	"strategy":                           regexp.MustCompile(`^(web_session|access_token)$`),
-	"config_fingerprint":                 reFinger,
-	"terminal_rule":                      regexp.MustCompile(`^(legacy_done|explicit_only|usage_after_output_v1)$`),
-	"model.public":                       rePublic,
-	"model.upstream_enum":                reEnum,
-	"verdict":                            regexp.MustCompile(`^(pass|fail)$`),
-	"failures[]":                         reFailure,
-	"limits.continuation":                regexp.MustCompile(`^(accepted|rejected|refused_by_gateway|not_tried)$`),
-	"*.requests[].kind":                  regexp.MustCompile(`^(text|tool_initial|tool_continuation|limit_fresh|limit_tools|limit_continuation)$`),
-	"*.requests[].tool_choice":           regexp.MustCompile(`^(|required|auto|none)$`),
-	"*.requests[].error_code":            reCode,
-	"*.requests[].finish_reason":         reEnumWord,
-	"*.requests[].calls[].name":          regexp.MustCompile(`^(probe_alpha|probe_beta|other)$`),
-	"*.requests[].upstream[].chat_type":  regexp.MustCompile(`^(USER_QUERY|TOOL_RESPONSE)$`),
-	"*.requests[].upstream[].error_code": reCode,
-	"*.requests[].upstream[].rule":       regexp.MustCompile(`^(|legacy_done|explicit_only|usage_after_output_v1)$`),
-	"*.requests[].upstream[].row":        reRow,
-	"*.requests[].upstream[].outcome":    reCode,
-	"*.requests[].upstream[].cause":      reCause,
-	"*.cause":                            regexp.MustCompile(reCause.String() + "|" + reCode.String()),
-	"*.requests[].upstream[].terminal_evidence[]": regexp.MustCompile(`^(done_marker|done_event|usage_after_output)$`),
-	"*.requests[].upstream[].event_types{}":       reEventType,
-	"*.requests[].upstream[].would_complete{}":    regexp.MustCompile(`^(legacy_done|explicit_only|usage_after_output_v1)$`),
+	idLike *regexp.Regexp
+	// fields maps a field path (array indices as [], map keys as {}) to its
+	// pattern.
+	fields map[string]*regexp.Regexp
 }
 
-// reCause is a transport cause token of the Postman adapter's diagnosis.
-var reCause = regexp.MustCompile(`^(tls_unknown_authority|tls_hostname_mismatch|tls_certificate_invalid|tls_handshake_failed|` +
-	`dns_not_found|dns_failed|connection_refused|connection_reset|connection_closed|timeout|cancelled|other)$`)
+var reportPatterns = sync.OnceValue(func() *reportRules {
+	var (
+		reEnumWord  = regexp.MustCompile(`^[a-z_]{0,40}$`)
+		reCode      = regexp.MustCompile(`^[a-z0-9_]{0,64}$`)
+		reVersion   = regexp.MustCompile(`^[A-Za-z0-9._+-]{1,64}$`)
+		reCommit    = regexp.MustCompile(`^([0-9a-f]{7,40}(-dirty)?)?$`)
+		reFinger    = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+		rePublic    = regexp.MustCompile(`^[A-Za-z0-9._:/-]{1,128}$`)
+		reEnum      = regexp.MustCompile(`^[A-Z0-9_]{0,64}$`)
+		reEventType = regexp.MustCompile(`^(\[DONE\]|[A-Za-z]{1,40})$`)
+		reRow       = regexp.MustCompile(`^[A-Za-z0-9_]{0,32}$`)
+		reTime      = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`)
+		reFailure   = regexp.MustCompile(`^[a-z ]{1,40}: [A-Za-z0-9 ,.()=<>/_:\[\]{}+"-]{1,200}$`)
+		// reCause is a transport cause token of the Postman adapter's diagnosis.
+		reCause = regexp.MustCompile(`^(tls_unknown_authority|tls_hostname_mismatch|tls_certificate_invalid|tls_handshake_failed|` +
+			`dns_not_found|dns_failed|connection_refused|connection_reset|connection_closed|timeout|cancelled|other)$`)
+	)
+	return &reportRules{
+		code:   reCode,
+		idLike: regexp.MustCompile(`(?i)call_pmn_|chatcmpl|(^|[^a-z0-9])(conv|grp|tc|sk)-|bearer|postman\.sid|[0-9a-f]{16}|[A-Za-z0-9+/_-]{41}`),
+		fields: map[string]*regexp.Regexp{
+			"schema":                             regexp.MustCompile(`^` + regexp.QuoteMeta(reportSchema) + `$`),
+			"version":                            reVersion,
+			"commit":                             reCommit,
+			"written_at":                         reTime,
+			"mode":                               regexp.MustCompile(`^(live|emulator)$`),
+			"strategy":                           regexp.MustCompile(`^(web_session|access_token)$`),
+			"config_fingerprint":                 reFinger,
+			"terminal_rule":                      regexp.MustCompile(`^(legacy_done|explicit_only|usage_after_output_v1)$`),
+			"model.public":                       rePublic,
+			"model.upstream_enum":                reEnum,
+			"verdict":                            regexp.MustCompile(`^(pass|fail)$`),
+			"failures[]":                         reFailure,
+			"limits.continuation":                regexp.MustCompile(`^(accepted|rejected|refused_by_gateway|not_tried)$`),
+			"*.requests[].kind":                  regexp.MustCompile(`^(text|tool_initial|tool_continuation|limit_fresh|limit_tools|limit_continuation)$`),
+			"*.requests[].tool_choice":           regexp.MustCompile(`^(|required|auto|none)$`),
+			"*.requests[].error_code":            reCode,
+			"*.requests[].finish_reason":         reEnumWord,
+			"*.requests[].calls[].name":          regexp.MustCompile(`^(probe_alpha|probe_beta|other)$`),
+			"*.requests[].upstream[].chat_type":  regexp.MustCompile(`^(USER_QUERY|TOOL_RESPONSE)$`),
+			"*.requests[].upstream[].error_code": reCode,
+			"*.requests[].upstream[].rule":       regexp.MustCompile(`^(|legacy_done|explicit_only|usage_after_output_v1)$`),
+			"*.requests[].upstream[].row":        reRow,
+			"*.requests[].upstream[].outcome":    reCode,
+			"*.requests[].upstream[].cause":      reCause,
+			"*.cause":                            regexp.MustCompile(reCause.String() + "|" + reCode.String()),
+			"*.requests[].upstream[].terminal_evidence[]": regexp.MustCompile(`^(done_marker|done_event|usage_after_output)$`),
+			"*.requests[].upstream[].event_types{}":       reEventType,
+			"*.requests[].upstream[].would_complete{}":    regexp.MustCompile(`^(legacy_done|explicit_only|usage_after_output_v1)$`),
+		},
+	}
+})
 
 // idExempt are the fields whose patterns already allow hex runs.
 var idExempt = map[string]bool{"commit": true, "config_fingerprint": true}
@@ -480,13 +495,14 @@ func walkHygiene(v any, path string) string {
 }
 
 func checkString(path, s string) string {
-	rule := stringRules[path]
+	rules := reportPatterns()
+	rule := rules.fields[path]
 	if rule == nil {
 		if _, rest, ok := strings.Cut(path, "."); ok {
-			rule = stringRules["*."+rest]
+			rule = rules.fields["*."+rest]
 			if rule == nil {
 				if _, rest2, ok := strings.Cut(rest, "."); ok { // limits.phase.requests…
-					rule = stringRules["*."+rest2]
+					rule = rules.fields["*."+rest2]
 				}
 			}
 		}
@@ -497,7 +513,7 @@ func checkString(path, s string) string {
 	if !rule.MatchString(s) {
 		return fmt.Sprintf("field %s holds a value that looks like content, an id or a secret", path)
 	}
-	if !idExempt[path] && reIDLike.MatchString(s) {
+	if !idExempt[path] && rules.idLike.MatchString(s) {
 		return fmt.Sprintf("field %s holds a value that looks like an id or a secret", path)
 	}
 	return ""

@@ -1,7 +1,6 @@
 package conversation
 
 import (
-	"container/list"
 	"sort"
 	"time"
 
@@ -53,7 +52,7 @@ type Registry struct {
 	limits  Limits
 	policy  Policy
 	anchors map[Key]*entry
-	order   [3]*list.List // by class: entry order
+	order   [3]chain // by class: entry order
 	holders map[string]*holder
 	byState map[State]int
 	bytes   int
@@ -62,15 +61,67 @@ type Registry struct {
 // holder is one principal's droppable anchors (tombstones, ACTIVE) in the
 // order they entered their class: where a full registry takes its victim.
 type holder struct {
-	order [2]*list.List // classTombstone, classActive
+	order [2]chain // classTombstone, classActive
 }
 
-func (h *holder) n() int { return h.order[classTombstone].Len() + h.order[classActive].Len() }
+func (h *holder) n() int { return h.order[classTombstone].n + h.order[classActive].n }
 
+// entry is one stored anchor and its links in the two orders it is kept in:
+// the order of its class, and its principal's holder while its class is
+// droppable. The links live in the entry so that keeping the orders costs no
+// allocation per anchor (container/list cost two elements and two boxed keys,
+// 160 bytes an anchor).
 type entry struct {
-	a    Anchor
-	pos  *list.Element // in order[class(a.State)]
-	hpos *list.Element // in its principal's holder, for a droppable class
+	a            Anchor
+	prev, next   *entry // in order[class(a.State)]
+	hprev, hnext *entry // in its principal's holder, for a droppable class
+}
+
+// chain is a doubly linked list of entries in the order they were pushed,
+// through the entries' class links or, for a holder's chain, their holder
+// links.
+type chain struct {
+	front, back *entry
+	n           int
+	holder      bool
+}
+
+func (c *chain) links(e *entry) (prev, next **entry) {
+	if c.holder {
+		return &e.hprev, &e.hnext
+	}
+	return &e.prev, &e.next
+}
+
+func (c *chain) pushBack(e *entry) {
+	prev, next := c.links(e)
+	*prev, *next = c.back, nil
+	if c.back != nil {
+		_, backNext := c.links(c.back)
+		*backNext = e
+	} else {
+		c.front = e
+	}
+	c.back = e
+	c.n++
+}
+
+func (c *chain) remove(e *entry) {
+	prev, next := c.links(e)
+	if *prev != nil {
+		_, prevNext := c.links(*prev)
+		*prevNext = *next
+	} else {
+		c.front = *next
+	}
+	if *next != nil {
+		nextPrev, _ := c.links(*next)
+		*nextPrev = *prev
+	} else {
+		c.back = *prev
+	}
+	*prev, *next = nil, nil
+	c.n--
 }
 
 // Classes of the entry order.
@@ -92,11 +143,7 @@ func class(s State) int {
 
 // NewRegistry returns an empty registry.
 func NewRegistry(l Limits, p Policy) *Registry {
-	r := &Registry{limits: l, policy: p, anchors: map[Key]*entry{}, holders: map[string]*holder{}, byState: map[State]int{}}
-	for i := range r.order {
-		r.order[i] = list.New()
-	}
-	return r
+	return &Registry{limits: l, policy: p, anchors: map[Key]*entry{}, holders: map[string]*holder{}, byState: map[State]int{}}
 }
 
 // Policy returns the registry's TTL policy.
@@ -140,12 +187,12 @@ func (r *Registry) Record(a Anchor, now time.Time) ([]Decision, error) {
 	for len(r.anchors) >= r.limits.MaxAnchors {
 		victim := r.victim(a.PrincipalID)
 		if victim == nil { // every anchor is claimed: the oldest claim is kept (row A12)
-			if _, err := drop(r.order[classClaimed].Front().Value.(Key)); err != nil {
+			if _, err := drop(r.order[classClaimed].front.a.Key()); err != nil {
 				return ds, err
 			}
 			return ds, errors.Mark(errors.New("conversation: full"), ErrFull)
 		}
-		if _, err := drop(victim.Value.(Key)); err != nil {
+		if _, err := drop(victim.a.Key()); err != nil {
 			return ds, err
 		}
 	}
@@ -157,7 +204,7 @@ func (r *Registry) Record(a Anchor, now time.Time) ([]Decision, error) {
 
 // victim returns the anchor a full registry drops to record one of principal
 // p (see Record), or nil when every anchor is claimed.
-func (r *Registry) victim(p string) *list.Element {
+func (r *Registry) victim(p string) *entry {
 	var best *holder
 	bestID := ""
 	for id, h := range r.holders {
@@ -174,10 +221,10 @@ func (r *Registry) victim(p string) *list.Element {
 	if best == nil {
 		return nil
 	}
-	if v := best.order[classTombstone].Front(); v != nil {
+	if v := best.order[classTombstone].front; v != nil {
 		return v
 	}
-	return best.order[classActive].Front()
+	return best.order[classActive].front
 }
 
 // Get returns a copy of the anchor under k.
@@ -226,12 +273,10 @@ func (r *Registry) account(e *entry, old, nw *Anchor) {
 			r.bytes += nw.Bytes()
 			return
 		}
-		r.order[class(old.State)].Remove(e.pos)
-		e.pos = nil
-		if e.hpos != nil {
+		r.order[class(old.State)].remove(e)
+		if c := class(old.State); c != classClaimed {
 			h := r.holders[old.PrincipalID]
-			h.order[class(old.State)].Remove(e.hpos)
-			e.hpos = nil
+			h.order[c].remove(e)
 			if h.n() == 0 {
 				delete(r.holders, old.PrincipalID)
 			}
@@ -240,14 +285,14 @@ func (r *Registry) account(e *entry, old, nw *Anchor) {
 	if nw.State != Removed {
 		r.byState[nw.State]++
 		r.bytes += nw.Bytes()
-		e.pos = r.order[class(nw.State)].PushBack(nw.Key())
+		r.order[class(nw.State)].pushBack(e)
 		if c := class(nw.State); c != classClaimed {
 			h := r.holders[nw.PrincipalID]
 			if h == nil {
-				h = &holder{order: [2]*list.List{list.New(), list.New()}}
+				h = &holder{order: [2]chain{{holder: true}, {holder: true}}}
 				r.holders[nw.PrincipalID] = h
 			}
-			e.hpos = h.order[c].PushBack(nw.Key())
+			h.order[c].pushBack(e)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pmgate/pmgate/domain/budget"
@@ -377,14 +378,17 @@ func checkCookie(v string) error {
 	return nil
 }
 
-var subdomainRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`)
+// subdomainRE is one DNS label. Compiled on first use: only the web_session
+// strategy and postman.co origins need it, and its bounded repetition costs
+// about 50 KB to compile.
+var subdomainRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`) })
 
 // reservedSubdomains are Postman hosts that are never a workspace
 // (docs/UPSTREAM.md).
 var reservedSubdomains = []string{"go", "identity", "id", "www"}
 
 func checkSubdomain(v string) error {
-	if !subdomainRE.MatchString(v) {
+	if !subdomainRE().MatchString(v) {
 		return refuse(EnvSubdomain, "must be one lowercase DNS label of 1-63 bytes matching ^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 	}
 	if slices.Contains(reservedSubdomains, v) {

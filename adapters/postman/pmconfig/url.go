@@ -167,7 +167,7 @@ func checkHost(h string) error {
 		return nil
 	}
 	for _, l := range labels {
-		if !subdomainRE.MatchString(l) {
+		if !subdomainRE().MatchString(l) {
 			return refuse(EnvOrigin, "the host must be a lowercase DNS name of labels matching ^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 		}
 	}
