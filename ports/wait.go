@@ -20,8 +20,9 @@ func WithBeforeWait(ctx context.Context, fn func()) context.Context {
 	return context.WithValue(ctx, beforeWaitKey{}, fn)
 }
 
-// BeforeWaitFunc returns the hook ctx carries, or nil. A reader that may wait
-// many times looks it up once.
+// BeforeWaitFunc returns the hook ctx carries, or nil: a reader that reads
+// many times in one call (the Postman adapter's Next) looks it up once per
+// call.
 func BeforeWaitFunc(ctx context.Context) func() {
 	fn, _ := ctx.Value(beforeWaitKey{}).(func())
 	return fn

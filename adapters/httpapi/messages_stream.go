@@ -126,11 +126,11 @@ func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutp
 	// write writes what emit held: flushed at once (a ping), or as the
 	// stream's last write (sse.end).
 	write := func(last bool) {
-		w := out.flush
+		put := out.flush
 		if last {
-			w = out.end
+			put = out.end
 		}
-		if ok && w() != nil {
+		if ok && put() != nil {
 			infoFrom(ctx).code = errs.ClientCancelled
 			ok = false
 		}

@@ -229,13 +229,10 @@ func (s *sse) flush() error {
 	if s.err != nil || s.buf.Len() == 0 {
 		return s.err
 	}
-	_, err := s.w.Write(s.buf.Bytes())
-	s.buf.Reset()
-	if err == nil {
-		err = s.rc.Flush()
+	if s.end() == nil {
+		s.err = s.rc.Flush()
 	}
-	s.err = err
-	return err
+	return s.err
 }
 
 // waitHook returns the ports.BeforeWait hook of a stream whose writer *out
