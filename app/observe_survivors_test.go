@@ -160,6 +160,11 @@ func TestASweepReportsOnlyTheRowsItApplied(t *testing.T) {
 	cancel()
 	<-done
 	got := swept.Events()
+	for _, e := range got {
+		if e.Count < 1 {
+			t.Fatalf("%d events; row %s %s reported with count %d", len(got), e.Machine, e.Row, e.Count)
+		}
+	}
 	slices.SortFunc(got, func(a, b ports.Event) int { return cmp.Compare(a.Machine, b.Machine) })
 	is.Equal(got, []ports.Event{
 		{Kind: ports.EventSweep, Machine: "conversation", Row: "A05", From: "ACTIVE", To: "EXPIRED", Count: 1},
