@@ -72,3 +72,18 @@ func TestClientsAreToldFromTheirUserAgent(t *testing.T) {
 	is.Equal(budget.ClientOpencode.Anchor(), "docs/CLIENTS.md#opencode")
 	is.Equal(budget.ClientUnknown.Anchor(), "docs/CLIENTS.md")
 }
+
+// A User-Agent names its client in any case: the recipe a refusal points at
+// is the client's own however it capitalises itself.
+func TestClientsAreToldFromTheirUserAgentInAnyCase(t *testing.T) {
+	is := is.New(t)
+	for ua, want := range map[string]budget.Client{
+		"Claude-Code/2.1.0 (external, cli)": budget.ClientClaudeCode,
+		"CLAUDE-CLI/2.1.332":                budget.ClientClaudeCode,
+		"OpenCode/1.18.33":                  budget.ClientOpencode,
+		"Codex_Exec/0.171.0":                budget.ClientCodex,
+		"AI-SDK/openai-compatible/2.0.92":   budget.ClientAISDK,
+	} {
+		is.Equal(budget.ClientOf(ua), want) // ua
+	}
+}

@@ -1,0 +1,50 @@
+package main
+
+// The Messages API, stream and observer defects of issue 35's mutation run
+// that no test caught, each caught now by the test its -run names.
+func init() {
+	const (
+		httpapi = "./adapters/httpapi/"
+		stop    = "adapters/httpapi/messages_stream.go"
+	)
+	mutants = append(mutants,
+		mutant{"messages: the 16th stop sequence refused", "adapters/httpapi/messages_decode.go",
+			"if len(items) > maxStopSequences {", "if len(items) >= maxStopSequences {", httpapi, "SixteenStopSequences"},
+		mutant{"messages: a 17th stop sequence accepted", "adapters/httpapi/messages_decode.go",
+			"if len(items) > maxStopSequences {", "if len(items) > maxStopSequences+1 {", httpapi, "SixteenStopSequences"},
+		mutant{"messages: disable_parallel_tool_use read under another name", "adapters/httpapi/messages_decode.go",
+			`optBool(f["disable_parallel_tool_use"],`, `optBool(f["disable_parallel_tool_calls"],`, httpapi, "DisableParallelToolUse"},
+		mutant{"messages: disable_parallel_tool_use inverted", "adapters/httpapi/messages_decode.go",
+			"mr.chat.ParallelToolCalls = !dp", "mr.chat.ParallelToolCalls = dp", httpapi, "DisableParallelToolUse"},
+		mutant{"messages: parallel tool calls off unless asked", "adapters/httpapi/messages_decode.go",
+			"ParallelToolCalls: true}}", "ParallelToolCalls: false}}", httpapi, "DisableParallelToolUse"},
+		mutant{"messages: the stop scanner holds one byte too few", stop,
+			"sc.hold = max(sc.hold, len(s)-1)", "sc.hold = max(sc.hold, len(s)-2)", httpapi, "NeverLeaksAStopSequence"},
+		mutant{"messages: a stop-cut Message keeps the turn's tool_use blocks", "adapters/httpapi/messages_render.go",
+			"\tif sc.matched == nil {\n\t\tfor _, c := range all.calls {", "\tif true {\n\t\tfor _, c := range all.calls {", httpapi, "CarriesNoToolUse"},
+		mutant{"messages: the last argumentless tool_use gets no {}", stop,
+			"\n\tif ms.open == \"tool_use\" && argBytes == 0 {", "\n\tif false && ms.open == \"tool_use\" && argBytes == 0 {", httpapi, "ArgumentlessToolUse"},
+		mutant{"messages: an argumentless tool_use followed by another gets no {}", stop,
+			"\t\t\t\tif ms.open == \"tool_use\" && argBytes == 0 {", "\t\t\t\tif false && ms.open == \"tool_use\" && argBytes == 0 {", httpapi, "ArgumentlessToolUse"},
+		mutant{"messages: message_delta reports a smaller input count", stop,
+			"if u.InputTokens >= startInput {", "if true {", httpapi, "FewerInputTokens"},
+		mutant{"messages: count_tokens served without a key", "adapters/httpapi/routes.go",
+			"anthropicRoute(s.requireKey(s.handleCountTokens()))", "anthropicRoute(s.handleCountTokens())", httpapi, "CountTokensRequiresAnAPIKey"},
+		mutant{"budget: the recipe hint tells clients case-sensitively", "domain/budget/client.go",
+			"ua := strings.ToLower(userAgent)", "ua := userAgent", "./domain/budget/", "InAnyCase"},
+		mutant{"observers: a wrapped queue grows out of order", "app/observe.go",
+			"grown[i] = s.ring[(s.head+i)%len(s.ring)]", "grown[i] = s.ring[i]", "./app/", "WrappingQueue"},
+		mutant{"observers: a grown queue keeps its old head", "app/observe.go",
+			"s.ring, s.head = grown, 0", "s.ring = grown", "./app/", "WrappingQueue"},
+		mutant{"observers: an event queued at the ring's length, not after its head", "app/observe.go",
+			"s.ring[(s.head+s.n)%len(s.ring)] = q", "s.ring[s.n%len(s.ring)] = q", "./app/", "WrappingQueue"},
+		mutant{"observers: a flush whose context ended succeeds", "app/observe.go",
+			"\tcase <-ctx.Done():\n\t\treturn ctx.Err()", "\tcase <-ctx.Done():\n\t\treturn nil", "./app/", "FlushWhoseContextEnds"},
+		mutant{"observers: a failed subscriber flush ignored", "app/observe.go",
+			"\t\tif err := s.Flush(ctx); err != nil {\n\t\t\treturn err\n\t\t}", "\t\t_ = s.Flush(ctx)", "./app/", "FlushWhoseContextEnds"},
+		mutant{"observers: a sweep reports the rows it did not apply", "app/observe.go",
+			"if n := counts[r.ID]; n > 0 {", "if n := counts[r.ID]; n >= 0 {", "./app/", "SweepReportsOnly"},
+		mutant{"observers: an anchor lookup reports its own row for the time row", "app/observe.go",
+			"if r.ID == d.Via {", "if r.ID == d.Row {", "./app/", "AnchorLookupReportsEachAppliedRowOnce"},
+	)
+}
