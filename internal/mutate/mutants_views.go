@@ -22,5 +22,22 @@ func init() {
 			"t.meter.OutputChars += usage.Chars(c.Arguments())", "_ = c", "./app/", "OutputChars"},
 		mutant{"the views read yesterday's counts as today's", "app/usage.go",
 			"bs[k] = b.At(now, usage.Limits{})", "bs[k], _ = b, now", "./app/", "PastWindows"},
+		// The budget and usage views (httpapi).
+		mutant{"the control page swaps today's and this month's dispatches", "adapters/httpapi/budget.go",
+			"DispatchesToday: b.DayDispatches, DispatchesMonth: b.MonthDispatches})",
+			"DispatchesToday: b.MonthDispatches, DispatchesMonth: b.DayDispatches})", "./adapters/httpapi/", "BudgetViews"},
+		mutant{"the control page and /metrics read yesterday's counts as today's", "app/usage.go",
+			"bs[k] = b.At(now, usage.Limits{})", "bs[k], _ = b, now", "./adapters/httpapi/", "BudgetViews"},
+		mutant{"the monthly dispatch limit series reports the daily quota", "adapters/httpapi/budget.go",
+			"float64(k.DispatchesPerMonth), k.Slot, \"month\")", "float64(k.DispatchesPerDay), k.Slot, \"month\")",
+			"./adapters/httpapi/", "BudgetViews"},
+		mutant{"the usage report defaults to eight days", "adapters/httpapi/budget.go",
+			"usage.Day(now.AddDate(0, 0, -6))", "usage.Day(now.AddDate(0, 0, -7))", "./adapters/httpapi/", "SevenDays"},
+		mutant{"the usage report accepts until before since", "adapters/httpapi/budget.go",
+			"if b.Before(a) || b.Sub(a) > maxUsageDays", "if b.Sub(a) > maxUsageDays", "./adapters/httpapi/", "SevenDays"},
+		mutant{"the upstream's total kept beside an estimated part", "adapters/httpapi/messages_render.go",
+			"if out.TotalTokens == nil || estimated {", "if out.TotalTokens == nil {", "./adapters/httpapi/", "OneKind"},
+		mutant{"no total for two reported parts", "adapters/httpapi/messages_render.go",
+			"if out.TotalTokens == nil || estimated {", "if estimated {", "./adapters/httpapi/", "OneKind"},
 	)
 }
