@@ -39,5 +39,23 @@ func init() {
 			"if out.TotalTokens == nil || estimated {", "if out.TotalTokens == nil {", "./adapters/httpapi/", "OneKind"},
 		mutant{"no total for two reported parts", "adapters/httpapi/messages_render.go",
 			"if out.TotalTokens == nil || estimated {", "if estimated {", "./adapters/httpapi/", "OneKind"},
+		// keys list (cmd/gateway).
+		mutant{"keys list swaps today's and this month's dispatches", "cmd/gateway/keys.go",
+			"spentText(counted, k.DispatchesToday, s.Limits.DispatchesPerDay),\n\t\t\tspentText(counted, k.DispatchesMonth, s.Limits.DispatchesPerMonth)",
+			"spentText(counted, k.DispatchesMonth, s.Limits.DispatchesPerDay),\n\t\t\tspentText(counted, k.DispatchesToday, s.Limits.DispatchesPerMonth)",
+			"./cmd/gateway/", "TestKeysListShowsToday"},
+
+		// PostgreSQL: the budgets the views read, the leases, the anchors.
+		mutant{"pgstore: this month's dispatches read as another month's", "adapters/pgstore/usage.go",
+			"\t\t\tif month != nil {\n\t\t\t\tb.Month = usage.Month(*month)\n\t\t\t}\n", "",
+			"./adapters/pgstore/", "UsageContract"},
+		mutant{"pgstore: a leased admission ignores the lease's calls", "adapters/pgstore/admit.go",
+			"WHERE id = $1::text AND free_groups >= 1 AND free_calls >= $2::integer", "WHERE id = $1::text AND free_groups >= 1",
+			"./adapters/pgstore/", "LeasedAdmissionChecks"},
+		mutant{"pgstore: releasing a version 3 reservation credits a stripe", "adapters/pgstore/admit.go",
+			"FROM gone WHERE st.stripe = $2::smallint AND gone.counted", "FROM gone WHERE st.stripe = $2::smallint",
+			"./adapters/pgstore/", "Version3ReservationCredits"},
+		mutant{"pgstore: on a tie of anchors another principal gives way", "adapters/pgstore/anchors.go",
+			"(principal_id = $1) DESC", "(principal_id <> $1) DESC", "./adapters/pgstore/", "AnchorContract"},
 	)
 }
