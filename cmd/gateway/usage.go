@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/pmgate/pmgate/adapters/httpapi"
 	"github.com/pmgate/pmgate/adapters/pgstore"
+	"github.com/pmgate/pmgate/adapters/system"
+	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/errs"
 	ledger "github.com/pmgate/pmgate/domain/usage"
@@ -88,11 +91,14 @@ func (u usageSource) report(ctx context.Context, since, until string) (httpapi.U
 		return httpapi.UsageReport{}, err
 	}
 	defer pg.Close()
-	rows, err := pg.Usage().Rows(ctx, since, until)
+	// Read as a running gateway's views read them (a past day's or month's
+	// count is zero), by the same code.
+	views := app.NewUsage(pg.Usage(), system.Clock{}, slog.New(slog.DiscardHandler), 0)
+	rows, err := views.Report(ctx, since, until)
 	if err != nil {
 		return httpapi.UsageReport{}, err
 	}
-	bs, err := pg.Usage().Budgets(ctx)
+	bs, err := views.Budgets(ctx)
 	if err != nil {
 		return httpapi.UsageReport{}, err
 	}
@@ -100,9 +106,7 @@ func (u usageSource) report(ctx context.Context, since, until string) (httpapi.U
 	for _, r := range rows {
 		rep.Rows = append(rep.Rows, httpapi.UsageRowOf(r))
 	}
-	now := time.Now()
 	for slot, b := range bs {
-		b = b.At(now, ledger.Limits{})
 		rep.Keys = append(rep.Keys, httpapi.KeyBudget{Slot: slot, DispatchesToday: b.DayDispatches, DispatchesMonth: b.MonthDispatches})
 	}
 	return rep, nil

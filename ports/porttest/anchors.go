@@ -208,6 +208,23 @@ func AnchorContract(t *testing.T, newStore NewAnchorStore) {
 		}
 	})
 
+	t.Run("on a tie the recording principal gives way, not another", func(t *testing.T) {
+		s := newStore(t, conversation.Limits{MaxAnchors: 4}, AnchorPolicy)
+		at := func(i int) time.Time { return T0.Add(time.Duration(i) * time.Second) }
+		// "a" has the smaller id and the oldest anchors: neither makes it give
+		// way when "b", holding as many, records.
+		for i, h := range []string{"a1", "a2"} {
+			recordAnchor(t, s, Anchor("a", h, at(i)), at(i))
+		}
+		for i, h := range []string{"b1", "b2", "b3"} {
+			recordAnchor(t, s, Anchor("b", h, at(i+2)), at(i+2))
+		}
+		if anchorState(t, s, "b", "b1") != conversation.Removed || anchorState(t, s, "a", "a1") != conversation.Active ||
+			anchorState(t, s, "a", "a2") != conversation.Active {
+			t.Fatal("on a tie the recording principal's own oldest anchor makes room")
+		}
+	})
+
 	t.Run("re-recording a transcript at capacity drops nothing else", func(t *testing.T) {
 		s := newStore(t, conversation.Limits{MaxAnchors: 3}, AnchorPolicy)
 		for i, h := range []string{"h1", "h2", "h3"} {

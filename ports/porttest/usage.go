@@ -47,6 +47,24 @@ func UsageContract(t *testing.T, newLedger NewUsageLedger) {
 		_, other := bs["b"]
 		is.True(!other)
 	})
+	t.Run("a budget reads back as it was written, its month included", func(t *testing.T) {
+		is := is.New(t)
+		l := newLedger(t)
+		want := usage.Budget{Day: usage.Day(T0), DayDispatches: 2, Month: usage.Month(T0), MonthDispatches: 7,
+			Tokens: 1.5, TokensAt: T0.Add(1500 * time.Millisecond)}
+		is.NoErr(l.Budget(ctx, "a", func(b *usage.Budget) error {
+			is.Equal(*b, usage.Budget{}) // a new slot's budget is empty
+			*b = want
+			return nil
+		}))
+		bs, err := l.Budgets(ctx)
+		is.NoErr(err)
+		is.Equal(bs["a"], want) // what the views read (this month's count is not read as another month's)
+		is.NoErr(l.Budget(ctx, "a", func(b *usage.Budget) error {
+			is.Equal(*b, want) // what the next admission decides on
+			return nil
+		}))
+	})
 	t.Run("a closure's error writes nothing", func(t *testing.T) {
 		is := is.New(t)
 		l := newLedger(t)
