@@ -18,7 +18,7 @@ func init() {
 		mutant{"a request the gateway refused itself keeps its token", "app/usage.go",
 			"\t\t\tb.ReturnToken(p.Limits)", "\t\t\t_ = p", "./app/", "GatewayRefusedItself"},
 		mutant{"a request the upstream saw gets its token back", "app/usage.go",
-			"unsent := errors.Is(cause, ports.ErrNotSent)", "unsent := cause != nil", "./app/", "GatewayRefusedItself"},
+			"unsent := errors.Is(cause, ports.ErrNotSent)", "unsent := errors.Is(cause, ports.ErrNotSent) || cause != nil", "./app/", "GatewayRefusedItself"},
 		mutant{"a returned token overfills the bucket", "domain/usage/usage.go",
 			"b.Tokens = math.Min(b.Tokens+1, l.Burst())", "b.Tokens++", "./domain/usage/", "TokenBack"},
 		mutant{"a clock behind the budget's refills the bucket again", "domain/usage/usage.go",
