@@ -95,7 +95,7 @@ func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) 
 	if err := g.checkRoom(ctx, req); err != nil {
 		return nil, err
 	}
-	admitted, err := g.admit(ctx, p, false)
+	admitted, err := g.admit(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +109,7 @@ func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) 
 	if err != nil {
 		if notAccepted(err) {
 			m.Dispatches = 0
-			g.refund(ctx, p, admitted)
+			g.refund(ctx, p, admitted, err)
 		}
 		if claim != nil {
 			ev := conversation.Ambiguous
@@ -245,8 +245,16 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 }
 
 // dispatch sends the one TOOL_RESPONSE of a claimed group, built only from the
-// record's private ids, in call order.
+// record's private ids, in call order. The key's limits are checked first,
+// as for a fresh turn: a refusal (or a budget that cannot be read) releases
+// the claim, so the group is PENDING again and the same results sent after
+// the window frees are dispatched once.
 func (g *Gateway) dispatch(ctx context.Context, p Principal, req chat.Request, tools *toolSet, gr correlation.Group, cont correlation.Continuation) (Turn, error) {
+	admitted, err := g.admit(ctx, p)
+	if err != nil {
+		g.settleFailure(ctx, p, gr.Key, true)
+		return nil, err
+	}
 	byID := make(map[string]string, len(cont.Results))
 	for _, r := range cont.Results {
 		byID[r.ID] = r.Content
@@ -257,7 +265,6 @@ func (g *Gateway) dispatch(ctx context.Context, p Principal, req chat.Request, t
 	}
 	g.log.DebugContext(ctx, "dispatch", "chat_type", "TOOL_RESPONSE", "results", len(c.Results),
 		"group_id_present", c.UpstreamGroupID != "")
-	admitted, _ := g.admit(ctx, p, true) // counted, never refused
 	m := meterFrom(ctx)
 	m.Dispatches = 1
 	for _, r := range c.Results {
@@ -267,9 +274,9 @@ func (g *Gateway) dispatch(ctx context.Context, p Principal, req chat.Request, t
 	if err != nil {
 		if notAccepted(err) {
 			m.Dispatches = 0
-			g.refund(ctx, p, admitted)
+			g.refund(ctx, p, admitted, err)
 		}
-		g.settleFailure(ctx, p, gr.Key, err)
+		g.settleFailure(ctx, p, gr.Key, notAccepted(err))
 		if notAccepted(err) {
 			return nil, err
 		}
@@ -289,9 +296,9 @@ func notAccepted(err error) bool {
 }
 
 // settleFailure moves a claimed group after a failed dispatch: back to PENDING
-// only when the upstream provably did not accept the request, else UNCERTAIN.
-func (g *Gateway) settleFailure(ctx context.Context, p Principal, key string, cause error) {
-	notSent := notAccepted(cause)
+// only when nothing was sent or the upstream provably did not accept the
+// request (notSent), else UNCERTAIN.
+func (g *Gateway) settleFailure(ctx context.Context, p Principal, key string, notSent bool) {
 	d, err := g.store.Update(context.WithoutCancel(ctx), key, func(gr *correlation.Group) (correlation.Decision, error) {
 		if notSent {
 			return gr.NotSent(g.clock.Now(), g.cfg.Policy)

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/errors"
+
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/domain/usage"
@@ -49,21 +51,18 @@ func (g *Gateway) WithUsage(u *Usage) *Gateway {
 	return g
 }
 
-// admit counts one dispatch of p before it is sent and, for a fresh turn,
-// refuses it when a limit is reached (key_rate_limited, key_quota_exhausted,
-// with the wait until the window frees). A continuation is counted and never
-// refused; a store failure while counting one is logged, not answered, for
-// the same reason. It returns the admission time for a refund.
-func (g *Gateway) admit(ctx context.Context, p Principal, continuation bool) (time.Time, error) {
+// admit counts one dispatch of p before it is sent, a fresh turn's or a
+// continuation's alike, and refuses it when a limit is reached
+// (key_rate_limited, key_quota_exhausted, with the wait until the window
+// frees) or when the budget cannot be read (correlation_store_unavailable:
+// an unknown budget is not a green light). It returns the admission time for
+// a refund.
+func (g *Gateway) admit(ctx context.Context, p Principal) (time.Time, error) {
 	if g.usage == nil || p.Slot == "" {
 		return time.Time{}, nil
 	}
 	now := g.clock.Now()
-	err := g.usage.ledger.Budget(ctx, p.Slot, func(b *usage.Budget) error { return b.Admit(now, p.Limits, continuation) })
-	if err != nil && continuation {
-		g.log.ErrorContext(ctx, "a continuation's dispatch was not counted", "code", string(errs.CodeOf(err)), "principal_slot", p.Slot)
-		return time.Time{}, nil
-	}
+	err := g.usage.ledger.Budget(ctx, p.Slot, func(b *usage.Budget) error { return b.Admit(now, p.Limits) })
 	if err != nil {
 		g.log.InfoContext(ctx, "key limit refused the request before sending", "code", string(errs.CodeOf(err)), "principal_slot", p.Slot)
 		return time.Time{}, err
@@ -71,13 +70,19 @@ func (g *Gateway) admit(ctx context.Context, p Principal, continuation bool) (ti
 	return now, nil
 }
 
-// refund gives back an admitted dispatch the upstream provably never accepted.
-func (g *Gateway) refund(ctx context.Context, p Principal, admitted time.Time) {
+// refund gives back an admitted dispatch the upstream provably never
+// accepted, and its rate-limit token too when nothing was sent at all (the
+// upstream never saw the request: see usage.Budget.ReturnToken).
+func (g *Gateway) refund(ctx context.Context, p Principal, admitted time.Time, cause error) {
 	if g.usage == nil || admitted.IsZero() {
 		return
 	}
+	unsent := errors.Is(cause, ports.ErrNotSent)
 	err := g.usage.ledger.Budget(context.WithoutCancel(ctx), p.Slot, func(b *usage.Budget) error {
 		b.Refund(admitted)
+		if unsent {
+			b.ReturnToken(p.Limits)
+		}
 		return nil
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/pmgate/pmgate/adapters/memstore"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/domain/usage"
 	"github.com/pmgate/pmgate/ports"
@@ -25,41 +27,107 @@ func withUsage(r *rig) (*app.Usage, *memstore.Usage) {
 	return u, l
 }
 
-func TestAQuotaRefusesAFreshTurnBeforeSendingAndNeverAContinuation(t *testing.T) {
+// TestAToolLoopStopsAtTheKeysLimitsAndItsGroupWaits: a key of one request a
+// minute and one dispatch a day runs a tool loop whose model calls a tool
+// after every result. Its continuations are refused before dispatch (the
+// bucket, then the day), however often the client sends them, and their
+// group stays PENDING; the same results sent after the reset are dispatched
+// once, and a retry after that is a replay, not a dispatch.
+func TestAToolLoopStopsAtTheKeysLimitsAndItsGroupWaits(t *testing.T) {
 	is := is.New(t)
-	r := newRig(t, toolLoop(2))
+	r := newRig(t, toolLoop(5))
 	_, ledger := withUsage(r)
 	p := principal
-	p.Limits = usage.Limits{DispatchesPerDay: 1}
+	p.Limits = usage.Limits{RequestsPerMinute: 1, DispatchesPerDay: 1}
+	r.clock.Advance(11*time.Hour + 55*time.Minute) // 23:55 UTC: the day frees within the pending TTL
 	history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
 	turn, err := r.gw.Chat(t.Context(), p, request(history...))
 	is.NoErr(err)
 	ds, err := drain(t, turn)
-	is.NoErr(err) // the quota's one dispatch: a tool group is issued
-	// The quota is now spent, but the group was issued while it was fine:
-	// both continuations of the loop are dispatched.
-	for range 2 {
-		history = echo(history, ds, "r")
-		turn, err = r.gw.Chat(t.Context(), p, request(history...))
+	is.NoErr(err) // the day's one dispatch issues a tool group
+	history = echo(history, ds, "r")
+	pending := func() {
+		t.Helper()
+		c, err := r.store.Counts(t.Context())
 		is.NoErr(err)
-		ds, err = drain(t, turn)
-		is.NoErr(err)
+		is.Equal(c.ByState[correlation.Pending], 1) // the group waits, unclaimed
+		is.Equal(c.ByState[correlation.Inflight], 0)
+		is.Equal(c.ByState[correlation.Uncertain], 0)
 	}
-	is.Equal(ds[len(ds)-1].Finish, app.FinishStop)
-	is.Equal(len(r.up.Requests()), 3)
-	// A new conversation is refused before anything is sent.
-	_, err = r.gw.Chat(t.Context(), p, request(chat.Message{Role: chat.RoleUser, Content: str("again")}))
-	is.True(errs.Has(err, errs.KeyQuotaExhausted))
 	var ra interface{ RetryAfter() time.Duration }
+	for range 40 { // the client answers at once, again and again
+		_, err = r.gw.Chat(t.Context(), p, request(history...))
+		is.True(errs.Has(err, errs.KeyRateLimited)) // the bucket is empty
+		is.True(asRetryAfter(err, &ra))
+		is.True(ra.RetryAfter() > 57*time.Second && ra.RetryAfter() <= time.Minute) // the wait for one token
+		r.clock.Advance(50 * time.Millisecond)
+	}
+	is.Equal(len(r.up.Requests()), 1) // nothing more reached the upstream
+	pending()
+	r.clock.Advance(time.Minute) // a token again; the day is spent
+	_, err = r.gw.Chat(t.Context(), p, request(history...))
+	is.True(errs.Has(err, errs.KeyQuotaExhausted))
 	is.True(asRetryAfter(err, &ra))
-	is.Equal(ra.RetryAfter(), 12*time.Hour) // T0 is noon UTC: the day frees at midnight
-	is.Equal(len(r.up.Requests()), 3)       // nothing sent
+	is.True(ra.RetryAfter() > 0 && ra.RetryAfter() <= 4*time.Minute) // until 00:00 UTC
+	is.Equal(len(r.up.Requests()), 1)
+	pending()
 	bs, _ := ledger.Budgets(t.Context())
-	is.Equal(bs["default"].DayDispatches, 3) // the continuations are counted
-	// The next UTC day frees the quota.
-	r.clock.Advance(12 * time.Hour)
-	_, err = r.gw.Chat(t.Context(), p, request(chat.Message{Role: chat.RoleUser, Content: str("tomorrow")}))
+	is.Equal(bs["default"].DayDispatches, 1) // refusals count nothing
+	r.clock.Advance(ra.RetryAfter())         // the next UTC day
+	turn, err = r.gw.Chat(t.Context(), p, request(history...))
+	is.NoErr(err) // the same results, dispatched now
+	ds, err = drain(t, turn)
 	is.NoErr(err)
+	is.Equal(ds[len(ds)-1].Finish, app.FinishToolCalls) // the loop goes on: the next group
+	is.Equal(r.up.Continuations(), 1)
+	replay, err := r.gw.Chat(t.Context(), p, request(history...)) // a retry of those results
+	is.NoErr(err)                                                 // answered from the cache,
+	_, err = drain(t, replay)
+	is.NoErr(err)
+	is.Equal(r.up.Continuations(), 1) // never dispatched again
+	bs, _ = ledger.Budgets(t.Context())
+	is.Equal(bs["default"].DayDispatches, 1) // the new day's one dispatch
+	_, err = r.gw.Chat(t.Context(), p, request(echo(history, ds, "r2")...))
+	is.True(errs.Has(err, errs.KeyRateLimited)) // the next round waits for its window too
+	is.Equal(len(r.up.Requests()), 2)
+}
+
+// failingLedger is a usage ledger whose budget cannot be read.
+type failingLedger struct{ *memstore.Usage }
+
+func (failingLedger) Budget(context.Context, string, func(*usage.Budget) error) error {
+	return errs.New(errs.CorrelationStoreUnavailable)
+}
+
+// TestAContinuationWhoseBudgetCannotBeReadIsRefusedAndItsGroupWaits: an
+// unknown budget is not a green light for a continuation either; its group
+// goes back to PENDING, and the same results are dispatched once the budget
+// can be read.
+func TestAContinuationWhoseBudgetCannotBeReadIsRefusedAndItsGroupWaits(t *testing.T) {
+	is := is.New(t)
+	r := newRig(t, toolLoop(1))
+	_, ledger := withUsage(r)
+	p := principal
+	p.Limits = usage.Limits{DispatchesPerDay: 10}
+	history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
+	turn, err := r.gw.Chat(t.Context(), p, request(history...))
+	is.NoErr(err)
+	ds, err := drain(t, turn)
+	is.NoErr(err)
+	history = echo(history, ds, "r")
+	r.gw.WithUsage(app.NewUsage(failingLedger{ledger}, r.clock, slog.New(slog.NewTextHandler(io.Discard, nil)), 90))
+	_, err = r.gw.Chat(t.Context(), p, request(history...))
+	is.True(errs.Has(err, errs.CorrelationStoreUnavailable)) // refused, not dispatched
+	is.Equal(r.up.Continuations(), 0)
+	c, err := r.store.Counts(t.Context())
+	is.NoErr(err)
+	is.Equal(c.ByState[correlation.Pending], 1) // released
+	r.gw.WithUsage(app.NewUsage(ledger, r.clock, slog.New(slog.NewTextHandler(io.Discard, nil)), 90))
+	turn, err = r.gw.Chat(t.Context(), p, request(history...))
+	is.NoErr(err)
+	_, err = drain(t, turn)
+	is.NoErr(err)
+	is.Equal(r.up.Continuations(), 1)
 }
 
 func TestARateLimitRefusesWithTheWaitForOneToken(t *testing.T) {
@@ -119,4 +187,44 @@ func TestARequestTheUpstreamNeverAcceptedIsRefundedAndTheLedgerCountsEveryReques
 
 func asRetryAfter(err error, target *interface{ RetryAfter() time.Duration }) bool {
 	return crdberrors.As(err, target)
+}
+
+// TestARequestTheGatewayRefusedItselfTakesNoToken: a request refused after
+// admission with nothing sent (over the query limit, too many tools) gives
+// back its token as well as its dispatch; one the upstream refused (it was
+// sent) gives back the dispatch only.
+func TestARequestTheGatewayRefusedItselfTakesNoToken(t *testing.T) {
+	is := is.New(t)
+	var answer []error
+	r := newRig(t, func(ports.UpstreamRequest) porttest.Script {
+		if len(answer) > 0 {
+			e := answer[0]
+			answer = answer[1:]
+			return porttest.Script{Err: e}
+		}
+		return porttest.Script{Events: porttest.Text("c", "ok")}
+	})
+	_, ledger := withUsage(r)
+	p := principal
+	p.Limits = usage.Limits{RequestsPerMinute: 1}
+	req := chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.RoleUser, Content: str("x")}}}
+	tooLong := crdberrors.Mark(errs.New(errs.UpstreamQueryTooLong), ports.ErrNotSent)
+	tooMany := crdberrors.Mark(errs.New(errs.UnsupportedParameter), ports.ErrNotSent)
+	answer = []error{tooLong, tooMany}
+	for _, want := range []errs.Code{errs.UpstreamQueryTooLong, errs.UnsupportedParameter} {
+		_, err := r.gw.Chat(t.Context(), p, req)
+		is.True(errs.Has(err, want)) // the gateway's own refusal, not key_rate_limited
+	}
+	turn, err := r.gw.Chat(t.Context(), p, req)
+	is.NoErr(err) // the minute's one request is still there
+	_, err = drain(t, turn)
+	is.NoErr(err)
+	bs, _ := ledger.Budgets(t.Context())
+	is.Equal(bs["default"].DayDispatches, 1)
+	r.clock.Advance(time.Minute)
+	answer = []error{crdberrors.Mark(errs.New(errs.UpstreamRateLimited), ports.ErrNotAccepted)}
+	_, err = r.gw.Chat(t.Context(), p, req)
+	is.True(errs.Has(err, errs.UpstreamRateLimited)) // sent, refused by the upstream
+	_, err = r.gw.Chat(t.Context(), p, req)
+	is.True(errs.Has(err, errs.KeyRateLimited)) // it spent the minute's token
 }

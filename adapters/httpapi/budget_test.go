@@ -68,13 +68,13 @@ func TestTheLiveViewShowsEachKeysBudgetAndTheLastHourByCause(t *testing.T) {
 	clock := porttest.NewClock(time.Now())
 	u := app.NewUsage(ledger, clock, slog.New(slog.DiscardHandler), 90)
 	for range 3 {
-		is.NoErr(porttest.AdmitOnce(context.Background(), ledger, "router", usage.Limits{}, clock.Now(), false))
+		is.NoErr(porttest.AdmitOnce(context.Background(), ledger, "router", usage.Limits{}, clock.Now()))
 	}
 	refuse := &fakeService{ChatFn: func(_ context.Context, p app.Principal, _ chat.Request) (app.Turn, error) {
 		b := usage.Budget{}
-		for b.Admit(clock.Now(), usage.Limits{DispatchesPerDay: 1}, false) == nil {
+		for b.Admit(clock.Now(), usage.Limits{DispatchesPerDay: 1}) == nil {
 		}
-		return nil, b.Admit(clock.Now(), usage.Limits{DispatchesPerDay: 1}, false)
+		return nil, b.Admit(clock.Now(), usage.Limits{DispatchesPerDay: 1})
 	}}
 	h, _ := newServer(t, refuse, withAdmin(mon), withKeyring(scopedKeyring()), func(c *httpapi.Config) { c.Usage = u })
 	for range 2 {
@@ -127,9 +127,9 @@ func TestARateLimitRefusalIsRetryableWithTheWaitForOneRequest(t *testing.T) {
 	refuse := &fakeService{ChatFn: func(context.Context, app.Principal, chat.Request) (app.Turn, error) {
 		b := usage.Budget{}
 		lim := usage.Limits{RequestsPerMinute: 2}
-		_ = b.Admit(porttest.T0, lim, false)
-		_ = b.Admit(porttest.T0, lim, false)
-		return nil, b.Admit(porttest.T0, lim, false)
+		_ = b.Admit(porttest.T0, lim)
+		_ = b.Admit(porttest.T0, lim)
+		return nil, b.Admit(porttest.T0, lim)
 	}}
 	h, _ := newServer(t, refuse)
 	rec := post(h, `{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`)
@@ -137,4 +137,42 @@ func TestARateLimitRefusalIsRetryableWithTheWaitForOneRequest(t *testing.T) {
 	is.Equal(decodeError(t, rec.Body.Bytes()).Code, "key_rate_limited")
 	is.Equal(rec.Header().Get("retry-after"), "30")
 	is.Equal(rec.Header().Get("x-should-retry"), "")
+}
+
+// TestAKeysRefusalsHaveTheirRetryHeadersOnEveryAPI: a key limit's refusal
+// answers 429 with retry-after (the wait for a token, or until the UTC day
+// ends) on chat, Responses and Messages alike; key_quota_exhausted also says
+// x-should-retry: false, key_rate_limited does not (it frees in seconds).
+func TestAKeysRefusalsHaveTheirRetryHeadersOnEveryAPI(t *testing.T) {
+	now := time.Date(2026, 1, 30, 23, 0, 0, 0, time.UTC) // an hour before the day ends
+	refusal := func(lim usage.Limits) error {
+		var b usage.Budget
+		for b.Admit(now, lim) == nil {
+		}
+		return b.Admit(now, lim)
+	}
+	for _, c := range []struct {
+		name, retryAfter, shouldRetry string
+		err                           error
+	}{
+		{"key_quota_exhausted", "3600", "false", refusal(usage.Limits{DispatchesPerDay: 1})},
+		{"key_rate_limited", "20", "", refusal(usage.Limits{RequestsPerMinute: 3})},
+	} {
+		svc := &fakeService{ChatFn: func(context.Context, app.Principal, chat.Request) (app.Turn, error) { return nil, c.err }}
+		h, _ := newServer(t, svc)
+		for api, r := range map[string]*http.Request{
+			"chat":      chatRequest(withFields("")),
+			"responses": respRequest(`{"model":"` + model + `","input":"hi"}`),
+			"messages":  msgRequest(msgBody(userHi, "")),
+		} {
+			t.Run(c.name+" "+api, func(t *testing.T) {
+				is := is.New(t)
+				rec := serve(h, r)
+				is.Equal(rec.Code, http.StatusTooManyRequests)
+				is.True(strings.Contains(rec.Body.String(), `"`+c.name+`"`)) // the stable code, in the API's shape
+				is.Equal(rec.Header().Get("retry-after"), c.retryAfter)
+				is.Equal(rec.Header().Get("x-should-retry"), c.shouldRetry)
+			})
+		}
+	}
 }

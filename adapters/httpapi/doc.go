@@ -22,7 +22,8 @@
 // client-chosen key appears in a path only when it is a plain identifier
 // ([A-Za-z0-9_-]{1,64}), else as "?". Errors without a code are 500
 // internal_error with the generic message. Deterministic failures carry
-// x-should-retry: false; retryable 429/503 carry retry-after in seconds (1 by
+// x-should-retry: false; retryable 429/503 (and key_quota_exhausted, which knows
+// when its window frees), on every API, carry retry-after in seconds (1 by
 // default, or the value of an error in the chain with a method
 // RetryAfter() time.Duration, rounded up and capped at 3600). Unknown paths
 // answer 404 and wrong methods 405 (with Allow), both with code

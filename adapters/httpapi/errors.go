@@ -205,21 +205,12 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 // the handlers (through writeError) and for the connection layer's rewrite of
 // net/http's own answers: the body from public, the status from the catalog
 // (or the routeError), x-should-retry: false for deterministic failures,
-// retry-after on retryable 429/503. It returns the catalog entry it answered.
+// retry-after on 429/503 (setRetryHeaders). It returns the catalog entry it answered.
 func writeOpenAIError(ctx context.Context, w http.ResponseWriter, err error) errs.Entry {
 	body, e, status := public(ctx, err)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	var ra retryAfterer
-	knowsWait := errors.As(err, &ra)
-	if !e.Retryable {
-		h.Set("x-should-retry", "false")
-	}
-	// A refusal that knows when its window frees says so even when an
-	// automatic retry is pointless (key_quota_exhausted: hours away).
-	if (e.Retryable || knowsWait) && (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) {
-		h.Set("retry-after", strconv.Itoa(retryAfterSeconds(err)))
-	}
+	setRetryHeaders(h, e, status, err)
 	if e.Code == errs.InvalidAPIKey {
 		h.Set("WWW-Authenticate", `Bearer realm="pmgate"`)
 	}
@@ -235,6 +226,22 @@ func (s *server) streamError(ctx context.Context, err error) errorBody {
 	body, e, _ := public(ctx, err)
 	s.noteError(ctx, e, err)
 	return body
+}
+
+// setRetryHeaders sets the retry headers of one error answer, the same on
+// every API: x-should-retry: false for a deterministic failure; retry-after
+// on a 429 or 503 (529 on the Anthropic routes) that is retryable, and on one
+// that knows when its window frees even when an automatic retry is pointless
+// (key_quota_exhausted: hours away, but said).
+func setRetryHeaders(h http.Header, e errs.Entry, status int, err error) {
+	if !e.Retryable {
+		h.Set("x-should-retry", "false")
+	}
+	var ra retryAfterer
+	knowsWait := errors.As(err, &ra)
+	if (e.Retryable || knowsWait) && (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable || status == statusOverloaded) {
+		h.Set("retry-after", strconv.Itoa(retryAfterSeconds(err)))
+	}
 }
 
 func retryAfterSeconds(err error) int {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/cockroachdb/errors"
@@ -341,11 +340,7 @@ func (s *server) writeAnthropicError(w http.ResponseWriter, r *http.Request, err
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set(errorCodeHeader, string(e.Code))
-	if !e.Retryable {
-		h.Set("x-should-retry", "false")
-	} else if status == http.StatusTooManyRequests || status == statusOverloaded {
-		h.Set("retry-after", strconv.Itoa(retryAfterSeconds(err)))
-	}
+	setRetryHeaders(h, e, status, err)
 	w.WriteHeader(status)
 	b, _ := json.Marshal(body) // plain strings only: cannot fail
 	_, _ = w.Write(append(b, '\n'))

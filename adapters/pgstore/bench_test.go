@@ -133,7 +133,7 @@ func BenchmarkAdmit(b *testing.B) {
 				start := time.Now()
 				var err error
 				if mode == "parallel+ledger" { // every turn of one key, as the gateway counts it first
-					err = porttest.AdmitOnce(context.Background(), ledger, "k1", usage.Limits{DispatchesPerDay: 1 << 30}, porttest.T0, false)
+					err = porttest.AdmitOnce(context.Background(), ledger, "k1", usage.Limits{DispatchesPerDay: 1 << 30}, porttest.T0)
 				}
 				if err != nil {
 					b.Error(err)

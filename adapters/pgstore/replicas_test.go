@@ -18,6 +18,7 @@ import (
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/usage"
 	"github.com/pmgate/pmgate/internal/testkit"
 	"github.com/pmgate/pmgate/ports/porttest"
 )
@@ -298,5 +299,64 @@ func TestADatabaseRestartMidRunLosesNothingAndDispatchesNothingTwice(t *testing.
 	is.NoErr(err)
 	is.Equal(counts.ByState[correlation.Consumed], 2)
 	is.Equal(counts.LiveGroups, 0)
+	checkInvariants(t, c.url, limits)
+}
+
+// TestAContinuationRefusedByTheKeysLimitsWaitsOnTheSharedStore: a key of one
+// request a minute and one dispatch a day, a tool loop issued through A. Its
+// results, sent through either replica, are refused before dispatch (the
+// bucket, then the day, counted on the shared budget row) and the group stays
+// PENDING in the database; after the UTC midnight the same results are
+// dispatched once, and a retry through the other replica is a replay.
+func TestAContinuationRefusedByTheKeysLimitsWaitsOnTheSharedStore(t *testing.T) {
+	is := is.New(t)
+	c := newCluster(t, limits)
+	for _, r := range []replica{c.a, c.b} {
+		r.gw.WithUsage(app.NewUsage(r.store.Usage(), c.clock, quiet(), 90))
+	}
+	p := principal
+	p.Limits = usage.Limits{RequestsPerMinute: 1, DispatchesPerDay: 1}
+	run := func(r replica, req chat.Request) ([]app.Delta, error) {
+		turn, err := r.gw.Chat(context.Background(), p, req)
+		if err != nil {
+			return nil, err
+		}
+		return drain(turn)
+	}
+	c.clock.Advance(11*time.Hour + 55*time.Minute) // 23:55 UTC
+	history := []chat.Message{{Role: chat.RoleUser, Content: str("weather please #loop=3")}}
+	ds, err := run(c.a, request(history...))
+	is.NoErr(err)
+	is.Equal(finish(ds), app.FinishToolCalls)
+	cont := request(echo(history, ds, "sunny")...)
+	pending := func() {
+		t.Helper()
+		counts, err := c.a.store.Counts(t.Context())
+		is.NoErr(err)
+		is.Equal(counts.ByState[correlation.Pending], 1) // the group waits in the database, unclaimed
+		is.Equal(counts.ByState[correlation.Inflight], 0)
+		is.Equal(counts.ByState[correlation.Uncertain], 0)
+	}
+	for i := range 10 { // both replicas, at once
+		_, err = run([]replica{c.a, c.b}[i%2], cont)
+		is.True(errs.Has(err, errs.KeyRateLimited))
+	}
+	pending()
+	c.clock.Advance(time.Minute)
+	_, err = run(c.b, cont)
+	is.True(errs.Has(err, errs.KeyQuotaExhausted)) // a token again; the day is spent
+	pending()
+	is.Equal(c.emu.Count(emulator.KindToolResponse), 0)
+	c.clock.Advance(4 * time.Minute) // the next UTC day
+	ds, err = run(c.b, cont)
+	is.NoErr(err)
+	is.Equal(finish(ds), app.FinishToolCalls)
+	is.Equal(c.emu.Count(emulator.KindToolResponse), 1)
+	_, err = run(c.a, cont) // the same results again, through the other replica
+	is.NoErr(err)
+	is.Equal(c.emu.Count(emulator.KindToolResponse), 1) // answered from the cache
+	var day int64
+	query(t, c.url, `SELECT day_dispatches FROM usage_budgets WHERE slot = 'default'`, &day)
+	is.Equal(day, int64(1))
 	checkInvariants(t, c.url, limits)
 }

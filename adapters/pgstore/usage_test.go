@@ -44,7 +44,7 @@ func TestADailyQuotaHoldsAcrossReplicas(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					<-start
-					err := porttest.AdmitOnce(context.Background(), l, slot, usage.Limits{DispatchesPerDay: quota}, porttest.T0, false)
+					err := porttest.AdmitOnce(context.Background(), l, slot, usage.Limits{DispatchesPerDay: quota}, porttest.T0)
 					switch {
 					case err == nil:
 						admitted.Add(1)

@@ -51,42 +51,49 @@ func TestAnInferenceKeyCannotReadTheOperatorViews(t *testing.T) {
 	is.Equal(open.do(t, "GET", "/admin/api/live", nil, bearer(inference)...).StatusCode, 403)
 }
 
-// TestAKeysQuotaRefusesBeforeSendingAndNeverStrandsAContinuation: a key with
-// two dispatches a day gets two turns, then 429 key_quota_exhausted with
-// Retry-After until the UTC midnight, and nothing more reaches the emulator;
-// the tool group issued inside the quota is still continued.
-func TestAKeysQuotaRefusesBeforeSendingAndNeverStrandsAContinuation(t *testing.T) {
+// TestAKeysQuotaRefusesBeforeSendingAndHoldsAContinuation: a key with two
+// dispatches a day gets two turns, then 429 key_quota_exhausted with
+// Retry-After until the UTC midnight on every API, and nothing more reaches
+// the emulator: a continuation of a tool group issued inside the quota is
+// refused like a fresh turn, however often it is sent, and its group waits;
+// once the limit is raised the same results are dispatched once.
+func TestAKeysQuotaRefusesBeforeSendingAndHoldsAContinuation(t *testing.T) {
 	is := is.New(t)
 	s, file, k := slotsServe(t, "web_session", nil, []string{"--id", "agent", "--per-day", "2"}, []string{"--id", "owner", "--scope", "admin"})
 	agent, owner := k["agent"], k["owner"]
 	emu := s.emu
 	is.Equal(s.post(t, userBody("one", false, ""), bearer(agent)...).StatusCode, 200)
-	history, cont, _ := pendingAs(t, s, "two: the weather", agent) // the second dispatch issues a tool group
-	_ = history
-	resp := s.post(t, userBody("three", false, ""), bearer(agent)...)
-	is.Equal(resp.StatusCode, 429)
-	var e errorBody
-	is.NoErr(json.NewDecoder(resp.Body).Decode(&e))
-	is.Equal(e.Error.Code, "key_quota_exhausted")
-	is.Equal(resp.Header.Get("x-should-retry"), "false")
-	secs, err := strconv.Atoi(resp.Header.Get("retry-after"))
-	is.NoErr(err)
+	_, cont, _ := pendingAs(t, s, "two: the weather", agent) // the second dispatch issues a tool group
 	now := time.Now().UTC()
 	untilMidnight := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC).Sub(now)
-	is.True(time.Duration(secs)*time.Second >= untilMidnight-5*time.Second && time.Duration(secs)*time.Second <= untilMidnight+5*time.Second)
+	refused := func(resp *http.Response) {
+		t.Helper()
+		is.Equal(resp.StatusCode, 429)
+		body, _ := io.ReadAll(resp.Body)
+		is.True(bytes.Contains(body, []byte(`"key_quota_exhausted"`))) // in the API's own shape
+		is.Equal(resp.Header.Get("x-should-retry"), "false")
+		secs, err := strconv.Atoi(resp.Header.Get("retry-after"))
+		is.NoErr(err)
+		is.True(time.Duration(secs)*time.Second >= untilMidnight-5*time.Second && time.Duration(secs)*time.Second <= untilMidnight+5*time.Second)
+	}
+	refused(s.post(t, userBody("three", false, ""), bearer(agent)...))
 	is.Equal(emu.Count(emulator.KindUserQuery), 2) // nothing sent for the refusal
-	// The group issued inside the quota is continued: refusing it would leave
-	// the tool's side effect unknown to the model.
-	status, c, _ := turnResult(t, s, chatBody(t, testModel, cont, toolsJSON, ""), bearer(agent)...)
-	is.Equal(status, 200)
-	is.Equal(c.Choices[0].FinishReason, "stop")
-	is.Equal(emu.Count(emulator.KindToolResponse), 1)
-	// The Responses API is refused by the same quota.
-	r := s.do(t, "POST", "/v1/responses", strings.NewReader(`{"model":"`+testModel+`","input":"four"}`),
-		"Content-Type", "application/json", "Authorization", "Bearer "+agent)
-	is.Equal(r.StatusCode, 429)
-	// The first screen's numbers: three dispatches today (the continuation is
-	// counted), against a budget of two; the refusals of the last hour by cause.
+	// The continuation counts like a fresh turn: refused before dispatch, and
+	// again when sent again (its group stays pending, not in flight or
+	// uncertain).
+	contBody := chatBody(t, testModel, cont, toolsJSON, "")
+	for range 2 {
+		refused(s.post(t, contBody, bearer(agent)...))
+	}
+	is.Equal(emu.Count(emulator.KindToolResponse), 0)
+	// The Responses and Messages APIs are refused by the same quota.
+	refused(s.do(t, "POST", "/v1/responses", strings.NewReader(`{"model":"`+testModel+`","input":"four"}`),
+		"Content-Type", "application/json", "Authorization", "Bearer "+agent))
+	refused(s.do(t, "POST", "/v1/messages", strings.NewReader(`{"model":"`+testModel+`","max_tokens":64,"messages":[{"role":"user","content":"five"}]}`),
+		"Content-Type", "application/json", "Authorization", "Bearer "+agent, "anthropic-version", "2023-06-01"))
+	is.Equal(emu.Count(emulator.KindUserQuery), 2)
+	// The first screen's numbers: two dispatches today against a budget of
+	// two; the refusals of the last hour by cause.
 	var live struct {
 		Keys     []httpapi.KeyBudget
 		LastHour map[string]int `json:"last_hour"`
@@ -98,11 +105,11 @@ func TestAKeysQuotaRefusesBeforeSendingAndNeverStrandsAContinuation(t *testing.T
 			got = k
 		}
 	}
-	is.Equal(got, httpapi.KeyBudget{Slot: "agent", Scope: "inference", DispatchesPerDay: 2, DispatchesToday: 3, DispatchesMonth: 3})
-	is.Equal(live.LastHour["key_quota_exhausted"], 2)
+	is.Equal(got, httpapi.KeyBudget{Slot: "agent", Scope: "inference", DispatchesPerDay: 2, DispatchesToday: 2, DispatchesMonth: 2})
+	is.Equal(live.LastHour["key_quota_exhausted"], 5)
 	metrics := s.get(t, "/metrics", bearer(owner)...)
-	is.True(strings.Contains(metrics, `pmgate_key_dispatches_total{slot="agent"} 3`))
-	is.True(strings.Contains(metrics, `pmgate_key_refusals_total{code="key_quota_exhausted",slot="agent"} 2`))
+	is.True(strings.Contains(metrics, `pmgate_key_dispatches_total{slot="agent"} 2`))
+	is.True(strings.Contains(metrics, `pmgate_key_refusals_total{code="key_quota_exhausted",slot="agent"} 5`))
 	// The ledger: by API and outcome.
 	var rep httpapi.UsageReport
 	eventually(t, "the ledger has every request", func() bool {
@@ -114,7 +121,7 @@ func TestAKeysQuotaRefusesBeforeSendingAndNeverStrandsAContinuation(t *testing.T
 				n += r.Requests
 			}
 		}
-		return n == 5
+		return n == 7
 	})
 	sums := map[string]int64{}
 	for _, r := range rep.Rows {
@@ -124,16 +131,81 @@ func TestAKeysQuotaRefusesBeforeSendingAndNeverStrandsAContinuation(t *testing.T
 			is.True(r.QueryChars >= 0 && r.Model == testModel)
 		}
 	}
-	is.Equal(sums, map[string]int64{"chat ok requests": 3, "chat ok dispatches": 3,
-		"chat key_quota_exhausted requests": 1, "chat key_quota_exhausted dispatches": 0,
-		"responses key_quota_exhausted requests": 1, "responses key_quota_exhausted dispatches": 0})
-	// Raising the limit with keys set takes effect on the running gateway.
+	is.Equal(sums, map[string]int64{"chat ok requests": 2, "chat ok dispatches": 2,
+		"chat key_quota_exhausted requests": 3, "chat key_quota_exhausted dispatches": 0,
+		"responses key_quota_exhausted requests": 1, "responses key_quota_exhausted dispatches": 0,
+		"messages key_quota_exhausted requests": 1, "messages key_quota_exhausted dispatches": 0})
+	// Raising the limit with keys set takes effect on the running gateway:
+	// the same results are dispatched, once.
 	if _, err := keysCmd(t, file, "set", "agent", "--per-day", "10"); err != nil {
 		t.Fatal(err)
 	}
+	var status int
+	var c completion
 	eventually(t, "the raised limit is applied", func() bool {
-		return s.post(t, userBody("five", false, ""), bearer(agent)...).StatusCode == 200
+		status, c, _ = turnResult(t, s, contBody, bearer(agent)...)
+		return status == 200
 	})
+	is.Equal(c.Choices[0].FinishReason, "stop")
+	is.Equal(emu.Count(emulator.KindToolResponse), 1)
+	status, _, _ = turnResult(t, s, contBody, bearer(agent)...) // a retry of those results: the cached answer
+	is.Equal(status, 200)
+	is.Equal(emu.Count(emulator.KindToolResponse), 1)
+}
+
+// TestAToolLoopNeverSpendsPastTheKeysLimits is the attack of the third
+// hardening round: a key of one request a minute and one dispatch a day, a
+// model that calls a tool after every result, and a client that answers at
+// once, again and again. The emulator receives the one dispatch the key
+// allows; after the limits are lifted the same results are dispatched once.
+// On both stores.
+func TestAToolLoopNeverSpendsPastTheKeysLimits(t *testing.T) {
+	for _, store := range []string{"memory", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			is := is.New(t)
+			env := map[string]string{}
+			if store == "postgres" {
+				pk := make([]byte, 32)
+				_, _ = rand.Read(pk)
+				env = map[string]string{"CORRELATION_STORE": "postgres", "CORRELATION_POSTGRES_URL": pgSchema(t),
+					"CORRELATION_PRINCIPAL_KEY": base64.RawURLEncoding.EncodeToString(pk)}
+			}
+			s, file, k := slotsServe(t, "access_token", env, []string{"--id", "agent", "--rpm", "1", "--per-day", "1"})
+			agent := k["agent"]
+			history := []msg{{"role": "user", "content": "work until done #loop=5"}}
+			status, c, e := turnResult(t, s, chatBody(t, testModel, history, toolsJSON, ""), bearer(agent)...)
+			is.Equal(status, 200)
+			is.Equal(c.Choices[0].FinishReason, "tool_calls")
+			history = append(history, assistantAndResults(c, sunny)...)
+			body := chatBody(t, testModel, history, toolsJSON, "")
+			codes := map[string]int{}
+			deadline := time.Now().Add(2 * time.Second)
+			for n := 0; n < 40 && time.Now().Before(deadline); n++ { // the loop answers at once
+				status, _, e = turnResult(t, s, body, bearer(agent)...)
+				codes[strconv.Itoa(status)+" "+e.Error.Code]++
+			}
+			t.Logf("%s: one tool loop against 1 rpm and 1 a day: %v; upstream dispatches %d", store, codes,
+				s.emu.Count(emulator.KindUserQuery)+s.emu.Count(emulator.KindToolResponse))
+			is.Equal(len(codes), 1)
+			is.True(codes["429 key_rate_limited"] > 0) // the bucket first, then (after a minute) the day
+			is.Equal(s.emu.Count(emulator.KindUserQuery), 1)
+			is.Equal(s.emu.Count(emulator.KindToolResponse), 0)
+			// The limits lifted (as the window's reset would): the same results,
+			// sent again, are dispatched once.
+			if _, err := keysCmd(t, file, "set", "agent", "--rpm", "0", "--per-day", "0"); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the lifted limits are applied", func() bool {
+				status, c, _ = turnResult(t, s, body, bearer(agent)...)
+				return status == 200
+			})
+			is.Equal(c.Choices[0].FinishReason, "tool_calls") // the loop's next round
+			is.Equal(s.emu.Count(emulator.KindToolResponse), 1)
+			status, _, _ = turnResult(t, s, body, bearer(agent)...) // sent once more: the cached answer
+			is.Equal(status, 200)
+			is.Equal(s.emu.Count(emulator.KindToolResponse), 1)
+		})
+	}
 }
 
 // slotsServe starts serve on a fresh key file holding the slots of specs

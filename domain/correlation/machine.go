@@ -234,7 +234,8 @@ func (g *Group) Complete(now time.Time, p Policy, response []byte, digest string
 	return g.fire(Complete, input{now: now, policy: p, response: response, digest: digest})
 }
 
-// NotSent fires NotSent: a claimed group returns to PENDING after a failure
+// NotSent fires NotSent: a claimed group returns to PENDING after a refusal
+// by the key's limits before sending, or after a failure
 // that proves nothing reached the upstream.
 func (g *Group) NotSent(now time.Time, p Policy) (Decision, error) {
 	return g.fire(NotSent, input{now: now, policy: p})

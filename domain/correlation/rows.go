@@ -36,7 +36,7 @@ var rows = []row{
 	{"C12", Inflight, SubmitSame, Inflight, EffectReject, errs.ContinuationInflight, "409, never dispatched again", "a retry of the accepted results while their dispatch runs"},
 	{"C13", Inflight, SubmitDifferent, Inflight, EffectReject, errs.ContinuationConflict, "409, never dispatched", "other results while the accepted ones are being dispatched"},
 	{"C14", Inflight, Complete, Consumed, EffectTransition, "", "terminal response cached within the budget for idempotent replay", "the dispatched continuation ended provably"},
-	{"C15", Inflight, NotSent, Pending, EffectTransition, "", "claim cleared: the transport proved nothing was sent", "the transport proved the continuation was not sent, or refused before processing"},
+	{"C15", Inflight, NotSent, Pending, EffectTransition, "", "claim cleared: nothing was sent", "nothing was sent (the key's limits refused it, or the transport proved it), or the upstream refused before processing"},
 	{"C16", Inflight, Ambiguous, Uncertain, EffectTransition, errs.ContinuationOutcomeUncertain, "never retried automatically", "a timeout, disconnect, abort or ambiguous failure after it may have been sent"},
 	{"C17", Inflight, Deadline, Uncertain, EffectTransition, errs.ContinuationOutcomeUncertain, "the claim's hard deadline passed; never retried", "the claim's hard deadline (request timeout plus margin) passed"},
 	{"C18", Consumed, SubmitSame, Consumed, EffectReplay, errs.ToolCallAlreadyConsumed, "cached response when retained, else 409; never dispatched", "an idempotent retry of the accepted results after the end"},

@@ -57,9 +57,12 @@ type Budget struct {
 }
 
 // At returns the budget's counts as of now: counts of a past day or month are
-// zero, the bucket is refilled.
+// zero, the bucket is refilled. Time never runs backwards for a budget: a now
+// before what the budget has already seen (the clock of a replica behind the
+// one that admitted last) is taken as that latest time (see Latest), so a
+// clock difference between replicas refills nothing and reopens no window.
 func (b Budget) At(now time.Time, l Limits) Budget {
-	now = now.UTC()
+	now = b.Latest(now)
 	if d := Day(now); b.Day != d {
 		b.Day, b.DayDispatches = d, 0
 	}
@@ -78,6 +81,23 @@ func (b Budget) At(now time.Time, l Limits) Budget {
 	return b
 }
 
+// Latest returns the later of now (in UTC) and the latest time the budget
+// has seen: its bucket's time and the starts of its day and month. Every
+// decision is taken at that time, so the budget's time only moves forward.
+func (b Budget) Latest(now time.Time) time.Time {
+	now = now.UTC()
+	if b.TokensAt.After(now) {
+		now = b.TokensAt
+	}
+	if d, err := time.Parse(time.DateOnly, b.Day); err == nil && d.After(now) {
+		now = d
+	}
+	if m, err := time.Parse("2006-01", b.Month); err == nil && m.After(now) {
+		now = m
+	}
+	return now
+}
+
 // Refusal is a refused admission: its code (key_rate_limited or
 // key_quota_exhausted) and how long until the window frees.
 type Refusal struct {
@@ -92,20 +112,20 @@ func (r *Refusal) Error() string { return string(r.Code) + ": the " + r.Window +
 func (r *Refusal) RetryAfter() time.Duration { return r.After }
 
 // Admit decides one request at now and counts it: a request that will send
-// one upstream dispatch. A fresh turn is refused while the bucket is empty or
-// the day's or month's dispatches reached their limit, with the time until the
-// window frees. A continuation (the tool results of a group issued earlier) is
-// counted but never refused: refusing it would strand a side effect half done
-// (the tool ran; the model never hears of it), and the quota that matters was
-// checked when the group was issued.
+// one upstream dispatch, a fresh turn or a continuation (the tool results of
+// a group issued earlier) alike. It is refused while the bucket is empty or
+// the day's or month's dispatches reached their limit, with the time until
+// the window frees; a refusal changes nothing. A continuation gets no
+// exemption: a tool loop would otherwise dispatch without bound past the
+// limits, and its refused results can be sent again once the window frees
+// (the gateway leaves their group pending).
 //
 // Errors: a *Refusal marked key_rate_limited or key_quota_exhausted.
-func (b *Budget) Admit(now time.Time, l Limits, continuation bool) error {
+func (b *Budget) Admit(now time.Time, l Limits) error {
+	now = b.Latest(now)
 	next := b.At(now, l)
-	if !continuation {
-		if err := next.check(now, l); err != nil {
-			return err
-		}
+	if err := next.check(now, l); err != nil {
+		return err
 	}
 	if l.RequestsPerMinute > 0 {
 		next.Tokens = math.Max(next.Tokens-1, 0)
@@ -146,5 +166,15 @@ func (b *Budget) Refund(admitted time.Time) {
 	}
 	if b.Month == Month(admitted) && b.MonthDispatches > 0 {
 		b.MonthDispatches--
+	}
+}
+
+// ReturnToken gives back the bucket's token Admit took for a request of
+// which nothing was sent (the gateway refused it itself, or no connection
+// was made): only requests that reach the upstream spend the rate limit.
+// The bucket never holds more than its burst.
+func (b *Budget) ReturnToken(l Limits) {
+	if l.RequestsPerMinute > 0 && !b.TokensAt.IsZero() {
+		b.Tokens = math.Min(b.Tokens+1, l.Burst())
 	}
 }

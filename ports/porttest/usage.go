@@ -21,8 +21,8 @@ type NewUsageLedger func(t *testing.T) ports.UsageLedger
 
 // AdmitOnce runs one admission of slot as the gateway does and reports
 // whether it was admitted; a refusal's code is returned as its error.
-func AdmitOnce(ctx context.Context, l ports.UsageLedger, slot string, lim usage.Limits, now time.Time, continuation bool) error {
-	return l.Budget(ctx, slot, func(b *usage.Budget) error { return b.Admit(now, lim, continuation) })
+func AdmitOnce(ctx context.Context, l ports.UsageLedger, slot string, lim usage.Limits, now time.Time) error {
+	return l.Budget(ctx, slot, func(b *usage.Budget) error { return b.Admit(now, lim) })
 }
 
 // UsageRow is a daily row of one request with the given dispatches.
@@ -37,8 +37,8 @@ func UsageContract(t *testing.T, newLedger NewUsageLedger) {
 	t.Run("a new slot's budget is empty and an admission is written back", func(t *testing.T) {
 		is := is.New(t)
 		l := newLedger(t)
-		is.NoErr(AdmitOnce(ctx, l, "a", usage.Limits{}, T0, false))
-		is.NoErr(AdmitOnce(ctx, l, "a", usage.Limits{}, T0, false))
+		is.NoErr(AdmitOnce(ctx, l, "a", usage.Limits{}, T0))
+		is.NoErr(AdmitOnce(ctx, l, "a", usage.Limits{}, T0))
 		bs, err := l.Budgets(ctx)
 		is.NoErr(err)
 		is.Equal(bs["a"].DayDispatches, 2)
@@ -68,8 +68,8 @@ func UsageContract(t *testing.T, newLedger NewUsageLedger) {
 	t.Run("a closure's error writes nothing", func(t *testing.T) {
 		is := is.New(t)
 		l := newLedger(t)
-		is.NoErr(AdmitOnce(ctx, l, "a", usage.Limits{DispatchesPerDay: 1}, T0, false))
-		err := AdmitOnce(ctx, l, "a", usage.Limits{DispatchesPerDay: 1}, T0, false)
+		is.NoErr(AdmitOnce(ctx, l, "a", usage.Limits{DispatchesPerDay: 1}, T0))
+		err := AdmitOnce(ctx, l, "a", usage.Limits{DispatchesPerDay: 1}, T0)
 		is.True(errs.Has(err, errs.KeyQuotaExhausted))
 		bs, _ := l.Budgets(ctx)
 		is.Equal(bs["a"].DayDispatches, 1)
@@ -78,10 +78,30 @@ func UsageContract(t *testing.T, newLedger NewUsageLedger) {
 		is := is.New(t)
 		l := newLedger(t)
 		lim := usage.Limits{RequestsPerMinute: 2}
-		is.NoErr(AdmitOnce(ctx, l, "a", lim, T0, false))
-		is.NoErr(AdmitOnce(ctx, l, "a", lim, T0, false))
-		is.True(errs.Has(AdmitOnce(ctx, l, "a", lim, T0.Add(time.Second), false), errs.KeyRateLimited))
-		is.NoErr(AdmitOnce(ctx, l, "a", lim, T0.Add(31*time.Second), false)) // one token refilled
+		is.NoErr(AdmitOnce(ctx, l, "a", lim, T0))
+		is.NoErr(AdmitOnce(ctx, l, "a", lim, T0))
+		is.True(errs.Has(AdmitOnce(ctx, l, "a", lim, T0.Add(time.Second)), errs.KeyRateLimited))
+		is.NoErr(AdmitOnce(ctx, l, "a", lim, T0.Add(31*time.Second))) // one token refilled
+	})
+	t.Run("replicas whose clocks differ refill the bucket by the difference once, not per alternation", func(t *testing.T) {
+		is := is.New(t)
+		l := newLedger(t)
+		lim := usage.Limits{RequestsPerMinute: 60} // a token a second
+		const skew = 30 * time.Second              // replica A's clock is ahead of B's
+		for range 60 {
+			is.NoErr(AdmitOnce(ctx, l, "a", lim, T0)) // the burst, through B
+		}
+		admitted := 0
+		for i := range 100 { // 1 s of real time, alternating B and A
+			at := T0.Add(time.Duration(i) * 10 * time.Millisecond)
+			if i%2 == 1 {
+				at = at.Add(skew)
+			}
+			if AdmitOnce(ctx, l, "a", lim, at) == nil {
+				admitted++
+			}
+		}
+		is.True(admitted >= 30 && admitted <= 31) // 30 s once, and 1 s of refill
 	})
 	t.Run("concurrent admissions of one slot never exceed its daily quota", func(t *testing.T) {
 		is := is.New(t)
@@ -98,7 +118,7 @@ func UsageContract(t *testing.T, newLedger NewUsageLedger) {
 				// its atomic section would now lose admissions.
 				err := l.Budget(ctx, "a", func(b *usage.Budget) error {
 					runtime.Gosched()
-					return b.Admit(T0, lim, false)
+					return b.Admit(T0, lim)
 				})
 				switch {
 				case err == nil:
@@ -120,8 +140,8 @@ func UsageContract(t *testing.T, newLedger NewUsageLedger) {
 		is := is.New(t)
 		l := newLedger(t)
 		lim := usage.Limits{DispatchesPerDay: 1}
-		is.NoErr(AdmitOnce(ctx, l, "a", lim, T0, false))
-		is.NoErr(AdmitOnce(ctx, l, "b", lim, T0, false))
+		is.NoErr(AdmitOnce(ctx, l, "a", lim, T0))
+		is.NoErr(AdmitOnce(ctx, l, "b", lim, T0))
 	})
 	t.Run("rows of one key add up and a range selects whole days", func(t *testing.T) {
 		is := is.New(t)
@@ -169,7 +189,7 @@ func BenchUsageAdmit(b *testing.B, l ports.UsageLedger) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := n.Add(1)
-			if err := AdmitOnce(ctx, l, slots[i%16], usage.Limits{DispatchesPerDay: 1 << 30}, T0, false); err != nil {
+			if err := AdmitOnce(ctx, l, slots[i%16], usage.Limits{DispatchesPerDay: 1 << 30}, T0); err != nil {
 				b.Error(err)
 				return
 			}
