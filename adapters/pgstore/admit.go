@@ -295,11 +295,13 @@ type room struct {
 	first     time.Time
 }
 
-// keyLive is the principal $6's live groups, their calls and their first
-// deadline (migration 8's index).
-const keyLive = `(SELECT count(*) AS groups, coalesce(sum(calls), 0) AS calls,
+// keyLive is the live groups of the principal in parameter p, their calls
+// and their first deadline, as the relation k (migration 8's index).
+func keyLive(p string) string {
+	return `(SELECT count(*) AS groups, coalesce(sum(calls), 0) AS calls,
 		min(CASE state WHEN 'PENDING' THEN pending_expires_at ELSE inflight_expires_at END) AS first
-	FROM correlation_groups WHERE principal_id = $6::text AND state IN ('PENDING', 'INFLIGHT')) k`
+	FROM correlation_groups WHERE principal_id = ` + p + `::text AND state IN ('PENDING', 'INFLIGHT')) k`
+}
 
 func (s *Store) roomNow(ctx context.Context, principalID string, calls int) (room, error) {
 	ctx, cancel := s.opContext(ctx)
@@ -310,7 +312,7 @@ func (s *Store) roomNow(ctx context.Context, principalID string, calls int) (roo
 	var first *time.Time
 	key, from, args := `0::bigint, 0::bigint, NULL::timestamptz`, ``, []any{s.limits.MaxGroups, calls, s.limits.MaxCalls, og, oc}
 	if s.limits.Shared() {
-		key, from, args = `k.groups, k.calls, k.first`, `, `+keyLive, append(args, principalID)
+		key, from, args = `k.groups, k.calls, k.first`, `, `+keyLive("$6"), append(args, principalID)
 	}
 	// r is what the row's count lacks: + uncounted live reservations, − counted
 	// expired ones; f the leases, less what this replica's reservations in
@@ -556,7 +558,7 @@ func (s *Store) refuseShare(ctx context.Context, g correlation.Group) error {
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
 	var first *time.Time
-	if err := s.pool.QueryRow(ctx, `SELECT k.first FROM `+keyLive, g.PrincipalID).Scan(&first); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT k.first FROM `+keyLive("$1"), g.PrincipalID).Scan(&first); err != nil {
 		return unavailable(err, "admit: key share")
 	}
 	var f time.Time

@@ -45,8 +45,13 @@ func (l Limits) Share() (groups, calls int) {
 func (l Limits) Shared() bool { g, _ := l.Share(); return g < l.MaxGroups }
 
 // KeyFits reports whether a group of calls calls fits the share of a
-// principal that holds liveGroups live groups of liveCalls calls.
+// principal that holds liveGroups live groups of liveCalls calls. Without a
+// share it is always true: the pool alone decides, and its refusal is the
+// pool's.
 func (l Limits) KeyFits(liveGroups, liveCalls, calls int) bool {
+	if !l.Shared() {
+		return true
+	}
 	g, c := l.Share()
 	return liveGroups+1 <= g && liveCalls+calls <= c
 }

@@ -189,6 +189,9 @@ func (m *registryMachine) keyLive(principal string) (groups, calls int, first ti
 }
 
 func (m *registryMachine) keyFits(principal string, calls int) bool {
+	if m.limits.MaxGroupsPerKey == 0 || m.limits.MaxGroupsPerKey >= m.limits.MaxGroups {
+		return true // no share: the pool alone decides
+	}
 	sg, sc := m.share()
 	g, c, _ := m.keyLive(principal)
 	return g+1 <= sg && c+calls <= sc
