@@ -123,6 +123,8 @@ type Counts struct {
 	MaxGroups          int
 	MaxCalls           int
 	ResponseCacheBytes int
+	// GroupsPerKey and CallsPerKey are one key's share (Limits.Share).
+	GroupsPerKey, CallsPerKey int
 }
 
 // SweepReport counts what one sweep changed.
@@ -518,6 +520,7 @@ func (r *Registry) Counts() Counts {
 		MaxCalls:           r.limits.MaxCalls,
 		ResponseCacheBytes: r.limits.ResponseCacheBytes,
 	}
+	c.GroupsPerKey, c.CallsPerKey = r.limits.Share()
 	for s, n := range r.byState {
 		if n != 0 {
 			c.ByState[s] = n
