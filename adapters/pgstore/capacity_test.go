@@ -323,7 +323,7 @@ func TestAReservationHeldInMemoryIsKeptByItsReplicasExactDecisions(t *testing.T)
 	is.Equal(c.LiveGroups, 127)
 	is.Equal(c.ReservedGroups, 1)
 	err = s.CheckRoom(t.Context(), "p-other", 1, porttest.T0)
-	is.True(errs.Has(err, errs.CorrelationCapacityExceeded)) // no room
+	is.True(errs.Has(err, errs.CorrelationCapacityExceeded))                        // no room
 	is.NoErr(s.Admit(t.Context(), r, porttest.Group("held", "p1", 1, porttest.T0))) // and admitted
 	checkInvariants(t, u, l)
 }
