@@ -13,7 +13,7 @@ func init() {
 			"\tif false && !r.keyFits(principal, calls) {\n\t\treturn r.refuseShare(principal, now)",
 			"./adapters/memstore/", "StoreContract"},
 		mutant{"a key's share counts its groups but not its calls", "domain/correlation/registry.go",
-			"return liveGroups+1 <= g && liveCalls+calls <= c", "return liveGroups+1 <= g",
+			"return liveGroups+1 <= g && liveCalls+calls <= c", "return liveGroups+1 <= g && (c > 0 || liveCalls+calls <= c)",
 			"./adapters/memstore/", "StoreContract"},
 		mutant{"the share refusal gives no Retry-After", "domain/correlation/registry.go",
 			"\tif !first.IsZero() && first.After(now) {", "\tif false && !first.IsZero() && first.After(now) {",
