@@ -64,7 +64,9 @@ func New(cfg Config, upstream ports.Upstream, store ports.CorrelationStore, cloc
 var _ ChatService = (*Gateway)(nil)
 
 // Chat starts one turn. A request whose messages end in role=tool results takes
-// the continuation path and never falls back to a fresh query.
+// the continuation path and never falls back to a fresh query. Either way,
+// the groups of p that the request's conversation moved past are cancelled
+// first (cancelMovedPast).
 //
 // Without correlation (CORRELATION_ENABLED=false) a continuation is refused
 // first, then a request that declares tools; neither reaches the upstream.
@@ -76,6 +78,9 @@ func (g *Gateway) Chat(ctx context.Context, p Principal, req chat.Request) (Turn
 	if len(req.Tools) > 0 && !g.cfg.Correlation {
 		// Tool calls could be shown but never continued: refuse before sending.
 		return nil, errs.Newf(errs.UnsupportedParameter, "tools need CORRELATION_ENABLED=true")
+	}
+	if g.cfg.Correlation {
+		g.cancelMovedPast(ctx, p, req.Messages)
 	}
 	if isContinuation {
 		return g.continueTurn(ctx, p, req, cont)
@@ -92,7 +97,7 @@ var ErrContinuationNeedsCorrelation = errors.New("app: tool results need correla
 // freshTurn sends a USER_QUERY: in the anchored upstream conversation when the
 // request extends a transcript the gateway completed, else in a new one.
 func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) (Turn, error) {
-	if err := g.checkRoom(ctx, req); err != nil {
+	if err := g.checkRoom(ctx, p, req); err != nil {
 		return nil, err
 	}
 	admitted, err := g.admit(ctx, p)
@@ -128,23 +133,25 @@ func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) 
 }
 
 // checkRoom refuses a fresh turn that may ask for tools while the store has no
-// room for one more group: every such answer would be refused at admission
+// room for one more group, or the key holds its share of the store: every such answer would be refused at admission
 // anyway, after costing an upstream query. Room can still vanish during the
 // stream; the reservation at the proven end decides (and refuses before any id
 // is shown). Continuations are not pre-checked: completing one is what frees
 // its group's room, so refusing them would keep a full store full until the
 // pending TTL.
-func (g *Gateway) checkRoom(ctx context.Context, req chat.Request) error {
+func (g *Gateway) checkRoom(ctx context.Context, p Principal, req chat.Request) error {
 	if len(req.Tools) == 0 || req.ToolChoice.Mode == chat.ToolChoiceNone {
 		return nil
 	}
-	ok, err := g.store.HasRoom(ctx, 1, g.clock.Now())
-	if err != nil {
-		return err
+	err := g.store.CheckRoom(ctx, p.ID, 1, g.clock.Now())
+	if err != nil && !errs.Has(err, errs.CorrelationCapacityExceeded) {
+		return err // the store is unavailable
 	}
+	ok := err == nil
 	if !ok {
-		g.log.WarnContext(ctx, "correlation store full: tool turn refused before sending", "code", string(errs.CorrelationCapacityExceeded))
-		return errs.New(errs.CorrelationCapacityExceeded)
+		g.log.WarnContext(ctx, "correlation store full: tool turn refused before sending", "code", string(errs.CorrelationCapacityExceeded),
+			"key_share", errors.As(err, new(*correlation.ShareExceeded)), "principal_slot", p.Slot)
+		return err
 	}
 	return nil
 }

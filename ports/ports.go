@@ -102,15 +102,21 @@ type CorrelationStore interface {
 	// Reserve holds capacity for a group of n calls before any public id is shown.
 	// Errors: correlation_capacity_exceeded.
 	Reserve(ctx context.Context, calls int, now time.Time) (Reservation, error)
-	// HasRoom reports whether a group of n calls would fit now, by the rule of
-	// Reserve (overdue groups are expired first), without reserving: a cheap
-	// check before a request with tools is sent upstream. Room can still vanish
-	// before Reserve; Reserve decides. Errors: correlation_store_unavailable.
-	HasRoom(ctx context.Context, calls int, now time.Time) (bool, error)
+	// CheckRoom reports whether a group of n calls of principalID would be
+	// admitted now, by the rules of Reserve (overdue groups are expired first)
+	// and of Admit's per-key share, without reserving: a cheap check before a
+	// request with tools is sent upstream. Room can still vanish before
+	// Reserve and Admit, which decide. Errors: correlation_capacity_exceeded
+	// (a *correlation.ShareExceeded when the key is at its share),
+	// correlation_store_unavailable.
+	CheckRoom(ctx context.Context, principalID string, calls int, now time.Time) error
 	// Release gives back an unused reservation. It never fails for an unknown one.
 	Release(ctx context.Context, r Reservation) error
-	// Admit stores g (state PENDING) under the reservation. Errors:
-	// correlation_capacity_exceeded when the reservation is unknown or too small.
+	// Admit stores g (state PENDING) under the reservation, when g's principal
+	// is below its share (correlation.Limits.Share), decided exactly. Errors:
+	// correlation_capacity_exceeded when the reservation is unknown or too
+	// small, or a *correlation.ShareExceeded (same code) when the key is at
+	// its share; the reservation then stays for the caller to release.
 	Admit(ctx context.Context, r Reservation, g correlation.Group) error
 	// Resolve maps public ids of one principal to group keys; ids that do not
 	// exist for that principal are absent from the map (no error, no leak).

@@ -41,11 +41,11 @@ func (s *Store) Reserve(_ context.Context, calls int, now time.Time) (ports.Rese
 	return ports.Reservation{ID: id, Calls: calls}, nil
 }
 
-// HasRoom implements ports.CorrelationStore.
-func (s *Store) HasRoom(_ context.Context, calls int, now time.Time) (bool, error) {
+// CheckRoom implements ports.CorrelationStore.
+func (s *Store) CheckRoom(_ context.Context, principalID string, calls int, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.reg.HasRoom(calls, now), nil
+	return s.reg.CheckRoom(principalID, calls, now)
 }
 
 // Release implements ports.CorrelationStore.

@@ -6,6 +6,7 @@ package pgstore
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -258,34 +259,66 @@ func (s *Store) sendReserve(ctx context.Context, what string, stmts ...stmt) (bo
 	return ok, nil
 }
 
-// HasRoom implements ports.CorrelationStore, as correlation.Registry.HasRoom:
-// one unlocked read with the predicate of reserveExact, counting what the
-// row's count holds but a reservation could still have (the leases, the
-// expired reservations) as room; when full, overdue groups are swept and it
-// looks once more. Nothing is written but the sweep.
-func (s *Store) HasRoom(ctx context.Context, calls int, now time.Time) (bool, error) {
+// CheckRoom implements ports.CorrelationStore, as
+// correlation.Registry.CheckRoom: one unlocked read with the predicate of
+// reserveExact, counting what the row's count holds but a reservation could
+// still have (the leases, the expired reservations) as room, and, when the
+// limits set a share, the principal's live groups (the rule Admit decides
+// exactly); when either is full, overdue groups are swept and it looks once
+// more. Nothing is written but the sweep.
+func (s *Store) CheckRoom(ctx context.Context, principalID string, calls int, now time.Time) error {
 	if calls <= 0 || calls > s.limits.MaxCalls {
-		return false, nil
+		return errs.Newf(errs.CorrelationCapacityExceeded, "group of %d calls", calls)
 	}
-	ok, err := s.roomNow(ctx, calls)
-	if err == nil && !ok {
+	room, err := s.roomNow(ctx, principalID, calls)
+	if err == nil && (!room.pool || !room.key) {
 		if _, err = s.Sweep(ctx, now); err == nil {
-			ok, err = s.roomNow(ctx, calls)
+			room, err = s.roomNow(ctx, principalID, calls)
 		}
 	}
-	return ok, err
+	switch {
+	case err != nil:
+		return err
+	case !room.key:
+		return correlation.RefuseShare(s.limits, room.first, now)
+	case !room.pool:
+		return errs.New(errs.CorrelationCapacityExceeded)
+	}
+	return nil
 }
 
-func (s *Store) roomNow(ctx context.Context, calls int) (bool, error) {
+// room is what roomNow read: whether the pool and the key's share have room,
+// and the first deadline of the key's live groups (zero when none, or
+// without a share).
+type room struct {
+	pool, key bool
+	first     time.Time
+}
+
+// keyLive is the live groups of the principal in parameter p, their calls
+// and their first deadline, as the relation k (migration 8's index).
+func keyLive(p string) string {
+	return `(SELECT count(*) AS groups, coalesce(sum(calls), 0) AS calls,
+		min(CASE state WHEN 'PENDING' THEN pending_expires_at ELSE inflight_expires_at END) AS first
+	FROM correlation_groups WHERE principal_id = ` + p + `::text AND state IN ('PENDING', 'INFLIGHT')) k`
+}
+
+func (s *Store) roomNow(ctx context.Context, principalID string, calls int) (room, error) {
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
 	og, oc := s.leases.outstanding()
-	var ok bool
+	var rm room
+	var kg, kc int
+	var first *time.Time
+	key, from, args := `0::bigint, 0::bigint, NULL::timestamptz`, ``, []any{s.limits.MaxGroups, calls, s.limits.MaxCalls, og, oc}
+	if s.limits.Shared() {
+		key, from, args = `k.groups, k.calls, k.first`, `, `+keyLive("$6"), append(args, principalID)
+	}
 	// r is what the row's count lacks: + uncounted live reservations, − counted
 	// expired ones; f the leases, less what this replica's reservations in
 	// memory hold of them.
 	err := s.pool.QueryRow(ctx, `SELECT u.live_groups + r.groups - f.groups + $4::bigint + 1 <= $1::bigint
-			AND u.live_calls + r.calls - f.calls + $5::bigint + $2::integer <= $3::bigint
+			AND u.live_calls + r.calls - f.calls + $5::bigint + $2::integer <= $3::bigint, `+key+`
 		FROM correlation_usage u,
 		     (SELECT count(*) FILTER (WHERE NOT counted AND expires_at > now()) - count(*) FILTER (WHERE counted AND expires_at <= now()) AS groups,
 		             coalesce(sum(calls) FILTER (WHERE NOT counted AND expires_at > now()), 0)
@@ -293,12 +326,16 @@ func (s *Store) roomNow(ctx context.Context, calls int) (bool, error) {
 		      FROM correlation_reservations) r,
 		     (SELECT coalesce(sum(free_groups), 0) + (SELECT coalesce(sum(free_groups), 0) FROM correlation_leases) AS groups,
 		             coalesce(sum(free_calls), 0) + (SELECT coalesce(sum(free_calls), 0) FROM correlation_leases) AS calls
-		      FROM correlation_usage_stripes) f
-		WHERE u.id`, s.limits.MaxGroups, calls, s.limits.MaxCalls, og, oc).Scan(&ok)
+		      FROM correlation_usage_stripes) f`+from+`
+		WHERE u.id`, args...).Scan(&rm.pool, &kg, &kc, &first)
 	if err != nil {
-		return false, unavailable(err, "has room")
+		return room{}, unavailable(err, "has room")
 	}
-	return ok, nil
+	rm.key = s.limits.KeyFits(kg, kc, calls)
+	if first != nil {
+		rm.first = *first
+	}
+	return rm, nil
 }
 
 // The admission statements (admitSQL): admitLeased for a reservation made in
@@ -306,14 +343,16 @@ func (s *Store) roomNow(ctx context.Context, calls int) (bool, error) {
 // counted reservation row of exactly the group's calls, which writes nothing
 // else; admitAny for any reservation row that covers them, which also gives
 // the accounting row what the group does not use of a counted one, or adds the
-// group for an uncounted one (version 3).
+// group for an uncounted one (version 3). Each comes in two forms (admission,
+// indexed by whether the limits set a per-key share): the shared one admits
+// only while the principal's live groups leave room in its share.
 var (
 	admitLeased = admitSQL(`UPDATE correlation_leases SET free_groups = free_groups - 1, free_calls = free_calls - $2::integer,
-				expires_at = now() + make_interval(secs => $13::float8)
-			WHERE id = $1::text AND free_groups >= 1 AND free_calls >= $2::integer
+				expires_at = now() + make_interval(secs => {ttl}::float8)
+			WHERE id = $1::text AND free_groups >= 1 AND free_calls >= $2::integer {key}
 			RETURNING true AS counted`, ``)
-	admitExact = admitSQL(reservationRow(`AND counted AND calls = $2::integer`), ``)
-	admitAny   = admitSQL(reservationRow(`AND calls >= $2::integer`), `, acc AS (
+	admitExact = admitSQL(reservationRow(`AND counted AND calls = $2::integer {key}`), ``)
+	admitAny   = admitSQL(reservationRow(`AND calls >= $2::integer {key}`), `, acc AS (
 			UPDATE correlation_usage u SET live_groups = u.live_groups + d.groups, live_calls = u.live_calls + d.calls
 			FROM (SELECT CASE WHEN res.counted THEN 0 ELSE 1 END AS groups,
 			             CASE WHEN res.counted THEN $2::integer - res.calls ELSE $2::integer END AS calls
@@ -321,6 +360,17 @@ var (
 			WHERE u.id AND (d.groups <> 0 OR d.calls <> 0)
 		)`)
 )
+
+// admission is one admission statement in its two forms.
+type admission [2]string
+
+// of is the form for limits with a share (true) or without.
+func (a admission) of(shared bool) string {
+	if shared {
+		return a[1]
+	}
+	return a[0]
+}
 
 // reservationRow consumes reservation row $1 when it qualifies (not expired,
 // and cond).
@@ -331,9 +381,18 @@ func reservationRow(cond string) string {
 // admitSQL is the admission statement: res, what the group is admitted
 // under (no row: not admitted), the group row and its call index rows
 // inserted from it, and the parts in extra; it returns how many groups it
-// inserted (0 or 1).
-func admitSQL(res, extra string) string {
-	return `WITH res AS (
+// inserted (0 or 1) and whether the principal's share refused it.
+//
+// The shared form counts the principal's ($4) live groups, kl (at most its
+// share, $13 groups; $14 calls), and takes res only while they leave room for
+// this one: the key's refusal changes nothing, not even the lease. Its
+// snapshot is taken after the principal's advisory lock (lockKey, the
+// statement before it in one transaction), so it sees every group an
+// admission of the same principal committed before: admissions of one key
+// are serialized, the share decided exactly. {ttl}, a lease's TTL, is the
+// parameter after the share's.
+func admitSQL(res, extra string) admission {
+	body := `res AS (
 			` + res + `
 		), grp AS (
 			INSERT INTO correlation_groups
@@ -344,9 +403,22 @@ func admitSQL(res, extra string) string {
 		), idx AS (
 			INSERT INTO correlation_calls (principal_id, public_id, group_key)
 			SELECT $4::text, id, grp.key FROM grp, unnest($12::text[]) AS id
-		)` + extra + `
-		SELECT count(*) FROM grp`
+		)` + extra
+	plain := strings.NewReplacer("{key}", "", "{ttl}", "$13").Replace(`WITH ` + body + `
+		SELECT count(*), false FROM grp`)
+	shared := strings.NewReplacer("{key}", "AND (SELECT room FROM kl)", "{ttl}", "$15").Replace(`WITH kl AS (
+			SELECT count(*) < $13::bigint AND coalesce(sum(calls), 0) + $2::integer <= $14::bigint AS room
+			FROM (SELECT calls FROM correlation_groups WHERE principal_id = $4::text AND state IN ('PENDING', 'INFLIGHT')
+			      LIMIT $13::bigint) live
+		), ` + body + `
+		SELECT count(*), NOT (SELECT room FROM kl) FROM grp`)
+	return admission{plain, shared}
 }
+
+// lockKey serializes the admissions of one principal ($1) for the rest of
+// its transaction (admitSQL's shared form). A hash shared by two principals
+// only serializes them too.
+const lockKey = `SELECT pg_advisory_xact_lock(hashtextextended('pmgate.pgstore.key/' || $1::text, 0))`
 
 // Release implements ports.CorrelationStore. A reservation made in memory is
 // forgotten (its units stay free on the lease). A reservation row is deleted
@@ -412,7 +484,10 @@ func (s *Store) Admit(ctx context.Context, r ports.Reservation, g correlation.Gr
 		s.leases.unclaim(r.ID, h)
 		return err
 	}
-	admitted, err := s.admitOnce(ctx, admitLeased, s.leases.id(h.lane), g, s.opt.reservationTTL.Seconds())
+	admitted, keyFull, err := s.admitOnce(ctx, admitLeased, s.leases.id(h.lane), g, s.opt.reservationTTL.Seconds())
+	if err == nil && keyFull {
+		err = s.refuseShare(ctx, g)
+	}
 	if err != nil {
 		s.leases.unclaim(r.ID, h) // nothing changed (or, a commit whose reply was lost: the row is then lower than believed, which is stricter)
 		return err
@@ -456,17 +531,20 @@ func (s *Store) admitRow(ctx context.Context, r ports.Reservation, g correlation
 			return errors.AssertionFailedf("correlation: group key missing or reused")
 		}
 	}
-	admitted := false
+	admitted, keyFull := false, false
 	var err error
 	if r.Calls == len(g.Calls) {
 		// The common case: a counted reservation of exactly these calls, which
 		// the accounting row already counts as the group; the statement has no
 		// part for the row at all. Any other reservation (a version 3 one, or
 		// one of another size) is left in place and decided below.
-		admitted, err = s.admitOnce(ctx, admitExact, r.ID, g)
+		admitted, keyFull, err = s.admitOnce(ctx, admitExact, r.ID, g)
 	}
-	if err == nil && !admitted {
-		admitted, err = s.admitOnce(ctx, admitAny, r.ID, g)
+	if err == nil && !admitted && !keyFull {
+		admitted, keyFull, err = s.admitOnce(ctx, admitAny, r.ID, g)
+	}
+	if err == nil && keyFull {
+		return s.refuseShare(ctx, g) // the reservation stays for the caller to release
 	}
 	if err == nil && !admitted {
 		return errs.New(errs.CorrelationCapacityExceeded) // no such reservation, expired, or too small: nothing changed
@@ -474,10 +552,28 @@ func (s *Store) admitRow(ctx context.Context, r ports.Reservation, g correlation
 	return err
 }
 
+// refuseShare is the share refusal of g's principal at g.IssuedAt (as the
+// registry's), with the first deadline of its live groups.
+func (s *Store) refuseShare(ctx context.Context, g correlation.Group) error {
+	ctx, cancel := s.opContext(ctx)
+	defer cancel()
+	var first *time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT k.first FROM `+keyLive("$1"), g.PrincipalID).Scan(&first); err != nil {
+		return unavailable(err, "admit: key share")
+	}
+	var f time.Time
+	if first != nil {
+		f = *first
+	}
+	return correlation.RefuseShare(s.limits, f, g.IssuedAt)
+}
+
 // admitOnce runs one admission statement (admitSQL) for g under from (a
 // reservation or lease row id; more are the statement's arguments after the
-// group's) and reports whether it inserted the group.
-func (s *Store) admitOnce(ctx context.Context, sql, from string, g correlation.Group, more ...any) (bool, error) {
+// group's and the share's) and reports whether it inserted the group, and
+// whether the principal's share refused it. With a share, the principal's
+// advisory lock (lockKey) is taken first, in the same transaction.
+func (s *Store) admitOnce(ctx context.Context, a admission, from string, g correlation.Group, more ...any) (admitted, keyFull bool, err error) {
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
 	ids := make([]string, 0, len(g.Calls))
@@ -490,17 +586,29 @@ func (s *Store) admitOnce(ctx context.Context, sql, from string, g correlation.G
 	}
 	args := []any{from, len(g.Calls), g.Key, g.PrincipalID, string(g.State), g.IssuedAt, g.PendingExpiresAt,
 		nullTime(g.InflightExpiresAt), nullTime(g.TerminalExpiresAt), dueAt(&g), encodeRecord(&g), ids}
+	shared := s.limits.Shared()
+	if shared {
+		sg, sc := s.limits.Share()
+		args = append(args, sg, sc)
+	}
 	args = append(args, more...)
-	var admitted int
-	err := s.pool.QueryRow(ctx, sql, args...).Scan(&admitted)
+	var n int
+	if shared {
+		b := &pgx.Batch{}
+		b.Queue(lockKey, g.PrincipalID)
+		b.Queue(a.of(true), args...)
+		_, err = s.sendScan(ctx, b, &n, &keyFull)
+	} else {
+		err = s.pool.QueryRow(ctx, a.of(false), args...).Scan(&n, &keyFull)
+	}
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "correlation_calls_pkey":
-		return false, errors.Mark(errors.New("correlation: public id collision"), correlation.ErrDuplicatePublicID)
+		return false, false, errors.Mark(errors.New("correlation: public id collision"), correlation.ErrDuplicatePublicID)
 	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "correlation_groups_pkey":
-		return false, errors.AssertionFailedf("correlation: group key missing or reused")
+		return false, false, errors.AssertionFailedf("correlation: group key missing or reused")
 	case err != nil:
-		return false, unavailable(err, "admit")
+		return false, false, unavailable(err, "admit")
 	}
-	return admitted == 1, nil
+	return n == 1, keyFull, nil
 }

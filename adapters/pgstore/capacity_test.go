@@ -103,9 +103,8 @@ func TestLeasedCapacityIsExactAcrossReplicas(t *testing.T) {
 			is.Equal(cnt.LiveGroups, c.want)
 			is.Equal(cnt.LiveCalls, c.want*c.calls)
 			is.Equal(cnt.ReservedGroups, 0)
-			room, err := a.HasRoom(t.Context(), c.calls, porttest.T0)
-			is.NoErr(err)
-			is.True(!room)
+			err = a.CheckRoom(t.Context(), "p-other", c.calls, porttest.T0)
+			is.True(errs.Has(err, errs.CorrelationCapacityExceeded)) // no room
 			checkInvariants(t, u, c.l)
 		})
 	}
@@ -181,9 +180,8 @@ func TestAVersion3ReservationIsCountedDuringARollingUpgrade(t *testing.T) {
 	is.NoErr(err) // the one unit left
 	_, err = s.Reserve(t.Context(), 1, porttest.T0)
 	is.True(errs.Has(err, errs.CorrelationCapacityExceeded))
-	room, err := s.HasRoom(t.Context(), 1, porttest.T0)
-	is.NoErr(err)
-	is.True(!room)
+	err = s.CheckRoom(t.Context(), "p-other", 1, porttest.T0)
+	is.True(errs.Has(err, errs.CorrelationCapacityExceeded)) // no room
 	is.NoErr(s.Admit(t.Context(), r, porttest.Group("g1", "p1", 1, porttest.T0)))
 	// A version 3 reservation admitted here is added to the row.
 	is.NoErr(s.Admit(t.Context(), ports.Reservation{ID: "v3-1", Calls: 1}, porttest.Group("g2", "p1", 1, porttest.T0)))
@@ -324,9 +322,8 @@ func TestAReservationHeldInMemoryIsKeptByItsReplicasExactDecisions(t *testing.T)
 	is.NoErr(err)
 	is.Equal(c.LiveGroups, 127)
 	is.Equal(c.ReservedGroups, 1)
-	room, err := s.HasRoom(t.Context(), 1, porttest.T0)
-	is.NoErr(err)
-	is.True(!room)
+	err = s.CheckRoom(t.Context(), "p-other", 1, porttest.T0)
+	is.True(errs.Has(err, errs.CorrelationCapacityExceeded))                        // no room
 	is.NoErr(s.Admit(t.Context(), r, porttest.Group("held", "p1", 1, porttest.T0))) // and admitted
 	checkInvariants(t, u, l)
 }

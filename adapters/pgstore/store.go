@@ -341,8 +341,10 @@ type redactSafe string
 func (redactSafe) SafeValue() {}
 
 func (s *Store) emptyCounts() correlation.Counts {
-	return correlation.Counts{ByState: map[correlation.State]int{}, MaxGroups: s.limits.MaxGroups,
+	c := correlation.Counts{ByState: map[correlation.State]int{}, MaxGroups: s.limits.MaxGroups,
 		MaxCalls: s.limits.MaxCalls, ResponseCacheBytes: s.limits.ResponseCacheBytes}
+	c.GroupsPerKey, c.CallsPerKey = s.limits.Share()
+	return c
 }
 
 // newID returns a random reservation id.

@@ -185,6 +185,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 	bad(err)
 	c.limits.MaxCalls, err = intVar(getenv, "CORRELATION_MAX_CALLS", 4096, 1, 4000000)
 	bad(err)
+	// One key's share of the pool: a quarter by default, so that one key's
+	// abandoned tool calls never refuse another key's turn
+	// (docs/CORRELATION.md); setting it to CORRELATION_MAX_GROUPS restores
+	// one pool.
+	c.limits.MaxGroupsPerKey, err = intVar(getenv, "CORRELATION_MAX_GROUPS_PER_KEY", max(1, (c.limits.MaxGroups+3)/4), 1, max(1, c.limits.MaxGroups))
+	bad(err)
 	c.limits.ResponseCacheBytes, err = intVar(getenv, "CORRELATION_RESPONSE_CACHE_BYTES", 8<<20, 0, 1<<30)
 	bad(err)
 	c.continuity, err = boolVar(getenv, "CONVERSATION_CONTINUITY", true)
@@ -277,6 +283,7 @@ func (c config) summary() map[string]string {
 	m["correlation_terminal_ttl"] = c.policy.TerminalTTL.String()
 	m["correlation_max_groups"] = strconv.Itoa(c.limits.MaxGroups)
 	m["correlation_max_calls"] = strconv.Itoa(c.limits.MaxCalls)
+	m["correlation_max_groups_per_key"] = strconv.Itoa(c.limits.MaxGroupsPerKey)
 	m["correlation_response_cache_bytes"] = strconv.Itoa(c.limits.ResponseCacheBytes)
 	if c.postgresURL != "" {
 		m["correlation_postgres_url"] = "set"

@@ -121,5 +121,6 @@ func storeHealth(ctx context.Context, cfg config, st *store) map[string]any {
 	h["groups_by_state"], h["live_groups"], h["live_calls"] = states, c.LiveGroups, c.LiveCalls
 	h["reserved_groups"], h["cache_bytes"] = c.ReservedGroups, c.CacheBytes
 	h["max_groups"], h["max_calls"], h["max_cache_bytes"] = c.MaxGroups, c.MaxCalls, c.ResponseCacheBytes
+	h["max_groups_per_key"], h["max_calls_per_key"] = c.GroupsPerKey, c.CallsPerKey
 	return h
 }

@@ -33,6 +33,7 @@ const (
 	Deadline                Event = "Deadline"
 	CapacityPressure        Event = "CapacityPressure"
 	Cancel                  Event = "Cancel"
+	MovedPast               Event = "MovedPast"
 	Complete                Event = "Complete"
 	NotSent                 Event = "NotSent"
 	Ambiguous               Event = "Ambiguous"
@@ -68,7 +69,7 @@ var States = []State{Pending, Inflight, Consumed, Expired, Cancelled, Uncertain,
 // Events lists every event in declaration order.
 var Events = []Event{SubmitValid, SubmitIncomplete, SubmitGroupMismatch, SubmitHistoryMismatch,
 	SubmitModelMismatch, SubmitToolsMismatch, SubmitWorkspaceMismatch, SubmitUnknownID, SubmitSame,
-	SubmitDifferent, SubmitAny, Deadline, CapacityPressure, Cancel, Complete, NotSent, Ambiguous, TombstoneElapsed}
+	SubmitDifferent, SubmitAny, Deadline, CapacityPressure, Cancel, MovedPast, Complete, NotSent, Ambiguous, TombstoneElapsed}
 
 // MachineName is the name of the group machine in spec/ and the audit.
 const MachineName = "correlation"
@@ -251,6 +252,26 @@ func (g *Group) Ambiguous(now time.Time, p Policy) (Decision, error) {
 func (g *Group) Cancel(now time.Time, p Policy) (Decision, error) {
 	return g.fire(Cancel, input{now: now, policy: p})
 }
+
+// MovedPast fires MovedPast when a request whose unanswered calls
+// (Unanswered) are unanswered moved past g (MovedPastBy): its own
+// conversation went on without its results, so nobody will continue it; a
+// PENDING group is cancelled (row C28) and frees its capacity at once (one
+// already overdue expires instead, as on any lookup). In any
+// other state it is an illegal transition, and a request that did not move
+// past g is ErrNotMovedPast; neither changes anything.
+func (g *Group) MovedPast(now time.Time, p Policy, unanswered map[string]bool) (Decision, error) {
+	if !MovedPastBy(*g, unanswered) {
+		return Decision{}, ErrNotMovedPast
+	}
+	if ev, due := g.Due(now); due && ev == Deadline && g.State == Pending {
+		return g.fire(Deadline, input{now: now, policy: p}) // already overdue: it expires, as on any lookup
+	}
+	return g.fire(MovedPast, input{now: now, policy: p})
+}
+
+// ErrNotMovedPast marks a request that did not move past a group (MovedPast).
+var ErrNotMovedPast = errors.New("correlation: the request did not move past the group")
 
 // NoteCapacityPressure records that a newer group was refused while g stayed
 // pending; g never changes.

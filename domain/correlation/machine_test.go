@@ -40,7 +40,7 @@ func model(s correlation.State, e correlation.Event) (correlation.State, errs.Co
 			return correlation.Expired, errs.ToolCallExpired, true
 		case correlation.CapacityPressure:
 			return s, errs.CorrelationCapacityExceeded, true
-		case correlation.Cancel:
+		case correlation.Cancel, correlation.MovedPast:
 			return correlation.Cancelled, "", true
 		}
 	case correlation.Inflight:

@@ -2,9 +2,11 @@ package correlation
 
 import (
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/cockroachdb/redact"
 
 	"github.com/pmgate/pmgate/domain/errs"
 )
@@ -15,6 +17,99 @@ type Limits struct {
 	MaxGroups          int // live (PENDING + INFLIGHT) groups, reservations included
 	MaxCalls           int // calls of live groups, reservations included
 	ResponseCacheBytes int // total bytes of cached terminal responses
+	// MaxGroupsPerKey is one principal's share of MaxGroups: the live groups
+	// one API key may hold (CORRELATION_MAX_GROUPS_PER_KEY). 0, or a value not
+	// below MaxGroups, means no share: every key draws on the whole pool.
+	MaxGroupsPerKey int
+}
+
+// Share is what one principal may hold live at once: MaxGroupsPerKey groups
+// and the same fraction of MaxCalls (rounded up), so that one key's pending
+// tool calls can fill neither dimension of the pool alone. Without a share it
+// is the whole pool.
+//
+// The share is decided when a group is admitted, on the principal's own live
+// groups (never on reservations, which are the pool's): a key at its share is
+// refused with correlation_capacity_exceeded naming its share (ShareExceeded),
+// while another key's group is admitted as long as the pool has room. Pending
+// groups are never evicted for it.
+func (l Limits) Share() (groups, calls int) {
+	if l.MaxGroupsPerKey <= 0 || l.MaxGroupsPerKey >= l.MaxGroups {
+		return l.MaxGroups, l.MaxCalls
+	}
+	g := l.MaxGroupsPerKey
+	return g, max(1, int((int64(l.MaxCalls)*int64(g)+int64(l.MaxGroups)-1)/int64(l.MaxGroups)))
+}
+
+// Shared reports whether the limits set a share below the whole pool.
+func (l Limits) Shared() bool { g, _ := l.Share(); return g < l.MaxGroups }
+
+// KeyFits reports whether a group of calls calls fits the share of a
+// principal that holds liveGroups live groups of liveCalls calls. Without a
+// share it is always true: the pool alone decides, and its refusal is the
+// pool's.
+func (l Limits) KeyFits(liveGroups, liveCalls, calls int) bool {
+	if !l.Shared() {
+		return true
+	}
+	g, c := l.Share()
+	return liveGroups+1 <= g && liveCalls+calls <= c
+}
+
+// ShareExceeded is the refusal of a group beyond its principal's share
+// (Limits.Share). It carries the code correlation_capacity_exceeded; the
+// ingress shows its public detail and its RetryAfter (the time until the
+// principal's first live group reaches its deadline, when that frees a unit
+// unless it is answered first).
+type ShareExceeded struct {
+	Groups, Calls int           // the share
+	After         time.Duration // until the first of the key's live groups reaches its deadline; 0 when unknown
+}
+
+func (e *ShareExceeded) Error() string {
+	return "correlation: this API key holds its share of live tool-call groups"
+}
+
+// RetryAfter is the wait until the key's first live group reaches its
+// deadline (the ingress's Retry-After).
+func (e *ShareExceeded) RetryAfter() time.Duration { return e.After }
+
+// PublicDetail is the sentence a client sees after the code's message; it
+// names the share and nothing else.
+func (e *ShareExceeded) PublicDetail() string {
+	return "This API key already holds its share of " + strconv.Itoa(e.Groups) + " pending tool-call groups (" +
+		strconv.Itoa(e.Calls) + " calls); answer them, or send the next turn of their conversation, or wait until they expire. Other keys are not affected."
+}
+
+// SafeFormatError keeps the share in logs.
+func (e *ShareExceeded) SafeFormatError(p errors.Printer) error {
+	p.Printf("correlation: this API key holds its share of %d groups, %d calls", redact.Safe(e.Groups), redact.Safe(e.Calls))
+	return nil
+}
+
+// RefuseShare is the refusal of a group beyond the share of l, for a
+// principal whose first live group reaches its deadline at first (zero when
+// it has none), at now.
+func RefuseShare(l Limits, first, now time.Time) error {
+	g, c := l.Share()
+	var after time.Duration
+	if !first.IsZero() && first.After(now) {
+		after = first.Sub(now)
+	}
+	return errors.Mark(&ShareExceeded{Groups: g, Calls: c, After: after}, errs.Sentinel(errs.CorrelationCapacityExceeded))
+}
+
+// Deadline is the time a live group's own deadline passes: the pending TTL's
+// end for a PENDING group, the claim's hard deadline for an INFLIGHT one;
+// zero otherwise.
+func (g Group) Deadline() time.Time {
+	switch g.State {
+	case Pending:
+		return g.PendingExpiresAt
+	case Inflight:
+		return g.InflightExpiresAt
+	}
+	return time.Time{}
 }
 
 // Counts reports groups per state and capacity use, without ids.
@@ -28,6 +123,8 @@ type Counts struct {
 	MaxGroups          int
 	MaxCalls           int
 	ResponseCacheBytes int
+	// GroupsPerKey and CallsPerKey are one key's share (Limits.Share).
+	GroupsPerKey, CallsPerKey int
 }
 
 // SweepReport counts what one sweep changed.
@@ -90,7 +187,11 @@ type Registry struct {
 	liveCalls    int
 	cacheBytes   int
 	byState      map[State]int
+	byKey        map[string]keyUse // live groups and calls per principal
 }
+
+// keyUse is what one principal holds live.
+type keyUse struct{ groups, calls int }
 
 // NewRegistry returns an empty registry.
 func NewRegistry(l Limits, p Policy) *Registry {
@@ -101,6 +202,7 @@ func NewRegistry(l Limits, p Policy) *Registry {
 		index:        map[pubKey]string{},
 		reservations: map[string]int{},
 		byState:      map[State]int{},
+		byKey:        map[string]keyUse{},
 	}
 }
 
@@ -141,19 +243,44 @@ func (r *Registry) Reserve(id string, calls int, now time.Time) ([]Decision, err
 	return ds, nil
 }
 
-// HasRoom reports whether a group of calls would be admitted now, without
-// reserving anything: the same rule as Reserve (overdue groups are expired
-// first), but a full registry is not capacity pressure yet. The app asks it
-// before sending a request with tools upstream, so that a full store refuses
-// the turn before it costs an upstream query.
-func (r *Registry) HasRoom(calls int, now time.Time) bool {
+// CheckRoom reports whether a group of calls of principal would be admitted
+// now, without reserving anything: the rule of Reserve (overdue groups are
+// expired first) and of Admit's share, but a full registry is not capacity
+// pressure yet. The app asks it before sending a request with tools upstream,
+// so that a full store, or a key at its share, refuses the turn before it
+// costs an upstream query. Errors: correlation_capacity_exceeded (a
+// ShareExceeded when the key is at its share).
+func (r *Registry) CheckRoom(principal string, calls int, now time.Time) error {
 	if calls <= 0 || calls > r.limits.MaxCalls {
-		return false
+		return errs.Newf(errs.CorrelationCapacityExceeded, "group of %d calls", calls)
 	}
-	if !r.fits(calls) {
+	if !r.fits(calls) || !r.keyFits(principal, calls) {
 		r.Sweep(now)
 	}
-	return r.fits(calls)
+	if !r.keyFits(principal, calls) {
+		return r.refuseShare(principal, now)
+	}
+	if !r.fits(calls) {
+		return errs.New(errs.CorrelationCapacityExceeded)
+	}
+	return nil
+}
+
+func (r *Registry) keyFits(principal string, calls int) bool {
+	u := r.byKey[principal]
+	return r.limits.KeyFits(u.groups, u.calls, calls)
+}
+
+// refuseShare is the share refusal of principal at now, with the deadline of
+// its first live group.
+func (r *Registry) refuseShare(principal string, now time.Time) error {
+	var first time.Time
+	for _, g := range r.groups {
+		if d := g.Deadline(); g.PrincipalID == principal && !d.IsZero() && (first.IsZero() || d.Before(first)) {
+			first = d
+		}
+	}
+	return RefuseShare(r.limits, first, now)
 }
 
 func (r *Registry) oldestPending() *Group {
@@ -176,7 +303,9 @@ func (r *Registry) Release(id string) {
 }
 
 // Admit stores g as PENDING under reservation id. The reservation must exist
-// and cover g's calls; public ids must be unique per principal.
+// and cover g's calls; g's principal must be below its share (Limits.Share),
+// else ShareExceeded at now (g.IssuedAt) and the reservation stays for the
+// caller to release; public ids must be unique per principal.
 func (r *Registry) Admit(id string, g Group) error {
 	n, ok := r.reservations[id]
 	if !ok || len(g.Calls) > n || len(g.Calls) == 0 {
@@ -187,6 +316,9 @@ func (r *Registry) Admit(id string, g Group) error {
 	}
 	if _, dup := r.groups[g.Key]; dup || g.Key == "" {
 		return errors.AssertionFailedf("correlation: group key missing or reused")
+	}
+	if !r.keyFits(g.PrincipalID, len(g.Calls)) {
+		return r.refuseShare(g.PrincipalID, g.IssuedAt)
 	}
 	for _, c := range g.Calls {
 		if _, dup := r.index[pubKey{g.PrincipalID, c.PublicID}]; dup {
@@ -268,6 +400,16 @@ func (r *Registry) account(old, nw *Group) {
 	r.liveGroups += u.LiveGroups
 	r.liveCalls += u.LiveCalls
 	r.cacheBytes += u.CacheBytes
+	if u.LiveGroups != 0 || u.LiveCalls != 0 {
+		k := r.byKey[nw.PrincipalID]
+		k.groups += u.LiveGroups
+		k.calls += u.LiveCalls
+		if k.groups == 0 && k.calls == 0 {
+			delete(r.byKey, nw.PrincipalID)
+		} else {
+			r.byKey[nw.PrincipalID] = k
+		}
+	}
 }
 
 // The rules of an update, shared by every store: the registry applies them
@@ -378,6 +520,7 @@ func (r *Registry) Counts() Counts {
 		MaxCalls:           r.limits.MaxCalls,
 		ResponseCacheBytes: r.limits.ResponseCacheBytes,
 	}
+	c.GroupsPerKey, c.CallsPerKey = r.limits.Share()
 	for s, n := range r.byState {
 		if n != 0 {
 			c.ByState[s] = n

@@ -2,6 +2,7 @@ package correlation_test
 
 import (
 	"fmt"
+	"github.com/cockroachdb/errors"
 	"sort"
 	"strings"
 	"testing"
@@ -136,10 +137,166 @@ func (m *registryMachine) Admit(t *rapid.T) {
 	if err != nil {
 		t.Fatalf("reserve: got %v vs expected success", err)
 	}
-	if err := m.reg.Admit(key, f.group); err != nil {
+	err = m.reg.Admit(key, f.group)
+	if !m.keyFits(principal, calls) {
+		m.expectShareRefusal(t, principal, err)
+		m.reg.Release(key)
+		return
+	}
+	if err != nil {
 		t.Fatalf("admit: %v", err)
 	}
 	m.model[key] = &mGroup{fix: f, state: correlation.Pending, pendingExp: f.group.PendingExpiresAt, cached: -1}
+}
+
+// share is the model's per-key share: MaxGroupsPerKey groups (the whole pool
+// when unset or not below it) and the same fraction of the calls, rounded up.
+func (m *registryMachine) share() (groups, calls int) {
+	l := m.limits
+	if l.MaxGroupsPerKey == 0 || l.MaxGroupsPerKey >= l.MaxGroups {
+		return l.MaxGroups, l.MaxCalls
+	}
+	calls = (l.MaxCalls*l.MaxGroupsPerKey + l.MaxGroups - 1) / l.MaxGroups
+	if calls < 1 {
+		calls = 1
+	}
+	return l.MaxGroupsPerKey, calls
+}
+
+// keyLive is what principal holds live in the model, and the first deadline
+// of those groups.
+func (m *registryMachine) keyLive(principal string) (groups, calls int, first time.Time) {
+	for _, g := range m.model {
+		if g.fix.group.PrincipalID != principal {
+			continue
+		}
+		var d time.Time
+		switch g.state {
+		case correlation.Pending:
+			d = g.pendingExp
+		case correlation.Inflight:
+			d = g.inflightExp
+		default:
+			continue
+		}
+		groups++
+		calls += len(g.fix.group.Calls)
+		if first.IsZero() || d.Before(first) {
+			first = d
+		}
+	}
+	return groups, calls, first
+}
+
+func (m *registryMachine) keyFits(principal string, calls int) bool {
+	if m.limits.MaxGroupsPerKey == 0 || m.limits.MaxGroupsPerKey >= m.limits.MaxGroups {
+		return true // no share: the pool alone decides
+	}
+	sg, sc := m.share()
+	g, c, _ := m.keyLive(principal)
+	return g+1 <= sg && c+calls <= sc
+}
+
+// expectShareRefusal checks err is the share refusal of principal: the code,
+// the share and the wait until the key's first live group's deadline.
+func (m *registryMachine) expectShareRefusal(t *rapid.T, principal string, err error) {
+	var se *correlation.ShareExceeded
+	if !errs.Has(err, errs.CorrelationCapacityExceeded) || !errors.As(err, &se) {
+		t.Fatalf("group beyond the key's share: got %v vs expected its share refusal", err)
+	}
+	sg, sc := m.share()
+	_, _, first := m.keyLive(principal)
+	var after time.Duration
+	if first.After(m.now) {
+		after = first.Sub(m.now)
+	}
+	if se.Groups != sg || se.Calls != sc || se.After != after {
+		t.Fatalf("share refusal: got %+v vs expected groups=%d calls=%d after=%v", se, sg, sc, after)
+	}
+}
+
+// CheckRoom asks whether a group would fit: a key at its share is refused
+// with its share refusal (even when the pool has room), a full pool with the
+// plain code, after overdue groups expired.
+func (m *registryMachine) CheckRoom(t *rapid.T) {
+	calls := rapid.IntRange(1, 3).Draw(t, "calls")
+	principal := rapid.SampledFrom([]string{"p1", "p2"}).Draw(t, "principal")
+	fits := func() bool {
+		g, c := m.live()
+		return g+1 <= m.limits.MaxGroups && c+calls <= m.limits.MaxCalls
+	}
+	err := m.reg.CheckRoom(principal, calls, m.now)
+	if calls > m.limits.MaxCalls {
+		if !errs.Has(err, errs.CorrelationCapacityExceeded) {
+			t.Fatalf("group larger than the pool: got %v vs expected correlation_capacity_exceeded", err)
+		}
+		return
+	}
+	if !fits() || !m.keyFits(principal, calls) {
+		m.sweepModel()
+	}
+	switch {
+	case !m.keyFits(principal, calls):
+		m.expectShareRefusal(t, principal, err)
+	case !fits():
+		var se *correlation.ShareExceeded
+		if !errs.Has(err, errs.CorrelationCapacityExceeded) || errors.As(err, &se) {
+			t.Fatalf("full pool: got %v vs expected the pool's correlation_capacity_exceeded", err)
+		}
+	case err != nil:
+		t.Fatalf("room: got %v vs expected room", err)
+	}
+}
+
+// MovedPast sends a request that shows some group's calls: all of them
+// unanswered (the conversation moved past it), one answered, or one not shown.
+// Only the first moves past the group, and only a PENDING one is cancelled
+// (an overdue one expires); nothing else changes.
+func (m *registryMachine) MovedPast(t *rapid.T) {
+	g := m.pick(t)
+	how := rapid.SampledFrom([]string{"moved past", "moved past", "one answered", "one not shown"}).Draw(t, "request")
+	var msgs []chat.Message
+	var shown []chat.ToolCall
+	for i, c := range g.fix.group.Calls {
+		if how == "one not shown" && i == 0 {
+			continue
+		}
+		shown = append(shown, chat.ToolCall{ID: c.PublicID, Name: c.OriginalName, Arguments: c.ArgumentsJSON})
+	}
+	msgs = append(msgs, chat.Message{Role: chat.RoleUser, Content: str("q")}, chat.Message{Role: chat.RoleAssistant, ToolCalls: shown})
+	if how == "one answered" {
+		msgs = append(msgs, chat.Message{Role: chat.RoleTool, ToolCallID: g.fix.group.Calls[0].PublicID, Content: str("r")})
+	}
+	msgs = append(msgs, chat.Message{Role: chat.RoleUser, Content: str("never mind, something else")})
+	unanswered := map[string]bool{}
+	for _, id := range correlation.Unanswered(msgs) {
+		unanswered[id] = true
+	}
+	d, err := m.reg.Apply(g.fix.group.Key, func(gr *correlation.Group) (correlation.Decision, error) {
+		return gr.MovedPast(m.now, m.policy, unanswered)
+	})
+	switch {
+	case how != "moved past":
+		if !errors.Is(err, correlation.ErrNotMovedPast) {
+			t.Fatalf("%s: got (%+v, %v) vs expected ErrNotMovedPast", how, d, err)
+		}
+	case g.state != correlation.Pending:
+		if !errors.Is(err, correlation.ErrIllegalTransition) {
+			t.Fatalf("moved past in %s: got (%+v, %v) vs expected an illegal transition", g.state, d, err)
+		}
+	case !m.now.Before(g.pendingExp):
+		if err != nil || d.To != correlation.Expired {
+			t.Fatalf("moved past an overdue group: got (%+v, %v) vs expected EXPIRED", d, err)
+		}
+		record(m.name, d)
+		g.state, g.terminalExp = correlation.Expired, m.now.Add(m.policy.TerminalTTL)
+	default:
+		if err != nil || d.Row != "C28" || d.To != correlation.Cancelled {
+			t.Fatalf("moved past: got (%+v, %v) vs expected C28 to CANCELLED", d, err)
+		}
+		record(m.name, d)
+		g.state, g.terminalExp = correlation.Cancelled, m.now.Add(m.policy.TerminalTTL)
+	}
 }
 
 // expectSubmit is the model's answer to a submission of contents (joined by
@@ -407,6 +564,12 @@ func (m *registryMachine) Check(t *rapid.T) {
 	if lg > m.limits.MaxGroups || lc > m.limits.MaxCalls || counts.CacheBytes > m.limits.ResponseCacheBytes {
 		t.Fatalf("limits exceeded: %+v", counts)
 	}
+	sg, sc := m.share()
+	for _, p := range []string{"p1", "p2"} {
+		if g, c, _ := m.keyLive(p); g > sg || c > sc {
+			t.Fatalf("key %s holds %d groups, %d calls vs its share %d, %d", p, g, c, sg, sc)
+		}
+	}
 }
 
 func TestRegistryMatchesModel(t *testing.T) {
@@ -416,6 +579,7 @@ func TestRegistryMatchesModel(t *testing.T) {
 			MaxCalls:           rapid.IntRange(1, 12).Draw(rt, "max calls"),
 			ResponseCacheBytes: rapid.IntRange(0, 600).Draw(rt, "cache bytes"),
 		}
+		limits.MaxGroupsPerKey = rapid.IntRange(0, limits.MaxGroups).Draw(rt, "max groups per key")
 		p := correlation.Policy{
 			PendingTTL:  time.Duration(rapid.IntRange(1, 1800).Draw(rt, "pending ttl s")) * time.Second,
 			InflightTTL: time.Duration(rapid.IntRange(1, 600).Draw(rt, "inflight ttl s")) * time.Second,

@@ -33,6 +33,7 @@ var rows = []row{
 	{"C09", Pending, Deadline, Expired, EffectTransition, errs.ToolCallExpired, "410 to the observing request; tombstone retained", "the pending TTL passed (checked on lookup, admission and sweep)"},
 	{"C10", Pending, CapacityPressure, Pending, EffectKeep, errs.CorrelationCapacityExceeded, "never evicted; the newer group's admission is refused", "capacity: a pending group is never evicted for a newer one"},
 	{"C11", Pending, Cancel, Cancelled, EffectTransition, "", "tombstone retained; later submissions get 409", "shutdown of a store private to the process: nobody could continue the group"},
+	{"C28", Pending, MovedPast, Cancelled, EffectTransition, "", "tombstone retained, capacity freed at once; later submissions get 409", "the client's next turn of the same conversation went on without these results"},
 	{"C12", Inflight, SubmitSame, Inflight, EffectReject, errs.ContinuationInflight, "409, never dispatched again", "a retry of the accepted results while their dispatch runs"},
 	{"C13", Inflight, SubmitDifferent, Inflight, EffectReject, errs.ContinuationConflict, "409, never dispatched", "other results while the accepted ones are being dispatched"},
 	{"C14", Inflight, Complete, Consumed, EffectTransition, "", "terminal response cached within the budget for idempotent replay", "the dispatched continuation ended provably"},

@@ -3,6 +3,7 @@ package porttest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -36,6 +37,7 @@ func StoreMachine(t *testing.T, open OpenStore) {
 			MaxCalls:           rapid.IntRange(1, 10).Draw(rt, "max calls"),
 			ResponseCacheBytes: rapid.IntRange(0, 200).Draw(rt, "cache bytes"),
 		}
+		l.MaxGroupsPerKey = rapid.IntRange(0, l.MaxGroups).Draw(rt, "max groups per key")
 		s, closeStore := open(l, Policy)
 		defer closeStore()
 		m := &storeMachine{store: s, ref: correlation.NewRegistry(l, Policy), now: T0, admitted: map[string]correlation.Group{}}
@@ -106,23 +108,59 @@ func (m *storeMachine) Admit(t *rapid.T) {
 	if werr != nil {
 		return
 	}
-	if err := m.ref.Admit(key, g); err != nil {
-		t.Fatalf("reference admit: %v", err)
-	}
-	if err := m.store.Admit(m.ctx(), r, g); err != nil {
-		t.Fatalf("admit: %v", err)
+	werr = m.ref.Admit(key, g)
+	gerr = m.store.Admit(m.ctx(), r, g)
+	sameRefusal(t, fmt.Sprintf("admit %d calls", calls), gerr, werr)
+	if werr != nil {
+		m.ref.Release(key)
+		if err := m.store.Release(m.ctx(), r); err != nil {
+			t.Fatalf("release: %v", err)
+		}
+		return
 	}
 	m.keys = append(m.keys, key)
 	m.admitted[key] = g
 }
 
-func (m *storeMachine) HasRoom(t *rapid.T) {
+func (m *storeMachine) CheckRoom(t *rapid.T) {
 	calls := rapid.IntRange(0, 4).Draw(t, "calls")
-	want := m.ref.HasRoom(calls, m.now)
-	got, err := m.store.HasRoom(m.ctx(), calls, m.now)
-	if err != nil || got != want {
-		t.Fatalf("has room for %d calls: got %v, %v vs expected %v", calls, got, err, want)
+	principal := rapid.SampledFrom([]string{"p1", "p2"}).Draw(t, "principal")
+	want := m.ref.CheckRoom(principal, calls, m.now)
+	got := m.store.CheckRoom(m.ctx(), principal, calls, m.now)
+	sameRefusal(t, fmt.Sprintf("check room for %d calls of %s", calls, principal), got, want)
+}
+
+// sameRefusal requires got to be the refusal want is: none, the same code,
+// and the same share refusal (share and wait) when it is one.
+func sameRefusal(t *rapid.T, what string, got, want error) {
+	if (got == nil) != (want == nil) || errs.CodeOf(got) != errs.CodeOf(want) {
+		t.Fatalf("%s: got %v vs expected %v", what, got, want)
 	}
+	var gs, ws *correlation.ShareExceeded
+	gotShare, wantShare := errors.As(got, &gs), errors.As(want, &ws)
+	if gotShare != wantShare || (wantShare && *gs != *ws) {
+		t.Fatalf("%s: got share refusal %v (%+v) vs expected %v (%+v)", what, gotShare, gs, wantShare, ws)
+	}
+}
+
+// MovedPast sends a request that moved past a group (every call shown,
+// none answered), or one that answers one of its calls.
+func (m *storeMachine) MovedPast(t *rapid.T) {
+	key := m.pick(t)
+	g := m.admitted[key]
+	unanswered := map[string]bool{}
+	for _, c := range g.Calls {
+		unanswered[c.PublicID] = true
+	}
+	if rapid.Bool().Draw(t, "one answered") {
+		delete(unanswered, g.Calls[0].PublicID)
+	}
+	if _, ok := m.ref.Get(key); !ok {
+		t.Skip("removed")
+	}
+	m.update(t, "moved past", key, func(gr *correlation.Group) (correlation.Decision, error) {
+		return gr.MovedPast(m.now, Policy, unanswered)
+	})
 }
 
 func (m *storeMachine) Submit(t *rapid.T) {

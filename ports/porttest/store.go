@@ -5,6 +5,7 @@ package porttest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -167,15 +168,15 @@ func StoreContract(t *testing.T, newStore NewStore) {
 		}
 	})
 
-	t.Run("has room tells a full store before anything is reserved", func(t *testing.T) {
+	t.Run("check room tells a full store before anything is reserved", func(t *testing.T) {
 		s := newStore(t, correlation.Limits{MaxGroups: 2, MaxCalls: 3, ResponseCacheBytes: 0}, Policy)
 		room := func(calls int, now time.Time) bool {
 			t.Helper()
-			ok, err := s.HasRoom(ctx, calls, now)
-			if err != nil {
+			err := s.CheckRoom(ctx, "p1", calls, now)
+			if err != nil && !errs.Has(err, errs.CorrelationCapacityExceeded) {
 				t.Fatal(err)
 			}
-			return ok
+			return err == nil
 		}
 		if !room(1, T0) || room(4, T0) || room(0, T0) {
 			t.Fatal("an empty store: room for 1 call, never for more calls than the limit or for none")
@@ -209,6 +210,78 @@ func StoreContract(t *testing.T, newStore NewStore) {
 		}
 		if !room(1, T0.Add(Policy.PendingTTL)) {
 			t.Fatal("after the pending TTL, overdue groups are expired and there is room again")
+		}
+	})
+
+	t.Run("one key at its share never refuses another key's group", func(t *testing.T) {
+		// Five groups of capacity, four per key: Bob fills his share, his next
+		// group is refused naming the share (before it is sent and at its
+		// admission), Alice's is admitted, and none of Bob's is evicted.
+		l := correlation.Limits{MaxGroups: 5, MaxCalls: 10, MaxGroupsPerKey: 4}
+		s := newStore(t, l, Policy)
+		for i := range 4 {
+			Admit(t, s, Group(fmt.Sprintf("bob%d", i), "bob", 1, T0), T0)
+		}
+		now := T0.Add(time.Minute)
+		shareRefusal := func(what string, err error) {
+			t.Helper()
+			var se *correlation.ShareExceeded
+			if !errs.Has(err, errs.CorrelationCapacityExceeded) || !errors.As(err, &se) {
+				t.Fatalf("%s: got %v vs expected the key's share refusal", what, err)
+			}
+			if se.Groups != 4 || se.Calls != 8 || se.After != Policy.PendingTTL-time.Minute {
+				t.Fatalf("%s: got %+v vs expected a share of 4 groups, 8 calls, free in %v", what, se, Policy.PendingTTL-time.Minute)
+			}
+		}
+		shareRefusal("bob's check before sending", s.CheckRoom(ctx, "bob", 1, now))
+		r, err := s.Reserve(ctx, 1, now)
+		if err != nil {
+			t.Fatalf("the pool has room: got %v", err)
+		}
+		shareRefusal("bob's admission", s.Admit(ctx, r, Group("bob4", "bob", 1, now)))
+		if err := s.Release(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CheckRoom(ctx, "alice", 1, now); err != nil {
+			t.Fatalf("alice's check: got %v vs expected room", err)
+		}
+		Admit(t, s, Group("alice0", "alice", 1, now), now)
+		for i := range 4 {
+			if st := StateOf(t, s, fmt.Sprintf("bob%d", i)); st != correlation.Pending {
+				t.Fatalf("bob's group %d: got %s vs expected PENDING (never evicted)", i, st)
+			}
+		}
+		if c, _ := s.Counts(ctx); c.LiveGroups != 5 || c.ReservedGroups != 0 {
+			t.Fatalf("counts: got %+v vs expected 5 live groups, nothing reserved", c)
+		}
+		// Bob's conversation moves past one of his groups: it is cancelled and
+		// his share has room again at once.
+		g := Group("bob0", "bob", 1, T0)
+		_, err = s.Update(ctx, "bob0", func(gr *correlation.Group) (correlation.Decision, error) {
+			return gr.MovedPast(now, Policy, map[string]bool{g.Calls[0].PublicID: true})
+		})
+		if err != nil || StateOf(t, s, "bob0") != correlation.Cancelled {
+			t.Fatalf("moved past: got %v, %s vs expected CANCELLED", err, StateOf(t, s, "bob0"))
+		}
+		if err := s.CheckRoom(ctx, "bob", 1, now); err != nil {
+			t.Fatalf("bob after his group was cancelled: got %v vs expected room", err)
+		}
+	})
+
+	t.Run("a key's share counts its calls too", func(t *testing.T) {
+		l := correlation.Limits{MaxGroups: 4, MaxCalls: 8, MaxGroupsPerKey: 2} // a share of 2 groups, 4 calls
+		s := newStore(t, l, Policy)
+		Admit(t, s, Group("bob0", "bob", 3, T0), T0)
+		r, err := s.Reserve(ctx, 2, T0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var se *correlation.ShareExceeded
+		if err := s.Admit(ctx, r, Group("bob1", "bob", 2, T0)); !errors.As(err, &se) {
+			t.Fatalf("bob's 5th call: got %v vs expected the key's share refusal", err)
+		}
+		if err := s.Admit(ctx, r, Group("bob1", "bob", 1, T0)); err != nil {
+			t.Fatalf("bob's 4th call, under the same reservation: got %v", err)
 		}
 	})
 
