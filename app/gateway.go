@@ -105,12 +105,22 @@ func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) 
 		return nil, err
 	}
 	tools := g.toolSets.of(req)
-	up, claim := g.planFresh(ctx, p, req, tools)
+	up, claim, resumable := g.planFresh(ctx, p, req, tools)
 	m := meterFrom(ctx)
 	m.Dispatches, m.QueryChars = 1, contentChars(up.Chat.Messages)
 	g.log.DebugContext(ctx, "dispatch", "chat_type", "USER_QUERY", "messages", len(req.Messages), "tools", len(req.Tools),
 		"continues_conversation", claim != nil)
 	s, err := g.upstream.Chat(ctx, up)
+	disclosure := ""
+	if err != nil && resumable != nil && g.cfg.Resume && errs.Has(err, errs.UpstreamQueryTooLong) {
+		// Too long to start fresh: the conversation that holds the history
+		// goes on with the new messages, disclosed (rows A24, A27).
+		if rup, rclaim, how, ok := g.resumeAnchor(ctx, p, req, resumable); ok {
+			up, claim, disclosure = rup, rclaim, how
+			m.QueryChars = contentChars(up.Chat.Messages)
+			s, err = g.upstream.Chat(ctx, up)
+		}
+	}
 	if err != nil && claim == nil && g.cfg.Resume && g.cfg.Correlation && errs.Has(err, errs.UpstreamQueryTooLong) {
 		// Too long to start fresh: the results before the new user messages
 		// may be history the upstream already holds.
@@ -136,7 +146,7 @@ func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) 
 		}
 		return nil, err
 	}
-	t := &turn{g: g, p: p, req: req, tools: tools, stream: s, anchor: claim, meter: m}
+	t := &turn{g: g, p: p, req: req, tools: tools, stream: s, anchor: claim, meter: m, disclosure: disclosure}
 	if claim != nil {
 		t.convID = claim.convID // a continued stream need not repeat its conversation id
 	}

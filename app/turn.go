@@ -37,7 +37,7 @@ type turn struct {
 	claimedKey string
 	settled    bool
 	// anchor is the conversation anchor a continued fresh turn claimed; it is
-	// settled exactly once: ADVANCED at a proven end, RETIRED otherwise.
+	// settled exactly once: ADVANCED at a proven end, RESUMABLE otherwise.
 	anchor        *anchorClaim
 	anchorSettled bool
 	// meter receives the characters and tokens the turn received (never nil).
