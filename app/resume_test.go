@@ -127,7 +127,7 @@ func TestAFittingTranscriptAfterAFailureStartsFresh(t *testing.T) {
 // UNCERTAIN), the results are history: the user's next message, after them
 // (chat completions) or after them in the same message (Anthropic Messages,
 // Trailing), goes up alone in the group's conversation when the whole
-// transcript does not fit (C29), and the results are never sent again.
+// transcript does not fit (C30), and the results are never sent again.
 func TestAfterABrokenToolRoundTheNextMessageGoesOn(t *testing.T) {
 	for _, form := range []string{"user message", "text after the results"} {
 		t.Run(form, func(t *testing.T) {
@@ -182,7 +182,7 @@ func TestAfterABrokenToolRoundTheNextMessageGoesOn(t *testing.T) {
 			is.Equal(last.ConversationID, "conv-t")
 			is.Equal(len(last.Chat.Messages), 1)
 			is.Equal(*last.Chat.Messages[0].Content, "please go on")
-			is.True(strings.Contains(r.logs.String(), `"row":"C29"`))
+			is.True(strings.Contains(r.logs.String(), `"row":"C30"`))
 		})
 	}
 }

@@ -44,7 +44,7 @@ func claimed(t *testing.T, f fixture, sub correlation.Submission, st correlation
 }
 
 // The accepted results followed by new user content are history and a new
-// turn (C28, C29), whether the new content is text after the results in the
+// turn (C29, C30), whether the new content is text after the results in the
 // same message or user messages after them; the same results alone stay a
 // retry (C18, C22) and other results a conflict (C19), with or without text.
 func TestAcceptedResultsFollowedByNewContentAreHistory(t *testing.T) {
@@ -65,16 +65,16 @@ func TestAcceptedResultsFollowedByNewContentAreHistory(t *testing.T) {
 		effect    correlation.Effect
 		code      errs.Code
 	}{
-		{"consumed, results then a prompt in the same message", plain, correlation.Consumed, prompt, "C28", correlation.EffectResume, ""},
-		{"consumed, results then user messages", plain, correlation.Consumed, added, "C28", correlation.EffectResume, ""},
-		{"consumed, accepted with a reminder, then another text", reminded, correlation.Consumed, prompt, "C28", correlation.EffectResume, ""},
+		{"consumed, results then a prompt in the same message", plain, correlation.Consumed, prompt, "C29", correlation.EffectResume, ""},
+		{"consumed, results then user messages", plain, correlation.Consumed, added, "C29", correlation.EffectResume, ""},
+		{"consumed, accepted with a reminder, then another text", reminded, correlation.Consumed, prompt, "C29", correlation.EffectResume, ""},
 		{"consumed, the same results and reminder again: a retry", reminded, correlation.Consumed, reminded, "C18", correlation.EffectReplay, errs.ToolCallAlreadyConsumed},
 		{"consumed, other results with a prompt: a conflict", plain, correlation.Consumed, other, "C19", correlation.EffectReject, errs.ContinuationConflict},
-		{"uncertain, results then a prompt", plain, correlation.Uncertain, prompt, "C29", correlation.EffectResume, ""},
-		{"uncertain, results then user messages", reminded, correlation.Uncertain, added, "C29", correlation.EffectResume, ""},
+		{"uncertain, results then a prompt", plain, correlation.Uncertain, prompt, "C30", correlation.EffectResume, ""},
+		{"uncertain, results then user messages", reminded, correlation.Uncertain, added, "C30", correlation.EffectResume, ""},
 		{"uncertain, the same results alone: still uncertain", plain, correlation.Uncertain, plain, "C22", correlation.EffectReject, errs.ContinuationOutcomeUncertain},
 		{"uncertain, other results with a prompt: still uncertain", plain, correlation.Uncertain, other, "C22", correlation.EffectReject, errs.ContinuationOutcomeUncertain},
-		{"inflight, results then a prompt: wait", plain, correlation.Inflight, prompt, "C30", correlation.EffectReject, errs.ContinuationInflight},
+		{"inflight, results then a prompt: wait", plain, correlation.Inflight, prompt, "C31", correlation.EffectReject, errs.ContinuationInflight},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
