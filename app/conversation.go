@@ -37,15 +37,15 @@ type anchorClaim struct {
 // with the whole transcript. Every outcome is logged once, with the reason of
 // a fresh conversation and never an id. A store failure is a fresh
 // conversation: that is always correct, only costlier.
-func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request, tools *toolSet) (ports.UpstreamRequest, *anchorClaim) {
+func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request, tools *toolSet) (ports.UpstreamRequest, *anchorClaim, *resumable) {
 	up := ports.UpstreamRequest{Chat: req}
 	if g.anchors == nil {
-		return up, nil
+		return up, nil, nil
 	}
 	history, added, ok := conversation.Split(req.Messages)
 	if !ok {
 		g.logFresh(ctx, p, conversation.Decision{Reason: conversation.ReasonNoAnchor}, nil)
-		return up, nil
+		return up, nil, nil
 	}
 	hash, err := conversation.TranscriptHash(history)
 	if err == nil {
@@ -68,7 +68,11 @@ func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request, 
 				g.observeAnchor(ctx, p, d)
 				if d.Effect != conversation.EffectContinue {
 					g.logFresh(ctx, p, d, nil)
-					return up, nil
+					var r *resumable
+					if d.To == conversation.Resumable || d.To == conversation.Advanced {
+						r = &resumable{hash: hash, history: len(history), added: added, state: d.To}
+					}
+					return up, nil, r
 				}
 				row, via := slog.String("row", d.Row), slog.String("via", d.Via)
 				hist, nw := slog.Int("history_messages", len(history)), slog.Int("new_messages", len(added))
@@ -77,12 +81,56 @@ func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request, 
 				cont := req
 				cont.Messages = added
 				return ports.UpstreamRequest{Chat: cont, ConversationID: a.ConversationID, HistoryMessages: len(history)},
-					&anchorClaim{hash: hash, claimID: claimID, convID: a.ConversationID}
+					&anchorClaim{hash: hash, claimID: claimID, convID: a.ConversationID}, nil
 			}
 		}
 	}
 	g.logFresh(ctx, p, conversation.Decision{Reason: conversation.ReasonStoreUnavailable}, err)
-	return up, nil
+	return up, nil, nil
+}
+
+// resumable is an anchor a fresh turn found RESUMABLE (its last continuation
+// failed after it was sent) or ADVANCED (an earlier point of a conversation
+// that moved on): the turn resumes it only when its whole transcript does not
+// fit one fresh query (resumeAnchor).
+type resumable struct {
+	hash    string
+	history int
+	added   []chat.Message
+	state   conversation.State
+}
+
+// resumeAnchor claims r (rows A24, A27) for a fresh turn whose whole
+// transcript was refused as too long: the upstream request with only the new
+// user messages in the anchor's conversation, the claim the turn settles,
+// and the disclosure. ok is false when the anchor is no longer resumable
+// (another request took it, time removed it) or the store failed.
+func (g *Gateway) resumeAnchor(ctx context.Context, p Principal, req chat.Request, r *resumable) (ports.UpstreamRequest, *anchorClaim, string, bool) {
+	claimID, err := g.ids.Token()
+	if err != nil {
+		return ports.UpstreamRequest{}, nil, "", false
+	}
+	var a conversation.Anchor
+	d, err := g.anchors.Update(ctx, p.ID, r.hash, func(an *conversation.Anchor) (conversation.Decision, error) {
+		defer func() { a = *an }()
+		return an.Resume(g.clock.Now(), g.anchorPolicy, claimID)
+	})
+	if err != nil {
+		if !errors.Is(err, conversation.ErrIllegalTransition) && !errors.Is(err, conversation.ErrNoAnchor) {
+			g.log.WarnContext(ctx, "conversation resume failed", "code", string(errs.CodeOf(err)), "error", errs.Redact(err))
+		}
+		return ports.UpstreamRequest{}, nil, "", false
+	}
+	g.observeAnchor(ctx, p, d)
+	disclosure := DisclosedAfterFailure
+	if d.From == conversation.Advanced {
+		disclosure = DisclosedFromEarlierPoint
+	}
+	g.noteResumed(ctx, p, d.Row, disclosure, r.history, len(r.added))
+	cont := req
+	cont.Messages = r.added
+	return ports.UpstreamRequest{Chat: cont, ConversationID: a.ConversationID, HistoryMessages: r.history},
+		&anchorClaim{hash: r.hash, claimID: claimID, convID: a.ConversationID}, disclosure, true
 }
 
 func (g *Gateway) logFresh(ctx context.Context, p Principal, d conversation.Decision, err error) {
@@ -128,7 +176,7 @@ func (g *Gateway) logConversation(ctx context.Context, level slog.Level, group [
 
 // settleAnchor settles the claim of a continued turn: Complete at a proven
 // end, NotSent when the upstream provably never took the request,
-// Ambiguous otherwise (the anchor retires). A failure is logged; the anchor then stays CLAIMED until
+// Ambiguous otherwise (the anchor becomes resumable). A failure is logged; the anchor then stays CLAIMED until
 // its hard deadline retires it (never continued again: safe).
 func (g *Gateway) settleAnchor(ctx context.Context, p Principal, c *anchorClaim, ev conversation.Event) {
 	d, err := g.anchors.Update(context.WithoutCancel(ctx), p.ID, c.hash, func(a *conversation.Anchor) (conversation.Decision, error) {

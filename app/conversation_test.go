@@ -271,6 +271,10 @@ func TestAContinuationThatWasNotSentCanBeRetried(t *testing.T) {
 	is.Equal(r.last().ConversationID, "conv-1") // proven not sent: the retry continues
 }
 
+// A continuation whose outcome is unknown is never continued as if nothing
+// happened: a retry whose whole transcript fits starts fresh (A23); only a
+// transcript too long to start fresh resumes it, disclosed
+// (TestAResumableConversationGoesOnOnlyWhenTheTranscriptDoesNotFit).
 func TestAContinuationWithAnUnknownOutcomeIsNeverContinuedAgain(t *testing.T) {
 	for _, how := range []string{"refused after sending", "broken stream", "client gone"} {
 		t.Run(how, func(t *testing.T) {
@@ -304,8 +308,8 @@ func TestAContinuationWithAnUnknownOutcomeIsNeverContinuedAgain(t *testing.T) {
 			is.True(how == "client gone" || err != nil) // the failure is reported
 			mode = ""
 			r.turn(t, next)
-			is.Equal(r.last().ConversationID, "")                        // the retry starts fresh
-			is.Equal(r.freshReasons(), []string{"no_anchor", "retired"}) // because the anchor is retired
+			is.Equal(r.last().ConversationID, "")                              // the retry starts fresh
+			is.Equal(r.freshReasons(), []string{"no_anchor", "after_failure"}) // because its transcript fits
 		})
 	}
 }

@@ -22,6 +22,11 @@ type Config struct {
 	// a tool call from the upstream cannot be continued and is refused.
 	Correlation bool
 	Policy      correlation.Policy
+	// Resume (CONVERSATION_RESUME, on by default) lets a turn whose whole
+	// transcript does not fit a fresh upstream query continue the upstream
+	// conversation that already holds the client's history, disclosed
+	// (docs/CONVERSATIONS.md); off, such a turn is refused as too long.
+	Resume bool
 	// Observer, when set, receives every row of the group and anchor
 	// machines that a request or a sweep applied (metrics, the control page,
 	// the logs): the wiring passes the fan-out (Observers), which never
@@ -105,12 +110,33 @@ func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) 
 		return nil, err
 	}
 	tools := g.toolSets.of(req)
-	up, claim := g.planFresh(ctx, p, req, tools)
+	up, claim, resumable := g.planFresh(ctx, p, req, tools)
 	m := meterFrom(ctx)
 	m.Dispatches, m.QueryChars = 1, contentChars(up.Chat.Messages)
 	g.log.DebugContext(ctx, "dispatch", "chat_type", "USER_QUERY", "messages", len(req.Messages), "tools", len(req.Tools),
 		"continues_conversation", claim != nil)
 	s, err := g.upstream.Chat(ctx, up)
+	disclosure := ""
+	if err != nil && resumable != nil && g.cfg.Resume && errs.Has(err, errs.UpstreamQueryTooLong) {
+		// Too long to start fresh: the conversation that holds the history
+		// goes on with the new messages, disclosed (rows A24, A27).
+		if rup, rclaim, how, ok := g.resumeAnchor(ctx, p, req, resumable); ok {
+			up, claim, disclosure = rup, rclaim, how
+			m.QueryChars = contentChars(up.Chat.Messages)
+			s, err = g.upstream.Chat(ctx, up)
+		}
+	}
+	if err != nil && claim == nil && g.cfg.Resume && g.cfg.Correlation && errs.Has(err, errs.UpstreamQueryTooLong) {
+		// Too long to start fresh: the results before the new user messages
+		// may be history the upstream already holds.
+		if cont, ok := correlation.SplitHistory(req.Messages); ok {
+			if h, ok, herr := g.planHistory(ctx, p, req, tools, cont); herr == nil && ok {
+				return g.sendHistory(ctx, p, req, tools, h, admitted, err)
+			} else if herr != nil {
+				g.log.WarnContext(ctx, "history lookup failed", "code", string(errs.CodeOf(herr)), "error", errs.Redact(herr))
+			}
+		}
+	}
 	if err != nil {
 		if notAccepted(err) {
 			m.Dispatches = 0
@@ -125,7 +151,7 @@ func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) 
 		}
 		return nil, err
 	}
-	t := &turn{g: g, p: p, req: req, tools: tools, stream: s, anchor: claim, meter: m}
+	t := &turn{g: g, p: p, req: req, tools: tools, stream: s, anchor: claim, meter: m, disclosure: disclosure}
 	if claim != nil {
 		t.convID = claim.convID // a continued stream need not repeat its conversation id
 	}
@@ -160,52 +186,15 @@ func (g *Gateway) checkRoom(ctx context.Context, p Principal, req chat.Request) 
 // steps are in docs/CORRELATION.md) and, when the claim is won, dispatches
 // exactly one TOOL_RESPONSE.
 func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Request, cont correlation.Continuation) (Turn, error) {
-	ids := cont.IDs()
-	keys, err := g.store.Resolve(ctx, p.ID, ids)
+	tools := g.toolSets.of(req)
+	key, sub, err := g.submission(ctx, p, req, tools, cont)
 	if err != nil {
 		return nil, err
-	}
-	var key string
-	groups := map[string]bool{}
-	for _, id := range ids { // the group of the first resolvable id, in request order
-		if k, ok := keys[id]; ok {
-			if key == "" {
-				key = k
-			}
-			groups[k] = true
-		}
 	}
 	if key == "" {
 		d := correlation.SubmitUnknown()
 		g.logDecision(ctx, p, d)
 		return nil, d.Err()
-	}
-	tools := g.toolSets.of(req)
-	toolsHash, err := tools.toolsBinding(req)
-	if err != nil {
-		return nil, err
-	}
-	// Defaults come from the caller's original parameter schemas; the record
-	// is only read inside the store's atomic section, so everything else of
-	// the echo is prepared here.
-	defaults, err := tools.toolDefaults(req)
-	if err != nil {
-		return nil, err
-	}
-	echo, err := canon.PrepareEcho(cont.Prefix, defaults)
-	if err != nil {
-		return nil, err
-	}
-	sub := correlation.Submission{
-		Echo:         echo,
-		ResultsHash:  correlation.ResultsHash(cont),
-		PrincipalID:  p.ID,
-		WorkspaceID:  g.cfg.WorkspaceID,
-		Model:        req.Model,
-		ToolsHash:    toolsHash,
-		Continuation: cont,
-		Unresolved:   len(ids) - len(keys),
-		OtherGroups:  len(groups) - 1,
 	}
 	attempt, err := g.ids.Token()
 	if err != nil {
@@ -243,6 +232,8 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 		return nil, d.Err()
 	case correlation.EffectDispatch:
 		return g.dispatch(ctx, p, req, tools, claimed, cont)
+	case correlation.EffectResume:
+		return g.resumeTurn(ctx, p, req, tools, g.historyOf(claimed, d, cont))
 	default:
 		if err := d.Err(); err != nil {
 			return nil, err

@@ -37,7 +37,7 @@ type turn struct {
 	claimedKey string
 	settled    bool
 	// anchor is the conversation anchor a continued fresh turn claimed; it is
-	// settled exactly once: ADVANCED at a proven end, RETIRED otherwise.
+	// settled exactly once: ADVANCED at a proven end, RESUMABLE otherwise.
 	anchor        *anchorClaim
 	anchorSettled bool
 	// meter receives the characters and tokens the turn received (never nil).
@@ -48,13 +48,16 @@ type turn struct {
 	// the one place a stream's tool-call deltas are assembled (the upstream
 	// adapter only numbers them): admission needs the whole group, and every
 	// upstream feeds the same deltas through the port.
-	calls   chat.ToolCallSet
-	convID  string
-	usage   *chat.Usage
-	emitted []Delta
-	queue   []Delta
-	done    bool
-	err     error
+	calls  chat.ToolCallSet
+	convID string
+	// disclosure is set when the turn continued a conversation that holds
+	// more than the client's transcript (Disclosed).
+	disclosure string
+	usage      *chat.Usage
+	emitted    []Delta
+	queue      []Delta
+	done       bool
+	err        error
 
 	// nextMu is held for the whole of Next. Close may run concurrently with a
 	// blocked Next (the ingress closes on disconnect): it closes the stream,

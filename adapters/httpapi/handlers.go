@@ -107,6 +107,11 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 		return
 	}
 	defer turn.Close()
+	if d, ok := turn.(app.Disclosed); ok && d.Disclosure() != "" {
+		// The upstream conversation holds more than the client's transcript
+		// (docs/CONVERSATIONS.md): said before any byte of the answer.
+		w.Header().Set(conversationHeader, d.Disclosure())
+	}
 	// A client disconnect or the request timeout releases the upstream at
 	// once, even while Next is blocked.
 	stop := context.AfterFunc(ctx, turn.Close)
@@ -116,6 +121,10 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 	render(w, r, apiReq, tr)
 	ri.toolCalls = tr.calls
 }
+
+// conversationHeader discloses a turn that continued an upstream
+// conversation holding more than the client's transcript.
+const conversationHeader = "x-pmgate-conversation"
 
 // readJSON checks the content type and reads the body (readBody); the
 // caller writes the refusal.

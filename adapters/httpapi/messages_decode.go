@@ -446,8 +446,11 @@ func validToolID(s string) bool {
 // decodeUserBlocks reads a user turn. After an assistant turn with tool_use
 // blocks (pending), its tool_result blocks come first and answer every id
 // once, in any order; they become tool messages, and text after them (Claude
-// Code appends system reminders there) is added to the last result, so the
-// upstream sees it and the message still ends the conversation in results.
+// Code appends system reminders there, and the user's next prompt after a
+// failed round) is added to the last result, so the upstream sees it and the
+// message still ends the conversation in results; it is also kept as that
+// result's Trailing, so that when the results are history (their group was
+// dispatched before) it goes up alone as the next user turn.
 // Otherwise its text blocks are one user message.
 func (s *server) decodeUserBlocks(p string, blocks []block, pending []string, pendingAt int) ([]chat.Message, error) {
 	want := make(map[string]bool, len(pending))
@@ -515,6 +518,7 @@ func (s *server) decodeUserBlocks(p string, blocks []block, pending []string, pe
 		last := results[len(results)-1].Content
 		joined := *last + "\n\n" + text.String()
 		results[len(results)-1].Content = &joined
+		results[len(results)-1].Trailing = text.String()
 	}
 	return results, nil
 }

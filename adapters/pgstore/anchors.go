@@ -26,7 +26,7 @@ import (
 //   - Record locks the accounting row, supersedes an anchor of the same key
 //     (never a claimed one), and while full drops the anchor that became a
 //     tombstone first, else the one that became ACTIVE first (an index scan;
-//     never a CLAIMED one), then inserts — the order of conversation.Registry.
+//     never a CLAIMED or RESUMING one), then inserts — the order of conversation.Registry.
 //   - Sweep takes due rows FOR UPDATE SKIP LOCKED, so replicas sweeping at
 //     once never apply a time event twice.
 //
@@ -76,7 +76,7 @@ func anchorDue(a conversation.Anchor) *time.Time {
 	switch {
 	case a.State == conversation.Active:
 		t = a.ExpiresAt
-	case a.State == conversation.Claimed:
+	case a.State == conversation.Claimed, a.State == conversation.Resuming:
 		t = a.ClaimExpiresAt
 	case a.State.Terminal():
 		t = a.TerminalExpiresAt
@@ -183,9 +183,9 @@ func (s *Anchors) Record(ctx context.Context, a conversation.Anchor, now time.Ti
 			// holding the most droppable anchors gives way (the recording one
 			// on a tie, else the smallest id), its oldest tombstone first.
 			err := tx.QueryRow(ctx, `WITH owner AS (
-					SELECT principal_id FROM conversation_anchors WHERE state <> 'CLAIMED'
+					SELECT principal_id FROM conversation_anchors WHERE state NOT IN ('CLAIMED', 'RESUMING')
 					GROUP BY principal_id ORDER BY count(*) DESC, (principal_id = $1) DESC, principal_id LIMIT 1)
-				SELECT record FROM conversation_anchors WHERE state <> 'CLAIMED' AND principal_id = (SELECT principal_id FROM owner)
+				SELECT record FROM conversation_anchors WHERE state NOT IN ('CLAIMED', 'RESUMING') AND principal_id = (SELECT principal_id FROM owner)
 				ORDER BY (state = 'ACTIVE'), seq LIMIT 1 FOR UPDATE SKIP LOCKED`, a.PrincipalID).Scan(&rec)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return errors.Mark(errors.New("conversation: full"), conversation.ErrFull)

@@ -51,6 +51,7 @@ type config struct {
 	store           string
 	postgresURL     string
 	continuity      bool
+	resume          bool
 	usageEstimates  bool // USAGE_ESTIMATES
 	anchorLimits    conversation.Limits
 	anchorPolicy    conversation.Policy
@@ -195,6 +196,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 	bad(err)
 	c.continuity, err = boolVar(getenv, "CONVERSATION_CONTINUITY", true)
 	bad(err)
+	c.resume, err = boolVar(getenv, "CONVERSATION_RESUME", true)
+	bad(err)
 	c.usageEstimates, err = boolVar(getenv, "USAGE_ESTIMATES", true)
 	bad(err)
 	convTTL, err := intVar(getenv, "CONVERSATION_TTL_MS", 1800000, 1000, 86400000)
@@ -289,6 +292,7 @@ func (c config) summary() map[string]string {
 		m["correlation_postgres_url"] = "set"
 	}
 	m["conversation_continuity"] = strconv.FormatBool(c.continuity)
+	m["conversation_resume"] = strconv.FormatBool(c.resume)
 	m["conversation_ttl"] = c.anchorPolicy.TTL.String()
 	m["conversation_max_anchors"] = strconv.Itoa(c.anchorLimits.MaxAnchors)
 	m["admin_enabled"] = strconv.FormatBool(c.adminEnabled)

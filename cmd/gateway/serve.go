@@ -124,7 +124,7 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 		upstream = live
 	}
 	svc := app.New(app.Config{WorkspaceID: cfg.upstream.WorkspaceID, Correlation: cfg.correlation, Policy: cfg.policy,
-		Observer: events}, upstream, store, system.Clock{}, system.IDs{}, log)
+		Resume: cfg.resume, Observer: events}, upstream, store, system.Clock{}, system.IDs{}, log)
 	anchors := store.anchors
 	if anchors != nil {
 		svc.WithAnchors(anchors, cfg.anchorPolicy)

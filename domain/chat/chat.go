@@ -41,6 +41,14 @@ type Message struct {
 	Name       string // optional participant name; ignored for assistant messages
 	ToolCalls  []ToolCall
 	ToolCallID string // role=tool only
+	// Trailing is set on the last tool result of an Anthropic Messages user
+	// turn that had text after its tool_result blocks (Claude Code puts its
+	// reminders, and a prompt typed after a failed round, there). That text
+	// already ends Content, after a blank line, which is what a pending
+	// group's one dispatch sends; when the results are history (their group
+	// was dispatched before), the gateway sends Trailing alone as the next
+	// user turn instead (domain/correlation, docs/CONVERSATIONS.md).
+	Trailing string
 }
 
 // Tool is one normalized function tool definition. Parameters is the JSON schema

@@ -16,7 +16,8 @@ type State string
 // SafeValue marks states as safe for logs.
 func (State) SafeValue() {}
 
-// The five states of an anchor, plus Removed, the pseudo-state of a record that
+// The states of an anchor (RETIRED is only read from records of earlier
+// builds: a failed turn now leaves its anchor RESUMABLE), plus Removed, the pseudo-state of a record that
 // does not exist (never stored; a lookup that finds nothing is answered from it).
 const (
 	Active   State = "ACTIVE"
@@ -25,11 +26,21 @@ const (
 	Retired  State = "RETIRED"
 	Expired  State = "EXPIRED"
 	Removed  State = "REMOVED"
+	// Resumable: a continued turn failed after it was sent (or its claim's
+	// deadline passed); the upstream conversation may hold its message and a
+	// partial answer. A later turn of the same history starts fresh when its
+	// whole transcript fits one query, else resumes it, disclosed.
+	Resumable State = "RESUMABLE"
+	// Resuming: one request is continuing a RESUMABLE anchor, or an ADVANCED
+	// one from its earlier point (claimed like CLAIMED, never dropped).
+	Resuming State = "RESUMING"
 )
 
 // Terminal reports whether s is a tombstone state (kept until the terminal TTL,
 // then removed).
-func (s State) Terminal() bool { return s == Advanced || s == Retired || s == Expired }
+func (s State) Terminal() bool {
+	return s == Advanced || s == Retired || s == Expired || s == Resumable
+}
 
 // Anchor is the record of one transcript the gateway completed: who may
 // continue it (principal, workspace, model, tools) and which upstream

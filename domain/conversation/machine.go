@@ -30,6 +30,10 @@ const (
 	Deadline          Event = "Deadline"
 	Drop              Event = "Drop"
 	TombstoneElapsed  Event = "TombstoneElapsed"
+	// Resume: a fresh request whose whole transcript does not fit one query
+	// claims a RESUMABLE anchor, or an ADVANCED one (an earlier point of a
+	// conversation that moved on), to continue it, disclosed (Anchor.Resume).
+	Resume Event = "Resume"
 )
 
 // Effect is what a caller must do after a row was applied.
@@ -85,6 +89,9 @@ const (
 	// ReasonRetired: an earlier continuation of the anchor may have reached the
 	// upstream without an answer the client saw.
 	ReasonRetired Reason = "retired"
+	// ReasonAfterFailure: the anchor's last continuation failed after it was
+	// sent; the whole transcript fits one query, so it starts fresh.
+	ReasonAfterFailure Reason = "after_failure"
 	// ReasonStoreUnavailable: the anchor store could not be asked; starting
 	// fresh is always correct.
 	ReasonStoreUnavailable Reason = "store_unavailable"
@@ -112,27 +119,38 @@ var rows = []row{
 	{"A07", Claimed, Lookup, Claimed, EffectFresh, ReasonRaced, "another request holds the claim: fresh conversation (correct, only costlier)"},
 	{"A08", Claimed, Complete, Advanced, EffectTransition, "", "the continued turn was proven complete; its extended transcript gets a new anchor"},
 	{"A09", Claimed, NotSent, Active, EffectTransition, "", "the transport proved nothing was sent: claim cleared, the anchor may be continued again"},
-	{"A10", Claimed, Ambiguous, Retired, EffectTransition, "", "sent, outcome unknown: the upstream conversation may hold an unanswered message; never continued again"},
-	{"A11", Claimed, Deadline, Retired, EffectTransition, "", "the claim's hard deadline passed (the replica died mid-turn): never continued again"},
+	{"A10", Claimed, Ambiguous, Resumable, EffectTransition, "", "sent, outcome unknown: the upstream conversation may hold an unanswered message; resumed (disclosed) only by a turn whose whole transcript does not fit a fresh query"},
+	{"A11", Claimed, Deadline, Resumable, EffectTransition, "", "the claim's hard deadline passed (the replica died mid-turn): resumable as after A10"},
 	{"A12", Claimed, Drop, Claimed, EffectKeep, "", "a claimed anchor is never dropped; the newer anchor is not recorded"},
-	{"A13", Advanced, Lookup, Advanced, EffectFresh, ReasonAlreadyContinued, "fresh conversation: the upstream conversation has moved past this history"},
+	{"A13", Advanced, Lookup, Advanced, EffectFresh, ReasonAlreadyContinued, "fresh conversation: the upstream conversation has moved past this history (a turn whose whole transcript does not fit resumes instead, A27)"},
 	{"A14", Advanced, TombstoneElapsed, Removed, EffectTransition, "", "record removed"},
 	{"A15", Advanced, Drop, Removed, EffectTransition, "", "tombstone superseded or dropped for capacity"},
-	{"A16", Retired, Lookup, Retired, EffectFresh, ReasonRetired, "fresh conversation"},
+	{"A16", Retired, Lookup, Retired, EffectFresh, ReasonRetired, "fresh conversation (a record of an earlier build)"},
 	{"A17", Retired, TombstoneElapsed, Removed, EffectTransition, "", "record removed"},
 	{"A18", Retired, Drop, Removed, EffectTransition, "", "tombstone superseded or dropped for capacity"},
 	{"A19", Expired, Lookup, Expired, EffectFresh, ReasonExpired, "fresh conversation"},
 	{"A20", Expired, TombstoneElapsed, Removed, EffectTransition, "", "record removed"},
 	{"A21", Expired, Drop, Removed, EffectTransition, "", "tombstone superseded or dropped for capacity"},
 	{"A22", Removed, Lookup, Removed, EffectFresh, ReasonHistoryChanged, "no anchor for this history: fresh conversation"},
+	{"A23", Resumable, Lookup, Resumable, EffectFresh, ReasonAfterFailure, "fresh conversation when the whole transcript fits one query: the upstream then holds exactly the client's history"},
+	{"A24", Resumable, Resume, Resuming, EffectContinue, "", "the whole transcript does not fit: store a claim; send only the new user messages in the stored conversation, disclosed `continued-after-failure`"},
+	{"A25", Resumable, TombstoneElapsed, Removed, EffectTransition, "", "record removed"},
+	{"A26", Resumable, Drop, Removed, EffectTransition, "", "tombstone superseded or dropped for capacity"},
+	{"A27", Advanced, Resume, Resuming, EffectContinue, "", "the whole transcript does not fit: store a claim; continue from this earlier point with only the new user messages, disclosed `continued-from-earlier-point`"},
+	{"A28", Resuming, Lookup, Resuming, EffectFresh, ReasonRaced, "another request is resuming it right now: fresh conversation"},
+	{"A29", Resuming, Complete, Advanced, EffectTransition, "", "the resumed turn was proven complete; its extended transcript gets a new anchor"},
+	{"A30", Resuming, NotSent, Resumable, EffectTransition, "", "nothing was sent: resumable again"},
+	{"A31", Resuming, Ambiguous, Resumable, EffectTransition, "", "sent, outcome unknown: resumable again"},
+	{"A32", Resuming, Deadline, Resumable, EffectTransition, "", "the claim's hard deadline passed: resumable again"},
+	{"A33", Resuming, Drop, Resuming, EffectKeep, "", "a claimed anchor is never dropped; the newer anchor is not recorded"},
 }
 
 // States lists every state in declaration order.
-var States = []State{Active, Claimed, Advanced, Retired, Expired, Removed}
+var States = []State{Active, Claimed, Advanced, Retired, Expired, Resumable, Resuming, Removed}
 
 // Events lists every event in declaration order.
 var Events = []Event{Continue, ModelMismatch, ToolsMismatch, WorkspaceMismatch, Lookup, Complete, NotSent,
-	Ambiguous, Deadline, Drop, TombstoneElapsed}
+	Ambiguous, Deadline, Drop, TombstoneElapsed, Resume}
 
 // MachineName is the name of the anchor machine in spec/ and the audit.
 const MachineName = "conversation"
@@ -143,7 +161,7 @@ func Table() fsm.Table {
 		Name:     MachineName,
 		Title:    "Conversation anchor machine",
 		Initial:  string(Active),
-		Terminal: []string{string(Advanced), string(Retired), string(Expired), string(Removed)},
+		Terminal: []string{string(Advanced), string(Retired), string(Expired), string(Resumable), string(Removed)},
 		Notes: []string{
 			"An anchor is recorded ACTIVE after a proven completion with a known upstream conversation id (a text answer, or the final answer of a tool loop), keyed by (principal, canonical hash of the transcript as the client will echo it).",
 			"`REMOVED` is a pseudo-state: the record does not exist (never recorded, removed after the terminal TTL, or dropped). It is never stored; a lookup that finds nothing is answered from it.",
@@ -206,8 +224,9 @@ var machine = fsm.NewMachine(fsm.Spec[Anchor, State, Event, input]{
 	State: func(a *Anchor) *State { return &a.State },
 	Entry: []fsm.Entry[Anchor, State, Event, input]{
 		{Do: recordClaim, From: Continue, In: []State{Claimed}},
+		{Do: recordClaim, From: Resume, In: []State{Resuming}},
 		{Do: clearClaim, From: NotSent, In: []State{Active}},
-		{Do: startTombstone, In: []State{Advanced, Retired, Expired}},
+		{Do: startTombstone, In: []State{Advanced, Retired, Expired, Resumable}},
 	},
 	Unhandled: fsm.Illegal[State, Event](MachineName, ErrIllegalTransition, "the anchor is not in a state that accepts this event"),
 })
@@ -279,6 +298,24 @@ func (a *Anchor) Claim(now time.Time, p Policy, req Request, claimID string) (De
 	return d, err
 }
 
+// Resume claims a RESUMABLE anchor, or an ADVANCED one, under claimID for a
+// fresh request whose whole transcript does not fit one query (an overdue
+// time event is applied first, as by Claim). Any other state refuses it as an
+// illegal transition and changes nothing but that time event.
+func (a *Anchor) Resume(now time.Time, p Policy, claimID string) (Decision, error) {
+	var via string
+	if ev, due := a.Due(now); due {
+		d, err := a.fire(ev, input{now: now, policy: p})
+		if err != nil {
+			return Decision{}, err
+		}
+		via = d.Row
+	}
+	d, err := a.fire(Resume, input{now: now, policy: p, claimID: claimID})
+	d.Via = via
+	return d, err
+}
+
 // LookupMissing answers a lookup that found no anchor: the REMOVED row.
 func LookupMissing() Decision {
 	a := Anchor{State: Removed}
@@ -301,7 +338,7 @@ func (a *Anchor) Settle(ev Event, claimID string, now time.Time, p Policy) (Deci
 	switch {
 	case ev != Complete && ev != NotSent && ev != Ambiguous:
 		return Decision{}, errors.Mark(errors.Newf("conversation: %s does not settle a claim", ev), ErrIllegalTransition)
-	case a.State == Claimed && a.ClaimID != claimID:
+	case (a.State == Claimed || a.State == Resuming) && a.ClaimID != claimID:
 		return Decision{}, errors.Mark(errors.New("conversation: settled by another claim"), ErrStaleClaim)
 	}
 	return a.fire(ev, input{now: now, policy: p})
@@ -318,7 +355,7 @@ func (a Anchor) Due(now time.Time) (Event, bool) {
 	switch {
 	case a.State == Active && !now.Before(a.ExpiresAt):
 		return Deadline, true
-	case a.State == Claimed && !a.ClaimExpiresAt.IsZero() && !now.Before(a.ClaimExpiresAt):
+	case (a.State == Claimed || a.State == Resuming) && !a.ClaimExpiresAt.IsZero() && !now.Before(a.ClaimExpiresAt):
 		return Deadline, true
 	case a.State.Terminal() && !now.Before(a.TerminalExpiresAt):
 		return TombstoneElapsed, true

@@ -40,11 +40,34 @@ func model(s conversation.State, e conversation.Event) (conversation.State, conv
 		case conversation.NotSent:
 			return conversation.Active, conversation.EffectTransition, "", true
 		case conversation.Ambiguous, conversation.Deadline:
-			return conversation.Retired, conversation.EffectTransition, "", true
+			return conversation.Resumable, conversation.EffectTransition, "", true
 		case conversation.Drop:
 			return s, conversation.EffectKeep, "", true
 		}
+	case conversation.Resuming: // a claim on a conversation that holds more than the history
+		switch e {
+		case conversation.Lookup:
+			return s, conversation.EffectFresh, conversation.ReasonRaced, true
+		case conversation.Complete:
+			return conversation.Advanced, conversation.EffectTransition, "", true
+		case conversation.NotSent, conversation.Ambiguous, conversation.Deadline:
+			return conversation.Resumable, conversation.EffectTransition, "", true
+		case conversation.Drop:
+			return s, conversation.EffectKeep, "", true
+		}
+	case conversation.Resumable:
+		switch e {
+		case conversation.Lookup:
+			return s, conversation.EffectFresh, conversation.ReasonAfterFailure, true
+		case conversation.Resume:
+			return conversation.Resuming, conversation.EffectContinue, "", true
+		case conversation.TombstoneElapsed, conversation.Drop:
+			return conversation.Removed, conversation.EffectTransition, "", true
+		}
 	case conversation.Advanced, conversation.Retired, conversation.Expired:
+		if s == conversation.Advanced && e == conversation.Resume {
+			return conversation.Resuming, conversation.EffectContinue, "", true
+		}
 		switch e {
 		case conversation.Lookup:
 			return s, conversation.EffectFresh, map[conversation.State]conversation.Reason{
@@ -138,10 +161,10 @@ func TestALookupAppliesTimeFirst(t *testing.T) {
 	d, err = b.Claim(b.ClaimExpiresAt, policy, req, "c2")
 	is.NoErr(err)
 	record(t.Name(), d)
-	is.Equal(d.Via, "A11")                         // a claim past its deadline retires the anchor
-	is.Equal(d.Reason, conversation.ReasonRetired) // which is never continued again
+	is.Equal(d.Via, "A11")                              // a claim past its deadline makes the anchor resumable
+	is.Equal(d.Reason, conversation.ReasonAfterFailure) // which a transcript that fits starts fresh
 	_, err = b.Settle(conversation.NotSent, "c", b.ClaimExpiresAt, policy)
-	is.True(errors.Is(err, conversation.ErrIllegalTransition)) // and can never come back
+	is.True(errors.Is(err, conversation.ErrIllegalTransition)) // and the old claim can never settle it
 }
 
 func TestAMismatchStartsFreshAndKeepsTheAnchor(t *testing.T) {
@@ -205,4 +228,53 @@ func TestOnlyAnOutcomeSettlesAClaim(t *testing.T) {
 	d, err := a.Settle(conversation.NotSent, "c", t0, policy)
 	is.NoErr(err)
 	is.Equal(d.Row, "A09") // the event the caller means is the row that fires
+}
+
+// A failed continuation leaves its anchor resumable: a later turn whose
+// transcript does not fit claims it once (A24), settles it like a claim, and
+// an ADVANCED anchor can be resumed from its earlier point (A27); a racing
+// lookup meanwhile starts fresh, and only the holder settles.
+func TestAFailedTurnLeavesItsConversationResumable(t *testing.T) {
+	is := is.New(t)
+	a := anchor("p", "h", t0)
+	_, err := a.Claim(t0, policy, req, "c1")
+	is.NoErr(err)
+	d, err := a.Settle(conversation.Ambiguous, "c1", t0, policy)
+	is.NoErr(err)
+	record(t.Name(), d)
+	is.Equal(d.Row, "A10")
+	is.Equal(a.State, conversation.Resumable)
+
+	d, err = a.Resume(t0.Add(time.Second), policy, "c2")
+	is.NoErr(err)
+	record(t.Name(), d)
+	is.Equal(d.Row, "A24")
+	is.Equal(d.Effect, conversation.EffectContinue)
+	d, err = a.Claim(t0.Add(time.Second), policy, req, "c3") // a racing lookup
+	is.NoErr(err)
+	is.Equal(d.Reason, conversation.ReasonRaced)
+	_, err = a.Resume(t0.Add(time.Second), policy, "c4") // and a racing resume
+	is.True(errors.Is(err, conversation.ErrIllegalTransition))
+	_, err = a.Settle(conversation.Complete, "c3", t0.Add(time.Second), policy)
+	is.True(errors.Is(err, conversation.ErrStaleClaim)) // only the holder settles
+	d, err = a.Settle(conversation.NotSent, "c2", t0.Add(time.Second), policy)
+	is.NoErr(err)
+	is.Equal(d.Row, "A30")
+	is.Equal(a.State, conversation.Resumable) // nothing was sent: resumable again
+
+	_, err = a.Resume(t0.Add(2*time.Second), policy, "c5")
+	is.NoErr(err)
+	d, err = a.Settle(conversation.Complete, "c5", t0.Add(2*time.Second), policy)
+	is.NoErr(err)
+	is.Equal(d.Row, "A29")
+	is.Equal(a.State, conversation.Advanced)
+	d, err = a.Resume(t0.Add(3*time.Second), policy, "c6") // an earlier point of a conversation that moved on
+	is.NoErr(err)
+	is.Equal(d.Row, "A27")
+	is.Equal(a.State, conversation.Resuming)
+
+	b := anchor("p", "h2", t0) // an ACTIVE anchor is continued, never resumed
+	_, err = b.Resume(t0, policy, "c7")
+	is.True(errors.Is(err, conversation.ErrIllegalTransition))
+	is.Equal(b.State, conversation.Active)
 }

@@ -135,7 +135,7 @@ func class(s State) int {
 	switch s {
 	case Active:
 		return classActive
-	case Claimed:
+	case Claimed, Resuming:
 		return classClaimed
 	}
 	return classTombstone
@@ -329,7 +329,7 @@ func (rep *SweepReport) Add(d Decision) {
 	switch d.To {
 	case Expired:
 		rep.Expired++
-	case Retired:
+	case Retired, Resumable:
 		rep.Retired++
 	case Removed:
 		rep.Removed++

@@ -62,13 +62,15 @@ func (m *registryMachine) due(k conversation.Key) (via string, alive bool) {
 		m.enter(a, conversation.Expired)
 		a.tomb = m.now.Add(m.policy.TerminalTTL)
 		return "A05", true
-	case a.state == conversation.Claimed && !m.now.Before(a.claim):
-		m.enter(a, conversation.Retired)
+	case (a.state == conversation.Claimed || a.state == conversation.Resuming) && !m.now.Before(a.claim):
+		row := map[conversation.State]string{conversation.Claimed: "A11", conversation.Resuming: "A32"}[a.state]
+		m.enter(a, conversation.Resumable)
 		a.tomb = m.now.Add(m.policy.TerminalTTL)
-		return "A11", true
+		return row, true
 	case a.state.Terminal() && !m.now.Before(a.tomb):
 		delete(m.model, k)
-		return map[conversation.State]string{conversation.Advanced: "A14", conversation.Retired: "A17", conversation.Expired: "A20"}[a.state], false
+		return map[conversation.State]string{conversation.Advanced: "A14", conversation.Retired: "A17", conversation.Expired: "A20",
+			conversation.Resumable: "A25"}[a.state], false
 	}
 	return "", true
 }
@@ -84,7 +86,7 @@ func (m *registryMachine) Record(t *rapid.T) {
 	}
 	var wantErr error
 	if old, ok := m.model[k]; ok {
-		if old.state == conversation.Claimed {
+		if claimedState(old.state) {
 			wantErr = conversation.ErrBusy
 		} else {
 			delete(m.model, k)
@@ -119,7 +121,7 @@ func (m *registryMachine) Record(t *rapid.T) {
 func (m *registryMachine) victim(p string) (conversation.Key, bool) {
 	held := map[string]int{}
 	for k, a := range m.model {
-		if a.state != conversation.Claimed {
+		if !claimedState(a.state) {
 			held[k.PrincipalID]++
 		}
 	}
@@ -145,6 +147,11 @@ func (m *registryMachine) victim(p string) (conversation.Key, bool) {
 		}
 	}
 	return conversation.Key{}, false
+}
+
+// claimedState: a request holds the anchor (never dropped, never superseded).
+func claimedState(s conversation.State) bool {
+	return s == conversation.Claimed || s == conversation.Resuming
 }
 
 func sortedKeys(mm map[conversation.Key]*mAnchor) []conversation.Key {
@@ -207,6 +214,10 @@ func (m *registryMachine) Claim(t *rapid.T) {
 				}
 			case conversation.Claimed:
 				wantRow, wantReason = "A07", conversation.ReasonRaced
+			case conversation.Resuming:
+				wantRow, wantReason = "A28", conversation.ReasonRaced
+			case conversation.Resumable:
+				wantRow, wantReason = "A23", conversation.ReasonAfterFailure
 			case conversation.Advanced:
 				wantRow, wantReason = "A13", conversation.ReasonAlreadyContinued
 			case conversation.Retired:
@@ -219,7 +230,7 @@ func (m *registryMachine) Claim(t *rapid.T) {
 	if d.Via != wantVia || d.Row != wantRow || d.Reason != wantReason {
 		t.Fatalf("claim %v: got via %q row %s reason %q vs expected via %q row %s reason %q", k, d.Via, d.Row, d.Reason, wantVia, wantRow, wantReason)
 	}
-	if got, ok := m.reg.Get(k); ok && got.State == conversation.Claimed && got.ClaimID != m.model[k].claimID {
+	if got, ok := m.reg.Get(k); ok && claimedState(got.State) && got.ClaimID != m.model[k].claimID {
 		t.Fatalf("claim id: got %q vs expected %q", got.ClaimID, m.model[k].claimID)
 	}
 }
@@ -227,7 +238,7 @@ func (m *registryMachine) Claim(t *rapid.T) {
 func (m *registryMachine) Settle(t *rapid.T) {
 	var claimed []conversation.Key
 	for _, k := range sortedKeys(m.model) {
-		if m.model[k].state == conversation.Claimed {
+		if claimedState(m.model[k].state) {
 			claimed = append(claimed, k)
 		}
 	}
@@ -259,20 +270,59 @@ func (m *registryMachine) Settle(t *rapid.T) {
 		t.Fatalf("settle: %v", err)
 	}
 	m.rec(d)
-	switch how {
-	case "complete":
+	switch {
+	case how == "complete":
 		m.enter(a, conversation.Advanced)
 		a.tomb = m.now.Add(m.policy.TerminalTTL)
-	case "notsent":
+	case how == "notsent" && a.state == conversation.Claimed:
 		m.enter(a, conversation.Active)
 		a.claimID = ""
-	default:
-		m.enter(a, conversation.Retired)
+	default: // a resumed claim not sent, or any claim whose outcome is unknown
+		m.enter(a, conversation.Resumable)
 		a.tomb = m.now.Add(m.policy.TerminalTTL)
 	}
 	if d.To != a.state {
 		t.Fatalf("settle %s: got %s vs expected %s", how, d.To, a.state)
 	}
+}
+
+// Resume claims a RESUMABLE or ADVANCED anchor for a turn whose transcript
+// does not fit a fresh query; every other state refuses it.
+func (m *registryMachine) Resume(t *rapid.T) {
+	k := rapid.SampledFrom(keys).Draw(t, "key")
+	m.claimN++
+	id := fmt.Sprintf("claim-%d", m.claimN)
+	d, err := m.reg.Update(k, func(a *conversation.Anchor) (conversation.Decision, error) {
+		return a.Resume(m.now, m.policy, id)
+	})
+	if _, ok := m.model[k]; !ok {
+		if !errors.Is(err, conversation.ErrNoAnchor) {
+			t.Fatalf("resume of a missing anchor: got %v", err)
+		}
+		return
+	}
+	// Time is applied first, inside the update: when the resume is then
+	// refused, nothing is written (not even the time row).
+	saved := *m.model[k]
+	_, alive := m.due(k)
+	a, ok := m.model[k]
+	row := ""
+	if alive && ok {
+		row = map[conversation.State]string{conversation.Resumable: "A24", conversation.Advanced: "A27"}[a.state]
+	}
+	if row == "" {
+		if !errors.Is(err, conversation.ErrIllegalTransition) {
+			t.Fatalf("resume: got %v", err)
+		}
+		m.model[k] = &saved
+		return
+	}
+	if err != nil || d.Row != row {
+		t.Fatalf("resume in %s: got %s %v vs expected %s", a.state, d.Row, err, row)
+	}
+	m.rec(d)
+	m.enter(a, conversation.Resuming)
+	a.claimID, a.claim = id, m.now.Add(m.policy.ClaimTTL)
 }
 
 func (m *registryMachine) Tick(t *rapid.T) {
@@ -293,7 +343,7 @@ func (m *registryMachine) Sweep(t *rapid.T) {
 			want.Removed++
 		case via == "A05":
 			want.Expired++
-		case via == "A11":
+		case via == "A11", via == "A32":
 			want.Retired++
 		}
 	}

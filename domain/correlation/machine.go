@@ -30,14 +30,17 @@ const (
 	SubmitSame              Event = "SubmitSame"
 	SubmitDifferent         Event = "SubmitDifferent"
 	SubmitAny               Event = "SubmitAny"
-	Deadline                Event = "Deadline"
-	CapacityPressure        Event = "CapacityPressure"
-	Cancel                  Event = "Cancel"
-	MovedPast               Event = "MovedPast"
-	Complete                Event = "Complete"
-	NotSent                 Event = "NotSent"
-	Ambiguous               Event = "Ambiguous"
-	TombstoneElapsed        Event = "TombstoneElapsed"
+	// SubmitHistory: the results the group accepted, followed by new user
+	// content (text after them, or user messages): history and a new turn.
+	SubmitHistory    Event = "SubmitHistory"
+	Deadline         Event = "Deadline"
+	CapacityPressure Event = "CapacityPressure"
+	Cancel           Event = "Cancel"
+	MovedPast        Event = "MovedPast"
+	Complete         Event = "Complete"
+	NotSent          Event = "NotSent"
+	Ambiguous        Event = "Ambiguous"
+	TombstoneElapsed Event = "TombstoneElapsed"
 )
 
 // Effect is what a caller must do after a row was applied.
@@ -55,6 +58,10 @@ const (
 	// EffectReplay: return the cached terminal response, or the row's code when
 	// none is retained; nothing changed.
 	EffectReplay Effect = "replay"
+	// EffectResume: the results are history; send only the request's new user
+	// content as the next USER_QUERY of the group's conversation (when the
+	// whole transcript does not fit a fresh one), disclosed; nothing changed.
+	EffectResume Effect = "resume"
 	// EffectTransition: the state changed; when the row has a code, a request
 	// that observed the change is answered with it.
 	EffectTransition Effect = "transition"
@@ -69,7 +76,7 @@ var States = []State{Pending, Inflight, Consumed, Expired, Cancelled, Uncertain,
 // Events lists every event in declaration order.
 var Events = []Event{SubmitValid, SubmitIncomplete, SubmitGroupMismatch, SubmitHistoryMismatch,
 	SubmitModelMismatch, SubmitToolsMismatch, SubmitWorkspaceMismatch, SubmitUnknownID, SubmitSame,
-	SubmitDifferent, SubmitAny, Deadline, CapacityPressure, Cancel, MovedPast, Complete, NotSent, Ambiguous, TombstoneElapsed}
+	SubmitDifferent, SubmitAny, SubmitHistory, Deadline, CapacityPressure, Cancel, MovedPast, Complete, NotSent, Ambiguous, TombstoneElapsed}
 
 // MachineName is the name of the group machine in spec/ and the audit.
 const MachineName = "correlation"
@@ -216,6 +223,23 @@ func (g *Group) Submit(now time.Time, p Policy, sub Submission, attemptID string
 	}
 	ev, resultsHash := Classify(*g, sub, now)
 	return g.fire(ev, input{now: now, policy: p, attemptID: attemptID, resultsHash: resultsHash})
+}
+
+// ErrNotHistory marks a submission that does not carry the group's accepted
+// results before new user content (Resume changed nothing).
+var ErrNotHistory = errors.New("correlation: the results are not history")
+
+// Resume classifies a request that answers the group's calls and then adds a
+// new user turn (chat completions, Responses: user messages after the
+// results): when the results are the ones the group accepted and dispatched,
+// it fires SubmitHistory (the results are history); otherwise it changes
+// nothing and returns ErrNotHistory, and the request goes the way it would
+// have gone without this rule.
+func (g *Group) Resume(now time.Time, p Policy, sub Submission) (Decision, error) {
+	if ev, _ := Classify(*g, sub, now); ev != SubmitHistory {
+		return Decision{}, ErrNotHistory
+	}
+	return g.fire(SubmitHistory, input{now: now, policy: p})
 }
 
 // SubmitUnknown answers a submission none of whose ids resolve: the REMOVED row.

@@ -49,6 +49,8 @@ func model(s correlation.State, e correlation.Event) (correlation.State, errs.Co
 			return s, errs.ContinuationInflight, true
 		case correlation.SubmitDifferent:
 			return s, errs.ContinuationConflict, true
+		case correlation.SubmitHistory:
+			return s, errs.ContinuationInflight, true
 		case correlation.Complete:
 			return correlation.Consumed, "", true
 		case correlation.NotSent:
@@ -62,10 +64,15 @@ func model(s correlation.State, e correlation.Event) (correlation.State, errs.Co
 			return s, errs.ToolCallAlreadyConsumed, true
 		case correlation.SubmitDifferent:
 			return s, errs.ContinuationConflict, true
+		case correlation.SubmitHistory:
+			return s, "", true
 		case correlation.TombstoneElapsed:
 			return correlation.Removed, "", true
 		}
 	case correlation.Expired, correlation.Cancelled, correlation.Uncertain:
+		if s == correlation.Uncertain && e == correlation.SubmitHistory {
+			return s, "", true
+		}
 		switch e {
 		case correlation.SubmitAny:
 			return s, map[C]errs.Code{correlation.Expired: errs.ToolCallExpired, correlation.Cancelled: errs.ToolCallCancelled,

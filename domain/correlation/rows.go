@@ -50,4 +50,7 @@ var rows = []row{
 	{"C25", Cancelled, TombstoneElapsed, Removed, EffectTransition, "", "record removed", "the tombstone TTL passed"},
 	{"C26", Uncertain, TombstoneElapsed, Removed, EffectTransition, "", "record removed", "the tombstone TTL passed"},
 	{"C27", Removed, SubmitAny, Removed, EffectReject, errs.UnknownToolCall, "generic 404, as for an id never issued", "a removed group is answered as an id never issued, so nothing leaks"},
+	{"C29", Consumed, SubmitHistory, Consumed, EffectResume, "", "the results are never sent again: only the new user content goes up, in the group's conversation (disclosed) unless the whole transcript fits a fresh one", "the client goes on after the round's answer was lost or refused (a gate), or compacts: the accepted results are history"},
+	{"C30", Uncertain, SubmitHistory, Uncertain, EffectResume, "", "the results are never sent again: only the new user content goes up, in the group's conversation (disclosed) unless the whole transcript fits a fresh one", "the client goes on after a round that failed after dispatch: the accepted results are history"},
+	{"C31", Inflight, SubmitHistory, Inflight, EffectReject, errs.ContinuationInflight, "409, never dispatched", "new user content while the accepted results are being dispatched"},
 }

@@ -22,6 +22,14 @@ type Result struct {
 type Continuation struct {
 	Prefix  []chat.Message
 	Results []Result
+	// Trailing is the text the client put after its results in the same
+	// message (chat.Message.Trailing of the last result): already the end of
+	// that result's Content.
+	Trailing string
+	// Added are user messages after the results (a chat completions or
+	// Responses request that answers the calls and asks something new in one
+	// request); only SplitHistory sets them.
+	Added []chat.Message
 }
 
 // SplitContinuation splits messages into the prefix and the final contiguous
@@ -44,7 +52,63 @@ func SplitContinuation(msgs []chat.Message) (c Continuation, ok bool) {
 		}
 		c.Results = append(c.Results, Result{ID: m.ToolCallID, Content: content})
 	}
+	c.Trailing = msgs[len(msgs)-1].Trailing
 	return c, true
+}
+
+// SplitHistory splits messages that end in one or more user messages right
+// after a contiguous block of tool results: the results answer an earlier
+// group and the user messages are a new turn (chat completions and Responses
+// send them as separate messages). ok is false for any other shape.
+func SplitHistory(msgs []chat.Message) (c Continuation, ok bool) {
+	i := len(msgs)
+	for i > 0 && msgs[i-1].Role == chat.RoleUser {
+		i--
+	}
+	if i == len(msgs) || i == 0 || msgs[i-1].Role != chat.RoleTool {
+		return Continuation{}, false
+	}
+	c, ok = SplitContinuation(msgs[:i])
+	if !ok {
+		return Continuation{}, false
+	}
+	c.Added = msgs[i:]
+	return c, true
+}
+
+// NewTurn reports whether the request carries new user content after its
+// results: text after them in the same message, or user messages.
+func (c Continuation) NewTurn() bool { return c.Trailing != "" || len(c.Added) > 0 }
+
+// HistoryMessages returns the request as history plus a new user turn: the
+// prefix, the results as the client first sent them (without the text after
+// them), and the new user messages (the text after the results as one user
+// message, or the added messages).
+func (c Continuation) HistoryMessages() (history, added []chat.Message) {
+	history = make([]chat.Message, 0, len(c.Prefix)+len(c.Results))
+	history = append(history, c.Prefix...)
+	pure := c.pure()
+	for _, r := range pure.Results {
+		content := r.Content
+		history = append(history, chat.Message{Role: chat.RoleTool, ToolCallID: r.ID, Content: &content})
+	}
+	if c.Trailing != "" {
+		t := c.Trailing
+		added = append(added, chat.Message{Role: chat.RoleUser, Content: &t})
+	}
+	return history, append(added, c.Added...)
+}
+
+// pure returns c with the text after the results taken off the last result.
+func (c Continuation) pure() Continuation {
+	if c.Trailing == "" || len(c.Results) == 0 {
+		return c
+	}
+	rs := slices.Clone(c.Results)
+	last := &rs[len(rs)-1]
+	last.Content = strings.TrimSuffix(strings.TrimSuffix(last.Content, c.Trailing), "\n\n")
+	c.Results, c.Trailing = rs, ""
+	return c
 }
 
 // IDs returns the distinct tool call ids of the results, in first-seen order.
@@ -81,6 +145,9 @@ type Submission struct {
 	// ResultsHash is ResultsHash(Continuation), precomputed likewise; empty
 	// means "compute it here".
 	ResultsHash string
+	// PureResultsHash is PureResultsHash(Continuation), precomputed likewise;
+	// empty means "compute it here".
+	PureResultsHash string
 	// Unresolved counts result ids that resolve to no group of this principal.
 	Unresolved int
 	// OtherGroups counts distinct groups, other than this one, that result ids
@@ -257,12 +324,53 @@ func ResultsHash(c Continuation) string {
 	return h
 }
 
+// PureResultsHash is ResultsHash of the results without the text the client
+// put after them (Continuation.Trailing): what "the same results" means when
+// a later request carries them as history before a new user turn.
+func PureResultsHash(c Continuation) string { return ResultsHash(c.pure()) }
+
 // resultsHash returns the precomputed hash of s, or computes it.
 func (s Submission) resultsHash() string {
 	if s.ResultsHash != "" {
 		return s.ResultsHash
 	}
 	return ResultsHash(s.Continuation)
+}
+
+// pureResultsHash returns the precomputed pure hash of s, or computes it.
+func (s Submission) pureResultsHash() string {
+	if s.Continuation.Trailing == "" {
+		return s.resultsHash()
+	}
+	if s.PureResultsHash != "" {
+		return s.PureResultsHash
+	}
+	return PureResultsHash(s.Continuation)
+}
+
+// acceptedSep separates the two hashes of an accepted submission that had
+// text after its results: the exact one (what a retry must equal) and the
+// pure one (what a later request that carries the results as history must
+// equal). A hash never contains it.
+const acceptedSep = "|"
+
+// acceptedHashes is what a claim stores as the group's accepted results: the
+// exact hash, followed by the pure one when they differ.
+func acceptedHashes(exact, pure string) string {
+	if pure == "" || pure == exact {
+		return exact
+	}
+	return exact + acceptedSep + pure
+}
+
+// splitAccepted returns the exact and the pure hash of a stored accepted
+// results hash (one and the same for results without text after them, and
+// for records of earlier builds).
+func splitAccepted(stored string) (exact, pure string) {
+	if i := strings.Index(stored, acceptedSep); i >= 0 {
+		return stored[:i], stored[i+len(acceptedSep):]
+	}
+	return stored, stored
 }
 
 // Classify maps a submission against g at now to the machine event, in the
@@ -281,15 +389,34 @@ func Classify(g Group, s Submission, now time.Time) (Event, string) {
 		if h == "" {
 			return SubmitGroupMismatch, ""
 		}
-		return SubmitValid, h
+		return SubmitValid, acceptedHashes(h, s.pureResultsHash())
 	case Inflight, Consumed:
 		if Validate(g, s) == "" {
-			if h := s.resultsHash(); h != "" && h == g.AcceptedResultsHash {
+			exact, pure := splitAccepted(g.AcceptedResultsHash)
+			if h := s.resultsHash(); h != "" && h == exact && len(s.Continuation.Added) == 0 {
 				return SubmitSame, ""
+			}
+			if isHistory(s, pure) {
+				return SubmitHistory, ""
 			}
 		}
 		return SubmitDifferent, ""
+	case Uncertain:
+		if _, pure := splitAccepted(g.AcceptedResultsHash); isHistory(s, pure) && Validate(g, s) == "" {
+			return SubmitHistory, ""
+		}
+		return SubmitAny, ""
 	default:
 		return SubmitAny, ""
 	}
+}
+
+// isHistory reports whether s carries the accepted results (pure: their hash
+// without the text after them) followed by new user content.
+func isHistory(s Submission, pure string) bool {
+	if !s.Continuation.NewTurn() || pure == "" {
+		return false
+	}
+	h := s.pureResultsHash()
+	return h != "" && h == pure
 }

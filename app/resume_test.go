@@ -1,0 +1,188 @@
+package app_test
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/errors"
+	"github.com/matryer/is"
+
+	"github.com/pmgate/pmgate/adapters/memstore"
+	"github.com/pmgate/pmgate/app"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/conversation"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
+	"github.com/pmgate/pmgate/ports/porttest"
+)
+
+// newResumeRig is newConvRig with CONVERSATION_RESUME set as given, whose
+// fake upstream refuses a fresh query of more than limit messages as too long
+// (nothing sent), and breaks a stream after text while broken is set.
+func newResumeRig(t *testing.T, resume bool, limit int, broken *bool) *convRig {
+	t.Helper()
+	n := 0
+	respond := func(req ports.UpstreamRequest) porttest.Script {
+		if req.ConversationID == "" && len(req.Chat.Messages) > limit {
+			return porttest.Script{Err: errors.Mark(errs.New(errs.UpstreamQueryTooLong), ports.ErrNotSent)}
+		}
+		conv := req.ConversationID
+		if conv == "" {
+			n++
+			conv = "conv-" + string(rune('0'+n))
+		}
+		if *broken {
+			return porttest.Script{Events: porttest.Text(conv, "par"), End: errs.New(errs.UpstreamConnectionLost)}
+		}
+		last := req.Chat.Messages[len(req.Chat.Messages)-1]
+		return porttest.Script{Events: porttest.Text(conv, "answer to ", *last.Content)}
+	}
+	logs := &syncBuffer{}
+	r := &convRig{rig: &rig{up: &porttest.Upstream{Respond: respond},
+		store: memstore.New(correlation.Limits{MaxGroups: 100, MaxCalls: 400, ResponseCacheBytes: 1 << 20}, policy),
+		clock: porttest.NewClock(porttest.T0)}, anchors: memstore.NewAnchors(conversation.Limits{MaxAnchors: 100}, anchorPolicy), logs: logs}
+	r.gw = app.New(app.Config{WorkspaceID: "ws", Correlation: true, Policy: policy, Resume: resume}, r.up, r.store, r.clock, &porttest.IDs{},
+		slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))).WithAnchors(r.anchors, anchorPolicy)
+	return r
+}
+
+// After a continued turn broke, the next request on the same history resumes
+// the conversation only when its whole transcript does not fit a fresh query
+// (A24), disclosed; with CONVERSATION_RESUME off it is refused as too long.
+func TestAResumableConversationGoesOnOnlyWhenTheTranscriptDoesNotFit(t *testing.T) {
+	for _, resume := range []bool{true, false} {
+		t.Run(map[bool]string{true: "resume on", false: "resume off"}[resume], func(t *testing.T) {
+			is := is.New(t)
+			broken := false
+			r := newResumeRig(t, resume, 2, &broken)
+			a := r.turn(t, textRequest(user("one")))
+			broken = true
+			turn, err := r.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("two")))
+			is.NoErr(err) // continued (A01) …
+			_, err = drain(t, turn)
+			is.True(err != nil) // … and broken after it was sent
+			broken = false
+			sent := len(r.up.Requests())
+
+			retry := textRequest(user("one"), assistant(a), user("two, again"))
+			turn, err = r.gw.Chat(t.Context(), principal, retry)
+			if !resume {
+				is.True(errs.Has(err, errs.UpstreamQueryTooLong)) // refused, as before
+				is.Equal(len(r.up.Requests()), sent+1)            // the fresh attempt only, never sent
+				return
+			}
+			is.NoErr(err)
+			is.Equal(turn.(app.Disclosed).Disclosure(), app.DisclosedAfterFailure)
+			ds, err := drain(t, turn)
+			is.NoErr(err)
+			is.True(len(ds) > 0)
+			last := r.last()
+			is.Equal(last.ConversationID, "conv-1") // the conversation that holds the history
+			is.Equal(len(last.Chat.Messages), 1)    // with only the new message
+			is.Equal(*last.Chat.Messages[0].Content, "two, again")
+			is.True(strings.Contains(r.logs.String(), `"row":"A24"`))
+
+			b := "answer to two, again"
+			r.turn(t, textRequest(user("one"), assistant(a), user("two, again"), assistant(b), user("three")))
+			is.Equal(r.last().ConversationID, "conv-1") // the resumed answer is anchored and continued exactly
+			is.Equal(len(r.last().Chat.Messages), 1)
+
+			// An earlier point of the conversation that moved on (A27): the
+			// first anchor is ADVANCED; a request that returns to it resumes it.
+			turn, err = r.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("a different second question")))
+			is.NoErr(err)
+			is.Equal(turn.(app.Disclosed).Disclosure(), app.DisclosedFromEarlierPoint)
+			_, err = drain(t, turn)
+			is.NoErr(err)
+			is.Equal(r.last().ConversationID, "conv-1")
+		})
+	}
+}
+
+// A short transcript after a failure starts fresh: the upstream then holds
+// exactly the client's history, and nothing is disclosed.
+func TestAFittingTranscriptAfterAFailureStartsFresh(t *testing.T) {
+	is := is.New(t)
+	broken := false
+	r := newResumeRig(t, true, 10, &broken)
+	a := r.turn(t, textRequest(user("one")))
+	broken = true
+	turn, err := r.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("two")))
+	is.NoErr(err)
+	_, err = drain(t, turn)
+	is.True(err != nil)
+	broken = false
+	turn, err = r.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("two")))
+	is.NoErr(err)
+	is.Equal(turn.(app.Disclosed).Disclosure(), "")
+	_, err = drain(t, turn)
+	is.NoErr(err)
+	is.Equal(r.last().ConversationID, "") // fresh
+	is.Equal(r.freshReasons(), []string{"no_anchor", "after_failure"})
+}
+
+// After a tool round broke once its results were sent (the group is
+// UNCERTAIN), the results are history: the user's next message, after them
+// (chat completions) or after them in the same message (Anthropic Messages,
+// Trailing), goes up alone in the group's conversation when the whole
+// transcript does not fit (C30), and the results are never sent again.
+func TestAfterABrokenToolRoundTheNextMessageGoesOn(t *testing.T) {
+	for _, form := range []string{"user message", "text after the results"} {
+		t.Run(form, func(t *testing.T) {
+			is := is.New(t)
+			n, continuations := 0, 0
+			r := newConvRig(t, func(req ports.UpstreamRequest) porttest.Script {
+				n++
+				switch {
+				case n == 1:
+					return porttest.Script{Events: porttest.ToolCalls("conv-t", "grp-1", "get_weather")}
+				case req.Continuation != nil:
+					continuations++
+					return porttest.Script{Events: porttest.Text("conv-t", "par"), End: errs.New(errs.UpstreamConnectionLost)}
+				case req.ConversationID == "":
+					return porttest.Script{Err: errors.Mark(errs.New(errs.UpstreamQueryTooLong), ports.ErrNotSent)}
+				default:
+					return porttest.Script{Events: porttest.Text(req.ConversationID, "going on")}
+				}
+			})
+			r.gw = app.New(app.Config{WorkspaceID: "ws", Correlation: true, Policy: policy, Resume: true}, r.up, r.store, r.clock, &porttest.IDs{},
+				slog.New(slog.NewJSONHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))).WithAnchors(r.anchors, anchorPolicy)
+			first := request(user("weather?"))
+			turn, err := r.gw.Chat(t.Context(), principal, first)
+			is.NoErr(err)
+			ds, err := drain(t, turn)
+			is.NoErr(err)
+			withResults := echo(first.Messages, ds, "sunny")
+			turn, err = r.gw.Chat(t.Context(), principal, request(withResults...))
+			is.NoErr(err)
+			_, err = drain(t, turn)
+			is.True(err != nil) // the round broke after its results were sent
+			is.Equal(continuations, 1)
+
+			var next []chat.Message
+			if form == "user message" {
+				next = append(append([]chat.Message(nil), withResults...), user("please go on"))
+			} else {
+				next = append([]chat.Message(nil), withResults...)
+				last := next[len(next)-1]
+				joined := *last.Content + "\n\n" + "please go on"
+				last.Content, last.Trailing = &joined, "please go on"
+				next[len(next)-1] = last
+			}
+			turn, err = r.gw.Chat(t.Context(), principal, request(next...))
+			is.NoErr(err)
+			is.Equal(turn.(app.Disclosed).Disclosure(), app.DisclosedAfterFailure)
+			text, err := drain(t, turn)
+			is.NoErr(err)
+			is.True(len(text) > 0)
+			is.Equal(continuations, 1) // never sent again
+			last := r.last()
+			is.Equal(last.ConversationID, "conv-t")
+			is.Equal(len(last.Chat.Messages), 1)
+			is.Equal(*last.Chat.Messages[0].Content, "please go on")
+			is.True(strings.Contains(r.logs.String(), `"row":"C30"`))
+		})
+	}
+}

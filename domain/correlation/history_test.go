@@ -1,0 +1,138 @@
+package correlation_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/errs"
+)
+
+// withTrailing returns s with text after its results, as an Anthropic
+// Messages user turn with text after its tool_result blocks decodes: the text
+// ends the last result's content, after a blank line, and is named Trailing.
+func withTrailing(s correlation.Submission, text string) correlation.Submission {
+	c := s.Continuation
+	c.Results = append([]correlation.Result(nil), c.Results...)
+	last := &c.Results[len(c.Results)-1]
+	last.Content += "\n\n" + text
+	c.Trailing = text
+	s.Continuation = c
+	return s
+}
+
+// claimed returns the fixture's group after sub claimed it, in state st.
+func claimed(t *testing.T, f fixture, sub correlation.Submission, st correlation.State) correlation.Group {
+	t.Helper()
+	is := is.New(t)
+	g := f.group.Clone()
+	d, err := g.Submit(t0.Add(time.Minute), policy, sub, "attempt-1")
+	is.NoErr(err)
+	is.Equal(d.Effect, correlation.EffectDispatch)
+	switch st {
+	case correlation.Consumed:
+		_, err = g.Complete(t0.Add(2*time.Minute), policy, nil, "")
+	case correlation.Uncertain:
+		_, err = g.Ambiguous(t0.Add(2*time.Minute), policy)
+	}
+	is.NoErr(err)
+	is.Equal(g.State, st)
+	return g
+}
+
+// The accepted results followed by new user content are history and a new
+// turn (C29, C30), whether the new content is text after the results in the
+// same message or user messages after them; the same results alone stay a
+// retry (C18, C22) and other results a conflict (C19), with or without text.
+func TestAcceptedResultsFollowedByNewContentAreHistory(t *testing.T) {
+	f := newFixture(t, "g1", "p1", "call_pmn_a", "call_pmn_b")
+	plain := f.submission("r1", "r2")
+	reminded := withTrailing(plain, "<system-reminder>be careful</system-reminder>")
+	prompt := withTrailing(plain, "<system-reminder>be careful</system-reminder>\n\nNow fix the bug.")
+	added := plain
+	added.Continuation.Added = []chat.Message{{Role: chat.RoleUser, Content: str("Now fix the bug.")}}
+	other := withTrailing(f.submission("r1", "r2 changed"), "Now fix the bug.")
+
+	cases := []struct {
+		name      string
+		accepted  correlation.Submission
+		state     correlation.State
+		submitted correlation.Submission
+		row       string
+		effect    correlation.Effect
+		code      errs.Code
+	}{
+		{"consumed, results then a prompt in the same message", plain, correlation.Consumed, prompt, "C29", correlation.EffectResume, ""},
+		{"consumed, results then user messages", plain, correlation.Consumed, added, "C29", correlation.EffectResume, ""},
+		{"consumed, accepted with a reminder, then another text", reminded, correlation.Consumed, prompt, "C29", correlation.EffectResume, ""},
+		{"consumed, the same results and reminder again: a retry", reminded, correlation.Consumed, reminded, "C18", correlation.EffectReplay, errs.ToolCallAlreadyConsumed},
+		{"consumed, other results with a prompt: a conflict", plain, correlation.Consumed, other, "C19", correlation.EffectReject, errs.ContinuationConflict},
+		{"uncertain, results then a prompt", plain, correlation.Uncertain, prompt, "C30", correlation.EffectResume, ""},
+		{"uncertain, results then user messages", reminded, correlation.Uncertain, added, "C30", correlation.EffectResume, ""},
+		{"uncertain, the same results alone: still uncertain", plain, correlation.Uncertain, plain, "C22", correlation.EffectReject, errs.ContinuationOutcomeUncertain},
+		{"uncertain, other results with a prompt: still uncertain", plain, correlation.Uncertain, other, "C22", correlation.EffectReject, errs.ContinuationOutcomeUncertain},
+		{"inflight, results then a prompt: wait", plain, correlation.Inflight, prompt, "C31", correlation.EffectReject, errs.ContinuationInflight},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			g := claimed(t, f, c.accepted, c.state)
+			before := g.Clone()
+			d, err := g.Submit(t0.Add(3*time.Minute), policy, c.submitted, "attempt-2")
+			is.NoErr(err)
+			record(t.Name(), d)
+			is.Equal(d.Row, c.row)
+			is.Equal(d.Effect, c.effect)
+			is.Equal(d.Code, c.code)
+			is.Equal(g.State, before.State)                             // nothing changes
+			is.Equal(g.AcceptedResultsHash, before.AcceptedResultsHash) // the accepted results stay the ones dispatched
+		})
+	}
+}
+
+// A pending group's results with text after them are one submission, as
+// before: the text goes up with the last result, in the one dispatch.
+func TestAPendingGroupTakesTheTextAfterItsResults(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, "g1", "p1", "call_pmn_a")
+	g := f.group.Clone()
+	d, err := g.Submit(t0.Add(time.Minute), policy, withTrailing(f.submission("r1"), "Now fix the bug."), "attempt-1")
+	is.NoErr(err)
+	is.Equal(d.Row, "C01")
+}
+
+// HistoryMessages gives the results as first sent, then the new user turn.
+func TestHistoryMessagesSplitTheTextAfterTheResults(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, "g1", "p1", "call_pmn_a", "call_pmn_b")
+	sub := withTrailing(f.submission("r1", "r2"), "Now fix the bug.")
+	hist, added := sub.Continuation.HistoryMessages()
+	is.Equal(len(hist), len(f.prefix)+2)
+	is.Equal(*hist[len(hist)-1].Content, "r2")
+	is.Equal(hist[len(hist)-1].ToolCallID, "call_pmn_b")
+	is.Equal(len(added), 1)
+	is.Equal(added[0].Role, chat.RoleUser)
+	is.Equal(*added[0].Content, "Now fix the bug.")
+	is.Equal(correlation.PureResultsHash(sub.Continuation), correlation.ResultsHash(f.submission("r1", "r2").Continuation))
+}
+
+func TestSplitHistory(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, "g1", "p1", "call_pmn_a")
+	msgs := append([]chat.Message(nil), f.prefix...)
+	msgs = append(msgs, chat.Message{Role: chat.RoleTool, ToolCallID: "call_pmn_a", Content: str("r1")},
+		chat.Message{Role: chat.RoleUser, Content: str("next")})
+	c, ok := correlation.SplitHistory(msgs)
+	is.True(ok)
+	is.Equal(len(c.Prefix), len(f.prefix))
+	is.Equal(len(c.Results), 1)
+	is.Equal(len(c.Added), 1)
+	is.True(c.NewTurn())
+	_, ok = correlation.SplitHistory(msgs[:len(msgs)-1]) // ends in a result: a continuation
+	is.True(!ok)
+	_, ok = correlation.SplitHistory(f.prefix[:2]) // no results before the user message
+	is.True(!ok)
+}
