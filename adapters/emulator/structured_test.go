@@ -23,7 +23,7 @@ func TestAStructuredScenarioCarriesThroughTheToolLoopItsQueryStarts(t *testing.T
 	const schema = `{"type":"object","properties":{"city":{"type":"string"},"mark":{"type":"string","enum":["` + "\uFFFD" + `"]}},"required":["city","mark"],"additionalProperties":false}`
 	valid := `{"city":"value-city","mark":"` + "\uFFFD" + `"}`
 	for scenario, want := range map[string]string{
-		"": valid,
+		"":                                       valid,
 		emulator.ScenarioStructuredInvalidJSON:   valid[:len(valid)-1],
 		emulator.ScenarioStructuredViolation:     `{"city":12345,"mark":"` + "\uFFFD" + `"}`,
 		emulator.ScenarioStructuredProse:         "Here is the JSON you asked for:\n" + valid + "\nLet me know if you need anything else.",
