@@ -47,8 +47,9 @@ const (
 	ScenarioStructuredRefusal     = "structured_refusal"          // a refusal in prose, no JSON
 	ScenarioStructuredCodeFence   = "structured_code_fence"       // the valid value in a ```json fence
 	// structured_lone_surrogate: the valid value with every U+FFFD in it
-	// written as the lone surrogate escape \ud800 (without one, \ud800 after
-	// its first quote): valid JSON that clients decode differently.
+	// (written or escaped) as the lone surrogate escape \ud800 (without one,
+	// \ud800 after its first quote): valid JSON that clients decode
+	// differently.
 	ScenarioStructuredLoneSurrogate = "structured_lone_surrogate"
 )
 

@@ -39,8 +39,10 @@ func structuredReply(kind chat.OutputKind, schema []byte, scenario string) strin
 	case ScenarioStructuredCodeFence:
 		return "```json\n" + valid + "\n```"
 	case ScenarioStructuredLoneSurrogate:
-		if strings.ContainsRune(valid, '\uFFFD') {
-			return strings.ReplaceAll(valid, "\uFFFD", `\ud800`)
+		// U+FFFD as written or escaped (the schema's enum or const as the
+		// instruction spells it) becomes the lone surrogate escape.
+		if lone := strings.NewReplacer("\uFFFD", `\ud800`, `\ufffd`, `\ud800`, `\uFFFD`, `\ud800`).Replace(valid); lone != valid {
+			return lone
 		}
 		if i := strings.IndexByte(valid, '"'); i >= 0 {
 			return valid[:i+1] + `\ud800` + valid[i+1:]
