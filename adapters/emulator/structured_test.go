@@ -61,4 +61,10 @@ func TestTheLoneSurrogateScenarioWritesAnEscapeClientsDecodeDifferently(t *testi
 		`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)))
 	is.Equal(st.text(), `{"\ud800city":"value-city"}`) // an escape of half a surrogate pair, as text
 	is.True(!strings.Contains(st.text(), "\uFFFD"))
+
+	// An enum the instruction spells as the escape \ufffd: the answer is the
+	// lone surrogate escape in its place.
+	st = tokenPeer(t, s).turn(userQuery(structuredQuery("hi #scenario="+emulator.ScenarioStructuredLoneSurrogate,
+		`{"type":"object","properties":{"m":{"enum":["\ufffd"]}},"required":["m"]}`)))
+	is.Equal(st.text(), `{"m":"\ud800"}`)
 }
