@@ -227,7 +227,7 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 	switch d.Effect {
 	case correlation.EffectReplay:
 		if d.Replay != nil {
-			return replayTurn(d.Replay)
+			return replayTurn(d.Replay, req.Output)
 		}
 		return nil, d.Err()
 	case correlation.EffectDispatch:

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"strings"
 
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/structured"
 )
 
 // The answer of a consumed tool group is cached in the correlation store so
@@ -133,13 +135,49 @@ func decodeReplay(cached []byte) ([]Delta, error) {
 	return ds, nil
 }
 
-// replayTurn returns the cached deltas of a consumed group.
-func replayTurn(cached []byte) (Turn, error) {
+// replayTurn returns the cached deltas of a consumed group, held to the
+// response format of the request that replays them (checkReplay).
+func replayTurn(cached []byte, f chat.OutputFormat) (Turn, error) {
 	ds, err := decodeReplay(cached)
 	if err != nil {
 		return nil, err
 	}
+	if ds, err = checkReplay(f, ds); err != nil {
+		return nil, err
+	}
 	return &sliceTurn{deltas: ds}, nil
+}
+
+// checkReplay holds a cached answer to the replaying request's format as a
+// fresh answer is held (turn.structuredText). The answer was checked, if at
+// all, against the format of the request that dispatched the results, and the
+// format is no part of what a replay must repeat: a replay asking for
+// json_schema may find prose cached, or another schema's answer. A cached turn
+// that ended in tool calls has no answer to check and is replayed as it is;
+// the text of one that ended with an answer must pass structured.Check and is
+// then released as one delta holding exactly the JSON text; one that fails is
+// refused with upstream_output_invalid and nothing of it is shown.
+func checkReplay(f chat.OutputFormat, ds []Delta) ([]Delta, error) {
+	if !f.Structured() {
+		return ds, nil
+	}
+	var text strings.Builder
+	rest := make([]Delta, 0, 1)
+	for _, d := range ds {
+		if d.ToolCall != nil || d.Finish == FinishToolCalls {
+			return ds, nil
+		}
+		text.WriteString(d.Text)
+		if d.Finish != "" || d.Usage != nil {
+			d.Text = ""
+			rest = append(rest, d)
+		}
+	}
+	answer, err := structured.Check(f, text.String())
+	if err != nil {
+		return nil, err
+	}
+	return append([]Delta{{Text: answer}}, rest...), nil
 }
 
 type sliceTurn struct{ deltas []Delta }

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/matryer/is"
@@ -135,4 +136,102 @@ func TestAStructuredContinuationIsReplayedWithItsValidatedAnswer(t *testing.T) {
 	}
 	is.Equal(answers, []string{`{"city":"Oslo"}`, `{"city":"Oslo"}`}) // the replay gets the same answer, once
 	is.Equal(len(r.up.Requests()), 2)                                 // dispatched once
+}
+
+// requestWith is a request of format f, or of plain text when schema is "".
+func requestWith(t *testing.T, schema string, msgs ...chat.Message) chat.Request {
+	t.Helper()
+	req := request(msgs...)
+	if schema == "" {
+		return req
+	}
+	f, err := structured.Prepare(structured.Spec{Kind: chat.OutputJSONSchema, Name: "w", SchemaPath: "s", Schema: []byte(schema)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Output = f
+	return req
+}
+
+const (
+	citySchema = `{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}`
+	tempSchema = `{"type":"object","properties":{"temp":{"type":"number"}},"required":["temp"]}`
+)
+
+// TestAReplayIsHeldToTheReplaysFormat: the cached answer of a consumed group
+// was produced under the format of the request that dispatched the results;
+// a replay with another format gets it only when it passes that format, as
+// exactly its JSON text, and is otherwise refused (never shown, never
+// dispatched again).
+func TestAReplayIsHeldToTheReplaysFormat(t *testing.T) {
+	for _, c := range []struct {
+		name, answer, first, replay string
+		want                        string // "" for a refusal
+	}{
+		{"prose cached under text, replayed for json_schema", "It is sunny in Oslo.", "", citySchema, ""},
+		{"another schema's answer", `{"city":"Oslo"}`, citySchema, tempSchema, ""},
+		{"JSON cached under text, valid for the replay's schema", " {\"city\":\"Oslo\"}\n", "", citySchema, `{"city":"Oslo"}`},
+		{"the same schema", `{"city":"Oslo"}`, citySchema, citySchema, `{"city":"Oslo"}`},
+		{"a structured answer replayed as text", `{"city":"Oslo"}`, citySchema, "", `{"city":"Oslo"}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			n := 0
+			r := newRig(t, func(req ports.UpstreamRequest) porttest.Script {
+				n++
+				if n == 1 {
+					return porttest.Script{Events: porttest.ToolCalls("conv-1", "grp-a", "get_weather")}
+				}
+				return porttest.Script{Events: porttest.Text("conv-1", c.answer[:len(c.answer)/2], c.answer[len(c.answer)/2:])}
+			})
+			history := []chat.Message{{Role: chat.RoleUser, Content: str("weather")}}
+			turn, err := r.gw.Chat(context.Background(), principal, requestWith(t, c.first, history...))
+			is.NoErr(err)
+			ds, err := drain(t, turn)
+			is.NoErr(err)
+			next := echo(history, ds, "sunny")
+			turn, err = r.gw.Chat(context.Background(), principal, requestWith(t, c.first, next...))
+			is.NoErr(err)
+			_, err = drain(t, turn)
+			is.NoErr(err) // the continuation, answered under its own format
+
+			turn, err = r.gw.Chat(context.Background(), principal, requestWith(t, c.replay, next...))
+			if err == nil {
+				ds, err = drain(t, turn)
+			}
+			is.Equal(len(r.up.Requests()), 2) // the replay is never dispatched
+			if c.want == "" {
+				is.True(errs.Has(err, errs.UpstreamOutputInvalid)) // refused, not released
+				return
+			}
+			is.NoErr(err)
+			var texts []string
+			for _, d := range ds {
+				if d.Text != "" {
+					texts = append(texts, d.Text)
+				}
+			}
+			is.Equal(texts, []string{c.want})              // exactly the JSON text, in one delta
+			is.Equal(ds[len(ds)-1].Finish, app.FinishStop) // the finish kept
+		})
+	}
+}
+
+// TestAStructuredAnswerIsAnchoredAsTheJSONTextTheClientSaw: the upstream
+// wrote white space around the value; the client saw, and echoes, the JSON
+// text alone, so the anchor records that text and the next turn (a
+// transcript over the query budget) continues the upstream conversation.
+func TestAStructuredAnswerIsAnchoredAsTheJSONTextTheClientSaw(t *testing.T) {
+	is := is.New(t)
+	r := newConvRig(t, func(ports.UpstreamRequest) porttest.Script {
+		return porttest.Script{Events: porttest.Text("conv-1", "\n {\"city\":", "\"Oslo\"} \n")}
+	})
+	sys := chat.Message{Role: chat.RoleSystem, Content: str(strings.Repeat("be helpful. ", 600))}
+	history := []chat.Message{sys, user("weather")}
+	a := r.turn(t, structuredRequest(t, history...))
+	is.Equal(a, `{"city":"Oslo"}`) // what the client saw
+	history = append(history, assistant(a), user("and tomorrow?"))
+	r.turn(t, structuredRequest(t, history...))
+	is.Equal(r.last().ConversationID, "conv-1") // continued: the anchor holds what the client echoed
+	is.Equal(len(r.last().Chat.Messages), 1)    // with only the new message
 }

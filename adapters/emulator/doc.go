@@ -84,7 +84,8 @@
 // (domain/structured) is answered, at the end of the tool loop it starts,
 // with a value built from the schema it names (as tool arguments are), or
 // per scenario with invalid JSON, a schema violation, prose around the value,
-// a refusal or a code fence (structured_*; structured.go).
+// a refusal, a code fence or a lone surrogate escape (structured_*;
+// structured.go).
 //
 // # Token counts in the usage event
 //

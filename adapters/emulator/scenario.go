@@ -46,6 +46,11 @@ const (
 	ScenarioStructuredProse       = "structured_prose"            // the valid value with a sentence before and after it
 	ScenarioStructuredRefusal     = "structured_refusal"          // a refusal in prose, no JSON
 	ScenarioStructuredCodeFence   = "structured_code_fence"       // the valid value in a ```json fence
+	// structured_lone_surrogate: the valid value with every U+FFFD in it
+	// (written or escaped) as the lone surrogate escape \ud800 (without one,
+	// \ud800 after its first quote): valid JSON that clients decode
+	// differently.
+	ScenarioStructuredLoneSurrogate = "structured_lone_surrogate"
 )
 
 // Profile names (Config.Profile, `gateway emulator --profile`).
@@ -176,6 +181,8 @@ var scenarios = map[string]scenarioKind{
 	ScenarioStructuredProse:       scenarioTurn,
 	ScenarioStructuredRefusal:     scenarioTurn,
 	ScenarioStructuredCodeFence:   scenarioTurn,
+
+	ScenarioStructuredLoneSurrogate: scenarioTurn,
 }
 
 // Scenarios lists every scenario name, sorted.

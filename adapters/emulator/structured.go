@@ -3,6 +3,7 @@ package emulator
 import (
 	"encoding/json"
 	"sort"
+	"strings"
 
 	"github.com/pmgate/pmgate/domain/chat"
 )
@@ -14,7 +15,7 @@ import (
 
 var structuredScenarios = map[string]bool{
 	ScenarioStructuredInvalidJSON: true, ScenarioStructuredViolation: true, ScenarioStructuredProse: true,
-	ScenarioStructuredRefusal: true, ScenarioStructuredCodeFence: true,
+	ScenarioStructuredRefusal: true, ScenarioStructuredCodeFence: true, ScenarioStructuredLoneSurrogate: true,
 }
 
 // structuredRefusalText is the refusal of structured_refusal.
@@ -37,6 +38,16 @@ func structuredReply(kind chat.OutputKind, schema []byte, scenario string) strin
 		return structuredRefusalText
 	case ScenarioStructuredCodeFence:
 		return "```json\n" + valid + "\n```"
+	case ScenarioStructuredLoneSurrogate:
+		// U+FFFD as written or escaped (the schema's enum or const as the
+		// instruction spells it) becomes the lone surrogate escape.
+		if lone := strings.NewReplacer("\uFFFD", `\ud800`, `\ufffd`, `\ud800`, `\uFFFD`, `\ud800`).Replace(valid); lone != valid {
+			return lone
+		}
+		if i := strings.IndexByte(valid, '"'); i >= 0 {
+			return valid[:i+1] + `\ud800` + valid[i+1:]
+		}
+		return `"\ud800"`
 	}
 	return valid
 }

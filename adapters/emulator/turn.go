@@ -119,7 +119,10 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, 
 		c.pending, c.rounds, c.used, c.results, c.tool = nil, loop, 0, nil, toolName
 		c.answer = answerTemplate(req.query)
 		c.output, c.outSchema, _ = structured.FromQuery(req.query)
-		c.outScenario = ""
+		c.outScenario = "" // the query's structured_* scenario, kept for the answer at the end of its tool loop
+		if structuredScenarios[scenario] {
+			c.outScenario = scenario
+		}
 		c.turns++
 		t.turnNo = c.turns
 		if approval > 0 {
@@ -190,7 +193,7 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, 
 		t.reply = quoteResults(c.results)
 	}
 	if c.output != chat.OutputText {
-		if structuredScenarios[scenario] {
+		if structuredScenarios[scenario] { // a tool result's own scenario changes the answer too
 			c.outScenario = scenario
 		}
 		t.reply = structuredReply(c.output, c.outSchema, c.outScenario)

@@ -277,3 +277,96 @@ func TestTheMessagesAPIVerifiesOutputConfigFormat(t *testing.T) {
 		})
 	}
 }
+
+// TestALoneSurrogateInTheAnswerIsRefusedOnEveryAPI: an answer whose string is
+// the lone surrogate escape "\ud800" would pass an enum naming U+FFFD (the
+// validator reads it as U+FFFD), but every client decodes it differently, so
+// it fails closed as upstream_output_invalid on chat completions, Responses
+// and Messages, streamed or not; U+FFFD itself passes.
+func TestALoneSurrogateInTheAnswerIsRefusedOnEveryAPI(t *testing.T) {
+	const schema = `{"type":"object","properties":{"mark":{"type":"string","enum":["\ufffd"]}},"required":["mark"],"additionalProperties":false}`
+	lone := " #scenario=" + emulator.ScenarioStructuredLoneSurrogate
+	chatReq := func(text string, stream bool) string {
+		return `{"model":"` + testModel + `","stream":` + mustJSON(t, stream) + `,"messages":[{"role":"user","content":` + mustJSON(t, text) + `}],` +
+			`"response_format":{"type":"json_schema","json_schema":{"name":"mark","strict":true,"schema":` + schema + `}}}`
+	}
+	respReq := func(text string, stream bool) string {
+		return `{"model":"` + testModel + `","stream":` + mustJSON(t, stream) + `,"input":` + mustJSON(t, text) + `,` +
+			`"text":{"format":{"type":"json_schema","name":"mark","strict":true,"schema":` + schema + `}}}`
+	}
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			s := serve(t, st, nil)
+			for _, stream := range []bool{false, true} {
+				is := is.New(t)
+				// Chat completions.
+				resp := s.post(t, chatReq("mark?", stream))
+				is.Equal(resp.StatusCode, 200) // U+FFFD itself is the enum's value
+				resp = s.post(t, chatReq("mark?"+lone, stream))
+				is.Equal(resp.StatusCode, 502)
+				var e errorBody
+				is.NoErr(json.NewDecoder(resp.Body).Decode(&e))
+				is.Equal(e.Error.Code, "upstream_output_invalid")
+				is.True(strings.Contains(e.Error.Message, structured.ReasonLoneSurrogate)) // its own reason
+
+				// Responses.
+				resp = s.do(t, "POST", "/v1/responses", strings.NewReader(respReq("mark?", stream)), "Content-Type", "application/json")
+				is.Equal(resp.StatusCode, 200)
+				resp = s.do(t, "POST", "/v1/responses", strings.NewReader(respReq("mark?"+lone, stream)), "Content-Type", "application/json")
+				is.Equal(resp.StatusCode, 502)
+				e = errorBody{}
+				is.NoErr(json.NewDecoder(resp.Body).Decode(&e))
+				is.Equal(e.Error.Code, "upstream_output_invalid")
+				is.True(strings.Contains(e.Error.Message, structured.ReasonLoneSurrogate))
+
+				// Anthropic Messages.
+				format := `,"output_config":{"format":{"type":"json_schema","schema":` + schema + `}}`
+				status, res, _ := anthTurn(t, s, messagesBody("mark?", stream, format))
+				is.Equal(status, 200)
+				var m struct{ Mark string }
+				is.NoErr(json.Unmarshal([]byte(res.Text()), &m))
+				is.Equal(m.Mark, "\uFFFD")
+				status, res, raw := anthTurn(t, s, messagesBody("mark?"+lone, stream, format))
+				is.Equal(status, 500)
+				is.True(strings.Contains(raw, "upstream_output_invalid"))
+				is.True(strings.Contains(raw, "lone surrogate"))
+				is.Equal(len(res.Blocks), 0) // nothing of the answer shown
+			}
+		})
+	}
+}
+
+// TestAFailingStructuredAnswerAfterAToolLoopIsRefused: the structured_*
+// scenario of the query that starts the tool loop changes the answer at its
+// end, so the failure path of tools plus a format is the same as without
+// tools: the tool round is shown as usual, the continuation's answer is
+// refused with its reason and never shown, and it is not anchored.
+func TestAFailingStructuredAnswerAfterAToolLoopIsRefused(t *testing.T) {
+	tools := `[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}]`
+	format := `,"response_format":{"type":"json_schema","json_schema":{"name":"weather","strict":true,"schema":` + mustJSON(t, weatherSchema) + `}}`
+	reasons := map[string]string{
+		emulator.ScenarioStructuredViolation:     "answer.city: " + structured.ReasonSchema + " (type)",
+		emulator.ScenarioStructuredProse:         structured.ReasonProse,
+		emulator.ScenarioStructuredCodeFence:     structured.ReasonCodeFence,
+		emulator.ScenarioStructuredLoneSurrogate: structured.ReasonLoneSurrogate,
+	}
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			s := serve(t, st, nil)
+			for scenario, reason := range reasons {
+				is := is.New(t)
+				history := []msg{{"role": "user", "content": "weather in Oslo? #scenario=" + scenario}}
+				status, c, e := turnResult(t, s, chatBody(t, testModel, history, tools, format))
+				is.Equal(e.Error.Code, "")
+				is.Equal(status, 200)
+				is.Equal(c.Choices[0].FinishReason, "tool_calls") // the tool round is shown as without a format
+				history = append(history, assistantAndResults(c, sunny)...)
+				status, _, e = turnResult(t, s, chatBody(t, testModel, history, tools, format))
+				is.Equal(status, 502)
+				is.Equal(e.Error.Code, "upstream_output_invalid")
+				is.True(strings.Contains(e.Error.Message, reason))        // the loop's final answer, refused with its reason
+				is.True(!strings.Contains(e.Error.Message, "value-city")) // never a value
+			}
+		})
+	}
+}

@@ -6,8 +6,10 @@
 // The readers keep their own value models and their own answer to a lone
 // surrogate, each documented where it is read: domain/toolschema and the
 // upstream scanner (adapters/postman) decode it to U+FFFD as encoding/json
-// does (Unquote); domain/canon refuses it (a canonical form must round-trip);
-// the ingress's text walker (adapters/httpapi) marks the text invalid.
+// does (Unquote), except that toolschema refuses a structured answer that
+// holds one (Decode reports it: clients decode it differently);
+// domain/canon refuses it (a canonical form must round-trip); the ingress's
+// text walker (adapters/httpapi) marks the text invalid.
 //
 // The package is pure.
 package jsonlex
@@ -85,11 +87,21 @@ func Pair(hi, lo rune) (rune, bool) {
 // ok is false when raw holds an unescaped quote or control byte, or a
 // malformed escape.
 func Unquote[T Text](dst []byte, raw T) (out []byte, ok bool) {
+	out, ok, _ = Decode(dst, raw)
+	return out, ok
+}
+
+// Decode is Unquote that also reports whether raw held a lone surrogate
+// escape (decoded, like Unquote, as U+FFFD), for a reader that must refuse
+// one: JSON's grammar allows it, but clients do not agree on its meaning
+// (encoding/json and Python's json read U+FFFD or a lone surrogate code
+// point, JavaScript's JSON.parse a lone UTF-16 code unit).
+func Decode[T Text](dst []byte, raw T) (out []byte, ok, lone bool) {
 	for i := 0; i < len(raw); {
 		c := raw[i]
 		switch {
 		case c == '"' || c < 0x20:
-			return dst, false
+			return dst, false, lone
 		case c == '\\':
 		case c < utf8.RuneSelf:
 			dst = append(dst, c)
@@ -102,7 +114,7 @@ func Unquote[T Text](dst []byte, raw T) (out []byte, ok bool) {
 			continue
 		}
 		if i+1 >= len(raw) {
-			return dst, false
+			return dst, false, lone
 		}
 		if b, ok := Escape(raw[i+1]); ok {
 			dst = append(dst, b)
@@ -110,11 +122,11 @@ func Unquote[T Text](dst []byte, raw T) (out []byte, ok bool) {
 			continue
 		}
 		if raw[i+1] != 'u' {
-			return dst, false
+			return dst, false, lone
 		}
 		r, ok := Hex4(raw, i+2)
 		if !ok {
-			return dst, false
+			return dst, false, lone
 		}
 		i += 6
 		if utf16.IsSurrogate(r) {
@@ -122,7 +134,7 @@ func Unquote[T Text](dst []byte, raw T) (out []byte, ok bool) {
 			if i+1 < len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
 				lo, ok = Hex4(raw, i+2)
 				if !ok {
-					return dst, false
+					return dst, false, lone
 				}
 			}
 			if p, paired := Pair(r, lo); ok && paired {
@@ -130,11 +142,12 @@ func Unquote[T Text](dst []byte, raw T) (out []byte, ok bool) {
 				i += 6
 			} else {
 				r = utf8.RuneError // a lone surrogate; a second escape stands alone
+				lone = true
 			}
 		}
 		dst = utf8.AppendRune(dst, r)
 	}
-	return dst, true
+	return dst, true, lone
 }
 
 // decodeRune decodes the rune at s[i]: the conversion of at most UTFMax bytes

@@ -91,3 +91,26 @@ func FuzzUnquoteAgreesWithEncodingJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeReportsALoneSurrogate: Decode decodes as Unquote does and says
+// whether a lone surrogate escape stood for U+FFFD; a U+FFFD written as
+// itself, as its own escape or as bytes that are not UTF-8 is not one.
+func TestDecodeReportsALoneSurrogate(t *testing.T) {
+	is := is.New(t)
+	for raw, lone := range map[string]bool{
+		`\ud800`:        true,
+		`a\udc00b`:      true, // a low surrogate alone
+		`\ud83d\u0041`:  true, // a high one followed by no low one
+		`\ud83d\ude00`:  false,
+		"\uFFFD":        false,
+		`\ufffd`:        false,
+		"\xff":          false,
+		`plain \n text`: false,
+	} {
+		got, ok, gotLone := jsonlex.Decode(nil, raw)
+		want, _ := jsonlex.Unquote(nil, raw)
+		is.True(ok)                         // valid content
+		is.Equal(string(got), string(want)) // the same text as Unquote
+		is.Equal(gotLone, lone)             // a lone surrogate escape, and only one, is reported
+	}
+}

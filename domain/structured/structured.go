@@ -140,6 +140,11 @@ const (
 	ReasonProse       = "the answer has text before the JSON value; it must be the value alone"
 	ReasonSchema      = "does not match the response schema"
 	ReasonNotAnObject = "is not a JSON object"
+	// ReasonLoneSurrogate: JSON allows a string escape of half a UTF-16
+	// surrogate pair ("\ud800" alone), but clients decode it differently
+	// (U+FFFD, a lone code unit, an error), so the value a client reads would
+	// not be the value the schema accepted: such an answer fails closed.
+	ReasonLoneSurrogate = "the answer has a string with a lone surrogate escape, which clients decode differently"
 )
 
 // AnswerError says why a complete answer was refused: a reason and, for a
@@ -182,8 +187,8 @@ const jsonSpace = " \t\r\n"
 
 // Check judges the complete answer of a structured request: it must be
 // exactly one JSON value (white space around it aside, which is removed),
-// valid against the caller's schema as prepared (json_schema) or an object
-// (json_object). It returns the JSON text to show, or an error with code
+// without a lone surrogate escape in any string, valid against the caller's
+// schema as prepared (json_schema) or an object (json_object). It returns the JSON text to show, or an error with code
 // upstream_output_invalid wrapping an *AnswerError.
 func Check(f chat.OutputFormat, answer string) (string, error) {
 	text := strings.Trim(answer, jsonSpace)
@@ -209,6 +214,8 @@ func Check(f chat.OutputFormat, answer string) (string, error) {
 		return text, nil
 	case errors.Is(err, toolschema.ErrNotJSON):
 		return "", refuse(&AnswerError{Reason: notJSONReason(text)})
+	case errors.Is(err, toolschema.ErrLoneSurrogate):
+		return "", refuse(&AnswerError{Reason: ReasonLoneSurrogate})
 	case errors.As(err, &ae):
 		reason := ReasonSchema
 		if f.Kind == chat.OutputJSONObject {

@@ -77,6 +77,7 @@ func TestTextThatIsNotOneJSONValueIsRefusedWithItsReason(t *testing.T) {
 		"nothing to say":                                   structured.ReasonRefusal + ".",
 		"":                                                 structured.ReasonRefusal + ".",
 		"```json\n{\"city\":\"Oslo\",\"temp\":1}\n```":     structured.ReasonCodeFence + ".",
+		"```\n{\"city\":\"Oslo\",\"temp\":1}\n```":         structured.ReasonCodeFence + ".", // a fence without a language tag is a fence, not prose
 	} {
 		is.Equal(refusal(t, f, answer), want)
 	}
@@ -154,9 +155,11 @@ func TestStrictRequiresWhatOpenAIStrictModeRequires(t *testing.T) {
 	prepare(t, `{"type":"object","properties":{"a":{"type":["string","null"]},"b":{"type":"object","properties":{"c":{"type":"integer"}},"required":["c"],"additionalProperties":false}},"required":["a","b"],"additionalProperties":false}`, true)
 	for schema, path := range map[string]string{
 		`{"type":"string"}`: "s.type",
-		`{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`:                                                                                                 "s.additionalProperties",
-		`{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":false}`:                                                                                     "s.required",
-		`{"type":"object","properties":{"b":{"type":"object","properties":{"c":{"type":"integer"}},"additionalProperties":false}},"required":["b"],"additionalProperties":false}`: "s.properties.b.required",
+		`{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`:                                                                                                              "s.additionalProperties",
+		`{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":false}`:                                                                                                  "s.required",
+		`{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":true}`:                                                                                  "s.additionalProperties",
+		`{"type":"object","properties":{"l":{"type":"array","items":{"type":"object","properties":{"c":{"type":"integer"}},"required":["c"]}}},"required":["l"],"additionalProperties":false}`: "s.properties.l.items.additionalProperties",
+		`{"type":"object","properties":{"b":{"type":"object","properties":{"c":{"type":"integer"}},"additionalProperties":false}},"required":["b"],"additionalProperties":false}`:              "s.properties.b.required",
 	} {
 		_, err := structured.Prepare(structured.Spec{Kind: chat.OutputJSONSchema, Name: "x", Schema: []byte(schema), Strict: true, SchemaPath: "s"})
 		var pr *toolschema.Problem
@@ -197,4 +200,39 @@ func TestZodFormatPatternsAreAccepted(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(refusal(t, f, `{"when":"2024-02-29T12:00:00+01:00","day":"2024-02-29","id":"123e4567-e89b-12d3-a456-426614174000","mail":"ada@example.com"}`),
 		"answer.when: does not match the response schema (pattern).") // valid RFC 3339, but zod's pattern wants Z
+}
+
+// A lone surrogate escape is valid JSON that clients decode differently
+// (encoding/json reads U+FFFD, JSON.parse half a surrogate pair), so a schema
+// whose enum, const or pattern names U+FFFD cannot vouch for it: the answer
+// is refused, in every mode, in a value or a key; U+FFFD itself, written or
+// escaped, and a whole surrogate pair are kept.
+func TestALoneSurrogateEscapeIsRefusedWhateverTheSchemaSays(t *testing.T) {
+	is := is.New(t)
+	formats := map[string]chat.OutputFormat{
+		"enum":        prepare(t, `{"type":"object","properties":{"m":{"enum":["\ufffd"]}},"required":["m"]}`, false),
+		"const":       prepare(t, `{"type":"object","properties":{"m":{"const":"\ufffd"}},"required":["m"]}`, false),
+		"pattern":     prepare(t, `{"type":"object","properties":{"m":{"type":"string","pattern":"^\\ufffd$"}},"required":["m"]}`, false),
+		"json_object": {Kind: chat.OutputJSONObject},
+	}
+	for name, f := range formats {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			for _, answer := range []string{`{"m":"\ud800"}`, `{"m":"\udfff"}`, `{"m":"\ud83d\u0041"}`} {
+				is.Equal(refusal(t, f, answer), structured.ReasonLoneSurrogate+".") // refused, not checked as U+FFFD
+			}
+			for _, answer := range []string{`{"m":"` + "\uFFFD" + `"}`, `{"m":"\ufffd"}`, `{"m":"\uFFFD"}`} {
+				got, err := structured.Check(f, answer)
+				is.NoErr(err) // U+FFFD itself is what the schema names
+				is.Equal(got, answer)
+			}
+		})
+	}
+	anyValue, err := structured.Prepare(structured.Spec{Kind: chat.OutputJSONSchema, Name: "x"})
+	is.NoErr(err)
+	is.Equal(refusal(t, anyValue, `{"\udc00":1}`), structured.ReasonLoneSurrogate+".")     // in a key
+	is.Equal(refusal(t, anyValue, `["ok","\ud800x"]`), structured.ReasonLoneSurrogate+".") // anywhere in the value
+	_, err = structured.Check(anyValue, `"\ud83d\ude00"`)
+	is.NoErr(err)                                                                 // a pair is one code point
+	is.Equal(refusal(t, anyValue, `{"a":"\ud800"`), structured.ReasonNotJSON+".") // broken JSON is reported as such
 }

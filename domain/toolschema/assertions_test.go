@@ -1,6 +1,7 @@
 package toolschema_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -104,4 +105,49 @@ func TestALiteralPatternMatchesExactlyItsText(t *testing.T) {
 			t.Fatalf("%q matches the literal of %q", other, s)
 		}
 	})
+}
+
+// TestFormatsRefuseWhatTheirRuleExcludes: the edges of the uri and uuid rules
+// (docs/STRUCTURED-OUTPUT.md, "Formats").
+func TestFormatsRefuseWhatTheirRuleExcludes(t *testing.T) {
+	is := is.New(t)
+	for _, c := range []struct {
+		format, value string
+		ok            bool
+	}{
+		{"uri", "https://example.com/a%20b", true},
+		{"uri", "https://example.com/a b", false}, // a space, which net/url accepts in a path
+		{"uri", "https://example.com/a\tb", false},
+		{"uri", "https://example.com/a\x7fb", false},
+		{"uuid", "123e4567-e89b-12d3-a456-426614174000", true},
+		{"uuid", "123e4567-e89b-12d3-a456-426614174000x", false}, // trailing text after the last group
+		{"uuid", "123e4567-e89b-12d3-a456-4266141740001", false}, // a thirteenth digit
+		{"uuid", "x123e4567-e89b-12d3-a456-426614174000", false}, // leading text
+	} {
+		ok, known := toolschema.CheckFormat(c.format, c.value)
+		is.True(known)
+		if ok != c.ok {
+			t.Errorf("CheckFormat(%s, %q) = %v, want %v", c.format, c.value, ok, c.ok)
+		}
+	}
+}
+
+// TestStrictSchemasCloseEveryObject: under strict, additionalProperties must
+// be false (true is refused as absent is), on every object schema, those
+// inside array items included.
+func TestStrictSchemasCloseEveryObject(t *testing.T) {
+	is := is.New(t)
+	closed := `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}`
+	is.NoErr(toolschema.CheckStrict([]byte(closed), "s"))
+	is.NoErr(toolschema.CheckStrict([]byte(`{"type":"object","properties":{"l":{"type":"array","items":`+closed+`}},"required":["l"],"additionalProperties":false}`), "s"))
+	for schema, path := range map[string]string{
+		`{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":true}`:                                                                                             "s.additionalProperties",
+		`{"type":"object","properties":{"l":{"type":"array","items":{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}}},"required":["l"],"additionalProperties":false}`:             "s.properties.l.items.additionalProperties",
+		`{"type":"object","properties":{"l":{"type":"array","items":{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":false}}},"required":["l"],"additionalProperties":false}`: "s.properties.l.items.required",
+	} {
+		err := toolschema.CheckStrict([]byte(schema), "s")
+		var pr *toolschema.Problem
+		is.True(errors.As(err, &pr)) // refused
+		is.Equal(pr.Path, path)      // at the keyword that breaks the rule
+	}
 }

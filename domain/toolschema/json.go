@@ -151,25 +151,49 @@ func (e *parseError) Error() string { return "toolschema: " + e.detail }
 // encoding/json does.
 const maxNesting = 10000
 
+// errLoneSurrogate is returned by parseAnswer for a string that holds a lone
+// surrogate escape.
+var errLoneSurrogate = &parseError{"a string holds a lone surrogate escape."}
+
 // parse reads exactly one JSON value (RFC 8259; invalid UTF-8 and lone
 // surrogate escapes become U+FFFD, as with encoding/json).
 func parse(raw []byte) (*node, error) {
+	n, _, err := parseLone(raw)
+	return n, err
+}
+
+// parseAnswer is parse that refuses valid JSON with a lone surrogate escape
+// in a string (errLoneSurrogate): a structured answer is shown to the client
+// as its JSON text, and clients decode such an escape differently, so it
+// would not be the value the schema accepted (docs/STRUCTURED-OUTPUT.md).
+func parseAnswer(raw []byte) (*node, error) {
+	n, lone, err := parseLone(raw)
+	if err == nil && lone {
+		return nil, errLoneSurrogate
+	}
+	return n, err
+}
+
+// parseLone is parse that also reports whether a string held a lone
+// surrogate escape.
+func parseLone(raw []byte) (*node, bool, error) {
 	p := parser{s: raw}
 	p.space()
 	n, err := p.value(0)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	p.space()
 	if p.i != len(p.s) {
-		return nil, errSyntax
+		return nil, false, errSyntax
 	}
-	return n, nil
+	return n, p.lone, nil
 }
 
 type parser struct {
-	s []byte
-	i int
+	s    []byte
+	i    int
+	lone bool // a string held a lone surrogate escape
 }
 
 func (p *parser) space() {
@@ -357,10 +381,10 @@ func (p *parser) number() (*node, error) {
 }
 
 // str reads a string token; p.s[p.i] is the opening quote. A string decodes
-// as encoding/json decodes it (jsonlex.Unquote: a lone surrogate escape or a
+// as encoding/json decodes it (jsonlex.Decode: a lone surrogate escape or a
 // byte that is not UTF-8 becomes U+FFFD), so that a schema means here what it
 // means to the client's own JSON library; plain ASCII without escapes is
-// taken as it is.
+// taken as it is. A lone surrogate escape sets p.lone.
 func (p *parser) str() (string, error) {
 	p.i++
 	start := p.i
@@ -374,10 +398,11 @@ func (p *parser) str() (string, error) {
 			if plain {
 				return string(raw), nil
 			}
-			b, ok := jsonlex.Unquote(make([]byte, 0, len(raw)+8), raw)
+			b, ok, lone := jsonlex.Decode(make([]byte, 0, len(raw)+8), raw)
 			if !ok {
 				return "", errSyntax
 			}
+			p.lone = p.lone || lone
 			return string(b), nil
 		case c == '\\':
 			plain = false

@@ -116,10 +116,21 @@ func (s *Schema) Validate(arguments string) error {
 // object.
 var ErrNotJSON = errors.New("toolschema: not exactly one JSON value")
 
+// ErrLoneSurrogate is ValidateValue's answer to JSON text with a lone
+// surrogate escape ("\ud800" not followed by a low one, or a low one alone)
+// in a string: it would be checked as U+FFFD, but clients decode it
+// differently, so no schema can vouch for it.
+var ErrLoneSurrogate = errors.New("toolschema: a lone surrogate escape in a string")
+
 // ValidateValue checks a JSON text of any type against the schema: ErrNotJSON
-// when it is not one JSON value, else nil or an *ArgumentsError (Call 0).
+// when it is not one JSON value, ErrLoneSurrogate when one of its strings (a
+// key or a value) holds a lone surrogate escape, else nil or an
+// *ArgumentsError (Call 0).
 func (s *Schema) ValidateValue(text string) error {
-	v, err := parse([]byte(text))
+	v, err := parseAnswer([]byte(text))
+	if err == errLoneSurrogate {
+		return ErrLoneSurrogate
+	}
 	if err != nil {
 		return ErrNotJSON
 	}

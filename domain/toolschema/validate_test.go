@@ -164,3 +164,15 @@ func TestNumericBoundsAgreeWithExactArithmetic(t *testing.T) {
 		}
 	})
 }
+
+// A structured answer (ValidateValue) with a lone surrogate escape is
+// ErrLoneSurrogate, whatever the schema; tool arguments (Validate) still read
+// it as U+FFFD, as encoding/json does (docs/TOOL-CALLING.md).
+func TestALoneSurrogateEscapeIsNoValueToValidate(t *testing.T) {
+	is := is.New(t)
+	s := compile(t, `{"type":"object","properties":{"m":{"enum":["`+"\uFFFD"+`"]}}}`)
+	is.True(errors.Is(s.ValidateValue(`{"m":"\ud800"}`), toolschema.ErrLoneSurrogate)) // fails closed
+	is.True(errors.Is(s.ValidateValue(`{"m":"\ud800"`), toolschema.ErrNotJSON))        // broken JSON first
+	is.NoErr(s.ValidateValue(`{"m":"\ufffd"}`))                                        // U+FFFD itself
+	is.NoErr(s.Validate(`{"m":"\ud800"}`))                                             // arguments: U+FFFD
+}
