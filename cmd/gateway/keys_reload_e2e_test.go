@@ -48,14 +48,14 @@ func TestAKeyRevokedRightAfterItsFirstUseIsRefusedWithinASecond(t *testing.T) {
 					time.Sleep(20 * time.Millisecond)
 				}
 				is.Equal(status(owner), 200) // the other slot is untouched
-				var overview struct {
+				var live struct {
 					Keys []struct {
 						Slot string `json:"slot"`
 					} `json:"keys"`
 				}
-				is.NoErr(json.Unmarshal([]byte(s.get(t, "/admin/api/overview", bearer(owner)...)), &overview))
+				is.NoErr(json.Unmarshal([]byte(s.get(t, "/admin/api/live", bearer(owner)...)), &live))
 				var slots []string
-				for _, k := range overview.Keys {
+				for _, k := range live.Keys {
 					slots = append(slots, k.Slot)
 				}
 				is.Equal(slots, []string{"owner"}) // /admin no longer lists the revoked slot
