@@ -221,6 +221,7 @@ func TestARaisedLimitAdmitsAtOnceWhileARequestIsHeld(t *testing.T) {
 	case c := <-codes:
 		t.Fatalf("a second request under max_concurrent 2 got %d", c)
 	}
+	refusedAtOnce(t, h, requestAs(editorKey, withFields(""))) // the first still counts: not a third
 	close(release)
 	is.Equal(<-codes, http.StatusOK)
 }

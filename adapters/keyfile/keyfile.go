@@ -9,7 +9,6 @@
 package keyfile
 
 import (
-	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -18,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/domain/keyring"
@@ -33,31 +31,40 @@ var ErrBusy = errors.New("keyfile: another edit of the key file is in progress")
 // ErrChanged is returned by Edit when the file changed while it was edited.
 var ErrChanged = errors.New("keyfile: the key file changed during the edit; nothing was written")
 
+// version is one reading of the file: its bytes, their SHA-256 and the
+// identity of the file they were read from.
+type version struct {
+	data []byte
+	sum  [32]byte
+	id   fileID
+}
+
 // read returns the file's bytes and their SHA-256. A missing file reads as
 // empty when missingOK. Only a regular file is read (a FIFO or a device at the
 // path would block or never end), and at most MaxFileBytes of it: the file is
 // opened without blocking and checked on the open descriptor, so a swap after
 // a check cannot slip a FIFO in.
-func read(path string, missingOK bool) ([]byte, [32]byte, error) {
+func read(path string, missingOK bool) (version, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if missingOK && errors.Is(err, fs.ErrNotExist) {
-			return nil, sha256.Sum256(nil), nil
+			return version{sum: sha256.Sum256(nil)}, nil
 		}
-		return nil, [32]byte{}, errs.Newf(errs.ConfigInvalid, "PROVIDER_KEYS_FILE: cannot be read (%s)", osProblem(err))
+		return version{}, errs.Newf(errs.ConfigInvalid, "PROVIDER_KEYS_FILE: cannot be read (%s)", osProblem(err))
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, [32]byte{}, errs.Newf(errs.ConfigInvalid, "PROVIDER_KEYS_FILE: not a regular file")
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return version{}, errs.Newf(errs.ConfigInvalid, "PROVIDER_KEYS_FILE: not a regular file")
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
-		return nil, [32]byte{}, errs.Newf(errs.ConfigInvalid, "PROVIDER_KEYS_FILE: cannot be read (%s)", osProblem(err))
+		return version{}, errs.Newf(errs.ConfigInvalid, "PROVIDER_KEYS_FILE: cannot be read (%s)", osProblem(err))
 	}
 	if len(data) > MaxFileBytes {
-		return nil, [32]byte{}, errs.Newf(errs.ConfigInvalid, "PROVIDER_KEYS_FILE: larger than %d bytes", MaxFileBytes)
+		return version{}, errs.Newf(errs.ConfigInvalid, "PROVIDER_KEYS_FILE: larger than %d bytes", MaxFileBytes)
 	}
-	return data, sha256.Sum256(data), nil
+	return version{data: data, sum: sha256.Sum256(data), id: idOf(st)}, nil
 }
 
 // resolve follows a symbolic link at path to the file it names, so that an
@@ -97,12 +104,12 @@ func osProblem(err error) string {
 // Load reads and validates the file. models are the configured public model
 // ids (nil skips the allowlist check).
 func Load(path string, models []string) (keyring.Ring, [32]byte, error) {
-	data, sum, err := read(path, false)
+	v, err := read(path, false)
 	if err != nil {
-		return keyring.Ring{}, sum, err
+		return keyring.Ring{}, v.sum, err
 	}
-	r, err := keyring.Parse(data, models)
-	return r, sum, err
+	r, err := keyring.Parse(v.data, models)
+	return r, v.sum, err
 }
 
 // Edit applies fn to the file's ring under the edit lock and writes the
@@ -119,6 +126,9 @@ func Edit(path string, models []string, create bool, fn func(keyring.Ring) (keyr
 		return fmt.Errorf("keyfile: lock: %s", osProblem(err))
 	}
 	defer lock.Close()
+	if lockHook != nil {
+		lockHook()
+	}
 	if err := tryLock(lock); err != nil {
 		return ErrBusy
 	}
@@ -132,13 +142,13 @@ func Edit(path string, models []string, create bool, fn func(keyring.Ring) (keyr
 	}
 	defer os.Remove(path + ".lock") //nolint:errcheck // best effort; the next edit recreates it
 
-	data, sum, err := read(path, create)
+	v, err := read(path, create)
 	if err != nil {
 		return err
 	}
 	var r keyring.Ring
-	if len(data) > 0 {
-		if r, err = keyring.Parse(data, models); err != nil {
+	if len(v.data) > 0 {
+		if r, err = keyring.Parse(v.data, models); err != nil {
 			return err
 		}
 	}
@@ -146,7 +156,7 @@ func Edit(path string, models []string, create bool, fn func(keyring.Ring) (keyr
 	if err != nil {
 		return err
 	}
-	return replace(path, keyring.Marshal(next), sum, create)
+	return replace(path, keyring.Marshal(next), v.sum, create)
 }
 
 // sameLock reports whether the locked file is still the one at path.
@@ -158,6 +168,10 @@ func sameLock(lock *os.File, path string) bool {
 	now, err := os.Stat(path)
 	return err == nil && os.SameFile(held, now)
 }
+
+// lockHook runs between opening the lock file and locking it; tests use it to
+// remove the lock file under the edit, as another edit ending then would.
+var lockHook func()
 
 // editHook runs between writing the temporary file and the final check; tests
 // use it to simulate an edit by hand at the worst moment.
@@ -188,7 +202,7 @@ func replace(path string, content []byte, readSum [32]byte, create bool) error {
 	if editHook != nil {
 		editHook()
 	}
-	if _, now, err := read(path, create); err != nil || now != readSum {
+	if now, err := read(path, create); err != nil || now.sum != readSum {
 		return ErrChanged
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
@@ -200,68 +214,3 @@ func replace(path string, content []byte, readSum [32]byte, create bool) error {
 	}
 	return nil
 }
-
-// Watch reloads the file when it changes (polled every interval by size,
-// modification time and content hash) and whenever trigger fires (SIGHUP). A
-// valid new content is passed to apply; an invalid one to refused, and the
-// previous set stays in force except for its revocations: when the refused
-// file can still be read as a list of slots, kept reports which slots (id and
-// digest) it still has, and a slot it no longer has must be dropped (kept is
-// nil when nothing can be concluded). It returns when ctx ends. last is the
-// hash of the content already applied; the first tick compares the content
-// with it, so a change made between that load and the watcher's start is
-// applied too.
-func Watch(ctx context.Context, path string, models []string, every time.Duration, trigger <-chan struct{}, last [32]byte,
-	apply func(keyring.Ring), refused func(err error, kept func(id string, digest [32]byte) bool)) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	var lastStat statKey // zero: the first tick reads the content
-	seen := false
-	for {
-		forced := false
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-trigger:
-			forced = true
-		}
-		st, err := os.Stat(path)
-		if err != nil {
-			if forced || lastStat != (statKey{}) {
-				refused(errs.Newf(errs.ConfigInvalid, "PROVIDER_KEYS_FILE: cannot be read (%s)", osProblem(err)), nil)
-			}
-			lastStat, seen = statKey{}, true
-			continue
-		}
-		k := keyOf(st)
-		if !forced && seen && k == lastStat {
-			continue
-		}
-		lastStat, seen = k, true
-		data, sum, err := read(path, false)
-		if sum == last && err == nil {
-			continue
-		}
-		var r keyring.Ring
-		if err == nil {
-			r, err = keyring.Parse(data, models)
-		}
-		if err != nil {
-			if sum != last {
-				last = sum // report a broken content once, not on every tick
-				refused(err, keyring.Listed(data))
-			}
-			continue
-		}
-		last = sum
-		apply(r)
-	}
-}
-
-type statKey struct {
-	size int64
-	mod  time.Time
-}
-
-func keyOf(st fs.FileInfo) statKey { return statKey{size: st.Size(), mod: st.ModTime()} }

@@ -109,8 +109,8 @@ func TestWatchAppliesValidChangesAndKeepsThePreviousSetOnABrokenFile(t *testing.
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Watch(ctx, path, nil, 10*time.Millisecond, trigger, sum,
-			func(r keyring.Ring) { applied <- r }, func(err error, _ func(string, [32]byte) bool) { refused <- err })
+		NewWatcher(path, nil, sum, func(r keyring.Ring, _ Cause) { applied <- r },
+			func(err error, _ func(string, [32]byte) bool, _ Cause) { refused <- err }).Run(ctx, 10*time.Millisecond, trigger)
 	}()
 	defer func() { cancel(); <-done }()
 
@@ -146,7 +146,7 @@ func TestWatchAppliesValidChangesAndKeepsThePreviousSetOnABrokenFile(t *testing.
 	}
 }
 
-// watch runs Watch on path until the test ends and returns its channels.
+// watch runs a Watcher on path until the test ends and returns its channels.
 func watch(t *testing.T, path string, models []string, last [32]byte) (<-chan keyring.Ring, <-chan refusal) {
 	applied := make(chan keyring.Ring, 4)
 	refused := make(chan refusal, 4)
@@ -154,8 +154,8 @@ func watch(t *testing.T, path string, models []string, last [32]byte) (<-chan ke
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Watch(ctx, path, models, 10*time.Millisecond, nil, last,
-			func(r keyring.Ring) { applied <- r }, func(err error, kept func(string, [32]byte) bool) { refused <- refusal{err, kept} })
+		NewWatcher(path, models, last, func(r keyring.Ring, _ Cause) { applied <- r },
+			func(err error, kept func(string, [32]byte) bool, _ Cause) { refused <- refusal{err, kept} }).Run(ctx, 10*time.Millisecond, nil)
 	}()
 	t.Cleanup(func() {
 		cancel()

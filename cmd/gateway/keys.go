@@ -26,8 +26,9 @@ import (
 	ledger "github.com/pmgate/pmgate/domain/usage"
 )
 
-// keysPollInterval is how often serve looks for a changed key file.
-const keysPollInterval = 2 * time.Second
+// keysPollInterval is how often serve reads the key file to look for a
+// change: a revocation is in force within it (at once on SIGHUP).
+const keysPollInterval = 500 * time.Millisecond
 
 // apiKeys is the ingress's keyring: the key file's slots, or the one slot
 // "default" of PROVIDER_API_KEY.
@@ -38,10 +39,32 @@ func apiKeys(cfg config) *httpapi.Keyring {
 	return httpapi.NewKeyring(cfg.principalKey, cfg.keys.Slots)
 }
 
-// watchKeys reloads the key file on change and on SIGHUP until ctx ends. A
-// file that fails validation keeps the previous set; the log says why (never
-// a key).
-func watchKeys(ctx context.Context, cfg config, keys *httpapi.Keyring, log *slog.Logger) {
+// keyWatcher is the one owner of what the key file gave keys: the poll, SIGHUP
+// and a request with an unknown key all load the file through it. A file that
+// fails validation keeps the previous set except for its revocations; the log
+// says why (never a key).
+func keyWatcher(cfg config, keys *httpapi.Keyring, log *slog.Logger) *keyfile.Watcher {
+	return keyfile.NewWatcher(cfg.keysFile, cfg.request.models, cfg.keysSum,
+		func(r keyring.Ring, cause keyfile.Cause) {
+			keys.Replace(r.Slots)
+			ids := make([]string, len(r.Slots))
+			for i, s := range r.Slots {
+				ids[i] = s.ID
+			}
+			log.Info("key file reloaded", "cause", string(cause), "slots", len(r.Slots), "slot_ids", ids)
+		},
+		func(err error, kept func(string, [32]byte) bool, cause keyfile.Cause) {
+			revoked := 0
+			if kept != nil {
+				revoked = keys.Retain(kept) // a revocation takes effect even in a refused file
+			}
+			log.Warn("key file refused; the previous keys stay in force", "cause", string(cause), "code", string(errs.CodeOf(err)),
+				"reason", err.Error(), "slots_in_force", keys.Len(), "slots_revoked", revoked)
+		})
+}
+
+// watchKeys runs w on the poll and on SIGHUP until ctx ends.
+func watchKeys(ctx context.Context, w *keyfile.Watcher) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -60,23 +83,7 @@ func watchKeys(ctx context.Context, cfg config, keys *httpapi.Keyring, log *slog
 			}
 		}
 	}()
-	keyfile.Watch(ctx, cfg.keysFile, cfg.request.models, keysPollInterval, trigger, cfg.keysSum,
-		func(r keyring.Ring) {
-			keys.Replace(r.Slots)
-			ids := make([]string, len(r.Slots))
-			for i, s := range r.Slots {
-				ids[i] = s.ID
-			}
-			log.Info("key file reloaded", "slots", len(r.Slots), "slot_ids", ids)
-		},
-		func(err error, kept func(string, [32]byte) bool) {
-			revoked := 0
-			if kept != nil {
-				revoked = keys.Retain(kept) // a revocation takes effect even in a refused file
-			}
-			log.Warn("key file refused; the previous keys stay in force", "code", string(errs.CodeOf(err)),
-				"reason", err.Error(), "slots_in_force", keys.Len(), "slots_revoked", revoked)
-		})
+	w.Run(ctx, keysPollInterval, trigger)
 }
 
 const keysUsage = `usage: gateway keys <new|set|list|revoke> [flags]
@@ -100,7 +107,7 @@ flags of every subcommand:
 
 Edits are atomic (temporary file, fsync, rename) and refused while another
 edit runs or when the file changed during the edit. A running serve reloads
-the file within a few seconds, at once on SIGHUP, and a request with a key it
+the file within half a second, at once on SIGHUP, and a request with a key it
 does not know checks the file first, so a new key works at once.
 `
 

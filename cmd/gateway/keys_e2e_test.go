@@ -175,7 +175,7 @@ func TestTwoSlotsAreIsolatedEndToEnd(t *testing.T) {
 	}
 }
 
-// eventually polls cond for up to 10 s (the key file is polled every 2 s).
+// eventually polls cond for up to 10 s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)

@@ -11,13 +11,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/pmgate/pmgate/adapters/httpapi"
-	"github.com/pmgate/pmgate/adapters/keyfile"
 )
 
 // listen opens the gateway's TCP listener; a busy port names the remedy.
@@ -54,40 +52,6 @@ func readiness(cfg config, st *store, keys *httpapi.Keyring, draining *atomic.Bo
 		}
 		return rd
 	}
-}
-
-// keyRefresher is the check a request with an unknown key makes: when the key
-// file's size, modification time or identity changed since it was last read,
-// it is read now, so a key created by `gateway keys new` is served at once.
-// A stat per refused request bounds its cost; the file is read only when it
-// changed.
-type keyRefresher struct {
-	cfg  config
-	keys *httpapi.Keyring
-	mu   sync.Mutex
-	last os.FileInfo
-}
-
-func newKeyRefresher(cfg config, keys *httpapi.Keyring) *keyRefresher {
-	r := &keyRefresher{cfg: cfg, keys: keys}
-	r.last, _ = os.Stat(cfg.keysFile)
-	return r
-}
-
-func (r *keyRefresher) refresh() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	st, err := os.Stat(r.cfg.keysFile)
-	if err != nil || (r.last != nil && os.SameFile(st, r.last) && st.Size() == r.last.Size() && st.ModTime().Equal(r.last.ModTime())) {
-		return false
-	}
-	r.last = st // a broken file is read once, not on every refused request
-	ring, _, err := keyfile.Load(r.cfg.keysFile, r.cfg.request.models)
-	if err != nil {
-		return false // the watcher logs why; the keys in force stay
-	}
-	r.keys.Replace(ring.Slots)
-	return true
 }
 
 // isTerminal reports whether w is a terminal (a character device).

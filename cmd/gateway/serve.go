@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/adapters/keyfile"
 	"github.com/pmgate/pmgate/adapters/otel"
 	"github.com/pmgate/pmgate/adapters/postman"
 	"github.com/pmgate/pmgate/adapters/system"
@@ -134,8 +135,10 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 	keys := apiKeys(cfg)
 	live.keys, live.cfg = keys, cfg
 	live.setVerification(probeVerification(cfg, time.Now))
+	var keyWatch *keyfile.Watcher
 	if cfg.keysFile != "" {
-		keys.SetRefresh(newKeyRefresher(cfg, keys).refresh)
+		keyWatch = keyWatcher(cfg, keys, log)
+		keys.SetRefresh(keyWatch.Refresh) // the same owner as the poll's: it knows what this loads
 	}
 	handler := httpapi.NewServer(httpapi.Config{
 		Keys:               keys,
@@ -185,11 +188,11 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 		defer gw.wg.Done()
 		budget.Run(runCtx, usageFlushInterval)
 	}()
-	if cfg.keysFile != "" {
+	if keyWatch != nil {
 		gw.wg.Add(1)
 		go func() {
 			defer gw.wg.Done()
-			watchKeys(runCtx, cfg, keys, log)
+			watchKeys(runCtx, keyWatch)
 		}()
 	}
 	go func() { gw.served <- gw.srv.Serve(ln) }()
