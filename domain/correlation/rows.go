@@ -49,4 +49,5 @@ var rows = []row{
 	{"C25", Cancelled, TombstoneElapsed, Removed, EffectTransition, "", "record removed", "the tombstone TTL passed"},
 	{"C26", Uncertain, TombstoneElapsed, Removed, EffectTransition, "", "record removed", "the tombstone TTL passed"},
 	{"C27", Removed, SubmitAny, Removed, EffectReject, errs.UnknownToolCall, "generic 404, as for an id never issued", "a removed group is answered as an id never issued, so nothing leaks"},
+	{"C28", Inflight, Gated, Consumed, EffectTransition, errs.UpstreamLoopApproval, "results delivered, no answer cached; the same results again get 409, never a second dispatch", "the service paused the tool loop (loop-approval gate, then a clean end): it accepted the results"},
 }
