@@ -354,6 +354,60 @@ func TestUnknownProfileIsRefused(t *testing.T) {
 	is.Equal(emulator.Profiles(), []string{"done_event", "forbid_schemas", "observed", "strict"})
 }
 
+// The gate as the note describes it: after N consecutive tool rounds the
+// answer to a TOOL_RESPONSE is usage, the loopApprovalChunk (with the counter
+// and the threshold) and the profile's clean end; the results are consumed (a
+// re-sent TOOL_RESPONSE is TOOL_CALL_NOT_FOUND); a later USER_QUERY on the same
+// conversation goes on normally, with the counter of consecutive rounds reset.
+// N comes from Config.LoopApprovalAfter or from "#approval_after=N".
+func TestTheLoopApprovalGateFollowsTheNote(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name      string
+		cfg       int
+		directive string
+		n         int
+	}{{"config", 2, "", 2}, {"directive", 0, " #approval_after=2", 2}, {"directive over config", 1, " #approval_after=2", 2}} {
+		s := start(t, func(cfg *emulator.Config) { cfg.LoopApprovalAfter = c.cfg })
+		for _, p := range []*peer{webPeer(t, s), tokenPeer(t, s)} {
+			t.Run(c.name+"/"+p.strategy, func(t *testing.T) {
+				is := is.New(t)
+				end := []string{"conversation", "usage", "loopApprovalChunk"}
+				if p.strategy == emulator.StrategyAccessToken {
+					end = append(end, "[DONE]") // the access-token terminal
+				}
+				st := p.turn(userQuery("go #loop=5"+c.directive).withTools(false, true, weatherTool))
+				conv := st.conversationID()
+				var cont body
+				for round := 1; ; round++ {
+					calls, group := st.calls(t)
+					cont = toolResponse(conv, false, weatherTool).flat(group, result{calls[0].id, "x"})
+					st = p.turn(cont)
+					if round == c.n {
+						break
+					}
+					is.True(len(st.all("toolCallChunk")) > 0) // rounds before N are tool rounds
+				}
+				is.Equal(st.shape(), end) // after N rounds: usage, the gate, the clean end
+				gate := st.first("loopApprovalChunk")
+				is.Equal(gate["counters"], map[string]any{"toolRounds": float64(c.n)})   // the consecutive rounds
+				is.Equal(gate["thresholds"], map[string]any{"toolRounds": float64(c.n)}) // and the threshold
+				again := p.turn(cont)
+				is.Equal(again.first("failure")["errorType"], "TOOL_CALL_NOT_FOUND") // the results were consumed
+				next := userQuery("go on #loop=5"+c.directive).withTools(false, true, weatherTool)
+				next.input()["conversationId"] = conv
+				st = p.turn(next)
+				is.True(len(st.all("toolCallChunk")) > 0) // the conversation goes on: a tool round, not the gate
+				calls, group := st.calls(t)
+				st = p.turn(toolResponse(conv, false, weatherTool).flat(group, result{calls[0].id, "y"}))
+				if c.n > 1 {
+					is.True(len(st.all("toolCallChunk")) > 0) // the counter was reset by the user turn
+				}
+			})
+		}
+	}
+}
+
 // After N tool rounds the next round is the loop-approval gate.
 func TestLoopApprovalAfterRounds(t *testing.T) {
 	t.Parallel()

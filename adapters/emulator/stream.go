@@ -169,14 +169,17 @@ func (b *streamBuilder) end() {
 func ceilDiv4(n int) int { return (n + 3) / 4 }
 
 // loopApproval is the agent-loop guard: generation stops and only usage and a
-// loopApprovalChunk arrive.
-func (b *streamBuilder) loopApproval() {
+// loopApprovalChunk arrive, then the profile's end (the access-token [DONE],
+// the web profile's done event or plain EOF). rounds and after are its
+// counter and threshold: the consecutive tool rounds, and the N they reached
+// (0 and 0 for the loop_approval scenario, which gates a plain query).
+func (b *streamBuilder) loopApproval(rounds, after int) {
 	b.usage("AVAILABLE")
 	b.event("loopApprovalChunk", loopApprovalData{
 		Message:    loopApprovalText,
-		Reasons:    []string{"TOOL_CALL_LIMIT_REACHED"},
-		Counters:   map[string]int{"toolCalls": 25},
-		Thresholds: map[string]int{"toolCalls": 25},
+		Reasons:    []string{"CONSECUTIVE_TOOL_ROUNDS"},
+		Counters:   map[string]int{"toolRounds": rounds},
+		Thresholds: map[string]int{"toolRounds": after},
 	})
 	b.end()
 }
@@ -207,7 +210,7 @@ func (s *Server) render(strategy, label string, promptBytes int, t turn, scenari
 		return b.frames
 	}
 	if t.approval {
-		b.loopApproval()
+		b.loopApproval(t.gateRounds, t.gateAfter)
 		return b.frames
 	}
 	pieces := fitChunks(splitUTF8(t.reply, s.cfg.ChunkBytes), t.textChunks)
@@ -236,7 +239,7 @@ func (s *Server) render(strategy, label string, promptBytes int, t turn, scenari
 		b.usage("AVAILABLE")
 		b.end()
 	case ScenarioLoopApproval:
-		b.loopApproval()
+		b.loopApproval(0, 0)
 	default: // the normal turn and its response-side variants
 		if b.sh.usage == "first" {
 			b.usage("AVAILABLE")

@@ -68,8 +68,8 @@ type conversation struct {
 	used     int        // tool rounds already issued
 	results  []quotedResult
 	turns    int    // USER_QUERY turns of this conversation
-	approval int    // tool rounds after which the next round is a loop-approval gate (0: never)
-	gated    int    // tool rounds issued in total, for the gate
+	approval int    // consecutive tool rounds after which the next round is a loop-approval gate (0: never)
+	gated    int    // consecutive tool rounds issued since the last USER_QUERY or gate, for the gate
 	answer   string // the answer template of the opening query ("" when none), see answerTemplate
 	// output is the structured output the last USER_QUERY asked for (the
 	// gateway's instruction), "" for text; outSchema its schema (nil for
@@ -86,6 +86,9 @@ type turn struct {
 	group    *toolGroup   // a tool turn
 	reply    string       // a text turn
 	approval bool         // the loop-approval gate instead of a tool round
+	// gateRounds and gateAfter are the gate's counter and threshold (the
+	// consecutive tool rounds, and the N they reached), for its event.
+	gateRounds, gateAfter int
 	turnNo   int          // the conversation's USER_QUERY turn number (USER_QUERY only)
 	repeated bool         // the group repeats calls whose answer was not accepted
 	// textChunks is the "#text_chunks=N" directive of a USER_QUERY: its text
@@ -122,6 +125,7 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, 
 		c.outScenario = ""
 		c.turns++
 		t.turnNo = c.turns
+		c.gated = 0 // a user turn starts a new run of consecutive tool rounds
 		if approval > 0 {
 			c.approval = approval
 		}
@@ -158,10 +162,17 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, 
 		}
 	}
 
+	// The agent-loop guard: after N consecutive tool rounds the next one is
+	// not issued; the results just accepted stay consumed (nothing pending),
+	// and only a new USER_QUERY goes on.
+	gate := func() turn {
+		t.approval, t.gateRounds, t.gateAfter = true, c.gated, c.approval
+		c.gated = 0
+		return t
+	}
 	if allowTools && len(req.tools) > 0 && req.autoRun && c.used < c.rounds {
 		if c.approval > 0 && c.gated >= c.approval {
-			t.approval = true // the agent-loop guard stops the round
-			return t
+			return gate()
 		}
 		t.group = newGroup(req, namedTools(req.tools, c.tool))
 		c.pending = t.group
@@ -171,6 +182,9 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, 
 	}
 	if missing := missingTools(c.answer, c.results, req.tools); allowTools && req.autoRun && len(missing) > 0 &&
 		req.chatType == KindToolResponse {
+		if c.approval > 0 && c.gated >= c.approval {
+			return gate()
+		}
 		// Like a model following the answer instruction: ask for the tools the
 		// template names that have not answered yet (at most once each).
 		t.group = newGroup(req, missing)
