@@ -244,7 +244,7 @@ func TestALoopApprovalGateConsumesTheGroupAndIsReportedAsItself(t *testing.T) {
 	turn, err = r.gw.Chat(t.Context(), principal, next)
 	is.NoErr(err)
 	ds, err = drain(t, turn)
-	is.NoErr(err)                     // the next user message goes on
+	is.NoErr(err)                    // the next user message goes on
 	is.Equal(ds[0].Text, "going on") // as a fresh turn
 }
 

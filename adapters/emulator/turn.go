@@ -89,8 +89,8 @@ type turn struct {
 	// gateRounds and gateAfter are the gate's counter and threshold (the
 	// consecutive tool rounds, and the N they reached), for its event.
 	gateRounds, gateAfter int
-	turnNo   int          // the conversation's USER_QUERY turn number (USER_QUERY only)
-	repeated bool         // the group repeats calls whose answer was not accepted
+	turnNo                int  // the conversation's USER_QUERY turn number (USER_QUERY only)
+	repeated              bool // the group repeats calls whose answer was not accepted
 	// textChunks is the "#text_chunks=N" directive of a USER_QUERY: its text
 	// is sent as exactly that many chunks (0: as split, see fitChunks).
 	textChunks int
