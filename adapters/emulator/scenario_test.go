@@ -3,6 +3,7 @@ package emulator_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -420,4 +421,78 @@ func TestLoopApprovalAfterRounds(t *testing.T) {
 	is.Equal(st.shape(), []string{"conversation", "usage", "loopApprovalChunk"}) // the gate instead of round 2
 	resp, _ := p.post(userQuery("go #approval_after=9"))
 	is.Equal(resp.StatusCode, http.StatusBadRequest) // 1-5 only
+}
+
+// A client that re-sends a whole conversation as a fresh one repeats its
+// earlier user turns in the transcript the gateway renders; only the newest
+// user turn's directives apply, so a failure asked for in turn 1 is not
+// replayed in turn 2, while the same directive in the newest turn still is.
+func TestOnlyTheNewestUserTurnsDirectivesApply(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	for _, p := range []*peer{webPeer(t, s), tokenPeer(t, s)} {
+		t.Run(p.strategy, func(t *testing.T) {
+			is := is.New(t)
+			earlier := "[System]\nbe brief\n\n[User]\nfirst #scenario=failure_after_text #loop=0\n\n[Assistant]\nHello\n\n[User name=ann]\nsecond"
+			st := p.turn(userQuery(earlier))
+			is.Equal(st.first("failure"), nil)                                                 // turn 1's scenario does not apply again
+			is.True(strings.Contains(st.text(), "[User]\nfirst #scenario=failure_after_text")) // the reply quotes the transcript as usual
+			newest := "[User]\nfirst\n\n[Assistant]\nHello\n\n[User]\nsecond #scenario=failure_after_text"
+			st = p.turn(userQuery(newest))
+			is.True(st.first("failure") != nil) // the newest turn's directive applies
+			tools := "[User]\nfirst #loop=0\n\n[Assistant]\nHello\n\n[User]\nsecond #loop=1"
+			st = p.turn(userQuery(tools).withTools(false, true, weatherTool))
+			is.True(len(st.all("toolCallChunk")) > 0) // #loop=0 of turn 1 is ignored: the newest turn's #loop=1 asks for tools
+			plain := "just one message #scenario=failure_after_text"
+			st = p.turn(userQuery(plain))
+			is.True(st.first("failure") != nil) // a single user message is its own newest turn
+		})
+	}
+}
+
+// Usage per request counts one exchange; usage per conversation (Config or
+// "#usage=conversation") reports the conversation's context, whose prompt
+// tokens grow with every exchange, as Codex expects when it decides to
+// compact.
+func TestUsagePerRequestOrPerConversation(t *testing.T) {
+	t.Parallel()
+	tokens := func(st stream) (prompt, total float64) {
+		u := st.all("usage")
+		last := u[len(u)-1]
+		return last["promptTokens"].(float64), last["totalTokens"].(float64)
+	}
+	for _, c := range []struct {
+		name, cfg, directive string
+		grows                bool
+	}{
+		{"default", "", "", false}, {"config", emulator.UsagePerConversation, "", true},
+		{"directive", "", " #usage=conversation", true}, {"directive over config", emulator.UsagePerConversation, " #usage=request", false},
+	} {
+		s := start(t, func(cfg *emulator.Config) { cfg.Usage = c.cfg })
+		for _, p := range []*peer{webPeer(t, s), tokenPeer(t, s)} {
+			t.Run(c.name+"/"+p.strategy, func(t *testing.T) {
+				is := is.New(t)
+				st := p.turn(userQuery("go #loop=1"+c.directive).withTools(false, true, weatherTool))
+				_, firstTotal := tokens(st)
+				calls, group := st.calls(t)
+				cont := toolResponse(st.conversationID(), false, weatherTool).flat(group, result{calls[0].id, "x"})
+				raw, err := json.Marshal(cont)
+				is.NoErr(err)
+				own := float64((len(raw) + 3) / 4) // this exchange's body, as the emulator counts it
+				st = p.turn(cont)
+				prompt, _ := tokens(st)
+				if c.grows {
+					is.Equal(prompt, firstTotal+own) // the context: the first exchange, then this one's body
+				} else {
+					is.Equal(prompt, own) // one exchange: its body alone
+				}
+			})
+		}
+	}
+	is := is.New(t)
+	s := start(t)
+	resp, _ := webPeer(t, s).post(userQuery("go #usage=forever"))
+	is.Equal(resp.StatusCode, http.StatusBadRequest) // request or conversation only
+	_, err := emulator.Start(t.Context(), emulator.Config{WorkspaceID: "w", AccessToken: "t", Usage: "sometimes"})
+	is.True(err != nil) // the Config is checked too
 }
