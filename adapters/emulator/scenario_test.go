@@ -496,3 +496,26 @@ func TestUsagePerRequestOrPerConversation(t *testing.T) {
 	_, err := emulator.Start(t.Context(), emulator.Config{WorkspaceID: "w", AccessToken: "t", Usage: "sometimes"})
 	is.True(err != nil) // the Config is checked too
 }
+
+// The gate counts consecutive tool rounds: a user turn between them starts a
+// new count, even when no gate came.
+func TestAUserTurnRestartsTheLoopApprovalCount(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	s := start(t, func(c *emulator.Config) { c.LoopApprovalAfter = 2 })
+	p := webPeer(t, s)
+	st := p.turn(userQuery("go #loop=1").withTools(false, true, weatherTool))
+	conv := st.conversationID()
+	calls, group := st.calls(t)
+	st = p.turn(toolResponse(conv, false, weatherTool).flat(group, result{calls[0].id, "x"}))
+	is.Equal(len(st.all("toolCallChunk")), 0) // one round, then the answer: no gate
+	next := userQuery("again #loop=3").withTools(false, true, weatherTool)
+	next.input()["conversationId"] = conv
+	st = p.turn(next)
+	calls, group = st.calls(t)
+	st = p.turn(toolResponse(conv, false, weatherTool).flat(group, result{calls[0].id, "y"}))
+	is.True(len(st.all("toolCallChunk")) > 0) // the second consecutive round of this turn: still no gate
+	calls, group = st.calls(t)
+	st = p.turn(toolResponse(conv, false, weatherTool).flat(group, result{calls[0].id, "z"}))
+	is.True(st.first("loopApprovalChunk") != nil) // after two consecutive rounds: the gate
+}
