@@ -61,6 +61,21 @@
 // USER_QUERY on the conversation goes on normally and starts a new count of
 // consecutive rounds. "#scenario=loop_approval" gates a plain query.
 //
+// Usage events count one exchange (its body and its output, a token per four
+// bytes) by default; Config.Usage UsagePerConversation, or "#usage=conversation"
+// in a USER_QUERY, makes them report the conversation's context instead: the
+// prompt tokens of every earlier exchange of the conversation are added, so
+// they grow as the service's context does ("#usage=request" restores the
+// default for that conversation).
+//
+// Directives ("#scenario=", "#loop=", "#tool=", "#approval_after=",
+// "#text_chunks=", "#usage=") are read from the newest user turn of a
+// USER_QUERY only: when the query is a transcript the gateway rendered
+// ("[User]" blocks among "[Assistant]", "[Tool Result id=…]"… blocks), the
+// text of its last "[User]" block; otherwise the whole query. A client that
+// re-sends a whole conversation therefore does not replay the directives of
+// its earlier turns.
+//
 // A USER_QUERY with "#text_chunks=N" (1-1000) has its text reply sent as
 // exactly N textChunk events: its first N chunks, or its chunks repeated in
 // order until there are N (a load test's long stream; the quote alone is at
