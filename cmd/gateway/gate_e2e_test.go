@@ -189,7 +189,11 @@ func TestTheLoopApprovalGateIsItsOwnAnswerOnEveryAPI(t *testing.T) {
 					}
 					is.Equal(s.emu.Count(emulator.KindToolResponse)-before, 1) // one dispatch
 					status, _, again := post(cont)
-					is.Equal(status, 409)                                                  // the same results again are refused
+					conflict := 409
+					if api.name == "messages" {
+						conflict = 400 // the Anthropic form of a conflict
+					}
+					is.Equal(status, conflict)                                             // the same results again are refused
 					is.True(strings.Contains(string(again), "tool_call_already_consumed")) // they were delivered
 					is.Equal(s.emu.Count(emulator.KindToolResponse)-before, 1)             // and never sent again
 					status, _, next := post(api.next(t, first))
