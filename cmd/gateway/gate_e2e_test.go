@@ -204,3 +204,23 @@ func TestTheLoopApprovalGateIsItsOwnAnswerOnEveryAPI(t *testing.T) {
 		}
 	}
 }
+
+// A client that re-sends a whole conversation as a fresh one (here to a
+// gateway that holds no anchor for it) has its transcript rendered into one
+// query; the failure its first turn asked the emulator for is not replayed.
+func TestAReSentTranscriptDoesNotReplayItsFirstTurnsDirectives(t *testing.T) {
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			is := is.New(t)
+			s := serve(t, st, nil)
+			msgs := []msg{{"role": "user", "content": "hello #scenario=failure_after_text"}, {"role": "assistant", "content": "Hello"},
+				{"role": "user", "content": "and now?"}}
+			m, err := json.Marshal(msgs)
+			is.NoErr(err)
+			status, c, e := turnResult(t, s, fmt.Sprintf(`{"model":%q,"messages":%s}`, testModel, m))
+			is.Equal(e.Error.Code, "") // turn 1's failure is not replayed
+			is.Equal(status, 200)      // the newest turn is answered
+			is.Equal(c.Choices[0].FinishReason, "stop")
+		})
+	}
+}
