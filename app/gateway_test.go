@@ -209,6 +209,45 @@ func TestAmbiguousFailureAfterDispatchIsUncertainAndNeverResent(t *testing.T) {
 	is.Equal(r.up.Continuations(), 1)                             // and never re-sent
 }
 
+// The loop-approval gate on a continuation is its own outcome: the results
+// were accepted (the group is CONSUMED, never UNCERTAIN), the turn ends with
+// the gate's code, the same results sent again are never dispatched, and the
+// next user message is an ordinary fresh turn.
+func TestALoopApprovalGateConsumesTheGroupAndIsReportedAsItself(t *testing.T) {
+	is := is.New(t)
+	r := newRig(t, func(req ports.UpstreamRequest) porttest.Script {
+		if req.Continuation == nil {
+			if len(req.Chat.Messages) > 2 {
+				return porttest.Script{Events: porttest.Text("conv-1", "going on")}
+			}
+			return porttest.Script{Events: porttest.ToolCalls("conv-1", "g", "get_weather")}
+		}
+		return porttest.Script{End: errs.New(errs.UpstreamLoopApproval)}
+	})
+	history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
+	turn, _ := r.gw.Chat(t.Context(), principal, request(history...))
+	ds, _ := drain(t, turn)
+	msgs := echo(history, ds, "r")
+	cont := request(msgs...)
+	turn, err := r.gw.Chat(t.Context(), principal, cont)
+	is.NoErr(err)
+	_, err = drain(t, turn)
+	is.Equal(errs.CodeOf(err), errs.UpstreamLoopApproval) // the gate's own code, not continuation_outcome_uncertain
+	is.True(app.Gated(err))                               // which the app reports as the gate
+	c, _ := r.store.Counts(t.Context())
+	is.Equal(c.ByState[correlation.Consumed], 1)  // the results were delivered: consumed
+	is.Equal(c.ByState[correlation.Uncertain], 0) // never "outcome unknown"
+	_, err = r.gw.Chat(t.Context(), principal, cont)
+	is.Equal(errs.CodeOf(err), errs.ToolCallAlreadyConsumed) // the same results again are refused
+	is.Equal(r.up.Continuations(), 1)                        // and never sent again
+	next := request(append(msgs, chat.Message{Role: chat.RoleUser, Content: str("continue")})...)
+	turn, err = r.gw.Chat(t.Context(), principal, next)
+	is.NoErr(err)
+	ds, err = drain(t, turn)
+	is.NoErr(err)                    // the next user message goes on
+	is.Equal(ds[0].Text, "going on") // as a fresh turn
+}
+
 // A continuation that provably never ran upstream (nothing was sent, or the
 // upstream refused it before accepting it) returns the group to PENDING: the
 // client sees the error and may retry, and the retry claims and completes.

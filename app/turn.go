@@ -198,10 +198,23 @@ func (t *turn) abortAfterEnd(ctx context.Context, err error) {
 
 // fail ends the turn with a stream error; a claimed continuation becomes
 // UNCERTAIN (it may have reached the upstream) and is never sent again.
+//
+// The loop-approval gate (upstream_loop_approval) is not a failure of
+// delivery: the service accepted the results and paused the tool loop, so a
+// claimed continuation is CONSUMED (row Gated) and the turn's error keeps the
+// gate's own code, which the ingress answers with; Gated reports it.
 func (t *turn) fail(ctx context.Context, err error) {
 	t.done, t.queue = true, nil
 	t.err = err
 	t.settleAnchor(ctx, conversation.Ambiguous)
+	if Gated(err) {
+		if t.claimedKey != "" && !t.settled {
+			t.settle(ctx, func(g *correlation.Group) (correlation.Decision, error) {
+				return g.Gated(t.g.clock.Now(), t.g.cfg.Policy)
+			})
+		}
+		return
+	}
 	if t.claimedKey != "" && !t.settled {
 		t.g.log.WarnContext(ctx, "continuation failed after dispatch", "code", errs.CodeOf(err))
 		t.settle(ctx, func(g *correlation.Group) (correlation.Decision, error) {
@@ -210,6 +223,12 @@ func (t *turn) fail(ctx context.Context, err error) {
 		t.err = errs.Wrap(err, errs.ContinuationOutcomeUncertain)
 	}
 }
+
+// Gated reports whether a turn ended in the service's loop-approval gate: a
+// clean end with no answer after several consecutive tool rounds, whose tool
+// results (on a continuation) were accepted. The next user message continues
+// the conversation.
+func Gated(err error) bool { return errs.Has(err, errs.UpstreamLoopApproval) }
 
 func (t *turn) settle(ctx context.Context, fn func(g *correlation.Group) (correlation.Decision, error)) {
 	t.settled = true

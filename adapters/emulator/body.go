@@ -111,8 +111,11 @@ type continuation struct {
 
 // chatRequest is a body that passed validation.
 type chatRequest struct {
-	chatType       string
-	query          string
+	chatType string
+	query    string
+	// turnText is the part of query whose directives apply: the newest user
+	// turn of a transcript (see newestUserTurn), the whole query otherwise.
+	turnText       string
 	conversationID string // "" for null
 	model          string
 	parallel       bool
@@ -196,6 +199,7 @@ func (s *Server) parseChat(strategy string, raw []byte) (req *chatRequest, chatT
 		if req.query == "" {
 			return nil, chatType, reject(http.StatusBadRequest, msgValidation)
 		}
+		req.turnText = newestUserTurn(req.query)
 		if hasContinuationFields(in) {
 			return nil, chatType, reject(http.StatusBadRequest, msgForbiddenShape)
 		}
@@ -402,7 +406,25 @@ var (
 	approvalRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`#approval_after=([0-9A-Za-z_-]*)`) })
 	toolRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`#tool=([A-Za-z0-9_.,-]+)`) })
 	chunksRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`#text_chunks=([0-9A-Za-z_-]*)`) })
+	usageRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`#usage=([0-9A-Za-z_-]*)`) })
 )
+
+// usageDirective reads "#usage=request|conversation" of a USER_QUERY's newest
+// turn: "" without it (and for a TOOL_RESPONSE); ok is false for another value.
+func usageDirective(req *chatRequest) (mode string, ok bool) {
+	if req.chatType != KindUserQuery {
+		return "", true
+	}
+	m := usageRE().FindStringSubmatch(req.turnText)
+	if m == nil {
+		return "", true
+	}
+	switch m[1] {
+	case UsagePerRequest, UsagePerConversation:
+		return m[1], true
+	}
+	return "", false
+}
 
 // approvalDirective reads "#approval_after=N" (1-5) of a USER_QUERY: after N
 // tool rounds the conversation's next tool round is a loopApprovalChunk. ok is
@@ -429,7 +451,7 @@ func intDirective(req *chatRequest, re *regexp.Regexp, lo, hi int) (n int, ok bo
 	if req.chatType != KindUserQuery {
 		return 0, true
 	}
-	m := re.FindStringSubmatch(req.query)
+	m := re.FindStringSubmatch(req.turnText)
 	if m == nil {
 		return 0, true
 	}
@@ -441,13 +463,13 @@ func intDirective(req *chatRequest, re *regexp.Regexp, lo, hi int) (n int, ok bo
 }
 
 // directives reads #scenario, #loop and #tool. For a USER_QUERY they come from
-// the query; for a TOOL_RESPONSE the scenario comes from the first result
+// the newest user turn of the query (newestUserTurn); for a TOOL_RESPONSE the scenario comes from the first result
 // content that has one, and #loop and #tool are ignored (the conversation
 // keeps them). msg is set (a rejection message) for an unknown scenario name
 // or a loop count outside 0-5.
 func directives(req *chatRequest) (scenario string, loop int, toolName string, msg string) {
 	loop = 1
-	texts := []string{req.query}
+	texts := []string{req.turnText}
 	if req.cont != nil {
 		texts = texts[:0]
 		for _, r := range req.cont.results {
@@ -464,16 +486,55 @@ func directives(req *chatRequest) (scenario string, loop int, toolName string, m
 		}
 	}
 	if req.chatType == KindUserQuery {
-		if m := loopRE().FindStringSubmatch(req.query); m != nil {
+		if m := loopRE().FindStringSubmatch(req.turnText); m != nil {
 			n, err := strconv.Atoi(m[1])
 			if err != nil || n < 0 || n > 5 { // 0: a text answer although tools are offered
 				return "", 0, "", msgBadDirective
 			}
 			loop = n
 		}
-		if m := toolRE().FindStringSubmatch(req.query); m != nil {
+		if m := toolRE().FindStringSubmatch(req.turnText); m != nil {
 			toolName = m[1]
 		}
 	}
 	return scenario, loop, toolName, ""
+}
+
+// The gateway renders a transcript into one USER_QUERY as blocks separated by
+// a blank line, each opened by a header line: "[User]" (or "[User name=…]"),
+// "[Assistant]", "[Assistant Tool Calls]", "[Tool Result id=…]", "[System]",
+// "[Developer]" (the upstream adapter's package documentation). A client that
+// re-sends a whole conversation as a fresh one thus repeats its earlier user
+// turns, and their directives with them.
+var (
+	userHeaderRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^\[User(?: name=[^\]\n]*)?\]\n`) })
+	blockHeaderRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\n\n\[(?:User(?: name=[^\]\n]*)?|Assistant|Assistant Tool Calls|Tool Result id=[^\]\n]*|System(?: name=[^\]\n]*)?|Developer(?: name=[^\]\n]*)?)\]\n`)
+	})
+)
+
+// newestUserTurn returns the text of the last user block of a rendered
+// transcript (up to the next block, or the end), or the whole query when it is
+// not a transcript (a single user message is sent as it is). Only that turn's
+// directives apply: the ones of earlier turns were applied when those turns
+// were new, and must not apply again when a client re-sends the transcript.
+func newestUserTurn(query string) string {
+	locs := userHeaderRE().FindAllStringIndex(query, -1)
+	var start int
+	found := false
+	for i := len(locs) - 1; i >= 0; i-- {
+		// A header opens a block only at the start or after a blank line.
+		if s := locs[i][0]; s == 0 || strings.HasSuffix(query[:s], "\n\n") {
+			start, found = locs[i][1], true
+			break
+		}
+	}
+	if !found {
+		return query
+	}
+	rest := query[start:]
+	if loc := blockHeaderRE().FindStringIndex(rest); loc != nil {
+		rest = rest[:loc[0]]
+	}
+	return rest
 }

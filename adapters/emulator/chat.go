@@ -88,6 +88,14 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusBadRequest, msgBadDirective)
 		return
 	}
+	usageMode, ok := usageDirective(req)
+	if !ok {
+		refuse(http.StatusBadRequest, msgBadDirective)
+		return
+	}
+	if usageMode == "" {
+		usageMode = s.cfg.Usage
+	}
 	rec.Scenario = scenario
 	if scenarios[scenario] == scenarioHTTP {
 		s.serveHTTPScenario(w, scenario, rec)
@@ -104,13 +112,14 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	t := s.runTurn(strategy, req, loop, approval, toolName, scenarios[scenario] != scenarioText, scenario)
+	t := s.runTurn(strategy, req, loop, approval, toolName, scenarios[scenario] != scenarioText, scenario, usageMode)
 	if t.convID != "" {
 		rec.ConversationID = t.convID
 	}
 	rec.Turn, rec.Repeated = t.turnNo, t.repeated
 	t.textChunks = chunks
-	frames := s.render(strategy, s.cfg.Models[req.model], len(body), t, scenario, req.chatType)
+	frames, tokens := s.render(strategy, s.cfg.Models[req.model], len(body), t, scenario, req.chatType)
+	s.addContext(t.convID, tokens)
 	var delay time.Duration
 	if scenario == ScenarioSlowStream {
 		delay = s.cfg.SlowDelay

@@ -49,9 +49,32 @@
 // with text although tools are offered), the turn
 // is a tool group; otherwise it is a text reply. A TOOL_RESPONSE must answer
 // the conversation's pending group exactly; it then gets the next tool group
-// or a final text quoting every result received since the USER_QUERY. After
-// LoopApprovalAfter tool rounds (or "#approval_after=N") the next round is the
-// agent-loop guard: usage and a loopApprovalChunk.
+// or a final text quoting every result received since the USER_QUERY.
+//
+// The loop-approval gate: after N consecutive tool rounds (Config
+// LoopApprovalAfter, or "#approval_after=N", 1-5, in the USER_QUERY, which
+// wins for that turn) the answer to the TOOL_RESPONSE that would start round
+// N+1 is the agent-loop guard: usage, a loopApprovalChunk (counters and
+// thresholds {"toolRounds": N}) and the profile's clean end ([DONE] on
+// access_token). The results it answers are consumed: nothing is pending, so
+// the same TOOL_RESPONSE again fails with TOOL_CALL_NOT_FOUND. A later
+// USER_QUERY on the conversation goes on normally and starts a new count of
+// consecutive rounds. "#scenario=loop_approval" gates a plain query.
+//
+// Usage events count one exchange (its body and its output, a token per four
+// bytes) by default; Config.Usage UsagePerConversation, or "#usage=conversation"
+// in a USER_QUERY, makes them report the conversation's context instead: the
+// prompt tokens of every earlier exchange of the conversation are added, so
+// they grow as the service's context does ("#usage=request" restores the
+// default for that conversation).
+//
+// Directives ("#scenario=", "#loop=", "#tool=", "#approval_after=",
+// "#text_chunks=", "#usage=") are read from the newest user turn of a
+// USER_QUERY only: when the query is a transcript the gateway rendered
+// ("[User]" blocks among "[Assistant]", "[Tool Result id=…]"… blocks), the
+// text of its last "[User]" block; otherwise the whole query. A client that
+// re-sends a whole conversation therefore does not replay the directives of
+// its earlier turns.
 //
 // A USER_QUERY with "#text_chunks=N" (1-1000) has its text reply sent as
 // exactly N textChunk events: its first N chunks, or its chunks repeated in

@@ -109,7 +109,20 @@ type Config struct {
 	// loopApprovalChunk once it has had this many tool rounds (0: never; the
 	// "#approval_after=N" directive sets it per conversation).
 	LoopApprovalAfter int
+	// Usage says what the usage events count: UsagePerRequest (default, ""
+	// too) counts one exchange (its body and its output); UsagePerConversation
+	// reports the conversation's context: its prompt tokens grow with every
+	// exchange of the conversation, as the service's context does (Codex
+	// decides when to compact from them). "#usage=request|conversation" in a
+	// USER_QUERY sets it for that conversation.
+	Usage string
 }
+
+// The usage modes of Config.Usage and "#usage=…".
+const (
+	UsagePerRequest      = "request"
+	UsagePerConversation = "conversation"
+)
 
 // Request is one recorded chat request.
 type Request struct {
@@ -298,6 +311,13 @@ func withDefaults(cfg Config) (Config, error) {
 	}
 	if cfg.LoopApprovalAfter < 0 {
 		return cfg, errors.New("emulator: LoopApprovalAfter must not be negative")
+	}
+	switch cfg.Usage {
+	case "":
+		cfg.Usage = UsagePerRequest
+	case UsagePerRequest, UsagePerConversation:
+	default:
+		return cfg, errors.New(`emulator: Usage must be "request" or "conversation"`)
 	}
 	switch cfg.ContinuationShape {
 	case "":

@@ -3,6 +3,7 @@ package emulator_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -354,6 +355,60 @@ func TestUnknownProfileIsRefused(t *testing.T) {
 	is.Equal(emulator.Profiles(), []string{"done_event", "forbid_schemas", "observed", "strict"})
 }
 
+// The gate as the note describes it: after N consecutive tool rounds the
+// answer to a TOOL_RESPONSE is usage, the loopApprovalChunk (with the counter
+// and the threshold) and the profile's clean end; the results are consumed (a
+// re-sent TOOL_RESPONSE is TOOL_CALL_NOT_FOUND); a later USER_QUERY on the same
+// conversation goes on normally, with the counter of consecutive rounds reset.
+// N comes from Config.LoopApprovalAfter or from "#approval_after=N".
+func TestTheLoopApprovalGateFollowsTheNote(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name      string
+		cfg       int
+		directive string
+		n         int
+	}{{"config", 2, "", 2}, {"directive", 0, " #approval_after=2", 2}, {"directive over config", 1, " #approval_after=2", 2}} {
+		s := start(t, func(cfg *emulator.Config) { cfg.LoopApprovalAfter = c.cfg })
+		for _, p := range []*peer{webPeer(t, s), tokenPeer(t, s)} {
+			t.Run(c.name+"/"+p.strategy, func(t *testing.T) {
+				is := is.New(t)
+				end := []string{"conversation", "usage", "loopApprovalChunk"}
+				if p.strategy == emulator.StrategyAccessToken {
+					end = append(end, "[DONE]") // the access-token terminal
+				}
+				st := p.turn(userQuery("go #loop=5"+c.directive).withTools(false, true, weatherTool))
+				conv := st.conversationID()
+				var cont body
+				for round := 1; ; round++ {
+					calls, group := st.calls(t)
+					cont = toolResponse(conv, false, weatherTool).flat(group, result{calls[0].id, "x"})
+					st = p.turn(cont)
+					if round == c.n {
+						break
+					}
+					is.True(len(st.all("toolCallChunk")) > 0) // rounds before N are tool rounds
+				}
+				is.Equal(st.shape(), end) // after N rounds: usage, the gate, the clean end
+				gate := st.first("loopApprovalChunk")
+				is.Equal(gate["counters"], map[string]any{"toolRounds": float64(c.n)})   // the consecutive rounds
+				is.Equal(gate["thresholds"], map[string]any{"toolRounds": float64(c.n)}) // and the threshold
+				again := p.turn(cont)
+				is.Equal(again.first("failure")["errorType"], "TOOL_CALL_NOT_FOUND") // the results were consumed
+				next := userQuery("go on #loop=5"+c.directive).withTools(false, true, weatherTool)
+				next.input()["conversationId"] = conv
+				st = p.turn(next)
+				is.True(len(st.all("toolCallChunk")) > 0) // the conversation goes on: a tool round, not the gate
+				calls, group := st.calls(t)
+				st = p.turn(toolResponse(conv, false, weatherTool).flat(group, result{calls[0].id, "y"}))
+				if c.n > 1 {
+					is.True(len(st.all("toolCallChunk")) > 0) // the counter was reset by the user turn
+				}
+			})
+		}
+	}
+}
+
 // After N tool rounds the next round is the loop-approval gate.
 func TestLoopApprovalAfterRounds(t *testing.T) {
 	t.Parallel()
@@ -366,4 +421,101 @@ func TestLoopApprovalAfterRounds(t *testing.T) {
 	is.Equal(st.shape(), []string{"conversation", "usage", "loopApprovalChunk"}) // the gate instead of round 2
 	resp, _ := p.post(userQuery("go #approval_after=9"))
 	is.Equal(resp.StatusCode, http.StatusBadRequest) // 1-5 only
+}
+
+// A client that re-sends a whole conversation as a fresh one repeats its
+// earlier user turns in the transcript the gateway renders; only the newest
+// user turn's directives apply, so a failure asked for in turn 1 is not
+// replayed in turn 2, while the same directive in the newest turn still is.
+func TestOnlyTheNewestUserTurnsDirectivesApply(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	for _, p := range []*peer{webPeer(t, s), tokenPeer(t, s)} {
+		t.Run(p.strategy, func(t *testing.T) {
+			is := is.New(t)
+			earlier := "[System]\nbe brief\n\n[User]\nfirst #scenario=failure_after_text #loop=0\n\n[Assistant]\nHello\n\n[User name=ann]\nsecond"
+			st := p.turn(userQuery(earlier))
+			is.Equal(st.first("failure"), nil)                                                 // turn 1's scenario does not apply again
+			is.True(strings.Contains(st.text(), "[User]\nfirst #scenario=failure_after_text")) // the reply quotes the transcript as usual
+			newest := "[User]\nfirst\n\n[Assistant]\nHello\n\n[User]\nsecond #scenario=failure_after_text"
+			st = p.turn(userQuery(newest))
+			is.True(st.first("failure") != nil) // the newest turn's directive applies
+			tools := "[User]\nfirst #loop=0\n\n[Assistant]\nHello\n\n[User]\nsecond #loop=1"
+			st = p.turn(userQuery(tools).withTools(false, true, weatherTool))
+			is.True(len(st.all("toolCallChunk")) > 0) // #loop=0 of turn 1 is ignored: the newest turn's #loop=1 asks for tools
+			plain := "just one message #scenario=failure_after_text"
+			st = p.turn(userQuery(plain))
+			is.True(st.first("failure") != nil) // a single user message is its own newest turn
+		})
+	}
+}
+
+// Usage per request counts one exchange; usage per conversation (Config or
+// "#usage=conversation") reports the conversation's context, whose prompt
+// tokens grow with every exchange, as Codex expects when it decides to
+// compact.
+func TestUsagePerRequestOrPerConversation(t *testing.T) {
+	t.Parallel()
+	tokens := func(st stream) (prompt, total float64) {
+		u := st.all("usage")
+		last := u[len(u)-1]
+		return last["promptTokens"].(float64), last["totalTokens"].(float64)
+	}
+	for _, c := range []struct {
+		name, cfg, directive string
+		grows                bool
+	}{
+		{"default", "", "", false}, {"config", emulator.UsagePerConversation, "", true},
+		{"directive", "", " #usage=conversation", true}, {"directive over config", emulator.UsagePerConversation, " #usage=request", false},
+	} {
+		s := start(t, func(cfg *emulator.Config) { cfg.Usage = c.cfg })
+		for _, p := range []*peer{webPeer(t, s), tokenPeer(t, s)} {
+			t.Run(c.name+"/"+p.strategy, func(t *testing.T) {
+				is := is.New(t)
+				st := p.turn(userQuery("go #loop=1"+c.directive).withTools(false, true, weatherTool))
+				_, firstTotal := tokens(st)
+				calls, group := st.calls(t)
+				cont := toolResponse(st.conversationID(), false, weatherTool).flat(group, result{calls[0].id, "x"})
+				raw, err := json.Marshal(cont)
+				is.NoErr(err)
+				own := float64((len(raw) + 3) / 4) // this exchange's body, as the emulator counts it
+				st = p.turn(cont)
+				prompt, _ := tokens(st)
+				if c.grows {
+					is.Equal(prompt, firstTotal+own) // the context: the first exchange, then this one's body
+				} else {
+					is.Equal(prompt, own) // one exchange: its body alone
+				}
+			})
+		}
+	}
+	is := is.New(t)
+	s := start(t)
+	resp, _ := webPeer(t, s).post(userQuery("go #usage=forever"))
+	is.Equal(resp.StatusCode, http.StatusBadRequest) // request or conversation only
+	_, err := emulator.Start(t.Context(), emulator.Config{WorkspaceID: "w", AccessToken: "t", Usage: "sometimes"})
+	is.True(err != nil) // the Config is checked too
+}
+
+// The gate counts consecutive tool rounds: a user turn between them starts a
+// new count, even when no gate came.
+func TestAUserTurnRestartsTheLoopApprovalCount(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	s := start(t, func(c *emulator.Config) { c.LoopApprovalAfter = 2 })
+	p := webPeer(t, s)
+	st := p.turn(userQuery("go #loop=1").withTools(false, true, weatherTool))
+	conv := st.conversationID()
+	calls, group := st.calls(t)
+	st = p.turn(toolResponse(conv, false, weatherTool).flat(group, result{calls[0].id, "x"}))
+	is.Equal(len(st.all("toolCallChunk")), 0) // one round, then the answer: no gate
+	next := userQuery("again #loop=3").withTools(false, true, weatherTool)
+	next.input()["conversationId"] = conv
+	st = p.turn(next)
+	calls, group = st.calls(t)
+	st = p.turn(toolResponse(conv, false, weatherTool).flat(group, result{calls[0].id, "y"}))
+	is.True(len(st.all("toolCallChunk")) > 0) // the second consecutive round of this turn: still no gate
+	calls, group = st.calls(t)
+	st = p.turn(toolResponse(conv, false, weatherTool).flat(group, result{calls[0].id, "z"}))
+	is.True(st.first("loopApprovalChunk") != nil) // after two consecutive rounds: the gate
 }

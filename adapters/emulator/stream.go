@@ -79,9 +79,12 @@ type streamBuilder struct {
 	strategy    string
 	label       string
 	promptBytes int
-	outBytes    int    // bytes of thinking, text and argument content emitted
-	sh          shape  // how a normal turn is rendered
-	chunkConv   string // a conversation id still to be put on the first output chunk
+	// contextTokens is added to every usage's prompt tokens: the
+	// conversation's tokens before this exchange (UsagePerConversation).
+	contextTokens int
+	outBytes      int    // bytes of thinking, text and argument content emitted
+	sh            shape  // how a normal turn is rendered
+	chunkConv     string // a conversation id still to be put on the first output chunk
 }
 
 func (b *streamBuilder) event(eventType string, data any) {
@@ -147,7 +150,7 @@ func (b *streamBuilder) toolCalls(g *toolGroup, withIDs bool) {
 }
 
 func (b *streamBuilder) usage(state string) {
-	prompt, completion := ceilDiv4(b.promptBytes), ceilDiv4(b.outBytes)
+	prompt, completion := b.contextTokens+ceilDiv4(b.promptBytes), ceilDiv4(b.outBytes)
 	total := prompt + completion
 	b.event("usage", usageData{
 		Limit: usageLimit, Usage: creditsPerToken * total, Overage: 0, UserType: "TEAM", UsageState: state,
@@ -169,21 +172,28 @@ func (b *streamBuilder) end() {
 func ceilDiv4(n int) int { return (n + 3) / 4 }
 
 // loopApproval is the agent-loop guard: generation stops and only usage and a
-// loopApprovalChunk arrive.
-func (b *streamBuilder) loopApproval() {
+// loopApprovalChunk arrive, then the profile's end (the access-token [DONE],
+// the web profile's done event or plain EOF). rounds and after are its
+// counter and threshold: the consecutive tool rounds, and the N they reached
+// (0 and 0 for the loop_approval scenario, which gates a plain query).
+func (b *streamBuilder) loopApproval(rounds, after int) {
 	b.usage("AVAILABLE")
 	b.event("loopApprovalChunk", loopApprovalData{
 		Message:    loopApprovalText,
-		Reasons:    []string{"TOOL_CALL_LIMIT_REACHED"},
-		Counters:   map[string]int{"toolCalls": 25},
-		Thresholds: map[string]int{"toolCalls": 25},
+		Reasons:    []string{"CONSECUTIVE_TOOL_ROUNDS"},
+		Counters:   map[string]int{"toolRounds": rounds},
+		Thresholds: map[string]int{"toolRounds": after},
 	})
 	b.end()
 }
 
-// render turns a turn and a scenario into frames.
-func (s *Server) render(strategy, label string, promptBytes int, t turn, scenario, chatType string) [][]byte {
-	b := &streamBuilder{strategy: strategy, label: label, promptBytes: promptBytes}
+// render turns a turn and a scenario into frames; tokens is what the exchange
+// adds to its conversation's context (its prompt and its output, as counted
+// by usage).
+func (s *Server) render(strategy, label string, promptBytes int, t turn, scenario, chatType string) (frames [][]byte, tokens int) {
+	b := &streamBuilder{strategy: strategy, label: label, promptBytes: promptBytes, contextTokens: t.contextTokens}
+	// Every return below returns nil, 0: the frames and the tokens are b's.
+	defer func() { frames, tokens = b.frames, ceilDiv4(b.promptBytes)+ceilDiv4(b.outBytes) }()
 	normal := scenarios[scenario] != scenarioText
 	if normal {
 		b.sh = shapeFor(profiles[s.cfg.Profile].shape, scenario)
@@ -204,11 +214,11 @@ func (s *Server) render(strategy, label string, promptBytes int, t turn, scenari
 	}
 	if t.failure != nil {
 		b.event("failure", t.failure)
-		return b.frames
+		return nil, 0
 	}
 	if t.approval {
-		b.loopApproval()
-		return b.frames
+		b.loopApproval(t.gateRounds, t.gateAfter)
+		return nil, 0
 	}
 	pieces := fitChunks(splitUTF8(t.reply, s.cfg.ChunkBytes), t.textChunks)
 	switch scenario {
@@ -236,7 +246,7 @@ func (s *Server) render(strategy, label string, promptBytes int, t turn, scenari
 		b.usage("AVAILABLE")
 		b.end()
 	case ScenarioLoopApproval:
-		b.loopApproval()
+		b.loopApproval(0, 0)
 	default: // the normal turn and its response-side variants
 		if b.sh.usage == "first" {
 			b.usage("AVAILABLE")
@@ -257,7 +267,7 @@ func (s *Server) render(strategy, label string, promptBytes int, t turn, scenari
 		}
 		b.end()
 	}
-	return b.frames
+	return nil, 0
 }
 
 // writeStream sends frames as a 200 event stream, flushing each one, with delay

@@ -68,9 +68,11 @@ type conversation struct {
 	used     int        // tool rounds already issued
 	results  []quotedResult
 	turns    int    // USER_QUERY turns of this conversation
-	approval int    // tool rounds after which the next round is a loop-approval gate (0: never)
-	gated    int    // tool rounds issued in total, for the gate
+	approval int    // consecutive tool rounds after which the next round is a loop-approval gate (0: never)
+	gated    int    // consecutive tool rounds issued since the last USER_QUERY or gate, for the gate
 	answer   string // the answer template of the opening query ("" when none), see answerTemplate
+	usage    string // what its usage events count: UsagePerRequest or UsagePerConversation
+	context  int    // tokens of every exchange of the conversation so far (prompt and output)
 	// output is the structured output the last USER_QUERY asked for (the
 	// gateway's instruction), "" for text; outSchema its schema (nil for
 	// none) and outScenario the structured_* scenario of that query.
@@ -86,8 +88,14 @@ type turn struct {
 	group    *toolGroup   // a tool turn
 	reply    string       // a text turn
 	approval bool         // the loop-approval gate instead of a tool round
-	turnNo   int          // the conversation's USER_QUERY turn number (USER_QUERY only)
-	repeated bool         // the group repeats calls whose answer was not accepted
+	// gateRounds and gateAfter are the gate's counter and threshold (the
+	// consecutive tool rounds, and the N they reached), for its event.
+	gateRounds, gateAfter int
+	// contextTokens is the conversation's tokens before this exchange, added
+	// to the prompt of its usage (UsagePerConversation); 0 per request.
+	contextTokens int
+	turnNo        int  // the conversation's USER_QUERY turn number (USER_QUERY only)
+	repeated      bool // the group repeats calls whose answer was not accepted
 	// textChunks is the "#text_chunks=N" directive of a USER_QUERY: its text
 	// is sent as exactly that many chunks (0: as split, see fitChunks).
 	textChunks int
@@ -96,7 +104,7 @@ type turn struct {
 // runTurn applies a validated request to the conversation table. toolName is
 // the #tool directive of a USER_QUERY. allowTools is false for scenarios that
 // always answer with text.
-func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, toolName string, allowTools bool, scenario string) turn {
+func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, toolName string, allowTools bool, scenario, usage string) turn {
 	if req.extraGroups {
 		return turn{failure: failForbiddenInput}
 	}
@@ -113,6 +121,12 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, 
 		return turn{failure: failConversationNotFound}
 	}
 	t := turn{convID: id}
+	if req.chatType == KindUserQuery {
+		c.usage = usage
+	}
+	if c.usage == UsagePerConversation {
+		t.contextTokens = c.context
+	}
 
 	if req.chatType == KindUserQuery {
 		// A new user turn abandons any pending group and restarts the loop.
@@ -125,6 +139,7 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, 
 		}
 		c.turns++
 		t.turnNo = c.turns
+		c.gated = 0 // a user turn starts a new run of consecutive tool rounds
 		if approval > 0 {
 			c.approval = approval
 		}
@@ -161,10 +176,17 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, 
 		}
 	}
 
+	// The agent-loop guard: after N consecutive tool rounds the next one is
+	// not issued; the results just accepted stay consumed (nothing pending),
+	// and only a new USER_QUERY goes on.
+	gate := func() turn {
+		t.approval, t.gateRounds, t.gateAfter = true, c.gated, c.approval
+		c.gated = 0
+		return t
+	}
 	if allowTools && len(req.tools) > 0 && req.autoRun && c.used < c.rounds {
 		if c.approval > 0 && c.gated >= c.approval {
-			t.approval = true // the agent-loop guard stops the round
-			return t
+			return gate()
 		}
 		t.group = newGroup(req, namedTools(req.tools, c.tool))
 		c.pending = t.group
@@ -174,6 +196,9 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, 
 	}
 	if missing := missingTools(c.answer, c.results, req.tools); allowTools && req.autoRun && len(missing) > 0 &&
 		req.chatType == KindToolResponse {
+		if c.approval > 0 && c.gated >= c.approval {
+			return gate()
+		}
 		// Like a model following the answer instruction: ask for the tools the
 		// template names that have not answered yet (at most once each).
 		t.group = newGroup(req, missing)
@@ -360,6 +385,15 @@ func quoteResults(results []quotedResult) string {
 
 // addConversation stores c, forgetting the oldest conversation beyond the bound.
 // The caller holds convMu.
+// addContext adds one exchange's tokens to its conversation's context.
+func (s *Server) addContext(id string, tokens int) {
+	s.convMu.Lock()
+	defer s.convMu.Unlock()
+	if c := s.convs[id]; c != nil {
+		c.context += tokens
+	}
+}
+
 func (s *Server) addConversation(id string, c *conversation) {
 	s.convs[id] = c
 	s.convOrder = append(s.convOrder, id)

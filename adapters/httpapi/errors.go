@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -84,6 +85,25 @@ type settingHinter interface{ SettingHint() string }
 type publicDetailer interface{ PublicDetail() string }
 
 type publicParamer interface{ PublicParam() string }
+
+// upstreamNoter is implemented by the one error that carries upstream text a
+// client may see: the loop-approval gate (upstream_loop_approval), whose
+// message, reasons, counters and thresholds say why the service paused and
+// when. The upstream adapter bounds them and masks the configured
+// credentials. Matched structurally, like retryAfterer.
+type upstreamNoter interface{ UpstreamNote() string }
+
+// transientWording matches text that coding agents read as a transient
+// failure wherever it appears in an error body, whatever the status (opencode
+// retries any error whose message or body contains a 5xx or 429 number, "rate
+// limit", "overloaded", "try again later"…). Upstream text that matches is not
+// put into the body of an answer that must not be retried; the log keeps it.
+var transientWording = regexp.MustCompile(`(?i)408|409|429|5[0-9][0-9]|rate.?limit|too many requests|overload|unavailable|` +
+	`internal.?(server.?)?error|server.?error|provider.?returned.?error|terminated|fetch failed|network|connection|socket|` +
+	`timeout|timed out|time out|try (your request )?again|retry|exhausted|at capacity|econn|etimedout|getaddrinfo|enotfound|eai_again`)
+
+// noteWithheld replaces an upstream note that transientWording matched.
+const noteWithheld = "The upstream's reasons and numbers are in the gateway's log."
 
 // Bounds of the retry-after header, in seconds.
 const (
@@ -179,6 +199,14 @@ func public(ctx context.Context, err error) (errorBody, errs.Entry, int) {
 			}
 		}
 		msg += " " + pd.PublicDetail()
+	}
+	var un upstreamNoter
+	if e.Code == errs.UpstreamLoopApproval && errors.As(err, &un) {
+		if n := un.UpstreamNote(); n != "" && !transientWording.MatchString(n) {
+			msg += " " + n
+		} else if n != "" {
+			msg += " " + noteWithheld
+		}
 	}
 	var rt *routeError
 	if errors.As(err, &rt) {

@@ -339,6 +339,7 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 		onFinal:      s.finished,
 		convID:       convID,
 		evidence:     c.evidence || c.log.Enabled(ctx, slog.LevelDebug), // the debug log names the row
+		mask:         c.red.String,
 	})
 	return s, nil
 }

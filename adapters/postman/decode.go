@@ -62,6 +62,9 @@ type decoderConfig struct {
 	convID string
 	// evidence asks for the record a StreamSummary needs.
 	evidence bool
+	// mask removes the configured credentials from upstream text a client
+	// may see (the loop-approval gate's fields); nil keeps the text.
+	mask func(string) string
 }
 
 // decoder turns an upstream SSE body into chat events and a completion outcome.
@@ -107,6 +110,7 @@ type decoder struct {
 	lines      int // data lines seen
 	lastType   evType
 	emptyReads int
+	gate       *loopGate // the first loop-approval gate of the stream, nil when none
 }
 
 func newDecoder(r io.Reader, cfg decoderConfig) *decoder {

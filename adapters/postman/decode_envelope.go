@@ -184,7 +184,7 @@ func (d *decoder) event(p []byte) error {
 		}
 		return d.toolCallChunk(env.data, dataKind)
 	case evLoopApprovalChunk:
-		return d.fail(errs.UpstreamUnsupportedEvent)
+		return d.loopApproval(dataKind)
 	}
 	// conversation, thinkingChunk, thinkingComplete, ping, info, planningChunk,
 	// progressUpdate, todoChunk, streamingFormat, notification, usageUpdate:

@@ -84,9 +84,12 @@ func (d *decoder) settle() bool {
 		return false
 	}
 	o := d.tr.Outcome()
-	if o.Complete {
+	switch {
+	case o.Complete:
 		d.final = io.EOF
-	} else {
+	case o.State == completion.LoopApprovalGated:
+		d.final = d.gateError(errs.Newf(o.Code, "outcome %s after %d data lines", o.State, safeInt(d.lines)))
+	default:
 		d.final = errs.Newf(o.Code, "outcome %s after %d data lines", o.State, safeInt(d.lines))
 	}
 	if d.cfg.onFinal != nil {

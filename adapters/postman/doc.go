@@ -100,7 +100,11 @@
 //	failure, error, {"result":"failure"}  upstream_quota_exhausted (quota phrase), upstream_request_rejected
 //	                                      (INPUT_VALIDATION_ERROR, known texts), else upstream_failure
 //	toolCallChunk                         EventToolCall deltas; upstream_unsupported_event without tools
-//	loopApprovalChunk                     upstream_unsupported_event
+//	loopApprovalChunk                     the gate: before any output and followed by a clean end (web_session:
+//	                                      EOF or a done event then EOF; access_token: [DONE] then EOF),
+//	                                      upstream_loop_approval with the event's message, reasons, counters
+//	                                      and thresholds (bounded, credentials masked; GateError); mixed with
+//	                                      output, upstream_unsupported_event
 //	other eventType, non-object JSON      upstream_unverified_event_shape
 //	invalid JSON                          upstream_malformed_event
 //	model label not configured            upstream_model_mismatch

@@ -268,7 +268,7 @@ var scenarioCases = []scenarioCase{
 	{scenario: "unknown_event", web: errs.UpstreamUnverifiedEventShape, token: errs.UpstreamUnverifiedEventShape, text: true},
 	{scenario: "model_mismatch", web: errs.UpstreamModelMismatch, token: errs.UpstreamModelMismatch},
 	{scenario: "data_after_done", web: errs.UpstreamDataAfterDone, token: errs.UpstreamDataAfterDone, text: true},
-	{scenario: "loop_approval", web: errs.UpstreamUnsupportedEvent, token: errs.UpstreamUnsupportedEvent},
+	{scenario: "loop_approval", web: errs.UpstreamLoopApproval, token: errs.UpstreamLoopApproval},
 }
 
 func TestEmulatorScenariosFailClosed(t *testing.T) {

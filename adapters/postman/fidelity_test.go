@@ -195,7 +195,8 @@ func TestQueryLimitOnBothSides(t *testing.T) {
 	is.Equal(d.err, io.EOF) // both limits raised: answered
 }
 
-// A loop-approval gate after N tool rounds is the unsupported event it is.
+// A loop-approval gate after N tool rounds is its own outcome on both
+// strategies (each with its terminal).
 func TestLoopApprovalAfterToolRounds(t *testing.T) {
 	t.Parallel()
 	emu := startEmu(t)
@@ -211,7 +212,7 @@ func TestLoopApprovalAfterToolRounds(t *testing.T) {
 				Results: []ports.ContinuationResult{{UpstreamCallID: call.UpstreamID, OriginalName: call.Name, Content: "x"}}}
 			_, d, err := open(t, c, req)
 			is.NoErr(err)
-			is.Equal(errs.CodeOf(d.err), errs.UpstreamUnsupportedEvent) // the gate after one round
+			is.Equal(errs.CodeOf(d.err), errs.UpstreamLoopApproval) // the gate after one round
 		})
 	}
 }

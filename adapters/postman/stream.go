@@ -161,6 +161,10 @@ func (s *Stream) finished() {
 	if s.d.labelSeen {
 		attrs = append(attrs, slog.Bool("model_match", s.d.labelMatch))
 	}
+	var gate *GateError
+	if errors.As(s.d.final, &gate) {
+		attrs = append(attrs, gate.LogAttrs())
+	}
 	if s.d.errType != "" {
 		attrs = append(attrs, slog.String("upstream_error_type", s.d.errType))
 		if h := settingHint(s.d.errType); h != "" {

@@ -80,7 +80,7 @@ type State string
 // SafeValue marks states as safe for logs.
 func (State) SafeValue() {}
 
-// The states. The first five are non-terminal; the rest are terminal outcomes
+// The states. The first seven are non-terminal; the rest are terminal outcomes
 // (docs/COMPLETION.md), which absorb every later event.
 const (
 	Awaiting     State = "AWAITING"     // nothing valid yet
@@ -88,6 +88,8 @@ const (
 	OutputSeen   State = "OUTPUT"       // output seen, no usage after the last output
 	OutputUsage  State = "OUTPUT_USAGE" // a usage event after the last output
 	DoneSeen     State = "DONE_SEEN"    // exact [DONE] (or, on web_session, a done event after output) seen; waiting for a clean EOF
+	GateSeen     State = "GATE"         // a loop-approval gate seen, no output: waiting for the end
+	GateDone     State = "GATE_DONE"    // the gate, then an explicit end: waiting for a clean EOF
 
 	CompleteExplicit         State = "COMPLETE_EXPLICIT"
 	CompleteUsageAfterOutput State = "COMPLETE_USAGE_AFTER_OUTPUT"
@@ -97,18 +99,22 @@ const (
 	Failed                   State = "FAILED"               // the failure's code
 	Aborted                  State = "ABORTED"              // client_cancelled
 	TimedOut                 State = "TIMED_OUT"            // upstream_timeout
+	// LoopApprovalGated is the service's loop-approval gate followed by a
+	// clean end (upstream_loop_approval): no answer, the continuation's tool
+	// results were accepted, the user decides how to go on.
+	LoopApprovalGated State = "LOOP_APPROVAL"
 )
 
 // states lists every state; the index of a state in it is its internal number.
 var states = [...]State{
-	Awaiting, MetadataSeen, OutputSeen, OutputUsage, DoneSeen,
+	Awaiting, MetadataSeen, OutputSeen, OutputUsage, DoneSeen, GateSeen, GateDone,
 	CompleteExplicit, CompleteUsageAfterOutput, IncompleteTruncated, AmbiguousEOF,
-	IncompleteEmpty, Failed, Aborted, TimedOut,
+	IncompleteEmpty, Failed, Aborted, TimedOut, LoopApprovalGated,
 }
 
 const (
 	numStates      = len(states)
-	numNonTerminal = 5
+	numNonTerminal = 7
 )
 
 func (s State) index() int {
@@ -123,22 +129,28 @@ func (s State) index() int {
 		return 3
 	case DoneSeen:
 		return 4
-	case CompleteExplicit:
+	case GateSeen:
 		return 5
-	case CompleteUsageAfterOutput:
+	case GateDone:
 		return 6
-	case IncompleteTruncated:
+	case CompleteExplicit:
 		return 7
-	case AmbiguousEOF:
+	case CompleteUsageAfterOutput:
 		return 8
-	case IncompleteEmpty:
+	case IncompleteTruncated:
 		return 9
-	case Failed:
+	case AmbiguousEOF:
 		return 10
-	case Aborted:
+	case IncompleteEmpty:
 		return 11
-	case TimedOut:
+	case Failed:
 		return 12
+	case Aborted:
+		return 13
+	case TimedOut:
+		return 14
+	case LoopApprovalGated:
+		return 15
 	}
 	return -1
 }
@@ -172,10 +184,16 @@ const (
 	Abort      Event = "Abort"      // the client cancelled
 	Timeout    Event = "Timeout"    // the request timeout expired
 	ReadError  Event = "ReadError"  // a socket or reader error
+	// LoopApproval is the service's loop-approval gate (a loopApprovalChunk):
+	// after several consecutive tool rounds generation stops and only usage
+	// and the gate arrive. Before any output, followed by a clean end, it is
+	// the outcome LOOP_APPROVAL; after output, or followed by output, it is
+	// upstream_unsupported_event (no source describes the mix).
+	LoopApproval Event = "LoopApproval"
 )
 
 // events lists every event; the index of an event in it is its internal number.
-var events = [...]Event{Metadata, Output, Usage, Failure, Done, EOF, EOFPartial, Abort, Timeout, ReadError, DoneEvent}
+var events = [...]Event{Metadata, Output, Usage, Failure, Done, EOF, EOFPartial, Abort, Timeout, ReadError, DoneEvent, LoopApproval}
 
 const numEvents = len(events)
 
@@ -203,6 +221,8 @@ func (e Event) index() int {
 		return 9
 	case DoneEvent:
 		return 10
+	case LoopApproval:
+		return 11
 	}
 	return -1
 }

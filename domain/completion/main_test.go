@@ -26,17 +26,19 @@ var (
 
 	nonTerminalStates = []completion.State{
 		completion.Awaiting, completion.MetadataSeen, completion.OutputSeen, completion.OutputUsage, completion.DoneSeen,
+		completion.GateSeen, completion.GateDone,
 	}
 	terminalStates = []completion.State{
 		completion.CompleteExplicit, completion.CompleteUsageAfterOutput, completion.IncompleteTruncated,
 		completion.AmbiguousEOF, completion.IncompleteEmpty, completion.Failed, completion.Aborted, completion.TimedOut,
+		completion.LoopApprovalGated,
 	}
 	allStates = append(append([]completion.State(nil), nonTerminalStates...), terminalStates...)
 
 	allEvents = []completion.Event{
 		completion.Metadata, completion.Output, completion.Usage, completion.Failure, completion.Done,
 		completion.EOF, completion.EOFPartial, completion.Abort, completion.Timeout, completion.ReadError,
-		completion.DoneEvent,
+		completion.DoneEvent, completion.LoopApproval,
 	}
 
 	// failureCodes are codes a decoder may report through Failure.
@@ -97,6 +99,7 @@ type model struct {
 	output bool // output was seen
 	usage  bool // a usage event came after the last output
 	done   bool // [DONE] was seen
+	gate   bool // a loop-approval gate was seen (before any output)
 	final  completion.State
 	code   errs.Code
 }
@@ -114,6 +117,10 @@ func modelIn(rule completion.Rule, s completion.State) model {
 		m.valid, m.output, m.usage = true, true, true
 	case completion.DoneSeen:
 		m.done = true
+	case completion.GateSeen:
+		m.valid, m.gate = true, true
+	case completion.GateDone:
+		m.gate, m.done = true, true
 	default:
 		m.final = s
 	}
@@ -132,10 +139,16 @@ func (m *model) step(e completion.Event, code errs.Code) bool {
 		end(completion.TimedOut, errs.UpstreamTimeout)
 	case e == completion.ReadError:
 		end(completion.Failed, errs.UpstreamConnectionLost)
+	case m.done && e == completion.EOF && m.gate:
+		end(completion.LoopApprovalGated, errs.UpstreamLoopApproval)
 	case m.done && e == completion.EOF:
 		end(completion.CompleteExplicit, "")
 	case m.done:
 		end(completion.Failed, errs.UpstreamDataAfterDone)
+	case e == completion.LoopApproval && m.output, e == completion.Output && m.gate:
+		end(completion.Failed, errs.UpstreamUnsupportedEvent) // the gate never mixes with output
+	case e == completion.LoopApproval:
+		m.valid, m.gate = true, true
 	case e == completion.Metadata:
 		m.valid = true
 	case e == completion.Usage:
@@ -149,14 +162,16 @@ func (m *model) step(e completion.Event, code errs.Code) bool {
 		m.done = true
 	case e == completion.DoneEvent && m.rule == completion.RuleLegacyDone:
 		m.valid = true // a known event that ends nothing on access_token
-	case e == completion.DoneEvent && m.output:
-		m.done = true // an explicit end on web_session after output
+	case e == completion.DoneEvent && (m.output || m.gate):
+		m.done = true // an explicit end on web_session after output or the gate
 	case e == completion.DoneEvent:
 		end(completion.IncompleteEmpty, errs.UpstreamEmptyStream)
 	case e == completion.EOFPartial:
 		end(completion.IncompleteTruncated, errs.UpstreamIncompleteStream)
 	case e == completion.EOF && m.rule == completion.RuleLegacyDone:
 		end(completion.IncompleteTruncated, errs.UpstreamIncompleteStream)
+	case e == completion.EOF && m.gate:
+		end(completion.LoopApprovalGated, errs.UpstreamLoopApproval) // the gate, then a clean end (web_session)
 	case e == completion.EOF && m.rule == completion.RuleUsageAfterOutput && m.output && m.usage:
 		end(completion.CompleteUsageAfterOutput, "")
 	case e == completion.EOF && m.output:
@@ -174,8 +189,12 @@ func (m model) state() completion.State {
 	switch {
 	case m.final != "":
 		return m.final
+	case m.done && m.gate:
+		return completion.GateDone
 	case m.done:
 		return completion.DoneSeen
+	case m.gate:
+		return completion.GateSeen
 	case m.usage:
 		return completion.OutputUsage
 	case m.output:

@@ -25,6 +25,9 @@ func proven(rule completion.Rule, applied []completion.Event) bool {
 		return false
 	}
 	body := applied[:n-1]
+	if slices.Contains(body, completion.LoopApproval) {
+		return false // the gate is its own outcome, never a completion
+	}
 	// An end marker: [DONE], or on web_session a done event (which ends the
 	// stream only after output).
 	marker := func(e completion.Event) bool {
@@ -109,6 +112,7 @@ var frames = map[string]string{
 	"malformed":    `{"type":"textChunk","data":`,
 	"done":         `[DONE]`,
 	"doneEvent":    `{"type":"done","data":{}}`,
+	"gate":         `{"type":"loopApprovalChunk","data":{"message":"Continue?"}}`,
 }
 
 var frameNames = func() []string {
@@ -140,6 +144,8 @@ func classify(payload []byte) (completion.Event, errs.Code) {
 		return completion.Usage, ""
 	case "done":
 		return completion.DoneEvent, ""
+	case "loopApprovalChunk":
+		return completion.LoopApproval, ""
 	case "failure", "error":
 		return completion.Failure, errs.UpstreamFailure
 	}

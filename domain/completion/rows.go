@@ -42,6 +42,11 @@ const (
 	refDoneEmpty  = "done event before any output: the stream ended with nothing (docs/UPSTREAM.md)"
 	refDoneLegacy = "done event on access_token: a known event that does not end the stream; only [DONE] does (docs/UPSTREAM.md)"
 	refRule5Web   = "EOF after output without an explicit end is ambiguous; without a usage after the last output, under either web rule"
+	refGate       = "loop-approval gate before any output: generation stopped; only metadata and an end may follow"
+	refGateEnd    = "the gate, then a clean end: the service paused the tool loop (the continuation's results were accepted)"
+	refGateMixed  = "a gate together with output: no source describes it, so it is refused"
+	refGateLegacy = "access_token: the gate's stream still needs [DONE]; EOF first is an incomplete stream"
+	refGateDone   = "after the gate, [DONE] (or on web_session a done event) is the end; a clean EOF must follow"
 )
 
 // rows is the one declaration of the machine, for every rule.
@@ -121,4 +126,42 @@ var rows = []row{
 	{"K62", web, MetadataSeen, DoneEvent, IncompleteEmpty, errs.UpstreamEmptyStream, refDoneEmpty},
 	{"K63", web, OutputSeen, DoneEvent, DoneSeen, "", refDoneEvent},
 	{"K64", web, OutputUsage, DoneEvent, DoneSeen, "", refDoneEvent},
+
+	// The loop-approval gate (a loopApprovalChunk) from the states that had one of
+	// their own events before it existed.
+	{"K65", all, Awaiting, LoopApproval, GateSeen, "", refGate},
+	{"K66", all, MetadataSeen, LoopApproval, GateSeen, "", refGate},
+	{"K67", all, OutputSeen, LoopApproval, Failed, errs.UpstreamUnsupportedEvent, refGateMixed},
+	{"K68", all, OutputUsage, LoopApproval, Failed, errs.UpstreamUnsupportedEvent, refGateMixed},
+	{"K69", all, DoneSeen, LoopApproval, Failed, errs.UpstreamDataAfterDone, refAfterDone},
+
+	// GATE: the gate seen, no output; waiting for the end.
+	{"K70", all, GateSeen, Metadata, GateSeen, "", refFacts},
+	{"K71", all, GateSeen, Output, Failed, errs.UpstreamUnsupportedEvent, refGateMixed},
+	{"K72", all, GateSeen, Usage, GateSeen, "", refFacts},
+	{"K73", all, GateSeen, Failure, Failed, "", refRule1},
+	{"K74", all, GateSeen, Done, GateDone, "", refGateDone},
+	{"K75", legacy, GateSeen, EOF, IncompleteTruncated, errs.UpstreamIncompleteStream, refGateLegacy},
+	{"K76", web, GateSeen, EOF, LoopApprovalGated, errs.UpstreamLoopApproval, refGateEnd},
+	{"K77", all, GateSeen, EOFPartial, IncompleteTruncated, errs.UpstreamIncompleteStream, refRule4},
+	{"K78", all, GateSeen, Abort, Aborted, errs.ClientCancelled, refRule7},
+	{"K79", all, GateSeen, Timeout, TimedOut, errs.UpstreamTimeout, refRule7},
+	{"K80", all, GateSeen, ReadError, Failed, errs.UpstreamConnectionLost, refRule7},
+	{"K81", legacy, GateSeen, DoneEvent, GateSeen, "", refDoneLegacy},
+	{"K82", web, GateSeen, DoneEvent, GateDone, "", refGateDone},
+	{"K83", all, GateSeen, LoopApproval, GateSeen, "", refGate + "; a repeated gate changes nothing"},
+
+	// GATE_DONE: the gate, then an explicit end; only a clean EOF ends it.
+	{"K84", all, GateDone, Metadata, Failed, errs.UpstreamDataAfterDone, refAfterDone},
+	{"K85", all, GateDone, Output, Failed, errs.UpstreamDataAfterDone, refAfterDone},
+	{"K86", all, GateDone, Usage, Failed, errs.UpstreamDataAfterDone, refAfterDone},
+	{"K87", all, GateDone, Failure, Failed, errs.UpstreamDataAfterDone, refAfterDone},
+	{"K88", all, GateDone, Done, Failed, errs.UpstreamDataAfterDone, refAfterDone},
+	{"K89", all, GateDone, EOF, LoopApprovalGated, errs.UpstreamLoopApproval, refGateEnd},
+	{"K90", all, GateDone, EOFPartial, Failed, errs.UpstreamDataAfterDone, refAfterDone + "; a partial frame after [DONE] is data after the end"},
+	{"K91", all, GateDone, Abort, Aborted, errs.ClientCancelled, refRule7},
+	{"K92", all, GateDone, Timeout, TimedOut, errs.UpstreamTimeout, refRule7},
+	{"K93", all, GateDone, ReadError, Failed, errs.UpstreamConnectionLost, refRule7},
+	{"K94", all, GateDone, DoneEvent, Failed, errs.UpstreamDataAfterDone, refAfterDone},
+	{"K95", all, GateDone, LoopApproval, Failed, errs.UpstreamDataAfterDone, refAfterDone},
 }

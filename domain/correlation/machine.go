@@ -40,6 +40,7 @@ const (
 	Complete         Event = "Complete"
 	NotSent          Event = "NotSent"
 	Ambiguous        Event = "Ambiguous"
+	Gated            Event = "Gated"
 	TombstoneElapsed Event = "TombstoneElapsed"
 )
 
@@ -76,7 +77,7 @@ var States = []State{Pending, Inflight, Consumed, Expired, Cancelled, Uncertain,
 // Events lists every event in declaration order.
 var Events = []Event{SubmitValid, SubmitIncomplete, SubmitGroupMismatch, SubmitHistoryMismatch,
 	SubmitModelMismatch, SubmitToolsMismatch, SubmitWorkspaceMismatch, SubmitUnknownID, SubmitSame,
-	SubmitDifferent, SubmitAny, SubmitHistory, Deadline, CapacityPressure, Cancel, MovedPast, Complete, NotSent, Ambiguous, TombstoneElapsed}
+	SubmitDifferent, SubmitAny, SubmitHistory, Deadline, CapacityPressure, Cancel, MovedPast, Complete, NotSent, Ambiguous, Gated, TombstoneElapsed}
 
 // MachineName is the name of the group machine in spec/ and the audit.
 const MachineName = "correlation"
@@ -270,6 +271,15 @@ func (g *Group) NotSent(now time.Time, p Policy) (Decision, error) {
 // after the continuation may have been sent makes the group UNCERTAIN.
 func (g *Group) Ambiguous(now time.Time, p Policy) (Decision, error) {
 	return g.fire(Ambiguous, input{now: now, policy: p})
+}
+
+// Gated fires Gated: the dispatched continuation was answered by the
+// service's loop-approval gate (a clean end, no answer). The results were
+// accepted, so the group is CONSUMED like a completion, but with no cached
+// answer: the gate is answered once, with its own code, and a re-sent copy of
+// the same results is tool_call_already_consumed — never a second dispatch.
+func (g *Group) Gated(now time.Time, p Policy) (Decision, error) {
+	return g.fire(Gated, input{now: now, policy: p})
 }
 
 // Cancel cancels a pending group by explicit server decision (shutdown).

@@ -57,6 +57,8 @@ func model(s correlation.State, e correlation.Event) (correlation.State, errs.Co
 			return correlation.Pending, "", true
 		case correlation.Ambiguous, correlation.Deadline:
 			return correlation.Uncertain, errs.ContinuationOutcomeUncertain, true
+		case correlation.Gated:
+			return correlation.Consumed, errs.UpstreamLoopApproval, true
 		}
 	case correlation.Consumed:
 		switch e {
@@ -241,6 +243,25 @@ func TestAnAmbiguousFailureIsUncertainForever(t *testing.T) {
 	d, err = g.Submit(t0, policy, f.submission("r1"), "a2")
 	is.NoErr(err)
 	is.Equal(d.Code, errs.ContinuationOutcomeUncertain) // and is never dispatched again
+}
+
+func TestALoopApprovalGateConsumesTheResultsAndNeverDispatchesThemAgain(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, "g1", "p1", "call_pmn_a")
+	g := f.group
+	_, err := g.Submit(t0, policy, f.submission("r1"), "a1")
+	is.NoErr(err)
+	d, err := g.Gated(t0, policy)
+	is.NoErr(err)
+	record(t.Name(), d)
+	is.Equal(d.To, correlation.Consumed)        // the results were delivered: consumed, not uncertain
+	is.Equal(d.Code, errs.UpstreamLoopApproval) // answered with the gate's own code
+	is.Equal(g.CachedResponse, []byte(nil))     // nothing is cached: the gate is no answer to replay
+	is.True(!g.TerminalExpiresAt.IsZero())      // the tombstone is kept
+	d, err = g.Submit(t0, policy, f.submission("r1"), "a2")
+	is.NoErr(err)
+	is.True(d.Effect != correlation.EffectDispatch) // the same results are never dispatched again
+	is.Equal(d.Code, errs.ToolCallAlreadyConsumed)  // they were already processed
 }
 
 func TestAnIllegalTransitionChangesNothing(t *testing.T) {

@@ -467,6 +467,20 @@ func (m *registryMachine) Ambiguous(t *rapid.T) {
 	g.state, g.terminalExp = correlation.Uncertain, m.now.Add(m.policy.TerminalTTL)
 }
 
+// Gated: the dispatched continuation met the loop-approval gate; the results
+// were accepted, so the group is consumed, with nothing cached.
+func (m *registryMachine) Gated(t *rapid.T) {
+	g := m.pick(t, correlation.Inflight)
+	d, err := m.reg.Apply(g.fix.group.Key, func(gr *correlation.Group) (correlation.Decision, error) {
+		return gr.Gated(m.now, m.policy)
+	})
+	if err != nil || d.Code != errs.UpstreamLoopApproval {
+		t.Fatalf("gated: got (%q, %v) vs expected upstream_loop_approval", d.Code, err)
+	}
+	record(m.name, d)
+	g.state, g.terminalExp = correlation.Consumed, m.now.Add(m.policy.TerminalTTL)
+}
+
 func (m *registryMachine) Cancel(t *rapid.T) {
 	g := m.pick(t)
 	d, err := m.reg.Apply(g.fix.group.Key, func(gr *correlation.Group) (correlation.Decision, error) {

@@ -53,4 +53,5 @@ var rows = []row{
 	{"C29", Consumed, SubmitHistory, Consumed, EffectResume, "", "the results are never sent again: only the new user content goes up, in the group's conversation (disclosed) unless the whole transcript fits a fresh one", "the client goes on after the round's answer was lost or refused (a gate), or compacts: the accepted results are history"},
 	{"C30", Uncertain, SubmitHistory, Uncertain, EffectResume, "", "the results are never sent again: only the new user content goes up, in the group's conversation (disclosed) unless the whole transcript fits a fresh one", "the client goes on after a round that failed after dispatch: the accepted results are history"},
 	{"C31", Inflight, SubmitHistory, Inflight, EffectReject, errs.ContinuationInflight, "409, never dispatched", "new user content while the accepted results are being dispatched"},
+	{"C32", Inflight, Gated, Consumed, EffectTransition, errs.UpstreamLoopApproval, "results delivered, no answer cached; the same results again get 409, never a second dispatch", "the service paused the tool loop (loop-approval gate, then a clean end): it accepted the results"},
 }

@@ -155,6 +155,12 @@ const (
 	// was asked for and the upstream's complete answer is not one JSON value
 	// valid against the caller's schema (docs/STRUCTURED-OUTPUT.md).
 	UpstreamOutputInvalid Code = "upstream_output_invalid"
+
+	// UpstreamLoopApproval: the service's loop-approval gate ended the stream
+	// cleanly with no answer after several consecutive tool rounds; a
+	// continuation's tool results were accepted and are never sent again.
+	// Its status is one the pinned agents do not retry (docs/ERRORS.md).
+	UpstreamLoopApproval Code = "upstream_loop_approval"
 )
 
 // catalog is the one table. Order is the order of documentation.
@@ -211,6 +217,7 @@ var catalog = []Entry{
 	{UpstreamCompletionAmbiguous, 502, TypeUpstream, false, "The upstream stream ended without proof that the answer was complete.", SourceWebSession},
 	{UpstreamIncompleteStream, 502, TypeUpstream, false, "The upstream stream ended before it was complete.", SourceWebSession},
 	{UpstreamEmptyStream, 502, TypeUpstream, false, "The upstream stream ended without any output.", SourceWebSession},
+	{UpstreamLoopApproval, 400, TypeUpstream, false, "The upstream paused the agent's tool loop after several consecutive tool rounds and asks for approval; the tool results were delivered and are not sent again. Send a new message to continue.", SourceWebSession},
 	{UpstreamDataAfterDone, 502, TypeUpstream, false, "The upstream sent data after its end marker.", SourceGateway},
 	{UpstreamModelMismatch, 502, TypeUpstream, false, "The upstream answered with a different model than the one requested.", SourceWebSession},
 	{UpstreamTimeout, 504, TypeTimeout, false, "The upstream did not finish within the request timeout.", SourceGateway},

@@ -206,6 +206,12 @@ func (m *storeMachine) Ambiguous(t *rapid.T) {
 	})
 }
 
+func (m *storeMachine) Gated(t *rapid.T) {
+	m.update(t, "gated", m.pick(t, correlation.Inflight), func(g *correlation.Group) (correlation.Decision, error) {
+		return g.Gated(m.now, Policy)
+	})
+}
+
 func (m *storeMachine) Cancel(t *rapid.T) {
 	m.update(t, "cancel", m.pick(t, correlation.Pending), func(g *correlation.Group) (correlation.Decision, error) {
 		return g.Cancel(m.now, Policy)
