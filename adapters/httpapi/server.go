@@ -335,6 +335,8 @@ func (s *server) middleware(next http.Handler) http.Handler {
 		}()
 		if strings.HasPrefix(r.URL.Path, pathAdmin) {
 			setAdminHeaders(w.Header())
+		} else if !cleanPath(r.URL.Path) && strings.HasPrefix(path.Clean(r.URL.Path), pathAdmin) {
+			setAdminHeaders(w.Header()) // `//admin`, `/./admin`: refused below, still an /admin answer
 		}
 		// A request with a chunked body may have carried a Content-Length
 		// too (net/http drops that header before any handler can see it);
