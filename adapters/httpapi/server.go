@@ -24,7 +24,7 @@ import (
 // cmd/gateway fills it from the environment (docs/CONFIGURATION.md).
 //
 // Zero values of MaxBodyBytes, MaxToolResultBytes, MaxConcurrent,
-// RequestTimeout and BodyReadTimeout take the documented defaults (1 MiB,
+// RequestTimeout and BodyReadTimeout take the documented defaults (32 MiB,
 // 256 KiB, 16, 120 s, 30 s). MaxTools is used as given: 0 means no tool may be
 // declared.
 type Config struct {
@@ -83,7 +83,7 @@ type Config struct {
 
 // The defaults of docs/CONFIGURATION.md for zero Config values.
 const (
-	defaultMaxBodyBytes       = 1 << 20
+	defaultMaxBodyBytes       = 32 << 20
 	defaultMaxToolResultBytes = 256 << 10
 	defaultMaxConcurrent      = 16
 	defaultRequestTimeout     = 120 * time.Second
