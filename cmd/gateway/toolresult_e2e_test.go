@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -23,13 +24,14 @@ func TestAToolResultLongerThanTheServiceTakesIsRefusedBeforeSending(t *testing.T
 	emu := newEmulator(t, func(c *emulator.Config) { c.MaxToolResultChars = 1000 })
 	s := serveWith(t, emu, "access_token", map[string]string{"POSTMAN_MAX_TOOL_RESULT_CHARS": "1000"})
 	history, _, c := pending(t, s, "weather please")
-	id := c.Choices[0].Message.ToolCalls[0].ID
+	calls := c.Choices[0].Message.ToolCalls
+	id := calls[0].ID
 	before := emu.Count(emulator.KindToolResponse) + emu.Count(emulator.KindRejected)
 	status, _, e := turnResult(t, s, chatBody(t, testModel, append(history, assistantAndResults(c, long)...), toolsJSON, ""))
 	is.Equal(status, 400)
 	is.Equal(e.Error.Code, "upstream_tool_result_too_long")
-	is.True(strings.Contains(e.Error.Message, "The tool result answering "+id+" (result 1 of 1)")) // which result
-	is.True(strings.Contains(e.Error.Message, "is 1500 characters"))                               // its size
+	is.True(strings.Contains(e.Error.Message, fmt.Sprintf("The tool result answering %s (result 1 of %d)", id, len(calls)))) // which result
+	is.True(strings.Contains(e.Error.Message, "is 1500 characters"))                                                         // its size
 	is.True(strings.Contains(e.Error.Message, "at most 1000 (set by POSTMAN_MAX_TOOL_RESULT_CHARS)"))
 	is.Equal(emu.Count(emulator.KindToolResponse)+emu.Count(emulator.KindRejected), before) // nothing was sent
 	status, c2, e := turnResult(t, s, chatBody(t, testModel, append(history, assistantAndResults(c, sunny)...), toolsJSON, ""))
