@@ -13,6 +13,12 @@ func init() {
 			"\tf, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)\n\tif err != nil {\n\t\treturn nil, err\n\t}\n\tdefer f.Close()\n\tif st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {\n\t\treturn nil, errNotRegular\n\t}\n",
 			"\tf, err := os.Open(path)\n\tif err != nil {\n\t\treturn nil, err\n\t}\n\tdefer f.Close()\n\t_ = syscall.O_NONBLOCK\n",
 			"./cmd/gateway/", "FIFO|TrustFiles"},
+		// The shared "PROBE_REPORT read from anything" (verify.go) moved here
+		// with readReport's body.
+		mutant{"a configured file read whatever its type", "cmd/gateway/files.go",
+			"if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {\n\t\treturn nil, errNotRegular",
+			"if st, err := f.Stat(); err != nil || st == nil {\n\t\treturn nil, errNotRegular",
+			"./cmd/gateway/", "ProbeReport|FIFO|TrustFiles"},
 		mutant{"a configured file over its bound accepted", "cmd/gateway/files.go",
 			"\tif len(raw) > max {\n\t\treturn nil, errTooLarge(max)\n\t}\n", "",
 			"./cmd/gateway/", "EnvFileLarger|TrustFiles"},
@@ -41,11 +47,11 @@ func init() {
 			"\tnext.probeReport = cfg.probeReport\n", "",
 			"./cmd/gateway/", "ChangedProbeReport"},
 		mutant{"a stream's clean end traced as a failed span", "cmd/gateway/reload.go",
-			"if !errors.Is(err, io.EOF) {\n\t\t\tt.span.Fail", "if true {\n\t\t\tt.span.Fail",
+			"if !errors.Is(err, io.EOF) {\n\t\t\tt.span.Fail", "if !errors.Is(err, io.ErrClosedPipe) {\n\t\t\tt.span.Fail",
 			"./cmd/gateway/", "TracesReachAnOTLP"},
 		// Verify and measured limits.
 		mutant{"limits of a report that does not verify applied", "cmd/gateway/verified.go",
-			"if reason != \"\" || r.Limits == nil {", "if r.Limits == nil {",
+			"if reason != \"\" || r.Limits == nil {", "if _ = reason; r.Limits == nil {",
 			"./cmd/gateway/", "ReportThatDoesNotVerify"},
 		mutant{"a measured query limit not clamped to its bound", "cmd/gateway/verified.go",
 			"u.MaxQueryChars, u.MaxQueryCharsSource = min(n, pmconfig.MaxQueryCharsBound), budget.SourceMeasured",
