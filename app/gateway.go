@@ -260,6 +260,7 @@ func (g *Gateway) dispatch(ctx context.Context, p Principal, req chat.Request, t
 	c := &ports.Continuation{ConversationID: gr.ConversationID, UpstreamGroupID: gr.UpstreamGroupID}
 	for _, call := range gr.Calls {
 		c.Results = append(c.Results, ports.ContinuationResult{UpstreamCallID: call.UpstreamID, OriginalName: call.OriginalName, Content: byID[call.PublicID]})
+		c.Results[len(c.Results)-1].PublicCallID = call.PublicID // what a refusal of the result names
 	}
 	g.log.DebugContext(ctx, "dispatch", "chat_type", "TOOL_RESPONSE", "results", len(c.Results),
 		"group_id_present", c.UpstreamGroupID != "")

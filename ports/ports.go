@@ -61,6 +61,9 @@ type ContinuationResult struct {
 	UpstreamCallID string
 	OriginalName   string
 	Content        string
+	// PublicCallID is the tool_call_id the client answered (the gateway's
+	// own id, never sent upstream): a refusal of the result names it.
+	PublicCallID string
 }
 
 // Upstream is the chat service.

@@ -131,7 +131,8 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 
 // refusalOf applies the request-side constraints the public projects report:
 // at most MaxTools tools, no anyOf/$ref in schemas (with ForbidSchemaKeywords)
-// and a query of at most MaxQueryChars UTF-16 code units. It returns the name
+// and a query of at most MaxQueryChars UTF-16 code units; and, when
+// MaxToolResultChars is set, tool results of at most that many. It returns the name
 // of the refusal and the failure event's data, or ("", nil).
 func (s *Server) refusalOf(req *chatRequest) (string, *failureData) {
 	if len(req.tools) > s.cfg.MaxTools {
@@ -146,6 +147,13 @@ func (s *Server) refusalOf(req *chatRequest) (string, *failureData) {
 	}
 	if utf16Len(req.query) > s.cfg.MaxQueryChars {
 		return "query_too_long", &failureData{ErrorType: "INPUT_VALIDATION_ERROR", UserMessage: fmt.Sprintf(queryLimitText, s.cfg.MaxQueryChars)}
+	}
+	if req.cont != nil && s.cfg.MaxToolResultChars > 0 {
+		for _, r := range req.cont.results {
+			if utf16Len(r.content) > s.cfg.MaxToolResultChars {
+				return "tool_result_too_long", &failureData{ErrorType: "INPUT_VALIDATION_ERROR", UserMessage: fmt.Sprintf(queryLimitText, s.cfg.MaxToolResultChars)}
+			}
+		}
 	}
 	return "", nil
 }

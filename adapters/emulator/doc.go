@@ -26,6 +26,8 @@
 //   - a query longer than MaxQueryChars UTF-16 code units (default 10000) is
 //     answered with a failure event {errorType INPUT_VALIDATION_ERROR,
 //     userMessage "Agent Mode accepts upto N characters as input."};
+//   - with MaxToolResultChars set, a TOOL_RESPONSE with a longer result is
+//     refused with the same failure event (the service's limit is unknown);
 //   - more than MaxTools tools (default 20), or with ForbidSchemaKeywords a
 //     schema using anyOf or $ref, is a failure event INPUT_VALIDATION_ERROR
 //     "Forbidden";

@@ -102,6 +102,11 @@ type Config struct {
 	// MaxTools is the number of tools above which a request is refused as
 	// Forbidden (default 20).
 	MaxTools int
+	// MaxToolResultChars is the length of one tool result, in UTF-16 code
+	// units, above which a TOOL_RESPONSE is refused like an over-long query
+	// (0, the default: no limit; the service's own is not known). As
+	// POSTMAN_MAX_TOOL_RESULT_CHARS.
+	MaxToolResultChars int
 	// ForbidSchemaKeywords refuses tools whose schema uses anyOf or $ref as
 	// Forbidden (on with the forbid_schemas profile).
 	ForbidSchemaKeywords bool

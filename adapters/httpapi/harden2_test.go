@@ -84,6 +84,11 @@ func TestEveryAdminAnswerHasTheBrowserHeadersEvenBeforeRouting(t *testing.T) {
 		"foreign origin": {"/admin/api/overview", "localhost", "http://evil.example", 403},
 		"unclean path":   {"/admin/./static/x", "localhost", "", 404},
 		"dot-dot path":   {"/admin/static/../api/live", "localhost", "", 404},
+		// Paths whose clean form is under /admin but which do not start with it.
+		"double slash":          {"//admin", "localhost", "", 404},
+		"dot segment first":     {"/./admin/api/live", "localhost", "", 404},
+		"dot-dot into /admin":   {"/x/../admin", "localhost", "", 404},
+		"double slash, foreign": {"//admin/static/app.js", "evil.example", "", 421},
 	} {
 		t.Run(name, func(t *testing.T) {
 			is := is.New(t)

@@ -24,7 +24,7 @@ import (
 // cmd/gateway fills it from the environment (docs/CONFIGURATION.md).
 //
 // Zero values of MaxBodyBytes, MaxToolResultBytes, MaxConcurrent,
-// RequestTimeout and BodyReadTimeout take the documented defaults (1 MiB,
+// RequestTimeout and BodyReadTimeout take the documented defaults (32 MiB,
 // 256 KiB, 16, 120 s, 30 s). MaxTools is used as given: 0 means no tool may be
 // declared.
 type Config struct {
@@ -83,7 +83,7 @@ type Config struct {
 
 // The defaults of docs/CONFIGURATION.md for zero Config values.
 const (
-	defaultMaxBodyBytes       = 1 << 20
+	defaultMaxBodyBytes       = 32 << 20
 	defaultMaxToolResultBytes = 256 << 10
 	defaultMaxConcurrent      = 16
 	defaultRequestTimeout     = 120 * time.Second
@@ -335,6 +335,8 @@ func (s *server) middleware(next http.Handler) http.Handler {
 		}()
 		if strings.HasPrefix(r.URL.Path, pathAdmin) {
 			setAdminHeaders(w.Header())
+		} else if !cleanPath(r.URL.Path) && strings.HasPrefix(path.Clean(r.URL.Path), pathAdmin) {
+			setAdminHeaders(w.Header()) // `//admin`, `/./admin`: refused below, still an /admin answer
 		}
 		// A request with a chunked body may have carried a Content-Length
 		// too (net/http drops that header before any handler can see it);

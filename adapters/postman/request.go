@@ -3,6 +3,7 @@ package postman
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -275,6 +276,24 @@ func checkBudgets(cfg pmconfig.Config, req ports.UpstreamRequest, q string) erro
 	return nil
 }
 
+// checkToolResult refuses, before anything is sent, the result at index i
+// (of n) when it is longer than POSTMAN_MAX_TOOL_RESULT_CHARS (0: no limit),
+// naming it by the tool_call_id the client knows and its position, with its
+// size and the limit.
+func checkToolResult(cfg pmconfig.Config, r ports.ContinuationResult, i, n int) error {
+	if cfg.MaxToolResultChars == 0 || len(r.Content) <= cfg.MaxToolResultChars { // bytes ≥ UTF-16 units
+		return nil
+	}
+	chars := QueryChars(r.Content)
+	if chars <= cfg.MaxToolResultChars {
+		return nil
+	}
+	return refusal(errs.Newf(errs.UpstreamToolResultTooLong, "result %d of %d has %d UTF-16 code units, POSTMAN_MAX_TOOL_RESULT_CHARS is %d",
+		safeInt(i+1), safeInt(n), safeInt(chars), safeInt(cfg.MaxToolResultChars)),
+		"", fmt.Sprintf("The tool result answering %s (result %d of %d) is %d characters (UTF-16 code units); the upstream accepts at most %d (set by %s). Shorten that result and send the continuation again.",
+			r.PublicCallID, i+1, n, chars, cfg.MaxToolResultChars, pmconfig.EnvMaxToolResult))
+}
+
 // largestMessage is the message with the most text among msgs (content and
 // tool-call arguments, in UTF-16 code units), indexed as in the client's
 // request: offset messages of history come before msgs.
@@ -325,6 +344,9 @@ func continuationInput(cfg pmconfig.Config, c ports.Continuation, parallel bool)
 		if len(r.Content) > cfg.MaxToolResultBytes {
 			return nil, errs.Newf(errs.UpstreamRequestTooLarge, "result %d has %d bytes, MAX_TOOL_RESULT_BYTES is %d",
 				safeInt(i+1), safeInt(len(r.Content)), safeInt(cfg.MaxToolResultBytes))
+		}
+		if err := checkToolResult(cfg, r, i, len(c.Results)); err != nil {
+			return nil, err
 		}
 	}
 	switch {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"flag"
@@ -9,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -326,16 +326,16 @@ func envFile(path string, getenv func(string) string) (func(string) string, erro
 // double quotes, and then holds exactly what is between them. After an
 // unquoted value, and after a closing quote, a # preceded by a space or tab
 // starts a comment; a # anywhere else (`a#b`) is part of the value. Errors
-// name the line number, never its content (it may hold a secret).
+// name the line number, never its content (it may hold a secret). The file is
+// read with readRegular: a FIFO or a device is refused, never waited on.
 func readEnvFile(path string) (map[string]string, error) {
-	f, err := os.Open(path)
+	raw, err := readRegular(path, maxEnvFileBytes)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --env-file: %v", errUsage, err)
+		return nil, fmt.Errorf("%w: --env-file %s", errUsage, fileProblem(err))
 	}
-	defer f.Close()
 	vals := map[string]string{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 64<<10), maxEnvFileBytes)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pmgate/pmgate/adapters/emulator"
 	"github.com/pmgate/pmgate/adapters/postman"
+	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/domain/setting"
 )
@@ -145,14 +146,15 @@ func startEmulatorUpstream(ctx context.Context, strategy, port, profile string, 
 // limitSettings are the upstream constraints `demo` and `emulator` honour on
 // both sides (the gateway refuses before sending, the emulator like the
 // service).
-var limitSettings = []string{"POSTMAN_MAX_QUERY_CHARS", "POSTMAN_MAX_TOOLS_UPSTREAM", "POSTMAN_PARALLEL_TOOL_CALLS"}
+var limitSettings = []string{"POSTMAN_MAX_QUERY_CHARS", "POSTMAN_MAX_TOOLS_UPSTREAM", "POSTMAN_MAX_TOOL_RESULT_CHARS", "POSTMAN_PARALLEL_TOOL_CALLS"}
 
 // emulatorLimits are the emulator's service constraints taken from the
 // environment; zero keeps the emulator's default.
-type emulatorLimits struct{ queryChars, tools int }
+type emulatorLimits struct{ queryChars, tools, toolResultChars int }
 
-// upstreamLimits reads POSTMAN_MAX_QUERY_CHARS and POSTMAN_MAX_TOOLS_UPSTREAM
-// with the gateway's own rules (pmconfig), so both sides share one limit.
+// upstreamLimits reads POSTMAN_MAX_QUERY_CHARS, POSTMAN_MAX_TOOLS_UPSTREAM and
+// POSTMAN_MAX_TOOL_RESULT_CHARS with the gateway's own rules (pmconfig), so
+// both sides share one limit.
 func upstreamLimits(getenv func(string) string) (emulatorLimits, error) {
 	var l emulatorLimits
 	for _, v := range []struct {
@@ -162,6 +164,7 @@ func upstreamLimits(getenv func(string) string) (emulatorLimits, error) {
 	}{
 		{"POSTMAN_MAX_QUERY_CHARS", &l.queryChars, 1, 1000000},
 		{"POSTMAN_MAX_TOOLS_UPSTREAM", &l.tools, 0, 256},
+		{"POSTMAN_MAX_TOOL_RESULT_CHARS", &l.toolResultChars, 1, pmconfig.MaxToolResultCharsBound},
 	} {
 		n, err := setting.BoundedInt(getenv, v.name, 0, v.lo, v.hi) // unset: 0, the emulator's default
 		if err != nil {
@@ -177,7 +180,7 @@ func startEmulator(ctx context.Context, cfg emulator.Config, profile string, l e
 	if !slices.Contains(emulator.Profiles(), profile) {
 		return nil, fmt.Errorf("%w: --profile must be one of %s", errUsage, strings.Join(emulator.Profiles(), ", "))
 	}
-	cfg.Profile, cfg.MaxQueryChars = profile, l.queryChars
+	cfg.Profile, cfg.MaxQueryChars, cfg.MaxToolResultChars = profile, l.queryChars, l.toolResultChars
 	if l.tools > 0 {
 		cfg.MaxTools = l.tools
 	}

@@ -53,6 +53,7 @@ type served struct {
 type gatewayLogs struct {
 	buf *syncBuffer
 	ln  atomic.Pointer[httpapi.Listener]
+	gw  atomic.Pointer[gateway] // the running gateway (a test logs through its logger)
 }
 
 // newGatewayLogs returns the log of the program p will run, and sets p's
@@ -60,7 +61,7 @@ type gatewayLogs struct {
 func newGatewayLogs(p *program) *gatewayLogs {
 	l := &gatewayLogs{buf: &syncBuffer{}}
 	p.stderr = l.buf
-	p.started = func(g *gateway) { l.ln.Store(g.ln.(*httpapi.Listener)) }
+	p.started = func(g *gateway) { l.ln.Store(g.ln.(*httpapi.Listener)); l.gw.Store(g) }
 	return l
 }
 

@@ -521,6 +521,10 @@ func TestTracesReachAnOTLPReceiver(t *testing.T) {
 	}
 	is.True(bytes.Equal(byName["pmgate.admission"][0].ParentSpanId, root.SpanId))
 	is.Equal(attr(byName["pmgate.upstream.dispatch"][0], "pmgate.upstream.chat_type"), "USER_QUERY")
+	for _, name := range []string{"pmgate.upstream.dispatch", "pmgate.upstream.stream"} {
+		is.True(byName[name][0].Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR) // a clean end is a success, not a failed span
+		is.Equal(attr(byName[name][0], "pmgate.code"), "")
+	}
 	refused := 0
 	for _, sp := range byName["pmgate.request"] {
 		if attr(sp, "pmgate.code") == "invalid_api_key" {

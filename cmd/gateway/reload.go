@@ -29,7 +29,8 @@ import (
 // changed env file): the upstream credential and what only the upstream
 // adapter reads of it, the single API key, the probe report (read again, so a
 // fresh probe renews upstream_verified without a restart), readiness, the log
-// level and the upstream's trust. Requests already running finish on the
+// level and the upstream's trust. PROVIDER_API_KEY changes live only while no
+// PROVIDER_KEYS_FILE is in force or named. Requests already running finish on the
 // values they started with; new ones use the new. Every other setting needs a
 // restart, and a reload that sees one changed names it in the log.
 var reloadable = []string{
@@ -210,9 +211,14 @@ func (g *gateway) reload(src source, lc *logControl, reason string) {
 		return
 	}
 	strategyChanged := l.startEnv("POSTMAN_TRANSPORT_STRATEGY") != env("POSTMAN_TRANSPORT_STRATEGY")
+	// PROVIDER_API_KEY is the key only while no key file is in force or
+	// named: a swap between the two (either way) waits for a restart, and
+	// until then the key file's slots (or the single key) stay as they are.
+	singleKey := l.cfg.keysFile == "" && cfg.keysFile == ""
 	var applied, restart []string
 	for _, name := range knownSettings() {
-		live := slices.Contains(reloadable, name) && (!strategyChanged || !upstreamSetting(name))
+		live := slices.Contains(reloadable, name) && (!strategyChanged || !upstreamSetting(name)) &&
+			(singleKey || name != "PROVIDER_API_KEY")
 		switch {
 		case live && l.env(name) != env(name):
 			applied = append(applied, name)
@@ -236,7 +242,7 @@ func (g *gateway) reload(src source, lc *logControl, reason string) {
 		l.upstream.Store(&u)
 		next = nc
 	}
-	if slices.Contains(applied, "PROVIDER_API_KEY") && next.keysFile == "" {
+	if slices.Contains(applied, "PROVIDER_API_KEY") {
 		l.keys.Replace([]keyring.Slot{{ID: "default", Digest: sha256.Sum256([]byte(cfg.apiKey))}})
 		next.apiKey = cfg.apiKey
 	}

@@ -94,7 +94,7 @@ func parseLimits(getenv func(string) string) (pmconfig.Limits, error) {
 		min, max int
 	}{
 		{envRequestTimeoutMS, &timeoutMS, 120000, 1000, 3600000},
-		{envMaxBodyBytes, &l.MaxBodyBytes, 1 * mib, 1 * kib, 128 * mib},
+		{envMaxBodyBytes, &l.MaxBodyBytes, 32 * mib, 1 * kib, 128 * mib}, // what Claude Code itself sends at most
 		{envMaxEventBytes, &l.MaxEventBytes, 1 * mib, 1 * kib, 16 * mib},
 		{envMaxOutputBytes, &l.MaxOutputBytes, 4 * mib, 1 * kib, 16 * mib},
 		{envMaxTools, &l.MaxTools, 64, 0, 256},

@@ -110,7 +110,7 @@ func TestRequestLimitDefaults(t *testing.T) {
 	c := mustLoad(t, requestEnv())
 	l := c.request.limits
 	is.Equal(l.RequestTimeout, 120*time.Second) // REQUEST_TIMEOUT_MS default
-	is.Equal(l.MaxBodyBytes, 1<<20)             // MAX_BODY_BYTES default
+	is.Equal(l.MaxBodyBytes, 32<<20)            // MAX_BODY_BYTES default: what the agents allow
 	is.Equal(l.MaxEventBytes, 1<<20)            // MAX_EVENT_BYTES default
 	is.Equal(l.MaxOutputBytes, 4<<20)           // MAX_OUTPUT_BYTES default
 	is.Equal(l.MaxTools, 64)                    // MAX_TOOLS default
@@ -118,7 +118,7 @@ func TestRequestLimitDefaults(t *testing.T) {
 	is.Equal(l.MaxToolResultBytes, 256<<10)     // MAX_TOOL_RESULT_BYTES default
 	is.Equal(c.upstream.Limits, l)              // the adapter enforces the same limits
 	s := c.summary()
-	is.Equal(s["max_body_bytes"], "1048576")    // limits shown by check-config
+	is.Equal(s["max_body_bytes"], "33554432")   // limits shown by check-config
 	is.Equal(s["request_timeout_ms"], "120000") // timeout
 	c = mustLoad(t, requestEnv("MAX_BODY_BYTES", "1024"))
 	is.Equal(c.request.limits.MaxToolResultBytes, 1024) // the default never exceeds MAX_BODY_BYTES

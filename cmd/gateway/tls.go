@@ -2,6 +2,8 @@ package main
 
 import (
 	"crypto/x509"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,23 +28,28 @@ func checkTrust(file, dir string) error {
 }
 
 // rootPool is the pool of the trust settings, or nil (the system store) when
-// neither is set.
+// neither is set. Every file is read with readRegular: SSL_CERT_FILE must be a
+// regular file of at most maxCertFileBytes; in the directories of SSL_CERT_DIR
+// an entry that is not a regular file (a subdirectory, a FIFO, a device) or
+// cannot be read is skipped, as crypto/x509 skips it, but one over
+// maxCertFileBytes, or files over maxCertDirBytes together, are refused. A
+// refusal names the setting and the rule, never a path or the content.
 func rootPool(file, dir string) (*x509.CertPool, error) {
 	if file == "" && dir == "" {
 		return nil, nil
 	}
 	pool := x509.NewCertPool()
 	if file != "" {
-		pem, err := os.ReadFile(file)
+		pem, err := readRegular(file, maxCertFileBytes)
 		if err != nil {
-			return nil, invalid("SSL_CERT_FILE", "cannot be read: "+osReason(err))
+			return nil, invalid("SSL_CERT_FILE", fileProblem(err))
 		}
 		if !pool.AppendCertsFromPEM(pem) {
 			return nil, invalid("SSL_CERT_FILE", "holds no PEM certificate")
 		}
 	}
 	if dir != "" {
-		found := false
+		found, total := false, 0
 		for _, d := range strings.Split(dir, ":") {
 			if d == "" {
 				continue
@@ -52,7 +59,18 @@ func rootPool(file, dir string) (*x509.CertPool, error) {
 				return nil, invalid("SSL_CERT_DIR", "a directory cannot be read: "+osReason(err))
 			}
 			for _, e := range entries {
-				if pem, err := os.ReadFile(filepath.Join(d, e.Name())); err == nil && pool.AppendCertsFromPEM(pem) {
+				pem, err := readRegular(filepath.Join(d, e.Name()), min(maxCertFileBytes, maxCertDirBytes-total))
+				var tl errTooLarge
+				switch {
+				case errors.As(err, &tl) && int(tl) < maxCertFileBytes:
+					return nil, invalid("SSL_CERT_DIR", fmt.Sprintf("holds files larger than %d bytes together", maxCertDirBytes))
+				case errors.As(err, &tl):
+					return nil, invalid("SSL_CERT_DIR", "holds a file "+tl.Error())
+				case err != nil:
+					continue
+				}
+				total += len(pem)
+				if pool.AppendCertsFromPEM(pem) {
 					found = true
 				}
 			}

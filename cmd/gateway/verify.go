@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -457,28 +456,15 @@ func runVerify(args []string, getenv func(string) string, stdout, stderr io.Writ
 	return fmt.Errorf("%w: %s", errVerify, strings.Join(v.branches(), ", "))
 }
 
-// maxReportBytes bounds a probe report file (a real one is a few KiB).
-const maxReportBytes = 1 << 20
-
-// readReport reads a report file: a regular file only (a FIFO would block,
-// a device never end), opened without blocking, at most maxReportBytes.
+// readReport reads a report file (readRegular: a regular file of at most
+// maxReportBytes).
 func readReport(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
+	raw, err := readRegular(path, maxReportBytes)
+	var open *os.PathError
+	if err != nil && !errors.As(err, &open) { // an open error names its path already
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	raw, err := io.ReadAll(io.LimitReader(f, maxReportBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(raw) > maxReportBytes {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxReportBytes)
-	}
-	return raw, nil
+	return raw, err
 }
 
 // terminalRuleOf is the completion rule the configuration's strategy uses.

@@ -337,11 +337,21 @@ func MessageValueV2(m chat.Message) Value {
 // defaults and the calls the gateway issued in it; both hashes are equal
 // exactly when the request echoes the transcript under the rules. Invalid
 // UTF-8 outside argument strings is refused with errs.InvalidRequest.
+//
+// The document is hashed as it is written, one message at a time (the bytes
+// of Hash exactly, as PrepareEcho writes them too): a long transcript costs
+// one pass and a buffer of about one message, never a copy of itself.
 func TranscriptHashV2(msgs []chat.Message, defaults DefaultsByTool, issued []IssuedCall) (string, error) {
 	byID := issuedByID(issued)
-	ms := make([]Value, len(msgs))
+	h := sha256.New()
+	b := make([]byte, 0, 512)
+	b = append(b, Version...)
+	b = append(b, "\n{\"kind\":\""+transcriptV2Kind+"\",\"messages\":["...)
 	for i, m := range msgs {
-		ms[i] = messageValueV2(m, func(_ int, c chat.ToolCall) (Value, bool) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		v := messageValueV2(m, func(_ int, c chat.ToolCall) (Value, bool) {
 			v, ok := ArgumentsValue(c.Arguments)
 			if !ok {
 				return nil, false
@@ -349,12 +359,17 @@ func TranscriptHashV2(msgs []chat.Message, defaults DefaultsByTool, issued []Iss
 			iss, isIssued := byID[c.ID]
 			return echoedArguments(c, v, defaults[c.Name], iss, isIssued), true
 		})
+		var err error
+		if b, err = appendValue(b, v, 2); err != nil { // depth 2: document, messages, message
+			return "", err
+		}
+		if len(b) >= 32<<10 {
+			h.Write(b)
+			b = b[:0]
+		}
 	}
-	h, err := Hash(map[string]Value{"kind": transcriptV2Kind, "messages": ms})
-	if err != nil {
-		return "", err
-	}
-	return transcriptV2Tag + h, nil
+	h.Write(append(b, "]}"...))
+	return transcriptV2Tag + "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func issuedByID(issued []IssuedCall) map[string]IssuedCall {

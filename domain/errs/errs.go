@@ -78,6 +78,9 @@ const (
 	// UpstreamQueryTooLong: the upstream query built from the request would
 	// exceed POSTMAN_MAX_QUERY_CHARS; nothing was sent.
 	UpstreamQueryTooLong Code = "upstream_query_too_long"
+	// UpstreamToolResultTooLong: one tool result of a continuation is longer
+	// than POSTMAN_MAX_TOOL_RESULT_CHARS; nothing was sent.
+	UpstreamToolResultTooLong Code = "upstream_tool_result_too_long"
 	// RequestTimeout: the request body did not arrive within
 	// BODY_READ_TIMEOUT_MS; nothing was sent upstream.
 	RequestTimeout Code = "request_timeout"
@@ -171,6 +174,7 @@ var catalog = []Entry{
 	{InvalidRequest, 400, TypeInvalidRequest, false, "The request is not valid.", SourceContract},
 	{UnsupportedParameter, 400, TypeInvalidRequest, false, "The request uses a parameter or content type this gateway cannot honour.", SourceContract},
 	{UpstreamQueryTooLong, 400, TypeInvalidRequest, false, "The conversation is too long for one upstream query; nothing was sent.", SourceContract},
+	{UpstreamToolResultTooLong, 400, TypeInvalidRequest, false, "A tool result is longer than the upstream accepts; nothing was sent.", SourceGateway},
 	{ConcurrencyLimitExceeded, 429, TypeRateLimit, true, "Too many concurrent requests; retry after the indicated delay.", SourceContract},
 	{RequestTimeout, 408, TypeTimeout, true, "The request body did not arrive within the gateway's body read timeout; nothing was sent upstream.", SourceContract},
 	{HostNotAllowed, 421, TypeInvalidRequest, false, "The Host of the request is not served by this gateway.", SourceGateway},

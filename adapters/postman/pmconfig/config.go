@@ -45,6 +45,7 @@ const (
 	EnvTerminalRule     = "POSTMAN_WEB_SESSION_TERMINAL_RULE"
 	EnvMaxQueryChars    = "POSTMAN_MAX_QUERY_CHARS"
 	EnvMaxToolsUpstream = "POSTMAN_MAX_TOOLS_UPSTREAM"
+	EnvMaxToolResult    = "POSTMAN_MAX_TOOL_RESULT_CHARS"
 	EnvParallelTools    = "POSTMAN_PARALLEL_TOOL_CALLS"
 )
 
@@ -67,6 +68,9 @@ const (
 	// the two limits accept (from the setting or a measurement).
 	MaxQueryCharsBound    = 1000000
 	MaxToolsUpstreamBound = 256
+	// MaxToolResultCharsBound is the largest POSTMAN_MAX_TOOL_RESULT_CHARS
+	// (a result is also bounded by MAX_TOOL_RESULT_BYTES and MAX_BODY_BYTES).
+	MaxToolResultCharsBound = 128 << 20
 )
 
 // ParallelSetting is POSTMAN_PARALLEL_TOOL_CALLS: unset, true or false.
@@ -159,6 +163,10 @@ type Config struct {
 	// report's measurement; "" is the default.
 	MaxQueryCharsSource    budget.Source
 	MaxToolsUpstreamSource budget.Source
+	// MaxToolResultChars bounds one tool result of a continuation in UTF-16
+	// code units (POSTMAN_MAX_TOOL_RESULT_CHARS); 0, the default, is no
+	// limit: the service's own is not known yet.
+	MaxToolResultChars int
 	// ParallelToolCalls is POSTMAN_PARALLEL_TOOL_CALLS; see Parallel.
 	ParallelToolCalls ParallelSetting
 }
@@ -271,13 +279,17 @@ func Parse(getenv func(string) string, models []string) (Config, error) {
 var joinProblems = setting.Join
 
 // parseUpstreamConstraints reads the service constraints the public projects
-// report: the query length, the tool count and the parallel-calling flag.
+// report: the query length, the tool count and the parallel-calling flag; and
+// the length of one tool result, which none reports (unset: no limit).
 func (c *Config) parseUpstreamConstraints(getenv func(string) string) error {
 	var err error
 	if c.MaxQueryChars, err = setting.BoundedInt(getenv, EnvMaxQueryChars, DefaultMaxQueryChars, 1, MaxQueryCharsBound); err != nil {
 		return err
 	}
 	if c.MaxToolsUpstream, err = setting.BoundedInt(getenv, EnvMaxToolsUpstream, DefaultMaxToolsUpstream, 0, MaxToolsUpstreamBound); err != nil {
+		return err
+	}
+	if c.MaxToolResultChars, err = setting.BoundedInt(getenv, EnvMaxToolResult, 0, 1, MaxToolResultCharsBound); err != nil {
 		return err
 	}
 	for _, l := range []struct {

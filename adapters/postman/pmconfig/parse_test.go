@@ -421,6 +421,7 @@ func TestIntegerBounds(t *testing.T) {
 	bounds := []bound{
 		{pmconfig.EnvMaxQueryChars, 1, 1000000, func(c pmconfig.Config) int { return c.MaxQueryChars }},
 		{pmconfig.EnvMaxToolsUpstream, 0, 256, func(c pmconfig.Config) int { return c.MaxToolsUpstream }},
+		{pmconfig.EnvMaxToolResult, 1, 128 << 20, func(c pmconfig.Config) int { return c.MaxToolResultChars }},
 	}
 	var rows []refusal
 	for _, b := range bounds {

@@ -13,7 +13,8 @@ import (
 // (never a value or a length). Keys: strategy, host, chat_path, access_token
 // or session_cookie, workspace, model_map, user_agent, app_version,
 // terminal_rule (web_session only), max_query_chars, max_tools_upstream (each
-// with where it came from: *_from default, setting or measured) and
+// with where it came from: *_from default, setting or measured),
+// max_tool_result_chars (a number, or unlimited) and
 // parallel_tool_calls (true, false, or client: the client's choice). The
 // wiring adds the process settings (models, the request limits, the tool
 // schema settings).
@@ -38,6 +39,7 @@ func (c Config) Summary() map[string]string {
 		"max_query_chars_from":    string(c.QueryLimit().Source),
 		"max_tools_upstream":      strconv.Itoa(c.MaxToolsUpstream),
 		"max_tools_upstream_from": string(c.ToolsLimit().Source),
+		"max_tool_result_chars":   "unlimited",
 		"parallel_tool_calls":     string(c.ParallelToolCalls),
 	}
 	if c.ParallelToolCalls == ParallelUnset {
@@ -48,6 +50,9 @@ func (c Config) Summary() map[string]string {
 	}
 	if c.AppVersion != "" {
 		s["app_version"] = c.AppVersion
+	}
+	if c.MaxToolResultChars > 0 {
+		s["max_tool_result_chars"] = strconv.Itoa(c.MaxToolResultChars)
 	}
 	if u := c.ChatURL(); u != nil {
 		s["host"] = u.Host
