@@ -47,7 +47,7 @@ func TestAfterAFailedToolRoundTheNextMessageContinuesTheConversation(t *testing.
 			is.Equal(e.Error.Code, "continuation_outcome_uncertain")
 			is.Equal(s.emu.Count(emulator.KindToolResponse), 1)
 
-			history = append(history, msg{"role": "user", "content": "That failed; please go on."})
+			history = append(history, msg{"role": "user", "content": "That failed; please go on. #loop=0"})
 			resp := s.post(t, chatBody(t, testModel, history, toolsJSON, `,"parallel_tool_calls":false`))
 			is.Equal(resp.StatusCode, 200)
 			is.Equal(resp.Header.Get("x-pmgate-conversation"), "continued-after-failure")
@@ -59,17 +59,17 @@ func TestAfterAFailedToolRoundTheNextMessageContinuesTheConversation(t *testing.
 			qs := userQueries(t, s.emu)
 			is.Equal(len(qs), 2)
 			is.True(qs[1].conversationID != nil)                                                 // the same conversation
-			is.Equal(qs[1].query, "That failed; please go on.")                                  // only the new message
+			is.Equal(qs[1].query, "That failed; please go on. #loop=0")                          // only the new message
 			is.True(strings.Contains(s.logs.String(), `"disclosure":"continued-after-failure"`)) // and the access line says so
 			is.True(strings.Contains(*done.Choices[0].Message.Content, "turn 2 of this conversation"))
 
 			// The next turn continues the answer's anchor as usual.
-			history = append(history, msg{"role": "assistant", "content": *done.Choices[0].Message.Content}, msg{"role": "user", "content": "Thanks."})
+			history = append(history, msg{"role": "assistant", "content": *done.Choices[0].Message.Content}, msg{"role": "user", "content": "Thanks. #loop=0"})
 			resp = s.post(t, chatBody(t, testModel, history, toolsJSON, `,"parallel_tool_calls":false`))
 			is.Equal(resp.StatusCode, 200)
 			is.Equal(resp.Header.Get("x-pmgate-conversation"), "")
 			qs = userQueries(t, s.emu)
-			is.Equal(qs[2].query, "Thanks.")
+			is.Equal(qs[2].query, "Thanks. #loop=0")
 		})
 	}
 }
@@ -85,7 +85,7 @@ func TestWithoutResumeTheTurnAfterAFailedRoundIsRefused(t *testing.T) {
 	history = append(history, assistantAndResults(c, bigOutput("#scenario=failure_after_text"))...)
 	status, _, _ = turnResult(t, s, chatBody(t, testModel, history, toolsJSON, `,"parallel_tool_calls":false`))
 	is.True(status >= 500)
-	history = append(history, msg{"role": "user", "content": "That failed; please go on."})
+	history = append(history, msg{"role": "user", "content": "That failed; please go on. #loop=0"})
 	status, _, e := turnResult(t, s, chatBody(t, testModel, history, toolsJSON, `,"parallel_tool_calls":false`))
 	is.Equal(status, 400)
 	is.Equal(e.Error.Code, "upstream_query_too_long")
@@ -177,14 +177,14 @@ func TestAfterAFailedTextTurnTheNextRequestContinuesTheConversation(t *testing.T
 			s := serve(t, st, nil)
 			system := "You are a careful coding agent. " + strings.Repeat("Follow the house rules exactly. ", 218) // ~7,000 characters
 			history := []msg{{"role": "system", "content": system},
-				{"role": "user", "content": "Start. " + strings.Repeat("context of the task. ", 120)}} // ~2,500 characters
+				{"role": "user", "content": "Start. #loop=0 " + strings.Repeat("context of the task. ", 120)}} // ~2,500 characters
 			history, _ = chatTurn(t, s, testModel, history, sunny)
 
-			failing := append(append([]msg(nil), history...), msg{"role": "user", "content": "Go on. #scenario=failure_after_text"})
+			failing := append(append([]msg(nil), history...), msg{"role": "user", "content": "Go on. #loop=0 #scenario=failure_after_text"})
 			status, _, _ := turnResult(t, s, chatBody(t, testModel, failing, toolsJSON, ""))
 			is.True(status >= 500) // the continued turn failed after it was sent
 
-			retry := append(append([]msg(nil), history...), msg{"role": "user", "content": "Please go on. " + strings.Repeat("more detail. ", 60)})
+			retry := append(append([]msg(nil), history...), msg{"role": "user", "content": "Please go on. #loop=0 " + strings.Repeat("more detail. ", 60)})
 			resp := s.post(t, chatBody(t, testModel, retry, toolsJSON, ""))
 			is.Equal(resp.StatusCode, 200)
 			is.Equal(resp.Header.Get("x-pmgate-conversation"), "continued-after-failure")
@@ -197,12 +197,12 @@ func TestAfterAFailedTextTurnTheNextRequestContinuesTheConversation(t *testing.T
 			is.True(utf16Len(qs[2].query) < 1000)
 			is.True(strings.Contains(s.logs.String(), `"row":"A24"`))
 
-			next := append(append([]msg(nil), retry...), msg{"role": "assistant", "content": *c.Choices[0].Message.Content}, msg{"role": "user", "content": "Thanks."})
+			next := append(append([]msg(nil), retry...), msg{"role": "assistant", "content": *c.Choices[0].Message.Content}, msg{"role": "user", "content": "Thanks. #loop=0"})
 			resp = s.post(t, chatBody(t, testModel, next, toolsJSON, ""))
 			is.Equal(resp.StatusCode, 200)
 			is.Equal(resp.Header.Get("x-pmgate-conversation"), "") // an exact continuation again
 			qs = userQueries(t, s.emu)
-			is.Equal(qs[3].query, "Thanks.")
+			is.Equal(qs[3].query, "Thanks. #loop=0")
 		})
 	}
 }
