@@ -8,11 +8,8 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/matryer/is"
 
-	"github.com/pmgate/pmgate/adapters/memstore"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
-	"github.com/pmgate/pmgate/domain/conversation"
-	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/ports"
 	"github.com/pmgate/pmgate/ports/porttest"
@@ -39,12 +36,13 @@ func newResumeRig(t *testing.T, resume bool, limit int, broken *bool) *convRig {
 		last := req.Chat.Messages[len(req.Chat.Messages)-1]
 		return porttest.Script{Events: porttest.Text(conv, "answer to ", *last.Content)}
 	}
-	logs := &syncBuffer{}
-	r := &convRig{rig: &rig{up: &porttest.Upstream{Respond: respond},
-		store: memstore.New(correlation.Limits{MaxGroups: 100, MaxCalls: 400, ResponseCacheBytes: 1 << 20}, policy),
-		clock: porttest.NewClock(porttest.T0)}, anchors: memstore.NewAnchors(conversation.Limits{MaxAnchors: 100}, anchorPolicy), logs: logs}
+	return withResume(newConvRig(t, respond), resume)
+}
+
+// withResume rebuilds r's gateway with CONVERSATION_RESUME set as given.
+func withResume(r *convRig, resume bool) *convRig {
 	r.gw = app.New(app.Config{WorkspaceID: "ws", Correlation: true, Policy: policy, Resume: resume}, r.up, r.store, r.clock, &porttest.IDs{},
-		slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))).WithAnchors(r.anchors, anchorPolicy)
+		slog.New(slog.NewJSONHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))).WithAnchors(r.anchors, anchorPolicy)
 	return r
 }
 
@@ -147,8 +145,7 @@ func TestAfterABrokenToolRoundTheNextMessageGoesOn(t *testing.T) {
 					return porttest.Script{Events: porttest.Text(req.ConversationID, "going on")}
 				}
 			})
-			r.gw = app.New(app.Config{WorkspaceID: "ws", Correlation: true, Policy: policy, Resume: true}, r.up, r.store, r.clock, &porttest.IDs{},
-				slog.New(slog.NewJSONHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))).WithAnchors(r.anchors, anchorPolicy)
+			withResume(r, true)
 			first := request(user("weather?"))
 			turn, err := r.gw.Chat(t.Context(), principal, first)
 			is.NoErr(err)

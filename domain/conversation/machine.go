@@ -272,13 +272,9 @@ type Request struct {
 // an overdue time event first, then Continue (the claim is won under claimID),
 // a mismatch, or Lookup in any state but ACTIVE.
 func (a *Anchor) Claim(now time.Time, p Policy, req Request, claimID string) (Decision, error) {
-	var via string
-	if ev, due := a.Due(now); due {
-		d, err := a.fire(ev, input{now: now, policy: p})
-		if err != nil {
-			return Decision{}, err
-		}
-		via = d.Row
+	via, err := a.applyDue(now, p)
+	if err != nil {
+		return Decision{}, err
 	}
 	ev := Lookup
 	if a.State == Active {
@@ -303,17 +299,24 @@ func (a *Anchor) Claim(now time.Time, p Policy, req Request, claimID string) (De
 // time event is applied first, as by Claim). Any other state refuses it as an
 // illegal transition and changes nothing but that time event.
 func (a *Anchor) Resume(now time.Time, p Policy, claimID string) (Decision, error) {
-	var via string
-	if ev, due := a.Due(now); due {
-		d, err := a.fire(ev, input{now: now, policy: p})
-		if err != nil {
-			return Decision{}, err
-		}
-		via = d.Row
+	via, err := a.applyDue(now, p)
+	if err != nil {
+		return Decision{}, err
 	}
 	d, err := a.fire(Resume, input{now: now, policy: p, claimID: claimID})
 	d.Via = via
 	return d, err
+}
+
+// applyDue applies the time event due at now, if any, before a lookup's own
+// row, and returns its row ("" when none was due).
+func (a *Anchor) applyDue(now time.Time, p Policy) (string, error) {
+	ev, due := a.Due(now)
+	if !due {
+		return "", nil
+	}
+	d, err := a.fire(ev, input{now: now, policy: p})
+	return d.Row, err
 }
 
 // LookupMissing answers a lookup that found no anchor: the REMOVED row.
