@@ -137,7 +137,7 @@ func TestRequestLimitBounds(t *testing.T) {
 		{"MAX_OUTPUT_BYTES", 1 << 10, 16 << 20, func(c config) int { return c.request.limits.MaxOutputBytes }},
 		{"MAX_TOOLS", 0, 256, func(c config) int { return c.request.limits.MaxTools }},
 		{"MAX_TOOL_ARGUMENT_BYTES", 256, 4 << 20, func(c config) int { return c.request.limits.MaxToolArgumentBytes }},
-		{"MAX_TOOL_RESULT_BYTES", 256, 1 << 20, func(c config) int { return c.request.limits.MaxToolResultBytes }},
+		{"MAX_TOOL_RESULT_BYTES", 256, 32 << 20, func(c config) int { return c.request.limits.MaxToolResultBytes }},
 	}
 	var rows []requestRefusal
 	for _, b := range bounds {
