@@ -206,7 +206,11 @@ func (t *turn) abortAfterEnd(ctx context.Context, err error) {
 func (t *turn) fail(ctx context.Context, err error) {
 	t.done, t.queue = true, nil
 	t.err = err
-	t.settleAnchor(ctx, conversation.Ambiguous)
+	ev := conversation.Ambiguous
+	if errs.Has(err, errs.UpstreamConversationLost) {
+		ev = conversation.Lost // nothing can continue it: never resumed
+	}
+	t.settleAnchor(ctx, ev)
 	if Gated(err) {
 		if t.claimedKey != "" && !t.settled {
 			t.settle(ctx, func(g *correlation.Group) (correlation.Decision, error) {

@@ -382,6 +382,16 @@ func (s *Server) Reset() {
 	s.counts = map[string]int{}
 }
 
+// ForgetConversations drops every conversation the emulator holds, as the
+// service does when it loses one: a later turn naming one fails with
+// CONVERSATION_NOT_FOUND.
+func (s *Server) ForgetConversations() {
+	s.convMu.Lock()
+	defer s.convMu.Unlock()
+	clear(s.convs)
+	s.convOrder = s.convOrder[:0]
+}
+
 // Close stops the server, ends every open stream, waits for the handlers to
 // return and removes a CA directory that Start created. It is idempotent.
 func (s *Server) Close() error {

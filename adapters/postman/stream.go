@@ -67,10 +67,19 @@ func (s *Stream) Next(ctx context.Context) (chat.Event, error) {
 			slog.String("strategy", string(s.strategy)), slog.Int("event_kind", int(ev.Kind)))
 	}
 	if err != nil && err != io.EOF && s.d.errType != "" {
+		if s.d.errType == conversationNotFound {
+			// The service forgot the conversation: its own code, so that the
+			// turn retires its anchor and no agent retries it.
+			err = errs.Wrap(err, errs.UpstreamConversationLost)
+		}
 		err = diagnose(err, "", s.d.errType) // the client error may name the setting to check
 	}
 	return ev, err
 }
+
+// conversationNotFound is the failure type of a turn naming a conversation
+// the service no longer knows.
+const conversationNotFound = "CONVERSATION_NOT_FOUND"
 
 func eventOfContextErr(err error) completion.Event {
 	if errors.Is(err, context.DeadlineExceeded) {

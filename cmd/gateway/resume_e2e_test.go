@@ -206,3 +206,30 @@ func TestAfterAFailedTextTurnTheNextRequestContinuesTheConversation(t *testing.T
 		})
 	}
 }
+
+// A conversation the service lost (CONVERSATION_NOT_FOUND) is answered with
+// its own code, 410, which no pinned agent retries; the gateway retires it
+// (A34), so the next request starts fresh — never a resume that would fail
+// the same way again.
+func TestALostConversationIsAnsweredAsGoneAndNeverResumed(t *testing.T) {
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			is := is.New(t)
+			s := serve(t, st, nil)
+			history := []msg{{"role": "user", "content": "Hello. #loop=0"}}
+			history, _ = chatTurn(t, s, testModel, history, sunny)
+			s.emu.ForgetConversations()
+
+			next := append(append([]msg(nil), history...), msg{"role": "user", "content": "Again. #loop=0"})
+			status, _, e := turnResult(t, s, chatBody(t, testModel, next, toolsJSON, ""))
+			is.Equal(status, 410)
+			is.Equal(e.Error.Code, "upstream_conversation_lost")
+			is.True(strings.Contains(s.logs.String(), `"row":"A34"`))
+
+			status, _, _ = turnResult(t, s, chatBody(t, testModel, next, toolsJSON, ""))
+			is.Equal(status, 200) // the retry starts fresh, with the whole (short) transcript
+			qs := userQueries(t, s.emu)
+			is.True(qs[len(qs)-1].conversationID == nil)
+		})
+	}
+}

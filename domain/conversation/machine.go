@@ -34,6 +34,9 @@ const (
 	// claims a RESUMABLE anchor, or an ADVANCED one (an earlier point of a
 	// conversation that moved on), to continue it, disclosed (Anchor.Resume).
 	Resume Event = "Resume"
+	// Lost: the service answered the continued (or resumed) turn with
+	// CONVERSATION_NOT_FOUND; nothing can continue the conversation.
+	Lost Event = "Lost"
 )
 
 // Effect is what a caller must do after a row was applied.
@@ -143,6 +146,8 @@ var rows = []row{
 	{"A31", Resuming, Ambiguous, Resumable, EffectTransition, "", "sent, outcome unknown: resumable again"},
 	{"A32", Resuming, Deadline, Resumable, EffectTransition, "", "the claim's hard deadline passed: resumable again"},
 	{"A33", Resuming, Drop, Resuming, EffectKeep, "", "a claimed anchor is never dropped; the newer anchor is not recorded"},
+	{"A34", Claimed, Lost, Retired, EffectTransition, "", "the service no longer knows the conversation: never continued or resumed again"},
+	{"A35", Resuming, Lost, Retired, EffectTransition, "", "the service no longer knows the conversation: never resumed again"},
 }
 
 // States lists every state in declaration order.
@@ -150,7 +155,7 @@ var States = []State{Active, Claimed, Advanced, Retired, Expired, Resumable, Res
 
 // Events lists every event in declaration order.
 var Events = []Event{Continue, ModelMismatch, ToolsMismatch, WorkspaceMismatch, Lookup, Complete, NotSent,
-	Ambiguous, Deadline, Drop, TombstoneElapsed, Resume}
+	Ambiguous, Deadline, Drop, TombstoneElapsed, Resume, Lost}
 
 // MachineName is the name of the anchor machine in spec/ and the audit.
 const MachineName = "conversation"
@@ -335,11 +340,12 @@ var ErrStaleClaim = errors.New("conversation: the claim is no longer held")
 
 // Settle fires the outcome ev of the continued turn of claimID: Complete at
 // its proven end, NotSent when a failure proves nothing reached the upstream,
-// Ambiguous when it may have been sent. Any other event is not a settlement
+// Lost when the service no longer knows the conversation, Ambiguous when it
+// may have been sent. Any other event is not a settlement
 // and is refused like an illegal transition.
 func (a *Anchor) Settle(ev Event, claimID string, now time.Time, p Policy) (Decision, error) {
 	switch {
-	case ev != Complete && ev != NotSent && ev != Ambiguous:
+	case ev != Complete && ev != NotSent && ev != Ambiguous && ev != Lost:
 		return Decision{}, errors.Mark(errors.Newf("conversation: %s does not settle a claim", ev), ErrIllegalTransition)
 	case (a.State == Claimed || a.State == Resuming) && a.ClaimID != claimID:
 		return Decision{}, errors.Mark(errors.New("conversation: settled by another claim"), ErrStaleClaim)

@@ -41,6 +41,8 @@ func model(s conversation.State, e conversation.Event) (conversation.State, conv
 			return conversation.Active, conversation.EffectTransition, "", true
 		case conversation.Ambiguous, conversation.Deadline:
 			return conversation.Resumable, conversation.EffectTransition, "", true
+		case conversation.Lost: // the service forgot it: nothing can continue it
+			return conversation.Retired, conversation.EffectTransition, "", true
 		case conversation.Drop:
 			return s, conversation.EffectKeep, "", true
 		}
@@ -52,6 +54,8 @@ func model(s conversation.State, e conversation.Event) (conversation.State, conv
 			return conversation.Advanced, conversation.EffectTransition, "", true
 		case conversation.NotSent, conversation.Ambiguous, conversation.Deadline:
 			return conversation.Resumable, conversation.EffectTransition, "", true
+		case conversation.Lost:
+			return conversation.Retired, conversation.EffectTransition, "", true
 		case conversation.Drop:
 			return s, conversation.EffectKeep, "", true
 		}
@@ -277,4 +281,32 @@ func TestAFailedTurnLeavesItsConversationResumable(t *testing.T) {
 	_, err = b.Resume(t0, policy, "c7")
 	is.True(errors.Is(err, conversation.ErrIllegalTransition))
 	is.Equal(b.State, conversation.Active)
+}
+
+// A conversation the service no longer knows is retired, from a claim and
+// from a resume alike: a later lookup starts fresh and it is never resumed.
+func TestALostConversationIsNeverResumed(t *testing.T) {
+	is := is.New(t)
+	for _, resumed := range []bool{false, true} {
+		a := anchor("p", "h", t0)
+		_, err := a.Claim(t0, policy, req, "c1")
+		is.NoErr(err)
+		claim := "c1"
+		if resumed {
+			_, err = a.Settle(conversation.Ambiguous, "c1", t0, policy)
+			is.NoErr(err)
+			_, err = a.Resume(t0, policy, "c2")
+			is.NoErr(err)
+			claim = "c2"
+		}
+		d, err := a.Settle(conversation.Lost, claim, t0, policy)
+		is.NoErr(err)
+		record(t.Name(), d)
+		is.Equal(a.State, conversation.Retired)
+		_, err = a.Resume(t0, policy, "c3")
+		is.True(errors.Is(err, conversation.ErrIllegalTransition)) // never resumed
+		d, err = a.Claim(t0, policy, req, "c4")
+		is.NoErr(err)
+		is.Equal(d.Reason, conversation.ReasonRetired) // a lookup starts fresh
+	}
 }

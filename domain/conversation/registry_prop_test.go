@@ -246,14 +246,14 @@ func (m *registryMachine) Settle(t *rapid.T) {
 		t.Skip("no claimed anchor")
 	}
 	k := rapid.SampledFrom(claimed).Draw(t, "claimed")
-	how := rapid.SampledFrom([]string{"complete", "notsent", "retire"}).Draw(t, "outcome")
+	how := rapid.SampledFrom([]string{"complete", "notsent", "retire", "lost"}).Draw(t, "outcome")
 	stale := rapid.IntRange(0, 9).Draw(t, "stale") == 0
 	a := m.model[k]
 	id := a.claimID
 	if stale {
 		id = "someone-else"
 	}
-	ev := map[string]conversation.Event{"complete": conversation.Complete, "notsent": conversation.NotSent}[how]
+	ev := map[string]conversation.Event{"complete": conversation.Complete, "notsent": conversation.NotSent, "lost": conversation.Lost}[how]
 	if ev == "" {
 		ev = conversation.Ambiguous
 	}
@@ -277,6 +277,9 @@ func (m *registryMachine) Settle(t *rapid.T) {
 	case how == "notsent" && a.state == conversation.Claimed:
 		m.enter(a, conversation.Active)
 		a.claimID = ""
+	case how == "lost":
+		m.enter(a, conversation.Retired)
+		a.tomb = m.now.Add(m.policy.TerminalTTL)
 	default: // a resumed claim not sent, or any claim whose outcome is unknown
 		m.enter(a, conversation.Resumable)
 		a.tomb = m.now.Add(m.policy.TerminalTTL)

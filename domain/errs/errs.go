@@ -164,6 +164,11 @@ const (
 	// continuation's tool results were accepted and are never sent again.
 	// Its status is one the pinned agents do not retry (docs/ERRORS.md).
 	UpstreamLoopApproval Code = "upstream_loop_approval"
+
+	// UpstreamConversationLost: the service answered a continued turn with
+	// CONVERSATION_NOT_FOUND: it no longer knows the conversation, so nothing
+	// can continue it (docs/CONVERSATIONS.md).
+	UpstreamConversationLost Code = "upstream_conversation_lost"
 )
 
 // catalog is the one table. Order is the order of documentation.
@@ -222,6 +227,7 @@ var catalog = []Entry{
 	{UpstreamIncompleteStream, 502, TypeUpstream, false, "The upstream stream ended before it was complete.", SourceWebSession},
 	{UpstreamEmptyStream, 502, TypeUpstream, false, "The upstream stream ended without any output.", SourceWebSession},
 	{UpstreamLoopApproval, 400, TypeUpstream, false, "The upstream paused the agent's tool loop after several consecutive tool rounds and asks for approval; the tool results were delivered and are not sent again. Send a new message to continue.", SourceWebSession},
+	{UpstreamConversationLost, 410, TypeUpstream, false, "The upstream no longer knows this conversation, so it cannot be continued; nothing was answered. Start a new conversation, or compact this one (Claude Code: /compact).", SourceContract},
 	{UpstreamDataAfterDone, 502, TypeUpstream, false, "The upstream sent data after its end marker.", SourceGateway},
 	{UpstreamModelMismatch, 502, TypeUpstream, false, "The upstream answered with a different model than the one requested.", SourceWebSession},
 	{UpstreamTimeout, 504, TypeTimeout, false, "The upstream did not finish within the request timeout.", SourceGateway},
