@@ -507,34 +507,33 @@ func directives(req *chatRequest) (scenario string, loop int, toolName string, m
 // re-sends a whole conversation as a fresh one thus repeats its earlier user
 // turns, and their directives with them.
 var (
-	userHeaderRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^\[User(?: name=[^\]\n]*)?\]\n`) })
+	assistantHeaderRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?m)^\[(?:Assistant|Assistant Tool Calls|Tool Result id=[^\]\n]*)\]\n`)
+	})
 	blockHeaderRE = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`\n\n\[(?:User(?: name=[^\]\n]*)?|Assistant|Assistant Tool Calls|Tool Result id=[^\]\n]*|System(?: name=[^\]\n]*)?|Developer(?: name=[^\]\n]*)?)\]\n`)
 	})
 )
 
-// newestUserTurn returns the text of the last user block of a rendered
-// transcript (up to the next block, or the end), or the whole query when it is
-// not a transcript (a single user message is sent as it is). Only that turn's
-// directives apply: the ones of earlier turns were applied when those turns
-// were new, and must not apply again when a client re-sends the transcript.
+// newestUserTurn returns the newest turn of a rendered transcript: every
+// block after its last assistant block (an answer, its tool calls, or a tool
+// result), or the whole query when it has none (a first turn, or a single
+// message sent as it is). Only that turn's directives apply: the ones of
+// earlier turns were applied when those turns were new, and must not apply
+// again when a client re-sends the transcript. A turn is all of its user (and
+// system) blocks, not only the last: clients send a prompt and their own
+// reminders as separate messages of one turn.
 func newestUserTurn(query string) string {
-	locs := userHeaderRE().FindAllStringIndex(query, -1)
-	var start int
-	found := false
+	locs := assistantHeaderRE().FindAllStringIndex(query, -1)
 	for i := len(locs) - 1; i >= 0; i-- {
 		// A header opens a block only at the start or after a blank line.
 		if s := locs[i][0]; s == 0 || strings.HasSuffix(query[:s], "\n\n") {
-			start, found = locs[i][1], true
-			break
+			rest := query[locs[i][1]:]
+			if loc := blockHeaderRE().FindStringIndex(rest); loc != nil {
+				return rest[loc[0]:]
+			}
+			return "" // the transcript ends in the assistant's block: no newer turn
 		}
 	}
-	if !found {
-		return query
-	}
-	rest := query[start:]
-	if loc := blockHeaderRE().FindStringIndex(rest); loc != nil {
-		rest = rest[:loc[0]]
-	}
-	return rest
+	return query
 }

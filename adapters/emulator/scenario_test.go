@@ -446,6 +446,12 @@ func TestOnlyTheNewestUserTurnsDirectivesApply(t *testing.T) {
 			plain := "just one message #scenario=failure_after_text"
 			st = p.turn(userQuery(plain))
 			is.True(st.first("failure") != nil) // a single user message is its own newest turn
+			oneTurn := "[User]\nlook around #loop=0\n\n[User]\n<system-reminder>be careful</system-reminder>"
+			st = p.turn(userQuery(oneTurn).withTools(false, true, weatherTool))
+			is.Equal(len(st.all("toolCallChunk")), 0) // a prompt and a reminder after it are one turn: its #loop=0 applies
+			later := "[User]\nfirst #loop=0\n\n[Assistant]\nHello\n\n[User]\nsecond #scenario=failure_after_text\n\n[User]\n<system-reminder>x</system-reminder>"
+			st = p.turn(userQuery(later))
+			is.True(st.first("failure") != nil) // every user block after the last answer is the newest turn
 		})
 	}
 }
