@@ -226,6 +226,13 @@ func (g *gateway) wait(ctx context.Context) error {
 		_ = g.srv.Close()
 		err = nil
 	}
+	// A response's access line is written after it went out: let the last
+	// ones be written before the shutdown's own lines (bounded).
+	if l, ok := g.ln.(*httpapi.Listener); ok {
+		for deadline := time.Now().Add(2 * time.Second); l.AfterResponsePending() > 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
 	g.stop()
 	g.wg.Wait()
 	g.events.Close() // after the last request and sweep: what they observed is delivered (and logged) now
