@@ -48,15 +48,16 @@ func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request, 
 		return up, nil, nil
 	}
 	hash, err := conversation.TranscriptHash(history)
+	var areq conversation.Request
 	if err == nil {
-		var toolsHash, claimID string
-		if toolsHash, err = tools.toolsBinding(req); err == nil {
-			claimID, err = g.ids.Token()
-		}
+		areq, err = g.anchorRequest(req, tools)
+	}
+	if err == nil {
+		var claimID string
+		claimID, err = g.ids.Token()
 		if err == nil {
 			var d conversation.Decision
 			var a conversation.Anchor
-			areq := conversation.Request{WorkspaceID: g.cfg.WorkspaceID, Model: req.Model, ToolsHash: toolsHash}
 			d, err = g.anchors.Update(ctx, p.ID, hash, func(an *conversation.Anchor) (conversation.Decision, error) {
 				defer func() { a = *an }()
 				return an.Claim(g.clock.Now(), g.anchorPolicy, areq, claimID)
@@ -69,9 +70,11 @@ func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request, 
 				if d.Effect != conversation.EffectContinue {
 					g.logFresh(ctx, p, d, nil)
 					var r *resumable
-					if d.To == conversation.Resumable || d.To == conversation.Advanced {
-						r = &resumable{hash: hash, history: len(history), added: added, state: d.To}
+					if d.To == conversation.Resumable || d.To == conversation.Advanced ||
+						d.Reason == conversation.ReasonInstructionsChanged || d.Reason == conversation.ReasonToolsChanged {
+						r = &resumable{hash: hash, history: len(history), added: added, state: d.To, req: areq}
 					}
+					up.ConversationLost = d.Reason == conversation.ReasonRetired
 					return up, nil, r
 				}
 				row, via := slog.String("row", d.Row), slog.String("via", d.Via)
@@ -89,22 +92,39 @@ func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request, 
 	return up, nil, nil
 }
 
+// anchorRequest is what a fresh request brings to the anchor of its history:
+// the settings it must share with the anchored turn.
+func (g *Gateway) anchorRequest(req chat.Request, tools *toolSet) (conversation.Request, error) {
+	toolsHash, err := tools.toolsBinding(req)
+	if err != nil {
+		return conversation.Request{}, err
+	}
+	instructions, err := conversation.InstructionsHash(req.Messages)
+	if err != nil {
+		return conversation.Request{}, err
+	}
+	return conversation.Request{WorkspaceID: g.cfg.WorkspaceID, Model: req.Model, ToolsHash: toolsHash, InstructionsHash: instructions}, nil
+}
+
 // resumable is an anchor a fresh turn found RESUMABLE (its last continuation
-// failed after it was sent) or ADVANCED (an earlier point of a conversation
-// that moved on): the turn resumes it only when its whole transcript does not
-// fit one fresh query (resumeAnchor).
+// failed after it was sent), ADVANCED (an earlier point of a conversation
+// that moved on), or ACTIVE under other instructions or tools (an agent's
+// compaction request): the turn resumes it only when its whole transcript
+// does not fit one fresh query (resumeAnchor).
 type resumable struct {
 	hash    string
 	history int
 	added   []chat.Message
 	state   conversation.State
+	req     conversation.Request // the request's settings, for an ACTIVE anchor whose instructions or tools differ
 }
 
-// resumeAnchor claims r (rows A24, A27) for a fresh turn whose whole
+// resumeAnchor claims r (rows A24, A27, A37) for a fresh turn whose whole
 // transcript was refused as too long: the upstream request with only the new
-// user messages in the anchor's conversation, the claim the turn settles,
-// and the disclosure. ok is false when the anchor is no longer resumable
-// (another request took it, time removed it) or the store failed.
+// user messages in the anchor's conversation (preceded by the request's
+// instructions when they differ from the anchored ones), the claim the turn
+// settles, and the disclosure. ok is false when the anchor is no longer
+// resumable (another request took it, time removed it) or the store failed.
 func (g *Gateway) resumeAnchor(ctx context.Context, p Principal, req chat.Request, r *resumable) (ports.UpstreamRequest, *anchorClaim, string, bool) {
 	claimID, err := g.ids.Token()
 	if err != nil {
@@ -113,6 +133,9 @@ func (g *Gateway) resumeAnchor(ctx context.Context, p Principal, req chat.Reques
 	var a conversation.Anchor
 	d, err := g.anchors.Update(ctx, p.ID, r.hash, func(an *conversation.Anchor) (conversation.Decision, error) {
 		defer func() { a = *an }()
+		if r.state == conversation.Active {
+			return an.ContinueChanged(g.clock.Now(), g.anchorPolicy, r.req, claimID)
+		}
 		return an.Resume(g.clock.Now(), g.anchorPolicy, claimID)
 	})
 	if err != nil {
@@ -122,15 +145,27 @@ func (g *Gateway) resumeAnchor(ctx context.Context, p Principal, req chat.Reques
 		return ports.UpstreamRequest{}, nil, "", false
 	}
 	g.observeAnchor(ctx, p, d)
-	disclosure := DisclosedAfterFailure
-	if d.From == conversation.Advanced {
+	var disclosure string
+	switch d.From {
+	case conversation.Active:
+		disclosure = DisclosedChangedInstructions
+	case conversation.Advanced:
 		disclosure = DisclosedFromEarlierPoint
+	default:
+		disclosure = DisclosedAfterFailure
 	}
 	g.noteResumed(ctx, p, d.Row, disclosure, r.history, len(r.added))
 	cont := req
 	cont.Messages = r.added
-	return ports.UpstreamRequest{Chat: cont, ConversationID: a.ConversationID, HistoryMessages: r.history},
-		&anchorClaim{hash: r.hash, claimID: claimID, convID: a.ConversationID}, disclosure, true
+	up := ports.UpstreamRequest{Chat: cont, ConversationID: a.ConversationID, HistoryMessages: r.history}
+	if r.req.InstructionsHash != a.InstructionsHash {
+		// The conversation began under other instructions: the request's own
+		// go up with its new messages, so the answer follows them.
+		instructions, _ := conversation.Instructions(req.Messages)
+		cont.Messages = append(append(make([]chat.Message, 0, len(instructions)+len(r.added)), instructions...), r.added...)
+		up.Chat, up.Instructions = cont, len(instructions)
+	}
+	return up, &anchorClaim{hash: r.hash, claimID: claimID, convID: a.ConversationID}, disclosure, true
 }
 
 func (g *Gateway) logFresh(ctx context.Context, p Principal, d conversation.Decision, err error) {
@@ -203,14 +238,14 @@ func (g *Gateway) recordAnchor(ctx context.Context, p Principal, req chat.Reques
 	}
 	transcript := append(append(make([]chat.Message, 0, len(req.Messages)+1), req.Messages...), conversation.Reply(text))
 	hash, err := conversation.TranscriptHash(transcript)
-	var toolsHash string
+	var areq conversation.Request
 	if err == nil {
-		toolsHash, err = tools.toolsBinding(req)
+		areq, err = g.anchorRequest(req, tools)
 	}
 	if err == nil {
 		now := g.clock.Now()
 		err = g.anchors.Record(context.WithoutCancel(ctx), conversation.Anchor{
-			PrincipalID: p.ID, WorkspaceID: g.cfg.WorkspaceID, Model: req.Model, ToolsHash: toolsHash,
+			PrincipalID: p.ID, WorkspaceID: areq.WorkspaceID, Model: areq.Model, ToolsHash: areq.ToolsHash, InstructionsHash: areq.InstructionsHash,
 			TranscriptHash: hash, TranscriptLength: len(transcript), ConversationID: convID,
 			State: conversation.Active, CreatedAt: now, ExpiresAt: now.Add(g.anchorPolicy.TTL),
 		}, now)

@@ -157,11 +157,14 @@ func TestAnythingButAnExactExtensionStartsFresh(t *testing.T) {
 			return textRequest(sys, user("one"), assistant(a+"!"), user("two"))
 		}, "history_changed"},
 		{"truncated history", func(a string) chat.Request {
-			return textRequest(user("one"), assistant(a), user("two"))
+			return textRequest(user("one"), assistant("another answer"), user("two"))
 		}, "history_changed"},
+		{"system prompt dropped", func(a string) chat.Request {
+			return textRequest(user("one"), assistant(a), user("two"))
+		}, "instructions_changed"},
 		{"changed system prompt", func(a string) chat.Request {
 			return textRequest(chat.Message{Role: chat.RoleSystem, Content: str("be verbose")}, user("one"), assistant(a), user("two"))
-		}, "history_changed"},
+		}, "instructions_changed"},
 		{"another model", func(a string) chat.Request {
 			req := textRequest(sys, user("one"), assistant(a), user("two"))
 			req.Model = "other"

@@ -27,6 +27,10 @@ const (
 	// (or turn) and holds what followed them — an answer the client did not
 	// receive, the service's loop-approval stop, or later turns.
 	DisclosedFromEarlierPoint = "continued-from-earlier-point"
+	// DisclosedChangedInstructions: the request changed only the system
+	// prompt or the tools of a history the conversation holds (an agent's
+	// compaction request); the conversation began under the earlier ones.
+	DisclosedChangedInstructions = "continued-with-changed-instructions"
 )
 
 // Disclosed is implemented by every turn: Disclosure is "" unless the turn

@@ -183,3 +183,56 @@ func TestAfterABrokenToolRoundTheNextMessageGoesOn(t *testing.T) {
 		})
 	}
 }
+
+// An agent's compaction request — a new system prompt, no tools, the whole
+// history and a summary instruction — whose transcript does not fit a fresh
+// query continues the conversation that holds the history (A37), sending the
+// new system prompt with the instruction, disclosed; the anchor is then
+// ADVANCED, so it happens once. A fitting one starts fresh
+// (instructions_changed), and a changed model never continues.
+func TestACompactionTooLongToStartFreshContinuesTheConversation(t *testing.T) {
+	is := is.New(t)
+	broken := false
+	r := newResumeRig(t, true, 4, &broken)
+	sys := chat.Message{Role: chat.RoleSystem, Content: str("you are a coding agent")}
+	first := textRequest(sys, user("one"))
+	first.Tools = tools
+	a := r.turn(t, first)
+	summarize := chat.Message{Role: chat.RoleSystem, Content: str("summarize the conversation")}
+
+	fits := textRequest(summarize, user("one"), assistant(a), user("summarize it"))
+	r.turn(t, fits)
+	is.Equal(r.last().ConversationID, "") // it fits: fresh, the upstream holds exactly the transcript
+	is.Equal(r.freshReasons(), []string{"no_anchor", "instructions_changed"})
+
+	long := textRequest(summarize, user("one"), assistant(a), user("more"), user("summarize it"))
+	other := long
+	other.Model = "other"
+	_, err := r.gw.Chat(t.Context(), principal, other)
+	is.True(errs.Has(err, errs.UpstreamQueryTooLong)) // another model never continues
+
+	turn, err := r.gw.Chat(t.Context(), principal, long)
+	is.NoErr(err)
+	is.Equal(turn.(app.Disclosed).Disclosure(), app.DisclosedChangedInstructions)
+	_, err = drain(t, turn)
+	is.NoErr(err)
+	last := r.last()
+	is.Equal(last.ConversationID, "conv-1") // the conversation that holds the history
+	is.Equal(len(last.Chat.Messages), 3)    // the new system prompt and the two new messages
+	is.Equal(last.Chat.Messages[0].Role, chat.RoleSystem)
+	is.Equal(*last.Chat.Messages[0].Content, "summarize the conversation")
+	is.Equal(last.Instructions, 1)
+	is.Equal(len(last.Chat.Tools), 0) // no tools: the request offered none
+	is.True(strings.Contains(r.logs.String(), `"row":"A37"`))
+	is.True(strings.Contains(r.logs.String(), `"disclosure":"continued-with-changed-instructions"`))
+
+	// Sent again (a retry): the anchor moved on (ADVANCED), so it goes on from
+	// that earlier point (A27), disclosed as such, with the new instructions.
+	turn, err = r.gw.Chat(t.Context(), principal, long)
+	is.NoErr(err)
+	is.Equal(turn.(app.Disclosed).Disclosure(), app.DisclosedFromEarlierPoint)
+	_, err = drain(t, turn)
+	is.NoErr(err)
+	is.Equal(r.last().ConversationID, "conv-1")
+	is.Equal(r.last().Instructions, 1)
+}

@@ -47,6 +47,16 @@ type UpstreamRequest struct {
 	// (not resent), so a refusal can name a message by its index in the
 	// request.
 	HistoryMessages int
+	// Instructions, on a continued conversation, is how many leading
+	// messages of Chat.Messages are the request's own instructions (its
+	// system prompt, sent again because the conversation began under other
+	// ones); they keep their index in the request, and the messages after
+	// them follow the HistoryMessages of history.
+	Instructions int
+	// ConversationLost, on a fresh USER_QUERY: the service lost the upstream
+	// conversation that held this history (its anchor was retired), so a
+	// refusal says why the whole transcript is sent.
+	ConversationLost bool
 }
 
 // Continuation is built only from a validated, claimed group record.

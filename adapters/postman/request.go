@@ -10,6 +10,7 @@ import (
 	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
 	"github.com/pmgate/pmgate/domain/budget"
 	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/conversation"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/domain/structured"
 	"github.com/pmgate/pmgate/ports"
@@ -257,11 +258,15 @@ func BuildBody(cfg pmconfig.Config, req ports.UpstreamRequest) ([]byte, error) {
 // continuation, which carries none).
 func checkBudgets(cfg pmconfig.Config, req ports.UpstreamRequest, q string) error {
 	b := budget.Request{Tools: len(req.Chat.Tools), ToolsLimit: cfg.ToolsLimit(), Query: cfg.QueryLimit(),
-		Client: req.Chat.Client, Continued: req.ConversationID != ""}
+		Client: req.Chat.Client, Continued: req.ConversationID != "", Lost: req.ConversationLost}
 	if req.Continuation == nil {
 		b.QueryChars = QueryChars(q)
 		if b.OverQuery() {
-			b.Largest = largestMessage(req.Chat.Messages, req.HistoryMessages)
+			b.Largest = largestMessage(req.Chat.Messages, req.Instructions, req.HistoryMessages)
+			instructions, _ := conversation.Instructions(req.Chat.Messages)
+			for _, m := range instructions {
+				b.Instructions += QueryChars(deref(m.Content))
+			}
 		}
 	}
 	param := b.Param("messages")
@@ -296,16 +301,21 @@ func checkToolResult(cfg pmconfig.Config, r ports.ContinuationResult, i, n int) 
 
 // largestMessage is the message with the most text among msgs (content and
 // tool-call arguments, in UTF-16 code units), indexed as in the client's
-// request: offset messages of history come before msgs.
-func largestMessage(msgs []chat.Message, offset int) budget.Part {
+// request: the first lead messages keep their index, and offset messages of
+// history come before the rest.
+func largestMessage(msgs []chat.Message, lead, offset int) budget.Part {
 	var p budget.Part
 	for i, m := range msgs {
+		at := i
+		if i >= lead {
+			at = offset + i - lead
+		}
 		n := QueryChars(deref(m.Content))
 		for _, c := range m.ToolCalls {
 			n += QueryChars(c.Arguments)
 		}
 		if n > p.Chars {
-			p = budget.Part{Index: offset + i, Role: string(m.Role), Chars: n}
+			p = budget.Part{Index: at, Role: string(m.Role), Chars: n}
 		}
 	}
 	return p

@@ -229,7 +229,7 @@ func TestEveryFallBackToAFreshConversationIsExplicit(t *testing.T) {
 	is.Equal(s.health(t).Conversation.AnchorsByState["EXPIRED"], 4)               // the sweep expired every anchor after CONVERSATION_TTL_MS
 	chatTurn(t, s, testModel, append(append([]msg(nil), history...), two), sunny) // CONVERSATION_TTL_MS passed
 
-	is.Equal(freshReasons(s.logs.String()), []string{"no_anchor", "history_changed", "history_changed", "model_changed", "expired"})
+	is.Equal(freshReasons(s.logs.String()), []string{"no_anchor", "history_changed", "instructions_changed", "model_changed", "expired"})
 	for _, q := range userQueries(t, s.emu) {
 		is.True(q.conversationID == nil) // every one of them started a new upstream conversation
 	}

@@ -233,3 +233,34 @@ func TestALostConversationIsAnsweredAsGoneAndNeverResumed(t *testing.T) {
 		})
 	}
 }
+
+// After the service lost the conversation, a transcript too long to start
+// fresh is refused as too long, and the refusal says what happened and what
+// the client can do — compact — instead of pointing at a recipe the request
+// already follows (a short system prompt, few tools).
+func TestATooLongTranscriptAfterALostConversationSaysWhatHappened(t *testing.T) {
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			is := is.New(t)
+			s := serve(t, st, map[string]string{"POSTMAN_MAX_QUERY_CHARS": "600"})
+			history := []msg{{"role": "system", "content": "Be brief."},
+				{"role": "user", "content": "Hello. " + strings.Repeat("Some context. ", 30) + "#loop=0"}}
+			history, _ = chatTurn(t, s, testModel, history, sunny)
+			s.emu.ForgetConversations()
+
+			next := append(append([]msg(nil), history...), msg{"role": "user", "content": "Again. #loop=0"})
+			status, _, e := turnResult(t, s, chatBody(t, testModel, next, toolsJSON, ""))
+			is.Equal(status, 410)
+			is.Equal(e.Error.Code, "upstream_conversation_lost")
+
+			before := len(userQueries(t, s.emu))
+			status, _, e = turnResult(t, s, chatBody(t, testModel, next, toolsJSON, ""))
+			is.Equal(status, 400)
+			is.Equal(e.Error.Code, "upstream_query_too_long")
+			is.True(strings.Contains(e.Error.Message, "The service no longer has this conversation")) // what happened
+			is.True(strings.Contains(e.Error.Message, "/compact"))                                    // what to do
+			is.True(!strings.Contains(e.Error.Message, "docs/CLIENTS.md"))                            // not the recipe it follows
+			is.Equal(len(userQueries(t, s.emu)), before)                                              // nothing sent
+		})
+	}
+}

@@ -61,6 +61,14 @@ type Request struct {
 	Continued bool
 	Largest   Part   // its largest message among those sent; Chars 0 for none
 	Client    Client // who sent it (ClientOf), ClientUnknown when unknown
+	// Instructions is the length of its instructions (the leading system
+	// and developer messages) in the query: when they take at most half of
+	// the query limit the request already follows a recipe, and what is long
+	// is its history.
+	Instructions int
+	// Lost: the service no longer has the upstream conversation that held
+	// this history, so the whole transcript would have to be sent again.
+	Lost bool
 }
 
 // OverQuery and OverTools say which budgets the request exceeds.
@@ -90,8 +98,22 @@ func (r Request) Detail() string {
 	if len(parts) == 0 {
 		return ""
 	}
-	parts = append(parts, r.Client.advice())
+	if r.Lost && r.OverQuery() {
+		parts = append([]string{"The service no longer has this conversation (it answered that the conversation was not found), so the whole transcript would have to be sent again."}, parts...)
+	}
+	parts = append(parts, r.advice())
 	return strings.Join(parts, " ")
+}
+
+// advice is the last sentence of a refusal: the client's recipe, unless the
+// request already follows one (its instructions take at most half of the
+// query limit and its tools fit) and what is long is the history of a fresh
+// conversation; then how to shorten that history.
+func (r Request) advice() string {
+	if r.OverQuery() && !r.OverTools() && !r.Continued && 2*r.Instructions <= r.Query.Value {
+		return "What is long is the conversation's history: compact it (/compact in Claude Code, opencode and Codex) or start a new session."
+	}
+	return r.Client.advice()
 }
 
 // Param is the request field a refusal points at: the tools when only they

@@ -24,7 +24,7 @@ func TestARequestWithinBothBudgetsHasNoRefusal(t *testing.T) {
 func TestARefusalNamesTheSizeTheLimitItsOriginAndTheRecipe(t *testing.T) {
 	is := is.New(t)
 	r := budget.Request{QueryChars: 19946, Query: query, Tools: 12, ToolsLimit: tools, Client: budget.ClientOf("codex_exec/0.171.0 (Linux; x86_64)"),
-		Largest: budget.Part{Index: 0, Role: "developer", Chars: 17012}}
+		Largest: budget.Part{Index: 0, Role: "developer", Chars: 17012}, Instructions: 17012}
 	d := r.Detail()
 	is.True(strings.Contains(d, "19946 characters"))                               // the size
 	is.True(strings.Contains(d, "10000 (the default of POSTMAN_MAX_QUERY_CHARS)")) // the limit and where it came from
@@ -34,6 +34,30 @@ func TestARefusalNamesTheSizeTheLimitItsOriginAndTheRecipe(t *testing.T) {
 	is.Equal(r.Param("messages"), "messages[0]")                                   // the message that alone is over
 	r.Largest.Chars = 9000
 	is.Equal(r.Param("input"), "input") // no single message is over: the whole query
+}
+
+// A request that follows its recipe (short instructions) and is long only by
+// its history is told to compact it, not pointed at the recipe it follows;
+// after the service lost the conversation the refusal says so first.
+func TestALongHistoryIsToldToCompactAndALostConversationSaysWhatHappened(t *testing.T) {
+	is := is.New(t)
+	claude := budget.ClientOf("claude-cli/2.1.332 (external, sdk-cli)")
+	r := budget.Request{QueryChars: 22402, Query: query, Tools: 7, ToolsLimit: tools, Client: claude, Instructions: 1800,
+		Largest: budget.Part{Index: 31, Role: "user", Chars: 1600}}
+	d := r.Detail()
+	is.True(strings.Contains(d, "22402 characters"))                 // the size
+	is.True(strings.Contains(d, "/compact"))                         // what to do
+	is.True(!strings.Contains(d, "docs/CLIENTS.md"))                 // not the recipe it already follows
+	is.True(!strings.Contains(d, "no longer has this conversation")) // nothing was lost
+	r.Lost = true
+	d = r.Detail()
+	is.True(strings.HasPrefix(d, "The service no longer has this conversation")) // what happened, first
+	is.True(strings.Contains(d, "/compact"))
+
+	r.Instructions = 6000 // more than half the limit: the recipe is what helps
+	is.True(strings.Contains(r.Detail(), "docs/CLIENTS.md#claude-code"))
+	r.Instructions, r.Tools = 1800, 25 // too many tools: the recipe too
+	is.True(strings.Contains(r.Detail(), "docs/CLIENTS.md#claude-code"))
 }
 
 func TestARequestOverBothBudgetsSaysBothAtOnce(t *testing.T) {

@@ -52,6 +52,9 @@ type Anchor struct {
 	WorkspaceID string
 	Model       string
 	ToolsHash   string
+	// InstructionsHash is InstructionsHash of the anchored request: its
+	// system prompt and developer messages ("" for none).
+	InstructionsHash string
 	// TranscriptHash is the canonical hash (TranscriptHash) of the request's
 	// messages plus the assistant message the gateway returned, as the client
 	// will echo them.
@@ -77,7 +80,7 @@ func (a Anchor) Key() Key { return Key{a.PrincipalID, a.TranscriptHash} }
 // Bytes is the accounted size of an anchor: a fixed overhead plus every
 // variable string it keeps. Stores report the sum in their counts.
 func (a Anchor) Bytes() int {
-	return anchorOverhead + len(a.PrincipalID) + len(a.WorkspaceID) + len(a.Model) + len(a.ToolsHash) +
+	return anchorOverhead + len(a.PrincipalID) + len(a.WorkspaceID) + len(a.Model) + len(a.ToolsHash) + len(a.InstructionsHash) +
 		len(a.TranscriptHash) + len(a.ConversationID) + len(a.ClaimID)
 }
 

@@ -23,13 +23,22 @@ const (
 	ModelMismatch     Event = "ModelMismatch"
 	ToolsMismatch     Event = "ToolsMismatch"
 	WorkspaceMismatch Event = "WorkspaceMismatch"
-	Lookup            Event = "Lookup"
-	Complete          Event = "Complete"
-	NotSent           Event = "NotSent"
-	Ambiguous         Event = "Ambiguous"
-	Deadline          Event = "Deadline"
-	Drop              Event = "Drop"
-	TombstoneElapsed  Event = "TombstoneElapsed"
+	// InstructionsMismatch: the history matches, its system prompt or
+	// developer messages do not (an agent's compaction request, an edited
+	// system prompt).
+	InstructionsMismatch Event = "InstructionsMismatch"
+	// ContinueChanged: a fresh request whose whole transcript does not fit
+	// one query, and whose history matches an ACTIVE anchor in everything but
+	// its instructions or tools, claims it to continue it, disclosed
+	// (Anchor.ContinueChanged).
+	ContinueChanged  Event = "ContinueChanged"
+	Lookup           Event = "Lookup"
+	Complete         Event = "Complete"
+	NotSent          Event = "NotSent"
+	Ambiguous        Event = "Ambiguous"
+	Deadline         Event = "Deadline"
+	Drop             Event = "Drop"
+	TombstoneElapsed Event = "TombstoneElapsed"
 	// Resume: a fresh request whose whole transcript does not fit one query
 	// claims a RESUMABLE anchor, or an ADVANCED one (an earlier point of a
 	// conversation that moved on), to continue it, disclosed (Anchor.Resume).
@@ -81,6 +90,9 @@ const (
 	ReasonModelChanged     Reason = "model_changed"
 	ReasonToolsChanged     Reason = "tools_changed"
 	ReasonWorkspaceChanged Reason = "workspace_changed"
+	// ReasonInstructionsChanged: the history matches, the system prompt or
+	// the developer messages before it do not.
+	ReasonInstructionsChanged Reason = "instructions_changed"
 	// ReasonExpired: the anchor outlived CONVERSATION_TTL_MS.
 	ReasonExpired Reason = "expired"
 	// ReasonRaced: another request is continuing the same anchor right now.
@@ -148,6 +160,8 @@ var rows = []row{
 	{"A33", Resuming, Drop, Resuming, EffectKeep, "", "a claimed anchor is never dropped; the newer anchor is not recorded"},
 	{"A34", Claimed, Lost, Retired, EffectTransition, "", "the service no longer knows the conversation: never continued or resumed again"},
 	{"A35", Resuming, Lost, Retired, EffectTransition, "", "the service no longer knows the conversation: never resumed again"},
+	{"A36", Active, InstructionsMismatch, Active, EffectFresh, ReasonInstructionsChanged, "fresh conversation with the whole transcript when it fits one query; anchor unchanged (a transcript that does not fit continues instead, A37)"},
+	{"A37", Active, ContinueChanged, Claimed, EffectContinue, "", "the whole transcript does not fit and only the instructions or the tools changed (an agent's compaction): store a claim; send the new user messages, with the changed instructions, in the stored conversation, disclosed `continued-with-changed-instructions`"},
 }
 
 // States lists every state in declaration order.
@@ -155,7 +169,7 @@ var States = []State{Active, Claimed, Advanced, Retired, Expired, Resumable, Res
 
 // Events lists every event in declaration order.
 var Events = []Event{Continue, ModelMismatch, ToolsMismatch, WorkspaceMismatch, Lookup, Complete, NotSent,
-	Ambiguous, Deadline, Drop, TombstoneElapsed, Resume, Lost}
+	Ambiguous, Deadline, Drop, TombstoneElapsed, Resume, Lost, InstructionsMismatch, ContinueChanged}
 
 // MachineName is the name of the anchor machine in spec/ and the audit.
 const MachineName = "conversation"
@@ -171,7 +185,7 @@ func Table() fsm.Table {
 			"An anchor is recorded ACTIVE after a proven completion with a known upstream conversation id (a text answer, or the final answer of a tool loop), keyed by (principal, canonical hash of the transcript as the client will echo it).",
 			"`REMOVED` is a pseudo-state: the record does not exist (never recorded, removed after the terminal TTL, or dropped). It is never stored; a lookup that finds nothing is answered from it.",
 			"A fresh request is looked up only when its messages are a history ending in an assistant answer followed by one or more `user` messages; a request without such a history starts fresh with `no_anchor` and applies no row.",
-			"Lookups are classified by `Anchor.Claim`: first an overdue time event is applied (ACTIVE past its TTL → `A05`, CLAIMED past its hard deadline → `A11`, a tombstone past the terminal TTL → removed), then an ACTIVE anchor is checked for workspace, model and tools in that order (`Continue` when all match); every other state takes `Lookup`.",
+			"Lookups are classified by `Anchor.Claim`: first an overdue time event is applied (ACTIVE past its TTL → `A05`, CLAIMED past its hard deadline → `A11`, a tombstone past the terminal TTL → removed), then an ACTIVE anchor is checked for workspace, model, instructions (the leading system and developer messages, which are not part of the transcript hash) and tools in that order (`Continue` when all match); every other state takes `Lookup`.",
 			"A pair (state, event) without a row is an illegal transition: the machine returns an error marked `conversation.ErrIllegalTransition` and changes nothing.",
 			"Every transition runs inside the store's update closure on a copy; the copy is written only when the closure succeeds.",
 		},
@@ -229,6 +243,7 @@ var machine = fsm.NewMachine(fsm.Spec[Anchor, State, Event, input]{
 	State: func(a *Anchor) *State { return &a.State },
 	Entry: []fsm.Entry[Anchor, State, Event, input]{
 		{Do: recordClaim, From: Continue, In: []State{Claimed}},
+		{Do: recordClaim, From: ContinueChanged, In: []State{Claimed}},
 		{Do: recordClaim, From: Resume, In: []State{Resuming}},
 		{Do: clearClaim, From: NotSent, In: []State{Active}},
 		{Do: startTombstone, In: []State{Advanced, Retired, Expired, Resumable}},
@@ -268,9 +283,10 @@ func Graph() string { return machine.Graph() }
 // Request is what a fresh request brings to the anchor it found: the
 // settings it must share with the anchored turn.
 type Request struct {
-	WorkspaceID string
-	Model       string
-	ToolsHash   string
+	WorkspaceID      string
+	Model            string
+	ToolsHash        string
+	InstructionsHash string
 }
 
 // Claim classifies one lookup of a by a fresh request and applies the row:
@@ -288,6 +304,8 @@ func (a *Anchor) Claim(now time.Time, p Policy, req Request, claimID string) (De
 			ev = WorkspaceMismatch
 		case req.Model != a.Model:
 			ev = ModelMismatch
+		case req.InstructionsHash != a.InstructionsHash:
+			ev = InstructionsMismatch
 		case req.ToolsHash != a.ToolsHash:
 			ev = ToolsMismatch
 		default:
@@ -295,6 +313,26 @@ func (a *Anchor) Claim(now time.Time, p Policy, req Request, claimID string) (De
 		}
 	}
 	d, err := a.fire(ev, input{now: now, policy: p, claimID: claimID})
+	d.Via = via
+	return d, err
+}
+
+// ContinueChanged claims an ACTIVE anchor under claimID for a fresh request
+// whose whole transcript does not fit one query and that shares the anchor's
+// workspace and model but not its instructions or tools (row A37; an overdue
+// time event is applied first, as by Claim). Any other state, a changed
+// workspace or model, or nothing changed refuses it as an illegal transition
+// and changes nothing but that time event.
+func (a *Anchor) ContinueChanged(now time.Time, p Policy, req Request, claimID string) (Decision, error) {
+	via, err := a.applyDue(now, p)
+	if err != nil {
+		return Decision{}, err
+	}
+	if a.State == Active && (req.WorkspaceID != a.WorkspaceID || req.Model != a.Model ||
+		(req.InstructionsHash == a.InstructionsHash && req.ToolsHash == a.ToolsHash)) {
+		return Decision{}, errors.Mark(errors.New("conversation: only a changed system prompt or tool set continues this way"), ErrIllegalTransition)
+	}
+	d, err := a.fire(ContinueChanged, input{now: now, policy: p, claimID: claimID})
 	d.Via = via
 	return d, err
 }

@@ -26,6 +26,10 @@ func model(s conversation.State, e conversation.Event) (conversation.State, conv
 			return s, conversation.EffectFresh, conversation.ReasonToolsChanged, true
 		case conversation.WorkspaceMismatch:
 			return s, conversation.EffectFresh, conversation.ReasonWorkspaceChanged, true
+		case conversation.InstructionsMismatch: // a changed system prompt is a setting, like the tools
+			return s, conversation.EffectFresh, conversation.ReasonInstructionsChanged, true
+		case conversation.ContinueChanged: // a compaction too long to start fresh
+			return conversation.Claimed, conversation.EffectContinue, "", true
 		case conversation.Deadline:
 			return conversation.Expired, conversation.EffectTransition, "", true
 		case conversation.Drop:
@@ -180,6 +184,7 @@ func TestAMismatchStartsFreshAndKeepsTheAnchor(t *testing.T) {
 		{conversation.Request{WorkspaceID: "ws", Model: "other", ToolsHash: "tools"}, conversation.ReasonModelChanged},
 		{conversation.Request{WorkspaceID: "ws", Model: "m", ToolsHash: "other"}, conversation.ReasonToolsChanged},
 		{conversation.Request{WorkspaceID: "other", Model: "other", ToolsHash: "tools"}, conversation.ReasonWorkspaceChanged},
+		{conversation.Request{WorkspaceID: "ws", Model: "m", ToolsHash: "other", InstructionsHash: "other"}, conversation.ReasonInstructionsChanged},
 	} {
 		a := anchor("p", "h", t0)
 		d, err := a.Claim(t0, policy, tc.req, "c")
@@ -281,6 +286,46 @@ func TestAFailedTurnLeavesItsConversationResumable(t *testing.T) {
 	_, err = b.Resume(t0, policy, "c7")
 	is.True(errors.Is(err, conversation.ErrIllegalTransition))
 	is.Equal(b.State, conversation.Active)
+}
+
+// An agent's compaction request (a new system prompt, no tools, the whole
+// history) finds the anchor of its history; when its transcript is too long
+// to start fresh it continues the conversation (A37) like a plain
+// continuation, settled by the same rows; a changed model never does.
+func TestACompactionTooLongToStartFreshContinuesTheConversation(t *testing.T) {
+	is := is.New(t)
+	compaction := conversation.Request{WorkspaceID: "ws", Model: "m", ToolsHash: "none", InstructionsHash: "summarize"}
+	a := anchor("p", "h", t0)
+	d, err := a.Claim(t0, policy, compaction, "c0")
+	is.NoErr(err)
+	is.Equal(d.Row, "A36") // a lookup alone starts fresh: the transcript may fit
+	is.Equal(a.State, conversation.Active)
+
+	_, err = a.ContinueChanged(t0, policy, req, "c1") // nothing changed: a plain Continue's business
+	is.True(errors.Is(err, conversation.ErrIllegalTransition))
+	other := compaction
+	other.Model = "other"
+	_, err = a.ContinueChanged(t0, policy, other, "c1") // another model never continues
+	is.True(errors.Is(err, conversation.ErrIllegalTransition))
+	is.Equal(a.State, conversation.Active)
+
+	d, err = a.ContinueChanged(t0.Add(time.Second), policy, compaction, "c1")
+	is.NoErr(err)
+	record(t.Name(), d)
+	is.Equal(d.Row, "A37")
+	is.Equal(d.Effect, conversation.EffectContinue)
+	is.Equal(a.ClaimID, "c1")
+	d, err = a.Settle(conversation.Complete, "c1", t0.Add(2*time.Second), policy)
+	is.NoErr(err)
+	is.Equal(d.Row, "A08")
+	is.Equal(a.State, conversation.Advanced)
+	_, err = a.ContinueChanged(t0.Add(3*time.Second), policy, compaction, "c2") // only once
+	is.True(errors.Is(err, conversation.ErrIllegalTransition))
+
+	b := anchor("p", "h2", t0)
+	b.InstructionsHash = "agent"
+	_, err = b.ContinueChanged(t0.Add(policy.TTL), policy, compaction, "c3") // expired first
+	is.True(errors.Is(err, conversation.ErrIllegalTransition))
 }
 
 // A conversation the service no longer knows is retired, from a claim and

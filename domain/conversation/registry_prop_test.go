@@ -171,13 +171,15 @@ func sortedKeys(mm map[conversation.Key]*mAnchor) []conversation.Key {
 func (m *registryMachine) Claim(t *rapid.T) {
 	k := rapid.SampledFrom(keys).Draw(t, "key")
 	r := req
-	switch rapid.SampledFrom([]string{"same", "same", "same", "model", "tools", "workspace"}).Draw(t, "variant") {
+	switch rapid.SampledFrom([]string{"same", "same", "same", "model", "tools", "workspace", "instructions"}).Draw(t, "variant") {
 	case "model":
 		r.Model = "other"
 	case "tools":
 		r.ToolsHash = "other"
 	case "workspace":
 		r.WorkspaceID = "other"
+	case "instructions":
+		r.InstructionsHash = "other"
 	}
 	m.claimN++
 	id := fmt.Sprintf("claim-%d", m.claimN)
@@ -205,6 +207,8 @@ func (m *registryMachine) Claim(t *rapid.T) {
 					wantRow, wantReason = "A04", conversation.ReasonWorkspaceChanged
 				case r.Model != req.Model:
 					wantRow, wantReason = "A02", conversation.ReasonModelChanged
+				case r.InstructionsHash != req.InstructionsHash:
+					wantRow, wantReason = "A36", conversation.ReasonInstructionsChanged
 				case r.ToolsHash != req.ToolsHash:
 					wantRow, wantReason = "A03", conversation.ReasonToolsChanged
 				default:
@@ -325,6 +329,53 @@ func (m *registryMachine) Resume(t *rapid.T) {
 	}
 	m.rec(d)
 	m.enter(a, conversation.Resuming)
+	a.claimID, a.claim = id, m.now.Add(m.policy.ClaimTTL)
+}
+
+// ContinueChanged claims an ACTIVE anchor for a turn too long to start fresh
+// that changed only the instructions or the tools (an agent's compaction);
+// every other state, and a changed model or workspace or nothing changed,
+// refuses it.
+func (m *registryMachine) ContinueChanged(t *rapid.T) {
+	k := rapid.SampledFrom(keys).Draw(t, "key")
+	r := req
+	variant := rapid.SampledFrom([]string{"instructions", "tools", "both", "model", "none"}).Draw(t, "variant")
+	switch variant {
+	case "instructions":
+		r.InstructionsHash = "other"
+	case "tools":
+		r.ToolsHash = "other"
+	case "both":
+		r.InstructionsHash, r.ToolsHash = "other", "other"
+	case "model":
+		r.Model, r.ToolsHash = "other", "other"
+	}
+	m.claimN++
+	id := fmt.Sprintf("claim-%d", m.claimN)
+	d, err := m.reg.Update(k, func(a *conversation.Anchor) (conversation.Decision, error) {
+		return a.ContinueChanged(m.now, m.policy, r, id)
+	})
+	if _, ok := m.model[k]; !ok {
+		if !errors.Is(err, conversation.ErrNoAnchor) {
+			t.Fatalf("continue-changed of a missing anchor: got %v", err)
+		}
+		return
+	}
+	saved := *m.model[k]
+	_, alive := m.due(k)
+	a, ok := m.model[k]
+	if !alive || !ok || a.state != conversation.Active || variant == "model" || variant == "none" {
+		if !errors.Is(err, conversation.ErrIllegalTransition) {
+			t.Fatalf("continue-changed (%s): got %v", variant, err)
+		}
+		m.model[k] = &saved
+		return
+	}
+	if err != nil || d.Row != "A37" {
+		t.Fatalf("continue-changed: got %s %v vs expected A37", d.Row, err)
+	}
+	m.rec(d)
+	m.enter(a, conversation.Claimed)
 	a.claimID, a.claim = id, m.now.Add(m.policy.ClaimTTL)
 }
 

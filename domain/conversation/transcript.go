@@ -5,15 +5,42 @@ import (
 	"github.com/pmgate/pmgate/domain/chat"
 )
 
-// TranscriptHash is the canonical hash of msgs as the client will echo them:
-// the value form of package canon (echoed tool-call arguments compare as JSON
-// values), the same form tool-call groups bind. Anchors are recorded and
-// looked up with it and nothing else, so this is the one place that chooses
-// the normalization. No issued calls are passed: both sides of the
-// comparison are transcripts in the client's own form (the messages of a
-// request plus the text answer), so there are no schema defaults to drop.
+// TranscriptHash is the canonical hash of the dialogue of msgs as the client
+// will echo it: the value form of package canon (echoed tool-call arguments
+// compare as JSON values), the same form tool-call groups bind. The
+// instructions (Instructions: the leading system and developer messages) are
+// not part of it: like the tools, they are a setting an anchor records
+// (InstructionsHash), so a request that changes only them (an agent's
+// compaction request) finds the anchor of its history and is told apart by a
+// declared row. Anchors are recorded and looked up with it and nothing else,
+// so this is the one place that chooses the normalization. No issued calls are
+// passed: both sides of the comparison are transcripts in the client's own
+// form (the messages of a request plus the text answer), so there are no
+// schema defaults to drop.
 func TranscriptHash(msgs []chat.Message) (string, error) {
-	return canon.TranscriptHashV2(msgs, nil, nil)
+	_, dialogue := Instructions(msgs)
+	return canon.TranscriptHashV2(dialogue, nil, nil)
+}
+
+// Instructions splits msgs into the instructions, the leading run of system
+// and developer messages (a system prompt, Responses instructions, a
+// developer message), and the dialogue after them.
+func Instructions(msgs []chat.Message) (instructions, dialogue []chat.Message) {
+	i := 0
+	for i < len(msgs) && (msgs[i].Role == chat.RoleSystem || msgs[i].Role == chat.RoleDeveloper) {
+		i++
+	}
+	return msgs[:i], msgs[i:]
+}
+
+// InstructionsHash is the canonical hash of the instructions of msgs (the
+// same form as TranscriptHash); "" when there are none.
+func InstructionsHash(msgs []chat.Message) (string, error) {
+	instructions, _ := Instructions(msgs)
+	if len(instructions) == 0 {
+		return "", nil
+	}
+	return canon.TranscriptHashV2(instructions, nil, nil)
 }
 
 // Split divides the messages of a fresh request into the history the gateway

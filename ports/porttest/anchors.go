@@ -22,11 +22,11 @@ type NewAnchorStore func(t *testing.T, l conversation.Limits, p conversation.Pol
 var AnchorPolicy = conversation.Policy{TTL: 30 * time.Minute, ClaimTTL: 150 * time.Second, TerminalTTL: 15 * time.Minute}
 
 // AnchorRequest is the claim request that matches Anchor(…).
-var AnchorRequest = conversation.Request{WorkspaceID: "ws", Model: "m", ToolsHash: "sha256:tools"}
+var AnchorRequest = conversation.Request{WorkspaceID: "ws", Model: "m", ToolsHash: "sha256:tools", InstructionsHash: "sha256:instructions"}
 
 // Anchor returns an ACTIVE anchor of principal for the transcript hash, created at now.
 func Anchor(principal, hash string, now time.Time) conversation.Anchor {
-	return conversation.Anchor{PrincipalID: principal, WorkspaceID: "ws", Model: "m", ToolsHash: "sha256:tools",
+	return conversation.Anchor{PrincipalID: principal, WorkspaceID: "ws", Model: "m", ToolsHash: "sha256:tools", InstructionsHash: "sha256:instructions",
 		TranscriptHash: hash, TranscriptLength: 4, ConversationID: "conv-" + hash, State: conversation.Active,
 		CreatedAt: now, ExpiresAt: now.Add(AnchorPolicy.TTL)}
 }
