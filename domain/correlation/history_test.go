@@ -55,6 +55,12 @@ func TestAcceptedResultsFollowedByNewContentAreHistory(t *testing.T) {
 	added := plain
 	added.Continuation.Added = []chat.Message{{Role: chat.RoleUser, Content: str("Now fix the bug.")}}
 	other := withTrailing(f.submission("r1", "r2 changed"), "Now fix the bug.")
+	// An agent's compaction request after the round: the same history and
+	// results, no tools (Codex), then its summary instruction.
+	compaction := added
+	compaction.ToolsHash = "sha256:no-tools"
+	retoolled := plain
+	retoolled.ToolsHash = "sha256:no-tools"
 
 	cases := []struct {
 		name      string
@@ -75,6 +81,9 @@ func TestAcceptedResultsFollowedByNewContentAreHistory(t *testing.T) {
 		{"uncertain, the same results alone: still uncertain", plain, correlation.Uncertain, plain, "C22", correlation.EffectReject, errs.ContinuationOutcomeUncertain},
 		{"uncertain, other results with a prompt: still uncertain", plain, correlation.Uncertain, other, "C22", correlation.EffectReject, errs.ContinuationOutcomeUncertain},
 		{"inflight, results then a prompt: wait", plain, correlation.Inflight, prompt, "C31", correlation.EffectReject, errs.ContinuationInflight},
+		{"consumed, a compaction request without the tools", plain, correlation.Consumed, compaction, "C29", correlation.EffectResume, ""},
+		{"uncertain, a compaction request without the tools", plain, correlation.Uncertain, compaction, "C30", correlation.EffectResume, ""},
+		{"consumed, the same results alone with other tools: a conflict", plain, correlation.Consumed, retoolled, "C19", correlation.EffectReject, errs.ContinuationConflict},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

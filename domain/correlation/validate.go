@@ -175,7 +175,7 @@ var Steps = []Step{
 	{"6 same transcript prefix, arguments as JSON values", CheckHistory},
 	{"8 same model", CheckModel},
 	{"9 same workspace", CheckWorkspace},
-	{"9 same tools", CheckTools},
+	{stepTools, CheckTools},
 }
 
 // CheckResolved is step 3: every id resolves for this principal.
@@ -391,18 +391,18 @@ func Classify(g Group, s Submission, now time.Time) (Event, string) {
 		}
 		return SubmitValid, acceptedHashes(h, s.pureResultsHash())
 	case Inflight, Consumed:
+		exact, pure := splitAccepted(g.AcceptedResultsHash)
 		if Validate(g, s) == "" {
-			exact, pure := splitAccepted(g.AcceptedResultsHash)
 			if h := s.resultsHash(); h != "" && h == exact && len(s.Continuation.Added) == 0 {
 				return SubmitSame, ""
 			}
-			if isHistory(s, pure) {
-				return SubmitHistory, ""
-			}
+		}
+		if isHistory(s, pure) && validateHistory(g, s) == "" {
+			return SubmitHistory, ""
 		}
 		return SubmitDifferent, ""
 	case Uncertain:
-		if _, pure := splitAccepted(g.AcceptedResultsHash); isHistory(s, pure) && Validate(g, s) == "" {
+		if _, pure := splitAccepted(g.AcceptedResultsHash); isHistory(s, pure) && validateHistory(g, s) == "" {
 			return SubmitHistory, ""
 		}
 		return SubmitAny, ""
@@ -410,6 +410,25 @@ func Classify(g Group, s Submission, now time.Time) (Event, string) {
 		return SubmitAny, ""
 	}
 }
+
+// validateHistory is Validate for results that are history: every step but
+// the tools. The results are never sent again and only the new user content
+// goes up, with the request's own tools, so a request that changed only its
+// tool set (an agent's compaction request offers none) is the same history.
+func validateHistory(g Group, s Submission) Event {
+	for _, st := range Steps {
+		if st.Name == stepTools {
+			continue
+		}
+		if ev := st.Check(g, s); ev != "" {
+			return ev
+		}
+	}
+	return ""
+}
+
+// stepTools names the step validateHistory leaves out.
+const stepTools = "9 same tools"
 
 // isHistory reports whether s carries the accepted results (pure: their hash
 // without the text after them) followed by new user content.

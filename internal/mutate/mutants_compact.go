@@ -29,5 +29,8 @@ func init() {
 		mutant{"a lost conversation not named in the refusal", "domain/budget/budget.go",
 			"\tif r.Lost && r.OverQuery() {", "\tif false {",
 			"./domain/budget/", ""},
+		mutant{"results as history checked against the tools again", "domain/correlation/validate.go",
+			"\t\tif st.Name == stepTools {\n\t\t\tcontinue\n\t\t}\n", "",
+			"./domain/correlation/", "History"},
 	)
 }
