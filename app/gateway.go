@@ -130,10 +130,18 @@ func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) 
 		// Too long to start fresh: the results before the new user messages
 		// may be history the upstream already holds.
 		if cont, ok := correlation.SplitHistory(req.Messages); ok {
-			if h, ok, herr := g.planHistory(ctx, p, req, tools, cont); herr == nil && ok {
-				return g.sendHistory(ctx, p, req, tools, h, admitted, err)
-			} else if herr != nil {
+			h, ok, herr := g.planHistory(ctx, p, req, tools, cont)
+			switch {
+			case herr != nil:
 				g.log.WarnContext(ctx, "history lookup failed", "code", string(errs.CodeOf(herr)), "error", errs.Redact(herr))
+			case ok:
+				return g.sendHistory(ctx, p, req, tools, h, admitted, err)
+			default:
+				// Results the group still waits for, then a new user turn:
+				// they go up once, together, in the group's TOOL_RESPONSE.
+				if t, ok, ferr := g.foldTurn(ctx, p, req, tools, cont, admitted, err); ok {
+					return t, ferr
+				}
 			}
 		}
 	}

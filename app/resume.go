@@ -206,3 +206,59 @@ func (g *Gateway) submission(ctx context.Context, p Principal, req chat.Request,
 		OtherGroups:     len(groups) - 1,
 	}, nil
 }
+
+// foldTurn answers a request too long to start fresh whose tool results
+// answer a group that is still PENDING, followed by new user messages — an
+// agent's compaction request in the middle of a tool round (Codex): the
+// user messages are folded into the last result (correlation.Continuation.Fold,
+// the form Anthropic Messages gives text after tool results) and the group's
+// one TOOL_RESPONSE carries both, with the request's own tools (none, for a
+// compaction), disclosed continued-with-changed-instructions when they differ
+// from the group's. The fresh attempt (admitted at admitted, refused as
+// tooLong) is refunded first: the dispatch is admitted on its own. ok is false
+// when the group is not PENDING (or no id resolves): the caller answers
+// tooLong.
+func (g *Gateway) foldTurn(ctx context.Context, p Principal, req chat.Request, tools *toolSet, cont correlation.Continuation, admitted time.Time, tooLong error) (Turn, bool, error) {
+	folded := cont.Fold()
+	key, sub, err := g.submission(ctx, p, req, tools, folded)
+	if err != nil || key == "" {
+		return nil, false, nil
+	}
+	attempt, err := g.ids.Token()
+	if err != nil {
+		return nil, false, nil
+	}
+	var claimed correlation.Group
+	d, err := g.store.Update(ctx, key, func(gr *correlation.Group) (correlation.Decision, error) {
+		if gr.State != correlation.Pending {
+			return correlation.Decision{}, errNotPending
+		}
+		defer func() { claimed = gr.Clone() }()
+		return gr.Submit(g.clock.Now(), g.cfg.Policy, sub, attempt)
+	})
+	if err != nil {
+		if !errors.Is(err, errNotPending) && !errs.Has(err, errs.UnknownToolCall) {
+			g.log.WarnContext(ctx, "folded continuation failed", "code", string(errs.CodeOf(err)), "error", errs.Redact(err))
+		}
+		return nil, false, nil
+	}
+	g.logDecision(ctx, p, d)
+	g.refund(ctx, p, admitted, tooLong) // the fresh attempt was never sent
+	if d.Effect != correlation.EffectDispatch {
+		return nil, true, d.Err()
+	}
+	disclosure := ""
+	if sub.ToolsHash != claimed.ToolsHash {
+		disclosure = DisclosedChangedInstructions
+	}
+	t, err := g.dispatch(ctx, p, req, tools, claimed, folded)
+	if tt, ok := t.(*turn); ok && disclosure != "" {
+		tt.disclosure = disclosure
+		g.noteResumed(ctx, p, d.Row, disclosure, len(cont.Prefix)+len(cont.Results), len(cont.Added))
+	}
+	return t, true, err
+}
+
+// errNotPending ends foldTurn's update without a change: the group is not
+// waiting for its results.
+var errNotPending = errors.New("app: the group is not pending")

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -235,4 +236,66 @@ func TestACompactionTooLongToStartFreshContinuesTheConversation(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(r.last().ConversationID, "conv-1")
 	is.Equal(r.last().Instructions, 1)
+}
+
+// Codex compacts in the middle of a tool round: its request carries the
+// results the group still waits for, then its compaction prompt, and no
+// tools, and is too long to start fresh. The group's one TOOL_RESPONSE
+// carries the results with the prompt after them (folded, as Anthropic
+// Messages text after tool results is), with no tools, disclosed; the results
+// are never sent again, and a fitting request starts fresh instead.
+func TestACompactionInTheMiddleOfAToolRoundAnswersTheGroupOnce(t *testing.T) {
+	is := is.New(t)
+	n, fresh := 0, 0
+	var sent []ports.UpstreamRequest
+	r := newConvRig(t, func(req ports.UpstreamRequest) porttest.Script {
+		n++
+		sent = append(sent, req)
+		switch {
+		case n == 1:
+			return porttest.Script{Events: porttest.ToolCalls("conv-t", "grp-1", "get_weather")}
+		case req.Continuation != nil:
+			return porttest.Script{Events: porttest.Text("conv-t", "the summary")}
+		case req.ConversationID != "":
+			return porttest.Script{Events: porttest.Text(req.ConversationID, "the summary again")}
+		default:
+			fresh++
+			return porttest.Script{Err: errors.Mark(errs.New(errs.UpstreamQueryTooLong), ports.ErrNotSent)}
+		}
+	})
+	withResume(r, true)
+	first := request(user("weather?"))
+	turn, err := r.gw.Chat(t.Context(), principal, first)
+	is.NoErr(err)
+	ds, err := drain(t, turn)
+	is.NoErr(err)
+	compaction := request(append(echo(first.Messages, ds, "sunny"), user("CHECKPOINT: summarize"))...)
+	compaction.Tools = nil
+
+	turn, err = r.gw.Chat(t.Context(), principal, compaction)
+	is.NoErr(err)
+	is.Equal(turn.(app.Disclosed).Disclosure(), app.DisclosedChangedInstructions) // the group was issued with tools
+	text, err := drain(t, turn)
+	is.NoErr(err)
+	is.True(strings.Contains(fmt.Sprint(text), "the summary"))
+	last := sent[len(sent)-1]
+	is.True(last.Continuation != nil) // the group's TOOL_RESPONSE …
+	is.Equal(len(last.Continuation.Results), 1)
+	is.True(strings.HasSuffix(last.Continuation.Results[0].Content, "\n\nCHECKPOINT: summarize")) // … with the prompt after the result
+	is.Equal(len(last.Chat.Tools), 0)                                                             // and no tools
+	is.Equal(fresh, 1)                                                                            // the fresh attempt, refused before sending
+
+	// Sent again: the results are history now (C29): only the prompt goes up,
+	// as a user turn of the conversation, never a second TOOL_RESPONSE.
+	turn, err = r.gw.Chat(t.Context(), principal, compaction)
+	is.NoErr(err)
+	is.Equal(turn.(app.Disclosed).Disclosure(), app.DisclosedFromEarlierPoint)
+	is.Equal(*sent[len(sent)-1].Chat.Messages[0].Content, "CHECKPOINT: summarize")
+	continuations := 0
+	for _, s := range sent {
+		if s.Continuation != nil {
+			continuations++
+		}
+	}
+	is.Equal(continuations, 1)
 }

@@ -145,3 +145,43 @@ func TestSplitHistory(t *testing.T) {
 	_, ok = correlation.SplitHistory(f.prefix[:2]) // no results before the user message
 	is.True(!ok)
 }
+
+// Fold puts a new user turn after the results into the last result, as
+// Messages text after tool results is: a PENDING group then takes both in its
+// one dispatch, and only such a folded submission may change the tools; the
+// folded results, sent again with the same turn, are history (C29).
+func TestAFoldedUserTurnGoesUpWithThePendingGroupsResults(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, "g1", "p1", "call_pmn_a", "call_pmn_b")
+	sub := f.submission("r1", "r2")
+	sub.Continuation.Added = []chat.Message{{Role: chat.RoleUser, Content: str("first")}, {Role: chat.RoleUser, Content: str("summarize")}}
+	sub.ToolsHash = "sha256:no-tools"
+
+	unfolded := f.group.Clone()
+	d, err := unfolded.Submit(t0.Add(time.Minute), policy, sub, "attempt-0")
+	is.NoErr(err)
+	is.Equal(d.Code, errs.ContinuationToolsMismatch) // not folded: the tools must match
+
+	folded := sub
+	folded.Continuation = sub.Continuation.Fold()
+	is.Equal(folded.Continuation.Results[1].Content, "r2\n\nfirst\n\nsummarize")
+	is.Equal(folded.Continuation.Results[0].Content, "r1") // only the last result takes the turn
+	is.Equal(folded.Continuation.Trailing, "first\n\nsummarize")
+	is.Equal(len(folded.Continuation.Added), 0)
+	is.Equal(sub.Continuation.Results[1].Content, "r2") // the original is untouched
+	g := f.group.Clone()
+	d, err = g.Submit(t0.Add(time.Minute), policy, folded, "attempt-1")
+	is.NoErr(err)
+	is.Equal(d.Effect, correlation.EffectDispatch)
+	_, err = g.Complete(t0.Add(2*time.Minute), policy, nil, "")
+	is.NoErr(err)
+	d, err = g.Resume(t0.Add(3*time.Minute), policy, sub) // the same results and turn again
+	is.NoErr(err)
+	is.Equal(d.Row, "C29")
+
+	messages := withTrailing(f.submission("r1", "r2"), "reminder") // text after the results already
+	messages.Continuation.Added = []chat.Message{{Role: chat.RoleUser, Content: str("summarize")}}
+	c := messages.Continuation.Fold()
+	is.Equal(c.Results[1].Content, "r2\n\nreminder\n\nsummarize")
+	is.Equal(c.Trailing, "reminder\n\nsummarize")
+}

@@ -30,6 +30,46 @@ type Continuation struct {
 	// Responses request that answers the calls and asks something new in one
 	// request); only SplitHistory sets them.
 	Added []chat.Message
+	// Folded: Fold put the added user messages into the last result (a
+	// PENDING group taking a new user turn with its results); its tools may
+	// then differ from the group's, as for results that are history.
+	Folded bool
+}
+
+// Fold returns c with its added user messages folded into its last result,
+// after a blank line each, as the text after the results of an Anthropic
+// Messages user turn (Trailing) is: the one form in which a PENDING group
+// takes its results and a new user turn in one TOOL_RESPONSE (a transcript
+// too long to start fresh, such as an agent's compaction request in the
+// middle of a tool round; docs/CONVERSATIONS.md). c without added messages is
+// returned as it is.
+func (c Continuation) Fold() Continuation {
+	if len(c.Added) == 0 || len(c.Results) == 0 {
+		return c
+	}
+	var text strings.Builder
+	text.WriteString(c.Trailing)
+	for _, m := range c.Added {
+		if m.Content == nil || *m.Content == "" {
+			continue
+		}
+		if text.Len() > 0 {
+			text.WriteString("\n\n")
+		}
+		text.WriteString(*m.Content)
+	}
+	f := c
+	f.Results = append([]Result(nil), c.Results...)
+	last := &f.Results[len(f.Results)-1]
+	if extra := strings.TrimPrefix(text.String(), c.Trailing); extra != "" {
+		if c.Trailing == "" {
+			last.Content += "\n\n" + extra
+		} else {
+			last.Content += extra
+		}
+	}
+	f.Trailing, f.Added, f.Folded = text.String(), nil, true
+	return f
 }
 
 // SplitContinuation splits messages into the prefix and the final contiguous
@@ -284,6 +324,9 @@ func CheckWorkspace(g Group, s Submission) Event {
 // record stored by an earlier build holds the older form, which also bound
 // tool_choice, and is compared under it.
 func CheckTools(g Group, s Submission) Event {
+	if s.Continuation.Folded {
+		return "" // only a new user turn folded into the results (Fold) may change them
+	}
 	want := s.ToolsHash
 	if !canon.IsToolsBinding(g.ToolsHash) {
 		want = s.LegacyToolsHash

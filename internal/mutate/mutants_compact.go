@@ -32,5 +32,15 @@ func init() {
 		mutant{"results as history checked against the tools again", "domain/correlation/validate.go",
 			"\t\tif st.Name == stepTools {\n\t\t\tcontinue\n\t\t}\n", "",
 			"./domain/correlation/", "History"},
+		mutant{"a folded turn checked against the tools", "domain/correlation/validate.go",
+			"\tif s.Continuation.Folded {\n\t\treturn \"\" // only", "\tif false {\n\t\treturn \"\" // only",
+			"./domain/correlation/", "Folded"},
+		mutant{"a pending group's results with a new turn refused as too long", "app/gateway.go",
+			"\t\t\t\tif t, ok, ferr := g.foldTurn(ctx, p, req, tools, cont, admitted, err); ok {",
+			"\t\t\t\tif t, ok, ferr := g.foldTurn(ctx, p, req, tools, cont, admitted, err); false && ok {",
+			"./app/", "MiddleOfAToolRound"},
+		mutant{"a folded turn not disclosed", "app/resume.go",
+			"\tif sub.ToolsHash != claimed.ToolsHash {", "\tif false {",
+			"./app/", "MiddleOfAToolRound"},
 	)
 }
