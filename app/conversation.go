@@ -53,6 +53,9 @@ func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request, 
 		areq, err = g.anchorRequest(req, tools)
 	}
 	if err == nil {
+		areq.Sent, err = conversation.SentOf(added)
+	}
+	if err == nil {
 		var claimID string
 		claimID, err = g.ids.Token()
 		if err == nil {
@@ -136,7 +139,7 @@ func (g *Gateway) resumeAnchor(ctx context.Context, p Principal, req chat.Reques
 		if r.state == conversation.Active {
 			return an.ContinueChanged(g.clock.Now(), g.anchorPolicy, r.req, claimID)
 		}
-		return an.Resume(g.clock.Now(), g.anchorPolicy, claimID)
+		return an.Resume(g.clock.Now(), g.anchorPolicy, claimID, r.req.Sent)
 	})
 	if err != nil {
 		if !errors.Is(err, conversation.ErrIllegalTransition) && !errors.Is(err, conversation.ErrNoAnchor) {
@@ -154,15 +157,23 @@ func (g *Gateway) resumeAnchor(ctx context.Context, p Principal, req chat.Reques
 	default:
 		disclosure = DisclosedAfterFailure
 	}
-	g.noteResumed(ctx, p, d.Row, disclosure, r.history, len(r.added))
+	added, history := r.added, r.history
+	if d.From == conversation.Resumable {
+		// A client that kept the failed turn's messages in its history sends
+		// them again before its new ones: the conversation may hold them
+		// already (the disclosure says so), so only the new ones go up.
+		added = a.Unsent(r.added)
+		history += len(r.added) - len(added)
+	}
+	g.noteResumed(ctx, p, d.Row, disclosure, history, len(added))
 	cont := req
-	cont.Messages = r.added
-	up := ports.UpstreamRequest{Chat: cont, ConversationID: a.ConversationID, HistoryMessages: r.history}
+	cont.Messages = added
+	up := ports.UpstreamRequest{Chat: cont, ConversationID: a.ConversationID, HistoryMessages: history}
 	if r.req.InstructionsHash != a.InstructionsHash {
 		// The conversation began under other instructions: the request's own
 		// go up with its new messages, so the answer follows them.
 		instructions, _ := conversation.Instructions(req.Messages)
-		cont.Messages = append(append(make([]chat.Message, 0, len(instructions)+len(r.added)), instructions...), r.added...)
+		cont.Messages = append(append(make([]chat.Message, 0, len(instructions)+len(added)), instructions...), added...)
 		up.Chat, up.Instructions = cont, len(instructions)
 	}
 	return up, &anchorClaim{hash: r.hash, claimID: claimID, convID: a.ConversationID}, disclosure, true

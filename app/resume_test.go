@@ -299,3 +299,47 @@ func TestACompactionInTheMiddleOfAToolRoundAnswersTheGroupOnce(t *testing.T) {
 	}
 	is.Equal(continuations, 1)
 }
+
+// A client that keeps a failed turn's prompt in its history (Codex) sends it
+// again before its next prompt. The conversation may hold it already (the
+// failed turn sent it), so a resume sends only the new prompt; a retry of the
+// failed prompt alone, or a failure that provably sent nothing, still sends
+// everything the request adds.
+func TestAResumeDoesNotSendTheFailedTurnsPromptAgain(t *testing.T) {
+	is := is.New(t)
+	broken := false
+	r := newResumeRig(t, true, 2, &broken)
+	a := r.turn(t, textRequest(user("one")))
+	broken = true
+	turn, err := r.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("two")))
+	is.NoErr(err)
+	_, err = drain(t, turn)
+	is.True(err != nil) // sent, then broken: RESUMABLE
+	broken = false
+
+	turn, err = r.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("two"), user("three")))
+	is.NoErr(err)
+	is.Equal(turn.(app.Disclosed).Disclosure(), app.DisclosedAfterFailure)
+	_, err = drain(t, turn)
+	is.NoErr(err)
+	last := r.last()
+	is.Equal(last.ConversationID, "conv-1")
+	is.Equal(len(last.Chat.Messages), 1) // only the new prompt
+	is.Equal(*last.Chat.Messages[0].Content, "three")
+	is.Equal(last.HistoryMessages, 3) // the failed prompt counts as history
+
+	b := newResumeRig(t, true, 2, &broken)
+	a = b.turn(t, textRequest(user("one")))
+	broken = true
+	turn, err = b.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("two")))
+	is.NoErr(err)
+	_, err = drain(t, turn)
+	is.True(err != nil)
+	broken = false
+	turn, err = b.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("two"))) // the failed prompt retried alone
+	is.NoErr(err)
+	_, err = drain(t, turn)
+	is.NoErr(err)
+	is.Equal(len(b.last().Chat.Messages), 1)
+	is.Equal(*b.last().Chat.Messages[0].Content, "two") // sent again: the user asked again
+}

@@ -8,7 +8,11 @@
 // docs/CONVERSATIONS.md describes the record, the machine and the decisions.
 package conversation
 
-import "time"
+import (
+	"time"
+
+	"github.com/pmgate/pmgate/domain/chat"
+)
 
 // State is an anchor's lifecycle state.
 type State string
@@ -68,7 +72,41 @@ type Anchor struct {
 	// while CLAIMED (and kept afterwards for diagnosis), empty before.
 	ClaimID           string
 	ClaimExpiresAt    time.Time // hard deadline of the claim; zero unless CLAIMED
+	// ClaimSent is what the claim's request sends after the history (its new
+	// user messages); Sent is the ClaimSent of the last claim that failed
+	// after it may have been sent (RESUMABLE): the upstream conversation may
+	// hold those messages, so a resume does not send them again.
+	ClaimSent Sent
+	Sent      Sent
 	TerminalExpiresAt time.Time // zero unless a tombstone
+}
+
+// Sent identifies the new user messages a continued turn sent after the
+// anchored history: their count and TranscriptHash.
+type Sent struct {
+	Count int
+	Hash  string
+}
+
+// SentOf is the Sent of the new user messages added.
+func SentOf(added []chat.Message) (Sent, error) {
+	h, err := TranscriptHash(added)
+	return Sent{Count: len(added), Hash: h}, err
+}
+
+// Unsent returns the messages of added that the anchor's failed turn did not
+// already send: added without its first Sent.Count messages when they are
+// exactly the ones that turn sent and something follows them (a client that
+// keeps the failed prompt in its history and adds the next one), else added.
+func (a Anchor) Unsent(added []chat.Message) []chat.Message {
+	n := a.Sent.Count
+	if n == 0 || n >= len(added) {
+		return added
+	}
+	if s, err := SentOf(added[:n]); err != nil || s != a.Sent {
+		return added
+	}
+	return added[n:]
 }
 
 // Key is the lookup key of an anchor.
@@ -81,7 +119,7 @@ func (a Anchor) Key() Key { return Key{a.PrincipalID, a.TranscriptHash} }
 // variable string it keeps. Stores report the sum in their counts.
 func (a Anchor) Bytes() int {
 	return anchorOverhead + len(a.PrincipalID) + len(a.WorkspaceID) + len(a.Model) + len(a.ToolsHash) + len(a.InstructionsHash) +
-		len(a.TranscriptHash) + len(a.ConversationID) + len(a.ClaimID)
+		len(a.TranscriptHash) + len(a.ConversationID) + len(a.ClaimID) + len(a.ClaimSent.Hash) + len(a.Sent.Hash)
 }
 
 const anchorOverhead = 160

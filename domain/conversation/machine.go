@@ -234,6 +234,7 @@ type input struct {
 	now     time.Time
 	policy  Policy
 	claimID string
+	sent    Sent
 }
 
 // machine is built once from rows and shared (see fsm.Machine): concurrent
@@ -247,6 +248,8 @@ var machine = fsm.NewMachine(fsm.Spec[Anchor, State, Event, input]{
 		{Do: recordClaim, From: Resume, In: []State{Resuming}},
 		{Do: clearClaim, From: NotSent, In: []State{Active}},
 		{Do: startTombstone, In: []State{Advanced, Retired, Expired, Resumable}},
+		{Do: keepSent, From: Ambiguous, In: []State{Resumable}},
+		{Do: keepSent, From: Deadline, In: []State{Resumable}},
 	},
 	Unhandled: fsm.Illegal[State, Event](MachineName, ErrIllegalTransition, "the anchor is not in a state that accepts this event"),
 })
@@ -254,6 +257,13 @@ var machine = fsm.NewMachine(fsm.Spec[Anchor, State, Event, input]{
 func recordClaim(a *Anchor, in input) {
 	a.ClaimID = in.claimID
 	a.ClaimExpiresAt = in.now.Add(in.policy.ClaimTTL)
+	a.ClaimSent = in.sent
+}
+
+// keepSent remembers what a claim that failed after it may have been sent
+// sent (Anchor.Unsent); a claim that provably sent nothing leaves it.
+func keepSent(a *Anchor, _ input) {
+	a.Sent = a.ClaimSent
 }
 
 func clearClaim(a *Anchor, _ input) {
@@ -287,6 +297,9 @@ type Request struct {
 	Model            string
 	ToolsHash        string
 	InstructionsHash string
+	// Sent is what the request sends after the history if it wins the
+	// claim (SentOf its new user messages); kept as the claim's ClaimSent.
+	Sent Sent
 }
 
 // Claim classifies one lookup of a by a fresh request and applies the row:
@@ -312,7 +325,7 @@ func (a *Anchor) Claim(now time.Time, p Policy, req Request, claimID string) (De
 			ev = Continue
 		}
 	}
-	d, err := a.fire(ev, input{now: now, policy: p, claimID: claimID})
+	d, err := a.fire(ev, input{now: now, policy: p, claimID: claimID, sent: req.Sent})
 	d.Via = via
 	return d, err
 }
@@ -332,21 +345,22 @@ func (a *Anchor) ContinueChanged(now time.Time, p Policy, req Request, claimID s
 		(req.InstructionsHash == a.InstructionsHash && req.ToolsHash == a.ToolsHash)) {
 		return Decision{}, errors.Mark(errors.New("conversation: only a changed system prompt or tool set continues this way"), ErrIllegalTransition)
 	}
-	d, err := a.fire(ContinueChanged, input{now: now, policy: p, claimID: claimID})
+	d, err := a.fire(ContinueChanged, input{now: now, policy: p, claimID: claimID, sent: req.Sent})
 	d.Via = via
 	return d, err
 }
 
 // Resume claims a RESUMABLE anchor, or an ADVANCED one, under claimID for a
-// fresh request whose whole transcript does not fit one query (an overdue
+// fresh request whose whole transcript does not fit one query, which sends
+// sent after the history (all of its new user messages, Unsent or not) (an overdue
 // time event is applied first, as by Claim). Any other state refuses it as an
 // illegal transition and changes nothing but that time event.
-func (a *Anchor) Resume(now time.Time, p Policy, claimID string) (Decision, error) {
+func (a *Anchor) Resume(now time.Time, p Policy, claimID string, sent Sent) (Decision, error) {
 	via, err := a.applyDue(now, p)
 	if err != nil {
 		return Decision{}, err
 	}
-	d, err := a.fire(Resume, input{now: now, policy: p, claimID: claimID})
+	d, err := a.fire(Resume, input{now: now, policy: p, claimID: claimID, sent: sent})
 	d.Via = via
 	return d, err
 }

@@ -254,7 +254,7 @@ func TestAFailedTurnLeavesItsConversationResumable(t *testing.T) {
 	is.Equal(d.Row, "A10")
 	is.Equal(a.State, conversation.Resumable)
 
-	d, err = a.Resume(t0.Add(time.Second), policy, "c2")
+	d, err = a.Resume(t0.Add(time.Second), policy, "c2", conversation.Sent{})
 	is.NoErr(err)
 	record(t.Name(), d)
 	is.Equal(d.Row, "A24")
@@ -262,7 +262,7 @@ func TestAFailedTurnLeavesItsConversationResumable(t *testing.T) {
 	d, err = a.Claim(t0.Add(time.Second), policy, req, "c3") // a racing lookup
 	is.NoErr(err)
 	is.Equal(d.Reason, conversation.ReasonRaced)
-	_, err = a.Resume(t0.Add(time.Second), policy, "c4") // and a racing resume
+	_, err = a.Resume(t0.Add(time.Second), policy, "c4", conversation.Sent{}) // and a racing resume
 	is.True(errors.Is(err, conversation.ErrIllegalTransition))
 	_, err = a.Settle(conversation.Complete, "c3", t0.Add(time.Second), policy)
 	is.True(errors.Is(err, conversation.ErrStaleClaim)) // only the holder settles
@@ -271,19 +271,19 @@ func TestAFailedTurnLeavesItsConversationResumable(t *testing.T) {
 	is.Equal(d.Row, "A30")
 	is.Equal(a.State, conversation.Resumable) // nothing was sent: resumable again
 
-	_, err = a.Resume(t0.Add(2*time.Second), policy, "c5")
+	_, err = a.Resume(t0.Add(2*time.Second), policy, "c5", conversation.Sent{})
 	is.NoErr(err)
 	d, err = a.Settle(conversation.Complete, "c5", t0.Add(2*time.Second), policy)
 	is.NoErr(err)
 	is.Equal(d.Row, "A29")
 	is.Equal(a.State, conversation.Advanced)
-	d, err = a.Resume(t0.Add(3*time.Second), policy, "c6") // an earlier point of a conversation that moved on
+	d, err = a.Resume(t0.Add(3*time.Second), policy, "c6", conversation.Sent{}) // an earlier point of a conversation that moved on
 	is.NoErr(err)
 	is.Equal(d.Row, "A27")
 	is.Equal(a.State, conversation.Resuming)
 
 	b := anchor("p", "h2", t0) // an ACTIVE anchor is continued, never resumed
-	_, err = b.Resume(t0, policy, "c7")
+	_, err = b.Resume(t0, policy, "c7", conversation.Sent{})
 	is.True(errors.Is(err, conversation.ErrIllegalTransition))
 	is.Equal(b.State, conversation.Active)
 }
@@ -340,7 +340,7 @@ func TestALostConversationIsNeverResumed(t *testing.T) {
 		if resumed {
 			_, err = a.Settle(conversation.Ambiguous, "c1", t0, policy)
 			is.NoErr(err)
-			_, err = a.Resume(t0, policy, "c2")
+			_, err = a.Resume(t0, policy, "c2", conversation.Sent{})
 			is.NoErr(err)
 			claim = "c2"
 		}
@@ -348,10 +348,48 @@ func TestALostConversationIsNeverResumed(t *testing.T) {
 		is.NoErr(err)
 		record(t.Name(), d)
 		is.Equal(a.State, conversation.Retired)
-		_, err = a.Resume(t0, policy, "c3")
+		_, err = a.Resume(t0, policy, "c3", conversation.Sent{})
 		is.True(errors.Is(err, conversation.ErrIllegalTransition)) // never resumed
 		d, err = a.Claim(t0, policy, req, "c4")
 		is.NoErr(err)
 		is.Equal(d.Reason, conversation.ReasonRetired) // a lookup starts fresh
 	}
+}
+
+// What a failed claim sent is remembered when its outcome is unknown (A10,
+// A31, A11/A32), never when nothing was sent (A30): Unsent then leaves out of
+// a later request's new messages exactly the ones that claim sent, when more
+// follow them.
+func TestAResumableAnchorRemembersWhatItsFailedTurnSent(t *testing.T) {
+	is := is.New(t)
+	msg := func(s string) chat.Message { return chat.Message{Role: chat.RoleUser, Content: str(s)} }
+	sentOf := func(ms ...chat.Message) conversation.Sent {
+		s, err := conversation.SentOf(ms)
+		is.NoErr(err)
+		return s
+	}
+	a := anchor("p", "h", t0)
+	r := req
+	r.Sent = sentOf(msg("two"))
+	_, err := a.Claim(t0, policy, r, "c1")
+	is.NoErr(err)
+	_, err = a.Settle(conversation.Ambiguous, "c1", t0, policy)
+	is.NoErr(err)
+	is.Equal(a.Sent, sentOf(msg("two")))
+	is.Equal(len(a.Unsent([]chat.Message{msg("two"), msg("three")})), 1)              // the failed prompt left out
+	is.Equal(len(a.Unsent([]chat.Message{msg("two")})), 1)                            // a retry alone still sends it
+	is.Equal(len(a.Unsent([]chat.Message{msg("TWO"), msg("three")})), 2)              // an edited one is new
+	is.Equal(len(a.Unsent([]chat.Message{msg("two"), msg("three"), msg("four")})), 2) // only the sent ones
+
+	_, err = a.Resume(t0, policy, "c2", sentOf(msg("two"), msg("three")))
+	is.NoErr(err)
+	_, err = a.Settle(conversation.NotSent, "c2", t0, policy) // nothing sent: what the upstream may hold is unchanged
+	is.NoErr(err)
+	is.Equal(a.Sent, sentOf(msg("two")))
+	_, err = a.Resume(t0, policy, "c3", sentOf(msg("two"), msg("three")))
+	is.NoErr(err)
+	_, err = a.Settle(conversation.Ambiguous, "c3", t0, policy)
+	is.NoErr(err)
+	is.Equal(a.Sent, sentOf(msg("two"), msg("three")))
+	is.Equal(len(a.Unsent([]chat.Message{msg("two"), msg("three"), msg("four")})), 1)
 }

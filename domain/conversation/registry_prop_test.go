@@ -300,7 +300,7 @@ func (m *registryMachine) Resume(t *rapid.T) {
 	m.claimN++
 	id := fmt.Sprintf("claim-%d", m.claimN)
 	d, err := m.reg.Update(k, func(a *conversation.Anchor) (conversation.Decision, error) {
-		return a.Resume(m.now, m.policy, id)
+		return a.Resume(m.now, m.policy, id, conversation.Sent{})
 	})
 	if _, ok := m.model[k]; !ok {
 		if !errors.Is(err, conversation.ErrNoAnchor) {

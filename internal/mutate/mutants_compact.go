@@ -42,5 +42,14 @@ func init() {
 		mutant{"a folded turn not disclosed", "app/resume.go",
 			"\tif sub.ToolsHash != claimed.ToolsHash {", "\tif false {",
 			"./app/", "MiddleOfAToolRound"},
+		mutant{"a resume sends the failed turn's prompt again", "app/conversation.go",
+			"\t\tadded = a.Unsent(r.added)\n", "",
+			"./app/", "FailedTurnsPrompt"},
+		mutant{"what a failed claim sent forgotten", "domain/conversation/machine.go",
+			"\ta.Sent = a.ClaimSent\n", "",
+			"./domain/conversation/", "RemembersWhatItsFailedTurnSent"},
+		mutant{"a claim that sent nothing overwrites what the upstream may hold", "domain/conversation/machine.go",
+			"\t\t{Do: keepSent, From: Ambiguous, In: []State{Resumable}},", "\t\t{Do: keepSent, In: []State{Resumable}},",
+			"./domain/conversation/", "RemembersWhatItsFailedTurnSent"},
 	)
 }
