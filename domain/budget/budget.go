@@ -108,9 +108,10 @@ func (r Request) Detail() string {
 // advice is the last sentence of a refusal: the client's recipe, unless the
 // request already follows one (its instructions take at most half of the
 // query limit and its tools fit) and what is long is the history of a fresh
-// conversation; then how to shorten that history.
+// conversation (no one message takes half of the limit); then how to shorten
+// that history.
 func (r Request) advice() string {
-	if r.OverQuery() && !r.OverTools() && !r.Continued && 2*r.Instructions <= r.Query.Value {
+	if r.OverQuery() && !r.OverTools() && !r.Continued && 2*r.Instructions <= r.Query.Value && 2*r.Largest.Chars <= r.Query.Value {
 		return "What is long is the conversation's history: compact it (/compact in Claude Code, opencode and Codex) or start a new session."
 	}
 	return r.Client.advice()

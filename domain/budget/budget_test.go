@@ -58,6 +58,8 @@ func TestALongHistoryIsToldToCompactAndALostConversationSaysWhatHappened(t *test
 	is.True(strings.Contains(r.Detail(), "docs/CLIENTS.md#claude-code"))
 	r.Instructions, r.Tools = 1800, 25 // too many tools: the recipe too
 	is.True(strings.Contains(r.Detail(), "docs/CLIENTS.md#claude-code"))
+	r.Tools, r.Largest.Chars = 7, 6000 // one message takes most of it: not the history
+	is.True(!strings.Contains(r.Detail(), "/compact"))
 }
 
 func TestARequestOverBothBudgetsSaysBothAtOnce(t *testing.T) {
