@@ -23,7 +23,7 @@ func init() {
 			"\tif a.State == Active && (req.WorkspaceID != a.WorkspaceID ||",
 			"./domain/conversation/", "Compaction"},
 		mutant{"a long history pointed at the recipe it follows", "domain/budget/budget.go",
-			"\tif r.OverQuery() && !r.OverTools() && !r.Continued && 2*r.Instructions <= r.Query.Value {",
+			"\tif r.OverQuery() && !r.OverTools() && !r.Continued && 2*r.Instructions <= r.Query.Value && 2*r.Largest.Chars <= r.Query.Value {",
 			"\tif false {",
 			"./domain/budget/", ""},
 		mutant{"a lost conversation not named in the refusal", "domain/budget/budget.go",
