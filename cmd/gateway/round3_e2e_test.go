@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/pmgate/pmgate/adapters/emulator"
+	"github.com/pmgate/pmgate/domain/errs"
+)
+
+// round3Answer is what one API answered one request, reduced to what every
+// API must agree on: the status, the stable code, whether anything reads as a
+// success, and the message the client sees.
+type round3Answer struct {
+	status  int
+	code    string
+	success bool
+	message string
+	retry   string // x-should-retry
+	raw     string
+}
+
+// round3Post sends text through api ("chat", "responses", "messages") as JSON
+// or as a stream.
+func round3Post(t *testing.T, s *served, api, text string, stream bool) round3Answer {
+	t.Helper()
+	q, _ := json.Marshal(text)
+	var resp *http.Response
+	switch api {
+	case "chat":
+		resp = s.post(t, userBody(text, stream, ""))
+	case "responses":
+		resp = s.do(t, "POST", "/v1/responses", strings.NewReader(fmt.Sprintf(`{"model":%q,"stream":%v,"input":%s}`, testModel, stream, q)),
+			"Content-Type", "application/json")
+	case "messages":
+		resp = s.do(t, "POST", "/v1/messages", strings.NewReader(messagesBody(text, stream, "")),
+			"Content-Type", "application/json", "Authorization", "", "x-api-key", testKey, "anthropic-version", "2023-06-01")
+	}
+	b, _ := io.ReadAll(resp.Body)
+	a := round3Answer{status: resp.StatusCode, raw: string(b), retry: resp.Header.Get("x-should-retry")}
+	// The success markers of each API, JSON or stream.
+	for _, m := range []string{`"finish_reason":"stop"`, `"finish_reason":"tool_calls"`, `"response.completed"`, `"status":"completed"`,
+		"message_stop", `"stop_reason":"end_turn"`} {
+		a.success = a.success || strings.Contains(a.raw, m)
+	}
+	// The error: the whole JSON body, or the first error-bearing stream event.
+	var bodies []string
+	if resp.StatusCode != http.StatusOK {
+		bodies = []string{a.raw}
+	} else {
+		for _, line := range strings.Split(a.raw, "\n") {
+			if p, ok := strings.CutPrefix(line, "data: "); ok {
+				bodies = append(bodies, p)
+			}
+		}
+	}
+	for _, b := range bodies {
+		var e struct {
+			Error    *struct{ Code, Message string } `json:"error"`
+			Response *struct {
+				Error *struct{ Code, Message string } `json:"error"`
+			} `json:"response"`
+		}
+		if json.Unmarshal([]byte(b), &e) != nil {
+			continue
+		}
+		switch {
+		case e.Error != nil && e.Error.Code != "":
+			a.code, a.message = e.Error.Code, e.Error.Message
+		case e.Response != nil && e.Response.Error != nil && e.Response.Error.Code != "":
+			a.code, a.message = e.Response.Error.Code, e.Response.Error.Message
+		default:
+			continue
+		}
+		break
+	}
+	return a
+}
+
+// The round-3 evidence as the three APIs answer it (docs/UPSTREAM.md, "The
+// service, round 3"): each emulator scenario reproduces one fact, and every
+// API, as JSON and as a stream, through both strategies, answers it with the
+// same stable code and never with a success.
+func TestRound3UpstreamFactsAreTheSameStableCodeOnEveryAPI(t *testing.T) {
+	cases := []struct {
+		scenario string
+		code     errs.Code
+		says     string // a part of the message the client must see
+		source   string
+	}{
+		{emulator.ScenarioFirewallBlock, errs.UpstreamFirewallBlocked, "the credential is not the cause", "ps2Api errors.go:109-113, 403-gateway-block-failover.md:26"},
+		{emulator.ScenarioUsageBlocked, errs.UpstreamAccountBlocked, "account is blocked", "ps2Api sse.go:133-136, quota_probe.go applyUsageState"},
+		{emulator.ScenarioQuotaUsageCycle, errs.UpstreamQuotaExhausted, "usage cycle ends at " + emulator.UsageCycleEnd, "ps2Api ossfunc_test.go:37"},
+		{emulator.ScenarioEmptyDone, errs.UpstreamEmptyStream, "without any output", "ps2Api 529 doc §3.1, stream.go streamInternal"},
+		{emulator.ScenarioEmptyStream, errs.UpstreamEmptyStream, "without any output", "ps2Api 529 doc §3.1"},
+	}
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			t.Parallel()
+			s := serve(t, st, nil)
+			for _, c := range cases {
+				e := errs.MustEntry(c.code)
+				for _, api := range []string{"chat", "responses", "messages"} {
+					for _, stream := range []bool{false, true} {
+						t.Run(fmt.Sprintf("%s/%s/stream=%v", c.scenario, api, stream), func(t *testing.T) {
+							is := is.New(t)
+							a := round3Post(t, s, api, "hello #scenario="+c.scenario, stream)
+							if a.success {
+								t.Fatalf("%s (%s) answered as a success:\n%s", c.scenario, c.source, a.raw)
+							}
+							is.Equal(a.code, string(c.code))             // the stable code
+							is.True(strings.Contains(a.message, c.says)) // with its message
+							if a.status != http.StatusOK {
+								want := e.Status
+								if api == "messages" {
+									want = map[int]int{422: 400, 403: 403, 429: 429, 502: 500}[e.Status] // the Anthropic statuses
+								}
+								is.Equal(a.status, want)   // the catalog's status
+								is.Equal(a.retry, "false") // never retried
+							}
+							is.True(!strings.Contains(a.message, "web session")) // never the cookie's message
+						})
+					}
+				}
+			}
+		})
+	}
+}
