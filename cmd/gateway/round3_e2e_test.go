@@ -132,3 +132,22 @@ func TestRound3UpstreamFactsAreTheSameStableCodeOnEveryAPI(t *testing.T) {
 		})
 	}
 }
+
+// The probe's first failing line names the cause and CONNECT.md's hint: a
+// firewall block must not send the owner to replace a cookie that is fine
+// (ps2Api 403-gateway-block-failover.md:26: the content triggers it, not the
+// account), and a blocked account has a hint of its own.
+func TestTheProbeHintsAFirewallBlockAndABlockedAccountNotACookie(t *testing.T) {
+	for code, says := range map[errs.Code]string{
+		errs.UpstreamFirewallBlocked: "firewall blocked the request's content",
+		errs.UpstreamAccountBlocked:  "account itself as blocked",
+	} {
+		t.Run(string(code), func(t *testing.T) {
+			is := is.New(t)
+			note := causeNote(probeReport{Text: reportPhase{Cause: string(code)}})
+			is.True(strings.Contains(note, "cause: "+string(code)))    // the code
+			is.True(strings.Contains(note, says))                      // and its own hint
+			is.True(!strings.Contains(note, "POSTMAN_SESSION_COOKIE")) // never "copy a fresh cookie"
+		})
+	}
+}
