@@ -151,3 +151,87 @@ func TestTheProbeHintsAFirewallBlockAndABlockedAccountNotACookie(t *testing.T) {
 		})
 	}
 }
+
+// sentThinking is the devModeOptions of the emulator's last recorded request:
+// whether the thinking mode was asked for, and at which level ("" absent).
+func sentThinking(t *testing.T, emu *emulator.Server) (bool, string) {
+	t.Helper()
+	reqs := emu.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the emulator saw no request")
+	}
+	var b struct {
+		DevModeOptions map[string]json.RawMessage `json:"devModeOptions"`
+	}
+	if err := json.Unmarshal(reqs[len(reqs)-1].Body, &b); err != nil {
+		t.Fatal(err)
+	}
+	var on bool
+	var level string
+	_ = json.Unmarshal(b.DevModeOptions["useThinkingModeIfAvailable"], &on)
+	_ = json.Unmarshal(b.DevModeOptions["thinkingLevel"], &level)
+	return on, level
+}
+
+// The service's thinkingLevel takes low, medium or high only (the 12.29.2
+// client's zod contract, via ps2Api types.go normalizeThinkingLevel; U-BR:
+// low is the floor). Each API's effort or thinking field lands on one of them
+// (the emulator refuses any other), turns thinking off, or is refused with
+// its path before anything is sent.
+func TestEffortAndThinkingFieldsMapOntoTheServicesThreeLevels(t *testing.T) {
+	s := serve(t, "web_session", nil)
+	type tc struct {
+		api, extra string
+		on         bool
+		level      string
+		refused    string // the param of a refusal
+	}
+	cases := []tc{
+		{api: "chat", extra: ``},
+		{api: "chat", extra: `,"reasoning_effort":"high"`, on: true, level: "high"},
+		{api: "chat", extra: `,"reasoning_effort":"minimal"`, on: true, level: "low"},
+		{api: "chat", extra: `,"reasoning_effort":"xhigh"`, on: true, level: "high"},
+		{api: "chat", extra: `,"reasoning_effort":"none"`},
+		{api: "chat", extra: `,"reasoning_effort":"turbo"`, refused: "reasoning_effort"},
+		{api: "responses", extra: `,"reasoning":{"effort":"medium","summary":"auto"}`, on: true, level: "medium"},
+		{api: "responses", extra: `,"reasoning":{"summary":"auto"}`},
+		{api: "responses", extra: `,"reasoning":{"effort":"ludicrous"}`, refused: "reasoning.effort"},
+		{api: "messages", extra: `,"thinking":{"type":"adaptive"},"output_config":{"effort":"max"}`, on: true, level: "high"},
+		{api: "messages", extra: `,"thinking":{"type":"adaptive"}`},
+		{api: "messages", extra: `,"thinking":{"type":"enabled","budget_tokens":10000}`, on: true, level: "medium"},
+		{api: "messages", extra: `,"thinking":{"type":"enabled","budget_tokens":31999}`, on: true, level: "high"},
+		{api: "messages", extra: `,"thinking":{"type":"disabled"},"output_config":{"effort":"high"}`},
+		{api: "messages", extra: `,"output_config":{"effort":"low"}`, on: true, level: "low"},
+		{api: "messages", extra: `,"output_config":{"effort":"extreme"}`, refused: "output_config.effort"},
+		{api: "messages", extra: `,"thinking":{"type":"enabled"}`, refused: "thinking.budget_tokens"},
+		{api: "messages", extra: `,"thinking":{"type":"sometimes"}`, refused: "thinking.type"},
+	}
+	for _, c := range cases {
+		t.Run(c.api+c.extra, func(t *testing.T) {
+			is := is.New(t)
+			before := len(s.emu.Requests())
+			var status int
+			var raw string
+			switch c.api {
+			case "chat":
+				resp := s.post(t, userBody("Think please.", false, c.extra))
+				b, _ := io.ReadAll(resp.Body)
+				status, raw = resp.StatusCode, string(b)
+			case "responses":
+				status, raw = rawResponses(t, s, `{"model":"`+testModel+`","input":"Think please."`+c.extra+`}`)
+			case "messages":
+				status, _, raw = rawMessages(t, s, messagesBody("Think please.", false, c.extra))
+			}
+			if c.refused != "" {
+				is.Equal(status, 400)                     // refused
+				is.True(strings.Contains(raw, c.refused)) // naming the field's path
+				is.Equal(len(s.emu.Requests()), before)   // before anything was sent
+				return
+			}
+			is.Equal(status, 200) // answered
+			on, level := sentThinking(t, s.emu)
+			is.Equal(on, c.on)       // the thinking mode
+			is.Equal(level, c.level) // at one of the service's levels
+		})
+	}
+}
