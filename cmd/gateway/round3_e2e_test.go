@@ -235,3 +235,33 @@ func TestEffortAndThinkingFieldsMapOntoTheServicesThreeLevels(t *testing.T) {
 		})
 	}
 }
+
+// A continuation the firewall blocks (ps2Api 403-gateway-block-failover.md:26:
+// tool results with HTML-like text trip it) gets the firewall's code, not
+// "outcome uncertain" nor the cookie's: the 403 came before the origin, so
+// the group is back to pending; nothing is retried by the gateway, and the
+// same results sent again meet the same block (one more request the firewall
+// refuses, never a second answer).
+func TestAContinuationTheFirewallBlocksIsTheFirewallsCodeAndStaysPending(t *testing.T) {
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			is := is.New(t)
+			s := serve(t, st, nil)
+			_, res, _ := anthTurn(t, s, anthBody([]any{user("weather please")}, false, `,"tools":`+weatherToolAnth))
+			is.Equal(res.StopReason, "tool_use")
+			u := res.ToolUses()[0]
+			results := map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": u.ID,
+				"content": "<html><script>x</script></html> #scenario=" + emulator.ScenarioFirewallBlock}}}
+			body := anthBody([]any{user("weather please"), assistantOf(res), results}, false, `,"tools":`+weatherToolAnth)
+			for i := 1; i <= 2; i++ {
+				resp := s.do(t, "POST", "/v1/messages?beta=true", strings.NewReader(body), "Content-Type", "application/json")
+				b, _ := io.ReadAll(resp.Body)
+				is.Equal(resp.StatusCode, 400)                                                         // 422 in the Anthropic shape
+				is.Equal(resp.Header.Get("x-pmgate-error-code"), string(errs.UpstreamFirewallBlocked)) // the firewall's code, every time
+				is.Equal(resp.Header.Get("x-should-retry"), "false")                                   // not retried
+				is.True(!strings.Contains(string(b), "Attention Required"))                            // nothing of the page
+				is.Equal(s.emu.Count(emulator.KindToolResponse), i)                                    // one request per client request, none by the gateway
+			}
+		})
+	}
+}
