@@ -18,7 +18,7 @@ func TestEveryEffortWordLandsOnALevelTheServiceHasOrIsRefused(t *testing.T) {
 		"high": chat.ThinkingHigh, "xhigh": chat.ThinkingHigh, "max": chat.ThinkingHigh,
 	} {
 		got, ok := chat.EffortLevel(word)
-		is.True(ok)          // a word of the APIs
+		is.True(ok)         // a word of the APIs
 		is.Equal(got, want) // on the service's scale
 	}
 	for _, word := range []string{"", "HIGH", "ultra", "auto", "off", "medium "} {
