@@ -43,6 +43,10 @@ type wireBody struct {
 		SelectedModel *string `json:"selectedModel"`
 		Parallel      *bool   `json:"isParallelToolCallingSupported"`
 		AutoRun       *bool   `json:"autoRun"`
+		// ThinkingLevel: the 12.29.2 client's contract is
+		// enum(["low","medium","high"]) (docs/UPSTREAM.md); anything else is
+		// refused here, stricter than the service's reported "ignored".
+		ThinkingLevel *string `json:"thinkingLevel"`
 	} `json:"devModeOptions"`
 }
 
@@ -157,6 +161,9 @@ func (s *Server) parseChat(strategy string, raw []byte) (req *chatRequest, chatT
 		return nil, chatType, reject(http.StatusBadRequest, msgValidation)
 	}
 	if _, ok := s.cfg.Models[*dm.SelectedModel]; !ok {
+		return nil, chatType, reject(http.StatusBadRequest, msgValidation)
+	}
+	if l := dm.ThinkingLevel; l != nil && *l != "low" && *l != "medium" && *l != "high" {
 		return nil, chatType, reject(http.StatusBadRequest, msgValidation)
 	}
 	if in.Query == nil {

@@ -275,6 +275,17 @@ func (s *Server) serveHTTPScenario(w http.ResponseWriter, scenario string, rec R
 		w.Header().Set("Location", "https://example.invalid/login")
 		w.WriteHeader(http.StatusFound)
 		return
+	case ScenarioFirewallBlock:
+		rec.Status = http.StatusForbidden
+		s.record(rec)
+		h := w.Header()
+		h.Set("Content-Type", "text/html; charset=UTF-8")
+		h.Set("Server", "cloudflare")
+		h.Set("Cf-Ray", "8f3a1c2b4d5e6f70-FRA")
+		h.Set("Cf-Mitigated", "challenge")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = io.WriteString(w, firewallPage)
+		return
 	case ScenarioDropAfterRequest:
 		rec.Status = 0
 		s.record(rec)
@@ -299,3 +310,13 @@ func dropConnection(w http.ResponseWriter) {
 	}
 	_ = conn.Close()
 }
+
+// firewallPage is the shape of Cloudflare's block page: its title, the
+// sentence and the ray id (ps2Api internal/provider/errors.go:109-113).
+const firewallPage = `<!DOCTYPE html>
+<html lang="en-US"><head><title>Attention Required! | Cloudflare</title></head>
+<body><div id="cf-wrapper"><h1>Sorry, you have been blocked</h1>
+<h2>You are unable to access postman.co</h2>
+<p>This website is using a security service to protect itself from online attacks.</p>
+<p>Cloudflare Ray ID: <strong>8f3a1c2b4d5e6f70</strong></p></div></body></html>
+`

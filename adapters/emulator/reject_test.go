@@ -52,6 +52,10 @@ func TestRequestsBreakingTheStrategyPolicyAreRejected(t *testing.T) {
 			return b
 		}(), nil, 400, "INPUT_VALIDATION_ERROR"},
 		{"unknown model", emulator.StrategyWebSession, func() body { b := userQuery("x"); b.dev()["selectedModel"] = "GPT_1"; return b }(), nil, 400, "INPUT_VALIDATION_ERROR"},
+		// thinkingLevel is enum(["low","medium","high"]) in the 12.29.2 client
+		// (ps2Api types.go normalizeThinkingLevel); GF's xhigh/none fall outside.
+		{"thinking level xhigh", emulator.StrategyWebSession, func() body { b := userQuery("x"); b.dev()["thinkingLevel"] = "xhigh"; return b }(), nil, 400, "INPUT_VALIDATION_ERROR"},
+		{"thinking level none", emulator.StrategyAccessToken, func() body { b := userQuery("x"); b.dev()["thinkingLevel"] = "none"; return b }(), nil, 400, "INPUT_VALIDATION_ERROR"},
 		{"null model", emulator.StrategyAccessToken, func() body { b := userQuery("x"); b.dev()["selectedModel"] = nil; return b }(), nil, 400, "INPUT_VALIDATION_ERROR"},
 		{"wrong product", emulator.StrategyAccessToken, func() body { b := userQuery("x"); b.input()["product"] = "workspace_localmode_v12"; return b }(), nil, 400, "INPUT_VALIDATION_ERROR"},
 		{"wrong platform", emulator.StrategyAccessToken, func() body { b := userQuery("x"); b["platform"] = "DESKTOP_MACOS"; return b }(), nil, 400, "INPUT_VALIDATION_ERROR"},

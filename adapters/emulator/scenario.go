@@ -24,6 +24,27 @@ const (
 	ScenarioLoopApproval     = "loop_approval"      // usage, then a loopApprovalChunk, normal end
 	ScenarioToolCallNoID     = "tool_call_no_id"    // the normal turn; tool call entries carry no id
 
+	// The service as the newer public evidence saw it (docs/UPSTREAM.md,
+	// "The service, round 3"), each with its source.
+	//
+	// firewall_block: a 403 whose body is Cloudflare's HTML block page, with
+	// Server: cloudflare, Cf-Ray and Cf-Mitigated (ps2Api
+	// internal/provider/errors.go:109-113, router_test.go:152-166).
+	ScenarioFirewallBlock = "firewall_block"
+	// usage_blocked: a usage event with usageState BLOCKED, then the end
+	// (ps2Api internal/provider/sse.go:133-136, router_test.go:299).
+	ScenarioUsageBlocked = "usage_blocked"
+	// quota_usage_cycle: ps2Api's full usage event (every field of its
+	// ossfunc_test.go:37 fixture) with usageState EXCEEDED, then the end.
+	ScenarioQuotaUsageCycle = "quota_usage_cycle"
+	// usage_full_fields: the normal turn whose usage event carries every
+	// field of that fixture, usageState AVAILABLE.
+	ScenarioUsageFullFields = "usage_full_fields"
+	// empty_done: conversation + usage, then [DONE], on either strategy:
+	// the metadata-only stream that ends cleanly (ps2Api stream.go
+	// streamInternal comment; 529 doc §3.1, measured 2026-08-27).
+	ScenarioEmptyDone = "empty_done"
+
 	// Response-side variants of the normal turn (docs/UPSTREAM.md): each
 	// changes one thing the public projects' fixtures show.
 	ScenarioUsageAbsent      = "usage_absent"                      // no usage event; EOF after the output
@@ -153,6 +174,11 @@ var scenarios = map[string]scenarioKind{
 	ScenarioServerError:      scenarioHTTP,
 	ScenarioJSON200:          scenarioHTTP,
 	ScenarioDropAfterRequest: scenarioHTTP,
+	ScenarioFirewallBlock:    scenarioHTTP,
+	ScenarioUsageBlocked:     scenarioText,
+	ScenarioQuotaUsageCycle:  scenarioText,
+	ScenarioEmptyDone:        scenarioText,
+	ScenarioUsageFullFields:  scenarioTurn,
 	ScenarioQuotaExhausted:   scenarioText,
 	ScenarioQuotaUsageState:  scenarioText,
 	ScenarioTruncatedFrame:   scenarioText,

@@ -62,6 +62,13 @@ type usageData struct {
 	PromptTokens     int    `json:"promptTokens"`
 	CompletionTokens int    `json:"completionTokens"`
 	TotalTokens      int    `json:"totalTokens"`
+	// The rest of ps2Api's captured-looking fixture (ossfunc_test.go:37),
+	// sent only by the scenarios that ask for every field.
+	Spillage          *int              `json:"spillage,omitempty"`
+	AllowOverage      *bool             `json:"allowOverage,omitempty"`
+	WarningThresholds []map[string]any  `json:"warningThresholds,omitempty"`
+	UsageCycle        map[string]string `json:"usageCycle,omitempty"`
+	IsTeamPooled      *bool             `json:"isTeamPooled,omitempty"`
 }
 
 type loopApprovalData struct {
@@ -150,12 +157,33 @@ func (b *streamBuilder) toolCalls(g *toolGroup, withIDs bool) {
 }
 
 func (b *streamBuilder) usage(state string) {
+	b.event("usage", b.usageData(state))
+}
+
+func (b *streamBuilder) usageData(state string) usageData {
 	prompt, completion := b.contextTokens+ceilDiv4(b.promptBytes), ceilDiv4(b.outBytes)
 	total := prompt + completion
-	b.event("usage", usageData{
+	return usageData{
 		Limit: usageLimit, Usage: creditsPerToken * total, Overage: 0, UserType: "TEAM", UsageState: state,
 		PromptTokens: prompt, CompletionTokens: completion, TotalTokens: total,
-	})
+	}
+}
+
+// UsageCycleEnd is the end of the usage cycle the full usage event reports
+// (usage_full_fields, quota_usage_cycle).
+const UsageCycleEnd = "2026-09-11T23:22:55Z"
+
+// fullUsage is a usage event with every field of ps2Api's fixture
+// (ossfunc_test.go:37): spillage, allowOverage, warningThresholds, usageCycle
+// and isTeamPooled besides the usual ones.
+func (b *streamBuilder) fullUsage(state string) {
+	u := b.usageData(state)
+	spill, overage, pooled := 2, false, true
+	u.UserType = "FREE_USER"
+	u.Spillage, u.AllowOverage, u.IsTeamPooled = &spill, &overage, &pooled
+	u.WarningThresholds = []map[string]any{{"value": 50, "unit": "Percentage"}}
+	u.UsageCycle = map[string]string{"start": "2026-08-11T23:22:55Z", "end": UsageCycleEnd}
+	b.event("usage", u)
 }
 
 // end closes a successful stream: [DONE] on access_token, nothing (EOF) on
@@ -226,6 +254,15 @@ func (s *Server) render(strategy, label string, promptBytes int, t turn, scenari
 		b.event("failure", failureData{ErrorType: "FORBIDDEN", UserMessage: quotaMessage})
 	case ScenarioQuotaUsageState:
 		b.usage("EXCEEDED")
+	case ScenarioQuotaUsageCycle:
+		b.fullUsage("EXCEEDED")
+		b.end()
+	case ScenarioUsageBlocked:
+		b.usage("BLOCKED")
+		b.end()
+	case ScenarioEmptyDone:
+		b.usage("AVAILABLE")
+		b.raw(doneFrame)
 	case ScenarioTruncatedFrame:
 		b.thinking()
 		b.texts(pieces[:(len(pieces)+1)/2])
@@ -257,7 +294,10 @@ func (s *Server) render(strategy, label string, promptBytes int, t turn, scenari
 		} else {
 			b.texts(pieces)
 		}
-		if b.sh.usage == "last" {
+		switch {
+		case scenario == ScenarioUsageFullFields:
+			b.fullUsage("AVAILABLE")
+		case b.sh.usage == "last":
 			b.usage("AVAILABLE")
 		}
 		if scenario == ScenarioDataAfterDone {

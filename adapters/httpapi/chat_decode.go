@@ -33,6 +33,9 @@ func (s *server) decodeRequest(body []byte, allowed func(string) bool) (chat.Req
 	if err := checkFields(top, fieldPolicy); err != nil {
 		return chat.Request{}, err
 	}
+	if req.Thinking, err = decodeReasoningEffort(top); err != nil {
+		return chat.Request{}, err
+	}
 	if req.Output, err = decodeResponseFormat(top["response_format"]); err != nil {
 		return chat.Request{}, err
 	}

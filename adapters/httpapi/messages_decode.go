@@ -63,6 +63,9 @@ func (s *server) decodeMessagesRequest(body []byte, allowed func(string) bool) (
 	if err := checkFields(top, messagesFieldPolicy); err != nil {
 		return msgRequest{}, err
 	}
+	if req.Thinking, err = decodeMessagesThinking(top); err != nil {
+		return msgRequest{}, err
+	}
 	if req.Output, err = decodeOutputConfigFormat(top["output_config"]); err != nil {
 		return msgRequest{}, err
 	}

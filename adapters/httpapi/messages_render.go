@@ -210,7 +210,12 @@ func stopReasonOf(seq *string, toolUses int) string {
 }
 
 // errNothingProven refuses a turn that ended with neither text nor tool
-// calls: an empty end_turn would stop Claude Code silently.
+// calls: an empty end_turn would stop Claude Code silently. The rule itself
+// belongs to the completion machine (domain/completion: a stream that ends
+// before any output, by EOF, [DONE] or a done event, is
+// upstream_empty_stream on every API), so an upstream stream never gets here;
+// this is the Messages renderer's own guard, because its grammar has no
+// message without a content block.
 func errNothingProven() error {
 	return errs.Newf(errs.UpstreamEmptyStream, "the turn ended with no text and no tool calls")
 }

@@ -57,6 +57,9 @@ func (s *server) decodeResponsesRequest(body []byte, allowed func(string) bool) 
 	if err := checkFields(top, responsesFieldPolicy); err != nil {
 		return respRequest{}, err
 	}
+	if req.Thinking, err = decodeResponsesReasoning(top["reasoning"]); err != nil {
+		return respRequest{}, err
+	}
 	if req.Output, err = decodeTextFormat(top["text"]); err != nil {
 		return respRequest{}, err
 	}

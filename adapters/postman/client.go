@@ -407,6 +407,10 @@ func (c *Client) classify(resp *http.Response, cancel func(error), continuation 
 		return nil
 	case st >= 300 && st < 400:
 		return errs.Newf(errs.UpstreamRedirectRejected, "HTTP status %d", status)
+	case st == http.StatusForbidden && firewallPage(resp.Header, c.peekBody(resp.Body, cancel)):
+		// The service's firewall answered, not the origin: the credential is
+		// not the cause, and the same content would be blocked again.
+		return errs.Newf(errs.UpstreamFirewallBlocked, "HTTP status %d with the firewall's block page", status)
 	case st == http.StatusUnauthorized || st == http.StatusForbidden:
 		if c.cfg.Strategy == pmconfig.StrategyWebSession {
 			return errs.Newf(errs.UpstreamWebSessionAuthFailed, "HTTP status %d", status)

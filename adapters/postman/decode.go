@@ -96,6 +96,7 @@ type decoder struct {
 	deltas                     []chat.Event
 
 	convID     string
+	cycleEnd   string    // the usage cycle's end an exhausted usage event named (RFC 3339), or ""
 	ev         *evidence // nil unless a summary was asked for
 	label      string    // the first observed model label
 	labelSeen  bool

@@ -89,6 +89,8 @@ func (d *decoder) settle() bool {
 		d.final = io.EOF
 	case o.State == completion.LoopApprovalGated:
 		d.final = d.gateError(errs.Newf(o.Code, "outcome %s after %d data lines", o.State, safeInt(d.lines)))
+	case o.Code == errs.UpstreamQuotaExhausted && d.cycleEnd != "":
+		d.final = &cycleEndError{cause: errs.Newf(o.Code, "outcome %s after %d data lines", o.State, safeInt(d.lines)), end: d.cycleEnd}
 	default:
 		d.final = errs.Newf(o.Code, "outcome %s after %d data lines", o.State, safeInt(d.lines))
 	}

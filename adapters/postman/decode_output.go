@@ -2,6 +2,7 @@ package postman
 
 import (
 	"bytes"
+	"time"
 
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/completion"
@@ -84,7 +85,10 @@ func (d *decoder) usage(dataKind jkind) error {
 		case !ok:
 			return d.fail(errs.UpstreamUnverifiedEventShape)
 		case string(s) == "EXCEEDED" || string(s) == "UNAVAILABLE":
+			d.cycleEnd = d.usageCycleEnd()
 			return d.fail(errs.UpstreamQuotaExhausted)
+		case string(s) == "BLOCKED":
+			return d.fail(errs.UpstreamAccountBlocked) // the account, not its quota (docs/UPSTREAM.md)
 		case string(s) != "AVAILABLE":
 			return d.fail(errs.UpstreamUnverifiedEventShape) // unknown credit states fail closed
 		}
@@ -104,6 +108,34 @@ func (d *decoder) usage(dataKind jkind) error {
 		d.push(chat.Event{Kind: chat.EventUsage, Usage: &u})
 	}
 	return nil
+}
+
+// usageCycleEnd is the end of the usage cycle a usage event names
+// (data.usageCycle.end, RFC 3339), normalised to UTC; "" when the event names
+// none or one that is not a time. It only adds to an exhausted quota's
+// answer, so a missing or odd value never fails the stream.
+func (d *decoder) usageCycleEnd() string {
+	m, err := d.get(d.data, "usageCycle")
+	if err != nil || m == nil || m.kind != kObject {
+		return ""
+	}
+	ms, err := parseObjectSpan(m.val, nil)
+	if err != nil {
+		return ""
+	}
+	e, err := d.get(ms, "end")
+	if err != nil {
+		return ""
+	}
+	v, ok := str(e, &d.sbuf)
+	if !ok {
+		return ""
+	}
+	t, err := time.Parse(time.RFC3339, string(v))
+	if err != nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 // Quota phrases and request-rejection texts (docs/UPSTREAM.md), lowercase.

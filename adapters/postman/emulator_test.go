@@ -262,8 +262,18 @@ var scenarioCases = []scenarioCase{
 	{scenario: "quota_usage_state", web: errs.UpstreamQuotaExhausted, token: errs.UpstreamQuotaExhausted},
 	{scenario: "truncated_frame", web: errs.UpstreamIncompleteStream, token: errs.UpstreamIncompleteStream, text: true},
 	{scenario: "ambiguous_eof", web: errs.UpstreamCompletionAmbiguous, token: errs.UpstreamIncompleteStream, text: true},
-	// The legacy rule completes on [DONE] even without output (domain/completion K05/K16).
-	{scenario: "empty_stream", web: errs.UpstreamEmptyStream, token: ""},
+	// [DONE] without output is no answer on either rule (domain/completion K05/K16).
+	{scenario: "empty_stream", web: errs.UpstreamEmptyStream, token: errs.UpstreamEmptyStream},
+	// The round-3 evidence (docs/UPSTREAM.md): Cloudflare's 403 block page
+	// (ps2Api errors.go:109-113) is not an expired credential; usageState
+	// BLOCKED (ps2Api sse.go:133-136) is not a quota; EXCEEDED with its
+	// usageCycle (ossfunc_test.go:37) stays a quota; a metadata-only stream
+	// ending in [DONE] (ps2Api 529 doc §3.1) is empty on both strategies.
+	{scenario: "firewall_block", web: errs.UpstreamFirewallBlocked, token: errs.UpstreamFirewallBlocked, beforeOpen: true},
+	{scenario: "usage_blocked", web: errs.UpstreamAccountBlocked, token: errs.UpstreamAccountBlocked},
+	{scenario: "quota_usage_cycle", web: errs.UpstreamQuotaExhausted, token: errs.UpstreamQuotaExhausted},
+	{scenario: "empty_done", web: errs.UpstreamEmptyStream, token: errs.UpstreamEmptyStream},
+	{scenario: "usage_full_fields", web: "", token: "", text: true}, // every field of the fixture, AVAILABLE: a normal answer
 	{scenario: "failure_after_text", web: errs.UpstreamFailure, token: errs.UpstreamFailure, text: true},
 	{scenario: "unknown_event", web: errs.UpstreamUnverifiedEventShape, token: errs.UpstreamUnverifiedEventShape, text: true},
 	{scenario: "model_mismatch", web: errs.UpstreamModelMismatch, token: errs.UpstreamModelMismatch},

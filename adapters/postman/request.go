@@ -143,6 +143,9 @@ type wireDevModeOption struct {
 	SupportsAskUser                bool   `json:"supportsAskUser"`
 	SupportsActionRecommendations  bool   `json:"supportsActionRecommendations"`
 	UseThinkingModeIfAvailable     bool   `json:"useThinkingModeIfAvailable"`
+	// ThinkingLevel is sent only with the thinking mode on: low, medium or
+	// high, the service's whole contract (docs/UPSTREAM.md).
+	ThinkingLevel string `json:"thinkingLevel,omitempty"`
 }
 
 // emptyParameters is sent for a tool without a parameter schema.
@@ -193,6 +196,8 @@ func BuildBody(cfg pmconfig.Config, req ports.UpstreamRequest) ([]byte, error) {
 			SelectedModel:                  m.Upstream,
 			IsParallelToolCallingSupported: parallel,
 			AutoRun:                        tools && req.Chat.ToolChoice.Mode != chat.ToolChoiceNone,
+			UseThinkingModeIfAvailable:     req.Chat.Thinking != chat.ThinkingOff,
+			ThinkingLevel:                  string(req.Chat.Thinking),
 		},
 	}
 	if tools {

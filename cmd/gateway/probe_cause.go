@@ -35,6 +35,8 @@ var causeHints = map[string]string{
 	"upstream_auth_failed":             "check the cookie or token: it expired or is not this account's",
 	"upstream_web_session_auth_failed": "check POSTMAN_SESSION_COOKIE: copy a fresh postman.sid value",
 	"upstream_redirect_rejected":       "check POSTMAN_SESSION_COOKIE: an expired session is redirected to sign-in",
+	"upstream_firewall_blocked":        "not the credential: the service's firewall blocked the request's content (HTML- or script-like text, file paths); keep the cookie or token",
+	"upstream_account_blocked":         "the service reports the Postman account itself as blocked: take it up with Postman; no setting changes it",
 	"upstream_request_rejected":        "check POSTMAN_MODEL_MAP and POSTMAN_WORKSPACE_ID (the log's hint names which)",
 }
 

@@ -111,6 +111,9 @@ type Request struct {
 	// Client is the client program the ingress told from the User-Agent
 	// (budget.ClientOf); it only chooses the recipe a refusal points at.
 	Client budget.Client
+	// Thinking is the level the API's effort or thinking fields asked for
+	// (EffortLevel, BudgetLevel); ThinkingOff when none did.
+	Thinking ThinkingLevel
 }
 
 // OutputKind is the kind of answer a request asks for.

@@ -51,6 +51,26 @@ func TestLegacyExactDoneThenEOFCompletes(t *testing.T) {
 	is.Equal(tr.Outcome(), completion.Outcome{State: completion.CompleteExplicit, Complete: true}) // exact [DONE] completes
 }
 
+// A stream of metadata only (conversation, usage) that ends cleanly with
+// [DONE] carried no answer: every rule refuses it as upstream_empty_stream at
+// the marker, as a done event before any output already was on web_session. ps2Api saw
+// such streams (usage + streamingFormat + conversation, or usage alone, then
+// a clean end; 529 doc §3.1, stream.go streamInternal, measured 2026-08-27).
+func TestADoneMarkerAfterMetadataOnlyIsAnEmptyStreamOnEveryRule(t *testing.T) {
+	for _, rule := range []completion.Rule{legacy, explicit, usage} {
+		for name, evs := range map[string][]completion.Event{
+			"done only": {done}, "conversation": {meta, done}, "conversation and usage": {meta, use, done},
+		} {
+			t.Run(string(rule)+"/"+name, func(t *testing.T) {
+				is := is.New(t)
+				o := run(t, rule, evs...).Outcome()
+				is.True(!o.Complete)                                                                               // never a completion
+				is.Equal(o, completion.Outcome{State: completion.IncompleteEmpty, Code: errs.UpstreamEmptyStream}) // the same refusal as EOF or a done event
+			})
+		}
+	}
+}
+
 func TestLegacyEOFBeforeDoneIsIncompleteStream(t *testing.T) {
 	for name, evs := range map[string][]completion.Event{
 		"empty": {eof}, "metadata": {meta, eof}, "output": {out, eof}, "output and usage": {out, use, eof},

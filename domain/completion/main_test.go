@@ -158,6 +158,8 @@ func (m *model) step(e completion.Event, code errs.Code) bool {
 		m.valid, m.output, m.usage = true, true, false
 	case e == completion.Failure:
 		end(completion.Failed, code)
+	case e == completion.Done && !m.output && !m.gate:
+		end(completion.IncompleteEmpty, errs.UpstreamEmptyStream) // a terminal is no proof of content
 	case e == completion.Done:
 		m.done = true
 	case e == completion.DoneEvent && m.rule == completion.RuleLegacyDone:

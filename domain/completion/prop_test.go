@@ -34,7 +34,7 @@ func proven(rule completion.Rule, applied []completion.Event) bool {
 		return e == completion.Done || rule.Web() && e == completion.DoneEvent
 	}
 	if k := len(body); k > 0 && marker(body[k-1]) && slices.IndexFunc(body, marker) == k-1 {
-		return body[k-1] == completion.Done || slices.Contains(body, completion.Output)
+		return slices.Contains(body, completion.Output) // an end marker proves nothing without output
 	}
 	if rule != completion.RuleUsageAfterOutput || slices.Contains(body, completion.Failure) || slices.ContainsFunc(body, marker) {
 		return false

@@ -40,6 +40,7 @@ const (
 	refUsageRule  = "POSTMAN_WEB_SESSION_TERMINAL_RULE=usage_after_output_v1: a clean EOF after output and a later usage completes"
 	refDoneEvent  = "done event: an explicit end on web_session after output (docs/UPSTREAM.md); data after it is data after the end"
 	refDoneEmpty  = "done event before any output: the stream ended with nothing (docs/UPSTREAM.md)"
+	refDoneBare   = "[DONE] before any output: the stream ended with nothing; a terminal is no proof of content, on any rule (docs/UPSTREAM.md)"
 	refDoneLegacy = "done event on access_token: a known event that does not end the stream; only [DONE] does (docs/UPSTREAM.md)"
 	refRule5Web   = "EOF after output without an explicit end is ambiguous; without a usage after the last output, under either web rule"
 	refGate       = "loop-approval gate before any output: generation stopped; only metadata and an end may follow"
@@ -56,7 +57,7 @@ var rows = []row{
 	{"K02", all, Awaiting, Output, OutputSeen, "", refFacts},
 	{"K03", all, Awaiting, Usage, MetadataSeen, "", refFacts + "; usage before output is no proof"},
 	{"K04", all, Awaiting, Failure, Failed, "", refRule1},
-	{"K05", all, Awaiting, Done, DoneSeen, "", refLegacyDone},
+	{"K05", all, Awaiting, Done, IncompleteEmpty, errs.UpstreamEmptyStream, refDoneBare},
 	{"K06", legacy, Awaiting, EOF, IncompleteTruncated, errs.UpstreamIncompleteStream, refLegacy},
 	{"K07", web, Awaiting, EOF, IncompleteEmpty, errs.UpstreamEmptyStream, refRule6},
 	{"K08", all, Awaiting, EOFPartial, IncompleteTruncated, errs.UpstreamIncompleteStream, refRule4},
@@ -69,7 +70,7 @@ var rows = []row{
 	{"K13", all, MetadataSeen, Output, OutputSeen, "", refFacts},
 	{"K14", all, MetadataSeen, Usage, MetadataSeen, "", refFacts + "; usage before output is no proof"},
 	{"K15", all, MetadataSeen, Failure, Failed, "", refRule1},
-	{"K16", all, MetadataSeen, Done, DoneSeen, "", refLegacyDone},
+	{"K16", all, MetadataSeen, Done, IncompleteEmpty, errs.UpstreamEmptyStream, refDoneBare},
 	{"K17", legacy, MetadataSeen, EOF, IncompleteTruncated, errs.UpstreamIncompleteStream, refLegacy},
 	{"K18", web, MetadataSeen, EOF, IncompleteEmpty, errs.UpstreamEmptyStream, refRule6},
 	{"K19", all, MetadataSeen, EOFPartial, IncompleteTruncated, errs.UpstreamIncompleteStream, refRule4},

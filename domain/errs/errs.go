@@ -169,6 +169,16 @@ const (
 	// CONVERSATION_NOT_FOUND: it no longer knows the conversation, so nothing
 	// can continue it (docs/CONVERSATIONS.md).
 	UpstreamConversationLost Code = "upstream_conversation_lost"
+
+	// UpstreamFirewallBlocked: the service's firewall (its HTML block page on
+	// a 403) refused the request, usually because of its content; the
+	// credential is not the cause and the same content is blocked again
+	// (docs/UPSTREAM.md).
+	UpstreamFirewallBlocked Code = "upstream_firewall_blocked"
+
+	// UpstreamAccountBlocked: a usage event with usageState BLOCKED: the
+	// service blocked the account itself, which is not a quota.
+	UpstreamAccountBlocked Code = "upstream_account_blocked"
 )
 
 // catalog is the one table. Order is the order of documentation.
@@ -210,6 +220,8 @@ var catalog = []Entry{
 	{UpstreamWebSessionAuthFailed, 502, TypeUpstream, false, "The upstream rejected the configured web session; the owner may need to replace it.", SourceWebSession},
 	{UpstreamAuthFailed, 502, TypeUpstream, false, "The upstream rejected the configured access token.", SourceWebSession},
 	{UpstreamRedirectRejected, 502, TypeUpstream, false, "The upstream answered with a redirect, which the gateway never follows.", SourceWebSession},
+	{UpstreamFirewallBlocked, 422, TypeInvalidRequest, false, "The upstream's firewall blocked the request, most likely because of its content (for example HTML or script-like text or file paths in a tool result); the credential is not the cause, and the same content is blocked again.", SourceWebSession},
+	{UpstreamAccountBlocked, 403, TypePermission, false, "The upstream reports that the Postman account is blocked; this is not a quota, and the gateway cannot change it. The owner must check the account with Postman.", SourceWebSession},
 	{UpstreamRateLimited, 429, TypeRateLimit, true, "The upstream is rate limiting this credential; retry after the indicated delay.", SourceWebSession},
 	{UpstreamQuotaExhausted, 429, TypeQuota, false, "The upstream reports that the credential's quota is exhausted.", SourceWebSession},
 	{UpstreamRequestRejected, 422, TypeInvalidRequest, false, "The upstream rejected the request.", SourceWebSession},
