@@ -328,7 +328,7 @@ test("claude-code-sessions long session: every failure once, the next turn goes 
     const describe = (t) => `${t.step.label}: ${succeeded(t) ? "finished" : failedVisibly(t) ? "error shown" : "?"}` +
       `${compacted(t) ? " (compacted)" : ""}; ${toolRounds(t.events)} tool rounds; requests ${t.requests.map((r) => `${r.status}${r.code ? ` ${r.code}` : ""}${r.conversation ? ` [${r.conversation}]` : ""}`).join(", ")}; ` +
       `upstream ${t.seen.userQueries} USER_QUERY (largest ${Math.max(0, ...t.seen.upstream.filter((q) => q.chat_type === "USER_QUERY").map((q) => q.query_chars))} chars), ${t.seen.toolResponses} TOOL_RESPONSE; ` +
-      `${t.requests[0]?.body?.messages?.at(-1)?.role === "system" ? "ends with a system message (environment update); " : ""}` +
+      `${JSON.stringify(t.requests[0]?.body?.messages?.at(-1) ?? {}).includes("# Environment update") ? "ends with Claude Code's environment update; " : ""}` +
       `gateway ${describeConversations(t.seen.conversations)}; ${retriesOf(t)} api_retry; shown: ${JSON.stringify((t.result?.result ?? "").slice(0, 160))}`;
     for (const t of turns) await note(`long session, turn ${turns.indexOf(t) + 1}`, describe(t));
     await note("long session", `${turns.length} user turns, ${rounds} tool rounds, ${s.calls()} value-command runs; upstream ${queries.length} USER_QUERY ` +
