@@ -422,7 +422,7 @@ func usageDirective(req *chatRequest) (mode string, ok bool) {
 	if req.chatType != KindUserQuery {
 		return "", true
 	}
-	m := usageRE().FindStringSubmatch(req.turnText)
+	m := lastSubmatch(usageRE(), req.turnText)
 	if m == nil {
 		return "", true
 	}
@@ -458,7 +458,7 @@ func intDirective(req *chatRequest, re *regexp.Regexp, lo, hi int) (n int, ok bo
 	if req.chatType != KindUserQuery {
 		return 0, true
 	}
-	m := re.FindStringSubmatch(req.turnText)
+	m := lastSubmatch(re, req.turnText)
 	if m == nil {
 		return 0, true
 	}
@@ -470,7 +470,8 @@ func intDirective(req *chatRequest, re *regexp.Regexp, lo, hi int) (n int, ok bo
 }
 
 // directives reads #scenario, #loop and #tool. For a USER_QUERY they come from
-// the newest user turn of the query (newestUserTurn); for a TOOL_RESPONSE the scenario comes from the first result
+// the newest user turn of the query (newestUserTurn), the last of each kind
+// winning (lastSubmatch); for a TOOL_RESPONSE the scenario comes from the first result
 // content that has one, and #loop and #tool are ignored (the conversation
 // keeps them). msg is set (a rejection message) for an unknown scenario name
 // or a loop count outside 0-5.
@@ -484,7 +485,7 @@ func directives(req *chatRequest) (scenario string, loop int, toolName string, m
 		}
 	}
 	for _, t := range texts {
-		if m := scenarioRE().FindStringSubmatch(t); m != nil {
+		if m := lastSubmatch(scenarioRE(), t); m != nil {
 			if _, known := scenarios[m[1]]; !known {
 				return "", 0, "", msgUnknownScenario
 			}
@@ -493,14 +494,14 @@ func directives(req *chatRequest) (scenario string, loop int, toolName string, m
 		}
 	}
 	if req.chatType == KindUserQuery {
-		if m := loopRE().FindStringSubmatch(req.turnText); m != nil {
+		if m := lastSubmatch(loopRE(), req.turnText); m != nil {
 			n, err := strconv.Atoi(m[1])
 			if err != nil || n < 0 || n > 5 { // 0: a text answer although tools are offered
 				return "", 0, "", msgBadDirective
 			}
 			loop = n
 		}
-		if m := toolRE().FindStringSubmatch(req.turnText); m != nil {
+		if m := lastSubmatch(toolRE(), req.turnText); m != nil {
 			toolName = m[1]
 		}
 	}

@@ -76,7 +76,10 @@
 // ("[User]" blocks among "[Assistant]", "[Tool Result id=…]"… blocks), the
 // text of its last "[User]" block; otherwise the whole query. A client that
 // re-sends a whole conversation therefore does not replay the directives of
-// its earlier turns.
+// its earlier turns. When the newest turn holds several directives of one
+// kind (a client merges a prompt that failed with the next prompt into one
+// message), the last one wins; "#scenario=usage_last" asks for the normal
+// turn explicitly.
 //
 // A USER_QUERY with "#text_chunks=N" (1-1000) has its text reply sent as
 // exactly N textChunk events: its first N chunks, or its chunks repeated in

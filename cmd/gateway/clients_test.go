@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -105,6 +106,7 @@ var nodeSuites = []nodeSuite{
 	{"openai-node-responses", "responses.test.mjs", 4 * time.Minute, false},
 	{"claude-code", "claude-code.test.mjs", 16 * time.Minute, true},
 	{"claude-code-direct", "claude-code-direct.test.mjs", 12 * time.Minute, true},
+	{"claude-code-sessions", "claude-code-sessions.test.mjs", 8 * time.Minute, true},
 	{"anthropic-node", "anthropic.test.mjs", 4 * time.Minute, false},
 	{"opencode", "opencode.test.mjs", 12 * time.Minute, true},
 	{"ai-sdk", "ai-sdk.test.mjs", 4 * time.Minute, false},
@@ -679,6 +681,14 @@ func newClientObserver(t *testing.T, s *served) *clientObserver {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/", o.proxy)
 	mux.HandleFunc("GET /_observe", o.observe)
+	// POST /_forget makes the emulator lose every conversation, as the
+	// service does now and then (a continued turn then fails with
+	// CONVERSATION_NOT_FOUND): the long sessions measure what the agent does
+	// with the gateway's 410.
+	mux.HandleFunc("POST /_forget", func(w http.ResponseWriter, _ *http.Request) {
+		o.s.emu.ForgetConversations()
+		w.WriteHeader(http.StatusNoContent)
+	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		o.client.CloseIdleConnections()
@@ -817,6 +827,16 @@ func (o *clientObserver) observe(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// emu_since=N also lists every upstream request from the emulator's
+	// request number N on, with or without a marker (an agent's own
+	// compaction request carries none).
+	emuSince := -1
+	if v := r.URL.Query().Get("emu_since"); v != "" {
+		if _, err := fmt.Sscan(v, &emuSince); err != nil {
+			http.Error(w, "observer: emu_since", http.StatusBadRequest)
+			return
+		}
+	}
 	type counts struct {
 		UserQuery    int `json:"user_query"`
 		ToolResponse int `json:"tool_response"`
@@ -834,7 +854,11 @@ func (o *clientObserver) observe(w http.ResponseWriter, r *http.Request) {
 		Emulator       counts `json:"emulator"`
 		EmulatorTotals counts `json:"emulator_totals"`
 		// Queries are the marker's upstream requests as the emulator received them.
-		Queries           []upstreamQuery `json:"queries"`
+		Queries []upstreamQuery `json:"queries"`
+		// Upstream is every upstream request from emu_since on;
+		// EmulatorSeq is the number of the next.
+		Upstream          []upstreamQuery `json:"upstream"`
+		EmulatorSeq       int             `json:"emulator_seq"`
 		Gateway           []logEntry      `json:"gateway"`
 		UpstreamCancelled int             `json:"upstream_cancelled"`
 		// Conversations are the gateway's conversation decisions from
@@ -844,7 +868,7 @@ func (o *clientObserver) observe(w http.ResponseWriter, r *http.Request) {
 		Conversations   []logEntry `json:"conversations"`
 		ConversationSeq int        `json:"conversation_seq"`
 	}
-	report.Exchanges, report.Queries = []exchange{}, []upstreamQuery{}
+	report.Exchanges, report.Queries, report.Upstream = []exchange{}, []upstreamQuery{}, []upstreamQuery{}
 	o.mu.Lock()
 	for _, e := range o.exchanges {
 		if (marker == "" || e.Marker == marker) && e.Seq >= exSince {
@@ -855,7 +879,12 @@ func (o *clientObserver) observe(w http.ResponseWriter, r *http.Request) {
 	o.mu.Unlock()
 	report.EmulatorTotals = counts{o.s.emu.Count(emulator.KindUserQuery), o.s.emu.Count(emulator.KindToolResponse),
 		o.s.emu.Count(emulator.KindRejected), o.s.emu.Count(emulator.KindContinuedQuery)}
-	for _, rec := range o.s.emu.Requests() {
+	recs := o.s.emu.Requests()
+	report.EmulatorSeq = len(recs)
+	for i, rec := range recs {
+		if emuSince >= 0 && i >= emuSince {
+			report.Upstream = append(report.Upstream, summarizeUpstream(rec))
+		}
 		if marker != "" && !bytes.Contains(rec.Body, []byte(marker)) {
 			continue
 		}
@@ -903,7 +932,14 @@ type upstreamQuery struct {
 	Tools      int    `json:"tools"`       // tools offered in clientTools
 	BodyBytes  int    `json:"body_bytes"`
 	Turn       int    `json:"turn"` // the conversation's USER_QUERY turn at the emulator; 0 for a TOOL_RESPONSE
+	// CallIDs are the tool call ids a TOOL_RESPONSE answers, each once (the
+	// web_session form names the first id twice: flat and packed).
+	CallIDs []string `json:"call_ids"`
 }
+
+// callIDRE finds a toolCallId in a TOOL_RESPONSE body, escaped or not (the
+// web_session form packs the results as a JSON string).
+var callIDRE = regexp.MustCompile(`toolCallId\\*"\s*:\s*\\*"([^"\\]+)`)
 
 func summarizeUpstream(rec emulator.Request) upstreamQuery {
 	var body struct {
@@ -921,6 +957,14 @@ func summarizeUpstream(rec emulator.Request) upstreamQuery {
 		QueryChars: len(utf16.Encode([]rune(body.Input.Query))), BodyBytes: len(rec.Body), Turn: rec.Turn}
 	for _, g := range body.ClientTools.ThirdParty {
 		q.Tools += len(g.Tools)
+	}
+	q.CallIDs = []string{}
+	if rec.ChatType == emulator.KindToolResponse {
+		for _, m := range callIDRE.FindAllSubmatch(rec.Body, -1) {
+			if id := string(m[1]); !slices.Contains(q.CallIDs, id) {
+				q.CallIDs = append(q.CallIDs, id)
+			}
+		}
 	}
 	return q
 }

@@ -184,7 +184,7 @@ func Table() fsm.Table {
 		Notes: []string{
 			"An anchor is recorded ACTIVE after a proven completion with a known upstream conversation id (a text answer, or the final answer of a tool loop), keyed by (principal, canonical hash of the transcript as the client will echo it).",
 			"`REMOVED` is a pseudo-state: the record does not exist (never recorded, removed after the terminal TTL, or dropped). It is never stored; a lookup that finds nothing is answered from it.",
-			"A fresh request is looked up only when its messages are a history ending in an assistant answer followed by one or more `user` messages; a request without such a history starts fresh with `no_anchor` and applies no row.",
+			"A fresh request is looked up only when its messages are a history ending in an assistant answer followed by one or more `user` messages (`system` messages among or after them belong to the new turn: Claude Code's environment update); a request without such a history starts fresh with `no_anchor` and applies no row.",
 			"Lookups are classified by `Anchor.Claim`: first an overdue time event is applied (ACTIVE past its TTL → `A05`, CLAIMED past its hard deadline → `A11`, a tombstone past the terminal TTL → removed), then an ACTIVE anchor is checked for workspace, model, instructions (the leading system and developer messages, which are not part of the transcript hash) and tools in that order (`Continue` when all match); every other state takes `Lookup`.",
 			"A pair (state, event) without a row is an illegal transition: the machine returns an error marked `conversation.ErrIllegalTransition` and changes nothing.",
 			"Every transition runs inside the store's update closure on a copy; the copy is written only when the closure succeeds.",

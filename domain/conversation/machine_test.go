@@ -210,6 +210,14 @@ func TestSplitFindsTheNewUserMessagesAfterAnAnswer(t *testing.T) {
 	is.Equal(len(h), 3)     // the history ends with the answer
 	is.Equal(len(added), 2) // every trailing user message is new
 
+	env := chat.Message{Role: chat.RoleSystem, Content: str("# Environment update\n - Is a git repository: true (was false)")}
+	h, added, ok = conversation.Split([]chat.Message{sys, u1, a1, u2, env})
+	is.True(ok)
+	is.Equal(len(h), 3)                      // a system message after the prompt is no history
+	is.Equal(added, []chat.Message{u2, env}) // it belongs to the new turn (Claude Code's environment update)
+	_, _, ok = conversation.Split([]chat.Message{sys, u1, a1, env})
+	is.True(!ok) // a system message alone is no new user turn
+
 	_, _, ok = conversation.Split([]chat.Message{sys, u1})
 	is.True(!ok) // a first turn has nothing to continue
 	_, _, ok = conversation.Split([]chat.Message{sys, u1, a1})

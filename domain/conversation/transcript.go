@@ -45,16 +45,22 @@ func InstructionsHash(msgs []chat.Message) (string, error) {
 
 // Split divides the messages of a fresh request into the history the gateway
 // may have anchored and the new user messages after it: added is the run of
-// trailing `user` messages, history everything before. ok is false when there
-// is nothing to continue: no trailing user message, or a history that does
-// not end with an assistant answer (a first turn, or a turn after tool results
-// the gateway never answered).
+// trailing `user` and `system` messages, history everything before. A system
+// message there belongs to the new turn: Claude Code sends an "Environment
+// update" as a system message after the user's prompt when its environment
+// changed (the project became a git repository). ok is false when there is
+// nothing to continue: no user message in that run, or a history that does
+// not end with an assistant answer (a first turn, or a turn after tool
+// results the gateway never answered).
 func Split(msgs []chat.Message) (history, added []chat.Message, ok bool) {
-	i := len(msgs)
-	for i > 0 && msgs[i-1].Role == chat.RoleUser {
+	i, users := len(msgs), 0
+	for i > 0 && (msgs[i-1].Role == chat.RoleUser || msgs[i-1].Role == chat.RoleSystem) {
+		if msgs[i-1].Role == chat.RoleUser {
+			users++
+		}
 		i--
 	}
-	if i == len(msgs) || i == 0 || msgs[i-1].Role != chat.RoleAssistant || len(msgs[i-1].ToolCalls) > 0 {
+	if users == 0 || i == 0 || msgs[i-1].Role != chat.RoleAssistant || len(msgs[i-1].ToolCalls) > 0 {
 		return nil, nil, false
 	}
 	return msgs[:i], msgs[i:], true

@@ -144,6 +144,23 @@ func TestSplitHistory(t *testing.T) {
 	is.True(!ok)
 	_, ok = correlation.SplitHistory(f.prefix[:2]) // no results before the user message
 	is.True(!ok)
+
+	// Claude Code's environment update: a system message after the new turn.
+	env := chat.Message{Role: chat.RoleSystem, Content: str("# Environment update\n - Is a git repository: true (was false)")}
+	c, ok = correlation.SplitHistory(append(append([]chat.Message(nil), msgs...), env))
+	is.True(ok)
+	is.Equal(len(c.Results), 1)
+	is.Equal(len(c.Added), 2) // the prompt and the update are the new turn
+	merged := append(append([]chat.Message(nil), f.prefix...),
+		chat.Message{Role: chat.RoleTool, ToolCallID: "call_pmn_a", Content: str("r1\n\nnext"), Trailing: "next"}, env)
+	c, ok = correlation.SplitHistory(merged)
+	is.True(ok) // the prompt after the results in their message, then the update
+	is.Equal(c.Trailing, "next")
+	_, added := c.HistoryMessages()
+	is.Equal(len(added), 2)
+	is.Equal(*added[0].Content, "next")
+	_, ok = correlation.SplitHistory(append(append([]chat.Message(nil), msgs[:len(msgs)-1]...), env))
+	is.True(!ok) // results and a system message: no new user content
 }
 
 // Fold puts a new user turn after the results into the last result, as

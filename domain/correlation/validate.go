@@ -26,9 +26,9 @@ type Continuation struct {
 	// message (chat.Message.Trailing of the last result): already the end of
 	// that result's Content.
 	Trailing string
-	// Added are user messages after the results (a chat completions or
-	// Responses request that answers the calls and asks something new in one
-	// request); only SplitHistory sets them.
+	// Added are user (and system) messages after the results (a chat
+	// completions or Responses request that answers the calls and asks
+	// something new in one request); only SplitHistory sets them.
 	Added []chat.Message
 	// Folded: Fold put the added user messages into the last result (a
 	// PENDING group taking a new user turn with its results); its tools may
@@ -96,20 +96,26 @@ func SplitContinuation(msgs []chat.Message) (c Continuation, ok bool) {
 	return c, true
 }
 
-// SplitHistory splits messages that end in one or more user messages right
+// SplitHistory splits messages that end in user (and system) messages right
 // after a contiguous block of tool results: the results answer an earlier
-// group and the user messages are a new turn (chat completions and Responses
-// send them as separate messages). ok is false for any other shape.
+// group and the messages after them are a new turn (chat completions and
+// Responses send the user's as separate messages; Claude Code sends its
+// "Environment update" as a system message after its prompt, and puts the
+// prompt itself after the results in their message: Trailing). ok is false
+// for any other shape, and when no user content follows the results.
 func SplitHistory(msgs []chat.Message) (c Continuation, ok bool) {
-	i := len(msgs)
-	for i > 0 && msgs[i-1].Role == chat.RoleUser {
+	i, users := len(msgs), 0
+	for i > 0 && (msgs[i-1].Role == chat.RoleUser || msgs[i-1].Role == chat.RoleSystem) {
+		if msgs[i-1].Role == chat.RoleUser {
+			users++
+		}
 		i--
 	}
 	if i == len(msgs) || i == 0 || msgs[i-1].Role != chat.RoleTool {
 		return Continuation{}, false
 	}
 	c, ok = SplitContinuation(msgs[:i])
-	if !ok {
+	if !ok || users == 0 && c.Trailing == "" {
 		return Continuation{}, false
 	}
 	c.Added = msgs[i:]
