@@ -156,8 +156,8 @@ func messagesGateHistory(t *testing.T, answer []byte) []any {
 // The loop-approval gate on a continuation, on every API, answered as JSON and
 // as a stream: its own code and a status no pinned agent retries, a message
 // that says how to go on and what the service said, the results delivered
-// (the same continuation again is refused, never dispatched), and the next
-// user message goes on.
+// (the same continuation again gets the gate's answer again, row C33, never
+// a dispatch), and the next user message goes on.
 func TestTheLoopApprovalGateIsItsOwnAnswerOnEveryAPI(t *testing.T) {
 	for _, st := range strategies {
 		s := serve(t, st, nil)
@@ -194,14 +194,12 @@ func TestTheLoopApprovalGateIsItsOwnAnswerOnEveryAPI(t *testing.T) {
 						is.True(!re.Match(said)) // nothing in the answer reads as transient to opencode
 					}
 					is.Equal(s.emu.Count(emulator.KindToolResponse)-before, 1) // one dispatch
-					status, _, again := post(cont)
-					conflict := 409
-					if api.name == "messages" {
-						conflict = 400 // the Anthropic form of a conflict
-					}
-					is.Equal(status, conflict)                                             // the same results again are refused
-					is.True(strings.Contains(string(again), "tool_call_already_consumed")) // they were delivered
-					is.Equal(s.emu.Count(emulator.KindToolResponse)-before, 1)             // and never sent again
+					status, retry, again := post(cont)
+					is.Equal(status, 400)                                              // the same results again: the gate's answer again,
+					is.Equal(retry, "false")                                           // not retried,
+					is.True(strings.Contains(string(again), "upstream_loop_approval")) // never "already consumed" or a conflict
+					is.True(strings.Contains(string(again), "Send a new message to continue"))
+					is.Equal(s.emu.Count(emulator.KindToolResponse)-before, 1) // and never sent again
 					status, _, next := post(api.next(t, first))
 					is.Equal(status, 200) // the next user message goes on
 					is.True(len(next) > 0)

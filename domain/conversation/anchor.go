@@ -70,14 +70,14 @@ type Anchor struct {
 	ExpiresAt        time.Time // end of ACTIVE (CONVERSATION_TTL_MS after CreatedAt)
 	// ClaimID is the random id of the one request continuing the anchor; set
 	// while CLAIMED (and kept afterwards for diagnosis), empty before.
-	ClaimID           string
-	ClaimExpiresAt    time.Time // hard deadline of the claim; zero unless CLAIMED
+	ClaimID        string
+	ClaimExpiresAt time.Time // hard deadline of the claim; zero unless CLAIMED
 	// ClaimSent is what the claim's request sends after the history (its new
 	// user messages); Sent is the ClaimSent of the last claim that failed
 	// after it may have been sent (RESUMABLE): the upstream conversation may
 	// hold those messages, so a resume does not send them again.
-	ClaimSent Sent
-	Sent      Sent
+	ClaimSent         Sent
+	Sent              Sent
 	TerminalExpiresAt time.Time // zero unless a tombstone
 }
 

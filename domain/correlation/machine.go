@@ -42,7 +42,16 @@ const (
 	Ambiguous        Event = "Ambiguous"
 	Gated            Event = "Gated"
 	TombstoneElapsed Event = "TombstoneElapsed"
+	// SubmitSameGated: the results the loop-approval gate took, sent again
+	// (the tools may differ: Claude Code's 400 recovery re-sends them without
+	// a placeholder tool).
+	SubmitSameGated Event = "SubmitSameGated"
 )
+
+// GateDigest is the TerminalResponseDigest of a group whose dispatch the
+// service's loop-approval gate answered: its terminal response was the gate,
+// so a retry of its results gets the gate's answer again (row C33).
+const GateDigest = "loop-approval-gate"
 
 // Effect is what a caller must do after a row was applied.
 type Effect string
@@ -77,7 +86,7 @@ var States = []State{Pending, Inflight, Consumed, Expired, Cancelled, Uncertain,
 // Events lists every event in declaration order.
 var Events = []Event{SubmitValid, SubmitIncomplete, SubmitGroupMismatch, SubmitHistoryMismatch,
 	SubmitModelMismatch, SubmitToolsMismatch, SubmitWorkspaceMismatch, SubmitUnknownID, SubmitSame,
-	SubmitDifferent, SubmitAny, SubmitHistory, Deadline, CapacityPressure, Cancel, MovedPast, Complete, NotSent, Ambiguous, Gated, TombstoneElapsed}
+	SubmitDifferent, SubmitAny, SubmitHistory, Deadline, CapacityPressure, Cancel, MovedPast, Complete, NotSent, Ambiguous, Gated, TombstoneElapsed, SubmitSameGated}
 
 // MachineName is the name of the group machine in spec/ and the audit.
 const MachineName = "correlation"
@@ -161,6 +170,7 @@ var machine = fsm.NewMachine(fsm.Spec[Group, State, Event, input]{
 		{Do: recordClaim, From: SubmitValid, In: []State{Inflight}},
 		{Do: clearClaim, From: NotSent, In: []State{Pending}},
 		{Do: recordResponse, From: Complete, In: []State{Consumed}},
+		{Do: recordGate, From: Gated, In: []State{Consumed}},
 		{Do: startTombstone, In: []State{Consumed, Expired, Cancelled, Uncertain}},
 	},
 	Unhandled: fsm.Illegal[State, Event](MachineName, ErrIllegalTransition, "the group is not in a state that accepts this event"),
@@ -183,6 +193,10 @@ func recordResponse(g *Group, in input) {
 	if in.response != nil {
 		g.CachedResponse = append(make([]byte, 0, len(in.response)), in.response...)
 	}
+}
+
+func recordGate(g *Group, _ input) {
+	g.TerminalResponseDigest = GateDigest
 }
 
 func startTombstone(g *Group, in input) {

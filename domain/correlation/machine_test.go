@@ -64,6 +64,8 @@ func model(s correlation.State, e correlation.Event) (correlation.State, errs.Co
 		switch e {
 		case correlation.SubmitSame:
 			return s, errs.ToolCallAlreadyConsumed, true
+		case correlation.SubmitSameGated: // the gate's results again: the gate's answer again
+			return s, errs.UpstreamLoopApproval, true
 		case correlation.SubmitDifferent:
 			return s, errs.ContinuationConflict, true
 		case correlation.SubmitHistory:
@@ -260,8 +262,18 @@ func TestALoopApprovalGateConsumesTheResultsAndNeverDispatchesThemAgain(t *testi
 	is.True(!g.TerminalExpiresAt.IsZero())      // the tombstone is kept
 	d, err = g.Submit(t0, policy, f.submission("r1"), "a2")
 	is.NoErr(err)
+	record(t.Name(), d)
 	is.True(d.Effect != correlation.EffectDispatch) // the same results are never dispatched again
-	is.Equal(d.Code, errs.ToolCallAlreadyConsumed)  // they were already processed
+	is.Equal(d.Row, "C33")
+	is.Equal(d.Code, errs.UpstreamLoopApproval) // and get the gate's answer again, not "already consumed"
+	retooled := f.submission("r1")
+	retooled.ToolsHash = "sha256:without-a-placeholder"
+	d, err = g.Submit(t0, policy, retooled, "a3")
+	is.NoErr(err)
+	is.Equal(d.Code, errs.UpstreamLoopApproval) // with other tools too (Claude Code's 400 recovery)
+	d, err = g.Submit(t0, policy, f.submission("r2"), "a4")
+	is.NoErr(err)
+	is.Equal(d.Code, errs.ContinuationConflict) // other results stay a conflict
 }
 
 func TestAnIllegalTransitionChangesNothing(t *testing.T) {

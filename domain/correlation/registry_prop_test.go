@@ -25,6 +25,7 @@ type mGroup struct {
 	terminalExp time.Time
 	accepted    string // joined contents of the accepted results
 	cached      int    // bytes of the cached response, -1 when none
+	gated       bool   // the loop-approval gate answered its dispatch
 	sent        int    // dispatches not proven unsent
 }
 
@@ -324,6 +325,9 @@ func (m *registryMachine) expectSubmit(g *mGroup, contents string, invalid errs.
 		}
 		return g.state, errs.ContinuationConflict, false
 	case correlation.Consumed:
+		if g.gated && contents == g.accepted && (invalid == "" || invalid == errs.ContinuationToolsMismatch) {
+			return g.state, errs.UpstreamLoopApproval, false
+		}
 		if invalid == "" && contents == g.accepted {
 			if g.cached >= 0 {
 				return g.state, "", false
@@ -478,7 +482,7 @@ func (m *registryMachine) Gated(t *rapid.T) {
 		t.Fatalf("gated: got (%q, %v) vs expected upstream_loop_approval", d.Code, err)
 	}
 	record(m.name, d)
-	g.state, g.terminalExp = correlation.Consumed, m.now.Add(m.policy.TerminalTTL)
+	g.state, g.terminalExp, g.gated = correlation.Consumed, m.now.Add(m.policy.TerminalTTL), true
 }
 
 func (m *registryMachine) Cancel(t *rapid.T) {

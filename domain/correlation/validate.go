@@ -441,10 +441,13 @@ func Classify(g Group, s Submission, now time.Time) (Event, string) {
 		return SubmitValid, acceptedHashes(h, s.pureResultsHash())
 	case Inflight, Consumed:
 		exact, pure := splitAccepted(g.AcceptedResultsHash)
-		if Validate(g, s) == "" {
-			if h := s.resultsHash(); h != "" && h == exact && len(s.Continuation.Added) == 0 {
-				return SubmitSame, ""
-			}
+		h := s.resultsHash()
+		same := h != "" && h == exact && len(s.Continuation.Added) == 0
+		if same && g.State == Consumed && g.TerminalResponseDigest == GateDigest && validateHistory(g, s) == "" {
+			return SubmitSameGated, ""
+		}
+		if same && Validate(g, s) == "" {
+			return SubmitSame, ""
 		}
 		if isHistory(s, pure) && validateHistory(g, s) == "" {
 			return SubmitHistory, ""

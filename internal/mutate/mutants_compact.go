@@ -51,5 +51,12 @@ func init() {
 		mutant{"a claim that sent nothing overwrites what the upstream may hold", "domain/conversation/machine.go",
 			"\t\t{Do: keepSent, From: Ambiguous, In: []State{Resumable}},", "\t\t{Do: keepSent, In: []State{Resumable}},",
 			"./domain/conversation/", "RemembersWhatItsFailedTurnSent"},
+		mutant{"a re-sent gated group answered as already consumed", "domain/correlation/validate.go",
+			"\t\tif same && g.State == Consumed && g.TerminalResponseDigest == GateDigest && validateHistory(g, s) == \"\" {",
+			"\t\tif false {",
+			"./domain/correlation/", "LoopApproval"},
+		mutant{"the gate not remembered on its group", "domain/correlation/machine.go",
+			"\tg.TerminalResponseDigest = GateDigest\n", "",
+			"./domain/correlation/", "LoopApproval"},
 	)
 }
