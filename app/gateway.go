@@ -209,6 +209,7 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 		return nil, err
 	}
 	var claimed correlation.Group
+	earlier := false
 	d, err := g.store.Update(ctx, key, func(gr *correlation.Group) (correlation.Decision, error) {
 		if !canon.IsToolsBinding(gr.ToolsHash) && sub.LegacyToolsHash == "" {
 			// A record of an earlier build binds the older form (with
@@ -221,7 +222,18 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 			sub.LegacyToolsHash = legacy
 		}
 		defer func() { claimed = gr.Clone() }()
-		return gr.Submit(g.clock.Now(), g.cfg.Policy, sub, attempt)
+		d, err := gr.Submit(g.clock.Now(), g.cfg.Policy, sub, attempt)
+		if err == nil && d.Event == correlation.SubmitHistoryMismatch && g.cfg.Resume {
+			// The calls are still pending and the transcript before them
+			// changed (an agent compacted it before sending the results):
+			// they are answered in the conversation that holds the history
+			// they were issued in, disclosed. The refusal changed nothing.
+			earlier = true
+			again := sub
+			again.EarlierHistory = true
+			return gr.Submit(g.clock.Now(), g.cfg.Policy, again, attempt)
+		}
+		return d, err
 	})
 	if errs.Has(err, errs.UnknownToolCall) { // removed between resolve and update
 		d = correlation.SubmitUnknown()
@@ -239,7 +251,12 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 		}
 		return nil, d.Err()
 	case correlation.EffectDispatch:
-		return g.dispatch(ctx, p, req, tools, claimed, cont)
+		t, err := g.dispatch(ctx, p, req, tools, claimed, cont)
+		if tt, ok := t.(*turn); ok && earlier {
+			tt.disclosure = DisclosedEarlierHistory
+			g.noteResumed(ctx, p, d.Row, DisclosedEarlierHistory, len(cont.Prefix), 0)
+		}
+		return t, err
 	case correlation.EffectResume:
 		return g.resumeTurn(ctx, p, req, tools, g.historyOf(claimed, d, cont))
 	default:

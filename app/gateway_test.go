@@ -238,8 +238,8 @@ func TestALoopApprovalGateConsumesTheGroupAndIsReportedAsItself(t *testing.T) {
 	is.Equal(c.ByState[correlation.Consumed], 1)  // the results were delivered: consumed
 	is.Equal(c.ByState[correlation.Uncertain], 0) // never "outcome unknown"
 	_, err = r.gw.Chat(t.Context(), principal, cont)
-	is.Equal(errs.CodeOf(err), errs.ToolCallAlreadyConsumed) // the same results again are refused
-	is.Equal(r.up.Continuations(), 1)                        // and never sent again
+	is.Equal(errs.CodeOf(err), errs.UpstreamLoopApproval) // the same results again get the gate's answer again
+	is.Equal(r.up.Continuations(), 1)                     // and are never sent again
 	next := request(append(msgs, chat.Message{Role: chat.RoleUser, Content: str("continue")})...)
 	turn, err = r.gw.Chat(t.Context(), principal, next)
 	is.NoErr(err)

@@ -31,6 +31,10 @@ const (
 	// prompt or the tools of a history the conversation holds (an agent's
 	// compaction request); the conversation began under the earlier ones.
 	DisclosedChangedInstructions = "continued-with-changed-instructions"
+	// DisclosedEarlierHistory: the request answered a pending tool call after
+	// its transcript changed (an agent compacted it first); the conversation
+	// holds the history the calls were issued in, not the client's transcript.
+	DisclosedEarlierHistory = "continued-with-earlier-history"
 )
 
 // Disclosed is implemented by every turn: Disclosure is "" unless the turn
@@ -195,6 +199,7 @@ func (g *Gateway) submission(ctx context.Context, p Principal, req chat.Request,
 	}
 	return key, correlation.Submission{
 		Echo:            echo,
+		Defaults:        defaults,
 		ResultsHash:     correlation.ResultsHash(cont),
 		PureResultsHash: correlation.PureResultsHash(cont),
 		PrincipalID:     p.ID,
@@ -209,7 +214,9 @@ func (g *Gateway) submission(ctx context.Context, p Principal, req chat.Request,
 
 // foldTurn answers a request too long to start fresh whose tool results
 // answer a group that is still PENDING, followed by new user messages — an
-// agent's compaction request in the middle of a tool round (Codex): the
+// agent's compaction request in the middle of a tool round (Codex), or the
+// pending result an agent sends after compacting its transcript (Claude
+// Code), disclosed continued-with-earlier-history then: the
 // user messages are folded into the last result (correlation.Continuation.Fold,
 // the form Anthropic Messages gives text after tool results) and the group's
 // one TOOL_RESPONSE carries both, with the request's own tools (none, for a
@@ -248,7 +255,12 @@ func (g *Gateway) foldTurn(ctx context.Context, p Principal, req chat.Request, t
 		return nil, true, d.Err()
 	}
 	disclosure := ""
-	if sub.ToolsHash != claimed.ToolsHash {
+	unfolded := sub
+	unfolded.Continuation.Folded = false
+	switch {
+	case !correlation.SameHistory(claimed, unfolded):
+		disclosure = DisclosedEarlierHistory
+	case sub.ToolsHash != claimed.ToolsHash:
 		disclosure = DisclosedChangedInstructions
 	}
 	t, err := g.dispatch(ctx, p, req, tools, claimed, folded)

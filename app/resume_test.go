@@ -343,3 +343,61 @@ func TestAResumeDoesNotSendTheFailedTurnsPromptAgain(t *testing.T) {
 	is.Equal(len(b.last().Chat.Messages), 1)
 	is.Equal(*b.last().Chat.Messages[0].Content, "two") // sent again: the user asked again
 }
+
+// Claude Code compacts in the middle of a tool loop, then sends the pending
+// call's result after its summary: the transcript before the call is no
+// longer the one it was issued in. Too long to start fresh, the result goes
+// up once as the group's TOOL_RESPONSE in the conversation that holds the
+// whole history, disclosed continued-with-earlier-history. A transcript of
+// the same length that differs is an edit, still refused.
+func TestAPendingResultSentAfterACompactionAnswersItsCallOnce(t *testing.T) {
+	is := is.New(t)
+	n := 0
+	var sent []ports.UpstreamRequest
+	r := newConvRig(t, func(req ports.UpstreamRequest) porttest.Script {
+		n++
+		sent = append(sent, req)
+		switch {
+		case n == 1:
+			return porttest.Script{Events: porttest.ToolCalls("conv-t", "grp-1", "get_weather")}
+		case req.Continuation != nil:
+			return porttest.Script{Events: porttest.Text("conv-t", "done")}
+		default:
+			return porttest.Script{Err: errors.Mark(errs.New(errs.UpstreamQueryTooLong), ports.ErrNotSent)}
+		}
+	})
+	withResume(r, true)
+	first := request(user("a long story"), assistant("a long answer"), user("weather?"))
+	turn, err := r.gw.Chat(t.Context(), principal, first)
+	is.NoErr(err)
+	ds, err := drain(t, turn)
+	is.NoErr(err)
+	whole := echo(first.Messages, ds, "sunny")
+	edited := append([]chat.Message(nil), whole...)
+	edited[0] = user("an edited story") // the same length, another history: still refused
+	_, err = r.gw.Chat(t.Context(), principal, request(edited...))
+	is.Equal(errs.CodeOf(err), errs.ContinuationHistoryMismatch)
+	// Compacted: a summary in place of the history, then the pending call.
+	compacted := append([]chat.Message{user("This session is being continued from a previous conversation. Summary: …")}, whole[3:]...)
+	last := compacted[len(compacted)-1]
+	joined := *last.Content + "\n\nkeep going"
+	last.Content, last.Trailing = &joined, "keep going"
+	compacted[len(compacted)-1] = last
+
+	turn, err = r.gw.Chat(t.Context(), principal, request(compacted...))
+	is.NoErr(err)
+	is.Equal(turn.(app.Disclosed).Disclosure(), app.DisclosedEarlierHistory)
+	_, err = drain(t, turn)
+	is.NoErr(err)
+	got := sent[len(sent)-1]
+	is.True(got.Continuation != nil) // the pending call's one TOOL_RESPONSE
+	is.True(strings.HasPrefix(got.Continuation.Results[0].Content, "sunny"))
+	is.True(strings.HasSuffix(got.Continuation.Results[0].Content, "\n\nkeep going"))
+	continuations := 0
+	for _, s := range sent {
+		if s.Continuation != nil {
+			continuations++
+		}
+	}
+	is.Equal(continuations, 1)
+}

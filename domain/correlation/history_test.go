@@ -202,3 +202,32 @@ func TestAFoldedUserTurnGoesUpWithThePendingGroupsResults(t *testing.T) {
 	is.Equal(c.Results[1].Content, "r2\n\nreminder\n\nsummarize")
 	is.Equal(c.Trailing, "reminder\n\nsummarize")
 }
+
+// A pending group's results after a compacted transcript (shorter than the
+// one the calls were issued in) are accepted when the caller says so
+// (EarlierHistory), but only with the calls echoed as issued; a transcript of
+// the same length that differs stays a mismatch.
+func TestCompactedHistoryStillNeedsTheIssuedCalls(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, "g1", "p1", "call_pmn_a")
+	sub := f.submission("r1")
+	prefix := sub.Continuation.Prefix
+	is.True(len(prefix) >= 2)
+	compacted := sub
+	compacted.Echo = nil
+	compacted.Continuation.Prefix = append([]chat.Message{{Role: chat.RoleUser, Content: str("summary")}}, prefix[len(prefix)-1])
+	compacted.EarlierHistory = true
+	is.Equal(correlation.CheckHistory(f.group, compacted), correlation.Event("")) // compacted, calls as issued
+	is.True(!correlation.SameHistory(f.group, compacted))                         // and disclosed as another history
+	changed := compacted
+	last := prefix[len(prefix)-1]
+	last.ToolCalls = append([]chat.ToolCall(nil), last.ToolCalls...)
+	last.ToolCalls[0].Arguments = `{"changed":true}`
+	changed.Continuation.Prefix = append([]chat.Message{{Role: chat.RoleUser, Content: str("summary")}}, last)
+	is.Equal(correlation.CheckHistory(f.group, changed), correlation.SubmitHistoryMismatch) // the calls must be the issued ones
+	edited := sub
+	edited.Echo = nil
+	edited.EarlierHistory = true
+	edited.Continuation.Prefix = append([]chat.Message{{Role: chat.RoleUser, Content: str("edited")}}, prefix[1:]...)
+	is.Equal(correlation.CheckHistory(f.group, edited), correlation.SubmitHistoryMismatch) // same length: an edit
+}

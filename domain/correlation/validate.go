@@ -31,8 +31,9 @@ type Continuation struct {
 	// something new in one request); only SplitHistory sets them.
 	Added []chat.Message
 	// Folded: Fold put the added user messages into the last result (a
-	// PENDING group taking a new user turn with its results); its tools may
-	// then differ from the group's, as for results that are history.
+	// PENDING group taking a new user turn with its results); its tools and
+	// the transcript before its calls may then differ from the group's
+	// (CheckTools, CheckHistory), disclosed by the caller.
 	Folded bool
 }
 
@@ -199,6 +200,11 @@ type Submission struct {
 	// OtherGroups counts distinct groups, other than this one, that result ids
 	// resolve to.
 	OtherGroups int
+	// EarlierHistory: the caller answers a PENDING group's calls although the
+	// transcript before them changed (an agent compacted it before sending
+	// the results): they go up in the conversation that holds the history
+	// they were issued in, disclosed. Every other step still applies.
+	EarlierHistory bool
 }
 
 // Step is one continuation validation step (docs/CORRELATION.md) as a pure function; it
@@ -284,6 +290,53 @@ func CheckContiguous(g Group, s Submission) Event {
 // refuses a byte-identical echo of it nor relaxes it after the fact. Any other
 // form fails closed.
 func CheckHistory(g Group, s Submission) Event {
+	if (s.Continuation.Folded || s.EarlierHistory) && len(s.Continuation.Prefix) < g.TranscriptLength {
+		// The transcript before the calls is shorter than the one they were
+		// issued in: the agent compacted it before sending a pending result.
+		// The results answer the calls in the conversation that holds the
+		// whole history, disclosed (SameHistory); the calls themselves must
+		// still be the issued ones. An edit that keeps the length is still a
+		// mismatch.
+		return checkCalls(g, s)
+	}
+	return checkHistory(g, s)
+}
+
+// checkCalls is step 6 for the last message alone: the assistant message
+// before the results echoes exactly the calls g issued (arguments as JSON
+// values, echo-added defaults dropped), whatever its text.
+func checkCalls(g Group, s Submission) Event {
+	prefix := s.Continuation.Prefix
+	if len(prefix) == 0 || prefix[len(prefix)-1].Role != chat.RoleAssistant {
+		return SubmitHistoryMismatch
+	}
+	issued := g.IssuedCalls()
+	calls := make([]chat.ToolCall, len(issued))
+	for i, c := range issued {
+		calls[i] = chat.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments}
+	}
+	hash := func(tc []chat.ToolCall) (string, error) {
+		e, err := canon.PrepareEcho([]chat.Message{{Role: chat.RoleAssistant, ToolCalls: tc}}, s.Defaults)
+		if err != nil {
+			return "", err
+		}
+		return e.Hash(issued)
+	}
+	echoed, err := hash(prefix[len(prefix)-1].ToolCalls)
+	if err != nil {
+		return SubmitHistoryMismatch
+	}
+	if want, err := hash(calls); err != nil || echoed != want {
+		return SubmitHistoryMismatch
+	}
+	return ""
+}
+
+// SameHistory reports whether s echoes the transcript g's calls were issued
+// in (step 6), folded or not.
+func SameHistory(g Group, s Submission) bool { return checkHistory(g, s) == "" }
+
+func checkHistory(g Group, s Submission) Event {
 	if len(s.Continuation.Prefix) != g.TranscriptLength {
 		return SubmitHistoryMismatch
 	}
