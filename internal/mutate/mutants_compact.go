@@ -40,7 +40,7 @@ func init() {
 			"\t\t\t\tif t, ok, ferr := g.foldTurn(ctx, p, req, tools, cont, admitted, err); false && ok {",
 			"./app/", "MiddleOfAToolRound"},
 		mutant{"a folded turn not disclosed", "app/resume.go",
-			"\tif sub.ToolsHash != claimed.ToolsHash {", "\tif false {",
+			"\tcase sub.ToolsHash != claimed.ToolsHash:", "\tcase false:",
 			"./app/", "MiddleOfAToolRound"},
 		mutant{"a resume sends the failed turn's prompt again", "app/conversation.go",
 			"\t\tadded = a.Unsent(r.added)\n", "",
