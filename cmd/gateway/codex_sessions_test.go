@@ -306,7 +306,9 @@ func codexLongSession(t *testing.T, bin, recipe, st string, sink *suiteWitness) 
 			describeTapped(sent), disclosures(lines)))
 	}
 	all := emu.Requests()
-	checkLongSession(t, all, s.logs.String())
+	for _, p := range longSessionProblems(all, s.logs.String()) {
+		t.Errorf("codex long session: %s", p)
+	}
 	sink.note(fmt.Sprintf("%s: codex long session: %d turns in %.0fs, %d tool rounds (value-cmd calls), largest upstream query %d chars, dispatches %d USER_QUERY / %d TOOL_RESPONSE, refused %d",
 		st, len(codexLongTurns()), time.Since(started).Seconds(), c.calls(), largestOf(all), countKind(all, "USER_QUERY"), countKind(all, "TOOL_RESPONSE"), emu.Count("rejected")))
 
@@ -371,34 +373,36 @@ func codexLostConversation(t *testing.T, st string, emu *emulator.Server, s *ser
 	}
 }
 
-// checkLongSession asserts issue 34's rules over the session, counted at the
-// emulator: every query within the default limit and none refused, no tool
-// result dispatched twice, no turn refused as too long by the gateway.
-func checkLongSession(t *testing.T, all []emulator.Request, logs string) {
-	t.Helper()
-	for _, r := range all {
+// longSessionProblems checks issue 34's rules over a session, counted at
+// the emulator: every query within the default limit and none refused, no
+// tool result dispatched twice, and no turn refused by the gateway as too
+// long (its access lines).
+func longSessionProblems(all []emulator.Request, logs string) []string {
+	var out []string
+	for i, r := range all {
 		if q := queryChars(r); q > 10_000 {
-			t.Errorf("codex: an upstream query of %d chars, over the default limit of 10,000", q)
+			out = append(out, fmt.Sprintf("upstream request %d: a query of %d chars, over the default limit of 10,000", i, q))
 		}
 		if r.Rejected || r.Refusal != "" {
-			t.Errorf("codex: the emulator refused a request (%s %q)", r.ChatType, r.Refusal)
+			out = append(out, fmt.Sprintf("upstream request %d: the emulator refused it (%s %q)", i, r.ChatType, r.Refusal))
 		}
 	}
 	seen := map[string]int{}
 	for i, r := range all {
-		if r.ChatType != "TOOL_RESPONSE" {
+		if r.ChatType != emulator.KindToolResponse {
 			continue
 		}
 		for _, id := range dispatchedCallIDs(r.Body) {
 			if j, dup := seen[id]; dup {
-				t.Errorf("codex: tool call %s was dispatched twice (upstream requests %d and %d)", id, j, i)
+				out = append(out, fmt.Sprintf("tool call %s was dispatched twice (upstream requests %d and %d)", id, j, i))
 			}
 			seen[id] = i
 		}
 	}
 	if f := failedRequests(logs); strings.Contains(f, "upstream_query_too_long") {
-		t.Errorf("codex: the gateway refused a turn as too long:\n%s", f)
+		out = append(out, "the gateway refused a turn as too long:\n"+f)
 	}
+	return out
 }
 
 // dispatchedCallIDs are the tool call ids a TOOL_RESPONSE body answers, in
