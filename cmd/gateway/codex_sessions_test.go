@@ -277,14 +277,14 @@ func codexLongSession(t *testing.T, bin, recipe, st string, sink *suiteWitness) 
 		if turn.name == "loop-approval gate" {
 			// The gate is a 400 of its own, and Codex (default retries) must
 			// not send it again: every agent request after it is a retry.
-			gate, resent := answered(sent, http.StatusBadRequest)
+			gate, resent := answered(sent, 0)
 			switch {
-			case gate < 0 || !strings.Contains(strings.Join(events, "\n"), "upstream_loop_approval"):
+			case gate < 0 || sent[gate].Status != http.StatusBadRequest || !strings.Contains(strings.Join(events, "\n"), "upstream_loop_approval"):
 				t.Errorf("codex: the gate turn did not end with 400 upstream_loop_approval:\n%s", transcript())
 			case resent != 0 || len(sent) != gate+1:
 				t.Errorf("codex re-sent the gated request %d time(s) with its default retries (%d request(s) after it), want none:\n%s", resent, len(sent)-gate-1, transcript())
 			}
-			sink.note(fmt.Sprintf("%s: codex: the gate (400 upstream_loop_approval) with Codex's default retries: re-sent %d time(s), %d request(s) after it", st, resent, len(sent)-gate-1))
+			sink.note(fmt.Sprintf("%s: codex: the gate (400 upstream_loop_approval) with Codex's default retries: re-sent %d time(s), %d request(s) after it, agent requests %s", st, resent, len(sent)-gate-1, describeTapped(sent)))
 		}
 		if turn.compact {
 			var compactions []tapped
@@ -443,12 +443,13 @@ func dispatchedCallIDs(body []byte) []string {
 	return out
 }
 
-// answered finds the first request answered with status: its index (-1 for
-// none) and how many later requests carry the same input (re-sends).
+// answered finds the first request answered with status (0: any status of
+// 400 or more): its index (-1 for none) and how many later requests carry
+// the same input (re-sends).
 func answered(rs []tapped, status int) (at, resent int) {
 	at = -1
 	for i, r := range rs {
-		if r.Status == status {
+		if r.Status == status || status == 0 && r.Status >= 400 {
 			at = i
 			break
 		}
