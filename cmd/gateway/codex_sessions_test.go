@@ -140,7 +140,8 @@ func (c *codexLong) run(t *testing.T, prompt string, args ...string) ([]string, 
 // directory says, and counts its calls in "calls": the call whose number is
 // in "fail_at" also prints the line "#scenario=<fail_scenario>", so that
 // the emulator answers that round's TOOL_RESPONSE with the scenario (a
-// failure in the middle of a tool loop).
+// failure in the middle of a tool loop); the call whose number is in
+// "large_at" prints "large_size" bytes instead.
 func (c *codexLong) writeValueCommand(t *testing.T) {
 	t.Helper()
 	script := `#!/bin/sh
@@ -151,7 +152,11 @@ echo "$n" > "$dir/calls"
 if [ "$n" = "$(cat "$dir/fail_at" 2>/dev/null)" ]; then
 	echo "#scenario=$(cat "$dir/fail_scenario")"
 fi
-head -c "$(cat "$dir/size")" /dev/zero | tr '\0' 'v'
+size=$(cat "$dir/size")
+if [ "$n" = "$(cat "$dir/large_at" 2>/dev/null)" ]; then
+	size=$(cat "$dir/large_size")
+fi
+head -c "$size" /dev/zero | tr '\0' 'v'
 echo
 `
 	c.put(t, "value-cmd", script, 0o755)
@@ -187,11 +192,25 @@ type codexTurn struct {
 	failSc  string
 	retries bool // Codex's default retries instead of none
 	compact bool // a small model_auto_compact_token_limit: Codex compacts before the turn
+	// midCompact: a model_auto_compact_token_limit that only a round with
+	// a large output reaches (usage per request): Codex compacts in the
+	// middle of the turn's tool loop, then goes on; the turn's first call
+	// prints a large output, its others size.
+	midCompact bool
 }
 
 const (
 	codexSmallOutput = 1500
 	codexLargeOutput = 25000
+	// codexMidCompactMargin is how far above the usage of the session's
+	// recent requests the mid-loop compaction limit is set: above the fresh
+	// request after the compaction (a little longer than the one after the
+	// first compaction), below the request that carries the large output
+	// whole (about 6,000 tokens more than one with a small output: the
+	// emulator counts a token per four bytes of body). Below the fresh
+	// request's usage Codex compacts again after every round (measured: 176
+	// compactions in 3 minutes, the turn never ended).
+	codexMidCompactMargin = 3000
 )
 
 // codexLongTurns is the long session: 14 user turns, 30 or more tool
@@ -221,7 +240,9 @@ func codexLongTurns() []codexTurn {
 		{name: "loop-approval gate", prompt: "Check every remaining file. #approval_after=2 #loop=4", size: codexSmallOutput, fails: true, retries: true},
 		{name: "after the gate", prompt: "Continue. #scenario=usage_last #loop=2", size: codexSmallOutput},
 		{name: "compaction", prompt: "Now write the final notes. #scenario=usage_last #loop=0", size: codexSmallOutput, compact: true},
-		{name: "after compaction", prompt: "Check the notes once more. #scenario=usage_last #loop=2", size: codexSmallOutput},
+		{name: "after compaction", prompt: "Check the notes once more. #scenario=usage_last #usage=request #loop=2", size: codexSmallOutput},
+		{name: "compaction mid-loop", prompt: "Read one large file, then two small ones. #scenario=usage_last #approval_after=5 #loop=3", size: codexSmallOutput, midCompact: true},
+		{name: "after compaction mid-loop", prompt: "Wrap up. #scenario=usage_last #approval_after=5 #loop=1", size: codexSmallOutput},
 	}
 }
 
@@ -241,6 +262,11 @@ func codexLongSession(t *testing.T, bin, recipe, st string, sink *suiteWitness) 
 	for i, turn := range codexLongTurns() {
 		c.put(t, "size", fmt.Sprint(turn.size), 0o644)
 		c.put(t, "fail_at", "", 0o644)
+		c.put(t, "large_at", "", 0o644)
+		if turn.midCompact {
+			c.put(t, "large_at", fmt.Sprint(c.calls()+1), 0o644)
+			c.put(t, "large_size", fmt.Sprint(codexLargeOutput), 0o644)
+		}
 		if turn.failAt > 0 {
 			c.put(t, "fail_at", fmt.Sprint(c.calls()+turn.failAt), 0o644)
 			c.put(t, "fail_scenario", turn.failSc, 0o644)
@@ -249,10 +275,19 @@ func codexLongSession(t *testing.T, bin, recipe, st string, sink *suiteWitness) 
 		// except in the compacting turn, whose pre-turn check finds the last
 		// reported usage over it.
 		limit := 100_000_000
-		if turn.compact {
+		switch {
+		case turn.compact:
 			limit = 2000
+		case turn.midCompact:
+			limit = recentUsage(emu.Requests(), 8) + codexMidCompactMargin
 		}
 		c.config = fmt.Sprintf("model_auto_compact_token_limit = %d\n", limit) + recipe
+		if turn.midCompact {
+			// Codex keeps about 10,000 characters of a command's output by
+			// default: this turn sends the large output whole, so that it
+			// alone goes over the limit.
+			c.config = "tool_output_token_limit = 12000\n" + c.config
+		}
 		c.retries = turn.retries
 		var args []string
 		if i > 0 {
@@ -286,16 +321,24 @@ func codexLongSession(t *testing.T, bin, recipe, st string, sink *suiteWitness) 
 			}
 			sink.note(fmt.Sprintf("%s: codex: the gate (400 upstream_loop_approval) with Codex's default retries: re-sent %d time(s), %d request(s) after it, agent requests %s", st, resent, len(sent)-gate-1, describeTapped(sent)))
 		}
-		if turn.compact {
+		if turn.compact || turn.midCompact {
 			var compactions []tapped
 			for _, r := range sent {
 				if r.compaction() {
 					compactions = append(compactions, r)
 				}
 			}
+			phase := "pre_turn"
+			if turn.midCompact {
+				phase = "mid_turn"
+			}
 			switch {
 			case len(compactions) == 0:
-				t.Errorf("codex did not compact before the turn:\n%s", transcript())
+				t.Errorf("codex did not compact in the turn:\n%s", transcript())
+			case len(compactions) > 1:
+				t.Errorf("codex compacted %d times in one turn, want once (a compaction loop):\n%s", len(compactions), transcript())
+			case compactions[0].compactionPhase() != phase:
+				t.Errorf("codex's compaction phase is %q, want %q:\n%s", compactions[0].compactionPhase(), phase, transcript())
 			case compactions[0].Status != http.StatusOK:
 				t.Errorf("codex's compaction request (a %d-byte body) got %d, want 200 (issue 34: compaction passes):\n%s",
 					len(compactions[0].Body), compactions[0].Status, transcript())
@@ -443,6 +486,17 @@ func dispatchedCallIDs(body []byte) []string {
 	return out
 }
 
+// recentUsage is the largest usage the emulator reported per request
+// (prompt tokens: a token per four bytes of body) among the last n
+// requests.
+func recentUsage(rs []emulator.Request, n int) int {
+	most := 0
+	for _, r := range rs[max(0, len(rs)-n):] {
+		most = max(most, (len(r.Body)+3)/4)
+	}
+	return most
+}
+
 // answered finds the first request answered with status (0: any status of
 // 400 or more): its index (-1 for none) and how many later requests carry
 // the same input (re-sends).
@@ -477,20 +531,32 @@ func inputOf(body []byte) []byte {
 	return b.Input
 }
 
-// compaction reports whether a request is Codex's checkpoint compaction:
-// its turn metadata says request_kind "compaction".
-func (r tapped) compaction() bool {
+// codexTurnMetadata is what Codex says about a request in its body's
+// client_metadata: the kind of request and, for a compaction, its phase.
+type codexTurnMetadata struct {
+	RequestKind string `json:"request_kind"`
+	Compaction  struct {
+		Phase string `json:"phase"` // pre_turn or mid_turn
+	} `json:"compaction"`
+}
+
+func (r tapped) metadata() codexTurnMetadata {
 	var b struct {
 		ClientMetadata map[string]string `json:"client_metadata"`
 	}
-	if json.Unmarshal(r.Body, &b) != nil {
-		return false
+	var m codexTurnMetadata
+	if json.Unmarshal(r.Body, &b) == nil {
+		_ = json.Unmarshal([]byte(b.ClientMetadata["x-codex-turn-metadata"]), &m)
 	}
-	var m struct {
-		RequestKind string `json:"request_kind"`
-	}
-	return json.Unmarshal([]byte(b.ClientMetadata["x-codex-turn-metadata"]), &m) == nil && m.RequestKind == "compaction"
+	return m
 }
+
+// compaction reports whether a request is Codex's checkpoint compaction:
+// its turn metadata says request_kind "compaction".
+func (r tapped) compaction() bool { return r.metadata().RequestKind == "compaction" }
+
+// compactionPhase is a compaction's phase: pre_turn or mid_turn.
+func (r tapped) compactionPhase() string { return r.metadata().Compaction.Phase }
 
 // describeTapped lists the agent's requests as status (compaction marked),
 // with the disclosure header when there was one.
@@ -499,7 +565,7 @@ func describeTapped(rs []tapped) string {
 	for _, r := range rs {
 		p := fmt.Sprint(r.Status)
 		if r.compaction() {
-			p = "compaction:" + p
+			p = "compaction(" + r.compactionPhase() + "):" + p
 		}
 		if r.Conversation != "" {
 			p += "(" + r.Conversation + ")"
