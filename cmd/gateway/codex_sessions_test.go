@@ -213,10 +213,10 @@ const (
 	codexMidCompactMargin = 3000
 )
 
-// codexLongTurns is the long session: 14 user turns, 30 or more tool
-// rounds, outputs of 1.5 and 25 KB, each failure once, each followed by a
-// turn that must succeed; Codex's own compaction last, once the transcript
-// is far over the query limit.
+// codexLongTurns is the long session: 16 user turns, 34 tool rounds,
+// outputs of 1.5 and 25 KB, each failure once, each followed by a turn that
+// must succeed; then Codex's own compaction, once the transcript is far over
+// the query limit: before a turn, and in the middle of a tool loop.
 //
 // Codex keeps a failed turn's prompt in its history, so the turn after a
 // failure sends it again before the new prompt, and the emulator sees both
@@ -224,7 +224,8 @@ const (
 // turn after a failure says #scenario=usage_last (the strict default shape).
 // After a compaction Codex sends every earlier user prompt again, verbatim,
 // with no assistant message among them: the whole query is the newest turn,
-// and again its last directives win.
+// and again its last directives win (hence #approval_after=5 after the
+// gate's turn, whose #approval_after=2 is among them).
 func codexLongTurns() []codexTurn {
 	return []codexTurn{
 		{name: "start", prompt: "Look around the project. #usage=conversation #scenario=usage_last #approval_after=5 #loop=5", size: codexSmallOutput},
