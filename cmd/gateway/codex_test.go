@@ -108,6 +108,10 @@ func TestCodex(t *testing.T) {
 					st, queryChars(first[0]), largestOf(first), queryChars(second[0]), toolsOffered(first[0])))
 			})
 
+			// Issue 34's long session (codex_sessions_test.go): its own
+			// emulator and gateway under the default limits.
+			t.Run("long session", func(t *testing.T) { codexLongSession(t, bin, recipe, st, sink) })
+
 			if st != "web_session" {
 				return // the 20-turn session runs once: it measures the client, not the strategy
 			}
