@@ -99,3 +99,9 @@ func ToolCalls(s *Stream, events []chat.Event) []ToolCall {
 	}
 	return out
 }
+
+// ParseRateWindow and HeldFor expose the window's parsing and its one rule.
+var (
+	ParseRateWindow = parseRateWindow
+	HeldFor         = heldFor
+)
