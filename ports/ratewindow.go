@@ -25,3 +25,15 @@ type RateWindow struct {
 	// Seen is when the answer that carried it arrived.
 	Seen time.Time
 }
+
+// HeldFor is the one rule of the window (docs/UPSTREAM.md): when the service
+// said no request remains and its reset is still ahead at now, a fresh turn
+// waits until then. 0 means it may be sent. The upstream adapter applies it
+// before sending a fresh turn (never tool results); the control page shows
+// it.
+func (w RateWindow) HeldFor(now time.Time) time.Duration {
+	if !w.Known || w.Remaining > 0 || w.Reset.IsZero() {
+		return 0
+	}
+	return max(w.Reset.Sub(now), 0)
+}

@@ -432,7 +432,7 @@ func (c *Client) classify(resp *http.Response, cancel func(error), continuation 
 		if resp.Header.Get("Retry-After") == "" {
 			// Without Retry-After, the window's own reset is a better wait
 			// than the fixed default (docs/UPSTREAM.md).
-			if held := heldFor(parseRateWindow(resp.Header, c.now()), c.now()); held > 0 {
+			if held := parseRateWindow(resp.Header, c.now()).HeldFor(c.now()); held > 0 {
 				d = min(max(held, minRetryAfter), maxRetryAfter)
 			}
 		}

@@ -100,8 +100,5 @@ func ToolCalls(s *Stream, events []chat.Event) []ToolCall {
 	return out
 }
 
-// ParseRateWindow and HeldFor expose the window's parsing and its one rule.
-var (
-	ParseRateWindow = parseRateWindow
-	HeldFor         = heldFor
-)
+// ParseRateWindow exposes the parsing of the rate-limit headers.
+var ParseRateWindow = parseRateWindow

@@ -143,16 +143,6 @@ func policyWindow(h http.Header) time.Duration {
 	return 0
 }
 
-// heldFor is the one rule of the window (docs/UPSTREAM.md): when the
-// service said no request remains and its reset is still ahead, a fresh
-// turn waits until then. 0 means it may be sent.
-func heldFor(w ports.RateWindow, now time.Time) time.Duration {
-	if !w.Known || w.Remaining > 0 || w.Reset.IsZero() {
-		return 0
-	}
-	return max(w.Reset.Sub(now), 0)
-}
-
 // RateWindow returns the window the service's last answer announced (not
 // Known before any answer carried one). A Client built again (a reload)
 // starts without one.
@@ -166,7 +156,7 @@ func (c *Client) windowRefusal(req ports.UpstreamRequest) error {
 	if req.Continuation != nil {
 		return nil
 	}
-	d := heldFor(c.window.load(), c.now())
+	d := c.window.load().HeldFor(c.now())
 	if d <= 0 {
 		return nil
 	}

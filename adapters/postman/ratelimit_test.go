@@ -85,7 +85,7 @@ func TestRateLimitHeadersAreReadDefensively(t *testing.T) {
 			} else {
 				is.Equal(w.Reset.Sub(now), tc.reset) // the reset, read and bounded
 			}
-			is.Equal(postman.HeldFor(w, now), tc.held) // how long a fresh turn waits
+			is.Equal(w.HeldFor(now), tc.held) // how long a fresh turn waits
 		})
 	}
 }
