@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,7 +94,8 @@ func TestRateLimitHeadersAreReadDefensively(t *testing.T) {
 // The emulator's rate_window_spent scenario answers the normal turn with the
 // fixture's headers saying none remain (ps2Api ossfunc_test.go:43): the next
 // fresh turn is refused before anything is sent, on both strategies, with a
-// wait up to the reset; tool results are never held back by it.
+// wait up to the reset; tool results are never held back by it, and an
+// answer without the headers changes nothing.
 func TestASpentWindowHoldsFreshTurnsBeforeSendingButNotToolResults(t *testing.T) {
 	t.Parallel()
 	emu := startEmu(t)
@@ -113,6 +115,17 @@ func TestASpentWindowHoldsFreshTurnsBeforeSendingButNotToolResults(t *testing.T)
 			is.Equal(w.Window, time.Minute)                                                        // RateLimit-Policy: 30;w=60
 			is.True(time.Until(w.Reset) > 50*time.Second && time.Until(w.Reset) <= 59*time.Second) // the epoch-ms reset
 
+			calls := postman.ToolCalls(s, d.events)
+			is.Equal(len(calls), 1) // the tool turn's call
+			req.Continuation = &ports.Continuation{ConversationID: s.ConversationID(), UpstreamGroupID: calls[0].UpstreamGroupID,
+				Results: []ports.ContinuationResult{{UpstreamCallID: calls[0].UpstreamID, OriginalName: calls[0].Name, Content: "sunny"}}}
+			before := emu.Count(emulator.KindToolResponse)
+			_, d, err = open(t, c, req)
+			is.NoErr(err)                                                  // tool results are never held back
+			is.Equal(d.err, io.EOF)                                        // their turn completes
+			is.Equal(emu.Count(emulator.KindToolResponse), before+1)       // and was sent once
+			is.True(c.RateWindow().Known && c.RateWindow().Remaining == 0) // its answer, without the headers, changed nothing
+
 			sent := emu.Count(emulator.KindUserQuery) + emu.Count(emulator.KindToolResponse) + emu.Count(emulator.KindRejected)
 			_, _, err = open(t, c, userText("hello again"))
 			is.Equal(errs.CodeOf(err), errs.UpstreamRateLimited) // held
@@ -121,16 +134,6 @@ func TestASpentWindowHoldsFreshTurnsBeforeSendingButNotToolResults(t *testing.T)
 			is.True(ok)                                                                                                             // with a wait
 			is.True(after > 50*time.Second && after <= 59*time.Second)                                                              // up to the reset
 			is.Equal(emu.Count(emulator.KindUserQuery)+emu.Count(emulator.KindToolResponse)+emu.Count(emulator.KindRejected), sent) // nothing reached the service
-
-			calls := postman.ToolCalls(s, d.events)
-			is.Equal(len(calls), 1) // the tool turn's call
-			req.Continuation = &ports.Continuation{ConversationID: s.ConversationID(), UpstreamGroupID: calls[0].UpstreamGroupID,
-				Results: []ports.ContinuationResult{{UpstreamCallID: calls[0].UpstreamID, OriginalName: calls[0].Name, Content: "sunny"}}}
-			before := emu.Count(emulator.KindToolResponse)
-			_, d, err = open(t, c, req)
-			is.NoErr(err)                                            // tool results are never held back
-			is.Equal(d.err, io.EOF)                                  // their turn completes
-			is.Equal(emu.Count(emulator.KindToolResponse), before+1) // and was sent once
 		})
 	}
 }
@@ -141,10 +144,10 @@ func TestTheHoldEndsAtTheResetOrWithHeadroom(t *testing.T) {
 	t.Parallel()
 	is := is.New(t)
 	clock := time.Now()
-	remaining := "0"
+	var remaining atomic.Int64 // none, then five
 	f := newFakeTLS(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("X-RateLimit-Remaining", remaining)
+		w.Header().Set("X-RateLimit-Remaining", strconv.FormatInt(remaining.Load(), 10))
 		w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(clock.Add(30*time.Second).UnixMilli(), 10))
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, "data: {\"type\":\"textChunk\",\"data\":{\"content\":\"x\"}}\n\n")
@@ -155,7 +158,7 @@ func TestTheHoldEndsAtTheResetOrWithHeadroom(t *testing.T) {
 	_, _, err := open(t, c, userText("two"))
 	is.Equal(errs.CodeOf(err), errs.UpstreamRateLimited) // held until the reset
 	now = clock.Add(31 * time.Second)
-	remaining = "5"
+	remaining.Store(5)
 	_, _, err = open(t, c, userText("three"))
 	is.True(!errs.Has(err, errs.UpstreamRateLimited)) // the reset passed: sent
 	is.Equal(c.RateWindow().Remaining, 5)             // and its answer's headroom recorded
