@@ -138,9 +138,9 @@ func TestASpentWindowHoldsFreshTurnsBeforeSendingButNotToolResults(t *testing.T)
 	}
 }
 
-// Once the reset passes, fresh turns go again; an answer that announces
-// headroom lifts the hold at once.
-func TestTheHoldEndsAtTheResetOrWithHeadroom(t *testing.T) {
+// Once the reset passes, fresh turns go again, and the next answer's window
+// replaces the spent one.
+func TestTheHoldEndsAtTheReset(t *testing.T) {
 	t.Parallel()
 	is := is.New(t)
 	clock := time.Now()
