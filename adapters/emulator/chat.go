@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -45,6 +46,10 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 	}
 	if rej := s.checkHeaders(strategy, r); rej != nil {
 		refuse(rej.status, rej.msg)
+		return
+	}
+	if !s.countRate(w.Header(), time.Now()) {
+		refuse(http.StatusTooManyRequests, "Too many requests")
 		return
 	}
 	if r.ContentLength > maxBodyBytes {
@@ -97,6 +102,9 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 		usageMode = s.cfg.Usage
 	}
 	rec.Scenario = scenario
+	if scenario == ScenarioRateWindowSpent {
+		setRateHeaders(w.Header(), spentLimit, 0, time.Now().Add(spentReset), spentWindow)
+	}
 	if scenarios[scenario] == scenarioHTTP {
 		s.serveHTTPScenario(w, scenario, rec)
 		return
@@ -127,6 +135,44 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 	rec.Status = http.StatusOK
 	s.record(rec)
 	s.writeStream(r.Context(), w, frames, delay)
+}
+
+// The rate_window_spent scenario's window: the measured policy (30;w=60) and
+// the fixture's reset, 59 s after the answer.
+const (
+	spentLimit  = 30
+	spentWindow = 60 * time.Second
+	spentReset  = 59 * time.Second
+)
+
+// countRate counts one authenticated request against Config.RateLimit (when
+// set) and writes the window's headers into h. It reports false when the
+// window had no request left: the request is refused 429.
+func (s *Server) countRate(h http.Header, now time.Time) bool {
+	if s.cfg.RateLimit <= 0 {
+		return true
+	}
+	s.rateMu.Lock()
+	if s.rateStart.IsZero() || !now.Before(s.rateStart.Add(s.cfg.RateWindow)) {
+		s.rateStart, s.rateUsed = now, 0
+	}
+	ok := s.rateUsed < s.cfg.RateLimit
+	if ok {
+		s.rateUsed++
+	}
+	remaining, reset := s.cfg.RateLimit-s.rateUsed, s.rateStart.Add(s.cfg.RateWindow)
+	s.rateMu.Unlock()
+	setRateHeaders(h, s.cfg.RateLimit, remaining, reset, s.cfg.RateWindow)
+	return ok
+}
+
+// setRateHeaders writes the service's rate-limit headers: the reset in
+// epoch milliseconds, the policy as "<limit>;w=<seconds>".
+func setRateHeaders(h http.Header, limit, remaining int, reset time.Time, window time.Duration) {
+	h.Set("X-RateLimit-Limit", strconv.Itoa(limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset.UnixMilli(), 10))
+	h.Set("RateLimit-Policy", fmt.Sprintf("%d;w=%d", limit, int(window/time.Second)))
 }
 
 // refusalOf applies the request-side constraints the public projects report:

@@ -66,6 +66,9 @@ const (
 	maxRecordedBytes = 64 << 20
 	// maxConversations bounds the conversation table; the oldest is forgotten first.
 	maxConversations = 4096
+	// defaultRateWindow is the service's measured window (RateLimit-Policy
+	// 30;w=60).
+	defaultRateWindow = 60 * time.Second
 )
 
 // Config configures Start. Zero values take the documented defaults.
@@ -121,6 +124,16 @@ type Config struct {
 	// decides when to compact from them). "#usage=request|conversation" in a
 	// USER_QUERY sets it for that conversation.
 	Usage string
+	// RateLimit, when positive, makes every authenticated answer carry the
+	// service's rate-limit headers for a window of RateLimit requests per
+	// RateWindow (default 60 s), as the service's chat route does
+	// (X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset in epoch
+	// milliseconds, RateLimit-Policy "<limit>;w=<seconds>"; ps2Api
+	// internal/provider/ossfunc_test.go:43). A request beyond the limit is
+	// answered 429 with the headers and no Retry-After (no source shows the
+	// service's 429 body) and counted as rejected.
+	RateLimit  int
+	RateWindow time.Duration
 }
 
 // The usage modes of Config.Usage and "#usage=…".
@@ -178,6 +191,10 @@ type Server struct {
 	convMu    sync.Mutex
 	convs     map[string]*conversation
 	convOrder []string
+
+	rateMu    sync.Mutex
+	rateStart time.Time // the current window's start; zero before the first request
+	rateUsed  int       // requests counted in the current window
 }
 
 var subdomainRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`) })
@@ -313,6 +330,12 @@ func withDefaults(cfg Config) (Config, error) {
 	}
 	if cfg.MaxTools <= 0 {
 		cfg.MaxTools = defaultMaxTools
+	}
+	if cfg.RateLimit < 0 || cfg.RateWindow < 0 {
+		return cfg, errors.New("emulator: RateLimit and RateWindow must not be negative")
+	}
+	if cfg.RateLimit > 0 && cfg.RateWindow == 0 {
+		cfg.RateWindow = defaultRateWindow
 	}
 	if cfg.LoopApprovalAfter < 0 {
 		return cfg, errors.New("emulator: LoopApprovalAfter must not be negative")

@@ -44,6 +44,13 @@ const (
 	// the metadata-only stream that ends cleanly (ps2Api stream.go
 	// streamInternal comment; 529 doc §3.1, measured 2026-08-27).
 	ScenarioEmptyDone = "empty_done"
+	// rate_window_spent: the normal turn, whose answer carries the service's
+	// rate-limit headers saying no request remains until a reset 59 s away
+	// (X-RateLimit-Limit: 30, X-RateLimit-Remaining: 0, X-RateLimit-Reset in
+	// epoch milliseconds, RateLimit-Policy: 30;w=60; the shape of ps2Api
+	// internal/provider/ossfunc_test.go:43, whose reset falls 59 s after its
+	// "now").
+	ScenarioRateWindowSpent = "rate_window_spent"
 
 	// Response-side variants of the normal turn (docs/UPSTREAM.md): each
 	// changes one thing the public projects' fixtures show.
@@ -179,6 +186,7 @@ var scenarios = map[string]scenarioKind{
 	ScenarioQuotaUsageCycle:  scenarioText,
 	ScenarioEmptyDone:        scenarioText,
 	ScenarioUsageFullFields:  scenarioTurn,
+	ScenarioRateWindowSpent:  scenarioTurn,
 	ScenarioQuotaExhausted:   scenarioText,
 	ScenarioQuotaUsageState:  scenarioText,
 	ScenarioTruncatedFrame:   scenarioText,

@@ -243,7 +243,7 @@ func TestCancellingTheStartContextClosesTheServer(t *testing.T) {
 func TestScenarioListIsComplete(t *testing.T) {
 	t.Parallel()
 	is := is.New(t)
-	is.Equal(len(emulator.Scenarios()), 40) // every documented scenario
+	is.Equal(len(emulator.Scenarios()), 41) // every documented scenario
 }
 
 // listTool has no parameters: the emulator calls it with {}.

@@ -181,6 +181,9 @@ func (s *server) adminLive() http.Handler {
 		out["requests"], out["transitions"] = reqs, trans
 		if m := s.cfg.Monitor; m != nil {
 			out["last_hour"], out["upstream_quota"] = m.lastHour(), m.upstreamQuota()
+			if w := m.rateWindow(); w != nil {
+				out["upstream_rate_limit"] = w
+			}
 		}
 		out["keys"] = s.keyBudgets(r.Context())
 		s.writeValue(w, r, out, "admin live")

@@ -59,6 +59,8 @@ type Monitor struct {
 	// quotaN and quotaLast count the upstream's quota refusals.
 	quotaN    int64
 	quotaLast time.Time
+	// window is MonitorConfig.RateWindow (nil: none).
+	window func() ports.RateWindow
 	// sub is the monitor's subscription to the gateway's events (nil: none);
 	// a scrape and the control page flush it first.
 	sub *app.Subscription
@@ -127,6 +129,10 @@ type MonitorConfig struct {
 	// for the events observed before it. Nil in tests that feed Observe
 	// directly.
 	Events *app.Observers
+	// RateWindow reads the upstream's rate-limit window as its last answer
+	// announced it (the Postman adapter's RateWindow); nil leaves its gauges
+	// and the control page's entry out.
+	RateWindow func() ports.RateWindow
 }
 
 // eventsFlushBound bounds how long a scrape waits for the events observed
@@ -157,7 +163,7 @@ var latencyBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 
 // NewMonitor registers every pmgate metric and the Go runtime and process
 // collectors in a registry of its own.
 func NewMonitor(cfg MonitorConfig) *Monitor {
-	m := &Monitor{reg: prometheus.NewRegistry(), now: cfg.Now}
+	m := &Monitor{reg: prometheus.NewRegistry(), now: cfg.Now, window: cfg.RateWindow}
 	if m.now == nil {
 		m.now = time.Now
 	}
@@ -198,6 +204,9 @@ func NewMonitor(cfg MonitorConfig) *Monitor {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Counts != nil {
 		m.reg.MustRegister(&storeCollector{counts: cfg.Counts, errs: m.storeErrs})
+	}
+	if cfg.RateWindow != nil {
+		m.reg.MustRegister(&windowCollector{m: m})
 	}
 	if cfg.Events != nil {
 		m.reg.MustRegister(&observerCollector{events: cfg.Events})
@@ -460,4 +469,71 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descLiveC, prometheus.GaugeValue, float64(counts.LiveCalls))
 	ch <- prometheus.MustNewConstMetric(descMaxG, prometheus.GaugeValue, float64(counts.MaxGroups))
 	ch <- prometheus.MustNewConstMetric(descMaxC, prometheus.GaugeValue, float64(counts.MaxCalls))
+}
+
+// UpstreamRateWindow is the upstream's rate-limit window as the control page
+// shows it: what the service's last answer that carried the headers said,
+// and whether fresh turns are held until its reset (tool results never are).
+type UpstreamRateWindow struct {
+	Known     bool       `json:"known"`
+	Limit     int        `json:"limit"`
+	Remaining int        `json:"remaining"`
+	Reset     *time.Time `json:"reset"`      // null: the service gave none
+	ResetInS  float64    `json:"reset_in_s"` // seconds until the reset, 0 once past
+	WindowS   float64    `json:"window_s"`   // RateLimit-Policy's window; 0: unknown
+	Seen      *time.Time `json:"seen"`       // when the answer arrived; null: none yet
+	HeldForS  float64    `json:"held_for_s"` // how long fresh turns are held; 0: not held
+}
+
+// rateWindow reads the window for the control page; nil without one.
+func (m *Monitor) rateWindow() *UpstreamRateWindow {
+	if m.window == nil {
+		return nil
+	}
+	w, now := m.window(), m.now()
+	out := &UpstreamRateWindow{Known: w.Known}
+	if !w.Known {
+		return out
+	}
+	out.Limit, out.Remaining, out.WindowS = w.Limit, w.Remaining, w.Window.Seconds()
+	seen := w.Seen.UTC()
+	out.Seen = &seen
+	if !w.Reset.IsZero() {
+		r := w.Reset.UTC()
+		out.Reset, out.ResetInS = &r, max(w.Reset.Sub(now), 0).Seconds()
+	}
+	out.HeldForS = w.HeldFor(now).Seconds()
+	return out
+}
+
+// windowCollector reports the upstream's rate-limit window at each scrape,
+// once an answer announced one.
+type windowCollector struct{ m *Monitor }
+
+var (
+	descWindowRemaining = prometheus.NewDesc("pmgate_upstream_ratelimit_remaining",
+		"Requests the upstream's last answer said remain in its rate-limit window (X-RateLimit-Remaining).", nil, nil)
+	descWindowLimit = prometheus.NewDesc("pmgate_upstream_ratelimit_limit",
+		"The upstream's rate-limit window size in requests (X-RateLimit-Limit; 0 when not sent).", nil, nil)
+	descWindowReset = prometheus.NewDesc("pmgate_upstream_ratelimit_reset_seconds",
+		"Seconds until the upstream's rate-limit window resets (X-RateLimit-Reset; 0 once past or when not sent).", nil, nil)
+	descWindowHeld = prometheus.NewDesc("pmgate_upstream_ratelimit_held_seconds",
+		"Seconds fresh turns are still refused before sending because the upstream said none remain (0: not held).", nil, nil)
+)
+
+func (c *windowCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descWindowRemaining, descWindowLimit, descWindowReset, descWindowHeld} {
+		ch <- d
+	}
+}
+
+func (c *windowCollector) Collect(ch chan<- prometheus.Metric) {
+	w := c.m.rateWindow()
+	if w == nil || !w.Known {
+		return // no answer announced a window yet
+	}
+	ch <- prometheus.MustNewConstMetric(descWindowRemaining, prometheus.GaugeValue, float64(w.Remaining))
+	ch <- prometheus.MustNewConstMetric(descWindowLimit, prometheus.GaugeValue, float64(w.Limit))
+	ch <- prometheus.MustNewConstMetric(descWindowReset, prometheus.GaugeValue, w.ResetInS)
+	ch <- prometheus.MustNewConstMetric(descWindowHeld, prometheus.GaugeValue, w.HeldForS)
 }

@@ -39,6 +39,9 @@ type Client struct {
 	peek      time.Duration
 	maxConns  int
 	evidence  bool // WithStreamEvidence
+	// window is the rate-limit window the service's last answer announced
+	// (ratelimit.go).
+	window rateWindow
 }
 
 var (
@@ -258,6 +261,11 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 		return nil, err
 	}
 	m, _ := c.cfg.Model(req.Chat.Model) // BuildBody proved it exists
+	if err := c.windowRefusal(req); err != nil {
+		d, _ := RetryAfter(err)
+		c.logFailure(ctx, 0, err, d)
+		return nil, err
+	}
 
 	parent, cancelCause := context.WithCancelCause(ctx)
 	rctx, cancelTimeout := context.WithTimeoutCause(parent, c.cfg.RequestTimeout, errTimeoutCause)
@@ -291,6 +299,9 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 		c.log.LogAttrs(ctx, slog.LevelDebug, "upstream request sent",
 			slog.String("strategy", string(c.cfg.Strategy)), slog.String("chat_type", chatType), slog.Int("body_bytes", len(body)),
 			slog.Bool("written", wrote.Load()), slog.Int("status", status), slog.Int64("headers_ms", time.Since(started).Milliseconds()))
+	}
+	if resp != nil {
+		c.window.record(parseRateWindow(resp.Header, c.now()))
 	}
 	if err != nil {
 		sent := wrote.Load() || !c.traceable
@@ -418,6 +429,13 @@ func (c *Client) classify(resp *http.Response, cancel func(error), continuation 
 		return errs.Newf(errs.UpstreamAuthFailed, "HTTP status %d", status)
 	case st == http.StatusTooManyRequests:
 		d := parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
+		if resp.Header.Get("Retry-After") == "" {
+			// Without Retry-After, the window's own reset is a better wait
+			// than the fixed default (docs/UPSTREAM.md).
+			if held := parseRateWindow(resp.Header, c.now()).HeldFor(c.now()); held > 0 {
+				d = min(max(held, minRetryAfter), maxRetryAfter)
+			}
+		}
 		return &retryAfterError{cause: errs.Newf(errs.UpstreamRateLimited, "HTTP status %d, retry after %d s", status, safeInt(int(d/time.Second))), after: d}
 	case st == http.StatusPaymentRequired:
 		return errs.Newf(errs.UpstreamQuotaExhausted, "HTTP status %d", status)

@@ -77,7 +77,10 @@
 //
 //	3xx                                   upstream_redirect_rejected (never followed)
 //	401, 403                              upstream_web_session_auth_failed / upstream_auth_failed
-//	429                                   upstream_rate_limited, RetryAfter: seconds or HTTP date, 1 s–1 h, default 30 s
+//	429                                   upstream_rate_limited, RetryAfter: seconds or HTTP date, 1 s–1 h; without it the
+//	                                      window's reset when the answer said none remain, else 30 s
+//	window spent (X-RateLimit-Remaining   upstream_rate_limited before sending a USER_QUERY (never a
+//	0 on the last answer, reset ahead)    TOOL_RESPONSE), RetryAfter up to the reset, ErrNotSent (ratelimit.go)
 //	402                                   upstream_quota_exhausted
 //	other non-2xx with a quota phrase     upstream_quota_exhausted (≤ 4 KiB of the body is read, then discarded)
 //	other non-2xx with a rejection text   upstream_request_rejected

@@ -99,3 +99,6 @@ func ToolCalls(s *Stream, events []chat.Event) []ToolCall {
 	}
 	return out
 }
+
+// ParseRateWindow exposes the parsing of the rate-limit headers.
+var ParseRateWindow = parseRateWindow

@@ -130,7 +130,7 @@ variables read:
   DEMO_API_KEY   the API key when --key is not given
 `
 
-const emulatorHelp = `usage: gateway emulator [--addr A] [--subdomain S] [--workspace W] [--profile P]
+const emulatorHelp = `usage: gateway emulator [--addr A] [--subdomain S] [--workspace W] [--profile P] [--rate-limit N]
 
 Runs the emulator of the Postman upstream alone (loopback HTTPS with its own CA)
 and prints its origin, CA file and matching gateway settings.
@@ -140,6 +140,9 @@ flags:
   --subdomain S   web-session subdomain it accepts (default pmgate-demo)
   --workspace W   workspace id it requires (default demo-workspace)
   --profile P     strict (default), observed, done_event or forbid_schemas
+  --rate-limit N  answer like the service with X-RateLimit-* and RateLimit-Policy
+                  headers for a window of N requests per 60 s, and 429 beyond it
+                  (default 0: no such headers)
 
 variables read:
   EMULATOR_SESSION_COOKIE EMULATOR_ACCESS_TOKEN   the credentials it accepts (random when unset)

@@ -232,8 +232,12 @@ func runEmulator(ctx context.Context, args []string, getenv func(string) string,
 	subdomain := fs.String("subdomain", demoSubdomain, "web-session subdomain the emulator accepts")
 	workspace := fs.String("workspace", demoWorkspace, "workspace id the emulator requires")
 	profile := fs.String("profile", emulator.ProfileStrict, "emulator profile: "+strings.Join(emulator.Profiles(), ", "))
+	rateLimit := fs.Int("rate-limit", 0, "requests per 60 s window, sent as the service's rate-limit headers (0: none)")
 	if done, err := parseFlags(fs, args, emulatorHelp, stdout); done || err != nil {
 		return err
+	}
+	if *rateLimit < 0 {
+		return fmt.Errorf("%w: --rate-limit must not be negative", errUsage)
 	}
 	limits, err := upstreamLimits(getenv)
 	if err != nil {
@@ -247,7 +251,7 @@ func runEmulator(ctx context.Context, args []string, getenv func(string) string,
 		token = randomHex(24)
 	}
 	emu, err := startEmulator(ctx, emulator.Config{Addr: *addr, WorkspaceID: *workspace, Subdomain: *subdomain,
-		SessionCookie: cookie, AccessToken: token}, *profile, limits)
+		SessionCookie: cookie, AccessToken: token, RateLimit: *rateLimit}, *profile, limits)
 	if err != nil {
 		return err
 	}

@@ -90,6 +90,16 @@ func (l *liveState) Chat(ctx context.Context, req ports.UpstreamRequest) (ports.
 	return &tracedStream{Stream: s, span: ss}, nil
 }
 
+// rateWindow is the rate-limit window of the adapter in force (docs/UPSTREAM.md):
+// an adapter built by a reload starts without one, since a new credential
+// may be another account.
+func (l *liveState) rateWindow() ports.RateWindow {
+	if w, ok := (*l.upstream.Load()).(interface{ RateWindow() ports.RateWindow }); ok {
+		return w.RateWindow()
+	}
+	return ports.RateWindow{}
+}
+
 // tracedStream ends its span at the stream's end: a proven end, an error, or
 // Close.
 type tracedStream struct {

@@ -293,6 +293,11 @@
     $("last-hour-none").hidden = hour.length !== 0;
     const q = l.upstream_quota || { count: 0 };
     $("upstream-quota").textContent = q.count > 0 ? "upstream quota exhausted " + q.count + "× since start, last at " + when(q.last) : "the upstream has not reported an exhausted quota since start";
+    const w = l.upstream_rate_limit;
+    $("upstream-rate-limit").textContent = !w || !w.known ? "the upstream has not announced a rate-limit window yet"
+      : "upstream rate-limit window: " + w.remaining + (w.limit > 0 ? " of " + w.limit : "") + " requests remain" +
+        (w.reset ? ", resets at " + when(w.reset) : "") +
+        (w.held_for_s > 0 ? "; new fresh turns are refused for " + Math.ceil(w.held_for_s) + " s (tool results are still sent)" : "");
     fillRows($("budgets").tBodies[0], l.keys || [], (tr, k) => {
       tr.dataset.slot = k.slot;
       const limit = k.dispatches_per_day;
