@@ -348,8 +348,8 @@ func TestAResumeDoesNotSendTheFailedTurnsPromptAgain(t *testing.T) {
 // call's result after its summary: the transcript before the call is no
 // longer the one it was issued in. Too long to start fresh, the result goes
 // up once as the group's TOOL_RESPONSE in the conversation that holds the
-// whole history, disclosed continued-with-earlier-history. A transcript of
-// the same length that differs is an edit, still refused.
+// whole history, disclosed continued-with-earlier-history. A call echoed
+// otherwise than issued is still refused.
 func TestAPendingResultSentAfterACompactionAnswersItsCallOnce(t *testing.T) {
 	is := is.New(t)
 	n := 0
@@ -374,7 +374,11 @@ func TestAPendingResultSentAfterACompactionAnswersItsCallOnce(t *testing.T) {
 	is.NoErr(err)
 	whole := echo(first.Messages, ds, "sunny")
 	edited := append([]chat.Message(nil), whole...)
-	edited[0] = user("an edited story") // the same length, another history: still refused
+	call := edited[3]
+	call.ToolCalls = append([]chat.ToolCall(nil), call.ToolCalls...)
+	call.ToolCalls[0].Arguments = `{"city":"elsewhere"}`
+	edited[3] = call // the call itself echoed otherwise: still refused
+	edited[0] = user("an edited story")
 	_, err = r.gw.Chat(t.Context(), principal, request(edited...))
 	is.Equal(errs.CodeOf(err), errs.ContinuationHistoryMismatch)
 	// Compacted: a summary in place of the history, then the pending call.

@@ -176,7 +176,7 @@ func TestEachValidationStepIsRefusedWithoutDispatch(t *testing.T) {
 				{"duplicate result", append(append([]msg(nil), cont...), cont[n-1]), testModel, toolsJSON, 400, "tool_result_group_mismatch"},
 				{"missing result", cont[:n-1], testModel, toolsJSON, 400, "tool_result_incomplete"},
 				{"misplaced result", append(append(append([]msg(nil), cont[:n-1]...), msg{"role": "user", "content": "also"}), cont[n-2:]...), testModel, toolsJSON, 400, "tool_result_group_mismatch"},
-				{"changed history", append([]msg{{"role": "user", "content": "FIRST"}}, cont[1:]...), testModel, toolsJSON, 409, "continuation_history_mismatch"},
+				{"changed call", changedCall(t, cont), testModel, toolsJSON, 409, "continuation_history_mismatch"},
 				{"other model", cont, "other-model", toolsJSON, 409, "continuation_model_mismatch"},
 				{"other tools", cont, testModel, strings.Replace(toolsJSON, "Weather for a city", "Weather", 1), 409, "continuation_tools_mismatch"},
 			}
@@ -422,4 +422,31 @@ func TestToolChoiceMayChangeBetweenTurnsOfAToolLoop(t *testing.T) {
 			is.Equal(s.emu.Count(emulator.KindToolResponse), 1)
 		})
 	}
+}
+
+// changedCall is cont with the assistant's echoed tool call changed (another
+// argument value): not the call the gateway issued.
+func changedCall(t *testing.T, cont []msg) []msg {
+	t.Helper()
+	out := append([]msg(nil), cont...)
+	for i := len(out) - 1; i >= 0; i-- {
+		calls, ok := out[i]["tool_calls"].([]msg)
+		if !ok || len(calls) == 0 {
+			continue
+		}
+		m := msg{}
+		for k, v := range out[i] {
+			m[k] = v
+		}
+		c := msg{}
+		for k, v := range calls[0] {
+			c[k] = v
+		}
+		c["function"] = msg{"name": c["function"].(msg)["name"], "arguments": `{"city":"Atlantis"}`}
+		m["tool_calls"] = append([]msg{c}, calls[1:]...)
+		out[i] = m
+		return out
+	}
+	t.Fatal("no tool call to change")
+	return nil
 }

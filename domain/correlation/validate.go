@@ -290,13 +290,12 @@ func CheckContiguous(g Group, s Submission) Event {
 // refuses a byte-identical echo of it nor relaxes it after the fact. Any other
 // form fails closed.
 func CheckHistory(g Group, s Submission) Event {
-	if (s.Continuation.Folded || s.EarlierHistory) && len(s.Continuation.Prefix) < g.TranscriptLength {
-		// The transcript before the calls is shorter than the one they were
-		// issued in: the agent compacted it before sending a pending result.
-		// The results answer the calls in the conversation that holds the
-		// whole history, disclosed (SameHistory); the calls themselves must
-		// still be the issued ones. An edit that keeps the length is still a
-		// mismatch.
+	if s.Continuation.Folded || s.EarlierHistory {
+		// The transcript before the calls changed (an agent compacted it
+		// before sending a pending result, or the user edited it): the
+		// results answer the calls in the conversation that holds the
+		// history they were issued in, disclosed (SameHistory). The calls
+		// themselves must still be echoed as issued.
 		return checkCalls(g, s)
 	}
 	return checkHistory(g, s)
