@@ -199,7 +199,7 @@ func (s *Server) parseChat(strategy string, raw []byte) (req *chatRequest, chatT
 		if req.query == "" {
 			return nil, chatType, reject(http.StatusBadRequest, msgValidation)
 		}
-		req.turnText = newestUserTurn(req.query)
+		req.turnText = s.once.drop(newestUserTurn(req.query))
 		if hasContinuationFields(in) {
 			return nil, chatType, reject(http.StatusBadRequest, msgForbiddenShape)
 		}

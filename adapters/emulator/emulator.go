@@ -178,6 +178,8 @@ type Server struct {
 	convMu    sync.Mutex
 	convs     map[string]*conversation
 	convOrder []string
+
+	once onceTurns // the "#once" messages that have applied (once.go)
 }
 
 var subdomainRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`) })
