@@ -168,7 +168,7 @@ const maxQuery = (queries) => queries.reduce((m, q) => Math.max(m, q.query_chars
 /** failedWith says whether an exchange ended with a gateway error (status or in-stream). */
 const failed = (x) => x.status !== 200 || !!x.error_code;
 
-test("opencode long session: failures, the gate and compaction under the default limits", { timeout: 420_000 }, async () => {
+test("opencode long session: failures, the gate and compaction under the default limits", { timeout: 540_000 }, async () => {
   const home = tempHome("opencode-session");
   const m = marker();
   const valueDir = join(home.dir, "value");

@@ -108,7 +108,7 @@ var nodeSuites = []nodeSuite{
 	{"claude-code-direct", "claude-code-direct.test.mjs", 12 * time.Minute, true},
 	{"anthropic-node", "anthropic.test.mjs", 4 * time.Minute, false},
 	{"opencode", "opencode.test.mjs", 12 * time.Minute, true},
-	{"opencode-sessions", "opencode-sessions.test.mjs", 8 * time.Minute, true},
+	{"opencode-sessions", "opencode-sessions.test.mjs", 10 * time.Minute, true},
 	{"ai-sdk", "ai-sdk.test.mjs", 4 * time.Minute, false},
 	{"structured", "structured.test.mjs", 4 * time.Minute, false},
 }
