@@ -105,6 +105,11 @@ function writeConfig(home) {
       },
     },
     agent: { build: { prompt: `{file:${buildPrompt}}` } },
+    // opencode keeps the newest turns verbatim after a compaction, by default
+    // up to 15,000 tokens (a quarter of the window, at least 2,000): its next
+    // request, a fresh transcript, would be far over the query limit. The
+    // recipe keeps about 4,000 characters (docs/CLIENTS.md).
+    compaction: { preserve_recent_tokens: 1000 },
   }));
 }
 
