@@ -199,7 +199,8 @@ func (s *Server) parseChat(strategy string, raw []byte) (req *chatRequest, chatT
 		if req.query == "" {
 			return nil, chatType, reject(http.StatusBadRequest, msgValidation)
 		}
-		req.turnText = s.once.drop(newestUserTurn(req.query))
+		req.turnText = newestUserTurn(req.query)
+		req.turnText = s.once.drop(req.turnText)
 		if hasContinuationFields(in) {
 			return nil, chatType, reject(http.StatusBadRequest, msgForbiddenShape)
 		}
