@@ -207,6 +207,7 @@ func (s *Server) parseChat(strategy string, raw []byte) (req *chatRequest, chatT
 			return nil, chatType, reject(http.StatusBadRequest, msgValidation)
 		}
 		req.turnText = newestUserTurn(req.query)
+		req.turnText = s.once.drop(req.turnText)
 		if hasContinuationFields(in) {
 			return nil, chatType, reject(http.StatusBadRequest, msgForbiddenShape)
 		}

@@ -81,6 +81,12 @@
 // message), the last one wins; "#scenario=usage_last" asks for the normal
 // turn explicitly.
 //
+// A user message with "#once" has its directives applied the first time the
+// emulator sees that message (its exact text) only: when it comes again, in a
+// retry or ahead of the client's next prompt (opencode re-sends a failed
+// prompt with the next one), it is left out of the turn whose directives
+// apply, so a "#scenario=… #once" fault happens once, as the service's do.
+//
 // A USER_QUERY with "#text_chunks=N" (1-1000) has its text reply sent as
 // exactly N textChunk events: its first N chunks, or its chunks repeated in
 // order until there are N (a load test's long stream; the quote alone is at

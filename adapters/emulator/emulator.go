@@ -195,6 +195,7 @@ type Server struct {
 	rateMu    sync.Mutex
 	rateStart time.Time // the current window's start; zero before the first request
 	rateUsed  int       // requests counted in the current window
+	once      onceTurns // the "#once" messages that have applied (once.go)
 }
 
 var subdomainRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`) })

@@ -9,12 +9,12 @@ import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { spawn } from "node:child_process";
-import { env, marker, note, Observer, witnessProxyEnv } from "./lib/harness.mjs";
-import { jsonLines, nativeBinary, querySizes, runAgent, tempHome, Window } from "./lib/agents.mjs";
+import { env, marker, note, Observer } from "./lib/harness.mjs";
+import { jsonLines, querySizes, runAgent, tempHome, Window } from "./lib/agents.mjs";
+import { opencodeBinary, opencodeEnv, startServer } from "./lib/opencode.mjs";
 
 const e = env();
-const opencode = nativeBinary("opencode-linux-x64", "bin", "opencode");
+const opencode = opencodeBinary();
 const gateways = {
   default: { observer: new Observer(e.observerURL), baseURL: e.tapURL },
   wide: { observer: new Observer(e.wideObserverURL), baseURL: e.wideTapURL },
@@ -24,49 +24,6 @@ const gateways = {
 // prompt replaced by the short, editable examples/opencode/build-prompt.md.
 const buildPrompt = fileURLToPath(new URL("../../examples/opencode/build-prompt.md", import.meta.url));
 const recipe = { build: { prompt: `{file:${buildPrompt}}` } };
-
-/** opencodeEnv is the environment of every opencode process of one home. */
-function opencodeEnv(home) {
-  const xdg = (d) => join(home.dir, d);
-  return {
-    HOME: home.dir,
-    XDG_CONFIG_HOME: xdg("config"),
-    XDG_DATA_HOME: xdg("data"),
-    XDG_CACHE_HOME: xdg("cache"),
-    XDG_STATE_HOME: xdg("state"),
-    OPENCODE_DISABLE_AUTOUPDATE: "1",
-    OPENCODE_DISABLE_MODELS_FETCH: "1",
-    OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
-    OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
-    OPENCODE_DISABLE_SHARE: "1",
-  };
-}
-
-/**
- * startServer runs `opencode serve --pure --port 0` in a home (its config
- * written by a first runOpencode) and resolves with its URL and a stop
- * function: `opencode run --attach URL` then skips opencode's start-up.
- */
-async function startServer(home) {
-  const child = spawn(opencode, ["serve", "--pure", "--port", "0"], {
-    cwd: home.work, env: { PATH: process.env.PATH, ...opencodeEnv(home), ...witnessProxyEnv() }, stdio: ["ignore", "pipe", "pipe"], detached: true,
-  });
-  const stop = () => { try { process.kill(-child.pid, "SIGKILL"); } catch { /* gone */ } };
-  process.once("exit", stop);
-  let out = "";
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`opencode serve printed no URL: ${out}`)), 60_000);
-    const look = (b) => {
-      out += b;
-      const m = out.match(/http:\/\/127\.0\.0\.1:\d+/);
-      if (m) { clearTimeout(timer); resolve(m[0]); }
-    };
-    child.stdout.on("data", look);
-    child.stderr.on("data", look);
-    child.once("close", () => reject(new Error(`opencode serve ended: ${out}`)));
-  });
-  return { url, stop };
-}
 
 async function runOpencode({ gateway, prompt, tools, agent, home: keep, extraArgs = [], attach }) {
   const home = keep ?? tempHome("opencode");

@@ -109,6 +109,7 @@ var nodeSuites = []nodeSuite{
 	{"claude-code-sessions", "claude-code-sessions.test.mjs", 8 * time.Minute, true},
 	{"anthropic-node", "anthropic.test.mjs", 4 * time.Minute, false},
 	{"opencode", "opencode.test.mjs", 12 * time.Minute, true},
+	{"opencode-sessions", "opencode-sessions.test.mjs", 10 * time.Minute, true},
 	{"ai-sdk", "ai-sdk.test.mjs", 4 * time.Minute, false},
 	{"structured", "structured.test.mjs", 4 * time.Minute, false},
 }
@@ -394,6 +395,7 @@ type logEntry struct {
 	Via             string `json:"via,omitempty"`
 	HistoryMessages int    `json:"history_messages,omitempty"`
 	NewMessages     int    `json:"new_messages,omitempty"`
+	Disclosure      string `json:"disclosure,omitempty"` // the x-pmgate-conversation value, if any
 	// Conversation is the access line's group with the turn's conversation
 	// decision (the same fields, and decision: fresh or continued).
 	Conversation *conversationGroup `json:"conversation,omitempty"`
@@ -407,6 +409,7 @@ type conversationGroup struct {
 	Via             string `json:"via,omitempty"`
 	HistoryMessages int    `json:"history_messages,omitempty"`
 	NewMessages     int    `json:"new_messages,omitempty"`
+	Disclosure      string `json:"disclosure,omitempty"`
 }
 
 func logEntries(logs string) []logEntry {
@@ -908,7 +911,7 @@ func (o *clientObserver) observe(w http.ResponseWriter, r *http.Request) {
 		if c := e.Conversation; e.Msg == "request" && c != nil {
 			if report.ConversationSeq >= convSince {
 				report.Conversations = append(report.Conversations, logEntry{Msg: "conversation: " + c.Decision, RequestID: e.RequestID,
-					Reason: c.Reason, Row: c.Row, Via: c.Via, HistoryMessages: c.HistoryMessages, NewMessages: c.NewMessages})
+					Reason: c.Reason, Row: c.Row, Via: c.Via, HistoryMessages: c.HistoryMessages, NewMessages: c.NewMessages, Disclosure: c.Disclosure})
 			}
 			report.ConversationSeq++
 		}
@@ -932,19 +935,20 @@ type upstreamQuery struct {
 	Tools      int    `json:"tools"`       // tools offered in clientTools
 	BodyBytes  int    `json:"body_bytes"`
 	Turn       int    `json:"turn"` // the conversation's USER_QUERY turn at the emulator; 0 for a TOOL_RESPONSE
-	// CallIDs are the tool call ids a TOOL_RESPONSE answers, each once (the
-	// web_session form names the first id twice: flat and packed).
-	CallIDs []string `json:"call_ids"`
+	// CallIDs are the tool call ids a TOOL_RESPONSE answers, each once
+	// (flat, array and web_session packed forms).
+	CallIDs []string `json:"call_ids,omitempty"`
 }
-
-// callIDRE finds a toolCallId in a TOOL_RESPONSE body, escaped or not (the
-// web_session form packs the results as a JSON string).
-var callIDRE = regexp.MustCompile(`toolCallId\\*"\s*:\s*\\*"([^"\\]+)`)
 
 func summarizeUpstream(rec emulator.Request) upstreamQuery {
 	var body struct {
 		Input struct {
-			Query string `json:"query"`
+			Query         string  `json:"query"`
+			ToolCallID    *string `json:"toolCallId"`
+			ToolResponse  *string `json:"toolResponse"`
+			ToolResponses []struct {
+				ToolCallID string `json:"toolCallId"`
+			} `json:"toolResponses"`
 		} `json:"input"`
 		ClientTools struct {
 			ThirdParty map[string]struct {
@@ -958,15 +962,44 @@ func summarizeUpstream(rec emulator.Request) upstreamQuery {
 	for _, g := range body.ClientTools.ThirdParty {
 		q.Tools += len(g.Tools)
 	}
-	q.CallIDs = []string{}
 	if rec.ChatType == emulator.KindToolResponse {
-		for _, m := range callIDRE.FindAllSubmatch(rec.Body, -1) {
-			if id := string(m[1]); !slices.Contains(q.CallIDs, id) {
-				q.CallIDs = append(q.CallIDs, id)
-			}
+		q.CallIDs = toolResponseCallIDs(body.Input.ToolCallID, body.Input.ToolResponse, body.Input.ToolResponses)
+		if q.CallIDs == nil {
+			q.CallIDs = []string{}
 		}
 	}
 	return q
+}
+
+// toolResponseCallIDs lists the call ids one TOOL_RESPONSE answers, each once:
+// the flat toolCallId, the array form's ids, and the ids packed into a
+// web_session toolResponse string ([{toolCallId,status,content}]).
+func toolResponseCallIDs(flat, packed *string, grouped []struct {
+	ToolCallID string `json:"toolCallId"`
+}) []string {
+	var ids []string
+	add := func(id string) {
+		if id != "" && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	if flat != nil {
+		add(*flat)
+	}
+	for _, g := range grouped {
+		add(g.ToolCallID)
+	}
+	if packed != nil {
+		var entries []struct {
+			ToolCallID string `json:"toolCallId"`
+		}
+		if json.Unmarshal([]byte(*packed), &entries) == nil {
+			for _, e := range entries {
+				add(e.ToolCallID)
+			}
+		}
+	}
+	return ids
 }
 
 // ---- running a Node suite ----
