@@ -516,10 +516,15 @@ func Classify(g Group, s Submission, now time.Time) (Event, string) {
 }
 
 // validateHistory is Validate for results that are history: every step but
-// the tools. The results are never sent again and only the new user content
-// goes up, with the request's own tools, so a request that changed only its
-// tool set (an agent's compaction request offers none) is the same history.
+// the tools, and step 6 for the echoed calls alone. The results are never
+// sent again and only the new user content goes up, with the request's own
+// tools, so a request that changed only its tool set (an agent's compaction
+// request offers none), or the transcript before the calls (it compacted),
+// is the same history.
 func validateHistory(g Group, s Submission) Event {
+	// The transcript before the calls may have changed too (an agent that
+	// compacted it): the calls themselves must still be echoed as issued.
+	s.EarlierHistory = true
 	for _, st := range Steps {
 		if st.Name == stepTools {
 			continue
