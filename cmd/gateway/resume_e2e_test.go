@@ -244,8 +244,10 @@ func TestATooLongTranscriptAfterALostConversationSaysWhatHappened(t *testing.T) 
 			is := is.New(t)
 			s := serve(t, st, map[string]string{"POSTMAN_MAX_QUERY_CHARS": "600"})
 			history := []msg{{"role": "system", "content": "Be brief."},
-				{"role": "user", "content": "Hello. " + strings.Repeat("Some context. ", 30) + "#loop=0"}}
-			history, _ = chatTurn(t, s, testModel, history, sunny)
+				{"role": "user", "content": "Hello. " + strings.Repeat("Some context. ", 15) + "#loop=0"}}
+			history, _ = chatTurn(t, s, testModel, history, sunny) // no one message takes half of the limit:
+			history = append(history, msg{"role": "user", "content": "More. " + strings.Repeat("Other context. ", 15) + "#loop=0"})
+			history, _ = chatTurn(t, s, testModel, history, sunny) // the history is what is long
 			s.emu.ForgetConversations()
 
 			next := append(append([]msg(nil), history...), msg{"role": "user", "content": "Again. #loop=0"})
