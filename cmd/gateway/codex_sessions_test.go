@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -123,15 +122,7 @@ func (c *codexLong) run(t *testing.T, prompt string, args ...string) ([]string, 
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	_ = cmd.Run() // the events say what happened
-	var events []string
-	sc := bufio.NewScanner(&stdout)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		if line := strings.TrimSpace(sc.Text()); strings.HasPrefix(line, "{") {
-			events = append(events, line)
-		}
-	}
-	return events, stderr.String()
+	return jsonEventLines(&stdout), stderr.String()
 }
 
 // writeValueCommand puts value-cmd on the session's PATH: the command the

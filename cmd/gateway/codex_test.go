@@ -223,15 +223,21 @@ stream_max_retries = 0
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	_ = cmd.Run() // the events say what happened
+	return jsonEventLines(&stdout), stderr.String()
+}
+
+// jsonEventLines returns the lines of out that are JSON objects (Codex's
+// --json events), trimmed.
+func jsonEventLines(out *bytes.Buffer) []string {
 	var events []string
-	sc := bufio.NewScanner(&stdout)
+	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		if line := strings.TrimSpace(sc.Text()); strings.HasPrefix(line, "{") {
 			events = append(events, line)
 		}
 	}
-	return events, stderr.String()
+	return events
 }
 
 func hasEvent(events []string, typ string) bool {
