@@ -325,7 +325,9 @@ func (m *registryMachine) expectSubmit(g *mGroup, contents string, invalid errs.
 		}
 		return g.state, errs.ContinuationConflict, false
 	case correlation.Consumed:
-		if g.gated && contents == g.accepted && (invalid == "" || invalid == errs.ContinuationToolsMismatch) {
+		// The gate's results again, whatever the tools or the transcript before
+		// the (unchanged) calls: the gate's answer again (C33).
+		if g.gated && contents == g.accepted && (invalid == "" || invalid == errs.ContinuationToolsMismatch || invalid == errs.ContinuationHistoryMismatch) {
 			return g.state, errs.UpstreamLoopApproval, false
 		}
 		if invalid == "" && contents == g.accepted {
