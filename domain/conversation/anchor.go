@@ -11,6 +11,7 @@ package conversation
 import (
 	"time"
 
+	"github.com/pmgate/pmgate/domain/canon"
 	"github.com/pmgate/pmgate/domain/chat"
 )
 
@@ -88,9 +89,11 @@ type Sent struct {
 	Hash  string
 }
 
-// SentOf is the Sent of the new user messages added.
+// SentOf is the Sent of the new messages added. Every message counts, a
+// system message at their start too (TranscriptHash would leave it out as
+// instructions), so the hash is of the same form over all of them.
 func SentOf(added []chat.Message) (Sent, error) {
-	h, err := TranscriptHash(added)
+	h, err := canon.TranscriptHashV2(added, nil, nil)
 	return Sent{Count: len(added), Hash: h}, err
 }
 

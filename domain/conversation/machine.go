@@ -351,10 +351,10 @@ func (a *Anchor) ContinueChanged(now time.Time, p Policy, req Request, claimID s
 }
 
 // Resume claims a RESUMABLE anchor, or an ADVANCED one, under claimID for a
-// fresh request whose whole transcript does not fit one query, which sends
-// sent after the history (all of its new user messages, Unsent or not) (an overdue
-// time event is applied first, as by Claim). Any other state refuses it as an
-// illegal transition and changes nothing but that time event.
+// fresh request whose whole transcript does not fit one query; sent is
+// SentOf all of its new messages, whether Unsent leaves some out or not. An
+// overdue time event is applied first, as by Claim. Any other state refuses
+// it as an illegal transition and changes nothing but that time event.
 func (a *Anchor) Resume(now time.Time, p Policy, claimID string, sent Sent) (Decision, error) {
 	via, err := a.applyDue(now, p)
 	if err != nil {
