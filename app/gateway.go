@@ -102,6 +102,13 @@ var ErrContinuationNeedsCorrelation = errors.New("app: tool results need correla
 // freshTurn sends a USER_QUERY: in the anchored upstream conversation when the
 // request extends a transcript the gateway completed, else in a new one.
 func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) (Turn, error) {
+	return g.fresh(ctx, p, req, true)
+}
+
+// fresh is freshTurn; without fallbacks, a transcript too long for a fresh
+// query is refused as such (nothing sent) instead of continuing a
+// conversation the gateway holds.
+func (g *Gateway) fresh(ctx context.Context, p Principal, req chat.Request, fallbacks bool) (Turn, error) {
 	if err := g.checkRoom(ctx, p, req); err != nil {
 		return nil, err
 	}
@@ -117,7 +124,7 @@ func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) 
 		"continues_conversation", claim != nil)
 	s, err := g.upstream.Chat(ctx, up)
 	disclosure := ""
-	if err != nil && resumable != nil && g.cfg.Resume && errs.Has(err, errs.UpstreamQueryTooLong) {
+	if err != nil && fallbacks && resumable != nil && g.cfg.Resume && errs.Has(err, errs.UpstreamQueryTooLong) {
 		// Too long to start fresh: the conversation that holds the history
 		// goes on with the new messages, disclosed (rows A24, A27).
 		if rup, rclaim, how, ok := g.resumeAnchor(ctx, p, req, resumable); ok {
@@ -126,7 +133,7 @@ func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) 
 			s, err = g.upstream.Chat(ctx, up)
 		}
 	}
-	if err != nil && claim == nil && g.cfg.Resume && g.cfg.Correlation && errs.Has(err, errs.UpstreamQueryTooLong) {
+	if err != nil && fallbacks && claim == nil && g.cfg.Resume && g.cfg.Correlation && errs.Has(err, errs.UpstreamQueryTooLong) {
 		// Too long to start fresh: the results before the new user messages
 		// may be history the upstream already holds.
 		if cont, ok := correlation.SplitHistory(req.Messages); ok {
@@ -209,8 +216,8 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 		return nil, err
 	}
 	var claimed correlation.Group
-	earlier := false
-	d, err := g.store.Update(ctx, key, func(gr *correlation.Group) (correlation.Decision, error) {
+	earlier, compacted, triedFresh := false, false, false
+	submit := func(gr *correlation.Group) (correlation.Decision, error) {
 		if !canon.IsToolsBinding(gr.ToolsHash) && sub.LegacyToolsHash == "" {
 			// A record of an earlier build binds the older form (with
 			// tool_choice); only such a record is compared under it, so
@@ -225,16 +232,44 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 		d, err := gr.Submit(g.clock.Now(), g.cfg.Policy, sub, attempt)
 		if err == nil && d.Event == correlation.SubmitHistoryMismatch && g.cfg.Resume {
 			// The calls are still pending and the transcript before them
-			// changed (an agent compacted it before sending the results):
-			// they are answered in the conversation that holds the history
-			// they were issued in, disclosed. The refusal changed nothing.
-			earlier = true
+			// changed (an agent compacted it before sending the results).
+			// The refusal changed nothing.
 			again := sub
 			again.EarlierHistory = true
+			if !triedFresh {
+				if ev, _ := correlation.Classify(*gr, again, g.clock.Now()); ev == correlation.SubmitValid {
+					compacted = true
+					return correlation.Decision{}, errCompacted
+				}
+			}
+			// Too long to start fresh: they are answered in the
+			// conversation that holds the history they were issued in,
+			// disclosed.
+			earlier = true
 			return gr.Submit(g.clock.Now(), g.cfg.Policy, again, attempt)
 		}
 		return d, err
-	})
+	}
+	d, err := g.store.Update(ctx, key, submit)
+	if compacted {
+		// The compacted transcript, the results as text, starts a fresh
+		// conversation when it fits (the upstream then holds exactly the
+		// client's transcript, as for any fitting one); the calls stay
+		// pending in theirs. Too long, nothing was sent and they are
+		// answered there.
+		triedFresh = true
+		t, ferr := g.fresh(ctx, p, req, false)
+		if !errs.Has(ferr, errs.UpstreamQueryTooLong) || !notAccepted(ferr) {
+			if ferr == nil {
+				g.logConversation(ctx, slog.LevelInfo, []slog.Attr{slog.String("decision", "fresh"), slog.String("reason", "compacted_before_results")},
+					func() []slog.Attr {
+						return []slog.Attr{slog.String("reason", "compacted_before_results"), slog.String("principal_slot", p.Slot)}
+					})
+			}
+			return t, ferr
+		}
+		d, err = g.store.Update(ctx, key, submit)
+	}
 	if errs.Has(err, errs.UnknownToolCall) { // removed between resolve and update
 		d = correlation.SubmitUnknown()
 		g.logDecision(ctx, p, d)
@@ -266,6 +301,11 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 		return nil, errors.AssertionFailedf("app: decision %s without an answer", d.Row)
 	}
 }
+
+// errCompacted ends continueTurn's first update without a change: the
+// pending calls' results come after the client compacted its transcript,
+// which may fit a fresh conversation.
+var errCompacted = errors.New("app: results after a compacted transcript")
 
 // dispatch sends the one TOOL_RESPONSE of a claimed group, built only from the
 // record's private ids, in call order. The key's limits are checked first,

@@ -405,3 +405,82 @@ func TestAPendingResultSentAfterACompactionAnswersItsCallOnce(t *testing.T) {
 	}
 	is.Equal(continuations, 1)
 }
+
+// Claude Code compacts in the middle of a tool loop: its summary request cuts
+// the transcript before the round still pending and, too long to start
+// fresh, goes up in the conversation (C29); then it sends the pending round's
+// result after its summary. That compacted transcript fits a fresh
+// conversation, so it starts one — the call and its result as text, exactly
+// the client's transcript — rather than a tool response in a conversation
+// that went on past the call; the same request again goes the same way, and
+// the call is never answered with a TOOL_RESPONSE.
+func TestAFittingCompactedTranscriptWithAPendingResultStartsFresh(t *testing.T) {
+	is := is.New(t)
+	var sent []ports.UpstreamRequest
+	continued := map[string]int{}
+	r := newConvRig(t, func(req ports.UpstreamRequest) porttest.Script {
+		sent = append(sent, req)
+		switch {
+		case len(sent) == 1:
+			return porttest.Script{Events: porttest.ToolCalls("conv-t", "grp-1", "get_weather")}
+		case req.Continuation != nil:
+			continued[req.Continuation.UpstreamGroupID]++
+			if req.Continuation.UpstreamGroupID == "grp-1" {
+				return porttest.Script{Events: porttest.ToolCalls("conv-t", "grp-2", "get_weather")}
+			}
+			return porttest.Script{Events: porttest.Text("conv-t", "too late")}
+		case req.ConversationID != "":
+			return porttest.Script{Events: porttest.Text(req.ConversationID, "the summary")}
+		case len(req.Chat.Messages) > 3:
+			return porttest.Script{Err: errors.Mark(errs.New(errs.UpstreamQueryTooLong), ports.ErrNotSent)}
+		default:
+			return porttest.Script{Events: porttest.Text("conv-new", "the weather, from the summary")}
+		}
+	})
+	withResume(r, true)
+	first := request(user("a long story"), assistant("a long answer"), user("weather?"))
+	turn, err := r.gw.Chat(t.Context(), principal, first)
+	is.NoErr(err)
+	ds, err := drain(t, turn)
+	is.NoErr(err)
+	round1 := echo(first.Messages, ds, "sunny")
+	turn, err = r.gw.Chat(t.Context(), principal, request(round1...))
+	is.NoErr(err)
+	ds, err = drain(t, turn)
+	is.NoErr(err) // the second round's call: pending
+	round2 := echo(round1, ds, "rainy")
+
+	withPrompt := func(msgs []chat.Message, text string) []chat.Message {
+		out := append([]chat.Message(nil), msgs...)
+		last := out[len(out)-1]
+		joined := *last.Content + "\n\n" + text
+		last.Content, last.Trailing = &joined, text
+		out[len(out)-1] = last
+		return out
+	}
+	turn, err = r.gw.Chat(t.Context(), principal, request(withPrompt(round1, "CRITICAL: Respond with TEXT ONLY. Summarize.")...))
+	is.NoErr(err)
+	is.Equal(turn.(app.Disclosed).Disclosure(), app.DisclosedFromEarlierPoint) // C29: in the conversation
+	_, err = drain(t, turn)
+	is.NoErr(err)
+	is.Equal(sent[len(sent)-1].ConversationID, "conv-t")
+
+	compacted := append([]chat.Message{user("This session is being continued from a previous conversation. Summary: the summary")},
+		withPrompt(round2[len(round1):], "keep going")...)
+	for range 2 { // and again: a retry goes the same way
+		turn, err = r.gw.Chat(t.Context(), principal, request(compacted...))
+		is.NoErr(err)
+		is.Equal(turn.(app.Disclosed).Disclosure(), "") // the upstream holds exactly the transcript
+		text, err := drain(t, turn)
+		is.NoErr(err)
+		is.True(strings.Contains(fmt.Sprint(text), "the weather, from the summary"))
+		last := sent[len(sent)-1]
+		is.True(last.Continuation == nil) // never a TOOL_RESPONSE …
+		is.Equal(last.ConversationID, "") // … but a fresh conversation …
+		is.Equal(len(last.Chat.Messages), 3)
+		is.Equal(last.Chat.Messages[2].Role, chat.RoleTool) // … with the result as text
+		is.True(strings.HasPrefix(*last.Chat.Messages[2].Content, "rainy"))
+	}
+	is.Equal(continued, map[string]int{"grp-1": 1}) // each round's results dispatched once; the compacted one as text
+	is.True(strings.Contains(r.logs.String(), `"reason":"compacted_before_results"`))
+}
