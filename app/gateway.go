@@ -223,11 +223,15 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 		}
 		defer func() { claimed = gr.Clone() }()
 		d, err := gr.Submit(g.clock.Now(), g.cfg.Policy, sub, attempt)
-		if err == nil && d.Event == correlation.SubmitHistoryMismatch && g.cfg.Resume {
+		if err == nil && g.cfg.Resume && (d.Event == correlation.SubmitHistoryMismatch || d.Event == correlation.SubmitDifferent) {
 			// The calls are still pending and the transcript before them
 			// changed (an agent compacted it before sending the results):
 			// they are answered in the conversation that holds the history
-			// they were issued in, disclosed. The refusal changed nothing.
+			// they were issued in, disclosed. Or they were answered so and
+			// the same request comes again (Claude Code re-sends a round
+			// after dropping its cut-off nudge): it gets the recorded answer
+			// as any re-sent continuation does, disclosed again. Other
+			// results stay a conflict. The refusal changed nothing.
 			earlier = true
 			again := sub
 			again.EarlierHistory = true
@@ -247,7 +251,11 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 	switch d.Effect {
 	case correlation.EffectReplay:
 		if d.Replay != nil {
-			return replayTurn(d.Replay, req.Output)
+			t, err := replayTurn(d.Replay, req.Output)
+			if err == nil && earlier {
+				return disclosedReplay{Turn: t, disclosure: DisclosedEarlierHistory}, nil
+			}
+			return t, err
 		}
 		return nil, d.Err()
 	case correlation.EffectDispatch:
