@@ -346,11 +346,12 @@ func echoed(a ccAnswer) ccItem {
 func TestClaudeCodesCutOffNudgeAfterDispatchedResultsIsTheNextTurn(t *testing.T) {
 	for _, api := range ccAPIs {
 		for _, st := range strategies {
-			for _, nudge := range []string{nudgeCutOff, nudgeCutOffSubagent, nudgeCutOffShort} {
-				if st == "web_session" && nudge != nudgeCutOff {
+			for _, form := range []struct{ name, nudge string }{{"main", nudgeCutOff}, {"subagent", nudgeCutOffSubagent}, {"short", nudgeCutOffShort}} {
+				if st == "web_session" && form.nudge != nudgeCutOff {
 					continue // the strategy does not change the rule; one text is enough there
 				}
-				t.Run(fmt.Sprintf("%s/%s/%.40s", api.name, st, nudge), func(t *testing.T) {
+				nudge := form.nudge
+				t.Run(fmt.Sprintf("%s/%s/%s", api.name, st, form.name), func(t *testing.T) {
 					is := is.New(t)
 					s := serve(t, st, nil)
 					session := []ccItem{userSays("Look around. #tool=get_weather")}
@@ -394,5 +395,145 @@ func TestClaudeCodesCutOffNudgeAfterDispatchedResultsIsTheNextTurn(t *testing.T)
 				})
 			}
 		}
+	}
+}
+
+// The same nudge in a short session: the whole transcript fits one query, so
+// it starts a fresh conversation that holds exactly the client's history —
+// the results as transcript text, the nudge as the last user turn — and no
+// TOOL_RESPONSE goes up again. The query is pinned byte for byte.
+func TestAShortSessionsCutOffNudgeStartsFreshWithTheWholeTranscript(t *testing.T) {
+	for _, api := range ccAPIs {
+		t.Run(api.name, func(t *testing.T) {
+			is := is.New(t)
+			s := serve(t, "access_token", nil)
+			session := []ccItem{userSays("Look around. #tool=get_weather")}
+			a := api.send(t, s, "You are Claude Code.", session)
+			is.Equal(len(a.calls), 1)
+			id := a.calls[0].id
+			session = append(session, echoed(a))
+			a = api.send(t, s, "You are Claude Code.", append(session, resultsThen(1, "sunny #scenario=failure_after_text")))
+			is.Equal(a.code, "continuation_outcome_uncertain") // the round broke after its results went up
+
+			a = api.send(t, s, "You are Claude Code.", append(session, resultsThen(1, "sunny #scenario=failure_after_text", nudgeCutOff)))
+			is.Equal(a.status, 200)
+			is.Equal(a.code, "")
+			is.Equal(a.disclosure, "") // a fresh conversation holds exactly the client's history
+			qs := userQueries(t, s.emu)
+			is.Equal(len(qs), 2)
+			is.True(qs[1].conversationID == nil) // fresh
+			is.Equal(qs[1].query, "[System]\nYou are Claude Code.\n\n[User]\nLook around. #tool=get_weather\n\n[Assistant Tool Calls]\n"+
+				`[{"id":"`+id+`","name":"get_weather","arguments":"{\"city\":\"value-city\"}"}]`+
+				"\n\n[Tool Result id="+id+"]\nsunny #scenario=failure_after_text\n\n[User]\n"+nudgeCutOff) // the golden query
+			is.Equal(s.emu.Count(emulator.KindToolResponse), 1) // the results were dispatched once
+		})
+	}
+}
+
+// Claude Code's other recovery nudges follow an answer it judged unfinished:
+// an output-limit stop (max_tokens), a malformed tool call (a tool_use stop
+// without a tool_use block) or a thinking-only answer. The gateway never
+// answers any of these (it reports no max_tokens, shows tool_use only with
+// its block and emits no thinking; a thinking-only upstream turn is
+// upstream_empty_stream), so the nudge reaches it only in a session that
+// also ran elsewhere. It is then an ordinary user turn: when the history
+// before it is one the gateway answered, the conversation is continued
+// exactly (no disclosure) with the nudge alone, verbatim, as its query —
+// up to three times in a row for the output limit — and the tool round the
+// answer starts dispatches each result once. On /v1/messages the thinking-
+// only answer Claude Code echoes (a thinking block alone) carries nothing for
+// the upstream and is left out, so the prompt it answered and the nudge are
+// the new turn; that echo exists only in the Messages API.
+func TestClaudeCodesRecoveryNudgesContinueTheConversation(t *testing.T) {
+	for _, tc := range []struct{ name, nudge string }{
+		{"output limit", nudgeOutputLimit}, {"malformed tool call", nudgeMalformedTool}, {"thinking only", nudgeThinkingOnly},
+	} {
+		for _, api := range ccAPIs {
+			if tc.nudge == nudgeThinkingOnly && api.name != "messages" {
+				continue
+			}
+			t.Run(tc.name+"/"+api.name, func(t *testing.T) {
+				is := is.New(t)
+				s := serve(t, "access_token", nil)
+				session := []ccItem{userSays("Write the report. #loop=0")}
+				a := api.send(t, s, "You are Claude Code.", session)
+				is.Equal(a.status, 200)
+				session = append(session, echoed(a))
+				want := tc.nudge
+				if tc.nudge == nudgeThinkingOnly {
+					session = append(session, userSays("And the summary?"), ccItem{role: "assistant", thinking: true})
+					want = "[User]\nAnd the summary?\n\n[User]\n" + tc.nudge
+				}
+				for round := 1; round <= 3; round++ {
+					session = append(session, userSays(tc.nudge))
+					a = api.send(t, s, "You are Claude Code.", session)
+					is.Equal(a.status, 200)
+					is.Equal(a.disclosure, "") // an exact continuation
+					qs := userQueries(t, s.emu)
+					last := qs[len(qs)-1]
+					is.True(last.conversationID != nil && *last.conversationID == firstConversation(s.emu)) // the same conversation
+					is.Equal(last.query, want)                                                              // the nudge alone, verbatim
+					want = tc.nudge
+					is.Equal(len(a.calls), 1) // the model goes on with a tool round
+					before := s.emu.Count(emulator.KindToolResponse)
+					session = append(session, echoed(a), resultsThen(1, "sunny for get_weather"))
+					a = api.send(t, s, "You are Claude Code.", session)
+					is.Equal(a.status, 200)
+					is.True(strings.Contains(a.text, "sunny for get_weather"))
+					again := api.send(t, s, "You are Claude Code.", session)
+					is.Equal(again.text, a.text)                               // a re-send gets the recorded answer
+					is.Equal(s.emu.Count(emulator.KindToolResponse), before+1) // one dispatch
+					session = append(session, echoed(a))
+					if tc.nudge != nudgeOutputLimit {
+						break // once per turn
+					}
+				}
+				is.True(atMostOnce(resultDispatches(t, s.emu)))
+			})
+		}
+	}
+}
+
+// Claude Code's automatic compaction in the middle of a tool loop: its next
+// request is the summary turn, the pending call echoed as issued and its
+// result. The transcript before the call is no longer the one it was issued
+// in, so the result goes up once, as the group's TOOL_RESPONSE, in the
+// conversation that holds that history, disclosed
+// continued-with-earlier-history; the same request again gets the recorded
+// answer, disclosed, never a second dispatch. After /compact the summary
+// turn alone (no pending call) is a fresh turn whose query is the whole,
+// short transcript.
+func TestClaudeCodesCompactionSummaryTurn(t *testing.T) {
+	for _, api := range ccAPIs {
+		t.Run(api.name+"/mid-loop", func(t *testing.T) {
+			is := is.New(t)
+			s := serve(t, "access_token", nil)
+			a := api.send(t, s, resumeSystem, []ccItem{userSays("Look around. #tool=get_weather")})
+			is.Equal(len(a.calls), 1) // the pending call
+			session := []ccItem{userSays(compactionSummary), echoed(a), resultsThen(1, "sunny for get_weather")}
+			a = api.send(t, s, resumeSystem, session)
+			is.Equal(a.status, 200)
+			is.Equal(a.disclosure, "continued-with-earlier-history")
+			is.True(strings.Contains(a.text, "sunny for get_weather")) // answered from the result
+			is.Equal(s.emu.Count(emulator.KindToolResponse), 1)
+			is.Equal(len(userQueries(t, s.emu)), 1) // the summary itself never went up: the conversation holds the history
+			again := api.send(t, s, resumeSystem, session)
+			is.Equal(again.status, 200)
+			is.Equal(again.text, a.text) // the recorded answer
+			is.Equal(again.disclosure, "continued-with-earlier-history")
+			is.Equal(s.emu.Count(emulator.KindToolResponse), 1) // never a second dispatch
+			is.True(atMostOnce(resultDispatches(t, s.emu)))
+		})
+		t.Run(api.name+"/after compact", func(t *testing.T) {
+			is := is.New(t)
+			s := serve(t, "access_token", nil)
+			a := api.send(t, s, "You are Claude Code.", []ccItem{userSays(compactionSummary, "Please go on. #loop=0")})
+			is.Equal(a.status, 200)
+			is.Equal(a.disclosure, "")
+			qs := userQueries(t, s.emu)
+			is.Equal(len(qs), 1)
+			is.True(qs[0].conversationID == nil)
+			is.Equal(qs[0].query, "[System]\nYou are Claude Code.\n\n[User]\n"+compactionSummary+"\n\nPlease go on. #loop=0") // the golden query
+		})
 	}
 }
