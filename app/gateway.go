@@ -223,19 +223,27 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 		}
 		defer func() { claimed = gr.Clone() }()
 		d, err := gr.Submit(g.clock.Now(), g.cfg.Policy, sub, attempt)
-		if err == nil && g.cfg.Resume && (d.Event == correlation.SubmitHistoryMismatch || d.Event == correlation.SubmitDifferent) {
+		if err == nil && d.Event == correlation.SubmitHistoryMismatch && g.cfg.Resume {
 			// The calls are still pending and the transcript before them
 			// changed (an agent compacted it before sending the results):
 			// they are answered in the conversation that holds the history
-			// they were issued in, disclosed. Or they were answered so and
-			// the same request comes again (Claude Code re-sends a round
-			// after dropping its cut-off nudge): it gets the recorded answer
-			// as any re-sent continuation does, disclosed again. Other
-			// results stay a conflict. The refusal changed nothing.
+			// they were issued in, disclosed. The refusal changed nothing.
 			earlier = true
 			again := sub
 			again.EarlierHistory = true
 			return gr.Submit(g.clock.Now(), g.cfg.Policy, again, attempt)
+		}
+		if err == nil && d.Event == correlation.SubmitDifferent && g.cfg.Resume {
+			// They were answered so, and the same request comes again
+			// (Claude Code re-sends a round after its cut-off nudge left
+			// the results' message): it is a re-sent continuation like any
+			// other — the recorded answer, disclosed again, or the refusal
+			// of its state. Other results stay a conflict. The refusal
+			// changed nothing.
+			earlier = true
+			resent := sub
+			resent.EarlierHistory = true
+			return gr.Submit(g.clock.Now(), g.cfg.Policy, resent, attempt)
 		}
 		return d, err
 	})
