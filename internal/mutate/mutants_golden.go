@@ -25,5 +25,9 @@ func init() {
 			"\t\t\tif m.Content == nil && len(m.ToolCalls) == 0 {\n\t\t\t\t// An assistant turn of thinking blocks only",
 			"\t\t\tif false && m.Content == nil && len(m.ToolCalls) == 0 {\n\t\t\t\t// An assistant turn of thinking blocks only",
 			"./cmd/gateway/", injected},
+		mutant{"thinking counted as output", "adapters/postman/decode_envelope.go",
+			"\t// valid and ignored.\n\tif !d.step(d.fire(completion.Metadata, \"\")) {",
+			"\t// valid and ignored.\n\tif !d.step(d.fire(completion.Output, \"\")) {",
+			"./adapters/postman/", "TestAThinkingOnlyTurnIsAnEmptyStream"},
 	)
 }
