@@ -537,3 +537,48 @@ func TestClaudeCodesCompactionSummaryTurn(t *testing.T) {
 		})
 	}
 }
+
+// The cut-off nudge after a text turn whose stream broke after some text, in
+// the same turn: Claude Code writes it into the user message of the prompt
+// that failed; a router sends it as the next user message. The failed turn
+// left its conversation resumable and the session is too long to start
+// fresh, so the conversation goes on, disclosed continued-after-failure:
+// through a router only the nudge goes up (the conversation already holds
+// the prompt the failed turn sent); on /v1/messages the prompt and the nudge
+// are one message, so both go up. (The emulator fails that turn again: its
+// directive is in the prompt, which comes again; the routing is what this
+// pins.)
+func TestClaudeCodesCutOffNudgeAfterABrokenTextTurnContinuesTheConversation(t *testing.T) {
+	system := "You are a careful coding agent. " + strings.Repeat("Follow the house rules exactly. ", 218) // ~7,000 characters
+	for _, api := range ccAPIs {
+		t.Run(api.name, func(t *testing.T) {
+			is := is.New(t)
+			s := serve(t, "access_token", nil)
+			session := []ccItem{userSays("Start. #loop=0 " + strings.Repeat("context of the task. ", 120))} // ~2,500 characters
+			a := api.send(t, s, system, session)
+			is.Equal(a.status, 200)
+			session = append(session, echoed(a))
+			prompt := "Go on. #loop=0 #scenario=failure_after_text #once"
+			a = api.send(t, s, system, append(session, userSays(prompt)))
+			is.Equal(a.code, "upstream_failure") // broke after it was sent
+
+			retry := append(session, userSays(prompt, nudgeCutOff))
+			want := prompt + "\n\n" + nudgeCutOff
+			if api.name != "messages" {
+				retry = append(session, userSays(prompt), userSays(nudgeCutOff))
+				want = nudgeCutOff
+			}
+			a = api.send(t, s, system, retry)
+			is.Equal(a.disclosure, "continued-after-failure")
+			qs := userQueries(t, s.emu)
+			is.Equal(len(qs), 3)
+			is.True(qs[2].conversationID != nil && *qs[2].conversationID == firstConversation(s.emu)) // the conversation that holds the failed turn
+			is.Equal(qs[2].query, want)                                                               // only what it does not hold yet
+			if api.name != "messages" {
+				is.Equal(a.status, 200)
+				is.Equal(a.code, "")
+			}
+			is.Equal(s.emu.Count(emulator.KindToolResponse), 0)
+		})
+	}
+}
