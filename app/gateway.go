@@ -248,6 +248,18 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 			earlier = true
 			return gr.Submit(g.clock.Now(), g.cfg.Policy, again, attempt)
 		}
+		if err == nil && d.Event == correlation.SubmitDifferent && g.cfg.Resume {
+			// They were answered so, and the same request comes again
+			// (Claude Code re-sends a round after its cut-off nudge left
+			// the results' message): it is a re-sent continuation like any
+			// other — the recorded answer, disclosed again, or the refusal
+			// of its state. Other results stay a conflict. The refusal
+			// changed nothing.
+			earlier = true
+			resent := sub
+			resent.EarlierHistory = true
+			return gr.Submit(g.clock.Now(), g.cfg.Policy, resent, attempt)
+		}
 		return d, err
 	}
 	d, err := g.store.Update(ctx, key, submit)
@@ -282,7 +294,11 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 	switch d.Effect {
 	case correlation.EffectReplay:
 		if d.Replay != nil {
-			return replayTurn(d.Replay, req.Output)
+			t, err := replayTurn(d.Replay, req.Output)
+			if err == nil && earlier {
+				return disclosedReplay{Turn: t, disclosure: DisclosedEarlierHistory}, nil
+			}
+			return t, err
 		}
 		return nil, d.Err()
 	case correlation.EffectDispatch:

@@ -182,6 +182,17 @@ func checkReplay(f chat.OutputFormat, ds []Delta) ([]Delta, error) {
 
 type sliceTurn struct{ deltas []Delta }
 
+// disclosedReplay is a recorded answer replayed to a request whose
+// transcript before the calls differs from the one they were issued in:
+// disclosed as the answer was when it was dispatched.
+type disclosedReplay struct {
+	Turn
+	disclosure string
+}
+
+// Disclosure implements Disclosed.
+func (t disclosedReplay) Disclosure() string { return t.disclosure }
+
 func (s *sliceTurn) Next(context.Context) (Delta, error) {
 	if len(s.deltas) == 0 {
 		return Delta{}, io.EOF
