@@ -506,11 +506,34 @@ func TestClaudeCodesRecoveryNudgesContinueTheConversation(t *testing.T) {
 func TestClaudeCodesCompactionSummaryTurn(t *testing.T) {
 	for _, api := range ccAPIs {
 		t.Run(api.name+"/mid-loop", func(t *testing.T) {
+			// The compacted transcript fits: a fresh conversation with the
+			// call and its result as text, exactly the client's transcript;
+			// the same request again goes the same way, never a TOOL_RESPONSE.
 			is := is.New(t)
 			s := serve(t, "access_token", nil)
 			a := api.send(t, s, resumeSystem, []ccItem{userSays("Look around. #tool=get_weather")})
 			is.Equal(len(a.calls), 1) // the pending call
 			session := []ccItem{userSays(compactionSummary), echoed(a), resultsThen(1, "sunny for get_weather")}
+			for n := 2; n <= 3; n++ {
+				a := api.send(t, s, resumeSystem, session)
+				is.Equal(a.status, 200)
+				is.Equal(a.disclosure, "")
+				is.Equal(s.emu.Count(emulator.KindToolResponse), 0)
+				qs := userQueries(t, s.emu)
+				is.Equal(len(qs), n)
+				is.True(qs[n-1].conversationID == nil)                           // fresh
+				is.True(strings.Contains(qs[n-1].query, "sunny for get_weather")) // the result, as text
+			}
+		})
+		t.Run(api.name+"/mid-loop, too long to start fresh", func(t *testing.T) {
+			// Too long: the pending call is answered in its conversation, which
+			// holds the history, disclosed; a re-send gets the recorded answer.
+			is := is.New(t)
+			s := serve(t, "access_token", nil)
+			a := api.send(t, s, resumeSystem, []ccItem{userSays("Look around. #tool=get_weather")})
+			is.Equal(len(a.calls), 1) // the pending call
+			long := compactionSummary + " " + strings.Repeat("What was done in detail. ", 420) // over 10,000 characters
+			session := []ccItem{userSays(long), echoed(a), resultsThen(1, "sunny for get_weather")}
 			a = api.send(t, s, resumeSystem, session)
 			is.Equal(a.status, 200)
 			is.Equal(a.disclosure, "continued-with-earlier-history")
