@@ -7,6 +7,7 @@ import (
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/completion"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // This file holds the handlers of the events that carry output or end a
@@ -81,17 +82,23 @@ func (d *decoder) usage(dataKind jkind) error {
 	}
 	if st != nil && st.kind != kNull {
 		s, ok := str(st, &d.sbuf)
-		switch {
-		case !ok:
+		if !ok {
 			return d.fail(errs.UpstreamUnverifiedEventShape)
-		case string(s) == "EXCEEDED" || string(s) == "UNAVAILABLE":
-			d.cycleEnd = d.usageCycleEnd()
-			return d.fail(errs.UpstreamQuotaExhausted)
-		case string(s) == "BLOCKED":
-			return d.fail(errs.UpstreamAccountBlocked) // the account, not its quota (docs/UPSTREAM.md)
-		case string(s) != "AVAILABLE":
+		}
+		state := usageStateOf(s)
+		if state == "" {
 			return d.fail(errs.UpstreamUnverifiedEventShape) // unknown credit states fail closed
 		}
+		d.report(d.readCredits(state)) // the exhausted and blocked states are the owner's news too
+		switch state {
+		case "EXCEEDED", "UNAVAILABLE":
+			d.cycleEnd = d.usageCycleEnd()
+			return d.fail(errs.UpstreamQuotaExhausted)
+		case "BLOCKED":
+			return d.fail(errs.UpstreamAccountBlocked) // the account, not its quota (docs/UPSTREAM.md)
+		}
+	} else {
+		d.report(d.readCredits(""))
 	}
 	var u chat.Usage
 	var ok1, ok2, ok3 bool
@@ -108,6 +115,28 @@ func (d *decoder) usage(dataKind jkind) error {
 		d.push(chat.Event{Kind: chat.EventUsage, Usage: &u})
 	}
 	return nil
+}
+
+// usageStateOf returns the known usageState s names ("" for any other).
+func usageStateOf(s []byte) string {
+	for _, k := range [...]string{"AVAILABLE", "EXCEEDED", "UNAVAILABLE", "BLOCKED"} {
+		if string(s) == k {
+			return k
+		}
+	}
+	return ""
+}
+
+// report hands a usage event's plan report to the stream's holder (none for
+// a reader stream) and keeps it for the stream's access line.
+func (d *decoder) report(r ports.CreditReport) {
+	if !r.Known {
+		return
+	}
+	d.credit = r
+	if d.cfg.onCredits != nil {
+		d.cfg.onCredits(r)
+	}
 }
 
 // usageCycleEnd is the end of the usage cycle a usage event names
