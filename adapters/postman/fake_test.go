@@ -427,7 +427,7 @@ func TestLogsCarryOnlyTheAllowedFields(t *testing.T) {
 			lines = append(lines, line)
 		}
 	}
-	is.Equal(len(lines), 3) // one record per request
+	is.Equal(len(lines), 3)  // one record per request
 	is.Equal(len(credit), 1) // and the plan's 50 % threshold, once
 	// at debug level: "sent" for each request, "first event" and "completion"
 	// for each of the two that became streams
