@@ -7,9 +7,10 @@ import "time"
 // (internal/provider/ossfunc_test.go:37): a free plan (userType FREE_USER,
 // limit 50000, usage 28713, spillage 2, no overage allowed, a pooled team, one
 // warning threshold at 50 %), with its monthly cycle (23:22:55 UTC on the
-// 11th) moved to the one that holds the emulator's start. Every answered
-// stream adds PerQuery to Usage, up to the limit; the state stays what it was
-// set to, as the service's EXCEEDED is known to arrive late. A test moves the
+// 11th) moved to the one that holds the emulator's start. Every usage
+// event adds PerQuery to Usage, up to the limit; the state stays what it was
+// set to, as the service's EXCEEDED is known to arrive late. A stream that
+// reports no usage (a failure, a cut stream) charges nothing. A test moves the
 // values with SetCredits.
 type Credits struct {
 	UserType string
@@ -21,7 +22,7 @@ type Credits struct {
 	// Thresholds are the warning thresholds, in percent.
 	Thresholds           []int
 	CycleStart, CycleEnd time.Time
-	// PerQuery is added to Usage for every answered stream. It is not a
+	// PerQuery is added to Usage by every usage event sent. It is not a
 	// measured cost: what one query costs the service's plan is not known.
 	PerQuery int
 }

@@ -135,7 +135,7 @@
 // The rest of the event is the owner's plan (Credits; a test moves it with
 // SetCredits), with the fields of ps2Api's captured-looking usage event
 // (ossfunc_test.go:37): by default userType FREE_USER, limit 50000, usage
-// starting at 28713 and growing by PerQuery (100) with every answered stream
+// starting at 28713 and growing by PerQuery (100) with every usage event,
 // up to the limit, overage 0, spillage 2, allowOverage false, isTeamPooled
 // true, warningThresholds [{value 50, unit Percentage}] and a monthly
 // usageCycle (start and end at 23:22:55 UTC on the 11th) holding the

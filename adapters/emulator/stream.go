@@ -87,10 +87,15 @@ type streamBuilder struct {
 	// contextTokens is added to every usage's prompt tokens: the
 	// conversation's tokens before this exchange (UsagePerConversation).
 	contextTokens int
-	outBytes      int     // bytes of thinking, text and argument content emitted
-	sh            shape   // how a normal turn is rendered
-	chunkConv     string  // a conversation id still to be put on the first output chunk
-	plan          Credits // the plan this stream's usage event reports (credits.go)
+	outBytes      int    // bytes of thinking, text and argument content emitted
+	sh            shape  // how a normal turn is rendered
+	chunkConv     string // a conversation id still to be put on the first output chunk
+	// charge charges the plan for this stream and returns what its usage
+	// event reports (credits.go); called by the first usage event only, so a
+	// stream that reports no usage charges nothing.
+	charge  func() Credits
+	plan    Credits
+	charged bool
 }
 
 func (b *streamBuilder) event(eventType string, data any) {
@@ -162,6 +167,9 @@ func (b *streamBuilder) usage(state string) {
 func (b *streamBuilder) usageData(state string) usageData {
 	prompt, completion := b.contextTokens+ceilDiv4(b.promptBytes), ceilDiv4(b.outBytes)
 	total := prompt + completion
+	if !b.charged {
+		b.plan, b.charged = b.charge(), true
+	}
 	u := planUsage(b.plan, state)
 	u.PromptTokens, u.CompletionTokens, u.TotalTokens = prompt, completion, total
 	return u
@@ -229,7 +237,7 @@ func (b *streamBuilder) loopApproval(rounds, after int) {
 // by usage).
 func (s *Server) render(strategy, label string, promptBytes int, t turn, scenario, chatType string) (frames [][]byte, tokens int) {
 	b := &streamBuilder{strategy: strategy, label: label, promptBytes: promptBytes, contextTokens: t.contextTokens,
-		plan: s.chargeCredits()}
+		charge: s.chargeCredits}
 	// Every return below returns nil, 0: the frames and the tokens are b's.
 	defer func() { frames, tokens = b.frames, ceilDiv4(b.promptBytes)+ceilDiv4(b.outBytes) }()
 	normal := scenarios[scenario] != scenarioText
