@@ -17,7 +17,7 @@ func init() {
 			"./adapters/postman/", "CreditReport"},
 		mutant{"a threshold is crossed one percent early", "ports/credits.go",
 			"r.Usage*100 >= t.Value*r.Limit", "r.Usage*100 >= (t.Value-1)*r.Limit",
-			"./adapters/postman/", "CreditReport"},
+			"./ports/", "ThresholdIsCrossed"},
 		mutant{"an exhausted state is not kept", "adapters/postman/decode_output.go",
 			"\t\td.report(d.readCredits(state)) // the exhausted and blocked states are the owner's news too\n\t\tswitch state {",
 			"\t\tif state == \"AVAILABLE\" {\n\t\t\td.report(d.readCredits(state))\n\t\t}\n\t\tswitch state {",
