@@ -89,10 +89,15 @@ func (d *decoder) usage(dataKind jkind) error {
 		if state == "" {
 			return d.fail(errs.UpstreamUnverifiedEventShape) // unknown credit states fail closed
 		}
-		d.report(d.readCredits(state)) // the exhausted and blocked states are the owner's news too
+		r := d.readCredits(state)
+		d.report(r) // the exhausted and blocked states are the owner's news too
 		switch state {
 		case "EXCEEDED", "UNAVAILABLE":
-			d.cycleEnd = d.usageCycleEnd()
+			if !r.CycleEnd.IsZero() {
+				// Only adds to the exhausted quota's answer: a missing or odd
+				// end never fails the stream.
+				d.cycleEnd = r.CycleEnd.Format(time.RFC3339)
+			}
 			return d.fail(errs.UpstreamQuotaExhausted)
 		case "BLOCKED":
 			return d.fail(errs.UpstreamAccountBlocked) // the account, not its quota (docs/UPSTREAM.md)
@@ -137,34 +142,6 @@ func (d *decoder) report(r ports.CreditReport) {
 	if d.cfg.onCredits != nil {
 		d.cfg.onCredits(r)
 	}
-}
-
-// usageCycleEnd is the end of the usage cycle a usage event names
-// (data.usageCycle.end, RFC 3339), normalised to UTC; "" when the event names
-// none or one that is not a time. It only adds to an exhausted quota's
-// answer, so a missing or odd value never fails the stream.
-func (d *decoder) usageCycleEnd() string {
-	m, err := d.get(d.data, "usageCycle")
-	if err != nil || m == nil || m.kind != kObject {
-		return ""
-	}
-	ms, err := parseObjectSpan(m.val, nil)
-	if err != nil {
-		return ""
-	}
-	e, err := d.get(ms, "end")
-	if err != nil {
-		return ""
-	}
-	v, ok := str(e, &d.sbuf)
-	if !ok {
-		return ""
-	}
-	t, err := time.Parse(time.RFC3339, string(v))
-	if err != nil {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339)
 }
 
 // Quota phrases and request-rejection texts (docs/UPSTREAM.md), lowercase.
