@@ -131,8 +131,16 @@
 //	                   byte lengths of every thinkingContent, textContent and
 //	                   tool-call argument fragment emitted before the usage event
 //	totalTokens      = promptTokens + completionTokens
-//	usage            = 10 * totalTokens   (credits, deliberately not a token count)
-//	limit            = 800000, overage = 0, userType = "TEAM"
+//
+// The rest of the event is the owner's plan (Credits; a test moves it with
+// SetCredits), with the fields of ps2Api's captured-looking usage event
+// (ossfunc_test.go:37): by default userType FREE_USER, limit 50000, usage
+// starting at 28713 and growing by PerQuery (100) with every usage event,
+// up to the limit, overage 0, spillage 2, allowOverage false, isTeamPooled
+// true, warningThresholds [{value 50, unit Percentage}] and a monthly
+// usageCycle (start and end at 23:22:55 UTC on the 11th) holding the
+// emulator's start. usageState is the plan's State (AVAILABLE) unless the
+// scenario reports another.
 //
 // # Fault scenarios
 //

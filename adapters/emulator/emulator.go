@@ -196,6 +196,9 @@ type Server struct {
 	rateStart time.Time // the current window's start; zero before the first request
 	rateUsed  int       // requests counted in the current window
 	once      onceTurns // the "#once" messages that have applied (once.go)
+
+	credMu  sync.Mutex
+	credits Credits // the plan the usage events report (credits.go)
 }
 
 var subdomainRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`) })
@@ -219,6 +222,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		closing:  make(chan struct{}),
 		counts:   map[string]int{},
 		convs:    map[string]*conversation{},
+		credits:  DefaultCredits(time.Now()),
 	}
 	dir := cfg.CADir
 	if dir == "" {

@@ -12,7 +12,7 @@ const (
 	ScenarioJSON200          = "json_200"           // 200 with an application/json error body
 	ScenarioDropAfterRequest = "drop_after_request" // body read, then the connection is closed, no response
 	ScenarioQuotaExhausted   = "quota_exhausted"    // failure FORBIDDEN with the monthly-credit userMessage
-	ScenarioQuotaUsageState  = "quota_usage_state"  // usage with usageState EXCEEDED, then EOF
+	ScenarioQuotaUsageState  = "quota_usage_state"  // usage with usageState EXCEEDED and no cycle, then EOF
 	ScenarioTruncatedFrame   = "truncated_frame"    // text chunks, then half a frame, then EOF
 	ScenarioAmbiguousEOF     = "ambiguous_eof"      // text chunks, then EOF (no usage, no [DONE])
 	ScenarioEmptyStream      = "empty_stream"       // conversation + usage, no output, normal end

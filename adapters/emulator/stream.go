@@ -14,8 +14,6 @@ const (
 	mismatchLabel    = "SOME_OTHER_MODEL"
 	truncatedFrame   = `data: {"eventType":"textChunk","data":{"textCo`
 	doneFrame        = "data: [DONE]\n\n"
-	usageLimit       = 800000
-	creditsPerToken  = 10
 	loopApprovalText = "Continue running tools?"
 )
 
@@ -62,8 +60,8 @@ type usageData struct {
 	PromptTokens     int    `json:"promptTokens"`
 	CompletionTokens int    `json:"completionTokens"`
 	TotalTokens      int    `json:"totalTokens"`
-	// The rest of ps2Api's captured-looking fixture (ossfunc_test.go:37),
-	// sent only by the scenarios that ask for every field.
+	// The rest of ps2Api's captured-looking fixture (ossfunc_test.go:37):
+	// the plan (credits.go).
 	Spillage          *int              `json:"spillage,omitempty"`
 	AllowOverage      *bool             `json:"allowOverage,omitempty"`
 	WarningThresholds []map[string]any  `json:"warningThresholds,omitempty"`
@@ -92,6 +90,12 @@ type streamBuilder struct {
 	outBytes      int    // bytes of thinking, text and argument content emitted
 	sh            shape  // how a normal turn is rendered
 	chunkConv     string // a conversation id still to be put on the first output chunk
+	// charge charges the plan for this stream and returns what its usage
+	// event reports (credits.go); called by the first usage event only, so a
+	// stream that reports no usage charges nothing.
+	charge  func() Credits
+	plan    Credits
+	charged bool
 }
 
 func (b *streamBuilder) event(eventType string, data any) {
@@ -163,10 +167,22 @@ func (b *streamBuilder) usage(state string) {
 func (b *streamBuilder) usageData(state string) usageData {
 	prompt, completion := b.contextTokens+ceilDiv4(b.promptBytes), ceilDiv4(b.outBytes)
 	total := prompt + completion
-	return usageData{
-		Limit: usageLimit, Usage: creditsPerToken * total, Overage: 0, UserType: "TEAM", UsageState: state,
-		PromptTokens: prompt, CompletionTokens: completion, TotalTokens: total,
+	if !b.charged {
+		b.plan, b.charged = b.charge(), true
 	}
+	u := planUsage(b.plan, state)
+	u.PromptTokens, u.CompletionTokens, u.TotalTokens = prompt, completion, total
+	return u
+}
+
+// bareUsage is a usage event with only the fields the earlier notes knew
+// (limit, usage, overage, userType, usageState and the tokens): no cycle, no
+// thresholds.
+func (b *streamBuilder) bareUsage(state string) {
+	u := b.usageData(state)
+	u.UsageState = state
+	u.Spillage, u.AllowOverage, u.IsTeamPooled, u.WarningThresholds, u.UsageCycle = nil, nil, nil, nil, nil
+	b.event("usage", u)
 }
 
 // UsageCycleEnd is the end of the usage cycle the full usage event reports
@@ -178,8 +194,9 @@ const UsageCycleEnd = "2026-09-11T23:22:55Z"
 // and isTeamPooled besides the usual ones.
 func (b *streamBuilder) fullUsage(state string) {
 	u := b.usageData(state)
-	spill, overage, pooled := 2, false, true
-	u.UserType = "FREE_USER"
+	u.UsageState = state // the fixture's own, whatever the plan's state
+	spill, overage, pooled := defaultCreditSpillage, false, true
+	u.UserType, u.Limit, u.Usage, u.Overage = "FREE_USER", defaultCreditLimit, defaultCreditUsage, 0
 	u.Spillage, u.AllowOverage, u.IsTeamPooled = &spill, &overage, &pooled
 	u.WarningThresholds = []map[string]any{{"value": 50, "unit": "Percentage"}}
 	u.UsageCycle = map[string]string{"start": "2026-08-11T23:22:55Z", "end": UsageCycleEnd}
@@ -219,7 +236,8 @@ func (b *streamBuilder) loopApproval(rounds, after int) {
 // adds to its conversation's context (its prompt and its output, as counted
 // by usage).
 func (s *Server) render(strategy, label string, promptBytes int, t turn, scenario, chatType string) (frames [][]byte, tokens int) {
-	b := &streamBuilder{strategy: strategy, label: label, promptBytes: promptBytes, contextTokens: t.contextTokens}
+	b := &streamBuilder{strategy: strategy, label: label, promptBytes: promptBytes, contextTokens: t.contextTokens,
+		charge: s.chargeCredits}
 	// Every return below returns nil, 0: the frames and the tokens are b's.
 	defer func() { frames, tokens = b.frames, ceilDiv4(b.promptBytes)+ceilDiv4(b.outBytes) }()
 	normal := scenarios[scenario] != scenarioText
@@ -253,7 +271,7 @@ func (s *Server) render(strategy, label string, promptBytes int, t turn, scenari
 	case ScenarioQuotaExhausted:
 		b.event("failure", failureData{ErrorType: "FORBIDDEN", UserMessage: quotaMessage})
 	case ScenarioQuotaUsageState:
-		b.usage("EXCEEDED")
+		b.bareUsage("EXCEEDED")
 	case ScenarioQuotaUsageCycle:
 		b.fullUsage("EXCEEDED")
 		b.end()

@@ -41,11 +41,11 @@ func TestTextTurnAccessTokenEndsWithUsageThenDone(t *testing.T) {
 	is.Equal(u["promptTokens"], float64(prompt))                     // ceil(body bytes / 4)
 	is.Equal(u["completionTokens"], float64(completion))             // ceil(output bytes / 4)
 	is.Equal(u["totalTokens"], float64(prompt+completion))           // sum
-	is.Equal(u["usage"], float64(10*(prompt+completion)))            // credits, not tokens
-	is.Equal(u["limit"], float64(800000))                            // fixed limit
+	is.Equal(u["usage"], float64(28713+100))                         // the plan's usage after this query, not tokens
+	is.Equal(u["limit"], float64(50000))                             // the free plan's limit
 	is.Equal(u["overage"], float64(0))                               // no overage
 	is.Equal(u["usageState"], "AVAILABLE")                           // quota fine
-	is.Equal(u["userType"], "TEAM")                                  // fixed user type
+	is.Equal(u["userType"], "FREE_USER")                             // the fixture's user type
 	is.Equal(s.Count(emulator.KindUserQuery), 1)                     // counted
 	is.Equal(s.Requests()[0].Strategy, emulator.StrategyAccessToken) // recognised by host
 }

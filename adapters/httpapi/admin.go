@@ -184,6 +184,9 @@ func (s *server) adminLive() http.Handler {
 			if w := m.rateWindow(); w != nil {
 				out["upstream_rate_limit"] = w
 			}
+			if c := m.upstreamCredits(); c != nil {
+				out["upstream_credits"] = c
+			}
 		}
 		out["keys"] = s.keyBudgets(r.Context())
 		s.writeValue(w, r, out, "admin live")

@@ -132,6 +132,10 @@ type UsageReport struct {
 	Until string      `json:"until"`
 	Rows  []UsageRow  `json:"rows"`
 	Keys  []KeyBudget `json:"keys"`
+	// UpstreamCredits is the plan as the service last reported it to the
+	// process that answered (per process; absent when read from the store
+	// directly, which does not hold it).
+	UpstreamCredits *UpstreamCredits `json:"upstream_credits,omitempty"`
 }
 
 // maxUsageDays bounds one report's range.
@@ -172,6 +176,9 @@ func (s *server) adminUsage() http.Handler {
 			return
 		}
 		out := UsageReport{Since: since, Until: until, Rows: make([]UsageRow, 0, len(rows)), Keys: s.keyBudgets(r.Context())}
+		if m := s.cfg.Monitor; m != nil {
+			out.UpstreamCredits = m.upstreamCredits()
+		}
 		for _, row := range rows {
 			out.Rows = append(out.Rows, UsageRowOf(row))
 		}

@@ -61,6 +61,8 @@ type Monitor struct {
 	quotaLast time.Time
 	// window is MonitorConfig.RateWindow (nil: none).
 	window func() ports.RateWindow
+	// credits is MonitorConfig.Credits (nil: none).
+	credits func() ports.CreditReport
 	// sub is the monitor's subscription to the gateway's events (nil: none);
 	// a scrape and the control page flush it first.
 	sub *app.Subscription
@@ -133,6 +135,10 @@ type MonitorConfig struct {
 	// announced it (the Postman adapter's RateWindow); nil leaves its gauges
 	// and the control page's entry out.
 	RateWindow func() ports.RateWindow
+	// Credits reads the owner's plan as the service's last usage event
+	// reported it (the Postman adapter's Credits); nil leaves its gauges and
+	// the views' entry out.
+	Credits func() ports.CreditReport
 }
 
 // eventsFlushBound bounds how long a scrape waits for the events observed
@@ -163,7 +169,7 @@ var latencyBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 
 // NewMonitor registers every pmgate metric and the Go runtime and process
 // collectors in a registry of its own.
 func NewMonitor(cfg MonitorConfig) *Monitor {
-	m := &Monitor{reg: prometheus.NewRegistry(), now: cfg.Now, window: cfg.RateWindow}
+	m := &Monitor{reg: prometheus.NewRegistry(), now: cfg.Now, window: cfg.RateWindow, credits: cfg.Credits}
 	if m.now == nil {
 		m.now = time.Now
 	}
@@ -207,6 +213,9 @@ func NewMonitor(cfg MonitorConfig) *Monitor {
 	}
 	if cfg.RateWindow != nil {
 		m.reg.MustRegister(&windowCollector{m: m})
+	}
+	if cfg.Credits != nil {
+		m.reg.MustRegister(&creditsCollector{m: m})
 	}
 	if cfg.Events != nil {
 		m.reg.MustRegister(&observerCollector{events: cfg.Events})

@@ -115,6 +115,11 @@ func (s *server) handleHealth() http.Handler {
 			}
 		}
 		out["upstream_verified"] = verified
+		if m := s.cfg.Monitor; m != nil {
+			if c := m.upstreamCredits(); c != nil {
+				out["upstream_credits"] = c
+			}
+		}
 		s.writeValue(w, r, out, "health fields")
 	})
 }

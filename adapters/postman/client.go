@@ -42,6 +42,9 @@ type Client struct {
 	// window is the rate-limit window the service's last answer announced
 	// (ratelimit.go).
 	window rateWindow
+	// credits is the plan report of the service's last usage event
+	// (credits.go).
+	credits *credits
 }
 
 var (
@@ -195,6 +198,7 @@ func New(cfg pmconfig.Config, opts ...Option) (*Client, error) {
 		now:       now,
 		peek:      peek,
 		evidence:  o.evidence,
+		credits:   &credits{log: logger, now: now, label: string(cfg.Strategy)},
 	}, nil
 }
 
@@ -351,6 +355,7 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 		convID:       convID,
 		evidence:     c.evidence || c.log.Enabled(ctx, slog.LevelDebug), // the debug log names the row
 		mask:         c.red.String,
+		onCredits:    func(r ports.CreditReport) { c.credits.record(s.logCtx, r) },
 	})
 	return s, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/pmgate/pmgate/domain/completion"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/domain/sse"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // The decoder turns an upstream SSE body into chat events and one completion
@@ -65,6 +66,9 @@ type decoderConfig struct {
 	// mask removes the configured credentials from upstream text a client
 	// may see (the loop-approval gate's fields); nil keeps the text.
 	mask func(string) string
+	// onCredits receives the plan report of each usage event that carried
+	// one (the Client's holder); nil for a reader stream.
+	onCredits func(ports.CreditReport)
 }
 
 // decoder turns an upstream SSE body into chat events and a completion outcome.
@@ -96,9 +100,10 @@ type decoder struct {
 	deltas                     []chat.Event
 
 	convID     string
-	cycleEnd   string    // the usage cycle's end an exhausted usage event named (RFC 3339), or ""
-	ev         *evidence // nil unless a summary was asked for
-	label      string    // the first observed model label
+	cycleEnd   string             // the usage cycle's end an exhausted usage event named (RFC 3339), or ""
+	credit     ports.CreditReport // the plan report of the stream's last usage event (not Known: none)
+	ev         *evidence          // nil unless a summary was asked for
+	label      string             // the first observed model label
 	labelSeen  bool
 	labelMatch bool // every observed label matched so far
 	outBytes   int

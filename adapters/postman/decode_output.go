@@ -7,6 +7,7 @@ import (
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/completion"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // This file holds the handlers of the events that carry output or end a
@@ -81,17 +82,28 @@ func (d *decoder) usage(dataKind jkind) error {
 	}
 	if st != nil && st.kind != kNull {
 		s, ok := str(st, &d.sbuf)
-		switch {
-		case !ok:
+		if !ok {
 			return d.fail(errs.UpstreamUnverifiedEventShape)
-		case string(s) == "EXCEEDED" || string(s) == "UNAVAILABLE":
-			d.cycleEnd = d.usageCycleEnd()
-			return d.fail(errs.UpstreamQuotaExhausted)
-		case string(s) == "BLOCKED":
-			return d.fail(errs.UpstreamAccountBlocked) // the account, not its quota (docs/UPSTREAM.md)
-		case string(s) != "AVAILABLE":
+		}
+		state := usageStateOf(s)
+		if state == "" {
 			return d.fail(errs.UpstreamUnverifiedEventShape) // unknown credit states fail closed
 		}
+		r := d.readCredits(state)
+		d.report(r) // the exhausted and blocked states are the owner's news too
+		switch state {
+		case "EXCEEDED", "UNAVAILABLE":
+			if !r.CycleEnd.IsZero() {
+				// Only adds to the exhausted quota's answer: a missing or odd
+				// end never fails the stream.
+				d.cycleEnd = r.CycleEnd.Format(time.RFC3339)
+			}
+			return d.fail(errs.UpstreamQuotaExhausted)
+		case "BLOCKED":
+			return d.fail(errs.UpstreamAccountBlocked) // the account, not its quota (docs/UPSTREAM.md)
+		}
+	} else {
+		d.report(d.readCredits(""))
 	}
 	var u chat.Usage
 	var ok1, ok2, ok3 bool
@@ -110,32 +122,26 @@ func (d *decoder) usage(dataKind jkind) error {
 	return nil
 }
 
-// usageCycleEnd is the end of the usage cycle a usage event names
-// (data.usageCycle.end, RFC 3339), normalised to UTC; "" when the event names
-// none or one that is not a time. It only adds to an exhausted quota's
-// answer, so a missing or odd value never fails the stream.
-func (d *decoder) usageCycleEnd() string {
-	m, err := d.get(d.data, "usageCycle")
-	if err != nil || m == nil || m.kind != kObject {
-		return ""
+// usageStateOf returns the known usageState s names ("" for any other).
+func usageStateOf(s []byte) string {
+	for _, k := range [...]string{"AVAILABLE", "EXCEEDED", "UNAVAILABLE", "BLOCKED"} {
+		if string(s) == k {
+			return k
+		}
 	}
-	ms, err := parseObjectSpan(m.val, nil)
-	if err != nil {
-		return ""
+	return ""
+}
+
+// report hands a usage event's plan report to the stream's holder (none for
+// a reader stream) and keeps it for the stream's access line.
+func (d *decoder) report(r ports.CreditReport) {
+	if !r.Known {
+		return
 	}
-	e, err := d.get(ms, "end")
-	if err != nil {
-		return ""
+	d.credit = r
+	if d.cfg.onCredits != nil {
+		d.cfg.onCredits(r)
 	}
-	v, ok := str(e, &d.sbuf)
-	if !ok {
-		return ""
-	}
-	t, err := time.Parse(time.RFC3339, string(v))
-	if err != nil {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339)
 }
 
 // Quota phrases and request-rejection texts (docs/UPSTREAM.md), lowercase.

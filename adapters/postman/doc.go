@@ -99,7 +99,10 @@
 //	thinkingChunk, thinkingComplete, ping, info, planningChunk, progressUpdate,
 //	todoChunk, streamingFormat, notification, usageUpdate   ignored (metadata)
 //	usage                                 EventUsage from explicit token fields only; usageState
-//	                                      EXCEEDED/UNAVAILABLE: upstream_quota_exhausted
+//	                                      EXCEEDED/UNAVAILABLE: upstream_quota_exhausted, BLOCKED:
+//	                                      upstream_account_blocked; the plan fields (limit, usage, overage,
+//	                                      spillage, userType, warningThresholds, usageCycle, allowOverage,
+//	                                      isTeamPooled) are kept as the Client's credit report (Credits)
 //	failure, error, {"result":"failure"}  upstream_quota_exhausted (quota phrase), upstream_request_rejected
 //	                                      (INPUT_VALIDATION_ERROR, known texts), else upstream_failure
 //	toolCallChunk                         EventToolCall deltas; upstream_unsupported_event without tools
@@ -129,10 +132,16 @@
 //     an unverified shape. eventType wins over type; both present must agree. Without either, only
 //     {"result":"failure"} is accepted (as a failure); a non-failure result is an
 //     unverified shape (TT's "result as text" is not adopted).
-//   - usageState other than AVAILABLE, EXCEEDED or UNAVAILABLE fails closed
-//     (unverified shape): an unknown credit state is never taken as credit. Token
-//     counts must be non-negative integers. A usage event without token fields
-//     still counts for the terminal rule but emits no EventUsage.
+//   - usageState other than AVAILABLE, EXCEEDED, UNAVAILABLE or BLOCKED fails
+//     closed (unverified shape): an unknown credit state is never taken as
+//     credit. Token counts must be non-negative integers. A usage event without
+//     token fields still counts for the terminal rule but emits no EventUsage.
+//   - The plan fields are read one by one and never fail a stream: an absent,
+//     repeated or odd one (a number that is not a non-negative integer, a word
+//     that is not an identifier, a time that is not RFC 3339) is left out of
+//     the report. The report is the service's statement at that moment, labelled
+//     with the strategy and its time; nothing derives a balance or a cost per
+//     request from it (docs/USAGE.md).
 //   - An empty textChunk is metadata: it is not output and emits nothing.
 //   - Conversation and tool ids must be 1–256 bytes of visible ASCII. The
 //     conversation id is read on any event from conversationId,

@@ -414,22 +414,27 @@ func TestLogsCarryOnlyTheAllowedFields(t *testing.T) {
 		"model_observed": true, "model_match": true,
 		// the diagnosis and the debug lifecycle
 		"cause": true, "upstream_error_type": true, "hint": true, "chat_type": true, "body_bytes": true, "written": true,
-		"headers_ms": true, "event_kind": true, "rule": true, "row": true, "state": true}
-	var lines, debug []string
+		"headers_ms": true, "event_kind": true, "rule": true, "row": true, "state": true,
+		// the plan the service reported, and a warning threshold it crossed
+		"credit_report": true, "threshold_percent": true, "used_ratio": true, "usage_state": true, "reported_at": true, "cycle_end": true}
+	var lines, debug, credit []string
 	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
-		if strings.Contains(line, `"level":"DEBUG"`) {
+		if strings.Contains(line, `"msg":"`+thresholdMsg+`"`) {
+			credit = append(credit, line)
+		} else if strings.Contains(line, `"level":"DEBUG"`) {
 			debug = append(debug, line)
 		} else {
 			lines = append(lines, line)
 		}
 	}
-	is.Equal(len(lines), 3) // one record per request
+	is.Equal(len(lines), 3)  // one record per request
+	is.Equal(len(credit), 1) // and the plan's 50 % threshold, once
 	// at debug level: "sent" for each request, "first event" and "completion"
 	// for each of the two that became streams
 	is.Equal(len(debug), 7)
 	is.Equal(strings.Count(strings.Join(debug, "\n"), `"msg":"upstream request sent"`), 3)
 	is.Equal(strings.Count(strings.Join(debug, "\n"), `"msg":"completion"`), 2)
-	for _, line := range append(lines, debug...) {
+	for _, line := range append(append(lines, debug...), credit...) {
 		var rec map[string]any
 		is.NoErr(json.Unmarshal([]byte(line), &rec)) // JSON records
 		for k := range rec {

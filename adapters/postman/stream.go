@@ -170,6 +170,9 @@ func (s *Stream) finished() {
 	if s.d.labelSeen {
 		attrs = append(attrs, slog.Bool("model_match", s.d.labelMatch))
 	}
+	if r := s.d.credit; r.Known {
+		attrs = append(attrs, creditAttrs(r))
+	}
 	var gate *GateError
 	if errors.As(s.d.final, &gate) {
 		attrs = append(attrs, gate.LogAttrs())

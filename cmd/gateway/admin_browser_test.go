@@ -379,6 +379,15 @@ func TestTheAdminPageAgainstTheDemo(t *testing.T) {
 	// A stream that failed after its 200 counts among the last hour's errors.
 	within(t, ctx, 2*time.Second, "the failed stream among the last hour's errors",
 		`(document.querySelector('#last-hour tr[data-cause="upstream_incomplete_stream"] td.num') || {}).textContent === "1"`)
+	// The demo's emulator reports its plan in every stream: the first screen
+	// shows it as reported, with its time, and what it is not.
+	within(t, ctx, 2*time.Second, "the demo's credit report",
+		`document.getElementById("credits-label").textContent.startsWith("as reported by the service at ") &&
+		 document.getElementById("credits-label").textContent.endsWith("(web_session)") &&
+		 document.getElementById("credits-state").textContent === "AVAILABLE" &&
+		 document.getElementById("credits-used").textContent.includes(" of limit 50000, in the service's unit)") &&
+		 document.getElementById("credits-warning").textContent === "warning threshold 50 % of the plan's limit crossed, as reported" &&
+		 document.getElementById("credits-not").textContent.startsWith("Not the credits left now")`)
 	noErrors(t, ctx, bl, "demo")
 	view, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {

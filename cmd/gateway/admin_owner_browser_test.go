@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -91,6 +92,39 @@ func TestTheAdminPageShowsTheOwnersFirstScreen(t *testing.T) {
 		t.Errorf("recent requests: %d, want 7", n)
 	}
 
+	// The plan as the service reported it in the last stream: labelled as
+	// reported and when, with its state, ratio, cycle end and the threshold
+	// crossed, and what the numbers are not.
+	plan := s.emu.Credits()
+	within(t, ctx, 2*time.Second, "the credit report", `document.getElementById("credits-label").textContent.startsWith("as reported by the service at ")`)
+	credit := func(id string) string { return eval[string](t, ctx, `document.getElementById("`+id+`").textContent`) }
+	if got := credit("credits-label"); !strings.HasSuffix(got, "(web_session)") || !strings.Contains(got, " UTC on ") {
+		t.Errorf("credit label %q", got)
+	}
+	if got := credit("credits-state"); got != "AVAILABLE" {
+		t.Errorf("credit state %q", got)
+	}
+	wantUsed := fmt.Sprintf("%.1f %% (usage %d of limit 50000, in the service's unit)", float64(plan.Usage)/500, plan.Usage)
+	if got := credit("credits-used"); strings.TrimSpace(got) != wantUsed {
+		t.Errorf("credits used %q, want %q", got, wantUsed)
+	}
+	if got := eval[float64](t, ctx, `document.querySelector("#credits-used meter").value`); got != float64(plan.Usage)/50000 {
+		t.Errorf("credits meter %v", got)
+	}
+	if got := credit("credits-cycle"); got != plan.CycleEnd.Format("2006-01-02 15:04 UTC") {
+		t.Errorf("cycle end %q", got)
+	}
+	if got := credit("credits-plan"); got != "FREE_USER · pooled by the team · no overage" {
+		t.Errorf("plan %q", got)
+	}
+	if got := credit("credits-warning"); got != "warning threshold 50 % of the plan's limit crossed, as reported" ||
+		eval[bool](t, ctx, `document.getElementById("credits-warning").hidden`) {
+		t.Errorf("threshold warning %q", got)
+	}
+	if got := credit("credits-not"); !strings.HasPrefix(got, "Not the credits left now") {
+		t.Errorf("what the numbers are not: %q", got)
+	}
+
 	// Readable at 1280 px: neither the page nor the recent list scrolls sideways.
 	if !eval[bool](t, ctx, `document.documentElement.scrollWidth <= window.innerWidth`) {
 		t.Error("the page scrolls horizontally at 1280 px")
@@ -130,6 +164,15 @@ func TestTheAdminPageShowsTheOwnersFirstScreen(t *testing.T) {
 		t.Errorf("the filter did not hold across a live update: %d rows", n)
 	}
 	shot(t, ctx, dir, "admin-owner-filtered.png")
+
+	// A test moves the plan: the next stream's report shows at once.
+	plan = s.emu.Credits()
+	plan.Usage, plan.Thresholds = 46000, []int{50, 90}
+	s.emu.SetCredits(plan)
+	if got := send(editor, "the plan moved"); got != 200 {
+		t.Fatalf("editor: %d", got)
+	}
+	within(t, ctx, 3*time.Second, "the moved plan", `document.getElementById("credits-warning").textContent.startsWith("warning thresholds 50 %, 90 %") && document.getElementById("credits-used").textContent.includes("usage 46100 of limit 50000")`)
 
 	// The machines are in the internals view.
 	do(t, ctx, chromedp.Click(chromedp.ID("view-internals")))

@@ -100,6 +100,16 @@ func (l *liveState) rateWindow() ports.RateWindow {
 	return ports.RateWindow{}
 }
 
+// credits is the plan report of the adapter in force (docs/USAGE.md): an
+// adapter built by a reload starts without one, since a new credential may be
+// another account.
+func (l *liveState) credits() ports.CreditReport {
+	if c, ok := (*l.upstream.Load()).(interface{ Credits() ports.CreditReport }); ok {
+		return c.Credits()
+	}
+	return ports.CreditReport{}
+}
+
 // tracedStream ends its span at the stream's end: a proven end, an error, or
 // Close.
 type tracedStream struct {

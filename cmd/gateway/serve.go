@@ -87,11 +87,12 @@ func startGateway(ctx context.Context, cfg config, log *slog.Logger, opts ...pos
 // wrapped); `gateway probe` counts and bounds its dispatches this way.
 func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap func(ports.Upstream) ports.Upstream, opts ...postman.Option) (*gateway, error) {
 	var store *store
-	var window func() ports.RateWindow // the adapter's, once it exists
+	var window func() ports.RateWindow    // the adapter's, once it exists
+	var credits func() ports.CreditReport // the adapter's, once it exists
 	events := app.NewObservers(log)
 	monitor := httpapi.NewMonitor(httpapi.MonitorConfig{Version: version, Strategy: string(cfg.upstream.Strategy),
 		Counts: func(ctx context.Context) (correlation.Counts, error) { return store.Counts(ctx) }, Events: events,
-		RateWindow: func() ports.RateWindow { return window() }})
+		RateWindow: func() ports.RateWindow { return window() }, Credits: func() ports.CreditReport { return credits() }})
 	events.Subscribe("log", app.LogObserver{Log: log})
 	started := false
 	defer func() {
@@ -117,11 +118,11 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 		return nil, err
 	}
 	var upstream ports.Upstream = client
-	window = client.RateWindow
+	window, credits = client.RateWindow, client.Credits
 	if wrap != nil {
 		upstream = wrap(client)
 	} else {
-		window = live.rateWindow // the adapter in force: a reload builds another
+		window, credits = live.rateWindow, live.credits // the adapter in force: a reload builds another
 		// Only a gateway whose adapter is not wrapped (serve, demo) swaps it
 		// on reload; the probe's wrapper counts one adapter's dispatches.
 		var adapter ports.Upstream = client

@@ -293,5 +293,45 @@ func writeUsageTable(w io.Writer, rep httpapi.UsageReport) error {
 	if len(order) == 0 {
 		fmt.Fprintln(tw, "(no requests in this range)\t\t\t\t\t\t\t\t\t\t\t")
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	writeCredits(w, rep.UpstreamCredits)
+	return nil
+}
+
+// writeCredits prints the Postman plan as the service last reported it to
+// the gateway that answered: labelled as reported and when, never as credits
+// left now. Read from PostgreSQL there is none: the report is kept per
+// process.
+func writeCredits(w io.Writer, c *httpapi.UpstreamCredits) {
+	fmt.Fprintln(w)
+	switch {
+	case c == nil:
+		fmt.Fprintln(w, "Postman credits: not in the shared ledger (each gateway process keeps the service's last report; read it with --url)")
+		return
+	case !c.Known:
+		fmt.Fprintf(w, "Postman credits (%s): %s\n", c.Strategy, c.Label)
+		return
+	}
+	fmt.Fprintf(w, "Postman credits (%s), %s:\n", c.Strategy, c.Label)
+	state := c.State
+	if state == "" {
+		state = "(no state)"
+	}
+	fmt.Fprintf(w, "  state %s", state)
+	if c.UserType != "" {
+		fmt.Fprintf(w, ", plan %s", c.UserType)
+	}
+	if c.UsedRatio != nil {
+		fmt.Fprintf(w, ", %.1f%% of the plan's limit used (usage %d of limit %d, in the service's unit)", *c.UsedRatio*100, *c.Usage, *c.Limit)
+	}
+	fmt.Fprintln(w)
+	if c.CycleEnd != nil {
+		fmt.Fprintf(w, "  the cycle ends %s\n", c.CycleEnd.Format("2006-01-02 15:04 UTC"))
+	}
+	for _, t := range c.Crossed {
+		fmt.Fprintf(w, "  warning threshold %d%% crossed\n", t.Value)
+	}
+	fmt.Fprintf(w, "  %s\n", c.NotNow)
 }

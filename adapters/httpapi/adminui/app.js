@@ -281,6 +281,43 @@
     return isNaN(d) ? "" : d.toLocaleString([], { hour12: false });
   }
 
+  // The plan as the service last reported it: labelled as reported and when,
+  // never turned into "credits left now".
+  function renderCredits(c) {
+    const used = $("credits-used");
+    used.textContent = "";
+    $("credits-warning").hidden = true;
+    $("credits-label").className = "verdict";
+    if (!c || !c.known) {
+      $("credits-label").textContent = c ? c.label : "no report";
+      for (const id of ["credits-state", "credits-cycle", "credits-plan"]) $(id).textContent = "–";
+      used.textContent = "–";
+      $("credits-not").textContent = c ? c.not : "";
+      return;
+    }
+    $("credits-label").textContent = c.label + " (" + c.strategy + ")";
+    $("credits-label").classList.toggle("exhausted", c.usage_state !== "AVAILABLE");
+    $("credits-state").textContent = c.usage_state || "not reported";
+    if (c.used_ratio !== null && c.used_ratio !== undefined) {
+      const m = document.createElement("meter");
+      m.min = 0; m.max = 1; m.value = Math.min(c.used_ratio, 1); m.low = 0.5; m.high = 0.9; m.optimum = 0;
+      m.setAttribute("aria-label", "used of the plan's limit, as reported");
+      used.appendChild(m);
+      used.appendChild(document.createTextNode(" " + (c.used_ratio * 100).toFixed(1) + " % (usage " + c.usage + " of limit " + c.limit + ", in the service's unit)"));
+    } else {
+      used.textContent = "not reported";
+    }
+    $("credits-cycle").textContent = c.cycle_end ? c.cycle_end.replace("T", " ").replace(/:\d\dZ$/, " UTC") : "not reported";
+    const plan = [c.user_type, c.team_pooled ? "pooled by the team" : "", c.allow_overage === true ? "overage allowed" : (c.allow_overage === false ? "no overage" : "")];
+    $("credits-plan").textContent = plan.filter((x) => x).join(" · ") || "–";
+    const crossed = c.thresholds_crossed || [];
+    if (crossed.length > 0) {
+      $("credits-warning").textContent = "warning threshold" + (crossed.length > 1 ? "s " : " ") + crossed.map((t) => t.value + " %").join(", ") + " of the plan's limit crossed, as reported";
+      $("credits-warning").hidden = false;
+    }
+    $("credits-not").textContent = c.not;
+  }
+
   function renderOwner(l) {
     $("verified-until").textContent = l.upstream_verified && l.upstream_verified_until ? "verified until " + when(l.upstream_verified_until) + " (the probe report's age limit)" : "";
     const hour = Object.keys(l.last_hour || {}).map((k) => [k, l.last_hour[k]]).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
@@ -298,6 +335,7 @@
       : "upstream rate-limit window: " + w.remaining + (w.limit > 0 ? " of " + w.limit : "") + " requests remain" +
         (w.reset ? ", resets at " + when(w.reset) : "") +
         (w.held_for_s > 0 ? "; new fresh turns are refused for " + Math.ceil(w.held_for_s) + " s (tool results are still sent)" : "");
+    renderCredits(l.upstream_credits);
     fillRows($("budgets").tBodies[0], l.keys || [], (tr, k) => {
       tr.dataset.slot = k.slot;
       const limit = k.dispatches_per_day;
