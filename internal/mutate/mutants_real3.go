@@ -16,7 +16,7 @@ func init() {
 			"\t\t\treturn d.fail(errs.UpstreamAccountBlocked)", "\t\t\treturn d.fail(errs.UpstreamQuotaExhausted)",
 			"./adapters/postman/", "BlockedAccount"},
 		mutant{"the cycle end is dropped from an exhausted quota", "adapters/postman/decode_output.go",
-			"\t\t\td.cycleEnd = d.usageCycleEnd()\n", "",
+			"\t\t\t\td.cycleEnd = r.CycleEnd.Format(time.RFC3339)\n", "\t\t\t\td.cycleEnd = time.Time{}.Format(\"\")\n",
 			"./adapters/postman/", "CycleEnd"},
 		mutant{"[DONE] after metadata only completes again", "domain/completion/rows.go",
 			`{"K16", all, MetadataSeen, Done, IncompleteEmpty, errs.UpstreamEmptyStream, refDoneBare},`,
