@@ -96,7 +96,7 @@ type Config struct {
 	ContinuationShape string
 
 	// Profile selects the whole behaviour (see Profiles): "strict" (default),
-	// "observed", "done_event" or "forbid_schemas".
+	// "usage_last_eof", "observed", "done_event" or "forbid_schemas".
 	Profile string
 	// MaxQueryChars is the input.query length, in UTF-16 code units, above which
 	// a USER_QUERY is refused with the service's INPUT_VALIDATION_ERROR failure
