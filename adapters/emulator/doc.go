@@ -34,7 +34,9 @@
 //   - a group issued with isParallelToolCallingSupported true must be answered
 //     with the array form toolResponses[]: a flat answer leaves it unanswered
 //     and the same calls are issued again under new ids; on web_session the
-//     array form for a group issued with the flag off is Forbidden.
+//     array form needs its toolCallGroupId (ps2Api's traces show it accepted
+//     with one; without one it is Forbidden), and the array form for a group
+//     issued with the flag off is Forbidden.
 //
 // Refusals are counted as "refused_in_stream", repeated groups as
 // "repeated_tool_group".

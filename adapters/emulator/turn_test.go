@@ -540,3 +540,29 @@ func TestTextChunksDirective(t *testing.T) {
 		is.Equal(resp.StatusCode, http.StatusBadRequest) // 1-1000 only
 	}
 }
+
+// The array form on web_session (ps2Api's 529 doc §3.2, measured 2026-08-27:
+// toolResponses[] with a toolCallGroupId accepted on _gw/chat, the results
+// consumed): a parallel group answered with the array and its group id goes
+// on; the same array without the group id is Forbidden (TT's report, whose
+// body carried none), and the group stays pending.
+func TestWebArrayFormNeedsItsGroupID(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	s := start(t)
+	p := webPeer(t, s)
+	st := p.turn(userQuery("loop please #loop=2").withTools(true, true, weatherTool, timeTool))
+	conv := st.conversationID()
+	calls, group := st.calls(t)
+	is.Equal(len(calls), 2) // a parallel group
+	results := []result{{calls[0].id, "r1"}, {calls[1].id, "r2"}}
+
+	without := toolResponse(conv, true, weatherTool, timeTool).grouped(group, results...)
+	without.input()["toolCallGroupId"] = nil
+	refused := p.turn(without)
+	is.Equal(refused.first("failure")["message"], "Forbidden") // the array without its group
+
+	next := p.turn(toolResponse(conv, true, weatherTool, timeTool).grouped(group, results...))
+	is.Equal(next.first("failure"), nil)        // the array with its group is accepted
+	is.Equal(len(next.all("toolCallChunk")), 4) // and the loop goes on: round 2, two calls of two chunks
+}
