@@ -23,9 +23,11 @@
 //
 //   - every turn carries input.agent null and input.startedFrom CHAT_INPUT, and
 //     a TOOL_RESPONSE names its conversation (else 400 INPUT_VALIDATION_ERROR);
-//   - a query longer than MaxQueryChars UTF-16 code units (default 10000) is
-//     answered with a failure event {errorType INPUT_VALIDATION_ERROR,
-//     userMessage "Agent Mode accepts upto N characters as input."};
+//   - a query longer than MaxQueryChars UTF-16 code units (default 10000;
+//     code points with QueryCharsInCodePoints, the other reading of the
+//     service's open unit) is answered with a failure event {errorType
+//     INPUT_VALIDATION_ERROR, userMessage "Agent Mode accepts upto N
+//     characters as input."};
 //   - with MaxToolResultChars set, a TOOL_RESPONSE with a longer result is
 //     refused with the same failure event (the service's limit is unknown);
 //   - more than MaxTools tools (default 20), or with ForbidSchemaKeywords a

@@ -161,9 +161,11 @@ func verifyPolicy(v *verdict, r probeReport) {
 	if p.TextMaxRequests > d.TextMaxRequests || p.TextMaxDispatches > d.TextMaxDispatches ||
 		p.ToolMaxTurns > d.ToolMaxTurns || p.ToolMaxRequests > d.ToolMaxRequests ||
 		p.ToolMaxDispatches > d.ToolMaxDispatches || p.LimitMaxQueries > d.LimitMaxQueries ||
-		p.LimitMaxContinuations > d.LimitMaxContinuations || p.UnitMaxQueries > d.UnitMaxQueries ||
-		p.ParallelMaxRequests > d.ParallelMaxRequests || p.ParallelMaxDispatches > d.ParallelMaxDispatches {
+		p.LimitMaxContinuations > d.LimitMaxContinuations {
 		v.fail(branchPolicy, "budgets above the defaults")
+	}
+	if p.UnitMaxQueries > d.UnitMaxQueries || p.ParallelMaxRequests > d.ParallelMaxRequests || p.ParallelMaxDispatches > d.ParallelMaxDispatches {
+		v.fail(branchPolicy, "measurement budgets above the defaults")
 	}
 	if p.TextMaxRequests < 1 || p.ToolMaxTurns < 2 || p.ToolMaxRequests < 2 || p.ToolMaxDispatches < 2 {
 		v.fail(branchPolicy, "budgets too small for the phases to be judged")

@@ -35,6 +35,7 @@ var seeded = []struct {
 	{"policy--retry", func(d map[string]any) { set(d, "policy.retry", true) }},
 	{"policy--failover", func(d map[string]any) { set(d, "policy.failover", true) }},
 	{"policy--budget-above-default", func(d map[string]any) { set(d, "policy.tool_max_dispatches", 5) }},
+	{"policy--measurement-budget-above-default", func(d map[string]any) { set(d, "policy.parallel_max_dispatches", 3) }},
 	{"model--not-observed", func(d map[string]any) {
 		set(d, "model.model_observed", false)
 		set(d, "model.model_match", false)
