@@ -94,4 +94,11 @@ type StreamEvidence struct {
 	// WouldComplete says, for each completion rule of the strategy, whether
 	// that rule would have completed this same stream.
 	WouldComplete map[string]bool
+	// UsagePosition is where the stream's usage events sat: "none",
+	// "before_output", "after_output", "around_output" (before and after)
+	// or "no_output" (usage in a stream without output).
+	UsagePosition string
+	// UsageFields are the field names the usage events carried, sorted, from
+	// a closed set (docs/UPSTREAM.md); any other name is "other".
+	UsageFields []string
 }

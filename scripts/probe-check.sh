@@ -11,8 +11,8 @@ trap 'rm -rf "$dir"' EXIT
 go build -buildvcs=false -o "$dir/gateway" ./cmd/gateway
 gw="$dir/gateway"
 
-echo "-- probe --emulator (both strategies, with --measure-limits)"
-"$gw" probe --emulator --measure-limits --out "$dir/probe.json" 2>"$dir/probe.log" || { cat "$dir/probe.log"; exit 1; }
+echo "-- probe --emulator (both strategies, with --measure-limits, --measure-query-unit and --measure-parallel)"
+"$gw" probe --emulator --measure-limits --measure-query-unit --measure-parallel --out "$dir/probe.json" 2>"$dir/probe.log" || { cat "$dir/probe.log"; exit 1; }
 for s in web_session access_token; do
 	"$gw" verify "$dir/probe.$s.json"
 done

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 const redacted = "REDACTED"
@@ -191,7 +192,11 @@ func (s *Server) refusalOf(req *chatRequest) (string, *failureData) {
 			}
 		}
 	}
-	if utf16Len(req.query) > s.cfg.MaxQueryChars {
+	n := utf16Len(req.query)
+	if s.cfg.QueryCharsInCodePoints {
+		n = utf8.RuneCountInString(req.query)
+	}
+	if n > s.cfg.MaxQueryChars {
 		return "query_too_long", &failureData{ErrorType: "INPUT_VALIDATION_ERROR", UserMessage: fmt.Sprintf(queryLimitText, s.cfg.MaxQueryChars)}
 	}
 	if req.cont != nil && s.cfg.MaxToolResultChars > 0 {

@@ -23,9 +23,11 @@
 //
 //   - every turn carries input.agent null and input.startedFrom CHAT_INPUT, and
 //     a TOOL_RESPONSE names its conversation (else 400 INPUT_VALIDATION_ERROR);
-//   - a query longer than MaxQueryChars UTF-16 code units (default 10000) is
-//     answered with a failure event {errorType INPUT_VALIDATION_ERROR,
-//     userMessage "Agent Mode accepts upto N characters as input."};
+//   - a query longer than MaxQueryChars UTF-16 code units (default 10000;
+//     code points with QueryCharsInCodePoints, the other reading of the
+//     service's open unit) is answered with a failure event {errorType
+//     INPUT_VALIDATION_ERROR, userMessage "Agent Mode accepts upto N
+//     characters as input."};
 //   - with MaxToolResultChars set, a TOOL_RESPONSE with a longer result is
 //     refused with the same failure event (the service's limit is unknown);
 //   - more than MaxTools tools (default 20), or with ForbidSchemaKeywords a
@@ -34,7 +36,9 @@
 //   - a group issued with isParallelToolCallingSupported true must be answered
 //     with the array form toolResponses[]: a flat answer leaves it unanswered
 //     and the same calls are issued again under new ids; on web_session the
-//     array form for a group issued with the flag off is Forbidden.
+//     array form needs its toolCallGroupId (ps2Api's traces show it accepted
+//     with one; without one it is Forbidden), and the array form for a group
+//     issued with the flag off is Forbidden.
 //
 // Refusals are counted as "refused_in_stream", repeated groups as
 // "repeated_tool_group".
@@ -57,8 +61,8 @@
 // LoopApprovalAfter, or "#approval_after=N", 1-5, in the USER_QUERY, which
 // wins for that turn) the answer to the TOOL_RESPONSE that would start round
 // N+1 is the agent-loop guard: usage, a loopApprovalChunk (counters and
-// thresholds {"toolRounds": N}) and the profile's clean end ([DONE] on
-// access_token). The results it answers are consumed: nothing is pending, so
+// thresholds {"toolRounds": N}) and the profile's clean end ([DONE] under
+// strict, on both strategies: ps2Api's stream.go streamInternal). The results it answers are consumed: nothing is pending, so
 // the same TOOL_RESPONSE again fails with TOOL_CALL_NOT_FOUND. A later
 // USER_QUERY on the conversation goes on normally and starts a new count of
 // consecutive rounds. "#scenario=loop_approval" gates a plain query.
@@ -99,13 +103,19 @@
 //
 // # Profiles and end of stream
 //
-// Profile "strict" (default): access_token streams end with a usage event, then
-// "data: [DONE]", then EOF; web_session streams end with a usage event after
-// the last output, then EOF. "observed" answers like the projects' fixtures: no
-// usage event, the conversation id only on the first output chunk and none on
-// continuation streams, tool names on the second chunk of a call, "" arguments
-// for a call without parameters, no [DONE]. "done_event" is strict with a
-// {"eventType":"done"} event at the end. "forbid_schemas" is strict with
+// Profile "strict" (default): web_session streams follow ps2Api's traces
+// (its 529 doc §2-3.1, 2026-08-27; its fixtures, router_test.go:299-304): the
+// usage event before the output, then "data: [DONE]", then EOF; access_token
+// streams end with a usage event, then [DONE], then EOF. Wherever it sits,
+// the usage event counts the whole exchange (the frames are computed up
+// front). "usage_last_eof" is strict with the web_session order used before
+// the traces were read: usage after the last output, then EOF. "observed"
+// answers like the projects' fixtures: no usage event, the conversation id
+// only on the first output chunk and none on continuation streams, tool names
+// on the second chunk of a call, "" arguments for a call without parameters,
+// no [DONE]. "done_event" is strict with a {"eventType":"done"} event at the
+// end: in place of [DONE] on web_session (the terminal's other literal),
+// before it on access_token. "forbid_schemas" is strict with
 // ForbidSchemaKeywords. Each response-side change can also be asked for per
 // request with a scenario (usage_absent, usage_first, usage_last, done_event,
 // conversation_on_chunk, continuation_without_conversation, late_tool_name,
@@ -129,7 +139,8 @@
 //	promptTokens     = ceil(len(raw request body) / 4)
 //	completionTokens = ceil(output bytes / 4), where output bytes is the sum of the
 //	                   byte lengths of every thinkingContent, textContent and
-//	                   tool-call argument fragment emitted before the usage event
+//	                   tool-call argument fragment of the exchange (a usage
+//	                   event before the output counts the output after it)
 //	totalTokens      = promptTokens + completionTokens
 //
 // The rest of the event is the owner's plan (Credits; a test moves it with

@@ -96,12 +96,17 @@ type Config struct {
 	ContinuationShape string
 
 	// Profile selects the whole behaviour (see Profiles): "strict" (default),
-	// "observed", "done_event" or "forbid_schemas".
+	// "usage_last_eof", "observed", "done_event" or "forbid_schemas".
 	Profile string
 	// MaxQueryChars is the input.query length, in UTF-16 code units, above which
 	// a USER_QUERY is refused with the service's INPUT_VALIDATION_ERROR failure
 	// (default 10000, as POSTMAN_MAX_QUERY_CHARS).
 	MaxQueryChars int
+	// QueryCharsInCodePoints counts MaxQueryChars in Unicode code points
+	// instead of UTF-16 code units. The service's unit is open between the
+	// two (ps2Api's CJK test cannot tell them apart); the probe's
+	// --measure-query-unit settles it, and this lets it be watched offline.
+	QueryCharsInCodePoints bool
 	// MaxTools is the number of tools above which a request is refused as
 	// Forbidden (default 20).
 	MaxTools int

@@ -55,14 +55,14 @@ const (
 	// Response-side variants of the normal turn (docs/UPSTREAM.md): each
 	// changes one thing the public projects' fixtures show.
 	ScenarioUsageAbsent      = "usage_absent"                      // no usage event; EOF after the output
-	ScenarioUsageFirst       = "usage_first"                       // the usage event before the output, none after it
-	ScenarioUsageLast        = "usage_last"                        // usage after the last output (the strict default)
-	ScenarioDoneEvent        = "done_event"                        // a {"eventType":"done"} event ends the stream
+	ScenarioUsageFirst       = "usage_first"                       // the usage event before the output, none after it (the strict default on web_session)
+	ScenarioUsageLast        = "usage_last"                        // usage after the last output (the strict default on access_token)
+	ScenarioDoneEvent        = "done_event"                        // a {"eventType":"done"} event ends the stream (web_session: in place of [DONE])
 	ScenarioConvOnChunk      = "conversation_on_chunk"             // no conversation event; the id rides on the first output chunk
 	ScenarioContinuationNoID = "continuation_without_conversation" // a continuation stream names no conversation at all
 	ScenarioLateToolName     = "late_tool_name"                    // a call's name arrives on its second chunk
 	ScenarioEmptyArguments   = "empty_arguments"                   // a call without parameters has "" arguments
-	ScenarioNoDoneMarker     = "no_done_marker"                    // access_token without [DONE]
+	ScenarioNoDoneMarker     = "no_done_marker"                    // no [DONE] (on web_session: EOF after the output)
 	ScenarioObservedStream   = "observed_stream"                   // every change of the observed profile at once
 
 	// Answers to a structured-output request (the gateway's instruction at
@@ -84,17 +84,25 @@ const (
 // Profile names (Config.Profile, `gateway emulator --profile`).
 const (
 	// ProfileStrict is the default: every request-side constraint the public
-	// projects report is enforced, and streams end the way the default
-	// completion rules can prove (usage after the output; [DONE] on
-	// access_token).
+	// projects report is enforced, and streams end the way the traces show:
+	// on web_session the usage event before the output and an explicit
+	// [DONE] after it (ps2Api's 529 doc §2-3.1: all 89 successful web streams
+	// of 2026-08-27 ended with [DONE]; its fixtures put usage first); on
+	// access_token usage after the output, then [DONE].
 	ProfileStrict = "strict"
+	// ProfileUsageLastEOF is strict with web_session streams in the order the
+	// emulator used before the traces were read: usage after the last output,
+	// then EOF, no terminal (what usage_after_output_v1 was written for).
+	ProfileUsageLastEOF = "usage_last_eof"
 	// ProfileObserved keeps the constraints and answers like the projects'
 	// fixtures: no usage event, the conversation id only on an output chunk and
 	// absent from continuation streams, late tool names, "" arguments, no
-	// [DONE] on access_token.
+	// [DONE] on either strategy.
 	ProfileObserved = "observed"
 	// ProfileDoneEvent is strict with a {"eventType":"done"} event at the end of
-	// every normal stream.
+	// every normal stream: in place of [DONE] on web_session (the other literal
+	// of the terminal: ps2Api's 2026-09-17 mock, TT's fixture), before it on
+	// access_token.
 	ProfileDoneEvent = "done_event"
 	// ProfileForbidSchemas is strict and also refuses anyOf and $ref in tool
 	// schemas as Forbidden (reported by one project only).
@@ -104,25 +112,57 @@ const (
 // shape is how a normal turn's stream is rendered.
 type shape struct {
 	usage          string // "last", "first" or "absent"
-	doneEvent      bool
-	noDoneMarker   bool // access_token: no [DONE]
-	convOnChunk    bool // the conversation id on the first output chunk instead of a conversation event
-	convAbsentCont bool // continuation streams carry no conversation id
+	doneEvent      bool   // a done event ends the stream (on web_session in place of [DONE])
+	doneMarker     bool   // the stream ends with [DONE]
+	convOnChunk    bool   // the conversation id on the first output chunk instead of a conversation event
+	convAbsentCont bool   // continuation streams carry no conversation id
 	lateNames      bool
 	emptyArgs      bool
 }
 
-var profiles = map[string]struct {
-	shape         shape
+// profile is a whole behaviour: the shape of normal streams per strategy and
+// the request-side extras.
+type profile struct {
+	web, token    shape
 	forbidSchemas bool
-}{
-	ProfileStrict:        {shape: shape{usage: "last"}},
-	ProfileObserved:      {shape: observedShape},
-	ProfileDoneEvent:     {shape: shape{usage: "last", doneEvent: true}},
-	ProfileForbidSchemas: {shape: shape{usage: "last"}, forbidSchemas: true},
 }
 
-var observedShape = shape{usage: "absent", noDoneMarker: true, convOnChunk: true, convAbsentCont: true, lateNames: true, emptyArgs: true}
+// The shapes the profiles are made of.
+var (
+	// tracedWebShape is a web_session stream as ps2Api's traces show it:
+	// usage before the output (router_test.go:299-304; the 529 doc's empty
+	// streams start with usage), an explicit [DONE] after it (529 doc §2,
+	// §3.1, measured 2026-08-27).
+	tracedWebShape = shape{usage: "first", doneMarker: true}
+	// tokenShape is an access_token stream: usage after the output, then
+	// [DONE] (MK server.js:699: the service sends [DONE] itself).
+	tokenShape = shape{usage: "last", doneMarker: true}
+	// usageLastEOFShape is the web_session order before the traces: usage
+	// after the last output, then EOF.
+	usageLastEOFShape = shape{usage: "last"}
+	observedShape     = shape{usage: "absent", convOnChunk: true, convAbsentCont: true, lateNames: true, emptyArgs: true}
+)
+
+var profiles = map[string]profile{
+	ProfileStrict:        {web: tracedWebShape, token: tokenShape},
+	ProfileUsageLastEOF:  {web: usageLastEOFShape, token: tokenShape},
+	ProfileObserved:      {web: observedShape, token: observedShape},
+	ProfileDoneEvent:     {web: withDoneEvent(tracedWebShape), token: withDoneEvent(tokenShape)},
+	ProfileForbidSchemas: {web: tracedWebShape, token: tokenShape, forbidSchemas: true},
+}
+
+func withDoneEvent(sh shape) shape {
+	sh.doneEvent = true
+	return sh
+}
+
+// shapeOf is the profile's shape of a normal stream on the strategy.
+func (p profile) shapeOf(strategy string) shape {
+	if strategy == StrategyWebSession {
+		return p.web
+	}
+	return p.token
+}
 
 // Profiles lists every profile name, sorted.
 func Profiles() []string {
@@ -155,7 +195,7 @@ func shapeFor(base shape, scenario string) shape {
 	case ScenarioEmptyArguments:
 		sh.emptyArgs = true
 	case ScenarioNoDoneMarker:
-		sh.noDoneMarker = true
+		sh.doneMarker = false
 	case ScenarioObservedStream:
 		sh = observedShape
 	}

@@ -105,7 +105,7 @@ func TestStreamScenarios(t *testing.T) {
 		{"empty_stream", true, []string{"conversation", "usage"}, nil},
 		{"failure_after_text", true, []string{"conversation", "textChunk", "failure"}, nil},
 		{"unknown_event", false, []string{"conversation", "thinkingChunk", "textChunk", "mysteryEvent", "usage", "[DONE]"}, nil},
-		{"model_mismatch", true, []string{"conversation", "thinkingChunk", "textChunk", "usage"}, func(is *is.I, st stream) {
+		{"model_mismatch", true, []string{"conversation", "usage", "thinkingChunk", "textChunk", "[DONE]"}, func(is *is.I, st stream) {
 			for _, d := range st.all("textChunk") {
 				is.Equal(label(d), "SOME_OTHER_MODEL") // replaced label
 			}
@@ -253,31 +253,37 @@ var listTool = map[string]any{"name": "list_files", "description": "List", "para
 func TestResponseVariantsShapeTheNormalTurn(t *testing.T) {
 	t.Parallel()
 	type check func(is *is.I, st stream, web bool)
-	ends := func(web bool, rest ...string) []string {
-		if !web {
-			rest = append(rest, "[DONE]")
+	// web_session's default order is usage first (the traces), access_token's
+	// usage last; both end with [DONE] unless the variant changes it.
+	normal := func(web bool) []string {
+		if web {
+			return []string{"conversation", "usage", "thinkingChunk", "textChunk"}
 		}
-		return rest
+		return []string{"conversation", "thinkingChunk", "textChunk", "usage"}
 	}
 	cases := []struct {
 		scenario string
 		tools    bool
 		check    check
 	}{
-		{"usage_last", false, func(is *is.I, st stream, web bool) {
-			is.Equal(st.shape(), append([]string{"conversation", "thinkingChunk", "textChunk"}, ends(web, "usage")...))
+		{"usage_last", false, func(is *is.I, st stream, _ bool) {
+			is.Equal(st.shape(), []string{"conversation", "thinkingChunk", "textChunk", "usage", "[DONE]"}) // usage after the output
 		}},
-		{"usage_absent", false, func(is *is.I, st stream, web bool) {
-			is.Equal(st.shape(), append([]string{"conversation", "thinkingChunk"}, ends(web, "textChunk")...)) // no usage at all
+		{"usage_absent", false, func(is *is.I, st stream, _ bool) {
+			is.Equal(st.shape(), []string{"conversation", "thinkingChunk", "textChunk", "[DONE]"}) // no usage at all
 		}},
-		{"usage_first", false, func(is *is.I, st stream, web bool) {
-			is.Equal(st.shape(), append([]string{"conversation", "usage", "thinkingChunk"}, ends(web, "textChunk")...)) // usage before the output only
+		{"usage_first", false, func(is *is.I, st stream, _ bool) {
+			is.Equal(st.shape(), []string{"conversation", "usage", "thinkingChunk", "textChunk", "[DONE]"}) // usage before the output only
 		}},
 		{"done_event", false, func(is *is.I, st stream, web bool) {
-			is.Equal(st.shape(), append([]string{"conversation", "thinkingChunk", "textChunk", "usage"}, ends(web, "done")...)) // a done event last
+			want := append(normal(web), "done", "[DONE]") // a done event, then the access-token terminal
+			if web {
+				want = append(normal(web), "done") // the done event in place of [DONE]
+			}
+			is.Equal(st.shape(), want)
 		}},
-		{"no_done_marker", false, func(is *is.I, st stream, _ bool) {
-			is.Equal(st.shape(), []string{"conversation", "thinkingChunk", "textChunk", "usage"}) // never [DONE]
+		{"no_done_marker", false, func(is *is.I, st stream, web bool) {
+			is.Equal(st.shape(), normal(web)) // never [DONE]
 		}},
 		{"conversation_on_chunk", false, func(is *is.I, st stream, _ bool) {
 			is.Equal(st.first("conversation"), nil)                                              // no conversation event
@@ -352,7 +358,7 @@ func TestUnknownProfileIsRefused(t *testing.T) {
 	is := is.New(t)
 	_, err := emulator.Start(t.Context(), emulator.Config{WorkspaceID: "w", AccessToken: "t", Profile: "lenient"})
 	is.True(err != nil) // unknown profile
-	is.Equal(emulator.Profiles(), []string{"done_event", "forbid_schemas", "observed", "strict"})
+	is.Equal(emulator.Profiles(), []string{"done_event", "forbid_schemas", "observed", "strict", "usage_last_eof"})
 }
 
 // The gate as the note describes it: after N consecutive tool rounds the
@@ -373,10 +379,10 @@ func TestTheLoopApprovalGateFollowsTheNote(t *testing.T) {
 		for _, p := range []*peer{webPeer(t, s), tokenPeer(t, s)} {
 			t.Run(c.name+"/"+p.strategy, func(t *testing.T) {
 				is := is.New(t)
-				end := []string{"conversation", "usage", "loopApprovalChunk"}
-				if p.strategy == emulator.StrategyAccessToken {
-					end = append(end, "[DONE]") // the access-token terminal
-				}
+				// the metadata, then a clean [DONE] on both strategies (ps2Api
+				// stream.go streamInternal: the gate ends like the other
+				// metadata-only streams, measured)
+				end := []string{"conversation", "usage", "loopApprovalChunk", "[DONE]"}
 				st := p.turn(userQuery("go #loop=5"+c.directive).withTools(false, true, weatherTool))
 				conv := st.conversationID()
 				var cont body
@@ -418,7 +424,7 @@ func TestLoopApprovalAfterRounds(t *testing.T) {
 	st := p.turn(userQuery("go #loop=3").withTools(false, true, weatherTool))
 	calls, group := st.calls(t)
 	st = p.turn(toolResponse(st.conversationID(), false, weatherTool).flat(group, result{calls[0].id, "x"}))
-	is.Equal(st.shape(), []string{"conversation", "usage", "loopApprovalChunk"}) // the gate instead of round 2
+	is.Equal(st.shape(), []string{"conversation", "usage", "loopApprovalChunk", "[DONE]"}) // the gate instead of round 2
 	resp, _ := p.post(userQuery("go #approval_after=9"))
 	is.Equal(resp.StatusCode, http.StatusBadRequest) // 1-5 only
 }

@@ -99,6 +99,10 @@ type streamBuilder struct {
 }
 
 func (b *streamBuilder) event(eventType string, data any) {
+	b.frames = append(b.frames, encodeEvent(eventType, data))
+}
+
+func encodeEvent(eventType string, data any) []byte {
 	var buf bytes.Buffer
 	buf.WriteString("data: ")
 	enc := json.NewEncoder(&buf)
@@ -108,7 +112,7 @@ func (b *streamBuilder) event(eventType string, data any) {
 		Data      any    `json:"data"`
 	}{eventType, data}) // plain structs and strings: cannot fail
 	buf.WriteByte('\n') // Encode ended the line; a blank line ends the event
-	b.frames = append(b.frames, buf.Bytes())
+	return buf.Bytes()
 }
 
 func (b *streamBuilder) raw(s string) { b.frames = append(b.frames, []byte(s)) }
@@ -193,6 +197,10 @@ const UsageCycleEnd = "2026-09-11T23:22:55Z"
 // (ossfunc_test.go:37): spillage, allowOverage, warningThresholds, usageCycle
 // and isTeamPooled besides the usual ones.
 func (b *streamBuilder) fullUsage(state string) {
+	b.event("usage", b.fullUsageData(state))
+}
+
+func (b *streamBuilder) fullUsageData(state string) usageData {
 	u := b.usageData(state)
 	u.UsageState = state // the fixture's own, whatever the plan's state
 	spill, overage, pooled := defaultCreditSpillage, false, true
@@ -200,16 +208,22 @@ func (b *streamBuilder) fullUsage(state string) {
 	u.Spillage, u.AllowOverage, u.IsTeamPooled = &spill, &overage, &pooled
 	u.WarningThresholds = []map[string]any{{"value": 50, "unit": "Percentage"}}
 	u.UsageCycle = map[string]string{"start": "2026-08-11T23:22:55Z", "end": UsageCycleEnd}
-	b.event("usage", u)
+	return u
 }
 
-// end closes a successful stream: [DONE] on access_token, nothing (EOF) on
-// web_session; a done event first when the shape asks for one.
+// end closes a successful stream as the shape says. On access_token: a done
+// event when asked for, then [DONE]. On web_session the terminal is one
+// literal or the other (ps2Api's traces write [DONE], its mock and TT's
+// fixture a done event): the done event when asked for, else [DONE] when the
+// shape has one, else nothing (EOF).
 func (b *streamBuilder) end() {
 	if b.sh.doneEvent {
 		b.event("done", struct{}{})
+		if b.strategy == StrategyWebSession {
+			return
+		}
 	}
-	if b.strategy == StrategyAccessToken && !b.sh.noDoneMarker {
+	if b.sh.doneMarker {
 		b.raw(doneFrame)
 	}
 }
@@ -217,8 +231,9 @@ func (b *streamBuilder) end() {
 func ceilDiv4(n int) int { return (n + 3) / 4 }
 
 // loopApproval is the agent-loop guard: generation stops and only usage and a
-// loopApprovalChunk arrive, then the profile's end (the access-token [DONE],
-// the web profile's done event or plain EOF). rounds and after are its
+// loopApprovalChunk arrive, then the profile's end ([DONE] under strict on
+// both strategies, as ps2Api's stream.go streamInternal saw; a done event or
+// plain EOF under the profiles that end so). rounds and after are its
 // counter and threshold: the consecutive tool rounds, and the N they reached
 // (0 and 0 for the loop_approval scenario, which gates a plain query).
 func (b *streamBuilder) loopApproval(rounds, after int) {
@@ -242,9 +257,11 @@ func (s *Server) render(strategy, label string, promptBytes int, t turn, scenari
 	defer func() { frames, tokens = b.frames, ceilDiv4(b.promptBytes)+ceilDiv4(b.outBytes) }()
 	normal := scenarios[scenario] != scenarioText
 	if normal {
-		b.sh = shapeFor(profiles[s.cfg.Profile].shape, scenario)
+		b.sh = shapeFor(profiles[s.cfg.Profile].shapeOf(strategy), scenario)
 	} else {
-		b.sh = shape{usage: "last"} // the text scenarios keep their own documented streams
+		// the text scenarios keep their own documented streams: [DONE] on
+		// access_token, EOF on web_session
+		b.sh = shape{usage: "last", doneMarker: strategy == StrategyAccessToken}
 	}
 	if scenario == ScenarioModelMismatch {
 		b.label = mismatchLabel
@@ -303,8 +320,12 @@ func (s *Server) render(strategy, label string, promptBytes int, t turn, scenari
 	case ScenarioLoopApproval:
 		b.loopApproval(0, 0)
 	default: // the normal turn and its response-side variants
+		// The usage event counts the whole exchange wherever it sits: a
+		// usage first is a slot filled once the output is known.
+		usageAt := -1
 		if b.sh.usage == "first" {
-			b.usage("AVAILABLE")
+			usageAt = len(b.frames)
+			b.frames = append(b.frames, nil)
 		}
 		b.thinking()
 		if t.group != nil {
@@ -312,11 +333,15 @@ func (s *Server) render(strategy, label string, promptBytes int, t turn, scenari
 		} else {
 			b.texts(pieces)
 		}
+		u := b.usageData("AVAILABLE")
+		if scenario == ScenarioUsageFullFields {
+			u = b.fullUsageData("AVAILABLE")
+		}
 		switch {
-		case scenario == ScenarioUsageFullFields:
-			b.fullUsage("AVAILABLE")
-		case b.sh.usage == "last":
-			b.usage("AVAILABLE")
+		case usageAt >= 0:
+			b.frames[usageAt] = encodeEvent("usage", u)
+		case b.sh.usage == "last" || scenario == ScenarioUsageFullFields:
+			b.event("usage", u)
 		}
 		if scenario == ScenarioDataAfterDone {
 			b.raw(doneFrame)

@@ -145,6 +145,14 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, 
 		}
 	} else {
 		p := c.pending
+		if strategy == StrategyWebSession && req.cont.grouped && req.cont.groupID == "" {
+			// The array form on web_session needs its group: ps2Api's traces
+			// show toolResponses[] with a toolCallGroupId accepted on _gw/chat
+			// (529 doc §3.2, measured 2026-08-27), where TT, whose body had
+			// none, reports it Forbidden.
+			t.failure = failForbiddenInput
+			return t
+		}
 		if p == nil || !groupMatches(strategy, req.cont.groupID, p.id) {
 			t.failure = failToolCallNotFound
 			return t

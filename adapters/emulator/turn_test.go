@@ -50,17 +50,40 @@ func TestTextTurnAccessTokenEndsWithUsageThenDone(t *testing.T) {
 	is.Equal(s.Requests()[0].Strategy, emulator.StrategyAccessToken) // recognised by host
 }
 
-func TestTextTurnWebSessionEndsWithUsageThenEOF(t *testing.T) {
+// A web_session text turn as ps2Api's traces show one: the usage event before
+// the output (its fixtures, internal/router/router_test.go:299-304; the 529
+// doc's empty streams start with usage), then an explicit [DONE] (529 doc §2,
+// §3.1: all 89 successful web streams of 2026-08-27 carried [DONE], measured).
+// The usage event still counts the whole exchange.
+func TestTextTurnWebSessionFollowsTheTraces(t *testing.T) {
 	t.Parallel()
 	is := is.New(t)
 	s := start(t)
-	st := webPeer(t, s).turn(userQuery("hi from the browser"))
+	raw, _ := json.Marshal(userQuery("hi from the browser"))
+	st := webPeer(t, s).turn(raw)
 
-	is.Equal(st.shape(), []string{"conversation", "thinkingChunk", "textChunk", "usage"}) // no [DONE] on web_session
-	is.Equal(st.tail, "")                                                                 // complete last frame
-	is.Equal(st.text(), greeting+"hi from the browser")                                   // deterministic reply
-	is.Equal(s.Requests()[0].Strategy, emulator.StrategyWebSession)                       // recognised by host
-	is.Equal(s.Requests()[0].ConversationID, st.conversationID())                         // created id recorded
+	is.Equal(st.shape(), []string{"conversation", "usage", "thinkingChunk", "textChunk", "[DONE]"}) // usage first, [DONE] last
+	is.Equal(st.tail, "")                                                                           // complete last frame
+	is.Equal(st.text(), greeting+"hi from the browser")                                             // deterministic reply
+	is.Equal(s.Requests()[0].Strategy, emulator.StrategyWebSession)                                 // recognised by host
+	is.Equal(s.Requests()[0].ConversationID, st.conversationID())                                   // created id recorded
+	u := st.first("usage")
+	thinking := st.first("thinkingChunk")["thinkingContent"].(string)
+	prompt, completion := (len(raw)+3)/4, (len(thinking)+len(st.text())+3)/4
+	is.Equal(u["promptTokens"], float64(prompt))         // ceil(body bytes / 4)
+	is.Equal(u["completionTokens"], float64(completion)) // the output that follows it, counted up front
+}
+
+// The usage_last_eof profile keeps the web_session order the emulator had
+// before the traces: usage after the last output, then EOF.
+func TestUsageLastEOFProfileKeepsTheOldWebOrder(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	s := start(t, func(c *emulator.Config) { c.Profile = emulator.ProfileUsageLastEOF })
+	st := webPeer(t, s).turn(userQuery("hi from the browser"))
+	is.Equal(st.shape(), []string{"conversation", "thinkingChunk", "textChunk", "usage"}) // no terminal on web_session
+	st = tokenPeer(t, s).turn(userQuery("hi from the app"))
+	is.Equal(st.shape(), []string{"conversation", "thinkingChunk", "textChunk", "usage", "[DONE]"}) // access_token unchanged
 }
 
 func TestTextChunksSplitOnUTF8BoundariesAndQueryIsCutAt200Bytes(t *testing.T) {
@@ -112,7 +135,7 @@ func TestToolTurnSingleCallWithoutParallelCalling(t *testing.T) {
 	s := start(t)
 	st := webPeer(t, s).turn(userQuery("use a tool").withTools(false, true, weatherTool, timeTool))
 
-	is.Equal(st.shape(), []string{"conversation", "thinkingChunk", "toolCallChunk", "usage"}) // web_session tool turn
+	is.Equal(st.shape(), []string{"conversation", "usage", "thinkingChunk", "toolCallChunk", "[DONE]"}) // web_session tool turn
 	calls, _ := st.calls(t)
 	is.Equal(len(calls), 1)                // only the first tool
 	is.Equal(calls[0].name, "get_weather") // first tool
@@ -173,9 +196,11 @@ func TestLoopOfTwoRoundsEndsWithAnswerQuotingEveryResult(t *testing.T) {
 			is := is.New(t)
 			s := start(t, func(c *emulator.Config) { c.ContinuationShape = tc.shape })
 			p := tokenPeer(t, s)
+			text := []string{"conversation", "thinkingChunk", "textChunk", "usage", "[DONE]"}
 			end := []string{"usage", "[DONE]"}
-			if tc.strategy == emulator.StrategyWebSession {
-				p, end = webPeer(t, s), []string{"usage"}
+			if tc.strategy == emulator.StrategyWebSession { // usage first on web_session
+				p, end = webPeer(t, s), []string{"[DONE]"}
+				text = []string{"conversation", "usage", "thinkingChunk", "textChunk", "[DONE]"}
 			}
 
 			st := p.turn(userQuery("loop please #loop=2").withTools(tc.parallel, true, weatherTool, timeTool))
@@ -196,7 +221,7 @@ func TestLoopOfTwoRoundsEndsWithAnswerQuotingEveryResult(t *testing.T) {
 			is.Equal(st.shape()[len(st.shape())-len(end):], end) // strategy end
 
 			st = p.turn(answer(tc.form, conv, group2, calls2, tc.parallel, 2))
-			is.Equal(st.shape(), append([]string{"conversation", "thinkingChunk", "textChunk"}, end...)) // final text turn
+			is.Equal(st.shape(), text) // final text turn
 			quote := "Tool results received: get_weather=r1-get_weather; get_weather=r2-get_weather"
 			if tc.parallel {
 				quote = "Tool results received: get_weather=r1-get_weather; get_time=r1-get_time; " +
@@ -514,4 +539,30 @@ func TestTextChunksDirective(t *testing.T) {
 		resp, _ := p.post(userQuery("hi " + bad))
 		is.Equal(resp.StatusCode, http.StatusBadRequest) // 1-1000 only
 	}
+}
+
+// The array form on web_session (ps2Api's 529 doc §3.2, measured 2026-08-27:
+// toolResponses[] with a toolCallGroupId accepted on _gw/chat, the results
+// consumed): a parallel group answered with the array and its group id goes
+// on; the same array without the group id is Forbidden (TT's report, whose
+// body carried none), and the group stays pending.
+func TestWebArrayFormNeedsItsGroupID(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	s := start(t)
+	p := webPeer(t, s)
+	st := p.turn(userQuery("loop please #loop=2").withTools(true, true, weatherTool, timeTool))
+	conv := st.conversationID()
+	calls, group := st.calls(t)
+	is.Equal(len(calls), 2) // a parallel group
+	results := []result{{calls[0].id, "r1"}, {calls[1].id, "r2"}}
+
+	without := toolResponse(conv, true, weatherTool, timeTool).grouped(group, results...)
+	without.input()["toolCallGroupId"] = nil
+	refused := p.turn(without)
+	is.Equal(refused.first("failure")["message"], "Forbidden") // the array without its group
+
+	next := p.turn(toolResponse(conv, true, weatherTool, timeTool).grouped(group, results...))
+	is.Equal(next.first("failure"), nil)        // the array with its group is accepted
+	is.Equal(len(next.all("toolCallChunk")), 4) // and the loop goes on: round 2, two calls of two chunks
 }

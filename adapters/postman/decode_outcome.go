@@ -22,6 +22,7 @@ func (d *decoder) fire(e completion.Event, code errs.Code) (string, error) {
 			ev.output, ev.usageAfter = true, false
 		case completion.Usage:
 			ev.usageAfter = ev.usageAfter || ev.output
+			ev.usageBefore = ev.usageBefore || !ev.output
 		case completion.Done:
 			ev.doneMarker = true
 		case completion.DoneEvent:

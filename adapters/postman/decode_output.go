@@ -76,6 +76,7 @@ func (d *decoder) usage(dataKind jkind) error {
 	default:
 		return d.fail(errs.UpstreamUnverifiedEventShape)
 	}
+	d.recordUsageFields()
 	st, err := d.get(d.data, "usageState")
 	if err != nil {
 		return d.fail(errs.UpstreamUnverifiedEventShape)

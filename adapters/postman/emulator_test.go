@@ -47,10 +47,17 @@ func TestTextTurnCompletesOnBothStrategies(t *testing.T) {
 			label, observed := s.ModelObserved()
 			is.True(observed)              // the emulator labels its events
 			is.Equal(label, upstreamModel) // with the mapped upstream model
-			last := d.events[len(d.events)-1]
-			is.Equal(last.Kind, chat.EventUsage)                                                     // the usage event comes last
-			is.True(last.Usage.TotalTokens != nil && *last.Usage.TotalTokens > 0)                    // with explicit token counts
-			is.Equal(*last.Usage.TotalTokens, *last.Usage.PromptTokens+*last.Usage.CompletionTokens) // that add up
+			var usage []chat.Event
+			for _, e := range d.events {
+				if e.Kind == chat.EventUsage {
+					usage = append(usage, e)
+				}
+			}
+			is.Equal(len(usage), 1) // one usage event (first on web_session, last on access_token)
+			u := usage[0].Usage
+			is.True(u.TotalTokens != nil && *u.TotalTokens > 0)           // with explicit token counts
+			is.Equal(*u.TotalTokens, *u.PromptTokens+*u.CompletionTokens) // that add up
+			is.True(*u.CompletionTokens > 0)                              // the output counted wherever the event sits
 		})
 	}
 	is := is.New(t)
@@ -61,6 +68,9 @@ func TestTextTurnCompletesOnBothStrategies(t *testing.T) {
 func TestCompletionRuleOfEachStrategy(t *testing.T) {
 	t.Parallel()
 	emu := startEmu(t)
+	// usage after the output, then EOF: the web order before the traces
+	old := startEmu(t, func(c *emulator.Config) { c.Profile = emulator.ProfileUsageLastEOF })
+	explicitOnly := []string{"POSTMAN_WEB_SESSION_TERMINAL_RULE", "explicit_only"}
 	cases := []struct {
 		name   string
 		client *postman.Client
@@ -68,8 +78,10 @@ func TestCompletionRuleOfEachStrategy(t *testing.T) {
 		code   errs.Code
 	}{
 		{"access_token legacy [DONE]", tokenClient(t, emu, nil), completion.CompleteExplicit, ""},
-		{"web_session usage_after_output_v1 (default)", webClient(t, emu, nil), completion.CompleteUsageAfterOutput, ""},
-		{"web_session explicit_only", webClient(t, emu, []string{"POSTMAN_WEB_SESSION_TERMINAL_RULE", "explicit_only"}), completion.AmbiguousEOF, errs.UpstreamCompletionAmbiguous},
+		{"web_session usage_after_output_v1 (default), traced [DONE]", webClient(t, emu, nil), completion.CompleteExplicit, ""},
+		{"web_session explicit_only, traced [DONE]", webClient(t, emu, explicitOnly), completion.CompleteExplicit, ""},
+		{"web_session usage_after_output_v1 (default), usage last then EOF", webClient(t, old, nil), completion.CompleteUsageAfterOutput, ""},
+		{"web_session explicit_only, usage last then EOF", webClient(t, old, explicitOnly), completion.AmbiguousEOF, errs.UpstreamCompletionAmbiguous},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -46,7 +46,10 @@ const (
 )
 
 // Every response-side variant the emulator can produce, with its outcome under
-// each rule. The first turn asks for a tool when tools is set.
+// each rule, on the web_session order the rules were written for (usage after
+// the output, then EOF: the usage_last_eof profile; TestTheTracedWebOrder has
+// the same variants on the traced default). The first turn asks for a tool
+// when tools is set.
 func TestEveryResponseVariantHasItsOutcomeOnBothStrategies(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -68,7 +71,7 @@ func TestEveryResponseVariantHasItsOutcomeOnBothStrategies(t *testing.T) {
 		{emulator.ScenarioNoDoneMarker, false, [3]completion.State{complete, ambig, trunc}},
 		{emulator.ScenarioObservedStream, true, [3]completion.State{ambig, ambig, trunc}},
 	}
-	emu := startEmu(t)
+	emu := startEmu(t, func(c *emulator.Config) { c.Profile = emulator.ProfileUsageLastEOF })
 	for _, c := range cases {
 		for i, rc := range ruleCases {
 			name := c.scenario + "/" + rc.name
@@ -100,6 +103,69 @@ func TestEveryResponseVariantHasItsOutcomeOnBothStrategies(t *testing.T) {
 	}
 }
 
+// The web_session streams as ps2Api's traces show them (the emulator's
+// default): usage before the output (PS internal/router/router_test.go:299-304)
+// and an explicit terminal after it, [DONE] (PS 529 doc §2, §3.1: all 89
+// successful web streams of 2026-08-27, measured) or a done event (PS's
+// 2026-09-17 mock, TT's fixture). Each rule proves success only where that
+// evidence is: a terminal after output completes under both web rules; usage
+// before the output is no proof, so without a terminal the stream stays
+// ambiguous; a terminal after metadata only (PS stream.go streamInternal,
+// measured) is an empty stream, and after the loop gate it is the gate.
+func TestTheTracedWebOrder(t *testing.T) {
+	t.Parallel()
+	const empty, gated = completion.IncompleteEmpty, completion.LoopApprovalGated
+	cases := []struct {
+		scenario string
+		tools    bool
+		want     [2]completion.State // usage_after_output_v1, explicit_only
+		profile  string              // "" for both profiles
+	}{
+		{"", false, [2]completion.State{explicit, explicit}, ""},
+		{"", true, [2]completion.State{explicit, explicit}, ""},
+		{emulator.ScenarioDoneEvent, false, [2]completion.State{explicit, explicit}, ""},
+		{emulator.ScenarioDoneEvent, true, [2]completion.State{explicit, explicit}, ""},
+		{emulator.ScenarioUsageLast, false, [2]completion.State{explicit, explicit}, ""},
+		{emulator.ScenarioUsageAbsent, false, [2]completion.State{explicit, explicit}, ""},
+		// strict without its [DONE]: usage first, output, EOF
+		{emulator.ScenarioNoDoneMarker, false, [2]completion.State{ambig, ambig}, emulator.ProfileStrict},
+		{emulator.ScenarioNoDoneMarker, true, [2]completion.State{ambig, ambig}, emulator.ProfileStrict},
+		{emulator.ScenarioObservedStream, true, [2]completion.State{ambig, ambig}, ""},
+		{emulator.ScenarioEmptyDone, false, [2]completion.State{empty, empty}, ""},
+		{emulator.ScenarioLoopApproval, false, [2]completion.State{gated, gated}, ""},
+	}
+	for _, profile := range []string{emulator.ProfileStrict, emulator.ProfileDoneEvent} {
+		emu := startEmu(t, func(c *emulator.Config) { c.Profile = profile })
+		for _, c := range cases {
+			if c.profile != "" && c.profile != profile {
+				continue
+			}
+			for i, rc := range ruleCases[:2] {
+				name := profile + "/" + c.scenario + "/" + rc.name
+				if c.tools {
+					name += "/tools"
+				}
+				t.Run(name, func(t *testing.T) {
+					is := is.New(t)
+					req := userText("hello")
+					if c.scenario != "" {
+						req = userText("hello #scenario=" + c.scenario)
+					}
+					if c.tools {
+						req.Chat.Tools = []chat.Tool{noParams}
+						req.Chat.ParallelToolCalls = false
+					}
+					s, d, err := open(t, rc.client(t, emu), req)
+					is.NoErr(err)
+					is.Equal(s.Outcome().State, c.want[i])                                                    // the evidence decides, not the order
+					is.Equal(d.err == io.EOF, s.Outcome().Complete)                                           // success only when proven
+					is.True(!s.Outcome().Complete || d.text != "" || len(postman.ToolCalls(s, d.events)) > 0) // never an empty success
+				})
+			}
+		}
+	}
+}
+
 // The profiles change every stream at once: observed streams are what the
 // projects' fixtures show (the default rules cannot prove them), done_event
 // streams complete explicitly.
@@ -109,7 +175,8 @@ func TestEmulatorProfilesThroughTheAdapter(t *testing.T) {
 		profile string
 		want    [3]completion.State
 	}{
-		{emulator.ProfileStrict, [3]completion.State{complete, ambig, explicit}},
+		{emulator.ProfileStrict, [3]completion.State{explicit, explicit, explicit}},
+		{emulator.ProfileUsageLastEOF, [3]completion.State{complete, ambig, explicit}},
 		{emulator.ProfileObserved, [3]completion.State{ambig, ambig, trunc}},
 		{emulator.ProfileDoneEvent, [3]completion.State{explicit, explicit, explicit}},
 	} {
@@ -240,10 +307,10 @@ func TestObserverSeesEveryExchangeOnceWithItsEvidence(t *testing.T) {
 	is.Equal(ex.ChatType, "USER_QUERY")
 	is.Equal(ex.Rule, "usage_after_output_v1")
 	is.Equal(ex.Outcome, "completed")
-	is.Equal(ex.Row, "K41") // the row that completed it
+	is.Equal(ex.Row, "K51") // the row that completed it: [DONE], then a clean EOF
 	sum := ex.Evidence
-	is.True(sum.UsageAfterOutput && sum.WholeFrames && !sum.SawDoneMarker && !sum.SawDoneEvent)
-	is.Equal(sum.WouldComplete, map[string]bool{"usage_after_output_v1": true, "explicit_only": false})
+	is.True(!sum.UsageAfterOutput && sum.WholeFrames && sum.SawDoneMarker && !sum.SawDoneEvent) // usage first, then [DONE]
+	is.Equal(sum.WouldComplete, map[string]bool{"usage_after_output_v1": true, "explicit_only": true})
 	is.Equal(sum.EventTypes["conversation"], 1)
 	is.Equal(sum.EventTypes["usage"], 1)
 	is.True(sum.EventTypes["textChunk"] >= 1)
@@ -267,12 +334,23 @@ func TestObserverSeesEveryExchangeOnceWithItsEvidence(t *testing.T) {
 	is.Equal(ex.Outcome, string(errs.UpstreamUnverifiedEventShape))
 	is.Equal(ex.Evidence.EventTypes["unknown"], 1) // a type outside the closed set
 
-	_, _, err = open(t, web, userText("hi #scenario=usage_absent"))
+	// Usage before the output and no terminal: no rule can prove it.
+	_, _, err = open(t, web, userText("hi #scenario=no_done_marker"))
 	is.NoErr(err)
 	ex = one()
 	is.Equal(ex.Outcome, string(errs.UpstreamCompletionAmbiguous))
 	is.Equal(ex.Evidence.WouldComplete, map[string]bool{"usage_after_output_v1": false, "explicit_only": false})
 	is.True(ex.Evidence.WholeFrames && !ex.Evidence.UsageAfterOutput)
+
+	// The web order before the traces: usage after the output, then EOF.
+	old := webClient(t, startEmu(t, func(c *emulator.Config) { c.Profile = emulator.ProfileUsageLastEOF }), nil, opts...)
+	_, d, err = open(t, old, userText("hello"))
+	is.NoErr(err)
+	is.Equal(d.err, io.EOF)
+	ex = one()
+	is.Equal(ex.Row, "K41") // a usage after the output, then a clean EOF
+	is.True(ex.Evidence.UsageAfterOutput && ex.Evidence.WholeFrames && !ex.Evidence.SawDoneMarker && !ex.Evidence.SawDoneEvent)
+	is.Equal(ex.Evidence.WouldComplete, map[string]bool{"usage_after_output_v1": true, "explicit_only": false})
 
 	tok := tokenClient(t, emu, nil, opts...)
 	_, d, err = open(t, tok, userText("hello"))
@@ -303,6 +381,6 @@ func TestObserverSeesEveryExchangeOnceWithItsEvidence(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(d.err, io.EOF)
 	ex = one()
-	is.Equal(ex.Row, "K41")
+	is.Equal(ex.Row, "K51")
 	is.True(ex.Evidence == nil)
 }

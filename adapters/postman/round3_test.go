@@ -9,7 +9,9 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/pmgate/pmgate/adapters/emulator"
+	"github.com/pmgate/pmgate/adapters/postman"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports/porttest"
 )
 
 // The service as the round-3 evidence saw it (docs/UPSTREAM.md, "The service,
@@ -118,6 +120,45 @@ func TestABlockedAccountIsItsOwnCode(t *testing.T) {
 			_, d, err := open(t, sc.client(t, emu, nil), userText("hi #scenario="+emulator.ScenarioUsageBlocked))
 			is.NoErr(err)
 			is.Equal(errs.CodeOf(d.err), errs.UpstreamAccountBlocked) // not upstream_quota_exhausted nor upstream_unverified_event_shape
+		})
+	}
+}
+
+// The usage event's position and fields, as the probe records them (the note's
+// P5): ps2Api's traces put usage before the output (router_test.go:299-304,
+// the emulator's default web order), its fixture carries spillage,
+// allowOverage, warningThresholds, usageCycle and isTeamPooled besides the
+// usual fields (ossfunc_test.go:37, scenario usage_full_fields).
+func TestTheEvidenceNamesTheUsagePositionAndFields(t *testing.T) {
+	t.Parallel()
+	emu := startEmu(t)
+	base := []string{"completionTokens", "limit", "overage", "promptTokens", "totalTokens", "usage", "usageState", "userType"}
+	full := []string{"allowOverage", "completionTokens", "isTeamPooled", "limit", "overage", "promptTokens", "spillage",
+		"totalTokens", "usage", "usageCycle", "usageState", "userType", "warningThresholds"}
+	for _, c := range []struct {
+		scenario, position string
+		fields             []string
+	}{
+		{"", postman.UsageBeforeOutput, base},
+		{emulator.ScenarioUsageLast, postman.UsageAfterOutput, base},
+		{emulator.ScenarioUsageAbsent, postman.UsageNone, []string{}},
+		{emulator.ScenarioEmptyDone, postman.UsageNoOutput, base},
+		{emulator.ScenarioUsageFullFields, postman.UsageBeforeOutput, full}, // where the default order puts usage
+	} {
+		t.Run(c.scenario, func(t *testing.T) {
+			is := is.New(t)
+			x := &porttest.Observed{}
+			web := webClient(t, emu, nil, postman.WithObserver(x), postman.WithStreamEvidence())
+			q := "hello"
+			if c.scenario != "" {
+				q += " #scenario=" + c.scenario
+			}
+			_, _, _ = open(t, web, userText(q))
+			evs := x.Take()
+			is.Equal(len(evs), 1)
+			ev := evs[0].Exchange.Evidence
+			is.Equal(ev.UsagePosition, c.position) // where the usage sat
+			is.Equal(ev.UsageFields, c.fields)     // its field names, never values
 		})
 	}
 }

@@ -1,6 +1,8 @@
 package postman
 
 import (
+	"sort"
+
 	"github.com/pmgate/pmgate/domain/completion"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/ports"
@@ -38,12 +40,52 @@ type StreamSummary struct {
 	// (legacy_done on access_token; explicit_only and usage_after_output_v1 on
 	// web_session), whether that rule would have completed this same stream.
 	WouldComplete map[string]bool
+	// UsagePosition is where the usage events sat relative to the output:
+	// UsageNone, UsageBeforeOutput, UsageAfterOutput, UsageAroundOutput or
+	// UsageNoOutput. The traces put usage before the output; the projects'
+	// fixtures disagree (docs/UPSTREAM.md), so the probe records it.
+	UsagePosition string
+	// UsageFields are the usage events' field names, sorted: those of
+	// usageFieldNames, and "other" for any other.
+	UsageFields []string
+}
+
+// The values of StreamSummary.UsagePosition.
+const (
+	UsageNone         = "none"
+	UsageBeforeOutput = "before_output"
+	UsageAfterOutput  = "after_output"
+	UsageAroundOutput = "around_output"
+	UsageNoOutput     = "no_output"
+)
+
+// usageFieldNames is the closed set of usage field names a summary names:
+// the full event of ps2Api's fixture (internal/provider/ossfunc_test.go:37)
+// and the token fields the decoder reads.
+var usageFieldNames = map[string]bool{
+	"userType": true, "usageState": true, "limit": true, "usage": true, "overage": true, "spillage": true,
+	"allowOverage": true, "warningThresholds": true, "usageCycle": true, "isTeamPooled": true,
+	"promptTokens": true, "prompt_tokens": true, "inputTokens": true, "input_tokens": true,
+	"completionTokens": true, "completion_tokens": true, "outputTokens": true, "output_tokens": true,
+	"totalTokens": true, "total_tokens": true,
+}
+
+// UsageFieldNames lists the closed set of StreamSummary.UsageFields, "other"
+// included, sorted.
+func UsageFieldNames() []string {
+	out := []string{"other"}
+	for k := range usageFieldNames {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // evidence is the summary's part that the exchange event carries.
 func (s StreamSummary) evidence() *ports.StreamEvidence {
 	return &ports.StreamEvidence{EventTypes: s.EventTypes, SawDoneMarker: s.SawDoneMarker, SawDoneEvent: s.SawDoneEvent,
-		UsageAfterOutput: s.UsageAfterOutput, WholeFrames: s.WholeFrames, WouldComplete: s.WouldComplete}
+		UsageAfterOutput: s.UsageAfterOutput, WholeFrames: s.WholeFrames, WouldComplete: s.WouldComplete,
+		UsagePosition: s.UsagePosition, UsageFields: s.UsageFields}
 }
 
 // OutcomeComplete is StreamSummary.Outcome for a proven completion.
@@ -56,6 +98,8 @@ type evidence struct {
 	shadows     []*completion.Tracker // the strategy's other rules, fed the same events
 	output      bool
 	usageAfter  bool
+	usageBefore bool            // a usage event before any output
+	usageFields map[string]bool // the usage events' field names (usageFieldNames, else "other")
 	doneMarker  bool
 	doneEvent   bool
 	wholeFrames bool
@@ -103,6 +147,12 @@ func (d *decoder) summary(chatType string) StreamSummary {
 		}
 		s.SawDoneMarker, s.SawDoneEvent = ev.doneMarker, ev.doneEvent
 		s.UsageAfterOutput = ev.output && ev.usageAfter
+		s.UsagePosition = usagePosition(ev)
+		s.UsageFields = []string{}
+		for k := range ev.usageFields {
+			s.UsageFields = append(s.UsageFields, k)
+		}
+		sort.Strings(s.UsageFields)
 		s.WholeFrames = ev.wholeFrames
 		s.Row = ev.row
 		for _, sh := range ev.shadows {
@@ -110,4 +160,42 @@ func (d *decoder) summary(chatType string) StreamSummary {
 		}
 	}
 	return s
+}
+
+// usagePosition says where a stream's usage events sat.
+func usagePosition(ev *evidence) string {
+	switch {
+	case ev.types[evUsage.String()] == 0:
+		return UsageNone
+	case !ev.output:
+		return UsageNoOutput
+	case ev.usageBefore && ev.usageAfter:
+		return UsageAroundOutput
+	case ev.usageBefore:
+		return UsageBeforeOutput
+	}
+	return UsageAfterOutput
+}
+
+// recordUsageFields notes the field names of a usage event's data object.
+func (d *decoder) recordUsageFields() {
+	if d.ev == nil {
+		return
+	}
+	if d.ev.usageFields == nil {
+		d.ev.usageFields = map[string]bool{}
+	}
+	for i := range d.data {
+		m := &d.data[i]
+		k := m.key
+		if m.keyEsc {
+			d.kbuf = unquote(m.key, true, d.kbuf)
+			k = d.kbuf
+		}
+		name := "other"
+		if usageFieldNames[string(k)] {
+			name = string(k)
+		}
+		d.ev.usageFields[name] = true
+	}
 }

@@ -120,8 +120,9 @@ ready-to-paste snippets.
 flags:
   --strategy S   web_session (default) or access_token
   --port P       the gateway's port (default 8788; 0 picks a free one)
-  --profile P    the emulator's profile: strict (default), observed, done_event or
-                 forbid_schemas (docs/UPSTREAM.md says what each one sends)
+  --profile P    the emulator's profile: strict (default), usage_last_eof, observed,
+                 done_event or forbid_schemas (docs/UPSTREAM.md says what each one
+                 sends)
   --key KEY      the gateway's API key, 16–512 visible ASCII (default: DEMO_API_KEY,
                  else a random one per run), so a client configured against the demo
                  keeps working across restarts
@@ -139,7 +140,8 @@ flags:
   --addr A        listen address, loopback only (default 127.0.0.1:8789)
   --subdomain S   web-session subdomain it accepts (default pmgate-demo)
   --workspace W   workspace id it requires (default demo-workspace)
-  --profile P     strict (default), observed, done_event or forbid_schemas
+  --profile P     strict (default), usage_last_eof, observed, done_event or
+                  forbid_schemas
   --rate-limit N  answer like the service with X-RateLimit-* and RateLimit-Policy
                   headers for a window of N requests per 60 s, and 429 beyond it
                   (default 0: no such headers)

@@ -106,6 +106,8 @@ func startEmulatorUpstream(ctx context.Context, strategy, port, profile string, 
 		if a.tools > 0 {
 			limits.tools = a.tools
 		}
+		limits.queryCodePoints = limits.queryCodePoints || a.queryCodePoints
+		limits.rateLimit = max(limits.rateLimit, a.rateLimit)
 	}
 	// The emulator's credentials are fake and local to this process; the gateway
 	// holds them exactly as it would hold real ones.
@@ -150,7 +152,11 @@ var limitSettings = []string{"POSTMAN_MAX_QUERY_CHARS", "POSTMAN_MAX_TOOLS_UPSTR
 
 // emulatorLimits are the emulator's service constraints taken from the
 // environment; zero keeps the emulator's default.
-type emulatorLimits struct{ queryChars, tools, toolResultChars int }
+type emulatorLimits struct {
+	queryChars, tools, toolResultChars int
+	queryCodePoints                    bool // the query limit counts code points (else UTF-16 units)
+	rateLimit                          int  // the service's rate-limit headers for a window of this many requests (0: none)
+}
 
 // upstreamLimits reads POSTMAN_MAX_QUERY_CHARS, POSTMAN_MAX_TOOLS_UPSTREAM and
 // POSTMAN_MAX_TOOL_RESULT_CHARS with the gateway's own rules (pmconfig), so
@@ -181,6 +187,7 @@ func startEmulator(ctx context.Context, cfg emulator.Config, profile string, l e
 		return nil, fmt.Errorf("%w: --profile must be one of %s", errUsage, strings.Join(emulator.Profiles(), ", "))
 	}
 	cfg.Profile, cfg.MaxQueryChars, cfg.MaxToolResultChars = profile, l.queryChars, l.toolResultChars
+	cfg.QueryCharsInCodePoints, cfg.RateLimit = l.queryCodePoints, l.rateLimit
 	if l.tools > 0 {
 		cfg.MaxTools = l.tools
 	}

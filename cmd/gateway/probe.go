@@ -26,8 +26,10 @@ import (
 )
 
 const probeHelp = `usage: gateway probe --live [--env-file FILE] [--out FILE] [--measure-limits]
+                         [--measure-query-unit] [--measure-parallel]
        gateway probe --emulator [--strategy S] [--profile P] [--out FILE] [--measure-limits]
-                            [--accept-query-chars N] [--accept-tools N]
+                            [--measure-query-unit] [--measure-parallel]
+                            [--accept-query-chars N] [--accept-tools N] [--accept-query-unit U]
 
 Starts the gateway in-process on a loopback port with exactly the serve
 configuration and drives it over HTTP like a client: a streamed text turn, then
@@ -36,7 +38,10 @@ requests and 4 upstream dispatches, the 5th refused before it is sent) whose
 final answer must be exactly ALPHA=<marker>;BETA=<marker>. Nothing is retried
 and nothing fails over. Writes a pmgate-probe/v1 evidence report (docs/PROBE.md)
 and prints a one-screen verdict; exits 0 only on pass. A live probe costs a few
-upstream queries (2-4, plus at most 12 with --measure-limits).
+upstream queries (2-4, plus at most 12 with --measure-limits, 1 with
+--measure-query-unit, 2 with --measure-parallel); each phase prints its cost
+before it runs. Every answer's usage event (position, field names) and
+rate-limit headers are recorded at no extra cost.
 
 flags:
   --live              talk to the configured upstream (required for a real account)
@@ -54,10 +59,23 @@ flags:
                       tools (at most 4 queries from POSTMAN_MAX_TOOLS_UPSTREAM); then one
                       continuation. A verified report's measured limits are what serve
                       enforces where those settings are not set
+  --measure-query-unit
+                      with --measure-limits: one more query of astral characters (one code
+                      point, two UTF-16 units each) as long, in code points, as the longest
+                      accepted query, and longer, in UTF-16 units, than the shortest refused
+                      one: its answer says whether the service counts code points or UTF-16
+  --measure-parallel  one parallel tool group (2 queries): a turn asking for both probe
+                      tools at once, then both results in one toolResponses[] with the
+                      group id. On web_session a verified report that saw it accepted lets
+                      serve follow the client's parallel_tool_calls where
+                      POSTMAN_PARALLEL_TOOL_CALLS is not set
   --accept-query-chars N, --accept-tools N
                       with --emulator: the longest query and the most tools the emulated
                       service accepts (default: as the gateway's settings), to try
                       --measure-limits offline
+  --accept-query-unit U
+                      with --emulator: utf16 (default) or code_points, the unit the emulated
+                      service counts the query in
 
 variables read: every variable of gateway serve (see gateway serve --help), and
 POSTMAN_MAX_QUERY_CHARS (default 10000) and POSTMAN_MAX_TOOLS_UPSTREAM (default 20)
@@ -87,6 +105,9 @@ func runProbe(ctx context.Context, args []string, getenv func(string) string, st
 	measure := fs.Bool("measure-limits", false, "")
 	acceptQuery := fs.Int("accept-query-chars", 0, "")
 	acceptTools := fs.Int("accept-tools", 0, "")
+	measureUnit := fs.Bool("measure-query-unit", false, "")
+	measureParallel := fs.Bool("measure-parallel", false, "")
+	acceptUnit := fs.String("accept-query-unit", "utf16", "")
 	if done, err := parseFlags(fs, args, probeHelp, stdout); done || err != nil {
 		return err
 	}
@@ -99,8 +120,12 @@ func runProbe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("%w: --env-file is for --live; --emulator builds its own configuration", errUsage)
 	case *live && *profile != emulator.ProfileStrict:
 		return fmt.Errorf("%w: --profile is for --emulator", errUsage)
-	case *live && (*acceptQuery != 0 || *acceptTools != 0):
-		return fmt.Errorf("%w: --accept-query-chars and --accept-tools are for --emulator", errUsage)
+	case *live && (*acceptQuery != 0 || *acceptTools != 0 || *acceptUnit != "utf16"):
+		return fmt.Errorf("%w: --accept-query-chars, --accept-tools and --accept-query-unit are for --emulator", errUsage)
+	case *acceptUnit != "utf16" && *acceptUnit != "code_points":
+		return fmt.Errorf("%w: --accept-query-unit must be utf16 or code_points", errUsage)
+	case *measureUnit && !*measure:
+		return fmt.Errorf("%w: --measure-query-unit needs --measure-limits (it uses the lengths that phase proved accepted and refused)", errUsage)
 	case *acceptQuery < 0 || *acceptQuery > pmconfig.MaxQueryCharsBound || *acceptTools < 0 || *acceptTools > pmconfig.MaxToolsUpstreamBound:
 		return fmt.Errorf("%w: --accept-query-chars must be 1-%d and --accept-tools 1-%d", errUsage, pmconfig.MaxQueryCharsBound, pmconfig.MaxToolsUpstreamBound)
 	}
@@ -112,7 +137,8 @@ func runProbe(ctx context.Context, args []string, getenv func(string) string, st
 		if err != nil {
 			return err
 		}
-		return probeAndReport(ctx, cfg, "live", *out, *measure, getenv, stdout, stderr, upstream)
+		return probeAndReport(ctx, cfg, "live", *out, measures{limits: *measure, unit: *measureUnit, parallel: *measureParallel},
+			getenv, stdout, stderr, upstream)
 	}
 	var strategies []string
 	switch *strategy {
@@ -130,13 +156,15 @@ func runProbe(ctx context.Context, args []string, getenv func(string) string, st
 			ext := filepath.Ext(path)
 			path = strings.TrimSuffix(path, ext) + "." + s + ext
 		}
-		eu, err := startEmulatorUpstream(ctx, s, "0", *profile, getenv, emulatorLimits{queryChars: *acceptQuery, tools: *acceptTools})
+		eu, err := startEmulatorUpstream(ctx, s, "0", *profile, getenv, emulatorLimits{queryChars: *acceptQuery, tools: *acceptTools,
+			queryCodePoints: *acceptUnit == "code_points"})
 		if err != nil {
 			return err
 		}
 		cfg, err := loadConfig(func(k string) string { return eu.env[k] })
 		if err == nil {
-			err = probeAndReport(ctx, cfg, "emulator", path, *measure, getenv, stdout, stderr, eu.opts)
+			err = probeAndReport(ctx, cfg, "emulator", path, measures{limits: *measure, unit: *measureUnit, parallel: *measureParallel},
+				getenv, stdout, stderr, eu.opts)
 		}
 		eu.emu.Close()
 		if errors.Is(err, errVerify) {
@@ -160,12 +188,15 @@ func envArgs(path string) []string {
 	return []string{"--env-file", path}
 }
 
+// measures are the opt-in phases of a probe.
+type measures struct{ limits, unit, parallel bool }
+
 // probeAndReport runs the probe, writes the report and prints the verdict.
-func probeAndReport(ctx context.Context, cfg config, mode, out string, measure bool, getenv func(string) string,
+func probeAndReport(ctx context.Context, cfg config, mode, out string, m measures, getenv func(string) string,
 	stdout, stderr io.Writer, opts []postman.Option) error {
 	log := newLogger(cfg, stderr)
-	res, err := runProbePhases(ctx, cfg, probeRun{mode: mode, measure: measure, maxQuery: cfg.upstream.MaxQueryChars,
-		maxTools: cfg.upstream.MaxToolsUpstream, log: log, opts: opts})
+	res, err := runProbePhases(ctx, cfg, probeRun{mode: mode, measure: m.limits, measureUnit: m.unit, measureParallel: m.parallel,
+		maxQuery: cfg.upstream.MaxQueryChars, maxTools: cfg.upstream.MaxToolsUpstream, log: log, opts: opts})
 	if err != nil {
 		return err
 	}
@@ -186,12 +217,15 @@ func probeAndReport(ctx context.Context, cfg config, mode, out string, measure b
 
 // probeRun is one probe's settings.
 type probeRun struct {
-	mode     string
-	measure  bool
-	maxQuery int
-	maxTools int // the start of the tool-count search
-	log      *slog.Logger
-	opts     []postman.Option
+	mode    string
+	measure bool
+	// measureUnit and measureParallel run the query-unit and parallel-group
+	// phases.
+	measureUnit, measureParallel bool
+	maxQuery                     int
+	maxTools                     int // the start of the tool-count search
+	log                          *slog.Logger
+	opts                         []postman.Option
 	// onUpstream, when set, receives the probe's upstream wrapper (tests hook
 	// the adapter's stream summaries through it).
 	onUpstream func(*probeUpstream)
@@ -216,6 +250,18 @@ func runProbePhases(ctx context.Context, cfg config, pr probeRun) (probeResult, 
 		cfg.upstream.MaxToolsUpstream = max(cfg.upstream.MaxToolsUpstream, min(max(pr.maxTools, 1)*limitCeilingFactor, limitToolsCap))
 		cfg.upstream.MaxTools = max(cfg.upstream.MaxTools, cfg.upstream.MaxToolsUpstream)
 		cfg.request.limits.MaxTools = max(cfg.request.limits.MaxTools, cfg.upstream.MaxToolsUpstream)
+	}
+	if pr.measureUnit {
+		// The astral query is twice as long in UTF-16 units as in code
+		// points; the gateway counts UTF-16, the upstream is what is asked.
+		cfg.upstream.MaxQueryChars = min(max(cfg.upstream.MaxQueryChars, 2*pr.maxQuery*limitCeilingFactor), pmconfig.MaxQueryCharsBound)
+	}
+	if pr.measureParallel {
+		// The group is measured whatever the setting says: the probe's
+		// gateway follows the client's parallel_tool_calls, as serve does
+		// after a proven result; the tool phase asks for serial calls on
+		// web_session, as serve's default sends them.
+		cfg.upstream.ParallelToolCalls, cfg.upstream.ParallelMeasured = pmconfig.ParallelUnset, true
 	}
 	// The in-process gateway is reached only by the probe: it gets a key of its
 	// own, so that a PROVIDER_KEYS_FILE configuration (whose keys are stored
@@ -248,12 +294,30 @@ func runProbePhases(ctx context.Context, cfg config, pr probeRun) (probeResult, 
 	cl := &probeClient{base: "http://" + gw.addr() + "/v1", key: cfg.apiKey, model: m.Public,
 		hc: &http.Client{Timeout: cfg.upstream.RequestTimeout + 15*time.Second}}
 	alpha, beta := probeMarker(), probeMarker()
+	markers := []string{alpha, beta}
 
+	say := func(phase string, n int) { // before the phase runs, so its cost is known first
+		pr.log.Info("probe phase", "phase", phase, "max_upstream_queries", n)
+	}
+	serialWeb := pr.measureParallel && cfg.upstream.Strategy == pmconfig.StrategyWebSession
+	say("text", rep.Policy.TextMaxDispatches)
 	rep.Text = runTextPhase(ctx, cl, pu, rep.Policy)
-	rep.Tools = runToolPhase(ctx, cl, pu, rep.Policy, alpha, beta)
+	say("tools", rep.Policy.ToolMaxDispatches)
+	rep.Tools = runToolPhase(ctx, cl, pu, rep.Policy, alpha, beta, !serialWeb)
 	rep.Text.Cause, rep.Tools.Cause = phaseCause(rep.Text), phaseCause(rep.Tools)
 	if pr.measure {
+		say("limits", rep.Policy.LimitMaxQueries+rep.Policy.LimitMaxContinuations)
 		rep.Limits = runLimitsPhase(ctx, cl, pu, rep.Policy, pr.maxTools)
+	}
+	if pr.measureUnit && rep.Limits != nil {
+		say("query unit", rep.Policy.UnitMaxQueries)
+		rep.QueryUnit = runQueryUnitPhase(ctx, cl, pu, rep.Policy, rep.Limits)
+	}
+	if pr.measureParallel {
+		say("parallel", rep.Policy.ParallelMaxDispatches)
+		gamma, delta := probeMarker(), probeMarker()
+		markers = append(markers, gamma, delta) // kept out of the report too
+		rep.Parallel = runParallelPhase(ctx, cl, pu, rep.Policy, gamma, delta)
 	}
 
 	start := time.Now()
@@ -274,7 +338,7 @@ func runProbePhases(ctx context.Context, cfg config, pr probeRun) (probeResult, 
 
 	rep.WrittenAt = time.Now().UTC().Format(time.RFC3339)
 	rep.Verdict = "fail" // until the verifier says otherwise
-	secrets := append(cfg.upstream.Secrets(), cfg.apiKey, ownerKey, cfg.upstream.WorkspaceID, alpha, beta)
+	secrets := append(append(cfg.upstream.Secrets(), cfg.apiKey, ownerKey, cfg.upstream.WorkspaceID), markers...)
 	raw, err := marshalReport(rep)
 	if err != nil {
 		return probeResult{}, err
@@ -288,7 +352,7 @@ func runProbePhases(ctx context.Context, cfg config, pr probeRun) (probeResult, 
 	if raw, err = marshalReport(rep); err != nil {
 		return probeResult{}, err
 	}
-	return probeResult{report: rep, raw: raw, markers: []string{alpha, beta}}, nil
+	return probeResult{report: rep, raw: raw, markers: markers}, nil
 }
 
 // listening reports whether something still accepts connections at addr.
@@ -327,7 +391,7 @@ func runTextPhase(ctx context.Context, cl *probeClient, pu *probeUpstream, pol r
 
 func userMessage(text string) map[string]any { return map[string]any{"role": "user", "content": text} }
 
-func runToolPhase(ctx context.Context, cl *probeClient, pu *probeUpstream, pol reportPolicy, alpha, beta string) reportPhase {
+func runToolPhase(ctx context.Context, cl *probeClient, pu *probeUpstream, pol reportPolicy, alpha, beta string, parallel bool) reportPhase {
 	ph := reportPhase{Ran: true, Requests: []reportRequest{}}
 	start := time.Now()
 	pu.begin(pol.ToolMaxDispatches)
@@ -349,7 +413,7 @@ func runToolPhase(ctx context.Context, cl *probeClient, pu *probeUpstream, pol r
 			choice, kind = "auto", "tool_continuation"
 		}
 		body := map[string]any{"model": cl.model, "messages": messages, "tools": tools, "tool_choice": choice,
-			"parallel_tool_calls": true}
+			"parallel_tool_calls": parallel}
 		q, msg := cl.send(ctx, body, kind, choice)
 		q.ToolsOffered = len(probeTools)
 		q.Upstream = pu.take()
@@ -550,6 +614,148 @@ func limitTools(n int) []any {
 	return tools
 }
 
+// The budgets of the opt-in measurement phases: one query of the query-unit
+// phase, two requests (a parallel group and its answer) of the parallel one.
+const (
+	unitQueries      = 1
+	parallelRequests = 2
+)
+
+// astral is the query-unit phase's character: one code point outside the
+// Basic Multilingual Plane, two UTF-16 code units (U+1D400, MATHEMATICAL BOLD
+// CAPITAL A).
+const astral = "\U0001D400"
+
+// unitCodePoints is the length, in code points, of the query-unit phase's
+// query: the longest length the limits phase saw accepted, provided that,
+// counted in UTF-16 units (twice as many), it reaches the shortest length
+// that phase saw refused. 0 when the bounds cannot tell the units apart.
+func unitCodePoints(accepted, refused int) int {
+	if accepted <= 0 || refused <= 0 || 2*accepted < refused {
+		return 0
+	}
+	return accepted
+}
+
+// unitResult is what the query-unit phase's one query proved: accepted, the
+// service counts code points (in UTF-16 units the query is refused length);
+// refused by the upstream, it counts UTF-16 units (or more); anything else
+// decides nothing.
+func unitResult(q reportRequest) string {
+	switch outcomeOf(q) {
+	case limitAccepted:
+		return "code_points"
+	case limitRefused:
+		return "utf16_units"
+	}
+	return "undecided"
+}
+
+// runQueryUnitPhase sends, after the limits phase, one fresh query of astral
+// characters whose code-point count that phase proved accepted and whose
+// UTF-16 length it proved refused (the note's open question: ps2Api's CJK
+// test could not tell the units apart).
+func runQueryUnitPhase(ctx context.Context, cl *probeClient, pu *probeUpstream, pol reportPolicy, lim *reportLimits) *reportUnit {
+	u := &reportUnit{Phase: reportPhase{Requests: []reportRequest{}}, AcceptedChars: lim.LongestAcceptedChars,
+		RefusedChars: lim.ShortestRejectedChars, Result: "undecided"}
+	n := unitCodePoints(u.AcceptedChars, u.RefusedChars)
+	if n == 0 {
+		return u // nothing to send: the limits phase proved no bracket
+	}
+	began := time.Now()
+	pu.begin(pol.UnitMaxQueries)
+	u.Phase.Ran, u.CodePoints, u.UTF16Units = true, n, 2*n
+	q, _ := cl.send(ctx, map[string]any{"model": cl.model, "messages": []any{userMessage(strings.Repeat(astral, n))}}, "unit_astral", "")
+	q.QueryChars = n
+	q.Upstream = pu.take()
+	u.Phase.Requests = append(u.Phase.Requests, q)
+	u.Phase.Turns, u.Phase.GatewayRequests = 1, 1
+	u.Result = unitResult(q)
+	u.Phase.UpstreamDispatches, u.Phase.RefusedDispatches = pu.counts()
+	u.Phase.DurationMS = time.Since(began).Milliseconds()
+	return u
+}
+
+// parallelResult is what the parallel phase's requests proved: accepted when
+// the first turn was one proven tool_calls answer with both calls and the
+// second sent both results in one toolResponses[] with the group id (one
+// TOOL_RESPONSE, group id present, two results) and was answered with a
+// proven end; rejected when the upstream refused that continuation;
+// no_group when the model made fewer than two calls (nothing to measure);
+// inconclusive otherwise.
+func parallelResult(reqs []reportRequest) string {
+	if len(reqs) == 0 {
+		return "inconclusive"
+	}
+	first := reqs[0]
+	if first.HTTPStatus != http.StatusOK || first.FinishReason != "tool_calls" || !upstreamComplete(first) || len(first.Upstream) != 1 {
+		return "inconclusive"
+	}
+	if len(first.Calls) < 2 {
+		return "no_group"
+	}
+	if len(reqs) < 2 || len(reqs[1].Upstream) != 1 {
+		return "inconclusive"
+	}
+	second := reqs[1]
+	if d := second.Upstream[0]; d.ChatType != "TOOL_RESPONSE" || !d.GroupIDPresent || d.ResultCount != len(first.Calls) || d.NotSent {
+		return "inconclusive"
+	}
+	switch {
+	case second.HTTPStatus == http.StatusOK && upstreamComplete(second):
+		return "accepted"
+	case upstreamRefused(second):
+		return "rejected"
+	}
+	return "inconclusive"
+}
+
+// runParallelPhase asks for both probe tools at once (tool_choice required,
+// parallel_tool_calls true) and answers the group with both results in one
+// request: the gateway sends them as toolResponses[] with the group id
+// (ps2Api's traces show that accepted on web _gw/chat; TT reported it
+// Forbidden). Two requests, two dispatches at most.
+func runParallelPhase(ctx context.Context, cl *probeClient, pu *probeUpstream, pol reportPolicy, gamma, delta string) *reportGroup {
+	g := &reportGroup{Phase: reportPhase{Ran: true, Requests: []reportRequest{}}}
+	began := time.Now()
+	pu.begin(pol.ParallelMaxDispatches)
+	results := map[string]string{"probe_alpha": gamma, "probe_beta": delta}
+	tools := []any{}
+	for _, name := range probeTools {
+		tools = append(tools, map[string]any{"type": "function", "function": map[string]any{
+			"name": name, "description": "Returns a short code for the connectivity check.", "parameters": json.RawMessage(probeToolSchema)}})
+	}
+	messages := []any{userMessage(probeInstruction)}
+	for i, kind := range []string{"parallel_initial", "parallel_continuation"} {
+		choice := "required"
+		if i > 0 {
+			choice = "auto"
+		}
+		q, msg := cl.send(ctx, map[string]any{"model": cl.model, "messages": messages, "tools": tools, "tool_choice": choice,
+			"parallel_tool_calls": true}, kind, choice)
+		q.ToolsOffered = len(probeTools)
+		q.Upstream = pu.take()
+		g.Phase.Requests = append(g.Phase.Requests, q)
+		g.Phase.Turns++
+		g.Phase.GatewayRequests++
+		if i > 0 || q.HTTPStatus != http.StatusOK || len(msg.calls) < 2 {
+			break // answered, or nothing to answer as a group
+		}
+		messages = append(messages, msg.assistant)
+		for _, c := range msg.calls {
+			content := results[c.Function.Name]
+			if content == "" {
+				content = "unknown tool"
+			}
+			messages = append(messages, map[string]any{"role": "tool", "tool_call_id": c.ID, "content": content})
+		}
+	}
+	g.Result = parallelResult(g.Phase.Requests)
+	g.Phase.UpstreamDispatches, g.Phase.RefusedDispatches = pu.counts()
+	g.Phase.DurationMS = time.Since(began).Milliseconds()
+	return g
+}
+
 // allNotSent: no dispatch of a request reached the upstream.
 func allNotSent(ds []reportDispatch) bool {
 	for _, d := range ds {
@@ -611,6 +817,15 @@ func printVerdict(w io.Writer, r probeReport, path, digest string) {
 			l.LongestAcceptedChars, bracket(l.LongestAcceptedChars, l.ShortestRejectedChars, l.CeilingChars), l.StartChars, l.CeilingChars, l.MeasuredChars)
 		fmt.Fprintf(w, "           tools: most accepted %d (%s; start %d, ceiling %d), measured limit %d; continuation %s\n",
 			l.LongestAcceptedTools, bracket(l.LongestAcceptedTools, l.ShortestRejectedTools, l.ToolsCeiling), l.ToolsStart, l.ToolsCeiling, l.MeasuredTools, l.Continuation)
+	}
+	if u := r.QueryUnit; u != nil {
+		line("unit", u.Phase)
+		fmt.Fprintf(w, "           query unit: %s (%d code points, %d UTF-16 units, between %d accepted and %d refused)\n",
+			u.Result, u.CodePoints, u.UTF16Units, u.AcceptedChars, u.RefusedChars)
+	}
+	if g := r.Parallel; g != nil {
+		line("parallel", g.Phase)
+		fmt.Fprintf(w, "           parallel group answered with toolResponses[] and its group id: %s\n", g.Result)
 	}
 	fmt.Fprintf(w, "  model    observed %t, match %t\n", r.Model.ModelObserved, r.Model.ModelMatch)
 	fmt.Fprintf(w, "  shutdown clean %t\n", r.Shutdown.Clean)

@@ -41,7 +41,8 @@ func (p *probeUpstream) Observe(_ context.Context, e ports.Event) {
 	ev := x.Evidence
 	p.onStreamEnd(streamSummary{ChatType: x.ChatType, EventTypes: ev.EventTypes, SawDoneMarker: ev.SawDoneMarker,
 		SawDoneEvent: ev.SawDoneEvent, UsageAfterOutput: ev.UsageAfterOutput, WholeFrames: ev.WholeFrames,
-		Rule: x.Rule, Row: x.Row, Outcome: probeOutcome(x.Outcome), WouldComplete: ev.WouldComplete})
+		Rule: x.Rule, Row: x.Row, Outcome: probeOutcome(x.Outcome), WouldComplete: ev.WouldComplete,
+		UsagePosition: ev.UsagePosition, UsageFields: ev.UsageFields})
 }
 
 // probeOutcome is a dispatch's outcome in the report: outcomeComplete for a

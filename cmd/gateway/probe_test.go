@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -199,4 +200,59 @@ func TestTheProbeSettlesWhichCompletionRuleFitsTheUpstreamsStreams(t *testing.T)
 	d = res.report.Text.Requests[0].Upstream[0]
 	is.True(slices.Contains(d.TerminalEvidence, "done_event"))
 	is.True(d.WouldComplete["explicit_only"] && d.WouldComplete["usage_after_output_v1"])
+}
+
+// The opt-in phases of issue 36 item 8 against the emulator: the query unit
+// (one astral query inside the limits phase's bracket), one parallel group
+// answered with toolResponses[] and its group id, and, at no cost, every
+// stream's usage position and fields and every answer's rate-limit headers.
+func TestTheMeasurementPhasesAgainstTheEmulator(t *testing.T) {
+	for _, c := range []struct {
+		name, strategy string
+		accept         emulatorLimits
+		unit           string
+	}{
+		{"web_session utf16", "web_session", emulatorLimits{rateLimit: 30}, "utf16_units"},
+		{"web_session code points", "web_session", emulatorLimits{queryCodePoints: true}, "code_points"},
+		{"access_token", "access_token", emulatorLimits{}, "utf16_units"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			eu, err := startEmulatorUpstream(t.Context(), c.strategy, "0", emulator.ProfileStrict, noEnv, c.accept)
+			is.NoErr(err)
+			t.Cleanup(func() { eu.emu.Close() })
+			cfg, err := loadConfig(func(k string) string { return eu.env[k] })
+			is.NoErr(err)
+			var logs syncBuffer
+			res, err := runProbePhases(t.Context(), cfg, probeRun{mode: "emulator", measure: true, measureUnit: true, measureParallel: true,
+				maxQuery: 10000, maxTools: 20, log: newLogger(cfg, &logs), opts: eu.opts})
+			is.NoErr(err)
+			r := res.report
+			is.Equal(r.Failures, []string{}) // the new phases verify
+			is.Equal(r.Verdict, "pass")
+			is.Equal(r.QueryUnit.Result, c.unit)                       // the unit the emulated service counts
+			is.Equal(r.QueryUnit.UTF16Units, 2*r.QueryUnit.CodePoints) // astral characters
+			is.Equal(r.QueryUnit.CodePoints, r.Limits.LongestAcceptedChars)
+			is.Equal(r.Parallel.Result, "accepted") // the array with its group id
+			cont := r.Parallel.Phase.Requests[1].Upstream[0]
+			is.True(cont.GroupIDPresent && cont.ResultCount == 2) // both results in one TOOL_RESPONSE
+			text := r.Text.Requests[0].Upstream[0]
+			want := "after_output" // access_token: usage after the output
+			if c.strategy == "web_session" {
+				want = "before_output" // the traced web order
+			}
+			is.Equal(text.UsagePosition, want)
+			is.True(slices.Contains(text.UsageFields, "usageState"))
+			is.Equal(text.RateLimit.Headers, c.accept.rateLimit > 0) // recorded when the answer carried them
+			if c.accept.rateLimit > 0 {
+				is.Equal(text.RateLimit, reportRateLimit{Headers: true, Limit: 30, Remaining: 29, WindowS: 60})
+			}
+			for _, phase := range []string{"text", "tools", "limits", "query unit", "parallel"} {
+				is.True(strings.Contains(logs.String(), `phase=`+strconv.Quote(phase)) || strings.Contains(logs.String(), "phase="+phase)) // each phase said its cost first
+			}
+			for _, m := range res.markers {
+				is.True(!strings.Contains(string(res.raw), m)) // no marker in the report
+			}
+		})
+	}
 }

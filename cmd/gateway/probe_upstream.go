@@ -28,6 +28,8 @@ type streamSummary struct {
 	SawDoneMarker, SawDoneEvent, UsageAfterOutput, WholeFrames bool
 	Rule, Row, Outcome                                         string
 	WouldComplete                                              map[string]bool
+	UsagePosition                                              string
+	UsageFields                                                []string
 }
 
 // probeUpstream wraps the gateway's ports.Upstream for `gateway probe`: it
@@ -88,7 +90,7 @@ func (p *probeUpstream) rule() string {
 // Chat implements ports.Upstream.
 func (p *probeUpstream) Chat(ctx context.Context, req ports.UpstreamRequest) (ports.Stream, error) {
 	d := &reportDispatch{ChatType: "USER_QUERY", Rule: p.rule(), EventTypes: map[string]int{},
-		TerminalEvidence: []string{}, WouldComplete: map[string]bool{}}
+		TerminalEvidence: []string{}, WouldComplete: map[string]bool{}, UsageFields: []string{}}
 	d.ConversationIDPresent = req.ConversationID != "" // a fresh turn continuing a conversation
 	if c := req.Continuation; c != nil {
 		d.ChatType = "TOOL_RESPONSE"
@@ -114,8 +116,10 @@ func (p *probeUpstream) Chat(ctx context.Context, req ports.UpstreamRequest) (po
 
 	start := time.Now()
 	s, err := p.next.Chat(ctx, req)
+	rl := p.rateLimit(start)
 	if err != nil {
 		p.mu.Lock()
+		d.RateLimit = rl
 		d.ErrorCode, d.DurationMS = string(errs.CodeOf(err)), time.Since(start).Milliseconds()
 		d.Outcome, d.NotSent = d.ErrorCode, errors.Is(err, ports.ErrNotSent)
 		d.Cause, _ = postman.Diagnose(err)
@@ -125,8 +129,26 @@ func (p *probeUpstream) Chat(ctx context.Context, req ports.UpstreamRequest) (po
 		p.mu.Unlock()
 		return nil, err
 	}
+	p.mu.Lock()
+	d.RateLimit = rl
+	p.mu.Unlock()
 	m, _ := p.cfg.Model(req.Chat.Model)
 	return &probeStream{Stream: s, p: p, d: d, start: start, observed: m.Observed}, nil
+}
+
+// rateLimit is the rate-limit window the answer to a dispatch sent at start
+// announced: the adapter keeps the last readable one, so a window seen
+// before start is an earlier answer's and this one carried none.
+func (p *probeUpstream) rateLimit(start time.Time) reportRateLimit {
+	rw, ok := p.next.(interface{ RateWindow() ports.RateWindow })
+	if !ok {
+		return reportRateLimit{}
+	}
+	w := rw.RateWindow()
+	if !w.Known || w.Seen.Before(start) {
+		return reportRateLimit{}
+	}
+	return reportRateLimit{Headers: true, Limit: w.Limit, Remaining: w.Remaining, WindowS: int(w.Window / time.Second)}
 }
 
 func (p *probeUpstream) waitEvents() {
@@ -164,6 +186,10 @@ func (p *probeUpstream) onStreamEnd(s streamSummary) {
 	d.Row, d.Outcome = s.Row, s.Outcome
 	if s.WouldComplete != nil {
 		d.WouldComplete = maps.Clone(s.WouldComplete)
+	}
+	d.UsagePosition = s.UsagePosition
+	if s.UsageFields != nil {
+		d.UsageFields = slices.Clone(s.UsageFields)
 	}
 }
 

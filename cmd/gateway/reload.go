@@ -251,6 +251,10 @@ func (g *gateway) reload(src source, lc *logControl, reason string) {
 	if slices.ContainsFunc(applied, upstreamSetting) {
 		up := cfg.upstream
 		up.Strategy, up.WorkspaceID, up.Models, up.Limits = next.upstream.Strategy, next.upstream.WorkspaceID, next.upstream.Models, next.upstream.Limits
+		// The parallel decision is the start-up one (its setting waits for a
+		// restart; a verified report's measurement is decided once), not a
+		// fresh parse's.
+		up.ParallelToolCalls, up.ParallelMeasured = next.upstream.ParallelToolCalls, next.upstream.ParallelMeasured
 		nc := next
 		nc.upstream, nc.sslCertFile, nc.sslCertDir = up, cfg.sslCertFile, cfg.sslCertDir
 		client, err := l.newClient(nc)

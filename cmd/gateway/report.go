@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pmgate/pmgate/adapters/postman"
 	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
 )
 
@@ -36,6 +37,8 @@ type probeReport struct {
 	Text              reportPhase    `json:"text"`
 	Tools             reportPhase    `json:"tools"`
 	Limits            *reportLimits  `json:"limits"`
+	QueryUnit         *reportUnit    `json:"query_unit"`
+	Parallel          *reportGroup   `json:"parallel"`
 	Shutdown          reportShutdown `json:"shutdown"`
 	Verdict           string         `json:"verdict"`
 	Failures          []string       `json:"failures"`
@@ -60,6 +63,9 @@ type reportPolicy struct {
 	ToolMaxDispatches      int  `json:"tool_max_dispatches"`
 	LimitMaxQueries        int  `json:"limit_max_queries"`
 	LimitMaxContinuations  int  `json:"limit_max_continuations"`
+	UnitMaxQueries         int  `json:"unit_max_queries"`
+	ParallelMaxRequests    int  `json:"parallel_max_requests"`
+	ParallelMaxDispatches  int  `json:"parallel_max_dispatches"`
 	RequestTimeoutMS       int  `json:"request_timeout_ms"`
 	MaxQueryCharsAtStartup int  `json:"max_query_chars"`
 }
@@ -69,8 +75,9 @@ type reportPolicy struct {
 // upstream dispatches).
 func defaultPolicy(timeoutMS, maxQuery int) reportPolicy {
 	return reportPolicy{TextMaxRequests: 1, TextMaxDispatches: 1, ToolMaxTurns: 3, ToolMaxRequests: 3,
-		ToolMaxDispatches: 4, LimitMaxQueries: limitLengthQueries + limitToolQueries, LimitMaxContinuations: 1, RequestTimeoutMS: timeoutMS,
-		MaxQueryCharsAtStartup: maxQuery}
+		ToolMaxDispatches: 4, LimitMaxQueries: limitLengthQueries + limitToolQueries, LimitMaxContinuations: 1,
+		UnitMaxQueries: unitQueries, ParallelMaxRequests: parallelRequests, ParallelMaxDispatches: parallelRequests,
+		RequestTimeoutMS: timeoutMS, MaxQueryCharsAtStartup: maxQuery}
 }
 
 // reportPhase is one phase: its gateway requests in order and its counters.
@@ -136,6 +143,42 @@ type reportDispatch struct {
 	ModelObserved         bool            `json:"model_observed"`
 	ModelMatch            bool            `json:"model_match"`
 	DurationMS            int64           `json:"duration_ms"`
+	// UsagePosition and UsageFields are where the stream's usage events sat
+	// and which field names they carried (the adapter's evidence; "" and []
+	// without a stream).
+	UsagePosition string   `json:"usage_position"`
+	UsageFields   []string `json:"usage_fields"`
+	// RateLimit is what the answer's rate-limit headers said.
+	RateLimit reportRateLimit `json:"rate_limit"`
+}
+
+// reportRateLimit is the service's rate-limit window as one answer announced
+// it (X-RateLimit-*, RateLimit-Policy): numbers only.
+type reportRateLimit struct {
+	Headers   bool `json:"headers"`   // the answer carried a readable X-RateLimit-Remaining
+	Limit     int  `json:"limit"`     // X-RateLimit-Limit (0: absent)
+	Remaining int  `json:"remaining"` // X-RateLimit-Remaining
+	WindowS   int  `json:"window_s"`  // RateLimit-Policy's w, in seconds (0: absent)
+}
+
+// reportUnit is the optional --measure-query-unit phase: one query of
+// astral characters (each one code point, two UTF-16 code units) whose
+// code-point count the limits phase saw accepted and whose UTF-16 length it
+// saw refused, so the answer says which unit the service counts.
+type reportUnit struct {
+	Phase         reportPhase `json:"phase"`
+	AcceptedChars int         `json:"accepted_chars"` // the limits phase's longest accepted length
+	RefusedChars  int         `json:"refused_chars"`  // and its shortest refused one
+	CodePoints    int         `json:"code_points"`    // the query's length in code points (0: not sent)
+	UTF16Units    int         `json:"utf16_units"`    // and in UTF-16 code units
+	Result        string      `json:"result"`         // code_points, utf16_units or undecided
+}
+
+// reportGroup is the optional --measure-parallel phase: one parallel tool
+// group answered with the array form and its group id.
+type reportGroup struct {
+	Phase  reportPhase `json:"phase"`
+	Result string      `json:"result"` // accepted, rejected, no_group or inconclusive
 }
 
 // reportLimits is the optional --measure-limits phase.
@@ -409,32 +452,37 @@ var reportPatterns = sync.OnceValue(func() *reportRules {
 		code:   reCode,
 		idLike: regexp.MustCompile(`(?i)call_pmn_|chatcmpl|(^|[^a-z0-9])(conv|grp|tc|sk)-|bearer|postman\.sid|[0-9a-f]{16}|[A-Za-z0-9+/_-]{41}`),
 		fields: map[string]*regexp.Regexp{
-			"schema":                             regexp.MustCompile(`^` + regexp.QuoteMeta(reportSchema) + `$`),
-			"version":                            reVersion,
-			"commit":                             reCommit,
-			"written_at":                         reTime,
-			"mode":                               regexp.MustCompile(`^(live|emulator)$`),
-			"strategy":                           regexp.MustCompile(`^(web_session|access_token)$`),
-			"config_fingerprint":                 reFinger,
-			"terminal_rule":                      regexp.MustCompile(`^(legacy_done|explicit_only|usage_after_output_v1)$`),
-			"model.public":                       rePublic,
-			"model.upstream_enum":                reEnum,
-			"verdict":                            regexp.MustCompile(`^(pass|fail)$`),
-			"failures[]":                         reFailure,
-			"limits.continuation":                regexp.MustCompile(`^(accepted|rejected|refused_by_gateway|not_tried)$`),
-			"*.requests[].kind":                  regexp.MustCompile(`^(text|tool_initial|tool_continuation|limit_fresh|limit_tools|limit_continuation)$`),
-			"*.requests[].tool_choice":           regexp.MustCompile(`^(|required|auto|none)$`),
-			"*.requests[].error_code":            reCode,
-			"*.requests[].finish_reason":         reEnumWord,
-			"*.requests[].calls[].name":          regexp.MustCompile(`^(probe_alpha|probe_beta|other)$`),
-			"*.requests[].upstream[].chat_type":  regexp.MustCompile(`^(USER_QUERY|TOOL_RESPONSE)$`),
-			"*.requests[].upstream[].error_code": reCode,
-			"*.requests[].upstream[].rule":       regexp.MustCompile(`^(|legacy_done|explicit_only|usage_after_output_v1)$`),
-			"*.requests[].upstream[].row":        reRow,
-			"*.requests[].upstream[].outcome":    reCode,
-			"*.requests[].upstream[].cause":      reCause,
-			"*.cause":                            regexp.MustCompile(reCause.String() + "|" + reCode.String()),
+			"schema":              regexp.MustCompile(`^` + regexp.QuoteMeta(reportSchema) + `$`),
+			"version":             reVersion,
+			"commit":              reCommit,
+			"written_at":          reTime,
+			"mode":                regexp.MustCompile(`^(live|emulator)$`),
+			"strategy":            regexp.MustCompile(`^(web_session|access_token)$`),
+			"config_fingerprint":  reFinger,
+			"terminal_rule":       regexp.MustCompile(`^(legacy_done|explicit_only|usage_after_output_v1)$`),
+			"model.public":        rePublic,
+			"model.upstream_enum": reEnum,
+			"verdict":             regexp.MustCompile(`^(pass|fail)$`),
+			"failures[]":          reFailure,
+			"limits.continuation": regexp.MustCompile(`^(accepted|rejected|refused_by_gateway|not_tried)$`),
+			"query_unit.result":   regexp.MustCompile(`^(code_points|utf16_units|undecided)$`),
+			"parallel.result":     regexp.MustCompile(`^(accepted|rejected|no_group|inconclusive)$`),
+			"*.requests[].kind": regexp.MustCompile(`^(text|tool_initial|tool_continuation|limit_fresh|limit_tools|limit_continuation|` +
+				`unit_astral|parallel_initial|parallel_continuation)$`),
+			"*.requests[].tool_choice":                    regexp.MustCompile(`^(|required|auto|none)$`),
+			"*.requests[].error_code":                     reCode,
+			"*.requests[].finish_reason":                  reEnumWord,
+			"*.requests[].calls[].name":                   regexp.MustCompile(`^(probe_alpha|probe_beta|other)$`),
+			"*.requests[].upstream[].chat_type":           regexp.MustCompile(`^(USER_QUERY|TOOL_RESPONSE)$`),
+			"*.requests[].upstream[].error_code":          reCode,
+			"*.requests[].upstream[].rule":                regexp.MustCompile(`^(|legacy_done|explicit_only|usage_after_output_v1)$`),
+			"*.requests[].upstream[].row":                 reRow,
+			"*.requests[].upstream[].outcome":             reCode,
+			"*.requests[].upstream[].cause":               reCause,
+			"*.cause":                                     regexp.MustCompile(reCause.String() + "|" + reCode.String()),
 			"*.requests[].upstream[].terminal_evidence[]": regexp.MustCompile(`^(done_marker|done_event|usage_after_output)$`),
+			"*.requests[].upstream[].usage_position":      regexp.MustCompile(`^(|none|before_output|after_output|around_output|no_output)$`),
+			"*.requests[].upstream[].usage_fields[]":      regexp.MustCompile(`^(` + strings.Join(postman.UsageFieldNames(), "|") + `)$`),
 			"*.requests[].upstream[].event_types{}":       reEventType,
 			"*.requests[].upstream[].would_complete{}":    regexp.MustCompile(`^(legacy_done|explicit_only|usage_after_output_v1)$`),
 		},

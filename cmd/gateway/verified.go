@@ -97,6 +97,9 @@ func applyMeasuredLimits(cfg config, now time.Time, log *slog.Logger) config {
 		return cfg // /health says why it is not verified
 	}
 	r, reason := servedReport(raw, cfg, reportAuthentic(cfg, raw), now)
+	if reason == "" {
+		cfg.upstream = withMeasuredParallel(cfg.upstream, r, log)
+	}
 	if reason != "" || r.Limits == nil {
 		log.Info("upstream limits: not measured by a verified report", "max_query_chars", cfg.upstream.MaxQueryChars,
 			"max_tools_upstream", cfg.upstream.MaxToolsUpstream)
@@ -114,12 +117,47 @@ func applyMeasuredLimits(cfg config, now time.Time, log *slog.Logger) config {
 	return cfg
 }
 
+// withMeasuredParallel lets a verified report that saw a parallel group
+// answered with toolResponses[] and its group id accepted on web_session
+// (--measure-parallel) make the client's parallel_tool_calls decide there,
+// where POSTMAN_PARALLEL_TOOL_CALLS is not set (the setting always wins).
+// Decided once, at start-up, with the limits, and logged when it applies.
+func withMeasuredParallel(u pmconfig.Config, r probeReport, log *slog.Logger) pmconfig.Config {
+	if r.Parallel == nil || r.Parallel.Result != "accepted" || u.Strategy != pmconfig.StrategyWebSession ||
+		u.ParallelToolCalls != pmconfig.ParallelUnset {
+		return u
+	}
+	u.ParallelMeasured = true
+	log.Info("upstream parallel tool calls: the client's choice, measured by the verified probe report")
+	return u
+}
+
+// parallelHealth is how web_session's isParallelToolCallingSupported is
+// decided and why: "on" or "off" from the setting, "client" (the client's
+// parallel_tool_calls) from a verified measurement or, on access_token, by
+// default, and "off" by default on web_session.
+func parallelHealth(u pmconfig.Config) map[string]any {
+	switch {
+	case u.ParallelToolCalls == pmconfig.ParallelOn:
+		return map[string]any{"value": "on", "from": string(budget.SourceSetting)}
+	case u.ParallelToolCalls == pmconfig.ParallelOff:
+		return map[string]any{"value": "off", "from": string(budget.SourceSetting)}
+	case u.Strategy == pmconfig.StrategyWebSession && u.ParallelMeasured:
+		return map[string]any{"value": "client", "from": string(budget.SourceMeasured)}
+	case u.Strategy == pmconfig.StrategyWebSession:
+		return map[string]any{"value": "off", "from": string(budget.SourceDefault)}
+	}
+	return map[string]any{"value": "client", "from": string(budget.SourceDefault)}
+}
+
 // limitsHealth is /health's upstream_limits: each limit that applies and
-// where it came from (default, setting, measured).
+// where it came from (default, setting, measured), and how parallel tool
+// calls are decided.
 func limitsHealth(cfg config) map[string]any {
 	q, t := cfg.upstream.QueryLimit(), cfg.upstream.ToolsLimit()
 	return map[string]any{
-		"max_query_chars":    map[string]any{"value": q.Value, "from": string(q.Source)},
-		"max_tools_upstream": map[string]any{"value": t.Value, "from": string(t.Source)},
+		"max_query_chars":     map[string]any{"value": q.Value, "from": string(q.Source)},
+		"max_tools_upstream":  map[string]any{"value": t.Value, "from": string(t.Source)},
+		"parallel_tool_calls": parallelHealth(cfg.upstream),
 	}
 }

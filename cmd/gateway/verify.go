@@ -28,6 +28,10 @@ const (
 	branchContinuation = "continuation"
 	branchBudgets      = "budgets"
 	branchLimits       = "limits"
+	branchUnit         = "query unit"
+	branchParallel     = "parallel"
+	branchUsage        = "usage"
+	branchRateLimit    = "rate limit"
 	branchCleanup      = "cleanup"
 	branchHygiene      = "hygiene"
 	branchVerdict      = "verdict"
@@ -100,6 +104,10 @@ func verifyReport(raw []byte, o verifyOptions) (probeReport, verdict) {
 	verifyContinuation(&v, r)
 	verifyBudgets(&v, r)
 	verifyLimits(&v, r)
+	verifyQueryUnit(&v, r)
+	verifyParallel(&v, r)
+	verifyUsage(&v, r)
+	verifyRateLimit(&v, r)
 	if !r.Shutdown.Clean {
 		v.fail(branchCleanup, "the in-process server's shutdown was not proven clean")
 	}
@@ -155,6 +163,9 @@ func verifyPolicy(v *verdict, r probeReport) {
 		p.ToolMaxDispatches > d.ToolMaxDispatches || p.LimitMaxQueries > d.LimitMaxQueries ||
 		p.LimitMaxContinuations > d.LimitMaxContinuations {
 		v.fail(branchPolicy, "budgets above the defaults")
+	}
+	if p.UnitMaxQueries > d.UnitMaxQueries || p.ParallelMaxRequests > d.ParallelMaxRequests || p.ParallelMaxDispatches > d.ParallelMaxDispatches {
+		v.fail(branchPolicy, "measurement budgets above the defaults")
 	}
 	if p.TextMaxRequests < 1 || p.ToolMaxTurns < 2 || p.ToolMaxRequests < 2 || p.ToolMaxDispatches < 2 {
 		v.fail(branchPolicy, "budgets too small for the phases to be judged")
@@ -309,6 +320,100 @@ func verifyBudgets(v *verdict, r probeReport) {
 		n := p.LimitMaxQueries + p.LimitMaxContinuations
 		check("limits", r.Limits.Phase, n, n, n)
 	}
+	if r.QueryUnit != nil {
+		check("query unit", r.QueryUnit.Phase, p.UnitMaxQueries, p.UnitMaxQueries, p.UnitMaxQueries)
+	}
+	if r.Parallel != nil {
+		check("parallel", r.Parallel.Phase, p.ParallelMaxRequests, p.ParallelMaxRequests, p.ParallelMaxDispatches)
+	}
+}
+
+// verifyQueryUnit checks the --measure-query-unit evidence: the bracket it
+// used is the limits phase's own, its one query is the astral query that
+// bracket calls for, and the result follows from that query's answer.
+func verifyQueryUnit(v *verdict, r probeReport) {
+	u := r.QueryUnit
+	if u == nil {
+		return
+	}
+	if r.Limits == nil || u.AcceptedChars != r.Limits.LongestAcceptedChars || u.RefusedChars != r.Limits.ShortestRejectedChars {
+		v.fail(branchUnit, "the bracket is not the limits phase's longest accepted and shortest refused length")
+		return
+	}
+	n := unitCodePoints(u.AcceptedChars, u.RefusedChars)
+	want := "undecided"
+	for i, q := range u.Phase.Requests {
+		if i > 0 || q.Kind != "unit_astral" || q.QueryChars != n || n == 0 {
+			v.fail(branchUnit, "a query the bracket does not call for")
+			return
+		}
+		want = unitResult(q)
+	}
+	switch {
+	case u.CodePoints != n || u.UTF16Units != 2*n || (n > 0) != (len(u.Phase.Requests) == 1):
+		v.fail(branchUnit, "the query's length does not follow from the bracket")
+	case u.Result != want:
+		v.fail(branchUnit, "the result does not follow from the query's answer")
+	}
+}
+
+// verifyParallel checks the --measure-parallel evidence: at most the group's
+// turn and its answer, and a result that follows from them. A verified
+// report's accepted result changes what serve sends, so nothing in it may be
+// unsupported.
+func verifyParallel(v *verdict, r probeReport) {
+	g := r.Parallel
+	if g == nil {
+		return
+	}
+	for i, q := range g.Phase.Requests {
+		if i > 1 || q.Kind != [...]string{"parallel_initial", "parallel_continuation"}[i] {
+			v.fail(branchParallel, "a request the phase does not send")
+			return
+		}
+	}
+	if g.Result != parallelResult(g.Phase.Requests) {
+		v.fail(branchParallel, "the result does not follow from its requests")
+	}
+}
+
+// verifyUsage checks that each stream's usage position agrees with its event
+// counts: a position other than none needs usage events, none (or no
+// stream) needs none, and a position around the output needs output.
+func verifyUsage(v *verdict, r probeReport) {
+	for _, d := range dispatches(r) {
+		usage := d.EventTypes["usage"]
+		output := d.EventTypes["textChunk"] + d.EventTypes["toolCallChunk"]
+		var ok bool
+		switch d.UsagePosition {
+		case "", "none":
+			ok = usage == 0 && len(d.UsageFields) == 0
+		case "no_output":
+			ok = usage > 0 && output == 0
+		default:
+			ok = usage > 0 && output > 0
+		}
+		if !ok {
+			v.fail(branchUsage, "a stream's usage position does not match its event counts")
+			return
+		}
+	}
+}
+
+// verifyRateLimit checks each answer's rate-limit record: without the
+// headers every figure is 0; with them, what remains is within the limit.
+func verifyRateLimit(v *verdict, r probeReport) {
+	for _, d := range dispatches(r) {
+		l := d.RateLimit
+		switch {
+		case !l.Headers && (l.Limit != 0 || l.Remaining != 0 || l.WindowS != 0):
+			v.fail(branchRateLimit, "figures recorded for an answer without rate-limit headers")
+			return
+		case l.Limit < 0 || l.Remaining < 0 || l.WindowS < 0 || l.Limit > 0 && l.Remaining > l.Limit:
+			v.fail(branchRateLimit, "a window whose figures do not fit together")
+			return
+		}
+	}
 }
 
 // verifyLimits checks the --measure-limits evidence: every figure of the
@@ -374,6 +479,12 @@ func dispatches(r probeReport) []reportDispatch {
 	phases := []reportPhase{r.Text, r.Tools}
 	if r.Limits != nil {
 		phases = append(phases, r.Limits.Phase)
+	}
+	if r.QueryUnit != nil {
+		phases = append(phases, r.QueryUnit.Phase)
+	}
+	if r.Parallel != nil {
+		phases = append(phases, r.Parallel.Phase)
 	}
 	for _, p := range phases {
 		for _, q := range p.Requests {

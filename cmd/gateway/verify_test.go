@@ -35,6 +35,7 @@ var seeded = []struct {
 	{"policy--retry", func(d map[string]any) { set(d, "policy.retry", true) }},
 	{"policy--failover", func(d map[string]any) { set(d, "policy.failover", true) }},
 	{"policy--budget-above-default", func(d map[string]any) { set(d, "policy.tool_max_dispatches", 5) }},
+	{"policy--measurement-budget-above-default", func(d map[string]any) { set(d, "policy.parallel_max_dispatches", 3) }},
 	{"model--not-observed", func(d map[string]any) {
 		set(d, "model.model_observed", false)
 		set(d, "model.model_match", false)
@@ -105,14 +106,75 @@ var seeded = []struct {
 		d["limits"] = limitsPhase()
 		set(d, "limits.ceiling_chars", 80000)
 	}},
+	{"query-unit--result-not-from-request", func(d map[string]any) {
+		withUnitPhase(d)
+		set(d, "query_unit.result", "code_points") // the astral query was refused: UTF-16 units
+	}},
+	{"query-unit--bracket-not-from-limits", func(d map[string]any) {
+		withUnitPhase(d)
+		set(d, "query_unit.accepted_chars", 7000)
+	}},
+	{"query-unit--query-not-the-bracket", func(d map[string]any) {
+		withUnitPhase(d)
+		set(d, "query_unit.phase.requests.0.query_chars", 3000)
+	}},
+	{"parallel--result-not-from-requests", func(d map[string]any) {
+		withParallelPhase(d)
+		set(d, "parallel.result", "rejected") // the group's answer was a proven end: accepted
+	}},
+	{"parallel--accepted-without-the-array", func(d map[string]any) {
+		withParallelPhase(d)
+		set(d, "parallel.phase.requests.1.upstream.0.group_id_present", false)
+	}},
+	{"usage--position-without-usage", func(d map[string]any) {
+		set(d, "text.requests.0.upstream.0.event_types.usage", 0)
+	}},
+	{"usage--none-with-fields", func(d map[string]any) {
+		set(d, "text.requests.0.upstream.0.usage_position", "none")
+	}},
+	{"rate-limit--figures-without-headers", func(d map[string]any) {
+		set(d, "text.requests.0.upstream.0.rate_limit.limit", 30)
+	}},
+	{"rate-limit--remaining-above-limit", func(d map[string]any) {
+		set(d, "text.requests.0.upstream.0.rate_limit", map[string]any{"headers": true, "limit": 30, "remaining": 31, "window_s": 60})
+	}},
 	{"cleanup--not-proven", func(d map[string]any) { set(d, "shutdown.clean", false) }},
 	{"hygiene--content", func(d map[string]any) { set(d, "model.upstream_enum", "Hello there") }},
 	{"hygiene--id", func(d map[string]any) {
-		set(d, "text.requests.0.upstream.0.event_types", map[string]any{"call_pmn_QWxhZGRpbjpvcGVu": 1})
+		set(d, "text.requests.0.upstream.0.event_types.call_pmn_QWxhZGRpbjpvcGVu", 1) // beside the real counts
 	}},
 	{"hygiene--secret", func(d map[string]any) { set(d, "model.public", "testdata-cookie-9d8e7f6a5b4c") }},
 	{"hygiene--marker", func(d map[string]any) { set(d, "tools.requests.0.error_code", "mk_0f3a9c2e71b4d865") }},
 	{"verdict--fail", func(d map[string]any) { d["verdict"] = "fail" }},
+}
+
+// withUnitPhase adds the limits phase and a passing --measure-query-unit
+// phase: the astral query as long, in code points, as the longest accepted
+// length (6,750), refused by the upstream (its UTF-16 length, 13,500, is over
+// the shortest refused, 7,031): the service counts UTF-16 units.
+func withUnitPhase(d map[string]any) {
+	d["limits"] = limitsPhase()
+	refused := clone(get(d, "limits.phase.requests.0")).(map[string]any)
+	refused["kind"], refused["query_chars"] = "unit_astral", 6750
+	d["query_unit"] = map[string]any{
+		"phase": map[string]any{"ran": true, "turns": 1, "gateway_requests": 1, "upstream_dispatches": 1, "refused_dispatches": 0,
+			"duration_ms": 40, "requests": []any{refused}},
+		"accepted_chars": 6750, "refused_chars": 7031, "code_points": 6750, "utf16_units": 13500, "result": "utf16_units",
+	}
+}
+
+// withParallelPhase adds a passing --measure-parallel phase: the tool
+// phase's two turns again, the first with both calls in one group, the
+// second answering both in one TOOL_RESPONSE with the group id.
+func withParallelPhase(d map[string]any) {
+	first := clone(get(d, "tools.requests.0")).(map[string]any)
+	second := clone(get(d, "tools.requests.1")).(map[string]any)
+	first["kind"], second["kind"] = "parallel_initial", "parallel_continuation"
+	d["parallel"] = map[string]any{
+		"phase": map[string]any{"ran": true, "turns": 2, "gateway_requests": 2, "upstream_dispatches": 2, "refused_dispatches": 0,
+			"duration_ms": 90, "requests": []any{first, second}},
+		"result": "accepted",
+	}
 }
 
 // limitsPhase is a passing --measure-limits phase (recorded from the
@@ -155,6 +217,16 @@ func TestTheGoodSeedPassesAndEverySeededBadReportFailsWithExactlyItsBranch(t *te
 	out.Reset()
 	is.NoErr(run(t.Context(), append([]string{"verify"}, append(seededFlags, measured)...), noEnv, &out, &out))
 	is.True(strings.HasPrefix(out.String(), "PASS ")) // and so does it with a measurement
+	var withAll map[string]any
+	is.NoErr(json.Unmarshal(good, &withAll))
+	withUnitPhase(withAll)
+	withParallelPhase(withAll)
+	raw, err = json.MarshalIndent(withAll, "", "  ")
+	is.NoErr(err)
+	is.NoErr(os.WriteFile(measured, raw, 0o600))
+	out.Reset()
+	is.NoErr(run(t.Context(), append([]string{"verify"}, append(seededFlags, measured)...), noEnv, &out, &out))
+	is.True(strings.HasPrefix(out.String(), "PASS ")) // and with the query-unit and parallel phases
 
 	covered := map[string]bool{}
 	for _, s := range seeded {
@@ -176,7 +248,8 @@ func TestTheGoodSeedPassesAndEverySeededBadReportFailsWithExactlyItsBranch(t *te
 		covered[want] = true
 	}
 	for _, b := range []string{branchFormat, branchFreshness, branchConfig, branchPolicy, branchModel, branchRule,
-		branchText, branchInitialTool, branchContinuation, branchBudgets, branchLimits, branchCleanup, branchHygiene, branchVerdict} {
+		branchText, branchInitialTool, branchContinuation, branchBudgets, branchLimits, branchUnit, branchParallel, branchUsage,
+		branchRateLimit, branchCleanup, branchHygiene, branchVerdict} {
 		is.True(covered[b]) // every branch has a seeded report
 	}
 	entries, err := os.ReadDir("testdata/probe/bad")

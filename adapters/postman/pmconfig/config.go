@@ -169,6 +169,12 @@ type Config struct {
 	MaxToolResultChars int
 	// ParallelToolCalls is POSTMAN_PARALLEL_TOOL_CALLS; see Parallel.
 	ParallelToolCalls ParallelSetting
+	// ParallelMeasured: a verified live probe saw the service accept a
+	// parallel group answered with toolResponses[] and its group id on
+	// web_session, so with the setting unset the client's
+	// parallel_tool_calls decides there too (the serve command sets it from
+	// PROBE_REPORT; the setting always wins).
+	ParallelMeasured bool
 }
 
 // QueryLimit is the query limit that applies and where it came from.
@@ -191,7 +197,8 @@ func sourceOr(s budget.Source) budget.Source {
 // Parallel decides devModeOptions.isParallelToolCallingSupported for a request
 // with tools whose client asked for parallel_tool_calls = client: the setting
 // when given; unset, false on web_session (the public project that documents
-// the flag pins it false) and the client's choice on access_token.
+// the flag pins it false) unless a verified probe measured the array form
+// accepted there (ParallelMeasured), and the client's choice on access_token.
 func (c Config) Parallel(client bool) bool {
 	switch c.ParallelToolCalls {
 	case ParallelOn:
@@ -199,7 +206,7 @@ func (c Config) Parallel(client bool) bool {
 	case ParallelOff:
 		return false
 	}
-	if c.Strategy == StrategyWebSession {
+	if c.Strategy == StrategyWebSession && !c.ParallelMeasured {
 		return false
 	}
 	return client
