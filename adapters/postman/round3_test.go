@@ -128,21 +128,21 @@ func TestABlockedAccountIsItsOwnCode(t *testing.T) {
 // P5): ps2Api's traces put usage before the output (router_test.go:299-304,
 // the emulator's default web order), its fixture carries spillage,
 // allowOverage, warningThresholds, usageCycle and isTeamPooled besides the
-// usual fields (ossfunc_test.go:37, scenario usage_full_fields).
+// usual fields (ossfunc_test.go:37): the emulator's plan report, on every
+// usage event (scenario usage_full_fields too).
 func TestTheEvidenceNamesTheUsagePositionAndFields(t *testing.T) {
 	t.Parallel()
 	emu := startEmu(t)
-	base := []string{"completionTokens", "limit", "overage", "promptTokens", "totalTokens", "usage", "usageState", "userType"}
 	full := []string{"allowOverage", "completionTokens", "isTeamPooled", "limit", "overage", "promptTokens", "spillage",
 		"totalTokens", "usage", "usageCycle", "usageState", "userType", "warningThresholds"}
 	for _, c := range []struct {
 		scenario, position string
 		fields             []string
 	}{
-		{"", postman.UsageBeforeOutput, base},
-		{emulator.ScenarioUsageLast, postman.UsageAfterOutput, base},
+		{"", postman.UsageBeforeOutput, full},
+		{emulator.ScenarioUsageLast, postman.UsageAfterOutput, full},
 		{emulator.ScenarioUsageAbsent, postman.UsageNone, []string{}},
-		{emulator.ScenarioEmptyDone, postman.UsageNoOutput, base},
+		{emulator.ScenarioEmptyDone, postman.UsageNoOutput, full},
 		{emulator.ScenarioUsageFullFields, postman.UsageBeforeOutput, full}, // where the default order puts usage
 	} {
 		t.Run(c.scenario, func(t *testing.T) {
