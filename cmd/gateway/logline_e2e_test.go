@@ -56,7 +56,7 @@ func TestAFreshTurnWritesOneInfoLineThatSaysEverything(t *testing.T) {
 			u, _ := a["upstream"].(map[string]any)
 			is.Equal(u["strategy"], "web_session") // the upstream stream's outcome
 			is.Equal(u["status"], float64(200))
-			is.Equal(u["event_type"], "usage") // the last event the upstream sent
+			is.Equal(u["event_type"], "[DONE]") // the last event the upstream sent (the traced web order ends with it)
 			is.True(u["bytes_in"].(float64) > 0)
 			is.True(u["output_bytes"].(float64) > 0)
 			is.Equal(u["argument_bytes"], float64(0))
