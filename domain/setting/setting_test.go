@@ -71,8 +71,8 @@ func TestEnumNamesTheValueMeantByAWrongCaseOrALabel(t *testing.T) {
 		is.True(errs.Has(err, errs.ConfigInvalid)) // still refused: the value is exact
 		msg := errs.Redact(err)
 		is.True(strings.Contains(msg, "S: must be access_token or web_session")) // the accepted values
-		is.True(strings.Contains(msg, "did you mean "+meant+"?"))                 // and the one meant, unredacted
-		is.True(!strings.Contains(err.Error(), raw))                              // the value is never echoed
+		is.True(strings.Contains(msg, "did you mean "+meant+"?"))                // and the one meant, unredacted
+		is.True(!strings.Contains(err.Error(), raw))                             // the value is never echoed
 	}
 	_, err := setting.Enum(func(string) string { return "auto" }, "S", "", "access_token", "web_session")
 	is.True(!strings.Contains(err.Error(), "did you mean")) // nothing close: the list only
