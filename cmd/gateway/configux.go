@@ -58,7 +58,7 @@ func configWarnings(c config) []string {
 			out = append(out, "the control page (/admin) is off: it is off by default when PROVIDER_HOST is not loopback; ADMIN_ENABLED=true turns it on")
 		}
 	}
-	return append(out, c.unknownNames...)
+	return append(out, c.fileWarnings...)
 }
 
 // configVariablesHelp lists the variables the gateway configuration reads
@@ -175,7 +175,7 @@ func configCommand(command, help string, args []string, getenv func(string) stri
 		return config{}, done && err == nil, err
 	}
 	cfg, _, err := src.load()
-	return cfg, false, err
+	return cfg, false, err // the env file's warnings even with a refusal
 }
 
 // source is where a command's configuration comes from: the environment and
@@ -204,16 +204,19 @@ func configSource(command, help string, args []string, getenv func(string) strin
 // also returns the getenv the configuration was read through.
 func (s source) load() (config, func(string) string, error) {
 	getenv := s.getenv
-	var names []string
+	var names, overridden []string
 	if s.envPath != "" {
 		vals, err := readEnvFile(s.envPath)
 		if err != nil {
 			return config{}, nil, err
 		}
-		for k := range vals {
-			names = append(names, k)
-		}
 		base := s.getenv
+		for k, v := range vals {
+			names = append(names, k)
+			if e := base(k); e != "" && e != v {
+				overridden = append(overridden, k)
+			}
+		}
 		getenv = func(k string) string {
 			if v := base(k); v != "" {
 				return v
@@ -222,8 +225,22 @@ func (s source) load() (config, func(string) string, error) {
 		}
 	}
 	cfg, err := loadConfig(getenv)
-	cfg.unknownNames = unknownSettings(names)
+	cfg.fileWarnings = append(unknownSettings(names), overriddenSettings(overridden)...)
 	return cfg, getenv, err
+}
+
+// overriddenSettings warns of each name that the env file and the real
+// environment both set, to different values: the environment's wins, which
+// is easy to miss when a shell exports it (SSL_CERT_FILE). Only names: the
+// values may be secrets.
+func overriddenSettings(names []string) []string {
+	slices.Sort(names)
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		out = append(out, fmt.Sprintf("%s is set both in the environment and in the env file, to different values: "+
+			"the environment's is used (`unset %s` in the shell to use the file's)", n, n))
+	}
+	return out
 }
 
 // problemText is a configuration refusal as check-config and the reload log

@@ -290,6 +290,9 @@ func runCheckConfig(args []string, getenv func(string) string, stdout, stderr io
 		for _, p := range problems {
 			fmt.Fprintf(stderr, "  - %s\n", problemText(p))
 		}
+		for _, w := range cfg.fileWarnings { // a misspelt name is often why a value is missing
+			fmt.Fprintf(stderr, "warning: %s\n", w)
+		}
 		return errs.Newf(errs.ConfigInvalid, "%d problem(s) listed above", safeCount(len(problems)))
 	}
 	m := cfg.summary()

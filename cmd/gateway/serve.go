@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -36,6 +37,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	cfg, env, err := src.load()
 	if err != nil {
+		for _, w := range cfg.fileWarnings { // a misspelt name is often why a value is missing
+			fmt.Fprintf(stderr, "gateway: warning: %s\n", w)
+		}
 		return err
 	}
 	log, lc := newLoggerControl(cfg, stderr)
