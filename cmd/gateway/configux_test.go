@@ -81,7 +81,7 @@ func TestCheckConfigTellsASetButShortKeyFromAMissingOne(t *testing.T) {
 func TestAnEnvFileWithAByteOrderMarkReadsItsFirstLine(t *testing.T) {
 	is := is.New(t)
 	out, errOut, code := checkConfig(t, nil, "\xef\xbb\xbf", goodEnv...) // PROVIDER_API_KEY is line 1
-	is.Equal(code, 0)                                                       // accepted: line 1 was read
+	is.Equal(code, 0)                                                    // accepted: line 1 was read
 	is.True(strings.Contains(out, "configuration ok"))
 	is.True(!strings.Contains(out+errOut, "warning")) // and no name looks misspelt
 }
