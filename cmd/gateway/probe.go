@@ -169,15 +169,21 @@ func probeAndReport(ctx context.Context, cfg config, mode, out string, measure b
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(out, res.raw, 0o600); err != nil {
+	// A failing probe never replaces a passing report: the daily re-probe
+	// writes over the served PROBE_REPORT, and a failure must leave the last
+	// proof (and its MAC) in force.
+	path := out
+	kept := res.report.Verdict != "pass" && passingReportAt(out)
+	if kept {
+		path = failedPath(out)
+	}
+	if err := writeReport(path, res.raw, reportMAC(cfg.upstream, res.raw)); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	if mac := reportMAC(cfg.upstream, res.raw); mac != "" {
-		if err := os.WriteFile(macPath(out), []byte(mac+"\n"), 0o600); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
+	printVerdict(stdout, res.report, path, reportDigest(res.raw))
+	if kept {
+		fmt.Fprintf(stdout, "kept    %s and its .mac: the last passing report, left in place\n", out)
 	}
-	printVerdict(stdout, res.report, out, reportDigest(res.raw))
 	if res.report.Verdict != "pass" {
 		return fmt.Errorf("%w: %s", errVerify, strings.Join(verdict{res.report.Failures}.branches(), ", "))
 	}
@@ -625,4 +631,57 @@ func printVerdict(w io.Writer, r probeReport, path, digest string) {
 		fmt.Fprintf(w, "FAIL  %s\n", f)
 	}
 	fmt.Fprintf(w, "FAIL  report %s (%s)\n", path, digest)
+}
+
+// writeReport puts a report and its MAC at path and path.mac, each written to
+// a temporary file and renamed over the old one: the MAC first, then the
+// report, so that the report's rename is the one step that replaces the pair
+// and a reader never finds half a file. No MAC (a configuration without a
+// credential) removes a stale one.
+func writeReport(path string, raw []byte, mac string) error {
+	if mac == "" {
+		if err := os.Remove(macPath(path)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	} else if err := replaceFile(macPath(path), []byte(mac+"\n")); err != nil {
+		return err
+	}
+	return replaceFile(path, raw)
+}
+
+// replaceFile writes b to a temporary file beside path (0600) and renames it
+// over path.
+func replaceFile(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(b)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}
+
+// passingReportAt reports whether path holds a report whose verdict is pass.
+func passingReportAt(path string) bool {
+	raw, err := readReport(path)
+	if err != nil {
+		return false
+	}
+	r, err := decodeReport(raw)
+	return err == nil && r.Verdict == "pass"
+}
+
+// failedPath is where a failing probe writes its report when a passing one
+// is at path: probe.json → probe.failed.json.
+func failedPath(path string) string {
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + ".failed" + ext
 }
