@@ -39,8 +39,8 @@ func TestTheFilesTheDocsHaveAnOwnerCreateAreIgnored(t *testing.T) {
 	var paths []string
 	for n := range names {
 		paths = append(paths, n)
-		if strings.HasSuffix(n, ".json") {
-			paths = append(paths, n+".mac", failedPath(n), n+".mac")
+		if strings.HasSuffix(n, ".json") && strings.Contains(n, "probe") { // a report: its MAC and failed sibling too
+			paths = append(paths, n+".mac", failedPath(n))
 		}
 	}
 	for _, p := range paths {
