@@ -271,10 +271,11 @@ func problemsOf(err error) []error {
 	return []error{err}
 }
 
-// nearest returns the known command closest to s (edit distance at most 3),
-// or "".
+// nearest returns the known name closest to s, or "": within 3 edits, and
+// within half of s's length (at least 1), so that a short word that shares
+// nothing with a name (xyz, keys) is not taken for it.
 func nearest(s string, known []string) string {
-	best, bestD := "", 4
+	best, bestD := "", min(3, max(1, len(s)/2))+1
 	for _, k := range known {
 		if d := editDistance(s, k); d < bestD {
 			best, bestD = k, d

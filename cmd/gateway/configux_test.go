@@ -134,3 +134,24 @@ func TestTheEnvFileExampleOfConfigurationMDIsAcceptedAsWritten(t *testing.T) {
 	_, err = loadConfig(func(k string) string { return env[k] })
 	is.NoErr(err) // and every value the example sets is one its setting accepts
 }
+
+func TestTheFirstCommandLineMistakesSayWhatToDo(t *testing.T) {
+	is := is.New(t)
+	var out bytes.Buffer
+	err := run(t.Context(), nil, noEnv, &out, &out)
+	is.Equal(exitCode(err), 2)
+	is.True(strings.Contains(err.Error(), "a command is needed")) // not a bare "usage"
+	is.True(strings.Contains(err.Error(), "gateway demo"))
+
+	err = run(t.Context(), []string{"xyz"}, noEnv, &out, &out)
+	is.True(!strings.Contains(err.Error(), "did you mean")) // xyz shares nothing with keys
+
+	out.Reset()
+	is.NoErr(run(t.Context(), []string{"-v"}, noEnv, &out, &out)) // as --version and version
+	is.True(strings.HasPrefix(out.String(), "gateway "))
+
+	err = run(t.Context(), []string{"demo", "--port", "abc"}, noEnv, &out, &out)
+	is.Equal(exitCode(err), 2)
+	is.True(strings.Contains(err.Error(), "--port must be a decimal integer from 0 to 65535")) // the flag given
+	is.True(!strings.Contains(err.Error(), "PROVIDER_PORT"))                                   // not a setting the user never set
+}
