@@ -63,6 +63,10 @@ type config struct {
 	probeReport     string // PROBE_REPORT: a probe report for /health's upstream_verified
 	usageRetention  int    // USAGE_RETENTION_DAYS: days of the usage ledger kept
 	readyNeedsProbe bool   // PROBE_REQUIRED_FOR_READY: /readyz needs upstream_verified
+	// drainDelay is SHUTDOWN_DELAY_MS: how long, after SIGINT/SIGTERM, the
+	// gateway keeps serving with /readyz answering 503 draining before it
+	// stops accepting (a load balancer's window to take it out).
+	drainDelay time.Duration
 	// sslCertFile and sslCertDir are SSL_CERT_FILE and SSL_CERT_DIR as the
 	// configuration (env file included) says; the upstream's trust is built
 	// from them (tls.go).
@@ -229,6 +233,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.probeReport = getenv("PROBE_REPORT")
 	c.readyNeedsProbe, err = boolVar(getenv, "PROBE_REQUIRED_FOR_READY", false)
 	bad(err)
+	drainMS, err := intVar(getenv, "SHUTDOWN_DELAY_MS", 0, 0, 120000)
+	bad(err)
+	c.drainDelay = time.Duration(drainMS) * time.Millisecond
 	c.otelEndpoint, err = otel.Endpoint(getenv)
 	bad(err)
 	c.otelService = getenv(otel.EnvServiceName)
@@ -314,6 +321,7 @@ func (c config) summary() map[string]string {
 	if c.probeReport != "" {
 		m["probe_report"] = "set"
 	}
+	m["shutdown_delay"] = c.drainDelay.String()
 	m["log_level"] = c.logLevel.String()
 	m["log_format"] = c.logFormat
 	return m

@@ -81,7 +81,7 @@ const configVariablesHelp = `variables read (the real environment wins over --en
     CORRELATION_MAX_GROUPS_PER_KEY CORRELATION_MAX_CALLS CORRELATION_RESPONSE_CACHE_BYTES
   CONVERSATION_CONTINUITY CONVERSATION_RESUME CONVERSATION_TTL_MS CONVERSATION_MAX_ANCHORS
   USAGE_ESTIMATES USAGE_RETENTION_DAYS
-  PROBE_REPORT PROBE_REQUIRED_FOR_READY LOG_LEVEL LOG_FORMAT
+  PROBE_REPORT PROBE_REQUIRED_FOR_READY SHUTDOWN_DELAY_MS LOG_LEVEL LOG_FORMAT
   SSL_CERT_FILE SSL_CERT_DIR (the upstream's trust store; when set, in the environment or the
     env file, the upstream is trusted for exactly these certificates)
 ` + otelHelp
@@ -308,7 +308,7 @@ func editDistance(a, b string) int {
 // env file with one of them that the gateway does not read is a mistake
 // worth a warning.
 var settingPrefixes = []string{"PROVIDER_", "POSTMAN_", "MAX_", "REQUEST_", "TOOL_SCHEMA_", "CORRELATION_",
-	"CONVERSATION_", "LOG_", "PROBE_", "ADMIN_", "METRICS_", "ALLOWED_", "BODY_READ_", "SSL_CERT_", "USAGE_", "DEMO_"}
+	"CONVERSATION_", "LOG_", "PROBE_", "SHUTDOWN_", "ADMIN_", "METRICS_", "ALLOWED_", "BODY_READ_", "SSL_CERT_", "USAGE_", "DEMO_"}
 
 // knownSettings are the names the configuration reads, taken from the help
 // (which a test keeps equal to docs/CONFIGURATION.md): one list, not two.
