@@ -45,9 +45,11 @@ flags:
   --profile P         with --emulator: the emulator profile (default strict; observed answers like
                       the public projects' fixtures, done_event ends streams with a done event)
   --env-file FILE     KEY=VALUE lines read first; the real environment wins
-  --out FILE          where the report is written (default pmgate-probe.json); with
-                      --emulator and both strategies, FILE gets .web_session/.access_token
-                      before its extension
+  --out FILE          where the report is written (default pmgate-probe.json), with its MAC
+                      in FILE.mac (--live only: serve's PROBE_REPORT needs it); a failing
+                      probe never replaces a passing report there: it writes FILE's
+                      .failed sibling. With --emulator and both strategies, FILE gets
+                      .web_session/.access_token before its extension (one report each)
   --measure-limits    also measure the service's two budgets on fresh conversations, each
                       searched both ways from its setting up to 4 times it: the longest
                       query (at most 7 queries from POSTMAN_MAX_QUERY_CHARS) and the most
@@ -177,7 +179,13 @@ func probeAndReport(ctx context.Context, cfg config, mode, out string, measure b
 	if kept {
 		path = failedPath(out)
 	}
-	if err := writeReport(path, res.raw, reportMAC(cfg.upstream, res.raw)); err != nil {
+	mac := ""
+	if mode == "live" {
+		// Only a live report can verify a serving gateway (mode: live); a MAC
+		// under the emulator's throwaway credentials would authenticate nothing.
+		mac = reportMAC(cfg.upstream, res.raw)
+	}
+	if err := writeReport(path, res.raw, mac); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	printVerdict(stdout, res.report, path, reportDigest(res.raw))
