@@ -46,3 +46,16 @@ func atoi(t *testing.T, s string) int {
 	}
 	return n
 }
+
+// TestInstallMentionsNoDownloadThatDoesNotExist: the project publishes no
+// binaries, so INSTALL.md never sends a reader to fetch one.
+func TestInstallMentionsNoDownloadThatDoesNotExist(t *testing.T) {
+	is := is.New(t)
+	b, err := os.ReadFile(filepath.Join(root, "docs/INSTALL.md"))
+	is.NoErr(err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(strings.ToLower(line), "download") {
+			is.True(strings.Contains(line, "no published download")) // only to say there is none
+		}
+	}
+}
