@@ -155,3 +155,13 @@ func TestTheFirstCommandLineMistakesSayWhatToDo(t *testing.T) {
 	is.True(strings.Contains(err.Error(), "--port must be a decimal integer from 0 to 65535")) // the flag given
 	is.True(!strings.Contains(err.Error(), "PROVIDER_PORT"))                                   // not a setting the user never set
 }
+
+func TestServeRefusingAConfigurationStillGivesTheDidYouMeanHint(t *testing.T) {
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "my.env")
+	is.NoErr(os.WriteFile(path, []byte(strings.Join(append([]string{"PROVIDR_API_KEY=sk-pmgate-testdata-4f1c9e2a7b"}, goodEnv[1:]...), "\n")), 0o600))
+	var out, errOut bytes.Buffer
+	err := run(t.Context(), []string{"serve", "--env-file", path}, noEnv, &out, &errOut)
+	is.Equal(exitCode(err), 78) // refused: the key is missing
+	is.True(strings.Contains(errOut.String(), "gateway: warning: PROVIDR_API_KEY in the env file is not a setting the gateway reads; did you mean PROVIDER_API_KEY?"))
+}
