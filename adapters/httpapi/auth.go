@@ -126,11 +126,43 @@ func (s *server) requireKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, sl, ok := s.authenticate(r)
 		if !ok {
-			s.writeError(w, r, errs.New(errs.InvalidAPIKey))
+			s.writeError(w, r, refuse(errs.InvalidAPIKey, "", authProblem(r.Header)))
 			return
 		}
 		infoFrom(r.Context()).slot = p.Slot
 		p.Limits = sl.limits // the slot's own budget, enforced by the app (docs/USAGE.md)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, authed{p: p, slot: sl})))
 	})
+}
+
+// authProblem says why a request's credentials were refused, from the shape
+// of its headers only (never a key, never whether a key is close to one):
+// the commonest client mistakes each get the form that is accepted.
+func authProblem(h http.Header) string {
+	const accepted = "send Authorization: Bearer <key> (or x-api-key: <key>)."
+	auth := h.Get("Authorization")
+	if auth == "" {
+		switch {
+		case h.Get("x-api-key") != "":
+			return "The key matches none of this gateway's keys."
+		case h.Get("api-key") != "":
+			return "The key is in an api-key header, which this gateway does not read: " + accepted
+		}
+		return "No key was sent: " + accepted
+	}
+	scheme, key, ok := strings.Cut(strings.TrimSpace(auth), " ")
+	switch {
+	case !ok && strings.EqualFold(scheme, "Bearer"):
+		return "The Authorization header holds no key after Bearer: " + accepted
+	case !ok:
+		return "The Authorization header has no scheme: send Authorization: Bearer <key>, the word Bearer, a space, then the key."
+	case !strings.EqualFold(scheme, "Bearer"):
+		return "The Authorization header's scheme is not Bearer: send Authorization: Bearer <key>."
+	case strings.TrimSpace(key) == "":
+		return "The Authorization header holds no key after Bearer: " + accepted
+	case h.Get("x-api-key") != "":
+		return "The key of the Authorization header matches none of this gateway's keys; " +
+			"an x-api-key header is read only when there is no Authorization header."
+	}
+	return "The key matches none of this gateway's keys."
 }

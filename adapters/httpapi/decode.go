@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
+	"strconv"
 
 	"github.com/cockroachdb/errors"
 )
@@ -21,7 +23,7 @@ func (s *server) decodeTop(body []byte, allowed func(string) bool) (map[string]j
 	if err := json.Unmarshal(body, &top); err != nil || top == nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) || !json.Valid(body) {
-			return nil, "", invalid("", "The body is not valid JSON.")
+			return nil, "", invalid("", "The body is not valid JSON: "+jsonPosition(body))
 		}
 		return nil, "", invalid("", "The body must be a JSON object.")
 	}
@@ -37,3 +39,35 @@ func (s *server) decodeTop(body []byte, allowed func(string) bool) (map[string]j
 	}
 	return top, model, nil
 }
+
+// jsonPosition says where body stops being JSON: the byte offset, line and
+// column (in bytes, from 1) of the first byte that cannot continue it, or
+// that the body ends too early. Positions only: never the body's text.
+func jsonPosition(body []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var v any
+	err := dec.Decode(&v)
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		// Offset counts the bytes read, the one that broke the value included.
+		return "an unexpected character" + at(body, max(se.Offset-1, 0))
+	case err == nil: // one whole value, then more text
+		off := dec.InputOffset()
+		for off < int64(len(body)) && isJSONSpace(body[off]) {
+			off++
+		}
+		return "text after the JSON value" + at(body, off)
+	}
+	return "the body ends before the JSON value does, at byte offset " + strconv.Itoa(len(body)) + "."
+}
+
+// at renders " at byte N (line L, column C)." for offset off of body.
+func at(body []byte, off int64) string {
+	off = min(off, int64(len(body)))
+	line := 1 + bytes.Count(body[:off], []byte("\n"))
+	col := off - int64(bytes.LastIndexByte(body[:off], '\n'))
+	return " at byte offset " + strconv.FormatInt(off, 10) + " (line " + strconv.Itoa(line) + ", column " + strconv.FormatInt(col, 10) + ")."
+}
+
+func isJSONSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }

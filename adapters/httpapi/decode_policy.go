@@ -77,6 +77,11 @@ var fieldRules = map[string]func(param string, raw json.RawMessage) error{
 	"conversation":         refusedUnlessNull("server-side conversations are not kept: send the full input with store: false."),
 	"prompt":               refusedUnlessNull("stored prompts are not available."),
 	"background":           refusedWhenTrue("background responses are not kept."),
+	// An OpenAI route's refusal of the Messages API's system prompt: the chat
+	// and Responses APIs have none at the top level, and dropping it would
+	// answer a different conversation (messages_decode.go reads it on
+	// /v1/messages and never consults this rule).
+	"system": refusedAnthropicSystem,
 	// The Messages API's own fields (messages_decode.go).
 	"top_k":              ignoredInteger,
 	"thinking":           ignored(kindObject),
@@ -109,6 +114,8 @@ func policy(names ...string) []fieldRule {
 // messages, stream, stream_options, tools, tool_choice, parallel_tool_calls)
 // are read by decodeRequest.
 var fieldPolicy = policy(
+	// refused: the body is the Messages API's
+	"system",
 	// accepted and ignored
 	"temperature", "top_p", "max_tokens", "max_completion_tokens", "presence_penalty", "frequency_penalty",
 	"stop", "seed", "user", "metadata", "store", "service_tier", "reasoning_effort", "verbosity",
@@ -254,4 +261,15 @@ func checkModalities(param string, raw json.RawMessage) error {
 		}
 	}
 	return nil
+}
+
+// refusedAnthropicSystem refuses a top-level system prompt on an OpenAI
+// route: it is how an Anthropic Messages body looks, and the OpenAI APIs carry
+// the system prompt in a message.
+func refusedAnthropicSystem(param string, raw json.RawMessage) error {
+	if absent(raw) {
+		return nil
+	}
+	return invalid(param, "is a field of the Anthropic Messages API, which this route does not read: send an Anthropic body to "+
+		pathMessages+", or put the system prompt in a message with role \"system\".")
 }

@@ -206,7 +206,7 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 
 func (s *server) handleNotFound() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, errNoRoute)
+		s.writeError(w, r, noRoute(r.URL.Path))
 	})
 }
 

@@ -105,6 +105,8 @@ func (s *server) decodeResponsesRequest(body []byte, allowed func(string) bool) 
 // decodeResponsesRequest; metadata, user, temperature, top_p,
 // max_output_tokens and reasoning are also echoed in the response object.
 var responsesFieldPolicy = policy(
+	// refused: the body is the Messages API's
+	"system",
 	// accepted, not forwarded: the upstream has no such setting
 	"temperature", "top_p", "max_output_tokens", "max_tool_calls", "metadata", "user", "reasoning", "include",
 	"prompt_cache_key", "prompt_cache_retention", "client_metadata", "safety_identifier", "service_tier",

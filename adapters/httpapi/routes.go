@@ -1,6 +1,11 @@
 package httpapi
 
-import "net/http"
+import (
+	"net/http"
+	"strings"
+
+	"github.com/pmgate/pmgate/domain/errs"
+)
 
 // Paths of the API surface (docs/API.md).
 const (
@@ -49,4 +54,47 @@ func (s *server) routes() http.Handler {
 	}
 	mux.Handle("/", s.handleNotFound())
 	return mux
+}
+
+// noRoute is the 404 of an unknown path: with the route it stands for when
+// there is one (routeMeant), so that a base URL with or without /v1 is told
+// the fix.
+func noRoute(path string) error {
+	route := routeMeant(path)
+	if route == "" {
+		return errNoRoute
+	}
+	return &routeError{errs.New(errs.InvalidRequest), http.StatusNotFound,
+		"There is no such route; did you mean " + route + "? " + routeHint(route)}
+}
+
+// apiRoutes are the client routes an unknown path may have meant.
+var apiRoutes = []string{pathChat, pathResponses, pathModels, pathMessages, pathCount}
+
+// routeMeant is the API route an unknown path stands for, or "": the path
+// without its /v1 (a base URL without /v1), with one /v1 too many (a base
+// URL with /v1 on a client that adds it), or under a prefix (/api, /openai)
+// or with a trailing slash. The answer is one of apiRoutes, never the path.
+func routeMeant(path string) string {
+	p := strings.TrimSuffix(path, "/")
+	for _, route := range apiRoutes {
+		bare := strings.TrimPrefix(route, "/v1")
+		if p == bare || p == route || strings.HasSuffix(p, route) || strings.HasSuffix(p, bare) && strings.Count(p, "/") > strings.Count(bare, "/") {
+			return route
+		}
+	}
+	if strings.HasSuffix(p, "/models/"+lastSegment(p)) { // GET /models/{id} without /v1
+		return pathModels + "/{id}"
+	}
+	return ""
+}
+
+func lastSegment(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
+
+// routeHint says where the base URL goes wrong for the route meant.
+func routeHint(route string) string {
+	if strings.HasPrefix(route, pathMessages) {
+		return "An Anthropic client's base URL is the gateway's address without /v1 (http://host:port); the client adds /v1/messages."
+	}
+	return "An OpenAI client's base URL ends in /v1 (http://host:port/v1); the client adds the rest."
 }

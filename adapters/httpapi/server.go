@@ -351,7 +351,7 @@ func (s *server) middleware(next http.Handler) http.Handler {
 			return
 		}
 		if !cleanPath(r.URL.Path) {
-			s.writeError(rw, r, errNoRoute)
+			s.writeError(rw, r, noRoute(r.URL.Path))
 			return
 		}
 		next.ServeHTTP(rw, r)

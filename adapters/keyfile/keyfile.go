@@ -184,9 +184,24 @@ func replace(path string, content []byte, readSum [32]byte, create bool) error {
 		return fmt.Errorf("keyfile: temporary file: %s", osProblem(err))
 	}
 	defer os.Remove(tmp.Name()) // a no-op after the rename
-	if err := tmp.Chmod(0o600); err != nil {
+	// A new file is the editor's alone (0600). An existing one keeps its
+	// owner, group and group bits (never world bits): a file that root
+	// edits for a service account (systemd User=pmgate) stays readable by
+	// the service, which would otherwise refuse every key after the edit.
+	mode := os.FileMode(0o600)
+	old, statErr := os.Stat(path)
+	if statErr == nil {
+		mode = old.Mode().Perm()&0o660 | 0o600
+	}
+	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
 		return fmt.Errorf("keyfile: chmod: %s", osProblem(err))
+	}
+	if statErr == nil {
+		if err := keepOwner(tmp, old); err != nil {
+			tmp.Close()
+			return fmt.Errorf("keyfile: the file's owner cannot be kept (%s): run the edit as its owner, or as root", osProblem(err))
+		}
 	}
 	if _, err := tmp.Write(content); err != nil {
 		tmp.Close()

@@ -286,3 +286,23 @@ func TestARefusedFileStillAppliesItsRevocations(t *testing.T) {
 		t.Fatal("refusal not reported")
 	}
 }
+
+func TestAnEditKeepsTheFilesOwnerGroupAndGroupBits(t *testing.T) {
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "keys.json")
+	is.NoErr(Edit(path, nil, true, add("a")))
+	is.NoErr(os.Chmod(path, 0o644))
+	owned := os.Getuid() == 0 // only root can give a file to another user
+	if owned {
+		is.NoErr(os.Chown(path, 65534, 65534)) // a service account's file (systemd User=)
+	}
+	is.NoErr(Edit(path, nil, false, add("b"))) // an owner's edit, as root
+	st, err := os.Stat(path)
+	is.NoErr(err)
+	is.Equal(st.Mode().Perm(), os.FileMode(0o640)) // the group still reads it; the world never does
+	if owned {
+		sys := st.Sys().(*syscall.Stat_t)
+		is.Equal(sys.Uid, uint32(65534)) // the service still owns it
+		is.Equal(sys.Gid, uint32(65534))
+	}
+}

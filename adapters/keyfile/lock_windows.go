@@ -18,3 +18,7 @@ func unlock(f *os.File) error {
 	var ol windows.Overlapped
 	return windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, &ol)
 }
+
+// keepOwner is a no-op on Windows: a replaced file inherits its directory's
+// access control.
+func keepOwner(*os.File, os.FileInfo) error { return nil }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -62,6 +63,10 @@ type config struct {
 	probeReport     string // PROBE_REPORT: a probe report for /health's upstream_verified
 	usageRetention  int    // USAGE_RETENTION_DAYS: days of the usage ledger kept
 	readyNeedsProbe bool   // PROBE_REQUIRED_FOR_READY: /readyz needs upstream_verified
+	// drainDelay is SHUTDOWN_DELAY_MS: how long, after SIGINT/SIGTERM, the
+	// gateway keeps serving with /readyz answering 503 draining before it
+	// stops accepting (a load balancer's window to take it out).
+	drainDelay time.Duration
 	// sslCertFile and sslCertDir are SSL_CERT_FILE and SSL_CERT_DIR as the
 	// configuration (env file included) says; the upstream's trust is built
 	// from them (tls.go).
@@ -70,9 +75,11 @@ type config struct {
 	// OTEL_EXPORTER_OTLP_* variables ("" : tracing off); otelService is
 	// OTEL_SERVICE_NAME.
 	otelEndpoint, otelService string
-	// unknownNames are names of the env file that look like settings but are
-	// not read (warned about with the nearest known name).
-	unknownNames []string
+	// fileWarnings are about the env file, shown whether or not the
+	// configuration is accepted: names that look like settings but are not
+	// read (with the nearest known name), and settings the real environment
+	// overrides with a different value.
+	fileWarnings []string
 }
 
 // invalid is a refusal in domain/setting's one wording. rule is a constant of
@@ -105,9 +112,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	case c.apiKey != "" && c.keysFile != "":
 		bad(invalid("PROVIDER_KEYS_FILE", "exclusive with PROVIDER_API_KEY: set one of them"))
 	case c.keysFile == "":
-		if n := len(c.apiKey); n < 16 || n > 512 || !visibleASCII(c.apiKey) {
-			bad(invalid("PROVIDER_API_KEY", "required (or PROVIDER_KEYS_FILE): 16–512 visible ASCII characters"))
-		}
+		bad(checkAPIKey(c.apiKey))
 	}
 	models, modelsErr := parseModels(getenv)
 	c.upstream, err = pmconfig.Parse(getenv, models)
@@ -143,13 +148,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.allowedHosts = append([]string{c.host}, hosts...)
 	c.correlation, err = boolVar(getenv, "CORRELATION_ENABLED", true)
 	bad(err)
-	switch c.store = getenv("CORRELATION_STORE"); c.store {
-	case "":
-		c.store = "memory"
-	case "memory", "postgres":
-	default:
-		bad(invalid("CORRELATION_STORE", "must be memory or postgres"))
-	}
+	c.store, err = setting.Enum(getenv, "CORRELATION_STORE", "memory", "memory", "postgres")
+	bad(err)
 	c.postgresURL = getenv("CORRELATION_POSTGRES_URL")
 	if c.store == "postgres" && c.postgresURL == "" {
 		bad(invalid("CORRELATION_POSTGRES_URL", "required with CORRELATION_STORE=postgres"))
@@ -159,8 +159,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if k := getenv("CORRELATION_PRINCIPAL_KEY"); k != "" {
 		c.principalKey, err = base64.RawURLEncoding.DecodeString(strings.TrimRight(k, "="))
-		if err != nil || len(c.principalKey) < 32 {
-			bad(invalid("CORRELATION_PRINCIPAL_KEY", "must be base64url of at least 32 bytes"))
+		switch {
+		case err != nil:
+			bad(invalid("CORRELATION_PRINCIPAL_KEY", "must be base64url of at least 32 bytes: it is not base64url (A-Z a-z 0-9 - _)"))
+		case len(c.principalKey) < 32:
+			bad(setting.Refuse("CORRELATION_PRINCIPAL_KEY", "too short: decodes to %d bytes, needs at least 32 (`openssl rand -base64 32 | tr '+/' '-_'` makes one)", setting.Int(len(c.principalKey))))
 		}
 	} else {
 		if c.store == "postgres" {
@@ -211,7 +214,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.usageRetention, err = intVar(getenv, "USAGE_RETENTION_DAYS", ledger.DefaultRetentionDays, 1, 3660)
 	bad(err)
 	bad(c.loadOperate(getenv))
-	switch v := getenv("LOG_LEVEL"); v {
+	// The level is read in any case: the summary and the log lines print it
+	// upper case (INFO), and either is what an owner copies.
+	switch v := strings.ToLower(getenv("LOG_LEVEL")); v {
 	case "", "info":
 		c.logLevel = slog.LevelInfo
 	case "debug":
@@ -221,18 +226,16 @@ func loadConfig(getenv func(string) string) (config, error) {
 	case "error":
 		c.logLevel = slog.LevelError
 	default:
-		bad(invalid("LOG_LEVEL", "must be debug, info, warn or error"))
+		bad(invalid("LOG_LEVEL", "must be debug, info, warn or error (in any case)"))
 	}
-	switch c.logFormat = getenv("LOG_FORMAT"); c.logFormat {
-	case "":
-		c.logFormat = "json"
-	case "json", "text":
-	default:
-		bad(invalid("LOG_FORMAT", "must be json or text"))
-	}
+	c.logFormat, err = setting.Enum(getenv, "LOG_FORMAT", "json", "json", "text")
+	bad(err)
 	c.probeReport = getenv("PROBE_REPORT")
 	c.readyNeedsProbe, err = boolVar(getenv, "PROBE_REQUIRED_FOR_READY", false)
 	bad(err)
+	drainMS, err := intVar(getenv, "SHUTDOWN_DELAY_MS", 0, 0, 120000)
+	bad(err)
+	c.drainDelay = time.Duration(drainMS) * time.Millisecond
 	c.otelEndpoint, err = otel.Endpoint(getenv)
 	bad(err)
 	c.otelService = getenv(otel.EnvServiceName)
@@ -242,6 +245,24 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, errors.Join(problems...) // every problem at once (check-config lists them)
 	}
 	return c, nil
+}
+
+// checkAPIKey refuses a PROVIDER_API_KEY that is unset, or set but not
+// 16–512 visible ASCII characters, saying which (its length, never its
+// value).
+func checkAPIKey(k string) error {
+	const rule = "16–512 visible ASCII characters"
+	switch n := len(k); {
+	case n == 0:
+		return invalid("PROVIDER_API_KEY", "required (or PROVIDER_KEYS_FILE): "+rule)
+	case n < 16:
+		return setting.Refuse("PROVIDER_API_KEY", "too short: %d characters, needs at least 16 (`openssl rand -hex 24` makes one)", setting.Int(n))
+	case n > 512:
+		return setting.Refuse("PROVIDER_API_KEY", "too long: %d characters, at most 512", setting.Int(n))
+	case !visibleASCII(k):
+		return invalid("PROVIDER_API_KEY", "must be "+rule+": it holds a space, a control character or a non-ASCII character (quotes or a pasted line end?)")
+	}
+	return nil
 }
 
 func intVar(getenv func(string) string, name string, def, lo, hi int) (int, error) {
@@ -300,6 +321,7 @@ func (c config) summary() map[string]string {
 	if c.probeReport != "" {
 		m["probe_report"] = "set"
 	}
+	m["shutdown_delay"] = c.drainDelay.String()
 	m["log_level"] = c.logLevel.String()
 	m["log_format"] = c.logFormat
 	return m
@@ -327,12 +349,16 @@ func envFile(path string, getenv func(string) string) (func(string) string, erro
 // unquoted value, and after a closing quote, a # preceded by a space or tab
 // starts a comment; a # anywhere else (`a#b`) is part of the value. Errors
 // name the line number, never its content (it may hold a secret). The file is
-// read with readRegular: a FIFO or a device is refused, never waited on.
+// read with readRegular: a FIFO or a device is refused, never waited on. A
+// leading UTF-8 byte order mark is skipped.
 func readEnvFile(path string) (map[string]string, error) {
 	raw, err := readRegular(path, maxEnvFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --env-file %s", errUsage, fileProblem(err))
 	}
+	// A UTF-8 byte order mark (some Windows editors write one) is not part of
+	// the first name: dropped, so that line 1 is read like the others.
+	raw = bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf"))
 	vals := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 64<<10), maxEnvFileBytes)
@@ -407,19 +433,14 @@ func (c *config) loadOperate(getenv func(string) string) error {
 	if ip := net.ParseIP(c.host); ip != nil {
 		loopback = ip.IsLoopback()
 	}
-	var err error
-	if c.adminEnabled, err = boolVar(getenv, "ADMIN_ENABLED", loopback); err != nil {
-		return err
-	}
-	switch v := getenv("METRICS_AUTH"); v {
-	case "", "key":
-	case "none":
+	adminEnabled, adminErr := boolVar(getenv, "ADMIN_ENABLED", loopback)
+	c.adminEnabled = adminEnabled
+	auth, err := setting.Enum(getenv, "METRICS_AUTH", "key", "key", "none")
+	if err == nil && auth == "none" {
 		if !loopback {
-			return invalid("METRICS_AUTH", "none is allowed only when PROVIDER_HOST is a loopback address")
+			err = invalid("METRICS_AUTH", "none is allowed only when PROVIDER_HOST is a loopback address")
 		}
 		c.metricsOpen = true
-	default:
-		return invalid("METRICS_AUTH", "must be key or none")
 	}
-	return nil
+	return setting.Join(slices.DeleteFunc([]error{adminErr, err}, func(e error) bool { return e == nil }))
 }

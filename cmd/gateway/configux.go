@@ -58,7 +58,7 @@ func configWarnings(c config) []string {
 			out = append(out, "the control page (/admin) is off: it is off by default when PROVIDER_HOST is not loopback; ADMIN_ENABLED=true turns it on")
 		}
 	}
-	return append(out, c.unknownNames...)
+	return append(out, c.fileWarnings...)
 }
 
 // configVariablesHelp lists the variables the gateway configuration reads
@@ -81,7 +81,7 @@ const configVariablesHelp = `variables read (the real environment wins over --en
     CORRELATION_MAX_GROUPS_PER_KEY CORRELATION_MAX_CALLS CORRELATION_RESPONSE_CACHE_BYTES
   CONVERSATION_CONTINUITY CONVERSATION_RESUME CONVERSATION_TTL_MS CONVERSATION_MAX_ANCHORS
   USAGE_ESTIMATES USAGE_RETENTION_DAYS
-  PROBE_REPORT PROBE_REQUIRED_FOR_READY LOG_LEVEL LOG_FORMAT
+  PROBE_REPORT PROBE_REQUIRED_FOR_READY SHUTDOWN_DELAY_MS LOG_LEVEL LOG_FORMAT
   SSL_CERT_FILE SSL_CERT_DIR (the upstream's trust store; when set, in the environment or the
     env file, the upstream is trusted for exactly these certificates)
 ` + otelHelp
@@ -177,7 +177,7 @@ func configCommand(command, help string, args []string, getenv func(string) stri
 		return config{}, done && err == nil, err
 	}
 	cfg, _, err := src.load()
-	return cfg, false, err
+	return cfg, false, err // the env file's warnings even with a refusal
 }
 
 // source is where a command's configuration comes from: the environment and
@@ -206,16 +206,19 @@ func configSource(command, help string, args []string, getenv func(string) strin
 // also returns the getenv the configuration was read through.
 func (s source) load() (config, func(string) string, error) {
 	getenv := s.getenv
-	var names []string
+	var names, overridden []string
 	if s.envPath != "" {
 		vals, err := readEnvFile(s.envPath)
 		if err != nil {
 			return config{}, nil, err
 		}
-		for k := range vals {
-			names = append(names, k)
-		}
 		base := s.getenv
+		for k, v := range vals {
+			names = append(names, k)
+			if e := base(k); e != "" && e != v {
+				overridden = append(overridden, k)
+			}
+		}
 		getenv = func(k string) string {
 			if v := base(k); v != "" {
 				return v
@@ -224,8 +227,22 @@ func (s source) load() (config, func(string) string, error) {
 		}
 	}
 	cfg, err := loadConfig(getenv)
-	cfg.unknownNames = unknownSettings(names)
+	cfg.fileWarnings = append(unknownSettings(names), overriddenSettings(overridden)...)
 	return cfg, getenv, err
+}
+
+// overriddenSettings warns of each name that the env file and the real
+// environment both set, to different values: the environment's wins, which
+// is easy to miss when a shell exports it (SSL_CERT_FILE). Only names: the
+// values may be secrets.
+func overriddenSettings(names []string) []string {
+	slices.Sort(names)
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		out = append(out, fmt.Sprintf("%s is set both in the environment and in the env file, to different values: "+
+			"the environment's is used (`unset %s` in the shell to use the file's)", n, n))
+	}
+	return out
 }
 
 // problemText is a configuration refusal as check-config and the reload log
@@ -256,10 +273,11 @@ func problemsOf(err error) []error {
 	return []error{err}
 }
 
-// nearest returns the known command closest to s (edit distance at most 3),
-// or "".
+// nearest returns the known name closest to s, or "": within 3 edits, and
+// within half of s's length (at least 1), so that a short word that shares
+// nothing with a name (xyz, keys) is not taken for it.
 func nearest(s string, known []string) string {
-	best, bestD := "", 4
+	best, bestD := "", min(3, max(1, len(s)/2))+1
 	for _, k := range known {
 		if d := editDistance(s, k); d < bestD {
 			best, bestD = k, d
@@ -292,7 +310,7 @@ func editDistance(a, b string) int {
 // env file with one of them that the gateway does not read is a mistake
 // worth a warning.
 var settingPrefixes = []string{"PROVIDER_", "POSTMAN_", "MAX_", "REQUEST_", "TOOL_SCHEMA_", "CORRELATION_",
-	"CONVERSATION_", "LOG_", "PROBE_", "ADMIN_", "METRICS_", "ALLOWED_", "BODY_READ_", "SSL_CERT_", "USAGE_", "DEMO_"}
+	"CONVERSATION_", "LOG_", "PROBE_", "SHUTDOWN_", "ADMIN_", "METRICS_", "ALLOWED_", "BODY_READ_", "SSL_CERT_", "USAGE_", "DEMO_"}
 
 // knownSettings are the names the configuration reads, taken from the help
 // (which a test keeps equal to docs/CONFIGURATION.md): one list, not two.

@@ -50,6 +50,10 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 	if *strategy != "web_session" && *strategy != "access_token" {
 		return fmt.Errorf("%w: --strategy must be web_session or access_token", errUsage)
 	}
+	if n, ok := setting.Decimal(*port); !ok || n > 65535 {
+		// The demo's own flag, not PROVIDER_PORT (which it does not read).
+		return fmt.Errorf("%w: --port must be a decimal integer from 0 to 65535 (0 picks a free port)", errUsage)
+	}
 	if *key == "" {
 		*key = getenv("DEMO_API_KEY")
 	}
@@ -296,6 +300,9 @@ func runCheckConfig(args []string, getenv func(string) string, stdout, stderr io
 		fmt.Fprintf(stderr, "configuration refused: %d problem(s)\n", len(problems))
 		for _, p := range problems {
 			fmt.Fprintf(stderr, "  - %s\n", problemText(p))
+		}
+		for _, w := range cfg.fileWarnings { // a misspelt name is often why a value is missing
+			fmt.Fprintf(stderr, "warning: %s\n", w)
 		}
 		return errs.Newf(errs.ConfigInvalid, "%d problem(s) listed above", safeCount(len(problems)))
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -93,13 +94,15 @@ const keysUsage = `usage: gateway keys <new|set|list|revoke> [flags]
       generate a key, print it once, store only its SHA-256 as a new slot
   keys set ID [--scope inference|admin] [--rpm N] [--per-day N] [--per-month N]
       change a slot's scope or limits (0: unlimited); the key stays the same
-  keys list [--url URL]
+  keys list [--url URL] [--key-env NAME]
       the slots: id, scope, created, models, limits, today's and this month's
       dispatches (from PostgreSQL when CORRELATION_STORE=postgres, or from the
-      running gateway at --url with the admin key of PROVIDER_API_KEY), note
-      (never a key)
+      running gateway at --url with the admin key of the variable --key-env
+      names, default PROVIDER_API_KEY), note (never a key)
   keys revoke ID
       remove the slot; a running serve refuses its key on the next request
+
+Flags may come before or after the slot id (keys revoke ID --file FILE).
 
 flags of every subcommand:
   --file FILE       the key file (default: PROVIDER_KEYS_FILE)
@@ -121,6 +124,13 @@ func runKeys(args []string, getenv func(string) string, stdout, stderr io.Writer
 		return nil
 	}
 	sub, args := args[0], args[1:]
+	if !slices.Contains([]string{"new", "set", "list", "revoke"}, sub) {
+		fmt.Fprint(stderr, keysUsage)
+		if meant := keysSubcommandMeant(sub); meant != "" {
+			return fmt.Errorf("%w: unknown keys subcommand %q; did you mean %q?", errUsage, sub, meant)
+		}
+		return fmt.Errorf("%w: unknown keys subcommand %q", errUsage, sub)
+	}
 	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	file := fs.String("file", "", "the key file (default: PROVIDER_KEYS_FILE)")
@@ -137,14 +147,13 @@ func runKeys(args []string, getenv func(string) string, stdout, stderr io.Writer
 	if sub == "new" || sub == "set" {
 		lim = addLimitFlags(fs)
 	}
-	var listURL *string
+	var listURL, keyEnv *string
 	if sub == "list" {
 		listURL = fs.String("url", "", "a running gateway to read the dispatch counts from")
+		keyEnv = fs.String("key-env", "PROVIDER_API_KEY", "the variable holding the admin key of --url")
 	}
-	if sub == "set" && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		args = append(args[1:], args[0]) // keys set ID --flags: the id may come first
-	}
-	if done, err := parseFlags(fs, args, keysUsage, stdout); done {
+	// keys revoke ID --file F: flags may follow the slot id.
+	if done, err := parseFlags(fs, flagsFirst(fs, args), keysUsage, stdout); done {
 		return err
 	}
 	if err := checkMaxConcurrentFlag(fs); err != nil {
@@ -190,7 +199,7 @@ func runKeys(args []string, getenv func(string) string, stdout, stderr io.Writer
 		if fs.NArg() != 0 {
 			return fmt.Errorf("%w: keys list takes no arguments", errUsage)
 		}
-		src, err := usageSourceFrom(getenv, *listURL, "PROVIDER_API_KEY")
+		src, err := usageSourceFrom(getenv, *listURL, *keyEnv)
 		if err != nil {
 			return err
 		}
@@ -200,10 +209,58 @@ func runKeys(args []string, getenv func(string) string, stdout, stderr io.Writer
 			return fmt.Errorf("%w: keys revoke takes one slot id", errUsage)
 		}
 		return keysRevoke(path, configured, fs.Arg(0), stdout)
-	default:
-		fmt.Fprint(stderr, keysUsage)
-		return fmt.Errorf("%w: unknown keys subcommand %q", errUsage, sub)
 	}
+	return nil // not reached: sub was checked above
+}
+
+// keysSubcommandMeant is the keys subcommand an unknown one stands for: a
+// common synonym (rm for revoke, add for new, ls for list) or a near spelling.
+func keysSubcommandMeant(sub string) string {
+	switch strings.ToLower(sub) {
+	case "rm", "remove", "delete", "del", "disable", "deactivate":
+		return "revoke"
+	case "add", "create", "generate", "gen", "issue":
+		return "new"
+	case "ls", "show", "status":
+		return "list"
+	case "update", "edit", "change", "modify":
+		return "set"
+	}
+	return nearest(sub, []string{"new", "set", "list", "revoke"})
+}
+
+// flagsFirst moves the positional arguments of args after its flags, so that
+// flag.Parse (which stops at the first non-flag) reads flags written after a
+// slot id too. A flag's value (the word after a non-boolean flag without
+// "=") stays with its flag; everything after "--" stays positional.
+func flagsFirst(fs *flag.FlagSet, args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			pos = append(pos, args[i:]...)
+			i = len(args)
+		case strings.HasPrefix(a, "-") && a != "-":
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if strings.Contains(name, "=") {
+				continue
+			}
+			if f := fs.Lookup(name); f != nil && !isBoolFlag(f) && i+1 < len(args) {
+				i++
+				flags = append(flags, args[i])
+			}
+		default:
+			pos = append(pos, a)
+		}
+	}
+	return append(flags, pos...)
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // newKey returns a fresh API key: "pmg-" and base64url of 32 CSPRNG bytes.

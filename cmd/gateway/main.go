@@ -37,7 +37,7 @@ commands:
   verify REPORT                    check an evidence report (the closure gate)
   keys new|set|list|revoke         manage the API key slots of PROVIDER_KEYS_FILE
   usage [--since D] [--until D]    what each key spent, by key, model and day (--json, --csv)
-  version                          print version and build information (also --version)
+  version                          print version and build information (also --version, -v)
   ready [--url URL]                exit 0 when a running gateway's /readyz says ready (health checks)
 
 Every command has --help listing its flags and the variables it reads.
@@ -71,7 +71,7 @@ func (p program) run(ctx context.Context, args []string) error {
 	getenv, stdout, stderr := p.getenv, p.stdout, p.stderr
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return errUsage
+		return fmt.Errorf("%w: a command is needed, one of those above; `gateway demo` runs the whole gateway offline", errUsage)
 	}
 	switch args[0] {
 	case "serve":
@@ -94,7 +94,7 @@ func (p program) run(ctx context.Context, args []string) error {
 		return runUsage(ctx, args[1:], getenv, stdout)
 	case "ready":
 		return runReady(ctx, args[1:], getenv, stdout)
-	case "version", "--version", "-version":
+	case "version", "--version", "-version", "-v":
 		if len(args) > 1 && (args[1] == "--help" || args[1] == "-h") {
 			fmt.Fprint(stdout, versionHelp)
 			return nil

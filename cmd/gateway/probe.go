@@ -50,9 +50,11 @@ flags:
   --profile P         with --emulator: the emulator profile (default strict; observed answers like
                       the public projects' fixtures, done_event ends streams with a done event)
   --env-file FILE     KEY=VALUE lines read first; the real environment wins
-  --out FILE          where the report is written (default pmgate-probe.json); with
-                      --emulator and both strategies, FILE gets .web_session/.access_token
-                      before its extension
+  --out FILE          where the report is written (default pmgate-probe.json), with its MAC
+                      in FILE.mac (--live only: serve's PROBE_REPORT needs it); a failing
+                      probe never replaces a passing report there: it writes FILE's
+                      .failed sibling. With --emulator and both strategies, FILE gets
+                      .web_session/.access_token before its extension (one report each)
   --measure-limits    also measure the service's two budgets on fresh conversations, each
                       searched both ways from its setting up to 4 times it: the longest
                       query (at most 7 queries from POSTMAN_MAX_QUERY_CHARS) and the most
@@ -200,15 +202,27 @@ func probeAndReport(ctx context.Context, cfg config, mode, out string, m measure
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(out, res.raw, 0o600); err != nil {
+	// A failing probe never replaces a passing report: the daily re-probe
+	// writes over the served PROBE_REPORT, and a failure must leave the last
+	// proof (and its MAC) in force.
+	path := out
+	kept := res.report.Verdict != "pass" && passingReportAt(out)
+	if kept {
+		path = failedPath(out)
+	}
+	mac := ""
+	if mode == "live" {
+		// Only a live report can verify a serving gateway (mode: live); a MAC
+		// under the emulator's throwaway credentials would authenticate nothing.
+		mac = reportMAC(cfg.upstream, res.raw)
+	}
+	if err := writeReport(path, res.raw, mac); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	if mac := reportMAC(cfg.upstream, res.raw); mac != "" {
-		if err := os.WriteFile(macPath(out), []byte(mac+"\n"), 0o600); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
+	printVerdict(stdout, res.report, path, reportDigest(res.raw))
+	if kept {
+		fmt.Fprintf(stdout, "kept    %s and its .mac: the last passing report, left in place\n", out)
 	}
-	printVerdict(stdout, res.report, out, reportDigest(res.raw))
 	if res.report.Verdict != "pass" {
 		return fmt.Errorf("%w: %s", errVerify, strings.Join(verdict{res.report.Failures}.branches(), ", "))
 	}
@@ -840,4 +854,57 @@ func printVerdict(w io.Writer, r probeReport, path, digest string) {
 		fmt.Fprintf(w, "FAIL  %s\n", f)
 	}
 	fmt.Fprintf(w, "FAIL  report %s (%s)\n", path, digest)
+}
+
+// writeReport puts a report and its MAC at path and path.mac, each written to
+// a temporary file and renamed over the old one: the MAC first, then the
+// report, so that the report's rename is the one step that replaces the pair
+// and a reader never finds half a file. No MAC (a configuration without a
+// credential) removes a stale one.
+func writeReport(path string, raw []byte, mac string) error {
+	if mac == "" {
+		if err := os.Remove(macPath(path)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	} else if err := replaceFile(macPath(path), []byte(mac+"\n")); err != nil {
+		return err
+	}
+	return replaceFile(path, raw)
+}
+
+// replaceFile writes b to a temporary file beside path (0600) and renames it
+// over path.
+func replaceFile(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(b)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}
+
+// passingReportAt reports whether path holds a report whose verdict is pass.
+func passingReportAt(path string) bool {
+	raw, err := readReport(path)
+	if err != nil {
+		return false
+	}
+	r, err := decodeReport(raw)
+	return err == nil && r.Verdict == "pass"
+}
+
+// failedPath is where a failing probe writes its report when a passing one
+// is at path: probe.json → probe.failed.json.
+func failedPath(path string) string {
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + ".failed" + ext
 }

@@ -110,9 +110,14 @@ func TestProbeCommandWritesReportsThatVerifyAccepts(t *testing.T) {
 		path := filepath.Join(dir, "p."+s+".json")
 		_, err := os.Stat(path)
 		is.NoErr(err)
+		_, err = os.Stat(macPath(path))
+		is.True(errors.Is(err, os.ErrNotExist)) // no MAC: an emulator report never verifies a serving gateway
 		out.Reset()
 		is.NoErr(run(t.Context(), []string{"verify", path}, noEnv, &out, &out)) // the closure gate agrees
 	}
+	entries, err := os.ReadDir(dir)
+	is.NoErr(err)
+	is.Equal(len(entries), 2) // exactly the two reports the help names, nothing else
 	// The web_session report matches the seeded configuration's fingerprint.
 	out.Reset()
 	is.NoErr(run(t.Context(), []string{"verify", "--env-file", "testdata/probe/web_session.env", filepath.Join(dir, "p.web_session.json")}, noEnv, &out, &out))

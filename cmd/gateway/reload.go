@@ -62,6 +62,10 @@ type liveState struct {
 	// settings that need a restart still hold); env is the one of the last
 	// applied reload.
 	startEnv, env func(string) string
+	// seen is the environment the last accepted reload read: a setting
+	// waiting for a restart is logged by the reload that found it changed,
+	// not again by every later one.
+	seen func(string) string
 }
 
 // Chat sends through the adapter in force when the request starts. With
@@ -163,7 +167,7 @@ func (l *liveState) verified() bool { ok, _ := l.verification(); return ok }
 // the env file changes, until it stops. Without it SIGHUP would end the
 // process.
 func (g *gateway) enableReload(src source, env func(string) string, lc *logControl) {
-	g.live.startEnv, g.live.env = env, env
+	g.live.startEnv, g.live.env, g.live.seen = env, env, env
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	g.wg.Add(1)
@@ -242,8 +246,10 @@ func (g *gateway) reload(src source, lc *logControl, reason string) {
 		switch {
 		case live && l.env(name) != env(name):
 			applied = append(applied, name)
-		case !live && l.startEnv(name) != env(name):
-			restart = append(restart, name) // another strategy has other credentials: all of it waits
+		case !live && l.startEnv(name) != env(name) && l.seen(name) != env(name):
+			// Another strategy has other credentials: all of it waits. A
+			// change an earlier reload already named is not named again.
+			restart = append(restart, name)
 		}
 	}
 	next := l.cfg
@@ -280,6 +286,7 @@ func (g *gateway) reload(src source, lc *logControl, reason string) {
 	if len(applied) > 0 {
 		l.env = mixEnv(applied, env, l.env)
 	}
+	l.seen = env
 	g.log.Info("configuration reloaded", "reason", reason, "applied", strings.Join(applied, ","),
 		"restart_needed", strings.Join(restart, ","))
 }

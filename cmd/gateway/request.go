@@ -126,24 +126,22 @@ func parseLimits(getenv func(string) string) (pmconfig.Limits, error) {
 // owner's call from their own evidence.
 func parseToolSchema(getenv func(string) string) (toolschema.Policy, bool, error) {
 	policy := toolschema.DefaultPolicy
+	var policyErr error
 	if raw := getenv(envToolSchemaPolicy); raw != "" {
 		p, ok := toolschema.ParsePolicy(raw)
 		if !ok {
-			return "", false, setting.Refuse(envToolSchemaPolicy, "must be exactly lower or strict")
+			_, policyErr = setting.Enum(getenv, envToolSchemaPolicy, "", "lower", "strict")
 		}
 		policy = p
 	}
-	switch getenv(envSchemaCombinators) {
-	case "", "forward":
-		return policy, false, nil
-	case "widen":
-		if policy != toolschema.DefaultPolicy {
-			return "", false, setting.Refuse(envSchemaCombinators, "widen needs TOOL_SCHEMA_POLICY=lower")
-		}
-		return policy, true, nil
-	default:
-		return "", false, setting.Refuse(envSchemaCombinators, "must be exactly forward or widen")
+	comb, err := setting.Enum(getenv, envSchemaCombinators, "forward", "forward", "widen")
+	if err == nil && comb == "widen" && policyErr == nil && policy != toolschema.DefaultPolicy {
+		err = setting.Refuse(envSchemaCombinators, "widen needs TOOL_SCHEMA_POLICY=lower")
 	}
+	if err := setting.Join(slices.DeleteFunc([]error{policyErr, err}, func(e error) bool { return e == nil })); err != nil {
+		return "", false, err
+	}
+	return policy, comb == "widen", nil
 }
 
 // summary adds the request settings to a check-config summary.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -36,6 +37,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	cfg, env, err := src.load()
 	if err != nil {
+		for _, w := range cfg.fileWarnings { // a misspelt name is often why a value is missing
+			fmt.Fprintf(stderr, "gateway: warning: %s\n", w)
+		}
 		return err
 	}
 	log, lc := newLoggerControl(cfg, stderr)
@@ -222,6 +226,16 @@ func (g *gateway) wait(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	g.live.draining.Store(true)
+	if d := g.cfg.drainDelay; d > 0 {
+		// Still serving: /readyz answers 503 draining, so a load balancer
+		// takes the gateway out before it stops accepting.
+		g.log.Info("draining: /readyz answers 503 until the shutdown starts", "delay", d.String())
+		select {
+		case <-time.After(d):
+		case err := <-g.served:
+			g.log.Warn("the listener ended while draining", "error", err)
+		}
+	}
 	g.log.Info("shutting down", "grace", shutdownGrace.String())
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()

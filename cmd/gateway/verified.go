@@ -78,7 +78,7 @@ func servedReport(raw []byte, cfg config, authentic bool, now time.Time) (probeR
 // at now: the one set of options for /health and for the measured limits.
 func verifyServed(raw []byte, cfg config, now time.Time) (probeReport, verdict) {
 	return verifyReport(raw, verifyOptions{now: now, maxAge: reportMaxAge, version: version, commit: buildCommit(),
-		fingerprint: fingerprint(cfg.upstream), strategy: string(cfg.upstream.Strategy), terminalRule: terminalRuleOf(cfg),
+		fingerprint: fingerprint(cfg.upstream), strategy: string(cfg.upstream.Strategy), terminalRule: terminalRuleOf(cfg), models: modelsOf(cfg),
 		secrets: append(cfg.upstream.Secrets(), cfg.apiKey, cfg.upstream.WorkspaceID)})
 }
 

@@ -47,12 +47,15 @@ var probeTools = []string{"probe_alpha", "probe_beta"}
 
 // verifyOptions are the verifier's inputs besides the report.
 type verifyOptions struct {
-	now                  time.Time
-	maxAge               time.Duration
-	version, commit      string
-	fingerprint          string // "" when no configuration was given
-	strategy             string // "" when no configuration was given
-	terminalRule         string // "" when no configuration was given
+	now             time.Time
+	maxAge          time.Duration
+	version, commit string
+	fingerprint     string // "" when no configuration was given
+	strategy        string // "" when no configuration was given
+	terminalRule    string // "" when no configuration was given
+	// models are the configuration's public → upstream enum, so that a
+	// fingerprint that differs can be traced to the model the report names.
+	models               map[string]string
 	requireObservedModel bool
 	secrets              []string // values that must not occur in the report
 	writing              bool     // the probe judging the report it writes: its verdict is not set yet
@@ -140,7 +143,7 @@ func verifyConfig(v *verdict, r probeReport, o verifyOptions) {
 		return
 	}
 	if r.ConfigFingerprint != o.fingerprint {
-		v.fail(branchConfig, "the configuration fingerprint differs from the current configuration")
+		v.fail(branchConfig, "the configuration fingerprint differs from the current configuration: %s", fingerprintPart(r, o))
 	}
 	if r.Strategy != o.strategy {
 		v.fail(branchConfig, "the strategy differs from the current configuration")
@@ -148,6 +151,33 @@ func verifyConfig(v *verdict, r probeReport, o verifyOptions) {
 	if r.TerminalRule != o.terminalRule {
 		v.fail(branchConfig, "the terminal rule differs from the current configuration")
 	}
+}
+
+// fingerprintPart says which part of the fingerprint differs, as far as the
+// report's own fields tell (strategy, its model's mapping); the endpoint, the
+// workspace and the other entries of the model map are only in the hash, so
+// they are named together. Fixed words only: no value is echoed.
+func fingerprintPart(r probeReport, o verifyOptions) string {
+	up, served := o.models[r.Model.Public]
+	switch {
+	case r.Strategy != o.strategy:
+		return "the strategy (POSTMAN_TRANSPORT_STRATEGY)"
+	case o.models != nil && !served:
+		return "the report's model is not in PROVIDER_MODELS / POSTMAN_MODEL_MAP"
+	case o.models != nil && up != r.Model.UpstreamEnum:
+		return "the report's model maps to another upstream enum in POSTMAN_MODEL_MAP"
+	}
+	return "the strategy and the report's model match, so the chat host (POSTMAN_WORKSPACE_SUBDOMAIN or POSTMAN_ORIGIN), " +
+		"POSTMAN_WORKSPACE_ID, or another entry or observed label of POSTMAN_MODEL_MAP differs"
+}
+
+// modelsOf is a configuration's public → upstream enum, for verifyOptions.
+func modelsOf(cfg config) map[string]string {
+	m := map[string]string{}
+	for _, mm := range cfg.upstream.Models {
+		m[mm.Public] = mm.Upstream
+	}
+	return m
 }
 
 func verifyPolicy(v *verdict, r probeReport) {
@@ -554,6 +584,7 @@ func runVerify(args []string, getenv func(string) string, stdout, stderr io.Writ
 			return err
 		}
 		o.fingerprint, o.strategy, o.terminalRule = fingerprint(cfg.upstream), string(cfg.upstream.Strategy), terminalRuleOf(cfg)
+		o.models = modelsOf(cfg)
 		o.secrets = append(cfg.upstream.Secrets(), cfg.apiKey, cfg.upstream.WorkspaceID)
 	}
 	_, v := verifyReport(raw, o)

@@ -385,3 +385,35 @@ func TestHygieneTellsIdsFromOrdinaryNames(t *testing.T) {
 		is.True(checkString("model.public", bad) != "") // ids, keys and long random runs
 	}
 }
+
+func TestVerifySaysWhichPartOfTheFingerprintDiffers(t *testing.T) {
+	for extra, want := range map[string]string{
+		"POSTMAN_MODEL_MAP": "the report's model maps to another upstream enum in POSTMAN_MODEL_MAP",
+		"PROVIDER_MODELS":   "the report's model is not in PROVIDER_MODELS / POSTMAN_MODEL_MAP",
+		"POSTMAN_WORKSPACE_ID": "the strategy and the report's model match, so the chat host (POSTMAN_WORKSPACE_SUBDOMAIN or POSTMAN_ORIGIN), " +
+			"POSTMAN_WORKSPACE_ID, or another entry or observed label of POSTMAN_MODEL_MAP differs",
+	} {
+		t.Run(extra, func(t *testing.T) {
+			is := is.New(t)
+			env := map[string]string{
+				"POSTMAN_MODEL_MAP":    "pmgate-demo=GPT_54",
+				"PROVIDER_MODELS":      "other-model",
+				"POSTMAN_WORKSPACE_ID": "another-team",
+			}
+			if extra == "PROVIDER_MODELS" {
+				env["POSTMAN_MODEL_MAP"] = "other-model=GPT_55"
+			}
+			var out bytes.Buffer
+			err := run(t.Context(), []string{"verify", "--now", "2026-12-01T10:00:00Z", "--env-file", "testdata/probe/web_session.env", "testdata/probe/good.json"},
+				func(k string) string {
+					if k == extra || extra == "PROVIDER_MODELS" && k == "POSTMAN_MODEL_MAP" {
+						return env[k]
+					}
+					return ""
+				}, &out, &out)
+			is.True(err != nil)
+			is.True(strings.Contains(out.String(), "FAIL configuration: the configuration fingerprint differs from the current configuration: "+want))
+			is.True(!strings.Contains(out.String(), "another-team")) // names, never values
+		})
+	}
+}

@@ -8,6 +8,7 @@ package setting
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/cockroachdb/errors"
 
@@ -50,17 +51,67 @@ func BoundedInt(getenv func(string) string, name Name, def, lo, hi int) (int, er
 }
 
 // Bool reads the boolean name through getenv: def when unset (empty),
-// otherwise exactly "true" or "false".
+// otherwise exactly "true" or "false" (a refusal of "TRUE" says it is the
+// case).
 func Bool(getenv func(string) string, name Name, def bool) (bool, error) {
-	switch getenv(string(name)) {
-	case "":
+	v, err := Enum(getenv, name, strconv.FormatBool(def), "true", "false")
+	return v == "true", err
+}
+
+// Choice is one of the accepted values of a closed setting: a constant of the
+// program, never a configured value, so it prints unredacted.
+type Choice string
+
+// SafeValue marks the choice as safe for logs.
+func (Choice) SafeValue() {}
+
+// Enum reads the closed choice name through getenv: def when unset (empty),
+// otherwise exactly one of values. The refusal lists the accepted values;
+// when the value differs from one of them only in case or in how the words
+// are joined (a label such as "Web Session" or "web-session" for
+// web_session), it also names that one, and never the configured value.
+func Enum(getenv func(string) string, name Name, def string, values ...string) (string, error) {
+	raw := getenv(string(name))
+	if raw == "" {
 		return def, nil
-	case "true":
-		return true, nil
-	case "false":
-		return false, nil
 	}
-	return def, Refuse(name, "must be true or false")
+	for _, v := range values {
+		if raw == v {
+			return v, nil
+		}
+	}
+	return def, refuseChoice(name, raw, values)
+}
+
+// refuseChoice is Enum's refusal of raw.
+func refuseChoice(name Name, raw string, values []string) error {
+	list := Choice(OneOf(values))
+	for _, v := range values {
+		if fold(raw) == fold(v) {
+			return Refuse(name, "must be %s, exactly as written here: did you mean %s?", list, Choice(v))
+		}
+	}
+	return Refuse(name, "must be %s", list)
+}
+
+// OneOf lists values as "a", "a or b", "a, b or c".
+func OneOf(values []string) string {
+	if len(values) < 2 {
+		return strings.Join(values, "")
+	}
+	return strings.Join(values[:len(values)-1], ", ") + " or " + values[len(values)-1]
+}
+
+// fold is a choice without case, surrounding space or word separators, so
+// that the way a label is written matches the value it stands for.
+func fold(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '_', '-', ' ', '.', '\t':
+			return -1
+		}
+		return r
+	}, strings.ToLower(strings.TrimSpace(s)))
 }
 
 // Decimal parses ASCII decimal digits only (no sign, space or underscore);

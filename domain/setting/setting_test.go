@@ -61,3 +61,24 @@ func TestBool(t *testing.T) {
 		is.True(!strings.Contains(err.Error(), env[string(name)]))                          // the value is never echoed
 	}
 }
+
+func TestEnumNamesTheValueMeantByAWrongCaseOrALabel(t *testing.T) {
+	is := is.New(t)
+	for raw, meant := range map[string]string{"Web_Session": "web_session", "WEB-SESSION": "web_session",
+		"Web Session": "web_session", "websession": "web_session", " access.token ": "access_token"} {
+		get := func(string) string { return raw }
+		_, err := setting.Enum(get, "S", "", "access_token", "web_session")
+		is.True(errs.Has(err, errs.ConfigInvalid)) // still refused: the value is exact
+		msg := errs.Redact(err)
+		is.True(strings.Contains(msg, "S: must be access_token or web_session")) // the accepted values
+		is.True(strings.Contains(msg, "did you mean "+meant+"?"))                // and the one meant, unredacted
+		is.True(!strings.Contains(err.Error(), raw))                             // the value is never echoed
+	}
+	_, err := setting.Enum(func(string) string { return "auto" }, "S", "", "access_token", "web_session")
+	is.True(!strings.Contains(err.Error(), "did you mean")) // nothing close: the list only
+	_, err = setting.Bool(func(string) string { return "TRUE" }, "B", false)
+	is.True(strings.Contains(errs.Redact(err), "B: must be true or false, exactly as written here: did you mean true?"))
+	v, err := setting.Enum(func(string) string { return "" }, "S", "web_session", "access_token", "web_session")
+	is.NoErr(err)
+	is.Equal(v, "web_session") // unset is the default
+}

@@ -245,22 +245,27 @@ func Parse(getenv func(string) string, models []string) (Config, error) {
 		}
 	}
 
-	switch s := getenv(EnvStrategy); Strategy(s) {
-	case StrategyAccessToken, StrategyWebSession:
-		c.Strategy = Strategy(s)
-	case "":
+	if getenv(EnvStrategy) == "" {
 		add(refuse(EnvStrategy, "required; must be access_token or web_session"))
-	default:
-		add(refuse(EnvStrategy, "must be exactly access_token or web_session"))
+	} else if s, err := setting.Enum(getenv, EnvStrategy, "", string(StrategyAccessToken), string(StrategyWebSession)); err != nil {
+		add(err)
+	} else {
+		c.Strategy = Strategy(s)
 	}
 
+	// The strategy's own variables are checked under the strategy meant
+	// even when its name is refused, so that one run reports every problem;
+	// the configuration is refused all the same.
 	if getenv(EnvAccessToken) != "" && getenv(EnvSessionCookie) != "" {
 		add(refuse(EnvAccessToken+" and "+EnvSessionCookie,
 			"both secrets are set; configure only the secret of POSTMAN_TRANSPORT_STRATEGY"))
-	} else if c.Strategy == StrategyAccessToken {
-		add(c.parseAccessToken(getenv))
-	} else if c.Strategy == StrategyWebSession {
-		add(c.parseWebSession(getenv))
+	} else {
+		switch meant := strategyMeant(getenv); meant {
+		case StrategyAccessToken:
+			add(c.parseAccessToken(getenv, meant))
+		case StrategyWebSession:
+			add(c.parseWebSession(getenv, meant))
+		}
 	}
 
 	c.WorkspaceID = getenv(EnvWorkspaceID)
@@ -268,6 +273,9 @@ func Parse(getenv func(string) string, models []string) (Config, error) {
 		add(refuse(EnvWorkspaceID, "required"))
 	} else if !visibleASCII(c.WorkspaceID, 1, MaxWorkspaceBytes) {
 		add(refuse(EnvWorkspaceID, "must be 1-256 bytes of visible ASCII (0x21-0x7e)"))
+	} else if looksLikeURL(c.WorkspaceID) {
+		add(refuse(EnvWorkspaceID, "is a URL, not the id: the workspace id is not in the address bar; "+
+			"it is mandatoryContext.workspaceId of a /_gw/chat request in the browser's developer tools (docs/CONNECT.md)"))
 	}
 
 	if len(models) > 0 {
@@ -285,20 +293,53 @@ func Parse(getenv func(string) string, models []string) (Config, error) {
 // joinProblems is nil, the one refusal, or all of them joined.
 var joinProblems = setting.Join
 
+// strategyMeant is the strategy whose variables Parse checks: the configured
+// one, or the one its refused value stands for (a wrong case or a label),
+// or else the one whose secret is set; "" when none can be told.
+func strategyMeant(getenv func(string) string) Strategy {
+	raw := getenv(EnvStrategy)
+	for _, s := range []Strategy{StrategyAccessToken, StrategyWebSession} {
+		if raw == "" {
+			break
+		}
+		if _, err := setting.Enum(func(string) string { return raw }, EnvStrategy, "", string(s)); err == nil ||
+			strings.Contains(err.Error(), "did you mean") {
+			return s
+		}
+	}
+	switch {
+	case getenv(EnvSessionCookie) != "" || getenv(EnvSubdomain) != "":
+		return StrategyWebSession
+	case getenv(EnvAccessToken) != "" || getenv(EnvOrigin) != "":
+		return StrategyAccessToken
+	}
+	return ""
+}
+
+// looksLikeURL reports a value pasted from the address bar: a scheme or a
+// Postman host (an opaque id may hold a '/' or a ':').
+func looksLikeURL(v string) bool {
+	v = strings.ToLower(v)
+	return strings.Contains(v, "://") || strings.Contains(v, "postman.co")
+}
+
 // parseUpstreamConstraints reads the service constraints the public projects
 // report: the query length, the tool count and the parallel-calling flag; and
 // the length of one tool result, which none reports (unset: no limit).
 func (c *Config) parseUpstreamConstraints(getenv func(string) string) error {
+	var problems []error
+	add := func(err error) {
+		if err != nil {
+			problems = append(problems, err)
+		}
+	}
 	var err error
-	if c.MaxQueryChars, err = setting.BoundedInt(getenv, EnvMaxQueryChars, DefaultMaxQueryChars, 1, MaxQueryCharsBound); err != nil {
-		return err
-	}
-	if c.MaxToolsUpstream, err = setting.BoundedInt(getenv, EnvMaxToolsUpstream, DefaultMaxToolsUpstream, 0, MaxToolsUpstreamBound); err != nil {
-		return err
-	}
-	if c.MaxToolResultChars, err = setting.BoundedInt(getenv, EnvMaxToolResult, 0, 1, MaxToolResultCharsBound); err != nil {
-		return err
-	}
+	c.MaxQueryChars, err = setting.BoundedInt(getenv, EnvMaxQueryChars, DefaultMaxQueryChars, 1, MaxQueryCharsBound)
+	add(err)
+	c.MaxToolsUpstream, err = setting.BoundedInt(getenv, EnvMaxToolsUpstream, DefaultMaxToolsUpstream, 0, MaxToolsUpstreamBound)
+	add(err)
+	c.MaxToolResultChars, err = setting.BoundedInt(getenv, EnvMaxToolResult, 0, 1, MaxToolResultCharsBound)
+	add(err)
 	for _, l := range []struct {
 		env string
 		src *budget.Source
@@ -307,29 +348,27 @@ func (c *Config) parseUpstreamConstraints(getenv func(string) string) error {
 			*l.src = budget.SourceSetting
 		}
 	}
-	switch v := ParallelSetting(getenv(EnvParallelTools)); v {
-	case ParallelUnset, ParallelOn, ParallelOff:
-		c.ParallelToolCalls = v
-	default:
-		return refuse(EnvParallelTools, "must be exactly true or false")
-	}
-	return nil
+	v, err := setting.Enum(getenv, EnvParallelTools, "", string(ParallelOn), string(ParallelOff))
+	add(err)
+	c.ParallelToolCalls = ParallelSetting(v)
+	return joinProblems(problems)
 }
 
-func forbid(getenv func(string) string, s Strategy, names ...string) error {
+// forbid refuses each of names that is set under strategy s.
+func forbid(getenv func(string) string, s Strategy, names ...string) []error {
+	var problems []error
 	for _, n := range names {
 		if getenv(n) != "" {
-			return refuse(envName(n), "must not be set when POSTMAN_TRANSPORT_STRATEGY is %s", s)
+			problems = append(problems, refuse(envName(n), "must not be set when POSTMAN_TRANSPORT_STRATEGY is %s", s))
 		}
 	}
-	return nil
+	return problems
 }
 
-func (c *Config) parseAccessToken(getenv func(string) string) error {
-	if err := forbid(getenv, c.Strategy, EnvSessionCookie, EnvSubdomain, EnvTerminalRule); err != nil {
-		return err
-	}
-	var problems []error
+// parseAccessToken checks the access_token variables; s is the strategy
+// meant (strategyMeant), whether or not its name was accepted.
+func (c *Config) parseAccessToken(getenv func(string) string, s Strategy) error {
+	problems := forbid(getenv, s, EnvSessionCookie, EnvSubdomain, EnvTerminalRule)
 	c.AccessToken = getenv(EnvAccessToken)
 	if c.AccessToken == "" {
 		problems = append(problems, refuse(EnvAccessToken, "required when POSTMAN_TRANSPORT_STRATEGY is access_token"))
@@ -357,11 +396,10 @@ func (c *Config) parseAccessToken(getenv func(string) string) error {
 	return joinProblems(problems)
 }
 
-func (c *Config) parseWebSession(getenv func(string) string) error {
-	if err := forbid(getenv, c.Strategy, EnvAccessToken, EnvOrigin, EnvChatPath); err != nil {
-		return err
-	}
-	var problems []error
+// parseWebSession checks the web_session variables; s is the strategy
+// meant (strategyMeant), whether or not its name was accepted.
+func (c *Config) parseWebSession(getenv func(string) string, s Strategy) error {
+	problems := forbid(getenv, s, EnvAccessToken, EnvOrigin, EnvChatPath)
 	c.SessionCookie = getenv(EnvSessionCookie)
 	if c.SessionCookie == "" {
 		problems = append(problems, refuse(EnvSessionCookie, "required when POSTMAN_TRANSPORT_STRATEGY is web_session"))
@@ -407,6 +445,13 @@ var subdomainRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompi
 var reservedSubdomains = []string{"go", "identity", "id", "www"}
 
 func checkSubdomain(v string) error {
+	if strings.Contains(v, ".") || strings.Contains(v, "/") {
+		return refuse(EnvSubdomain, "is a URL or a host name, not the subdomain: set one lowercase DNS label, "+
+			"TEAM of https://TEAM.postman.co/workspace/… (no scheme, dot or path)")
+	}
+	if subdomainRE().MatchString(strings.ToLower(v)) && !subdomainRE().MatchString(v) {
+		return refuse(EnvSubdomain, "must be one lowercase DNS label: lower case, as the address bar shows it (TEAM of https://TEAM.postman.co/…)")
+	}
 	if !subdomainRE().MatchString(v) {
 		return refuse(EnvSubdomain, "must be one lowercase DNS label of 1-63 bytes matching ^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 	}
@@ -417,27 +462,32 @@ func checkSubdomain(v string) error {
 }
 
 func (c *Config) parseHeaderValues(getenv func(string) string) error {
+	var problems []error
 	c.UserAgent = getenv(EnvUserAgent)
 	if c.UserAgent == "" {
 		c.UserAgent = DefaultUserAgent
 	} else if !printableASCII(c.UserAgent, 1, MaxHeaderBytes) ||
 		c.UserAgent[0] == ' ' || c.UserAgent[len(c.UserAgent)-1] == ' ' {
-		return refuse(EnvUserAgent, "must be 1-256 bytes of printable ASCII (0x20-0x7e) without leading or trailing space")
+		problems = append(problems, refuse(EnvUserAgent, "must be 1-256 bytes of printable ASCII (0x20-0x7e) without leading or trailing space"))
 	}
 	c.AppVersion = getenv(EnvAppVersion)
 	if c.AppVersion != "" && !visibleASCII(c.AppVersion, 1, MaxHeaderBytes) {
-		return refuse(EnvAppVersion, "must be 1-256 bytes of visible ASCII (0x21-0x7e)")
+		problems = append(problems, refuse(EnvAppVersion, "must be 1-256 bytes of visible ASCII (0x21-0x7e)"))
 	}
-	return nil
+	return joinProblems(problems)
 }
 
 func (c *Config) parseTerminalRule(getenv func(string) string) error {
-	if c.Strategy != StrategyWebSession {
+	if strategyMeant(getenv) != StrategyWebSession {
 		return nil // set on access_token is refused by parseAccessToken
 	}
-	r, err := completion.RuleFor(true, completion.Rule(getenv(EnvTerminalRule)))
+	raw, err := setting.Enum(getenv, EnvTerminalRule, "", string(completion.RuleExplicitOnly), string(completion.RuleUsageAfterOutput))
 	if err != nil {
-		return refuse(EnvTerminalRule, "must be exactly explicit_only or usage_after_output_v1")
+		return err
+	}
+	r, err := completion.RuleFor(true, completion.Rule(raw))
+	if err != nil {
+		return refuse(EnvTerminalRule, "must be explicit_only or usage_after_output_v1")
 	}
 	c.TerminalRule = r
 	return nil

@@ -30,6 +30,29 @@ func (c *Config) parseModels(getenv func(string) string, public []string) error 
 
 var upstreamEnumRE = regexp.MustCompile(`^[A-Z0-9_]{1,64}$`)
 
+// enumHint explains a model written in the wrong case or as the label the
+// model picker shows (GPT-5.5 for GPT_55): a fixed text, never the value.
+func enumHint(v string) hintText {
+	label := strings.Map(func(r rune) rune {
+		switch r {
+		case '-', ' ', '.':
+			return '_'
+		}
+		return r
+	}, strings.ToUpper(v))
+	if !upstreamEnumRE.MatchString(label) {
+		return ""
+	}
+	return ": the upstream enum is upper case with '_' (GPT_55, CLAUDE_45_SONNET_BEDROCK), " +
+		"not the label the model picker shows (GPT-5.5); docs/CONNECT.md's table lists them"
+}
+
+// hintText is a fixed explanation appended to a refusal; safe to log.
+type hintText string
+
+// SafeValue marks the hint as safe for logs.
+func (hintText) SafeValue() {}
+
 func (c *Config) parseModelMap(raw string, public []string) error {
 	byPublic := map[string]ModelMapping{}
 	for i, entry := range strings.Split(raw, ",") {
@@ -52,7 +75,7 @@ func (c *Config) parseModelMap(raw string, public []string) error {
 		parts := strings.Split(rest, "|")
 		upstream := strings.TrimSpace(parts[0])
 		if !upstreamEnumRE.MatchString(upstream) {
-			return refuse(EnvModelMap, "entry %d: the upstream model must match ^[A-Z0-9_]{1,64}$", n)
+			return refuse(EnvModelMap, "entry %d: the upstream model must match ^[A-Z0-9_]{1,64}$%s", n, enumHint(upstream))
 		}
 		labels := make([]string, 0, len(parts)-1)
 		for j, l := range parts[1:] {
@@ -83,7 +106,7 @@ func (c *Config) parseSelectedModel(public []string, selected, observed string) 
 		return refuse(EnvSelectedModel, "needs PROVIDER_MODELS to list exactly one id; use POSTMAN_MODEL_MAP")
 	}
 	if !upstreamEnumRE.MatchString(selected) {
-		return refuse(EnvSelectedModel, "must match ^[A-Z0-9_]{1,64}$")
+		return refuse(EnvSelectedModel, "must match ^[A-Z0-9_]{1,64}$%s", enumHint(selected))
 	}
 	var labels []string
 	if observed != "" {

@@ -407,7 +407,7 @@ func TestParallelToolCalls(t *testing.T) {
 	}
 	var rows []refusal
 	for _, v := range []string{"TRUE", "1", "yes", "on", " true", "client"} {
-		rows = append(rows, refusal{"parallel " + strconv.Quote(v), webEnv().with(pmconfig.EnvParallelTools, v), pmconfig.EnvParallelTools, "exactly true or false"})
+		rows = append(rows, refusal{"parallel " + strconv.Quote(v), webEnv().with(pmconfig.EnvParallelTools, v), pmconfig.EnvParallelTools, "must be true or false"})
 	}
 	runRefusals(t, rows)
 }
@@ -460,4 +460,55 @@ func TestEveryRefusalIsReportedAtOnce(t *testing.T) {
 		is.True(strings.Contains(err.Error(), v+":"))      // every broken variable is named
 		is.True(strings.Contains(errs.Redact(err), v+":")) // also in the redacted form
 	}
+}
+
+func TestEveryProblemIsReportedInOneRunEvenUnderARefusedStrategy(t *testing.T) {
+	is := is.New(t)
+	// The strategy in the wrong case, a URL for the subdomain, a workspace
+	// URL for the id, a model label for the enum and three bad limits: each
+	// one is named, none hides another.
+	e := webEnv().with(pmconfig.EnvStrategy, "Web_Session", pmconfig.EnvSubdomain, "https://acme.postman.co/",
+		pmconfig.EnvWorkspaceID, "https://acme.postman.co/workspace/My-Space~1234/overview",
+		pmconfig.EnvModelMap, "gpt-5.5=gpt-5.4,claude-sonnet-4-5=CLAUDE_45_SONNET_BEDROCK",
+		pmconfig.EnvMaxQueryChars, "x", pmconfig.EnvMaxToolsUpstream, "y", pmconfig.EnvParallelTools, "True",
+		pmconfig.EnvUserAgent, " ua", pmconfig.EnvAppVersion, "a b", pmconfig.EnvOrigin, "https://x.test", pmconfig.EnvChatPath, "/c")
+	_, err := e.parse()
+	is.True(err != nil)
+	msg := errs.Redact(err)
+	for _, want := range []string{
+		"POSTMAN_TRANSPORT_STRATEGY: must be access_token or web_session, exactly as written here: did you mean web_session?",
+		"POSTMAN_WORKSPACE_SUBDOMAIN: is a URL or a host name, not the subdomain",
+		"POSTMAN_WORKSPACE_ID: is a URL, not the id",
+		"mandatoryContext.workspaceId",
+		"POSTMAN_MODEL_MAP: entry 1: the upstream model must match ^[A-Z0-9_]{1,64}$: the upstream enum is upper case",
+		"POSTMAN_MAX_QUERY_CHARS:", "POSTMAN_MAX_TOOLS_UPSTREAM:",
+		"POSTMAN_PARALLEL_TOOL_CALLS: must be true or false, exactly as written here: did you mean true?",
+		"POSTMAN_USER_AGENT:", "POSTMAN_APP_VERSION:",
+		"POSTMAN_ORIGIN: must not be set when POSTMAN_TRANSPORT_STRATEGY is web_session",
+		"POSTMAN_CHAT_PATH: must not be set when POSTMAN_TRANSPORT_STRATEGY is web_session",
+	} {
+		is.True(strings.Contains(msg, want)) // every problem, in one run
+	}
+	is.True(!strings.Contains(err.Error(), "acme")) // the values are never echoed
+	is.True(!strings.Contains(err.Error(), "gpt-5.4"))
+}
+
+func TestASubdomainInTheWrongCaseOrPastedAsAHostIsToldWhatToKeep(t *testing.T) {
+	for v, want := range map[string]string{"Acme": "lower case, as the address bar shows it", "acme.postman.co": "not the subdomain",
+		"https://acme.postman.co/workspace/x": "not the subdomain", "acme/": "not the subdomain"} {
+		t.Run(v, func(t *testing.T) {
+			is := is.New(t)
+			err := mustRefuse(t, webEnv().with(pmconfig.EnvSubdomain, v), pmconfig.EnvSubdomain)
+			is.True(strings.Contains(err.Error(), want)) // what to keep, in words
+		})
+	}
+}
+
+func TestTheSecretsSayWhichStrategyAStrategylessConfigurationMeant(t *testing.T) {
+	is := is.New(t)
+	_, err := webEnv().with(pmconfig.EnvStrategy, "<unset>", pmconfig.EnvSubdomain, "Acme").parse()
+	is.True(strings.Contains(err.Error(), "POSTMAN_TRANSPORT_STRATEGY: required"))
+	is.True(strings.Contains(err.Error(), "POSTMAN_WORKSPACE_SUBDOMAIN: must be one lowercase DNS label")) // checked as web_session
+	_, err = tokenEnv().with(pmconfig.EnvStrategy, "auto", pmconfig.EnvOrigin, "http://x").parse()
+	is.True(strings.Contains(err.Error(), "POSTMAN_ORIGIN:")) // checked as access_token
 }
