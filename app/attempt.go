@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/pmgate/pmgate/domain/budget"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/errs"
@@ -35,6 +36,8 @@ import (
 //   - an attempt that provably dispatched nothing (a refusal before sending,
 //     an upstream refusal before processing) removes its record: its retry is
 //     dispatched as if it were the first;
+//   - Claude Code's own retries (each a new SDK call, count 0) are
+//     recognised by its User-Agent: any identical body of it is a repeat;
 //   - the first attempt (count 0) of a marked request is recorded and its
 //     upstream exchange runs to its end even when its client goes away (the
 //     SDK's timeout closes the connection before it retries), bounded by the
@@ -130,7 +133,11 @@ func (g *Gateway) attempt(ctx context.Context, p Principal, req chat.Request, r 
 	}
 	bodyHash := bodyHashOf(r.Body)
 	key := attemptKey(p, r, bodyHash)
-	repeat := explicit || r.RetryCount >= 1
+	// Claude Code retries with its own loop, one new SDK call per attempt, so
+	// every attempt carries count 0; it never sends a byte-identical
+	// transcript again but as a retry (a new prompt, or an interrupted turn,
+	// changes the transcript), so an identical body of it is a repeat.
+	repeat := explicit || r.RetryCount >= 1 || req.Client == budget.ClientClaudeCode
 	for {
 		if repeat {
 			rec, ok, err := g.attempts.Get(ctx, key, g.clock.Now())
@@ -153,11 +160,7 @@ func (g *Gateway) attempt(ctx context.Context, p Principal, req chat.Request, r 
 			return nil, err
 		}
 		now := g.clock.Now()
-		deadline, ok := ctx.Deadline()
-		if !ok {
-			deadline = now.Add(10 * time.Minute)
-		}
-		deadline = deadline.Add(g.attemptPolicy.Grace)
+		deadline := now.Add(requestLeft(ctx) + g.attemptPolicy.Grace)
 		rec := ports.Attempt{Key: key, BodyHash: bodyHash, Token: token, Deadline: deadline, Expires: deadline.Add(g.attemptPolicy.TTL)}
 		_, began, err := g.attempts.Begin(ctx, rec, !repeat, now)
 		switch {
@@ -236,11 +239,7 @@ func (g *Gateway) waitAttempt(ctx context.Context, key string, rec ports.Attempt
 // ends, and is recorded, when the client went away: the turn's Close drains
 // it.
 func (g *Gateway) run(ctx context.Context, p Principal, req chat.Request, key, token string) (Turn, error) {
-	dl, ok := ctx.Deadline()
-	if !ok {
-		dl = g.clock.Now().Add(10 * time.Minute)
-	}
-	dctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), dl)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestLeft(ctx))
 	t := &recordedTurn{g: g, ctx: dctx, cancel: cancel, key: key, token: token, meter: meterFrom(ctx)}
 	inner, err := g.chat(dctx, p, req)
 	if err != nil {
@@ -350,6 +349,15 @@ func (t *recordedTurn) settle(err error) {
 		// retry_outcome_unknown, never a second dispatch.
 		g.log.ErrorContext(ctx, "attempt outcome not recorded", "code", string(errs.CodeOf(serr)), "error", errs.Redact(serr))
 	}
+}
+
+// requestLeft is the time left before ctx's deadline (the request timeout),
+// or a bound of ten minutes when it has none.
+func requestLeft(ctx context.Context) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		return time.Until(dl)
+	}
+	return 10 * time.Minute
 }
 
 func (g *Gateway) expires() time.Time { return g.clock.Now().Add(g.attemptPolicy.TTL) }
