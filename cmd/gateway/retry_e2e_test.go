@@ -53,7 +53,7 @@ func TestTheSDKsOwnRetriesSpendOneDispatchPerQuestion(t *testing.T) {
 			proxy, sent := alternate(t, a.base, b.base)
 			runRetrySuite(t, proxy, st)
 			is.Equal(emu.Count(emulator.KindUserQuery), retryQuestions) // one dispatch per question
-			is.True(sent[0].Load() > 0 && sent[1].Load() > 0)          // the retries reached the other replica
+			is.True(sent[0].Load() > 0 && sent[1].Load() > 0)           // the retries reached the other replica
 			t.Logf("attempts through replica A: %d, B: %d", sent[0].Load(), sent[1].Load())
 		})
 	}
