@@ -66,6 +66,12 @@ func WithRepeat(ctx context.Context, r *Repeat) context.Context {
 	return context.WithValue(ctx, repeatKey{}, r)
 }
 
+// Detached is implemented by a turn whose upstream exchange outlives its
+// client: the ingress must not close it when its client goes away (the turn
+// watches that itself), only when it is done with it (Close reads it to its
+// end and records it).
+type Detached interface{ Detached() bool }
+
 // Replayed is implemented by a turn that replays a recorded answer instead of
 // dispatching: the ingress discloses it.
 type Replayed interface{ Replayed() bool }
@@ -84,6 +90,11 @@ type AttemptPolicy struct {
 	Grace time.Duration
 	// Poll is how often a waiting retry reads the record again.
 	Poll time.Duration
+	// AbortGrace is how long an attempt whose client went away goes on
+	// without a repeat waiting for it before it is released (the SDKs retry
+	// after half a second; a client disconnect releases the upstream within
+	// one second).
+	AbortGrace time.Duration
 }
 
 // WithAttempts turns the recording of repeatable requests on. Call it before
@@ -94,6 +105,9 @@ func (g *Gateway) WithAttempts(s ports.AttemptStore, p AttemptPolicy) *Gateway {
 	}
 	if p.Poll <= 0 {
 		p.Poll = 100 * time.Millisecond
+	}
+	if p.AbortGrace <= 0 {
+		p.AbortGrace = 900 * time.Millisecond
 	}
 	g.attempts, g.attemptPolicy = s, p
 	return g
@@ -148,6 +162,9 @@ func (g *Gateway) attempt(ctx context.Context, p Principal, req chat.Request, r 
 				t, err, wait := g.recorded(rec, explicit, bodyHash, req)
 				if !wait {
 					return t, err
+				}
+				if err := g.attempts.Await(ctx, key, rec.Token); err != nil {
+					return nil, err
 				}
 				if err := g.waitAttempt(ctx, key, rec); err != nil {
 					return nil, err
@@ -236,13 +253,18 @@ func (g *Gateway) waitAttempt(ctx context.Context, key string, rec ports.Attempt
 
 // run dispatches a recorded attempt. Its upstream exchange is detached from
 // the client's cancellation (not from the request's deadline), so that it
-// ends, and is recorded, when the client went away: the turn's Close drains
-// it.
+// ends, and is recorded, when the client went away to retry: the turn's Close
+// drains it. A client that went away without a retry waiting for the attempt
+// within AbortGrace releases it (abortSoon).
 func (g *Gateway) run(ctx context.Context, p Principal, req chat.Request, key, token string) (Turn, error) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestLeft(ctx))
 	t := &recordedTurn{g: g, ctx: dctx, cancel: cancel, key: key, token: token, meter: meterFrom(ctx)}
+	t.abortMu.Lock()
+	t.watch = context.AfterFunc(ctx, t.abortSoon)
+	t.abortMu.Unlock()
 	inner, err := g.chat(dctx, p, req)
 	if err != nil {
+		t.stopWatch()
 		t.settle(err)
 		cancel()
 		return nil, err
@@ -253,8 +275,8 @@ func (g *Gateway) run(ctx context.Context, p Principal, req chat.Request, key, t
 
 // recordedTurn passes a recorded attempt's deltas on and records its outcome
 // at its end. Its Close drains an unfinished turn (the client went away), so
-// the ingress must not close it from another goroutine on a disconnect
-// (Detached).
+// the ingress must not close it from another goroutine on a disconnect: it
+// aborts it (Detached) when the client did not leave to retry.
 type recordedTurn struct {
 	g      *Gateway
 	inner  Turn
@@ -268,17 +290,46 @@ type recordedTurn struct {
 	deltas []Delta
 	ended  bool
 	err    error
+
+	abortMu   sync.Mutex
+	watch     func() bool // stops the watch of the client's context
+	abort     *time.Timer // set by abortSoon
+	abortDone bool
 }
 
-// Detached reports that the turn's upstream exchange outlives its client.
+// Detached implements Detached.
 func (t *recordedTurn) Detached() bool { return true }
 
-// Disclosure implements Disclosed.
-func (t *recordedTurn) Disclosure() string {
-	if d, ok := t.inner.(Disclosed); ok {
-		return d.Disclosure()
+// abortSoon runs when the client went away (or its request timed out),
+// maybe to retry: unless a repeat waits for the attempt when AbortGrace has
+// passed, the upstream exchange is released, as a disconnect releases any
+// other, and the attempt is recorded as of unknown outcome.
+func (t *recordedTurn) abortSoon() {
+	t.abortMu.Lock()
+	defer t.abortMu.Unlock()
+	if t.abortDone {
+		return
 	}
-	return ""
+	t.abort = time.AfterFunc(t.g.attemptPolicy.AbortGrace, func() {
+		rec, ok, err := t.g.attempts.Get(context.WithoutCancel(t.ctx), t.key, t.g.clock.Now())
+		if err == nil && ok && rec.Token == t.token && rec.Awaited {
+			return // a retry waits for the answer
+		}
+		t.cancel()
+	})
+}
+
+// stopWatch ends the watch of the client once the attempt ended.
+func (t *recordedTurn) stopWatch() {
+	t.abortMu.Lock()
+	defer t.abortMu.Unlock()
+	t.abortDone = true
+	if t.watch != nil {
+		t.watch()
+	}
+	if t.abort != nil {
+		t.abort.Stop()
+	}
 }
 
 // Next implements Turn: the inner turn's next delta, read under the
@@ -323,6 +374,7 @@ func (t *recordedTurn) Close() {
 		_, _ = t.step(quiet)
 	}
 	t.inner.Close()
+	t.stopWatch()
 	t.cancel()
 }
 
@@ -335,7 +387,12 @@ func (t *recordedTurn) settle(err error) {
 	case err != nil && t.meter.Dispatches == 0:
 		serr = g.attempts.Abandon(ctx, t.key, t.token)
 	case err != nil:
-		serr = g.attempts.Finish(ctx, t.key, t.token, string(errs.CodeOf(err)), nil, g.expires(), g.clock.Now())
+		code := errs.CodeOf(err)
+		if code == errs.ClientCancelled {
+			// Released after its client left: sent, its outcome unknown.
+			code = errs.RetryOutcomeUnknown
+		}
+		serr = g.attempts.Finish(ctx, t.key, t.token, string(code), nil, g.expires(), g.clock.Now())
 	default:
 		answer, eerr := encodeReplay(t.deltas)
 		if eerr != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,4 +221,45 @@ func TestUnmarkedRequestsAndContinuationsAreNotRecorded(t *testing.T) {
 	is.True(errs.Has(err, errs.UnknownToolCall)) // the continuation path, not a record
 	_, ok, _ := att.Get(context.Background(), "any", porttest.T0)
 	is.True(!ok)
+}
+
+// silentUpstream answers with a stream that sends nothing until its context
+// ends (a slow service).
+type silentUpstream struct{ dispatches atomic.Int32 }
+
+func (u *silentUpstream) Chat(context.Context, ports.UpstreamRequest) (ports.Stream, error) {
+	u.dispatches.Add(1)
+	return silentStream{}, nil
+}
+
+type silentStream struct{}
+
+func (silentStream) Next(ctx context.Context) (chat.Event, error) {
+	<-ctx.Done()
+	return chat.Event{}, errs.New(errs.ClientCancelled)
+}
+
+func (silentStream) Close() error { return nil }
+
+func TestAnAttemptWhoseClientLeftWithoutARetryIsReleasedAndNeverSentAgain(t *testing.T) {
+	is := is.New(t)
+	up := &silentUpstream{}
+	gw := app.New(app.Config{WorkspaceID: "ws", Correlation: true, Policy: policy}, up,
+		memstore.New(correlation.Limits{MaxGroups: 100, MaxCalls: 400, ResponseCacheBytes: 1 << 20}, policy),
+		porttest.NewClock(porttest.T0), &porttest.IDs{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	gw.WithAttempts(memstore.NewAttempts(1<<20), app.AttemptPolicy{TTL: time.Minute, Grace: 30 * time.Second, Poll: time.Millisecond, AbortGrace: 20 * time.Millisecond})
+	ctx, cancel := context.WithCancel(sdk(0, `{"q":1}`))
+	first, err := gw.Chat(ctx, principal, question)
+	is.NoErr(err)
+	cancel() // the user aborted; no retry comes
+	closed := make(chan struct{})
+	go func() { first.Close(); close(closed) }()
+	select {
+	case <-closed: // released after the grace, not at the request's deadline
+	case <-time.After(5 * time.Second):
+		t.Fatal("the attempt was not released after its client left")
+	}
+	_, err = gw.Chat(sdk(1, `{"q":1}`), principal, question)
+	is.True(errs.Has(err, errs.RetryOutcomeUnknown)) // sent, its outcome unknown: not sent again
+	is.Equal(up.dispatches.Load(), int32(1))
 }

@@ -31,6 +31,9 @@ type Attempt struct {
 	// Answer is the recorded answer of a success; nil when it was not kept
 	// (over the byte budget) or for a failure.
 	Answer []byte
+	// Awaited is set once a repeat waits for the attempt in flight: its
+	// owner then reads it to its end even when its own client went away.
+	Awaited bool
 	// Deadline is when an attempt in flight must have finished: past it,
 	// its owner is gone and the outcome is unknown.
 	Deadline time.Time
@@ -71,4 +74,7 @@ type AttemptStore interface {
 	Finish(ctx context.Context, key, token, code string, answer []byte, expires, now time.Time) error
 	// Abandon removes the record token owns (its attempt dispatched nothing).
 	Abandon(ctx context.Context, key, token string) error
+	// Await marks the record token owns, while in flight, as awaited by a
+	// repeat.
+	Await(ctx context.Context, key, token string) error
 }

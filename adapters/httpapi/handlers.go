@@ -126,11 +126,11 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 	if rp, ok := turn.(app.Replayed); ok && rp.Replayed() {
 		w.Header().Set(replayedHeader, "true")
 	}
-	if d, ok := turn.(interface{ Detached() bool }); !ok || !d.Detached() {
-		// A client disconnect or the request timeout releases the upstream at
-		// once, even while Next is blocked. A recorded attempt's exchange
-		// outlives its client (its retry waits for it): its Close, deferred
-		// above, reads it to its end.
+	// A client disconnect or the request timeout releases the upstream at
+	// once, even while Next is blocked. A recorded attempt (app.Detached)
+	// watches its client itself: one that left to retry leaves it running for
+	// the retry, and its Close, deferred above, reads it to its end.
+	if d, ok := turn.(app.Detached); !ok || !d.Detached() {
 		stop := context.AfterFunc(ctx, turn.Close)
 		defer stop()
 	}

@@ -73,7 +73,7 @@ func (s *Attempts) Begin(_ context.Context, a ports.Attempt, replaceDone bool, n
 	if cur, ok := s.records[a.Key]; ok { // still there after the sweep: the replaced record
 		s.drop(a.Key, cur)
 	}
-	a.Done, a.Code, a.Answer = false, "", nil
+	a.Done, a.Code, a.Answer, a.Awaited = false, "", nil, false
 	s.records[a.Key] = a
 	s.bytes += a.Size()
 	return a, true, nil
@@ -112,6 +112,17 @@ func (s *Attempts) Abandon(_ context.Context, key, token string) error {
 	defer s.mu.Unlock()
 	if a, ok := s.records[key]; ok && a.Token == token && !a.Done {
 		s.drop(key, a)
+	}
+	return nil
+}
+
+// Await implements ports.AttemptStore.
+func (s *Attempts) Await(_ context.Context, key, token string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a, ok := s.records[key]; ok && a.Token == token && !a.Done {
+		a.Awaited = true
+		s.records[key] = a
 	}
 	return nil
 }

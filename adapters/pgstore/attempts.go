@@ -28,11 +28,11 @@ var _ ports.AttemptStore = (*Attempts)(nil)
 // most maxBytes.
 func (s *Store) Attempts(maxBytes int64) *Attempts { return &Attempts{s: s, max: maxBytes} }
 
-const attemptColumns = `key, body_hash, token, done, code, answer, deadline, expires`
+const attemptColumns = `key, body_hash, token, done, awaited, code, answer, deadline, expires`
 
 func scanAttempt(row pgx.Row) (ports.Attempt, error) {
 	var a ports.Attempt
-	if err := row.Scan(&a.Key, &a.BodyHash, &a.Token, &a.Done, &a.Code, &a.Answer, &a.Deadline, &a.Expires); err != nil {
+	if err := row.Scan(&a.Key, &a.BodyHash, &a.Token, &a.Done, &a.Awaited, &a.Code, &a.Answer, &a.Deadline, &a.Expires); err != nil {
 		return ports.Attempt{}, err
 	}
 	a.Deadline, a.Expires = a.Deadline.UTC(), a.Expires.UTC()
@@ -68,7 +68,7 @@ func setBudget(ctx context.Context, tx pgx.Tx, used int64) error {
 
 // Begin implements ports.AttemptStore.
 func (s *Attempts) Begin(ctx context.Context, a ports.Attempt, replaceDone bool, now time.Time) (ports.Attempt, bool, error) {
-	a.Done, a.Code, a.Answer = false, "", nil
+	a.Done, a.Code, a.Answer, a.Awaited = false, "", nil, false
 	var got ports.Attempt
 	began := false
 	err := s.s.inTx(ctx, "begin attempt", pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
@@ -183,4 +183,14 @@ func (s *Attempts) Abandon(ctx context.Context, key, token string) error {
 		}
 		return nil
 	})
+}
+
+// Await implements ports.AttemptStore: one statement, no budget change.
+func (s *Attempts) Await(ctx context.Context, key, token string) error {
+	ctx, cancel := s.s.opContext(ctx)
+	defer cancel()
+	if _, err := s.s.pool.Exec(ctx, `UPDATE attempts SET awaited = true WHERE key = $1 AND token = $2 AND NOT done`, key, token); err != nil {
+		return dbErr(err, "await attempt")
+	}
+	return nil
 }

@@ -20,5 +20,9 @@ func init() {
 			"case err != nil && t.meter.Dispatches == 0:", "case err != nil:", "./app/", "FailedAttempt"},
 		mutant{"an Idempotency-Key with another body gets the recorded outcome", "app/attempt.go",
 			"case explicit && rec.BodyHash != bodyHash:", "case false:", "./app/", "IdempotencyKey"},
+		mutant{"an attempt whose client left without a retry is never released", "app/attempt.go",
+			"\t\t\treturn // a retry waits for the answer\n\t\t}\n\t\tt.cancel()", "\t\t\treturn // a retry waits for the answer\n\t\t}", "./app/", "WithoutARetry"},
+		mutant{"an attempt whose client left is released although a retry waits", "app/attempt.go",
+			"if err == nil && ok && rec.Token == t.token && rec.Awaited {", "if false && err == nil && ok && rec.Token == t.token && rec.Awaited {", "./cmd/gateway/", "TestTheGoSDKsOwnRetries"},
 	)
 }

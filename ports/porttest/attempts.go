@@ -106,6 +106,24 @@ func AttemptContract(t *testing.T, newStore NewAttemptStore) {
 		is.NoErr(err)
 		is.True(began)
 	})
+	t.Run("Await marks the owner's record in flight", func(t *testing.T) {
+		is := is.New(t)
+		s := newStore(t, 1<<20)
+		_, _, _ = s.Begin(ctx, Attempt("k", "a"), false, T0)
+		got, _, _ := s.Get(ctx, "k", T0)
+		is.True(!got.Awaited)
+		is.NoErr(s.Await(ctx, "k", "b")) // not the owner
+		got, _, _ = s.Get(ctx, "k", T0)
+		is.True(!got.Awaited)
+		is.NoErr(s.Await(ctx, "k", "a"))
+		got, _, _ = s.Get(ctx, "k", T0)
+		is.True(got.Awaited)
+		is.NoErr(s.Finish(ctx, "k", "a", "", []byte("x"), T0.Add(time.Hour), T0))
+		_, began, _ := s.Begin(ctx, Attempt("k", "c"), true, T0)
+		is.True(began)
+		got, _, _ = s.Get(ctx, "k", T0)
+		is.True(!got.Awaited) // a new attempt is awaited by nobody yet
+	})
 	t.Run("an expired record is gone and frees its room", func(t *testing.T) {
 		is := is.New(t)
 		a := Attempt("k", "a")

@@ -16,6 +16,7 @@ CREATE TABLE attempts (
     body_hash text        NOT NULL,
     token     text        NOT NULL,
     done      boolean     NOT NULL DEFAULT false,
+    awaited   boolean     NOT NULL DEFAULT false, -- a repeat waits for the attempt in flight
     code      text        NOT NULL DEFAULT '',
     answer    bytea,
     deadline  timestamptz NOT NULL,
