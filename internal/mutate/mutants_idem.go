@@ -24,5 +24,9 @@ func init() {
 			"\t\t\treturn // a retry waits for the answer\n\t\t}\n\t\tt.cancel()", "\t\t\treturn // a retry waits for the answer\n\t\t}", "./app/", "WithoutARetry"},
 		mutant{"an attempt whose client left is released although a retry waits", "app/attempt.go",
 			"if err == nil && ok && rec.Token == t.token && rec.Awaited {", "if false && err == nil && ok && rec.Token == t.token && rec.Awaited {", "./cmd/gateway/", "TestTheGoSDKsOwnRetries"},
+		mutant{"the ingress drops the Idempotency-Key", "adapters/httpapi/handlers.go",
+			"RetryCount: count, IdempotencyKey: key}", "RetryCount: count, IdempotencyKey: \"\"}", "./cmd/gateway/", "TestAnIdempotencyKeyGetsTheRecordedOutcome"},
+		mutant{"a replayed answer is not disclosed", "adapters/httpapi/handlers.go",
+			"\tif rp, ok := turn.(app.Replayed); ok && rp.Replayed() {", "\tif rp, ok := turn.(app.Replayed); ok && rp.Replayed() && false {", "./cmd/gateway/", "TestAnIdempotencyKeyGetsTheRecordedOutcome"},
 	)
 }
