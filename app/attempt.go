@@ -159,7 +159,7 @@ func (g *Gateway) attempt(ctx context.Context, p Principal, req chat.Request, r 
 				return nil, err // no proof this is not a repeat: nothing is sent
 			}
 			if ok {
-				t, err, wait := g.recorded(rec, explicit, bodyHash, req)
+				t, wait, err := g.recorded(rec, explicit, bodyHash, req)
 				if !wait {
 					return t, err
 				}
@@ -202,32 +202,32 @@ func (g *Gateway) attempt(ctx context.Context, p Principal, req chat.Request, r 
 
 // recorded answers a repeat from its record: a turn or an error, or wait when
 // the first attempt is still being answered and the repeat should wait.
-func (g *Gateway) recorded(rec ports.Attempt, explicit bool, bodyHash string, req chat.Request) (Turn, error, bool) {
+func (g *Gateway) recorded(rec ports.Attempt, explicit bool, bodyHash string, req chat.Request) (Turn, bool, error) {
 	switch {
 	case explicit && rec.BodyHash != bodyHash:
-		return nil, errs.New(errs.IdempotencyKeyReused), false
+		return nil, false, errs.New(errs.IdempotencyKeyReused)
 	case !rec.Done && !g.clock.Now().Before(rec.Deadline):
-		return nil, errors.Mark(errs.New(errs.RetryOutcomeUnknown), ErrReplayed), false
+		return nil, false, errors.Mark(errs.New(errs.RetryOutcomeUnknown), ErrReplayed)
 	case !rec.Done && explicit:
-		return nil, errs.New(errs.IdempotencyKeyInUse), false
+		return nil, false, errs.New(errs.IdempotencyKeyInUse)
 	case !rec.Done:
-		return nil, nil, true
+		return nil, true, nil
 	case rec.Code != "":
 		if _, ok := errs.Lookup(errs.Code(rec.Code)); !ok {
-			return nil, errors.Mark(errs.New(errs.RetryOutcomeUnknown), ErrReplayed), false
+			return nil, false, errors.Mark(errs.New(errs.RetryOutcomeUnknown), ErrReplayed)
 		}
-		return nil, errors.Mark(errs.New(errs.Code(rec.Code)), ErrReplayed), false
+		return nil, false, errors.Mark(errs.New(errs.Code(rec.Code)), ErrReplayed)
 	case rec.Answer == nil:
-		return nil, errors.Mark(errs.New(errs.RetryOutcomeUnknown), ErrReplayed), false
+		return nil, false, errors.Mark(errs.New(errs.RetryOutcomeUnknown), ErrReplayed)
 	}
 	t, err := replayTurn(rec.Answer, req.Output)
 	if err != nil {
 		if errs.Has(err, errs.ToolCallAlreadyConsumed) { // bytes that are no answer
 			err = errs.New(errs.RetryOutcomeUnknown)
 		}
-		return nil, errors.Mark(err, ErrReplayed), false
+		return nil, false, errors.Mark(err, ErrReplayed)
 	}
-	return replayedTurn{t}, nil, false
+	return replayedTurn{t}, false, nil
 }
 
 // waitAttempt returns when the attempt in flight that rec records has
