@@ -51,6 +51,9 @@ type Gateway struct {
 	// toolSets holds what is derived from each distinct tool definition set.
 	toolSets *toolsCache
 	obs      ports.Observer // cfg.Observer, or one that ignores everything
+	// attempts is nil when repeats are not recognised (see WithAttempts).
+	attempts      ports.AttemptStore
+	attemptPolicy AttemptPolicy
 }
 
 // New wires the use cases. It panics on a nil dependency: that is mis-wiring.
@@ -75,7 +78,20 @@ var _ ChatService = (*Gateway)(nil)
 //
 // Without correlation (CORRELATION_ENABLED=false) a continuation is refused
 // first, then a request that declares tools; neither reaches the upstream.
+//
+// A request the ingress described as one a client may send again (WithRepeat)
+// is recorded first, and a repeat of a recorded one gets its outcome
+// (attempt.go).
 func (g *Gateway) Chat(ctx context.Context, p Principal, req chat.Request) (Turn, error) {
+	if g.attempts != nil {
+		if r, ok := ctx.Value(repeatKey{}).(*Repeat); ok {
+			return g.attempt(ctx, p, req, r)
+		}
+	}
+	return g.chat(ctx, p, req)
+}
+
+func (g *Gateway) chat(ctx context.Context, p Principal, req chat.Request) (Turn, error) {
 	cont, isContinuation := correlation.SplitContinuation(req.Messages)
 	if isContinuation && !g.cfg.Correlation {
 		return nil, errors.Mark(errs.New(errs.UnsupportedToolResultContinuation), ErrContinuationNeedsCorrelation)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Error messages. They are constants: a response never reflects request data.
@@ -415,6 +416,7 @@ var (
 	toolRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`#tool=([A-Za-z0-9_.,-]+)`) })
 	chunksRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`#text_chunks=([0-9A-Za-z_-]*)`) })
 	usageRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`#usage=([0-9A-Za-z_-]*)`) })
+	delayRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`#delay_ms=([0-9A-Za-z_-]*)`) })
 )
 
 // usageDirective reads "#usage=request|conversation" of a USER_QUERY's newest
@@ -439,6 +441,13 @@ func usageDirective(req *chatRequest) (mode string, ok bool) {
 // false for a malformed value; n is 0 without the directive.
 func approvalDirective(req *chatRequest) (n int, ok bool) {
 	return intDirective(req, approvalRE(), 1, 5)
+}
+
+// delayDirective reads "#delay_ms=N" (1-60000) of a USER_QUERY: the silence
+// before its answer. ok is false for a malformed value; 0 without it.
+func delayDirective(req *chatRequest) (time.Duration, bool) {
+	n, ok := intDirective(req, delayRE(), 1, 60000)
+	return time.Duration(n) * time.Millisecond, ok
 }
 
 // maxTextChunks bounds the "#text_chunks=N" directive.

@@ -99,6 +99,11 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusBadRequest, msgBadDirective)
 		return
 	}
+	silence, ok := delayDirective(req)
+	if !ok {
+		refuse(http.StatusBadRequest, msgBadDirective)
+		return
+	}
 	if usageMode == "" {
 		usageMode = s.cfg.Usage
 	}
@@ -135,6 +140,15 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.Status = http.StatusOK
 	s.record(rec)
+	if silence > 0 {
+		t := time.NewTimer(silence)
+		select {
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 	s.writeStream(r.Context(), w, frames, delay)
 }
 

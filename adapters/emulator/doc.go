@@ -75,7 +75,7 @@
 // default for that conversation).
 //
 // Directives ("#scenario=", "#loop=", "#tool=", "#approval_after=",
-// "#text_chunks=", "#usage=") are read from the newest user turn of a
+// "#text_chunks=", "#usage=", "#delay_ms=") are read from the newest user turn of a
 // USER_QUERY only: when the query is a transcript the gateway rendered
 // ("[User]" blocks among "[Assistant]", "[Tool Result id=…]"… blocks), the
 // text of its last "[User]" block; otherwise the whole query. A client that
@@ -95,6 +95,11 @@
 // exactly N textChunk events: its first N chunks, or its chunks repeated in
 // order until there are N (a load test's long stream; the quote alone is at
 // most 200 bytes). A TOOL_RESPONSE ignores the directive.
+//
+// A USER_QUERY with "#delay_ms=N" (1-60000) is answered after N milliseconds
+// of silence before the answer's headers, as a slow service is: a client
+// whose timeout is shorter gives up and retries (the retry tests). The
+// request is recorded, and counted, before the wait.
 //
 // A tool group calls the first tool (the first two when parallel calling is
 // on), or the offered tools named by a "#tool=<name>[,<name>]" directive in the

@@ -91,6 +91,14 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 		"tools", len(req.Tools), "tool_choice", string(req.ToolChoice.Mode))
 
 	ctx := context.WithValue(r.Context(), clientCtxKey{}, r.Context())
+	rep, err := repeatOf(r, body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if rep != nil {
+		ctx = app.WithRepeat(ctx, rep)
+	}
 	ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.RequestTimeout, errRequestTimeout)
 	defer cancel()
 	r = r.WithContext(ctx)
@@ -103,6 +111,9 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 		err = &requestError{cause: err, param: conversation}
 	}
 	if err != nil {
+		if errors.Is(err, app.ErrReplayed) {
+			w.Header().Set(replayedHeader, "true")
+		}
 		s.writeError(w, r, err)
 		return
 	}
@@ -112,14 +123,55 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 		// (docs/CONVERSATIONS.md): said before any byte of the answer.
 		w.Header().Set(conversationHeader, d.Disclosure())
 	}
+	if rp, ok := turn.(app.Replayed); ok && rp.Replayed() {
+		w.Header().Set(replayedHeader, "true")
+	}
 	// A client disconnect or the request timeout releases the upstream at
-	// once, even while Next is blocked.
-	stop := context.AfterFunc(ctx, turn.Close)
-	defer stop()
+	// once, even while Next is blocked. A recorded attempt (app.Detached)
+	// watches its client itself: one that left to retry leaves it running for
+	// the retry, and its Close, deferred above, reads it to its end.
+	if d, ok := turn.(app.Detached); !ok || !d.Detached() {
+		stop := context.AfterFunc(ctx, turn.Close)
+		defer stop()
+	}
 
 	tr := &turnReader{turn: turn, onFirst: func() { ri.firstToken = s.now() }}
 	render(w, r, apiReq, tr)
 	ri.toolCalls = tr.calls
+}
+
+// replayedHeader discloses an answer (or a failure) that is the recorded
+// outcome of an earlier attempt of the same request: nothing was dispatched.
+const replayedHeader = "x-pmgate-replayed"
+
+// The headers that make a request one a client may send again
+// (docs/USAGE.md, "Retries never spend twice").
+const (
+	retryCountHeader     = "X-Stainless-Retry-Count"
+	idempotencyKeyHeader = "Idempotency-Key"
+	maxIdempotencyKey    = 255
+)
+
+// repeatOf describes the request for the service when it carries an SDK's
+// retry count or an Idempotency-Key (nil otherwise). A retry count that is
+// no small non-negative integer is ignored (the request is then no marked
+// retry); an Idempotency-Key must be 1-255 visible ASCII characters.
+func repeatOf(r *http.Request, body []byte) (*app.Repeat, error) {
+	count, hasCount := -1, false
+	if v := r.Header.Get(retryCountHeader); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n >= 0 && n <= 1000 {
+			count, hasCount = n, true
+		}
+	}
+	key := r.Header.Get(idempotencyKeyHeader)
+	_, hasKey := r.Header[idempotencyKeyHeader]
+	if !hasCount && !hasKey {
+		return nil, nil
+	}
+	if hasKey && (key == "" || len(key) > maxIdempotencyKey || !visibleASCII(key)) {
+		return nil, invalid("", "The Idempotency-Key header must be 1 to 255 visible ASCII characters.")
+	}
+	return &app.Repeat{Route: r.Method + " " + r.URL.Path, Body: body, RetryCount: count, IdempotencyKey: key}, nil
 }
 
 // conversationHeader discloses a turn that continued an upstream

@@ -56,6 +56,8 @@ type config struct {
 	usageEstimates  bool // USAGE_ESTIMATES
 	anchorLimits    conversation.Limits
 	anchorPolicy    conversation.Policy
+	attemptTTL      time.Duration // IDEMPOTENCY_TTL_MS
+	attemptBytes    int           // IDEMPOTENCY_CACHE_BYTES; 0: repeats are not recognised
 	logLevel        slog.Level
 	logFormat       string
 	adminEnabled    bool   // ADMIN_ENABLED: serve /admin
@@ -211,6 +213,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 	// that of a tool continuation: the request timeout plus a margin.
 	c.anchorPolicy = conversation.Policy{TTL: time.Duration(convTTL) * time.Millisecond,
 		ClaimTTL: c.policy.InflightTTL, TerminalTTL: c.policy.TerminalTTL}
+	// A retry never spends twice (docs/USAGE.md): how long an outcome is
+	// kept for a repeat of its request, and the byte budget of the records.
+	attemptTTL, err := intVar(getenv, "IDEMPOTENCY_TTL_MS", 600000, 1000, 86400000)
+	bad(err)
+	c.attemptTTL = time.Duration(attemptTTL) * time.Millisecond
+	c.attemptBytes, err = intVar(getenv, "IDEMPOTENCY_CACHE_BYTES", 8<<20, 0, 1<<30)
+	bad(err)
 	c.usageRetention, err = intVar(getenv, "USAGE_RETENTION_DAYS", ledger.DefaultRetentionDays, 1, 3660)
 	bad(err)
 	bad(c.loadOperate(getenv))

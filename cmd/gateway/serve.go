@@ -139,6 +139,9 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 	if anchors != nil {
 		svc.WithAnchors(anchors, cfg.anchorPolicy)
 	}
+	if store.attempts != nil {
+		svc.WithAttempts(store.attempts, app.AttemptPolicy{TTL: cfg.attemptTTL, Grace: 30 * time.Second})
+	}
 	budget := app.NewUsage(store.usage, system.Clock{}, log, cfg.usageRetention)
 	svc.WithUsage(budget)
 	keys := apiKeys(cfg)

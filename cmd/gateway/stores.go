@@ -22,6 +22,9 @@ type store struct {
 	anchors ports.AnchorStore
 	// usage is the usage ledger beside them (docs/USAGE.md).
 	usage ports.UsageLedger
+	// attempts records the requests a client may send again; nil when
+	// IDEMPOTENCY_CACHE_BYTES is 0.
+	attempts ports.AttemptStore
 	// db is the database of a shared store; nil for the memory store.
 	db    database
 	close func()
@@ -61,12 +64,18 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger) (*store, error
 			return nil, err
 		}
 		st := &store{CorrelationStore: pg, db: pg, close: pg.Close, usage: pg.Usage()}
+		if cfg.attemptBytes > 0 {
+			st.attempts = pg.Attempts(int64(cfg.attemptBytes))
+		}
 		if cfg.continuity {
 			st.anchors = pg.Anchors(cfg.anchorLimits, cfg.anchorPolicy)
 		}
 		return st, nil
 	}
 	st := &store{CorrelationStore: memstore.New(cfg.limits, cfg.policy), usage: memstore.NewUsage()}
+	if cfg.attemptBytes > 0 {
+		st.attempts = memstore.NewAttempts(int64(cfg.attemptBytes))
+	}
 	if cfg.continuity {
 		st.anchors = memstore.NewAnchors(cfg.anchorLimits, cfg.anchorPolicy)
 	}

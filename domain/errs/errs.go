@@ -96,6 +96,14 @@ const (
 	// InsufficientScope: an inference key asked for the control page's data
 	// or the metrics, which need an admin key (docs/KEYS.md).
 	InsufficientScope Code = "insufficient_scope"
+	// IdempotencyKeyInUse / IdempotencyKeyReused: an explicit Idempotency-Key
+	// whose first request is still being answered, or that came with another
+	// body; RetryOutcomeUnknown: a repeat of a request whose earlier attempt
+	// was dispatched and whose answer cannot be replayed (docs/USAGE.md,
+	// "Retries never spend twice"). None of them sends anything upstream.
+	IdempotencyKeyInUse  Code = "idempotency_key_in_use"
+	IdempotencyKeyReused Code = "idempotency_key_reused"
+	RetryOutcomeUnknown  Code = "retry_outcome_unknown"
 
 	// Tool-call correlation (docs/CORRELATION.md).
 	UnknownToolCall                   Code = "unknown_tool_call"
@@ -197,6 +205,9 @@ var catalog = []Entry{
 	{KeyRateLimited, 429, TypeRateLimit, true, "This API key's requests-per-minute limit is reached; retry after the indicated delay. Nothing was sent upstream.", SourceGateway},
 	{KeyQuotaExhausted, 429, TypeQuota, false, "This API key's dispatch quota is exhausted until the indicated time. Nothing was sent upstream.", SourceGateway},
 	{InsufficientScope, 403, TypePermission, false, "This API key is an inference key; the control page and metrics need an admin key.", SourceGateway},
+	{IdempotencyKeyInUse, 409, TypeConflict, false, "A request with this Idempotency-Key is still being answered; send it again later for its outcome.", SourceGateway},
+	{IdempotencyKeyReused, 422, TypeInvalidRequest, false, "This Idempotency-Key was already used with a different request body.", SourceGateway},
+	{RetryOutcomeUnknown, 502, TypeUpstream, false, "An earlier attempt of this same request was sent upstream and its answer cannot be replayed; it is not sent again.", SourceGateway},
 
 	{UnknownToolCall, 404, TypeNotFound, false, "No pending tool call matches the submitted tool_call_id.", SourceCorrelation},
 	{ToolResultGroupMismatch, 400, TypeInvalidRequest, false, "The tool results do not form exactly one issued tool-call group at the end of the conversation.", SourceCorrelation},

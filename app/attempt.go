@@ -1,0 +1,426 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/pmgate/pmgate/domain/budget"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/correlation"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
+)
+
+// A retry never spends twice (docs/USAGE.md, "Retries never spend twice").
+// The official SDKs retry a request that timed out or failed by themselves,
+// without an idempotency key, marking each retry with
+// x-stainless-retry-count: 1, 2, …; a client may also name a request with an
+// explicit Idempotency-Key. Such a request is recorded in the attempt store
+// (ports.AttemptStore) under a key that binds the principal, the route and
+// either the body's bytes (a marked request) or the client's key:
+//
+//   - a marked retry (count ≥ 1) of a fresh request identical to one being
+//     answered waits for it; of one answered within the window it gets the
+//     recorded outcome: the answer replayed (JSON, or the stream rendered
+//     again from the recorded deltas) or the failure's code, never a failure
+//     replayed as a success, and nothing is dispatched;
+//   - an explicit key with the same body gets the recorded outcome, or
+//     idempotency_key_in_use while the first is in flight; with another body
+//     idempotency_key_reused;
+//   - an attempt that provably dispatched nothing (a refusal before sending,
+//     an upstream refusal before processing) removes its record: its retry is
+//     dispatched as if it were the first;
+//   - Claude Code's own retries (each a new SDK call, count 0) are
+//     recognised by its User-Agent: any identical body of it is a repeat;
+//   - the first attempt (count 0) of a marked request is recorded and its
+//     upstream exchange runs to its end even when its client goes away (the
+//     SDK's timeout closes the connection before it retries), bounded by the
+//     request timeout, so that the retry gets its answer.
+//
+// Only fresh requests use the marker: a continuation (tool results) is
+// already dispatched at most once by its group. An explicit key is honoured
+// on both.
+
+// Repeat is what the ingress knows of a request a client may send again.
+type Repeat struct {
+	Route string // the API's method and path, e.g. "POST /v1/chat/completions"
+	Body  []byte // the body as received; only its hash is kept
+	// RetryCount is the x-stainless-retry-count header's value, or -1 when the
+	// request carries none (or an unreadable one).
+	RetryCount int
+	// IdempotencyKey is the client's Idempotency-Key, or "".
+	IdempotencyKey string
+}
+
+type repeatKey struct{}
+
+// WithRepeat returns ctx telling the service what it needs to recognise a
+// repeat of the request (Chat reads it).
+func WithRepeat(ctx context.Context, r *Repeat) context.Context {
+	return context.WithValue(ctx, repeatKey{}, r)
+}
+
+// Detached is implemented by a turn whose upstream exchange outlives its
+// client: the ingress must not close it when its client goes away (the turn
+// watches that itself), only when it is done with it (Close reads it to its
+// end and records it).
+type Detached interface{ Detached() bool }
+
+// Replayed is implemented by a turn that replays a recorded answer instead of
+// dispatching: the ingress discloses it.
+type Replayed interface{ Replayed() bool }
+
+// ErrReplayed marks a failure that is the recorded outcome of an earlier
+// attempt of the same request (or an answer about that attempt), not a new
+// one: the ingress discloses it like a replayed answer.
+var ErrReplayed = errors.New("app: recorded outcome of an earlier attempt")
+
+// AttemptPolicy bounds the records: how long an outcome is kept, and how
+// long past its request's deadline an attempt in flight may still finish.
+type AttemptPolicy struct {
+	TTL time.Duration
+	// Grace is added to the request's deadline to make the record's: an
+	// attempt in flight past it has lost its owner (a stopped replica).
+	Grace time.Duration
+	// Poll is how often a waiting retry reads the record again.
+	Poll time.Duration
+	// AbortGrace is how long an attempt whose client went away goes on
+	// without a repeat waiting for it before it is released (the SDKs retry
+	// after half a second; a client disconnect releases the upstream within
+	// one second).
+	AbortGrace time.Duration
+}
+
+// WithAttempts turns the recording of repeatable requests on. Call it before
+// serving.
+func (g *Gateway) WithAttempts(s ports.AttemptStore, p AttemptPolicy) *Gateway {
+	if s == nil {
+		panic("app: nil attempt store")
+	}
+	if p.Poll <= 0 {
+		p.Poll = 100 * time.Millisecond
+	}
+	if p.AbortGrace <= 0 {
+		p.AbortGrace = 900 * time.Millisecond
+	}
+	g.attempts, g.attemptPolicy = s, p
+	return g
+}
+
+// attemptKey names a recorded request.
+func attemptKey(p Principal, r *Repeat, bodyHash string) string {
+	h := sha256.New()
+	for _, part := range []string{p.ID, r.Route} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	if r.IdempotencyKey != "" {
+		h.Write([]byte("key\x00" + r.IdempotencyKey))
+	} else {
+		h.Write([]byte("body\x00" + bodyHash))
+	}
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
+
+func bodyHashOf(b []byte) string {
+	s := sha256.Sum256(b)
+	return base64.RawURLEncoding.EncodeToString(s[:])
+}
+
+// attempt answers a request the ingress described (r): recorded, replayed,
+// waited for, or, when it is none of the repeatable kinds, passed on.
+func (g *Gateway) attempt(ctx context.Context, p Principal, req chat.Request, r *Repeat) (Turn, error) {
+	explicit := r.IdempotencyKey != ""
+	if !explicit {
+		if _, cont := correlation.SplitContinuation(req.Messages); r.RetryCount < 0 || cont {
+			return g.chat(ctx, p, req)
+		}
+	}
+	if _, ok := ctx.Value(meterKey{}).(*Meter); !ok {
+		ctx, _ = WithMeter(ctx) // run reads what the turn dispatched from it
+	}
+	bodyHash := bodyHashOf(r.Body)
+	key := attemptKey(p, r, bodyHash)
+	// Claude Code retries with its own loop, one new SDK call per attempt, so
+	// every attempt carries count 0; it never sends a byte-identical
+	// transcript again but as a retry (a new prompt, or an interrupted turn,
+	// changes the transcript), so an identical body of it is a repeat.
+	repeat := explicit || r.RetryCount >= 1 || req.Client == budget.ClientClaudeCode
+	for {
+		if repeat {
+			rec, ok, err := g.attempts.Get(ctx, key, g.clock.Now())
+			if err != nil {
+				return nil, err // no proof this is not a repeat: nothing is sent
+			}
+			if ok {
+				t, wait, err := g.recorded(rec, explicit, bodyHash, req)
+				if !wait {
+					return t, err
+				}
+				if err := g.attempts.Await(ctx, key, rec.Token); err != nil {
+					return nil, err
+				}
+				if err := g.waitAttempt(ctx, key, rec); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		token, err := g.ids.Token()
+		if err != nil {
+			return nil, err
+		}
+		now := g.clock.Now()
+		deadline := now.Add(requestLeft(ctx) + g.attemptPolicy.Grace)
+		rec := ports.Attempt{Key: key, BodyHash: bodyHash, Token: token, Deadline: deadline, Expires: deadline.Add(g.attemptPolicy.TTL)}
+		_, began, err := g.attempts.Begin(ctx, rec, !repeat, now)
+		switch {
+		case errors.Is(err, ports.ErrAttemptsFull) || (err != nil && !repeat):
+			// No room, or no store: the request goes on unrecorded (a retry
+			// of it then finds no record and is refused only if the store
+			// cannot be read).
+			g.log.WarnContext(ctx, "request not recorded for its retries", "code", string(errs.CodeOf(err)), "full", errors.Is(err, ports.ErrAttemptsFull))
+			return g.chat(ctx, p, req)
+		case err != nil:
+			return nil, err
+		case !began && !repeat:
+			// The same question again while the first is being answered, not
+			// marked as a retry: a new question, answered on its own.
+			return g.chat(ctx, p, req)
+		case !began:
+			continue // an identical attempt began first: its outcome
+		}
+		return g.run(ctx, p, req, key, token)
+	}
+}
+
+// recorded answers a repeat from its record: a turn or an error, or wait when
+// the first attempt is still being answered and the repeat should wait.
+func (g *Gateway) recorded(rec ports.Attempt, explicit bool, bodyHash string, req chat.Request) (Turn, bool, error) {
+	switch {
+	case explicit && rec.BodyHash != bodyHash:
+		return nil, false, errs.New(errs.IdempotencyKeyReused)
+	case !rec.Done && !g.clock.Now().Before(rec.Deadline):
+		return nil, false, errors.Mark(errs.New(errs.RetryOutcomeUnknown), ErrReplayed)
+	case !rec.Done && explicit:
+		return nil, false, errs.New(errs.IdempotencyKeyInUse)
+	case !rec.Done:
+		return nil, true, nil
+	case rec.Code != "":
+		if _, ok := errs.Lookup(errs.Code(rec.Code)); !ok {
+			return nil, false, errors.Mark(errs.New(errs.RetryOutcomeUnknown), ErrReplayed)
+		}
+		return nil, false, errors.Mark(errs.New(errs.Code(rec.Code)), ErrReplayed)
+	case rec.Answer == nil:
+		return nil, false, errors.Mark(errs.New(errs.RetryOutcomeUnknown), ErrReplayed)
+	}
+	t, err := replayTurn(rec.Answer, req.Output)
+	if err != nil {
+		if errs.Has(err, errs.ToolCallAlreadyConsumed) { // bytes that are no answer
+			err = errs.New(errs.RetryOutcomeUnknown)
+		}
+		return nil, false, errors.Mark(err, ErrReplayed)
+	}
+	return replayedTurn{t}, false, nil
+}
+
+// waitAttempt returns when the attempt in flight that rec records has
+// finished, was abandoned or passed its deadline, or when ctx ends.
+func (g *Gateway) waitAttempt(ctx context.Context, key string, rec ports.Attempt) error {
+	tick := time.NewTicker(g.attemptPolicy.Poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-tick.C:
+		}
+		cur, ok, err := g.attempts.Get(ctx, key, g.clock.Now())
+		if err != nil {
+			return err
+		}
+		if !ok || cur.Done || cur.Token != rec.Token || !g.clock.Now().Before(cur.Deadline) {
+			return nil
+		}
+	}
+}
+
+// run dispatches a recorded attempt. Its upstream exchange is detached from
+// the client's cancellation (not from the request's deadline), so that it
+// ends, and is recorded, when the client went away to retry: the turn's Close
+// drains it. A client that went away without a retry waiting for the attempt
+// within AbortGrace releases it (abortSoon).
+func (g *Gateway) run(ctx context.Context, p Principal, req chat.Request, key, token string) (Turn, error) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestLeft(ctx))
+	t := &recordedTurn{g: g, ctx: dctx, cancel: cancel, key: key, token: token, meter: meterFrom(ctx)}
+	t.abortMu.Lock()
+	t.watch = context.AfterFunc(ctx, t.abortSoon)
+	t.abortMu.Unlock()
+	inner, err := g.chat(dctx, p, req)
+	if err != nil {
+		t.stopWatch()
+		t.settle(err)
+		cancel()
+		return nil, err
+	}
+	t.inner = inner
+	return t, nil
+}
+
+// recordedTurn passes a recorded attempt's deltas on and records its outcome
+// at its end. Its Close drains an unfinished turn (the client went away), so
+// the ingress must not close it from another goroutine on a disconnect: it
+// aborts it (Detached) when the client did not leave to retry.
+type recordedTurn struct {
+	g      *Gateway
+	inner  Turn
+	ctx    context.Context
+	cancel context.CancelFunc
+	key    string
+	token  string
+	meter  *Meter
+
+	mu     sync.Mutex
+	deltas []Delta
+	ended  bool
+	err    error
+
+	abortMu   sync.Mutex
+	watch     func() bool // stops the watch of the client's context
+	abort     *time.Timer // set by abortSoon
+	abortDone bool
+}
+
+// Detached implements Detached.
+func (t *recordedTurn) Detached() bool { return true }
+
+// abortSoon runs when the client went away (or its request timed out),
+// maybe to retry: unless a repeat waits for the attempt when AbortGrace has
+// passed, the upstream exchange is released, as a disconnect releases any
+// other, and the attempt is recorded as of unknown outcome.
+func (t *recordedTurn) abortSoon() {
+	t.abortMu.Lock()
+	defer t.abortMu.Unlock()
+	if t.abortDone {
+		return
+	}
+	t.abort = time.AfterFunc(t.g.attemptPolicy.AbortGrace, func() {
+		rec, ok, err := t.g.attempts.Get(context.WithoutCancel(t.ctx), t.key, t.g.clock.Now())
+		if err == nil && ok && rec.Token == t.token && rec.Awaited {
+			return // a retry waits for the answer
+		}
+		t.cancel()
+	})
+}
+
+// stopWatch ends the watch of the client once the attempt ended.
+func (t *recordedTurn) stopWatch() {
+	t.abortMu.Lock()
+	defer t.abortMu.Unlock()
+	t.abortDone = true
+	if t.watch != nil {
+		t.watch()
+	}
+	if t.abort != nil {
+		t.abort.Stop()
+	}
+}
+
+// Next implements Turn: the inner turn's next delta, read under the
+// detached context with the caller's write hook.
+func (t *recordedTurn) Next(ctx context.Context) (Delta, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		if t.err == nil {
+			return Delta{}, io.EOF
+		}
+		return Delta{}, t.err
+	}
+	return t.step(ports.WithBeforeWait(t.ctx, ports.BeforeWaitFunc(ctx)))
+}
+
+func (t *recordedTurn) step(ctx context.Context) (Delta, error) {
+	d, err := t.inner.Next(ctx)
+	switch {
+	case err == nil:
+		t.deltas = append(t.deltas, d)
+	case errors.Is(err, io.EOF):
+		t.ended = true
+		t.settle(nil)
+	default:
+		t.ended, t.err = true, err
+		t.settle(err)
+	}
+	return d, err
+}
+
+// Close implements Turn: an unfinished turn is read to its end (bounded by
+// the request's deadline) and recorded, then released.
+func (t *recordedTurn) Close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.inner == nil {
+		return
+	}
+	quiet := ports.WithBeforeWait(t.ctx, nil)
+	for !t.ended {
+		_, _ = t.step(quiet)
+	}
+	t.inner.Close()
+	t.stopWatch()
+	t.cancel()
+}
+
+// settle records the attempt's outcome: the answer of a success, the code of
+// a failure, or nothing (the record removed) when nothing was dispatched.
+func (t *recordedTurn) settle(err error) {
+	g, ctx := t.g, context.WithoutCancel(t.ctx)
+	var serr error
+	switch {
+	case err != nil && t.meter.Dispatches == 0:
+		serr = g.attempts.Abandon(ctx, t.key, t.token)
+	case err != nil:
+		code := errs.CodeOf(err)
+		if code == errs.ClientCancelled {
+			// Released after its client left: sent, its outcome unknown.
+			code = errs.RetryOutcomeUnknown
+		}
+		serr = g.attempts.Finish(ctx, t.key, t.token, string(code), nil, g.expires(), g.clock.Now())
+	default:
+		answer, eerr := encodeReplay(t.deltas)
+		if eerr != nil {
+			answer = nil // recorded without it: a retry is refused, never dispatched
+		}
+		serr = g.attempts.Finish(ctx, t.key, t.token, "", answer, g.expires(), g.clock.Now())
+	}
+	t.deltas = nil
+	if serr != nil {
+		// The record stays in flight until its deadline; a retry then gets
+		// retry_outcome_unknown, never a second dispatch.
+		g.log.ErrorContext(ctx, "attempt outcome not recorded", "code", string(errs.CodeOf(serr)), "error", errs.Redact(serr))
+	}
+}
+
+// requestLeft is the time left before ctx's deadline (the request timeout),
+// or a bound of ten minutes when it has none.
+func requestLeft(ctx context.Context) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		return time.Until(dl)
+	}
+	return 10 * time.Minute
+}
+
+func (g *Gateway) expires() time.Time { return g.clock.Now().Add(g.attemptPolicy.TTL) }
+
+// replayedTurn is a recorded answer replayed.
+type replayedTurn struct{ Turn }
+
+// Replayed implements Replayed.
+func (replayedTurn) Replayed() bool { return true }
