@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/pmgate/pmgate/domain/attempt"
 	"github.com/pmgate/pmgate/domain/budget"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/correlation"
@@ -150,21 +151,43 @@ func (g *Gateway) attempt(ctx context.Context, p Principal, req chat.Request, r 
 	// Claude Code retries with its own loop, one new SDK call per attempt, so
 	// every attempt carries count 0; it never sends a byte-identical
 	// transcript again but as a retry (a new prompt, or an interrupted turn,
-	// changes the transcript), so an identical body of it is a repeat.
-	repeat := explicit || r.RetryCount >= 1 || req.Client == budget.ClientClaudeCode
+	// changes the transcript), so an identical body of it is a retry.
+	kind := attempt.Question
+	switch {
+	case explicit:
+		kind = attempt.Repeat
+	case r.RetryCount >= 1 || req.Client == budget.ClientClaudeCode:
+		kind = attempt.Retry
+	}
+	repeat := kind != attempt.Question
 	for {
 		if repeat {
 			rec, ok, err := g.attempts.Get(ctx, key, g.clock.Now())
 			if err != nil {
 				return nil, err // no proof this is not a repeat: nothing is sent
 			}
-			if ok {
-				t, wait, err := g.recorded(rec, explicit, bodyHash, req)
-				if !wait {
-					return t, err
+			ev := kind
+			if explicit && ok && rec.BodyHash != bodyHash {
+				ev = attempt.KeyReused
+			}
+			d, err := attempt.Fire(attempt.Of(fieldsOf(rec, ok), g.clock.Now()), ev)
+			if err != nil {
+				return nil, err
+			}
+			g.logAttempt(ctx, d)
+			switch d.Effect {
+			case attempt.EffectReplay:
+				return g.replayRecord(rec, req)
+			case attempt.EffectReject:
+				if d.Code == errs.RetryOutcomeUnknown {
+					return nil, errors.Mark(d.Err(), ErrReplayed)
 				}
-				if err := g.attempts.Await(ctx, key, rec.Token); err != nil {
-					return nil, err
+				return nil, d.Err()
+			case attempt.EffectWait:
+				if d.From == attempt.InFlight {
+					if err := g.attempts.Await(ctx, key, rec.Token); err != nil {
+						return nil, err
+					}
 				}
 				if err := g.waitAttempt(ctx, key, rec); err != nil {
 					return nil, err
@@ -179,7 +202,7 @@ func (g *Gateway) attempt(ctx context.Context, p Principal, req chat.Request, r 
 		now := g.clock.Now()
 		deadline := now.Add(requestLeft(ctx) + g.attemptPolicy.Grace)
 		rec := ports.Attempt{Key: key, BodyHash: bodyHash, Token: token, Deadline: deadline, Expires: deadline.Add(g.attemptPolicy.TTL)}
-		_, began, err := g.attempts.Begin(ctx, rec, !repeat, now)
+		cur, began, err := g.attempts.Begin(ctx, rec, !repeat, now)
 		switch {
 		case errors.Is(err, ports.ErrAttemptsFull) || (err != nil && !repeat):
 			// No room, or no store: the request goes on unrecorded (a retry
@@ -192,42 +215,60 @@ func (g *Gateway) attempt(ctx context.Context, p Principal, req chat.Request, r 
 		case !began && !repeat:
 			// The same question again while the first is being answered, not
 			// marked as a retry: a new question, answered on its own.
+			d, err := attempt.Fire(attempt.Of(fieldsOf(cur, true), now), attempt.Question)
+			if err != nil {
+				return nil, err
+			}
+			g.logAttempt(ctx, d)
 			return g.chat(ctx, p, req)
 		case !began:
 			continue // an identical attempt began first: its outcome
+		}
+		if !repeat {
+			g.logAttempt(ctx, attempt.Decision{Row: questionRow, From: attempt.Absent, To: attempt.InFlight, Event: attempt.Question, Effect: attempt.EffectDispatch})
 		}
 		return g.run(ctx, p, req, key, token)
 	}
 }
 
-// recorded answers a repeat from its record: a turn or an error, or wait when
-// the first attempt is still being answered and the repeat should wait.
-func (g *Gateway) recorded(rec ports.Attempt, explicit bool, bodyHash string, req chat.Request) (Turn, bool, error) {
-	switch {
-	case explicit && rec.BodyHash != bodyHash:
-		return nil, false, errs.New(errs.IdempotencyKeyReused)
-	case !rec.Done && !g.clock.Now().Before(rec.Deadline):
-		return nil, false, errors.Mark(errs.New(errs.RetryOutcomeUnknown), ErrReplayed)
-	case !rec.Done && explicit:
-		return nil, false, errs.New(errs.IdempotencyKeyInUse)
-	case !rec.Done:
-		return nil, true, nil
-	case rec.Code != "":
+// questionRow is the row of a question recorded in flight (ABSENT →
+// IN_FLIGHT): the store's Begin applied it.
+var questionRow = func() string {
+	d, err := attempt.Fire(attempt.Absent, attempt.Question)
+	if err != nil {
+		panic(err)
+	}
+	return d.Row
+}()
+
+// fieldsOf is what the machine reads of a stored record (ok: a live one).
+func fieldsOf(rec ports.Attempt, ok bool) attempt.Fields {
+	return attempt.Fields{Exists: ok, Done: rec.Done, Awaited: rec.Awaited, Code: rec.Code, Answered: rec.Answer != nil, Deadline: rec.Deadline}
+}
+
+// logAttempt reports one applied row of the attempt machine at debug.
+func (g *Gateway) logAttempt(ctx context.Context, d attempt.Decision) {
+	g.log.DebugContext(ctx, "attempt", "row", d.Row, "from", string(d.From), "to", string(d.To), "effect", string(d.Effect), "code", string(d.Code))
+}
+
+// replayRecord answers a repeat with its record's outcome (rows of
+// attempt.EffectReplay): the failure's own code, or the answer replayed;
+// never a failure replayed as a success.
+func (g *Gateway) replayRecord(rec ports.Attempt, req chat.Request) (Turn, error) {
+	if rec.Code != "" {
 		if _, ok := errs.Lookup(errs.Code(rec.Code)); !ok {
-			return nil, false, errors.Mark(errs.New(errs.RetryOutcomeUnknown), ErrReplayed)
+			return nil, errors.Mark(errs.New(errs.RetryOutcomeUnknown), ErrReplayed)
 		}
-		return nil, false, errors.Mark(errs.New(errs.Code(rec.Code)), ErrReplayed)
-	case rec.Answer == nil:
-		return nil, false, errors.Mark(errs.New(errs.RetryOutcomeUnknown), ErrReplayed)
+		return nil, errors.Mark(errs.New(errs.Code(rec.Code)), ErrReplayed)
 	}
 	t, err := replayTurn(rec.Answer, req.Output)
 	if err != nil {
 		if errs.Has(err, errs.ToolCallAlreadyConsumed) { // bytes that are no answer
 			err = errs.New(errs.RetryOutcomeUnknown)
 		}
-		return nil, false, errors.Mark(err, ErrReplayed)
+		return nil, errors.Mark(err, ErrReplayed)
 	}
-	return replayedTurn{t}, false, nil
+	return replayedTurn{t}, nil
 }
 
 // waitAttempt returns when the attempt in flight that rec records has

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pmgate/pmgate/domain/attempt"
 	"github.com/pmgate/pmgate/domain/completion"
 	"github.com/pmgate/pmgate/domain/conversation"
 	"github.com/pmgate/pmgate/domain/correlation"
@@ -27,7 +28,8 @@ type Machine struct {
 // Machines returns every declared machine, in a fixed order.
 func Machines() []Machine {
 	ms := []Machine{{Table: correlation.Table(), DOT: correlation.Graph()},
-		{Table: conversation.Table(), DOT: conversation.Graph()}}
+		{Table: conversation.Table(), DOT: conversation.Graph()},
+		{Table: attempt.Table(), DOT: attempt.Graph()}}
 	for _, r := range completion.Rules() {
 		ms = append(ms, Machine{Table: completion.Table(r), DOT: completion.Graph(r)})
 	}
