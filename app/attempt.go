@@ -425,7 +425,11 @@ func (t *recordedTurn) settle(err error) {
 	g, ctx := t.g, context.WithoutCancel(t.ctx)
 	var serr error
 	switch {
-	case err != nil && t.meter.Dispatches == 0:
+	case err != nil && (t.meter.Dispatches == 0 || errs.Has(err, errs.UpstreamConversationLost)):
+		// Nothing dispatched, or the service proved it processed nothing (it
+		// no longer knows the conversation the turn continued, so nothing
+		// was answered): the retry is dispatched as a first attempt — after
+		// a lost conversation it starts a fresh one.
 		serr = g.attempts.Abandon(ctx, t.key, t.token)
 	case err != nil:
 		code := errs.CodeOf(err)

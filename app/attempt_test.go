@@ -175,6 +175,32 @@ func TestAFailedAttemptIsReplayedAsItsFailureNeverAsASuccess(t *testing.T) {
 	is.Equal(len(up.Requests()), 1) // may have reached the upstream: not sent again
 }
 
+// The service lost the conversation a turn continued: it processed nothing,
+// so Claude Code's re-send of that turn is dispatched (and starts a fresh
+// conversation), never answered with the recorded 410 again.
+func TestARetryAfterALostConversationIsDispatchedAgain(t *testing.T) {
+	is := is.New(t)
+	n := 0
+	gw, up, _ := attemptRig(t, func(ports.UpstreamRequest) porttest.Script {
+		n++
+		if n == 1 {
+			return porttest.Script{End: errs.New(errs.UpstreamConversationLost)}
+		}
+		return answer(ports.UpstreamRequest{})
+	})
+	cc := question
+	cc.Client = budget.ClientClaudeCode
+	first, err := gw.Chat(sdk(0, `{"q":1}`), principal, cc)
+	if err == nil {
+		_, err = drain(t, first)
+	}
+	is.True(errs.Has(err, errs.UpstreamConversationLost))
+	again, err := gw.Chat(sdk(0, `{"q":1}`), principal, cc)
+	is.Equal(text(t, again, err), "the answer") // dispatched again …
+	is.True(!replayed(again))                   // … not the recorded 410
+	is.Equal(len(up.Requests()), 2)
+}
+
 func TestAnIdempotencyKeyGetsTheRecordedOutcomeOrAConflict(t *testing.T) {
 	is := is.New(t)
 	gw, up, _ := attemptRig(t, answer)

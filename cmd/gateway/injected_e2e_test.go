@@ -521,7 +521,7 @@ func TestClaudeCodesCompactionSummaryTurn(t *testing.T) {
 				is.Equal(s.emu.Count(emulator.KindToolResponse), 0)
 				qs := userQueries(t, s.emu)
 				is.Equal(len(qs), n)
-				is.True(qs[n-1].conversationID == nil)                           // fresh
+				is.True(qs[n-1].conversationID == nil)                            // fresh
 				is.True(strings.Contains(qs[n-1].query, "sunny for get_weather")) // the result, as text
 			}
 		})
@@ -531,7 +531,7 @@ func TestClaudeCodesCompactionSummaryTurn(t *testing.T) {
 			is := is.New(t)
 			s := serve(t, "access_token", nil)
 			a := api.send(t, s, resumeSystem, []ccItem{userSays("Look around. #tool=get_weather")})
-			is.Equal(len(a.calls), 1) // the pending call
+			is.Equal(len(a.calls), 1)                                                          // the pending call
 			long := compactionSummary + " " + strings.Repeat("What was done in detail. ", 420) // over 10,000 characters
 			session := []ccItem{userSays(long), echoed(a), resultsThen(1, "sunny for get_weather")}
 			a = api.send(t, s, resumeSystem, session)

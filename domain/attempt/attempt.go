@@ -61,7 +61,8 @@ const (
 	Await    Event = "Await"
 	Succeed  Event = "Succeed"
 	Fail     Event = "Fail"
-	// Abandon: the attempt provably dispatched nothing.
+	// Abandon: the attempt provably dispatched nothing, or the service
+	// proved it processed nothing (it lost the conversation).
 	Abandon Event = "Abandon"
 	// Lapse: the owner's deadline passed before it finished.
 	Lapse Event = "Lapse"
@@ -124,8 +125,8 @@ var rows = func() []row {
 		{"", Awaited, Succeed, Answered, EffectTransition, "", "the answer kept within the byte budget (UNKNOWN when it does not fit)", "the attempt's answer was proven complete"},
 		{"", InFlight, Fail, Failed, EffectTransition, "", "the failure's code kept (a released exchange: retry_outcome_unknown)", "the attempt failed after it dispatched"},
 		{"", Awaited, Fail, Failed, EffectTransition, "", "the failure's code kept", "the attempt failed after it dispatched"},
-		{"", InFlight, Abandon, Absent, EffectTransition, "", "record removed: a retry is dispatched as a first attempt", "the attempt provably dispatched nothing"},
-		{"", Awaited, Abandon, Absent, EffectTransition, "", "record removed: the waiting retry is dispatched as a first attempt", "the attempt provably dispatched nothing"},
+		{"", InFlight, Abandon, Absent, EffectTransition, "", "record removed: a retry is dispatched as a first attempt", "the attempt provably dispatched nothing, or the service processed nothing (it lost the conversation)"},
+		{"", Awaited, Abandon, Absent, EffectTransition, "", "record removed: the waiting retry is dispatched as a first attempt", "the attempt provably dispatched nothing, or the service processed nothing (it lost the conversation)"},
 		{"", InFlight, Lapse, Unknown, EffectTransition, "", "its outcome is unknown", "its owner's deadline passed (a stopped replica)"},
 		{"", Awaited, Lapse, Unknown, EffectTransition, "", "its outcome is unknown", "its owner's deadline passed (a stopped replica)"},
 		{"", Answered, Retry, Answered, EffectReplay, "", "the answer replayed (JSON, or the stream rendered again), disclosed x-pmgate-replayed", "a retry after the first attempt's end"},
