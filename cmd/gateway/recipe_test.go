@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -221,4 +222,40 @@ func TestRecipeWritesTheExamplesWithAbsolutePaths(t *testing.T) {
 
 	err = run(t.Context(), []string{"recipe", "claude"}, noEnv, &out, &out)
 	is.True(err != nil && strings.Contains(err.Error(), "claude-code, codex or opencode"))
+}
+
+// TestDocumentedAgentLinesWorkOutsideTheClone: every Claude Code and Codex
+// command line of README.md, docs/ and the control page works from any
+// directory: the prompt file by an absolute (or ~) path, `claude -p` with the
+// permission Bash needs, `codex exec` with --skip-git-repo-check.
+func TestDocumentedAgentLinesWorkOutsideTheClone(t *testing.T) {
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, "../../README.md", "../../adapters/httpapi/adminui/app.js")
+	promptRE := regexp.MustCompile(`--system-prompt-file\s+(\S+)`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.ReplaceAll(string(b), "\\\n", " ") // continued lines as one
+		for n, line := range strings.Split(text, "\n") {
+			where := fmt.Sprintf("%s:%d", filepath.Base(f), n+1)
+			for _, m := range promptRE.FindAllStringSubmatch(line, -1) {
+				if p := strings.Trim(m[1], "`\"'"); p != "…" && !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~/") && !strings.HasPrefix(p, "<") {
+					t.Errorf("%s: --system-prompt-file %s works only from one directory", where, p)
+				}
+			}
+			if strings.Contains(line, "claude -p ") && strings.Contains(line, "--tools") && !strings.Contains(line, "--allowedTools") {
+				t.Errorf("%s: claude -p with tools but no --allowedTools: -p refuses Bash", where)
+			}
+			for _, m := range regexp.MustCompile(`codex exec (resume|"|-\S+)`).FindAllStringSubmatch(line, -1) {
+				if m[1] != "--skip-git-repo-check" {
+					t.Errorf("%s: %q without --skip-git-repo-check refuses to run outside a git repository", where, m[0])
+				}
+			}
+		}
+	}
 }
