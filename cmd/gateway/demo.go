@@ -204,6 +204,9 @@ func startEmulator(ctx context.Context, cfg emulator.Config, profile string, l e
 	}
 	cfg.Profile, cfg.MaxQueryChars, cfg.MaxToolResultChars = profile, l.queryChars, l.toolResultChars
 	cfg.QueryCharsInCodePoints, cfg.RateLimit = l.queryCodePoints, l.rateLimit
+	// What a person runs (demo, emulator, probe --emulator): an agent runs
+	// the tool calls' commands, so they only print that they are placeholders.
+	cfg.PlaceholderCommands = true
 	if l.tools > 0 {
 		cfg.MaxTools = l.tools
 	}

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+	"github.com/pmgate/pmgate/adapters/emulator"
 )
 
 // demoBanner runs `gateway demo --port 0` and returns its whole banner.
@@ -258,4 +261,43 @@ func TestDocumentedAgentLinesWorkOutsideTheClone(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTheDemosToolCommandsArePlaceholders: a tool call of the demo (and of
+// `gateway emulator`) carries, where its schema has a command, one that only
+// says it is a placeholder: opencode and Codex run what they are given. The
+// rest of the arguments are still the schema's "value-<name>".
+func TestTheDemosToolCommandsArePlaceholders(t *testing.T) {
+	is := is.New(t)
+	base, key := startDemo(t, "access_token")
+	body := `{"model":"pmgate-demo","messages":[{"role":"user","content":"Run it. #tool=bash"}],
+	  "tools":[{"type":"function","function":{"name":"bash","description":"Runs a command","parameters":{"type":"object",
+	    "properties":{"command":{"type":"string"},"cmd":{"type":"string"},"description":{"type":"string"}},"required":["command","cmd","description"]}}}]}`
+	req, err := http.NewRequestWithContext(t.Context(), "POST", base+"/chat/completions", strings.NewReader(body))
+	is.NoErr(err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	is.NoErr(err)
+	defer resp.Body.Close()
+	var out struct {
+		Choices []struct {
+			Message struct {
+				ToolCalls []struct {
+					Function struct{ Arguments string } `json:"function"`
+				} `json:"tool_calls"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	is.NoErr(json.NewDecoder(resp.Body).Decode(&out))
+	is.Equal(resp.StatusCode, 200)
+	is.Equal(len(out.Choices[0].Message.ToolCalls), 1)
+	var args map[string]string
+	is.NoErr(json.Unmarshal([]byte(out.Choices[0].Message.ToolCalls[0].Function.Arguments), &args))
+	is.Equal(args["command"], emulator.PlaceholderCommand)
+	is.Equal(args["cmd"], emulator.PlaceholderCommand)
+	is.Equal(args["description"], "value-description") // not a command: as generated
+	ran, err := exec.CommandContext(t.Context(), "sh", "-c", args["command"]).Output()
+	is.NoErr(err)                                                         // it runs anywhere
+	is.True(strings.HasPrefix(string(ran), "pmgate demo: a placeholder")) // and says what it is
 }
