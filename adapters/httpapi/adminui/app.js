@@ -234,7 +234,29 @@
     renderLive(live);
   }
 
+  // renderUpdate shows the release check (only when the owner set
+  // UPDATE_MANIFEST_URL): a newer release with its link, up to date, or why
+  // it could not check. Nothing is ever downloaded.
+  function renderUpdate(u) {
+    const el = $("update");
+    el.textContent = "";
+    if (!u) return;
+    if (u.state === "newer") {
+      el.append("· release " + u.latest + " is available: ");
+      const a = document.createElement("a");
+      a.href = u.url; a.textContent = u.url; a.rel = "noopener noreferrer"; a.target = "_blank";
+      el.append(a);
+    } else if (u.state === "current") {
+      el.textContent = "· up to date (latest release " + u.latest + ")";
+    } else if (u.state === "could_not_check") {
+      el.textContent = "· could not check for a newer release: " + u.reason;
+    } else {
+      el.textContent = "· checking for a newer release…";
+    }
+  }
+
   function renderLive(l) {
+    renderUpdate(l.update);
     const verdict = $("health");
     if (l.upstream_verified) {
       verdict.textContent = "upstream verified";
