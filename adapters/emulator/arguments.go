@@ -137,6 +137,37 @@ func valueFor(raw json.RawMessage, name string, depth int) string {
 	return jsonString(string(v))
 }
 
+// PlaceholderCommand is the command a demo's tool call carries where its
+// schema has a command (Config.PlaceholderCommands): it only prints that it
+// is one, so an agent that runs it changes nothing.
+const PlaceholderCommand = `echo "pmgate demo: a placeholder command from the emulator; it does nothing"`
+
+// withPlaceholderCommands replaces the top-level string arguments named
+// command or cmd (any case) of a generated argument object with
+// PlaceholderCommand; everything else is kept as generated (sorted keys, as
+// objectFor writes them).
+func withPlaceholderCommands(args string) string {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal([]byte(args), &obj) != nil {
+		return args
+	}
+	changed := false
+	for k, v := range obj {
+		if n := strings.ToLower(k); (n == "command" || n == "cmd") && len(v) > 0 && v[0] == '"' {
+			obj[k] = json.RawMessage(jsonString(PlaceholderCommand))
+			changed = true
+		}
+	}
+	if !changed {
+		return args
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return args
+	}
+	return string(b)
+}
+
 // formatSamples are valid values of the string formats everyday tools
 // declare (zod's .email(), .url(), .uuid(), .datetime(), .date()).
 var formatSamples = map[string]string{

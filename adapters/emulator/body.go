@@ -196,6 +196,11 @@ func (s *Server) parseChat(strategy string, raw []byte) (req *chatRequest, chatT
 				if !ok {
 					return nil, chatType, reject(http.StatusBadRequest, msgInvalidBody)
 				}
+				if s.cfg.PlaceholderCommands {
+					for i := range tools {
+						tools[i].args = withPlaceholderCommands(tools[i].args)
+					}
+				}
 				req.tools = tools
 			}
 		default:

@@ -115,6 +115,12 @@ type Config struct {
 	// (0, the default: no limit; the service's own is not known). As
 	// POSTMAN_MAX_TOOL_RESULT_CHARS.
 	MaxToolResultChars int
+	// PlaceholderCommands makes a call's top-level string argument named
+	// command or cmd (any case) the harmless, recognisable PlaceholderCommand
+	// instead of "value-<name>": an agent runs what a bash-like tool is
+	// given, and a person trying the demo should see what ran and why. Off in
+	// tests that count the rounds by a "value-command" executable on PATH.
+	PlaceholderCommands bool
 	// ForbidSchemaKeywords refuses tools whose schema uses anyOf or $ref as
 	// Forbidden (on with the forbid_schemas profile).
 	ForbidSchemaKeywords bool

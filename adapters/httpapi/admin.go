@@ -36,6 +36,9 @@ type AdminInfo struct {
 	UpstreamHost string
 	Models       []AdminModel
 	Summary      map[string]string
+	// Update is the release check's latest outcome (the control page's
+	// update notice); nil when the owner set no manifest URL.
+	Update func() any
 }
 
 // AdminModel is one public model and the upstream enum it is pinned to.
@@ -189,6 +192,9 @@ func (s *server) adminLive() http.Handler {
 			}
 		}
 		out["keys"] = s.keyBudgets(r.Context())
+		if a := s.cfg.Admin; a != nil && a.Update != nil {
+			out["update"] = a.Update()
+		}
 		s.writeValue(w, r, out, "admin live")
 	})
 }

@@ -62,6 +62,7 @@ func TestEverySubcommandHasHelpListingItsFlagsAndVariables(t *testing.T) {
 		"verify":       {"--max-age", "--env-file", "--require-observed-model", "--now"},
 		"version":      {"--version"},
 		"ready":        {"--url", "PROVIDER_PORT", "/readyz"},
+		"recipe":       {"claude-code", "codex", "opencode", "--dir", "--base-url", "--model", "--force", "PROVIDER_MODELS"},
 	}
 	for cmd, want := range cases {
 		for _, flag := range []string{"--help", "-h"} {

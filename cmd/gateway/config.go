@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/pmgate/pmgate/adapters/keyfile"
 	"github.com/pmgate/pmgate/adapters/otel"
 	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/adapters/update"
 	"github.com/pmgate/pmgate/domain/conversation"
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/domain/keyring"
@@ -63,8 +65,11 @@ type config struct {
 	adminEnabled    bool   // ADMIN_ENABLED: serve /admin
 	metricsOpen     bool   // METRICS_AUTH=none: /metrics without a key
 	probeReport     string // PROBE_REPORT: a probe report for /health's upstream_verified
-	usageRetention  int    // USAGE_RETENTION_DAYS: days of the usage ledger kept
-	readyNeedsProbe bool   // PROBE_REQUIRED_FOR_READY: /readyz needs upstream_verified
+	// updateManifest is UPDATE_MANIFEST_URL: where the control page's update
+	// notice reads the latest release (nil: never checked, nothing fetched).
+	updateManifest  *url.URL
+	usageRetention  int  // USAGE_RETENTION_DAYS: days of the usage ledger kept
+	readyNeedsProbe bool // PROBE_REQUIRED_FOR_READY: /readyz needs upstream_verified
 	// drainDelay is SHUTDOWN_DELAY_MS: how long, after SIGINT/SIGTERM, the
 	// gateway keeps serving with /readyz answering 503 draining before it
 	// stops accepting (a load balancer's window to take it out).
@@ -240,6 +245,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.logFormat, err = setting.Enum(getenv, "LOG_FORMAT", "json", "json", "text")
 	bad(err)
 	c.probeReport = getenv("PROBE_REPORT")
+	if raw := getenv("UPDATE_MANIFEST_URL"); raw != "" {
+		u, err := update.ParseURL(raw)
+		if err != nil {
+			bad(invalid("UPDATE_MANIFEST_URL", err.Error()))
+		}
+		c.updateManifest = u
+	}
 	c.readyNeedsProbe, err = boolVar(getenv, "PROBE_REQUIRED_FOR_READY", false)
 	bad(err)
 	drainMS, err := intVar(getenv, "SHUTDOWN_DELAY_MS", 0, 0, 120000)

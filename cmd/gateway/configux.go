@@ -83,6 +83,7 @@ const configVariablesHelp = `variables read (the real environment wins over --en
   IDEMPOTENCY_TTL_MS IDEMPOTENCY_CACHE_BYTES
   USAGE_ESTIMATES USAGE_RETENTION_DAYS
   PROBE_REPORT PROBE_REQUIRED_FOR_READY SHUTDOWN_DELAY_MS LOG_LEVEL LOG_FORMAT
+  UPDATE_MANIFEST_URL (a release manifest; unset, nothing is fetched)
   SSL_CERT_FILE SSL_CERT_DIR (the upstream's trust store; when set, in the environment or the
     env file, the upstream is trusted for exactly these certificates)
 ` + otelHelp

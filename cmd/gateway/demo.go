@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -79,7 +81,17 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	gw.enableReload(source{getenv: env}, env, lc)
-	printDemo(stdout, "http://"+gw.addr()+"/v1", cfg.apiKey, *strategy, eu.emu.Origin())
+	// The Claude Code recipe's prompt file, written where the banner's line
+	// finds it from any directory; removed when the demo ends.
+	recipeDir, err := os.MkdirTemp("", "pmgate-demo-recipe-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(recipeDir)
+	if _, err := writeRecipe("claude-code", recipeParams{dir: recipeDir}, false); err != nil {
+		return err
+	}
+	printDemo(stdout, "http://"+gw.addr()+"/v1", cfg.apiKey, *strategy, eu.emu.Origin(), filepath.Join(recipeDir, "system-prompt.md"))
 	if *profile != emulator.ProfileStrict {
 		fmt.Fprintf(stdout, "\nEmulator profile %q: its streams show what the public projects report; the default completion rules may refuse them.\n", *profile)
 	}
@@ -192,13 +204,16 @@ func startEmulator(ctx context.Context, cfg emulator.Config, profile string, l e
 	}
 	cfg.Profile, cfg.MaxQueryChars, cfg.MaxToolResultChars = profile, l.queryChars, l.toolResultChars
 	cfg.QueryCharsInCodePoints, cfg.RateLimit = l.queryCodePoints, l.rateLimit
+	// What a person runs (demo, emulator, probe --emulator): an agent runs
+	// the tool calls' commands, so they only print that they are placeholders.
+	cfg.PlaceholderCommands = true
 	if l.tools > 0 {
 		cfg.MaxTools = l.tools
 	}
 	return emulator.Start(ctx, cfg)
 }
 
-func printDemo(w io.Writer, base, key, strategy, origin string) {
+func printDemo(w io.Writer, base, key, strategy, origin, promptFile string) {
 	fmt.Fprintf(w, `pmgate demo — the gateway, wired through the real Postman adapter (%s) to a built-in emulator at %s.
 Nothing leaves this machine. Stop with Ctrl-C.
 
@@ -224,15 +239,15 @@ OpenAI Python SDK:
 OpenAI Go SDK (github.com/openai/openai-go/v3):
   client := openai.NewClient(option.WithBaseURL("%s"), option.WithAPIKey("%s"))
 
-Claude Code (the Anthropic Messages API at /v1/messages; every model name it asks for pinned to the demo's):
-  ANTHROPIC_BASE_URL=%s ANTHROPIC_AUTH_TOKEN=%s \
-  ANTHROPIC_MODEL=%s ANTHROPIC_DEFAULT_OPUS_MODEL=%s ANTHROPIC_DEFAULT_SONNET_MODEL=%s \
-  ANTHROPIC_DEFAULT_HAIKU_MODEL=%s ANTHROPIC_SMALL_FAST_MODEL=%s CLAUDE_CODE_SUBAGENT_MODEL=%s claude
+Claude Code (the Anthropic Messages API at /v1/messages; every model name it asks for pinned to the demo's;
+the recipe that fits the service's budget, its prompt file written for this run — a copy that lasts:
+gateway recipe claude-code --dir DIR):
+%s
 
 Try a fault: put "#scenario=ambiguous_eof" (or truncated_frame, failure_after_text, model_mismatch, …) in the
 message text and the gateway answers with a stable error instead of a fake success.
 `, strategy, origin, base, key, demoModel, strings.TrimSuffix(base, "/v1")+"/admin", strings.TrimSuffix(base, "/v1")+"/metrics", base, key, demoModel, base, key, demoModel, base, key, demoModel, base, key,
-		strings.TrimSuffix(base, "/v1"), key, demoModel, demoModel, demoModel, demoModel, demoModel, demoModel)
+		strings.TrimSuffix(claudeCodeLines(base, shellWord(key), demoModel, promptFile), "\n"))
 }
 
 // runEmulator runs the emulator alone, as a fake upstream for clients and load tests.

@@ -36,6 +36,7 @@ commands:
   probe --live|--emulator [...]    verify the upstream end to end; writes an evidence report
   verify REPORT                    check an evidence report (the closure gate)
   keys new|set|list|revoke         manage the API key slots of PROVIDER_KEYS_FILE
+  recipe claude-code|codex|opencode  write an agent's recipe files and print its command lines
   usage [--since D] [--until D]    what each key spent, by key, model and day (--json, --csv)
   version                          print version and build information (also --version, -v)
   ready [--url URL]                exit 0 when a running gateway's /readyz says ready (health checks)
@@ -44,7 +45,7 @@ Every command has --help listing its flags and the variables it reads.
 `
 
 // commands are the subcommands, for the nearest-command suggestion.
-var commands = []string{"serve", "demo", "emulator", "check-config", "diagram", "probe", "verify", "keys", "usage", "version", "help", "ready"}
+var commands = []string{"serve", "demo", "emulator", "check-config", "diagram", "probe", "verify", "keys", "recipe", "usage", "version", "help", "ready"}
 
 // program is everything a run of the gateway takes from its process, handed in
 // rather than read from globals, so that tests run the real commands with their
@@ -90,6 +91,8 @@ func (p program) run(ctx context.Context, args []string) error {
 		return runVerify(args[1:], getenv, stdout, stderr)
 	case "keys":
 		return runKeys(args[1:], getenv, stdout, stderr)
+	case "recipe":
+		return runRecipeCommand(args[1:], getenv, stdout)
 	case "usage":
 		return runUsage(ctx, args[1:], getenv, stdout)
 	case "ready":

@@ -18,6 +18,7 @@ import (
 	"github.com/pmgate/pmgate/adapters/otel"
 	"github.com/pmgate/pmgate/adapters/postman"
 	"github.com/pmgate/pmgate/adapters/system"
+	"github.com/pmgate/pmgate/adapters/update"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/correlation"
 	"github.com/pmgate/pmgate/ports"
@@ -104,6 +105,10 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 			events.Close()
 		}
 	}()
+	var checker *update.Checker // the update notice, only where the owner set a manifest URL
+	if cfg.updateManifest != nil {
+		checker = update.New(cfg.updateManifest, version, nil, time.Now)
+	}
 	live := &liveState{log: log, events: events, opts: opts, strategy: string(cfg.upstream.Strategy)}
 	var tracer ports.Tracer // nil: off, and the request path checks only that
 	if cfg.otelEndpoint != "" {
@@ -174,7 +179,7 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 		Monitor:      monitor,
 		MetricsOpen:  cfg.metricsOpen,
 		Usage:        budget,
-		Admin:        adminInfo(cfg),
+		Admin:        adminInfo(cfg, checker),
 		Verification: live.verification,
 		Readiness:    readiness(cfg, store, keys, &live.draining, live.verified),
 		Tracer:       tracer,
@@ -200,6 +205,13 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 		defer gw.wg.Done()
 		budget.Run(runCtx, usageFlushInterval)
 	}()
+	if checker != nil {
+		gw.wg.Add(1)
+		go func() {
+			defer gw.wg.Done()
+			checker.Run(runCtx, update.Interval)
+		}()
+	}
 	if keyWatch != nil {
 		gw.wg.Add(1)
 		go func() {
@@ -280,11 +292,14 @@ func (g *gateway) wait(ctx context.Context) error {
 
 // adminInfo is what the control page shows of the configuration (nil when
 // ADMIN_ENABLED is false): check-config's redacted summary, never a secret.
-func adminInfo(cfg config) *httpapi.AdminInfo {
+func adminInfo(cfg config, checker *update.Checker) *httpapi.AdminInfo {
 	if !cfg.adminEnabled {
 		return nil
 	}
 	a := &httpapi.AdminInfo{Version: version, UpstreamHost: cfg.upstream.Summary()["host"], Summary: cfg.summary()}
+	if checker != nil {
+		a.Update = func() any { return checker.Status() }
+	}
 	for _, m := range cfg.upstream.Models {
 		a.Models = append(a.Models, httpapi.AdminModel{Public: m.Public, Upstream: m.Upstream, Observed: m.Observed})
 	}

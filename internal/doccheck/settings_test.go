@@ -19,7 +19,7 @@ const root = "../.."
 // reads as settings. Upstream enums and error types (TOOL_RESPONSE, …) have
 // other prefixes or live outside the scanned directories, except the error
 // types in notSettings.
-var setting = regexp.MustCompile(`"((?:PROVIDER|POSTMAN|MAX|REQUEST|TOOL_SCHEMA|CORRELATION|CONVERSATION|LOG|PROBE|ADMIN|METRICS|ALLOWED|BODY_READ|EMULATOR|USAGE|SHUTDOWN|IDEMPOTENCY)_[A-Z0-9_]+)"`)
+var setting = regexp.MustCompile(`"((?:PROVIDER|POSTMAN|MAX|REQUEST|TOOL_SCHEMA|CORRELATION|CONVERSATION|LOG|PROBE|ADMIN|METRICS|ALLOWED|BODY_READ|EMULATOR|USAGE|SHUTDOWN|IDEMPOTENCY|UPDATE)_[A-Z0-9_]+)"`)
 
 // notSettings are upstream error types the scanned code names that share a
 // setting's prefix.

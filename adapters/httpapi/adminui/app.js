@@ -234,7 +234,29 @@
     renderLive(live);
   }
 
+  // renderUpdate shows the release check (only when the owner set
+  // UPDATE_MANIFEST_URL): a newer release with its link, up to date, or why
+  // it could not check. Nothing is ever downloaded.
+  function renderUpdate(u) {
+    const el = $("update");
+    el.textContent = "";
+    if (!u) return;
+    if (u.state === "newer") {
+      el.append("· release " + u.latest + " is available: ");
+      const a = document.createElement("a");
+      a.href = u.url; a.textContent = u.url; a.rel = "noopener noreferrer"; a.target = "_blank";
+      el.append(a);
+    } else if (u.state === "current") {
+      el.textContent = "· up to date (latest release " + u.latest + ")";
+    } else if (u.state === "could_not_check") {
+      el.textContent = "· could not check for a newer release: " + u.reason;
+    } else {
+      el.textContent = "· checking for a newer release…";
+    }
+  }
+
   function renderLive(l) {
+    renderUpdate(l.update);
     const verdict = $("health");
     if (l.upstream_verified) {
       verdict.textContent = "upstream verified";
@@ -421,12 +443,14 @@ console.log(c.choices[0].message.content);`],
 c, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "${model}",
 	Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello!")}})`],
       ["Claude Code", `# the recipe that fits the service's default budget: docs/CLIENTS.md#direct-v1messages
+# write its prompt file first: gateway recipe claude-code --dir ~/pmgate-claude-code
+# --allowedTools Bash: -p cannot ask, so Bash is refused without it (the agent then runs commands unasked)
 ANTHROPIC_BASE_URL=${location.origin} ANTHROPIC_API_KEY="${k}" \\
 ANTHROPIC_MODEL=${model} ANTHROPIC_SMALL_FAST_MODEL=${model} ANTHROPIC_DEFAULT_HAIKU_MODEL=${model} \\
 ANTHROPIC_DEFAULT_SONNET_MODEL=${model} ANTHROPIC_DEFAULT_OPUS_MODEL=${model} CLAUDE_CODE_SUBAGENT_MODEL=${model} \\
 DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \\
-claude -p "…" --system-prompt-file examples/claude-code/system-prompt.md \\
-  --tools Bash,Read,Edit,Write,Glob,Grep,TodoWrite`],
+claude -p "…" --system-prompt-file ~/pmgate-claude-code/system-prompt.md \\
+  --tools Bash,Read,Edit,Write,Glob,Grep,TodoWrite --allowedTools Bash`],
       ["9router", `# add pmgate as an OpenAI-compatible provider node of 9router (its control API)
 curl -s ${router}/api/provider-nodes -H "Content-Type: application/json" \\
   -d '{"type":"openai-compatible","apiType":"chat","name":"pmgate","prefix":"pmgate","baseUrl":"${base}"}'
@@ -437,19 +461,22 @@ curl -s ${router}/api/providers -H "Content-Type: application/json" \\
 ANTHROPIC_BASE_URL=${router} ANTHROPIC_AUTH_TOKEN="$NINEROUTER_KEY" \\
 ANTHROPIC_MODEL=pmgate/${model} ANTHROPIC_SMALL_FAST_MODEL=pmgate/${model} \\
 DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \\
-claude -p "…" --system-prompt-file examples/claude-code/system-prompt.md \\
-  --tools Bash,Read,Edit,Write,Glob,Grep,TodoWrite`],
+claude -p "…" --system-prompt-file ~/pmgate-claude-code/system-prompt.md \\
+  --tools Bash,Read,Edit,Write,Glob,Grep,TodoWrite --allowedTools Bash`],
       ["opencode", `// ~/.config/opencode/opencode.json, then: opencode run --model pmgate/${model} "…"
 // the "agent" block is the recipe that fits the default budget: docs/CLIENTS.md#opencode
+// gateway recipe opencode --dir ~/pmgate-opencode writes the prompt file (and a config using it)
 {"provider":{"pmgate":{"npm":"@ai-sdk/openai-compatible",
   "options":{"baseURL":"${base}","apiKey":"${k}"},
   "models":{"${model}":{}}}},
- "agent":{"build":{"prompt":"{file:/path/to/pmgate/examples/opencode/build-prompt.md}"}}}`],
+ "agent":{"build":{"prompt":"{file:/home/you/pmgate-opencode/build-prompt.md}"}}}`],
       ["Codex CLI", `# $CODEX_HOME/config.toml: examples/codex/config.toml, the recipe that fits the
-# default budget (docs/CLIENTS.md#codex-cli); then PMGATE_API_KEY="${k}" codex exec "…"
+# default budget (docs/CLIENTS.md#codex-cli); gateway recipe codex --dir ~/pmgate-codex writes it and
+# its instructions file; then PMGATE_API_KEY="${k}" codex exec --skip-git-repo-check "…"
+# (--skip-git-repo-check: codex exec refuses to run outside a git repository without it)
 model = "${model}"
 model_provider = "pmgate"
-model_instructions_file = "/path/to/pmgate/examples/codex/instructions.md"
+model_instructions_file = "/home/you/pmgate-codex/instructions.md"
 include_permissions_instructions = false
 include_apps_instructions = false
 web_search = "disabled"
