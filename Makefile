@@ -6,7 +6,7 @@ AUDIT_STEPS  ?= 100
 FUZZTIME     ?= 10s
 
 .PHONY: help test test-clients test-browser spec spec-check audit bench bench-load bench-check lint fuzz build demo soak mutate probe-check
-.PHONY: install image image-smoke unit-check release test-snippets
+.PHONY: install image image-smoke container-check unit-check release test-snippets
 
 ## help: list the targets with their one-line descriptions
 help:
@@ -133,6 +133,11 @@ image:
 ## image-smoke: run the image's binary from its unpacked root file system: version, a demo turn, /readyz
 image-smoke:
 	scripts/image-smoke.sh $(IMAGE)
+
+## container-check: run the ```sh container blocks of docs/INSTALL.md as written with podman (Debian's
+## podman and crun) against the image and a my.env made from the example file
+container-check:
+	scripts/container-check.sh
 
 ## unit-check: systemd-analyze verify examples/pmgate.service (Debian's systemd package)
 unit-check:

@@ -24,6 +24,7 @@ import (
 //
 //	```sh run        executed against the demo by `make test-snippets`
 //	```sh live       needs a live account or an external program: syntax only
+//	```sh container  syntax here; run as written with podman by `make container-check`
 //	```json fragment a shape with elisions: not checked
 //
 // An unmarked sh block is syntax-checked only (bash -n), so a new block can
@@ -45,7 +46,7 @@ type snippet struct {
 
 func (s snippet) where() string { return fmt.Sprintf("%s:%d", s.file, s.line) }
 
-var markers = []string{"", "run", "live", "fragment"}
+var markers = []string{"", "run", "live", "fragment", "container"}
 
 // snippets returns every fenced block of README.md and docs/*.md.
 func snippets(t *testing.T) []snippet {
@@ -88,7 +89,7 @@ func snippets(t *testing.T) []snippet {
 				s.marker = info[1]
 			}
 			if len(info) > 2 || !slices.Contains(markers, s.marker) {
-				t.Errorf("%s: unknown snippet marker %q (docs/DEVELOPMENT.md#snippets lists run, live, fragment)", s.where(), strings.Join(info[1:], " "))
+				t.Errorf("%s: unknown snippet marker %q (docs/DEVELOPMENT.md#snippets lists run, live, container, fragment)", s.where(), strings.Join(info[1:], " "))
 			}
 			cur = &s
 		}
