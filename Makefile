@@ -156,6 +156,9 @@ release:
 	cd dist && sha256sum gateway-* > SHA256SUMS && cat SHA256SUMS
 
 ## test-snippets: run every `sh run` block of README.md and docs/ against the demo, in order, one shell
-## per file, and check the syntax of every other snippet (docs/DEVELOPMENT.md#snippets)
+## per file, the `go run`/`js run` SDK blocks, the `sh agent` blocks and the demo banner's commands, in a
+## loopback-only network namespace; check the syntax of the others; print the table
+## (docs/DEVELOPMENT.md#snippets)
 test-snippets:
-	PMGATE_SNIPPETS=1 $(GO) test -count=1 -run '^TestEverySnippet' -v ./internal/doccheck/
+	scripts/netns.sh env GOPROXY=off GOTOOLCHAIN=local GOFLAGS=-mod=readonly PMGATE_SNIPPETS=1 PMGATE_SNIPPETS_NETNS=1 \
+		$(GO) test -count=1 -run '^TestEverySnippet' -v ./internal/doccheck/

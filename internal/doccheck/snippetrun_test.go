@@ -77,6 +77,8 @@ func whyNotRun(s snippet) (status, reason string) {
 // pasted, from its first command.
 func whyShellNotRun(body string) string {
 	switch {
+	case strings.Contains(body, "/path/to/") || regexp.MustCompile(`<[A-Za-z_][A-Za-z_ ]*>`).MatchString(body):
+		return "holds placeholders (<…>, /path/to/…) the reader fills in"
 	case strings.Contains(body, "claude") || strings.Contains(body, "opencode ") || strings.Contains(body, "codex "):
 		return "an agent command line: make test-clients runs the agent's recipe in the loopback namespace"
 	case strings.Contains(body, "gateway demo"):
@@ -202,4 +204,55 @@ func bannerBlocks(banner string) []bannerBlock {
 		}
 	}
 	return slices.DeleteFunc(out, func(b bannerBlock) bool { return b.body == "" })
+}
+
+// agentPath makes a directory with the agents a snippet may call (claude),
+// linked to the native binaries clients/js pins, and names the first one
+// missing.
+func agentPath(t *testing.T, tmp, nodeModules string) (dir, missing string) {
+	t.Helper()
+	dir = filepath.Join(tmp, "agents")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, rel := range map[string]string{"claude": "@anthropic-ai/claude-code-linux-x64/claude"} {
+		target := filepath.Join(nodeModules, rel)
+		if _, err := os.Stat(target); err != nil {
+			return "", "clients/js/node_modules/" + rel
+		}
+		link := filepath.Join(dir, name)
+		if _, err := os.Lstat(link); err == nil {
+			continue
+		}
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, ""
+}
+
+// runAgentBlock runs an agent block in bash -euo pipefail, in a fresh work
+// directory holding the repository's examples/ and a fresh HOME.
+func runAgentBlock(ctx context.Context, t *testing.T, repo, body, agentBin string, env []string) (string, error) {
+	t.Helper()
+	work, home := t.TempDir(), t.TempDir()
+	if err := os.Symlink(filepath.Join(repo, "examples"), filepath.Join(work, "examples")); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, "bash", "-euo", "pipefail", "-c", body)
+	cmd.Dir = work
+	cmd.Env = append(slices.Clone(env), "HOME="+home, "PATH="+agentBin+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err == nil && strings.TrimSpace(string(out)) == "" {
+		err = fmt.Errorf("no output")
+	}
+	return string(out), err
+}
+
+// lastLine is the last non-empty line of an output.
+func lastLine(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return lines[len(lines)-1]
 }

@@ -25,6 +25,7 @@ import (
 //	```sh run        executed against the demo by `make test-snippets`
 //	```sh live       needs a live account or an external program: syntax only
 //	```sh container  syntax here; run as written with podman by `make container-check`
+//	```sh agent      an agent command line: run alone against the demo, only in the loopback namespace
 //	```json fragment a shape with elisions: not checked
 //
 // An unmarked sh block is syntax-checked only (bash -n), so a new block can
@@ -46,7 +47,7 @@ type snippet struct {
 
 func (s snippet) where() string { return fmt.Sprintf("%s:%d", s.file, s.line) }
 
-var markers = []string{"", "run", "live", "fragment", "container"}
+var markers = []string{"", "run", "live", "fragment", "container", "agent"}
 
 // snippets returns every fenced block of README.md and docs/*.md.
 func snippets(t *testing.T) []snippet {
@@ -89,7 +90,7 @@ func snippets(t *testing.T) []snippet {
 				s.marker = info[1]
 			}
 			if len(info) > 2 || !slices.Contains(markers, s.marker) {
-				t.Errorf("%s: unknown snippet marker %q (docs/DEVELOPMENT.md#snippets lists run, live, container, fragment)", s.where(), strings.Join(info[1:], " "))
+				t.Errorf("%s: unknown snippet marker %q (docs/DEVELOPMENT.md#snippets lists run, live, container, agent, fragment)", s.where(), strings.Join(info[1:], " "))
 			}
 			cur = &s
 		}
@@ -169,7 +170,11 @@ func TestEverySnippetMarkedRunRunsAgainstTheDemo(t *testing.T) {
 	table := &snippetTable{}
 	defer table.log(t)
 	all := snippets(t)
+	var agents []snippet // sh agent blocks
 	for _, s := range all {
+		if s.marker == "agent" {
+			agents = append(agents, s)
+		}
 		if s.marker != "run" {
 			continue
 		}
@@ -291,6 +296,27 @@ func TestEverySnippetMarkedRunRunsAgainstTheDemo(t *testing.T) {
 		table.add(s.where(), statusRun, s.lang+" against the demo: "+firstLine(out))
 	}
 
+	// The agent command lines: each alone, in a work directory with
+	// examples/ and a fresh HOME, with the pinned agents of clients/js on
+	// PATH, and only where nothing can leave the machine.
+	for _, s := range agents {
+		if os.Getenv("PMGATE_SNIPPETS_NETNS") != "1" {
+			table.add(s.where(), statusSkipped, "agent: runs only in the loopback namespace (make test-snippets: scripts/netns.sh)")
+			continue
+		}
+		agentBin, missing := agentPath(t, tmp, nodeModules)
+		if missing != "" {
+			table.add(s.where(), statusSkipped, "agent: "+missing+" absent: make test-clients installs the pinned agents (CI runs it first)")
+			continue
+		}
+		out, err := runAgentBlock(ctx, t, abs, strings.ReplaceAll(s.body, "127.0.0.1:8788", addr), agentBin, clientEnv)
+		if err != nil {
+			t.Errorf("%s: the agent command line failed against the demo: %v\n%s", s.where(), err, out)
+		}
+		clientRan[s.where()] = true
+		table.add(s.where(), statusRun, "agent in the loopback namespace: "+firstLine(lastLine(out)))
+	}
+
 	// Every other snippet, with the reason it does not run.
 	for _, s := range all {
 		switch {
@@ -333,8 +359,8 @@ func compareWhere(a, b string) int {
 
 // runBanner runs every command block the demo banner prints: the curl
 // commands in bash (an "error" in the answer fails them), the Go SDK line
-// compiled and run as a main body. Python and Claude Code are skipped with
-// the reason.
+// compiled and run as a main body, Claude Code with the prompt on stdin (in
+// the loopback namespace only). Python is skipped without its SDK.
 func runBanner(ctx context.Context, t *testing.T, table *snippetTable, banner, realGo, repo string, env []string) {
 	t.Helper()
 	blocks := bannerBlocks(banner)
@@ -370,7 +396,22 @@ func runBanner(ctx context.Context, t *testing.T, table *snippetTable, banner, r
 			}
 			table.add(where, statusRun, "python3 against the demo")
 		case strings.Contains(b.body, "claude"):
-			table.add(where, statusSkipped, "interactive Claude Code (no -p): make test-clients runs Claude Code against the emulator")
+			// As an owner pastes it; the prompt comes on stdin, since an
+			// interactive session cannot be driven here.
+			if os.Getenv("PMGATE_SNIPPETS_NETNS") != "1" {
+				table.add(where, statusSkipped, "agent: runs only in the loopback namespace (make test-snippets: scripts/netns.sh)")
+				continue
+			}
+			agentBin, missing := agentPath(t, t.TempDir(), filepath.Join(repo, "clients", "js", "node_modules"))
+			if missing != "" {
+				table.add(where, statusSkipped, "agent: "+missing+" absent: make test-clients installs the pinned agents (CI runs it first)")
+				continue
+			}
+			out, err := runAgentBlock(ctx, t, repo, "echo Hello | {\n"+b.body+"}\n", agentBin, env)
+			if err != nil {
+				t.Errorf("%s: the agent command line failed against the demo (prompt on stdin): %v\n%s\n%s", where, err, b.body, out)
+			}
+			table.add(where, statusRun, "agent in the loopback namespace, prompt on stdin: "+firstLine(lastLine(out)))
 		default:
 			t.Errorf("%s: a banner block this test does not know; teach runBanner to run it:\n%s", where, b.body)
 		}
