@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"strings"
@@ -64,4 +65,40 @@ func TestTheExampleEnvFileReadsTheSameInAContainerRuntime(t *testing.T) {
 	is.Equal(theirs, ours) // podman and docker see the values pmgate sees
 	_, pinned := ours["PROVIDER_HOST"]
 	is.True(!pinned) // PROVIDER_HOST is left to the default (loopback) or the image (0.0.0.0)
+}
+
+// A my.env line written with quotes or a trailing comment reaches a
+// container's environment literally (podman and docker --env-file): the
+// gateway names each such setting, never its value, even when the quotes make
+// the configuration refused; a plain value gets no such warning.
+func TestAQuotedValueFromAContainerEnvFileIsNamed(t *testing.T) {
+	is := is.New(t)
+	env := map[string]string{}
+	for _, l := range goodEnv {
+		k, v, _ := strings.Cut(l, "=")
+		env[k] = v
+	}
+	check := func() (string, int) {
+		var out, errOut bytes.Buffer
+		err := run(t.Context(), []string{"check-config"}, func(k string) string { return env[k] }, &out, &errOut)
+		if err == nil {
+			return out.String() + errOut.String(), 0
+		}
+		return out.String() + errOut.String(), exitCode(err)
+	}
+	out, code := check()
+	if code != 0 {
+		t.Fatalf("the plain configuration is refused:\n%s", out)
+	}
+	is.True(!strings.Contains(out, "in the environment holds quotes")) // plain values: nothing to say
+
+	env["POSTMAN_SESSION_COOKIE"] = `"testdata-cookie-9d8e7f6a5b4c"`
+	env["PROVIDER_MODELS"] = "pmgate-demo   # the demo's"
+	env["POSTMAN_WORKSPACE_ID"] = "'demo-workspace'"
+	out, code = check()
+	is.Equal(code, 78) // the quoted workspace id is refused...
+	for _, n := range []string{"POSTMAN_SESSION_COOKIE", "PROVIDER_MODELS", "POSTMAN_WORKSPACE_ID"} {
+		is.True(strings.Contains(out, "warning: "+n+" in the environment holds quotes or a trailing # comment")) // ...and each named
+	}
+	is.True(!strings.Contains(out, "testdata-cookie")) // never the value
 }
