@@ -160,5 +160,5 @@ release:
 ## loopback-only network namespace; check the syntax of the others; print the table
 ## (docs/DEVELOPMENT.md#snippets)
 test-snippets:
-	scripts/netns.sh env GOPROXY=off GOTOOLCHAIN=local GOFLAGS=-mod=readonly PMGATE_SNIPPETS=1 PMGATE_SNIPPETS_NETNS=1 \
+	scripts/netns.sh env GOPROXY=off GOTOOLCHAIN=local PMGATE_SNIPPETS=1 PMGATE_SNIPPETS_NETNS=1 \
 		$(GO) test -count=1 -run '^TestEverySnippet' -v ./internal/doccheck/

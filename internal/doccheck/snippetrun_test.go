@@ -192,15 +192,22 @@ type bannerBlock struct{ title, body string }
 func bannerBlocks(banner string) []bannerBlock {
 	var out []bannerBlock
 	cur := -1
+	para := "" // the first line of the title, which may span lines
 	for _, l := range strings.Split(banner, "\n") {
 		switch {
 		case strings.HasPrefix(l, "  ") && cur >= 0:
 			out[cur].body += strings.TrimPrefix(l, "  ") + "\n"
-		case strings.HasSuffix(l, ":") && !strings.HasPrefix(l, " "):
-			out = append(out, bannerBlock{title: strings.TrimSuffix(l, ":")})
-			cur = len(out) - 1
+		case strings.TrimSpace(l) == "" || strings.HasPrefix(l, " "):
+			cur, para = -1, ""
 		default:
+			if para == "" {
+				para = l
+			}
 			cur = -1
+			if strings.HasSuffix(l, ":") {
+				out = append(out, bannerBlock{title: strings.TrimSuffix(para, ":")})
+				cur, para = len(out)-1, ""
+			}
 		}
 	}
 	return slices.DeleteFunc(out, func(b bannerBlock) bool { return b.body == "" })
@@ -232,8 +239,9 @@ func agentPath(t *testing.T, tmp, nodeModules string) (dir, missing string) {
 }
 
 // runAgentBlock runs an agent block in bash -euo pipefail, in a fresh work
-// directory holding the repository's examples/ and a fresh HOME.
-func runAgentBlock(ctx context.Context, t *testing.T, repo, body, agentBin string, env []string) (string, error) {
+// directory holding the repository's examples/ and a fresh HOME, with path
+// (the agents, the built gateway) first on PATH.
+func runAgentBlock(ctx context.Context, t *testing.T, repo, body, path string, env []string) (string, error) {
 	t.Helper()
 	work, home := t.TempDir(), t.TempDir()
 	if err := os.Symlink(filepath.Join(repo, "examples"), filepath.Join(work, "examples")); err != nil {
@@ -243,7 +251,7 @@ func runAgentBlock(ctx context.Context, t *testing.T, repo, body, agentBin strin
 	defer cancel()
 	cmd := exec.CommandContext(cctx, "bash", "-euo", "pipefail", "-c", body)
 	cmd.Dir = work
-	cmd.Env = append(slices.Clone(env), "HOME="+home, "PATH="+agentBin+":"+os.Getenv("PATH"))
+	cmd.Env = append(slices.Clone(env), "HOME="+home, "PATH="+path+":"+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
 	if err == nil && strings.TrimSpace(string(out)) == "" {
 		err = fmt.Errorf("no output")

@@ -309,7 +309,7 @@ func TestEverySnippetMarkedRunRunsAgainstTheDemo(t *testing.T) {
 			table.add(s.where(), statusSkipped, "agent: "+missing+" absent: make test-clients installs the pinned agents (CI runs it first)")
 			continue
 		}
-		out, err := runAgentBlock(ctx, t, abs, strings.ReplaceAll(s.body, "127.0.0.1:8788", addr), agentBin, clientEnv)
+		out, err := runAgentBlock(ctx, t, abs, strings.ReplaceAll(s.body, "127.0.0.1:8788", addr), agentBin+":"+bin, clientEnv)
 		if err != nil {
 			t.Errorf("%s: the agent command line failed against the demo: %v\n%s", s.where(), err, out)
 		}
@@ -332,7 +332,7 @@ func TestEverySnippetMarkedRunRunsAgainstTheDemo(t *testing.T) {
 	slices.SortStableFunc(table.rows, func(a, b tableRow) int { return compareWhere(a.where, b.where) })
 
 	// The commands the demo banner prints, run as printed.
-	runBanner(ctx, t, table, demoOut.String(), realGo, abs, clientEnv)
+	runBanner(ctx, t, table, demoOut.String(), realGo, abs, bin, clientEnv)
 }
 
 // firstLine is the first line of a run's output, for the table.
@@ -361,7 +361,7 @@ func compareWhere(a, b string) int {
 // commands in bash (an "error" in the answer fails them), the Go SDK line
 // compiled and run as a main body, Claude Code with the prompt on stdin (in
 // the loopback namespace only). Python is skipped without its SDK.
-func runBanner(ctx context.Context, t *testing.T, table *snippetTable, banner, realGo, repo string, env []string) {
+func runBanner(ctx context.Context, t *testing.T, table *snippetTable, banner, realGo, repo, bin string, env []string) {
 	t.Helper()
 	blocks := bannerBlocks(banner)
 	if len(blocks) == 0 {
@@ -407,7 +407,7 @@ func runBanner(ctx context.Context, t *testing.T, table *snippetTable, banner, r
 				table.add(where, statusSkipped, "agent: "+missing+" absent: make test-clients installs the pinned agents (CI runs it first)")
 				continue
 			}
-			out, err := runAgentBlock(ctx, t, repo, "echo Hello | {\n"+b.body+"}\n", agentBin, env)
+			out, err := runAgentBlock(ctx, t, repo, "echo Hello | {\n"+b.body+"}\n", agentBin+":"+bin, env)
 			if err != nil {
 				t.Errorf("%s: the agent command line failed against the demo (prompt on stdin): %v\n%s\n%s", where, err, b.body, out)
 			}
