@@ -192,22 +192,22 @@ type bannerBlock struct{ title, body string }
 func bannerBlocks(banner string) []bannerBlock {
 	var out []bannerBlock
 	cur := -1
-	para := "" // the first line of the title, which may span lines
+	para, titled := "", false // a title may span lines: its first line, and whether the last ends with ':'
 	for _, l := range strings.Split(banner, "\n") {
 		switch {
-		case strings.HasPrefix(l, "  ") && cur >= 0:
+		case strings.HasPrefix(l, "  ") && (cur >= 0 || titled):
+			if cur < 0 {
+				out = append(out, bannerBlock{title: strings.TrimSuffix(para, ":")})
+				cur, para, titled = len(out)-1, "", false
+			}
 			out[cur].body += strings.TrimPrefix(l, "  ") + "\n"
 		case strings.TrimSpace(l) == "" || strings.HasPrefix(l, " "):
-			cur, para = -1, ""
+			cur, para, titled = -1, "", false
 		default:
 			if para == "" {
 				para = l
 			}
-			cur = -1
-			if strings.HasSuffix(l, ":") {
-				out = append(out, bannerBlock{title: strings.TrimSuffix(para, ":")})
-				cur, para = len(out)-1, ""
-			}
+			cur, titled = -1, strings.HasSuffix(l, ":")
 		}
 	}
 	return slices.DeleteFunc(out, func(b bannerBlock) bool { return b.body == "" })
