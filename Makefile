@@ -6,7 +6,7 @@ AUDIT_STEPS  ?= 100
 FUZZTIME     ?= 10s
 
 .PHONY: help test test-clients test-browser spec spec-check audit bench bench-load bench-check lint fuzz build demo soak mutate probe-check
-.PHONY: install image image-smoke unit-check release test-snippets
+.PHONY: install image image-smoke container-check unit-check release test-snippets
 
 ## help: list the targets with their one-line descriptions
 help:
@@ -134,6 +134,11 @@ image:
 image-smoke:
 	scripts/image-smoke.sh $(IMAGE)
 
+## container-check: run the ```sh container blocks of docs/INSTALL.md as written with podman (Debian's
+## podman and crun) against the image and a my.env made from the example file
+container-check:
+	scripts/container-check.sh
+
 ## unit-check: systemd-analyze verify examples/pmgate.service (Debian's systemd package)
 unit-check:
 	scripts/unit-check.sh
@@ -151,6 +156,9 @@ release:
 	cd dist && sha256sum gateway-* > SHA256SUMS && cat SHA256SUMS
 
 ## test-snippets: run every `sh run` block of README.md and docs/ against the demo, in order, one shell
-## per file, and check the syntax of every other snippet (docs/DEVELOPMENT.md#snippets)
+## per file, the `go run`/`js run` SDK blocks, the `sh agent` blocks and the demo banner's commands, in a
+## loopback-only network namespace; check the syntax of the others; print the table
+## (docs/DEVELOPMENT.md#snippets)
 test-snippets:
-	PMGATE_SNIPPETS=1 $(GO) test -count=1 -run '^TestEverySnippet' -v ./internal/doccheck/
+	scripts/netns.sh env GOPROXY=off GOTOOLCHAIN=local PMGATE_SNIPPETS=1 PMGATE_SNIPPETS_NETNS=1 \
+		$(GO) test -count=1 -run '^TestEverySnippet' -v ./internal/doccheck/

@@ -230,6 +230,7 @@ func (s source) load() (config, func(string) string, error) {
 	}
 	cfg, err := loadConfig(getenv)
 	cfg.fileWarnings = append(unknownSettings(names), overriddenSettings(overridden)...)
+	cfg.fileWarnings = append(cfg.fileWarnings, literalSettings(s.getenv)...)
 	return cfg, getenv, err
 }
 
@@ -243,6 +244,28 @@ func overriddenSettings(names []string) []string {
 	for _, n := range names {
 		out = append(out, fmt.Sprintf("%s is set both in the environment and in the env file, to different values: "+
 			"the environment's is used (`unset %s` in the shell to use the file's)", n, n))
+	}
+	return out
+}
+
+// literalSettings warns of each setting whose value in the real environment
+// an env file line would have read differently (readEnvFile's value rule):
+// quotes around it or a trailing # comment. podman's and docker's --env-file
+// pass such a line on literally, so this is how a my.env written with quotes
+// reaches a container (docs/INSTALL.md#container-image). Only names.
+func literalSettings(getenv func(string) string) []string {
+	var out []string
+	for _, n := range knownSettings() {
+		v := getenv(n)
+		if v == "" {
+			continue
+		}
+		if read, ok := envValue(strings.TrimSpace(v)); ok && read == v {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s in the environment holds quotes or a trailing # comment that an env file line would not keep: "+
+			"podman's and docker's --env-file keep them as part of the value; write that line as NAME=value "+
+			"(docs/INSTALL.md#container-image)", n))
 	}
 	return out
 }

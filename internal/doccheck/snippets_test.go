@@ -24,6 +24,8 @@ import (
 //
 //	```sh run        executed against the demo by `make test-snippets`
 //	```sh live       needs a live account or an external program: syntax only
+//	```sh container  syntax here; run as written with podman by `make container-check`
+//	```sh agent      an agent command line: run alone against the demo, only in the loopback namespace
 //	```json fragment a shape with elisions: not checked
 //
 // An unmarked sh block is syntax-checked only (bash -n), so a new block can
@@ -45,7 +47,7 @@ type snippet struct {
 
 func (s snippet) where() string { return fmt.Sprintf("%s:%d", s.file, s.line) }
 
-var markers = []string{"", "run", "live", "fragment"}
+var markers = []string{"", "run", "live", "fragment", "container", "agent"}
 
 // snippets returns every fenced block of README.md and docs/*.md.
 func snippets(t *testing.T) []snippet {
@@ -88,7 +90,7 @@ func snippets(t *testing.T) []snippet {
 				s.marker = info[1]
 			}
 			if len(info) > 2 || !slices.Contains(markers, s.marker) {
-				t.Errorf("%s: unknown snippet marker %q (docs/DEVELOPMENT.md#snippets lists run, live, fragment)", s.where(), strings.Join(info[1:], " "))
+				t.Errorf("%s: unknown snippet marker %q (docs/DEVELOPMENT.md#snippets lists run, live, container, agent, fragment)", s.where(), strings.Join(info[1:], " "))
 			}
 			cur = &s
 		}
@@ -164,18 +166,29 @@ func TestEverySnippetMarkedRunRunsAgainstTheDemo(t *testing.T) {
 	}
 	byFile := map[string][]snippet{}
 	var order []string
-	for _, s := range snippets(t) {
+	var clients []snippet // go run and js run blocks, each run on its own
+	table := &snippetTable{}
+	defer table.log(t)
+	all := snippets(t)
+	var agents []snippet // sh agent blocks
+	for _, s := range all {
+		if s.marker == "agent" {
+			agents = append(agents, s)
+		}
 		if s.marker != "run" {
 			continue
 		}
-		if s.lang != "sh" {
-			t.Errorf("%s: only sh blocks can be marked run", s.where())
-			continue
+		switch s.lang {
+		case "sh":
+			if byFile[s.file] == nil {
+				order = append(order, s.file)
+			}
+			byFile[s.file] = append(byFile[s.file], s)
+		case "go", "js":
+			clients = append(clients, s)
+		default:
+			t.Errorf("%s: only sh, go and js blocks can be marked run", s.where())
 		}
-		if byFile[s.file] == nil {
-			order = append(order, s.file)
-		}
-		byFile[s.file] = append(byFile[s.file], s)
 	}
 	tmp := t.TempDir()
 	bin := filepath.Join(tmp, "bin")
@@ -249,7 +262,160 @@ func TestEverySnippetMarkedRunRunsAgainstTheDemo(t *testing.T) {
 			t.Errorf("%s: the snippet failed as pasted: %v\n%s", last, err, out)
 		}
 	}
-	t.Logf("ran %d runnable snippets of %d files against the demo at %s", ran, len(order), addr)
+	t.Logf("ran %d runnable sh snippets of %d files against the demo at %s", ran, len(order), addr)
+
+	// The SDK snippets: each on its own, with PROVIDER_API_KEY holding the
+	// demo's key, as the docs have the reader export it.
+	clientEnv := append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "PROVIDER_") || strings.HasPrefix(kv, "POSTMAN_")
+	}), "PROVIDER_API_KEY="+demoKey, "HOME="+filepath.Join(tmp, "home"))
+	nodeModules := filepath.Join(abs, "clients", "js", "node_modules")
+	_, nodeErr := exec.LookPath("node")
+	_, modErr := os.Stat(nodeModules)
+	clientRan := map[string]bool{}
+	for _, s := range clients {
+		body := strings.ReplaceAll(s.body, "127.0.0.1:8788", addr)
+		var out string
+		var err error
+		switch {
+		case s.lang == "go":
+			out, err = runGo(ctx, t, realGo, abs, body, "", clientEnv)
+		case nodeErr != nil:
+			table.add(s.where(), statusSkipped, "no node on PATH")
+			continue
+		case modErr != nil:
+			table.add(s.where(), statusSkipped, "clients/js/node_modules absent: make test-clients installs the pinned SDKs (CI runs it first)")
+			continue
+		default:
+			out, err = runJS(ctx, t, nodeModules, body, clientEnv)
+		}
+		if err != nil {
+			t.Errorf("%s: the %s snippet failed against the demo: %v\n%s", s.where(), s.lang, err, out)
+		}
+		clientRan[s.where()] = true
+		table.add(s.where(), statusRun, s.lang+" against the demo: "+firstLine(out))
+	}
+
+	// The agent command lines: each alone, in a work directory with
+	// examples/ and a fresh HOME, with the pinned agents of clients/js on
+	// PATH, and only where nothing can leave the machine.
+	for _, s := range agents {
+		if os.Getenv("PMGATE_SNIPPETS_NETNS") != "1" {
+			table.add(s.where(), statusSkipped, "agent: runs only in the loopback namespace (make test-snippets: scripts/netns.sh)")
+			continue
+		}
+		agentBin, missing := agentPath(t, tmp, nodeModules)
+		if missing != "" {
+			table.add(s.where(), statusSkipped, "agent: "+missing+" absent: make test-clients installs the pinned agents (CI runs it first)")
+			continue
+		}
+		out, err := runAgentBlock(ctx, t, abs, strings.ReplaceAll(s.body, "127.0.0.1:8788", addr), agentBin+":"+bin, clientEnv)
+		if err != nil {
+			t.Errorf("%s: the agent command line failed against the demo: %v\n%s", s.where(), err, out)
+		}
+		clientRan[s.where()] = true
+		table.add(s.where(), statusRun, "agent in the loopback namespace: "+firstLine(lastLine(out)))
+	}
+
+	// Every other snippet, with the reason it does not run.
+	for _, s := range all {
+		switch {
+		case clientRan[s.where()]:
+		case s.marker == "run" && s.lang == "sh":
+			table.add(s.where(), statusRun, "sh session of "+s.file+" against the demo")
+		case s.marker == "run":
+		default:
+			status, reason := whyNotRun(s)
+			table.add(s.where(), status, reason)
+		}
+	}
+	slices.SortStableFunc(table.rows, func(a, b tableRow) int { return compareWhere(a.where, b.where) })
+
+	// The commands the demo banner prints, run as printed.
+	runBanner(ctx, t, table, demoOut.String(), realGo, abs, bin, clientEnv)
+}
+
+// firstLine is the first line of a run's output, for the table.
+func firstLine(out string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
+	if len(l) > 60 {
+		l = l[:60] + "…"
+	}
+	return strings.TrimSpace(l)
+}
+
+// compareWhere orders file:line by file, then by line number.
+func compareWhere(a, b string) int {
+	fa, la, _ := strings.Cut(a, ":")
+	fb, lb, _ := strings.Cut(b, ":")
+	if fa != fb {
+		return strings.Compare(fa, fb)
+	}
+	var na, nb int
+	fmt.Sscan(la, &na)
+	fmt.Sscan(lb, &nb)
+	return na - nb
+}
+
+// runBanner runs every command block the demo banner prints: the curl
+// commands in bash (an "error" in the answer fails them), the Go SDK line
+// compiled and run as a main body, Claude Code with the prompt on stdin (in
+// the loopback namespace only). Python is skipped without its SDK.
+func runBanner(ctx context.Context, t *testing.T, table *snippetTable, banner, realGo, repo, bin string, env []string) {
+	t.Helper()
+	blocks := bannerBlocks(banner)
+	if len(blocks) == 0 {
+		t.Errorf("the demo banner has no command block:\n%s", banner)
+	}
+	for _, b := range blocks {
+		where := "demo banner: " + b.title
+		if i := strings.Index(where, " ("); i > 0 {
+			where = where[:i]
+		}
+		switch {
+		case strings.HasPrefix(b.body, "curl "):
+			out, err := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", b.body).CombinedOutput()
+			if err != nil || strings.Contains(string(out), `"error"`) || !strings.Contains(string(out), "pmgate-demo") {
+				t.Errorf("%s: failed as printed: %v\n%s\n%s", where, err, b.body, out)
+			}
+			table.add(where, statusRun, "bash against the demo")
+		case strings.Contains(b.body, "openai.NewClient"):
+			out, err := runGo(ctx, t, realGo, repo, b.body, "\t_ = client\n", env)
+			if err != nil {
+				t.Errorf("%s: failed as printed: %v\n%s\n%s", where, err, b.body, out)
+			}
+			table.add(where, statusRun, "go: compiled and run (builds the client; the line sends no request)")
+		case strings.HasPrefix(b.body, "from openai"):
+			if exec.Command("python3", "-c", "import openai").Run() != nil {
+				table.add(where, statusSkipped, "no python3 with the openai package (CI installs no Python packages)")
+				continue
+			}
+			out, err := exec.CommandContext(ctx, "python3", "-c", b.body).CombinedOutput()
+			if err != nil {
+				t.Errorf("%s: failed as printed: %v\n%s\n%s", where, err, b.body, out)
+			}
+			table.add(where, statusRun, "python3 against the demo")
+		case strings.Contains(b.body, "claude"):
+			// As an owner pastes it; the prompt comes on stdin, since an
+			// interactive session cannot be driven here.
+			if os.Getenv("PMGATE_SNIPPETS_NETNS") != "1" {
+				table.add(where, statusSkipped, "agent: runs only in the loopback namespace (make test-snippets: scripts/netns.sh)")
+				continue
+			}
+			agentBin, missing := agentPath(t, t.TempDir(), filepath.Join(repo, "clients", "js", "node_modules"))
+			if missing != "" {
+				table.add(where, statusSkipped, "agent: "+missing+" absent: make test-clients installs the pinned agents (CI runs it first)")
+				continue
+			}
+			out, err := runAgentBlock(ctx, t, repo, "echo Hello | {\n"+b.body+"}\n", agentBin+":"+bin, env)
+			if err != nil {
+				t.Errorf("%s: the agent command line failed against the demo (prompt on stdin): %v\n%s\n%s", where, err, b.body, out)
+			}
+			table.add(where, statusRun, "agent in the loopback namespace, prompt on stdin: "+firstLine(lastLine(out)))
+		default:
+			t.Errorf("%s: a banner block this test does not know; teach runBanner to run it:\n%s", where, b.body)
+		}
+	}
 }
 
 // lockedLines is a goroutine-safe output buffer.
