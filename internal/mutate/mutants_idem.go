@@ -15,9 +15,9 @@ func init() {
 		mutant{"a first attempt whose client left is not read to its end", "app/attempt.go",
 			"\tfor !t.ended {\n\t\t_, _ = t.step(quiet)\n\t}", "\t_ = quiet", "./app/", "ClientLeft"},
 		mutant{"an attempt that dispatched nothing holds its retry back", "app/attempt.go",
-			"case err != nil && t.meter.Dispatches == 0:", "case err != nil && false:", "./app/", "DispatchedNothing"},
+			"case err != nil && (t.meter.Dispatches == 0 || errs.Has(err, errs.UpstreamConversationLost)):", "case err != nil && (false || errs.Has(err, errs.UpstreamConversationLost)):", "./app/", "DispatchedNothing"},
 		mutant{"a failed attempt's retry is dispatched again", "app/attempt.go",
-			"case err != nil && t.meter.Dispatches == 0:", "case err != nil:", "./app/", "FailedAttempt"},
+			"case err != nil && (t.meter.Dispatches == 0 || errs.Has(err, errs.UpstreamConversationLost)):", "case err != nil:", "./app/", "FailedAttempt"},
 		mutant{"an Idempotency-Key with another body gets the recorded outcome", "app/attempt.go",
 			"if explicit && ok && rec.BodyHash != bodyHash {", "if false {", "./app/", "IdempotencyKey"},
 		mutant{"an attempt whose client left without a retry is never released", "app/attempt.go",
@@ -28,5 +28,7 @@ func init() {
 			"RetryCount: count, IdempotencyKey: key}", "RetryCount: count, IdempotencyKey: \"\"}", "./cmd/gateway/", "TestAnIdempotencyKeyGetsTheRecordedOutcome"},
 		mutant{"a replayed answer is not disclosed", "adapters/httpapi/handlers.go",
 			"\tif rp, ok := turn.(app.Replayed); ok && rp.Replayed() {", "\tif rp, ok := turn.(app.Replayed); ok && rp.Replayed() && false {", "./cmd/gateway/", "TestAnIdempotencyKeyGetsTheRecordedOutcome"},
+		mutant{"a lost conversation's re-send gets the recorded 410", "app/attempt.go",
+			"case err != nil && (t.meter.Dispatches == 0 || errs.Has(err, errs.UpstreamConversationLost)):", "case err != nil && t.meter.Dispatches == 0:", "./app/", "LostConversation"},
 	)
 }
