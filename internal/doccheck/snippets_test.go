@@ -333,6 +333,9 @@ func TestEverySnippetMarkedRunRunsAgainstTheDemo(t *testing.T) {
 
 	// The commands the demo banner prints, run as printed.
 	runBanner(ctx, t, table, demoOut.String(), realGo, abs, bin, clientEnv)
+
+	// The snippets the control page builds, as it copies them.
+	runControlPage(ctx, t, table, "http://"+addr, realGo, abs, bin, clientEnv)
 }
 
 // firstLine is the first line of a run's output, for the table.
@@ -387,7 +390,7 @@ func runBanner(ctx context.Context, t *testing.T, table *snippetTable, banner, r
 			table.add(where, statusRun, "go: compiled and run (builds the client; the line sends no request)")
 		case strings.HasPrefix(b.body, "from openai"):
 			if exec.Command("python3", "-c", "import openai").Run() != nil {
-				table.add(where, statusSkipped, "no python3 with the openai package (CI installs no Python packages)")
+				table.add(where, statusSkipped, "no python3 with the openai package: PyPI is not among the registries reached here and Debian 12 packages no python3-openai")
 				continue
 			}
 			out, err := exec.CommandContext(ctx, "python3", "-c", b.body).CombinedOutput()
