@@ -202,9 +202,16 @@ type opencodeConfig struct {
 // directory and returns it.
 func recipe(ctx context.Context, t *testing.T, bin, agent, origin string) string {
 	t.Helper()
+	return recipeFor(ctx, t, bin, agent, origin, "pmgate-demo")
+}
+
+// recipeFor runs gateway recipe <agent> with origin's /v1 and model into a
+// fresh directory and returns it.
+func recipeFor(ctx context.Context, t *testing.T, bin, agent, origin, model string) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "pmgate-"+agent)
 	out, err := exec.CommandContext(ctx, filepath.Join(bin, "gateway"), "recipe", agent, "--dir", dir,
-		"--base-url", origin+"/v1", "--model", "pmgate-demo").CombinedOutput()
+		"--base-url", origin+"/v1", "--model", model).CombinedOutput()
 	if err != nil {
 		t.Fatalf("gateway recipe %s: %v\n%s", agent, err, out)
 	}

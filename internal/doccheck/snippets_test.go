@@ -317,6 +317,11 @@ func TestEverySnippetMarkedRunRunsAgainstTheDemo(t *testing.T) {
 		table.add(s.where(), statusRun, "agent in the loopback namespace: "+firstLine(lastLine(out)))
 	}
 
+	// The agent configurations, filled in as the docs say.
+	for w := range checkAgentConfigs(ctx, t, table, all, bin) {
+		clientRan[w] = true
+	}
+
 	// Every other snippet, with the reason it does not run.
 	for _, s := range all {
 		switch {
