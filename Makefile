@@ -156,8 +156,9 @@ release:
 	cd dist && sha256sum gateway-* > SHA256SUMS && cat SHA256SUMS
 
 ## test-snippets: run every `sh run` block of README.md and docs/ against the demo, in order, one shell
-## per file, the `go run`/`js run` SDK blocks, the `sh agent` blocks and the demo banner's commands, in a
-## loopback-only network namespace; check the syntax of the others; print the table
+## per file, the `go run`/`js run` SDK blocks, the `sh agent` blocks, the demo banner's commands and
+## the control page's snippets, in a loopback-only network namespace; check the syntax of the others;
+## print the table
 ## (docs/DEVELOPMENT.md#snippets)
 test-snippets:
 	scripts/netns.sh env GOPROXY=off GOTOOLCHAIN=local PMGATE_SNIPPETS=1 PMGATE_SNIPPETS_NETNS=1 \
