@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // checkAgentConfigs checks the agent configurations the docs show (opencode's
@@ -19,7 +21,7 @@ import (
 // file says (every setting of a Codex block is one of the recipe's, in the
 // same table; an opencode block equals the recipe's, the key aside). It adds
 // their table rows and returns where they are.
-func checkAgentConfigs(ctx context.Context, t *testing.T, table *snippetTable, all []snippet, bin string) map[string]bool {
+func checkAgentConfigs(ctx context.Context, t *testing.T, table *snippetTable, all []snippet, bin, repo string) map[string]bool {
 	t.Helper()
 	done := map[string]bool{}
 	for _, s := range all {
@@ -76,7 +78,15 @@ func checkAgentConfigs(ctx context.Context, t *testing.T, table *snippetTable, a
 			if fmt.Sprint(doc) != fmt.Sprint(rec) {
 				t.Errorf("%s: filled in as the docs say, differs from gateway recipe opencode's opencode.json (apiKey aside):\ndoc:    %+v\nrecipe: %+v", s.where(), doc, rec)
 			}
-			table.add(s.where(), statusSyntax, "parsed as JSON; filled in, it is gateway recipe opencode's (the key aside)")
+			reason := "parsed as JSON; filled in, it is gateway recipe opencode's (the key aside)"
+			skip, err := opencodeAccepts(ctx, t, repo, []byte(strings.ReplaceAll(filled, "DIR", dir)))
+			if err != nil {
+				t.Errorf("%s: filled in as the docs say, opencode refuses it: %v", s.where(), err)
+			}
+			if skip == "" {
+				reason += " and opencode loads it"
+			}
+			table.add(s.where(), statusSyntax, reason)
 		default:
 			continue
 		}
@@ -97,4 +107,32 @@ func tomlEntries(text string) []string {
 		out = append(out, table+" "+l)
 	}
 	return out
+}
+
+// opencodeAccepts has the pinned opencode load cfg (opencode debug config,
+// with OPENCODE_CONFIG naming it and a fresh HOME), which fails on a {file:…}
+// it cannot read; only in the loopback namespace. It returns why it did not
+// ask ("" when it did) and opencode's error.
+func opencodeAccepts(ctx context.Context, t *testing.T, repo string, cfg []byte) (skip string, err error) {
+	t.Helper()
+	if os.Getenv("PMGATE_SNIPPETS_NETNS") != "1" {
+		return "opencode runs only in the loopback namespace", nil
+	}
+	oc := filepath.Join(repo, "clients", "js", "node_modules", "opencode-linux-x64", "bin", "opencode")
+	if _, err := os.Stat(oc); err != nil {
+		return "clients/js/node_modules/opencode-linux-x64 absent", nil
+	}
+	f := filepath.Join(t.TempDir(), "opencode.json")
+	if err := os.WriteFile(f, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, oc, "debug", "config")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "OPENCODE_CONFIG="+f)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", err, out)
+	}
+	return "", nil
 }

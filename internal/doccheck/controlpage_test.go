@@ -165,7 +165,15 @@ func runControlPage(ctx context.Context, t *testing.T, table *snippetTable, orig
 			if fmt.Sprint(got) != fmt.Sprint(rec) {
 				t.Errorf("%s: differs from gateway recipe opencode's opencode.json (apiKey aside):\npage:   %+v\nrecipe: %+v", where, got, rec)
 			}
-			table.add(where, statusSyntax, "parsed as JSON without its // lines; the demo's baseURL and key; the rest as gateway recipe opencode writes it")
+			reason := "parsed as JSON without its // lines; the demo's baseURL and key; the rest as gateway recipe opencode writes it"
+			skip, err := opencodeAccepts(ctx, t, repo, []byte(strings.ReplaceAll(strings.Join(lines, "\n"), "/home/you/pmgate-opencode", dir)))
+			if err != nil {
+				t.Errorf("%s: opencode refuses it: %v", where, err)
+			}
+			if skip == "" {
+				reason += "; opencode loads it"
+			}
+			table.add(where, statusSyntax, reason)
 		case "9router", "Claude Code via 9router":
 			table.add(where, statusSkipped, "needs a running 9router: make test-clients runs pmgate behind 9router")
 		case "Codex CLI":

@@ -318,7 +318,7 @@ func TestEverySnippetMarkedRunRunsAgainstTheDemo(t *testing.T) {
 	}
 
 	// The agent configurations, filled in as the docs say.
-	for w := range checkAgentConfigs(ctx, t, table, all, bin) {
+	for w := range checkAgentConfigs(ctx, t, table, all, bin, abs) {
 		clientRan[w] = true
 	}
 
