@@ -246,35 +246,28 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 		}
 		defer func() { claimed = gr.Clone() }()
 		d, err := gr.Submit(g.clock.Now(), g.cfg.Policy, sub, attempt)
-		if err == nil && d.Event == correlation.SubmitHistoryMismatch && g.cfg.Resume {
-			// The calls are still pending and the transcript before them
-			// changed (an agent compacted it before sending the results).
-			// The refusal changed nothing.
+		// The calls are still pending and the transcript before them
+		// changed (an agent compacted it before sending the results), or
+		// they were answered so and the same request comes again (Claude
+		// Code re-sends a round after its cut-off nudge left the results'
+		// message): the submission is judged with the calls alone echoed
+		// as issued — pending, answered in the conversation that holds the
+		// history they were issued in, disclosed; answered, the recorded
+		// answer, disclosed again, or the refusal of its state. Other
+		// results stay a conflict. The refusal changed nothing.
+		relaxed := d.Event == correlation.SubmitHistoryMismatch || d.Event == correlation.SubmitDifferent
+		if err == nil && relaxed && g.cfg.Resume {
 			again := sub
 			again.EarlierHistory = true
-			if !triedFresh {
+			if d.Event == correlation.SubmitHistoryMismatch && !triedFresh {
+				// A compacted transcript that fits starts fresh (below).
 				if ev, _ := correlation.Classify(*gr, again, g.clock.Now()); ev == correlation.SubmitValid {
 					compacted = true
 					return correlation.Decision{}, errCompacted
 				}
 			}
-			// Too long to start fresh: they are answered in the
-			// conversation that holds the history they were issued in,
-			// disclosed.
 			earlier = true
 			return gr.Submit(g.clock.Now(), g.cfg.Policy, again, attempt)
-		}
-		if err == nil && d.Event == correlation.SubmitDifferent && g.cfg.Resume {
-			// They were answered so, and the same request comes again
-			// (Claude Code re-sends a round after its cut-off nudge left
-			// the results' message): it is a re-sent continuation like any
-			// other — the recorded answer, disclosed again, or the refusal
-			// of its state. Other results stay a conflict. The refusal
-			// changed nothing.
-			earlier = true
-			resent := sub
-			resent.EarlierHistory = true
-			return gr.Submit(g.clock.Now(), g.cfg.Policy, resent, attempt)
 		}
 		return d, err
 	}

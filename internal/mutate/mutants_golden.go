@@ -7,8 +7,8 @@ func init() {
 	const injected = "TestClaudeCodesCutOffNudgeAfter|TestAShortSessionsCutOffNudge|TestClaudeCodesRecoveryNudges|TestClaudeCodesCompactionSummaryTurn"
 	mutants = append(mutants,
 		mutant{"a re-sent earlier-history round refused as a conflict", "app/gateway.go",
-			"\t\tif err == nil && d.Event == correlation.SubmitDifferent && g.cfg.Resume {",
-			"\t\tif false {",
+			"\t\trelaxed := d.Event == correlation.SubmitHistoryMismatch || d.Event == correlation.SubmitDifferent\n",
+			"\t\trelaxed := d.Event == correlation.SubmitHistoryMismatch\n",
 			"./cmd/gateway/", injected},
 		mutant{"a replayed earlier-history answer undisclosed", "app/gateway.go",
 			"\t\t\t\treturn disclosedReplay{Turn: t, disclosure: DisclosedEarlierHistory}, nil",
