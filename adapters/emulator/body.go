@@ -128,6 +128,9 @@ type chatRequest struct {
 	tools          []tool
 	extraGroups    bool // clientTools.thirdParty had more than one key
 	cont           *continuation
+	// pending is the "#pending=" directive of a USER_QUERY ("" without it),
+	// read with the other directives.
+	pending string
 }
 
 var statusValues = map[string]bool{"SUCCESS": true, "FAILED": true, "ERROR": true}
@@ -422,7 +425,25 @@ var (
 	chunksRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`#text_chunks=([0-9A-Za-z_-]*)`) })
 	usageRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`#usage=([0-9A-Za-z_-]*)`) })
 	delayRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`#delay_ms=([0-9A-Za-z_-]*)`) })
+	pendingRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`#pending=([0-9A-Za-z_-]*)`) })
 )
+
+// pendingDirective reads "#pending=drop|keep" of a USER_QUERY's newest turn:
+// "" without it (and for a TOOL_RESPONSE); ok is false for another value.
+func pendingDirective(req *chatRequest) (mode string, ok bool) {
+	if req.chatType != KindUserQuery {
+		return "", true
+	}
+	m := lastSubmatch(pendingRE(), req.turnText)
+	if m == nil {
+		return "", true
+	}
+	switch m[1] {
+	case PendingDropped, PendingKept:
+		return m[1], true
+	}
+	return "", false
+}
 
 // usageDirective reads "#usage=request|conversation" of a USER_QUERY's newest
 // turn: "" without it (and for a TOOL_RESPONSE); ok is false for another value.

@@ -104,6 +104,10 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusBadRequest, msgBadDirective)
 		return
 	}
+	if req.pending, ok = pendingDirective(req); !ok {
+		refuse(http.StatusBadRequest, msgBadDirective)
+		return
+	}
 	if usageMode == "" {
 		usageMode = s.cfg.Usage
 	}

@@ -67,6 +67,12 @@
 // USER_QUERY on the conversation goes on normally and starts a new count of
 // consecutive rounds. "#scenario=loop_approval" gates a plain query.
 //
+// A USER_QUERY on a conversation whose tool group is still pending abandons
+// the group by default (its TOOL_RESPONSE afterwards fails with
+// TOOL_CALL_NOT_FOUND); what the service does there is not measured.
+// Config.PendingOnQuery PendingKept, or "#pending=keep" in a USER_QUERY (for
+// that conversation from then on), keeps the group answerable once instead.
+//
 // Usage events count one exchange (its body and its output, a token per four
 // bytes) by default; Config.Usage UsagePerConversation, or "#usage=conversation"
 // in a USER_QUERY, makes them report the conversation's context instead: the
@@ -75,7 +81,7 @@
 // default for that conversation).
 //
 // Directives ("#scenario=", "#loop=", "#tool=", "#approval_after=",
-// "#text_chunks=", "#usage=", "#delay_ms=") are read from the newest user turn of a
+// "#text_chunks=", "#usage=", "#delay_ms=", "#pending=") are read from the newest user turn of a
 // USER_QUERY only: when the query is a transcript the gateway rendered
 // ("[User]" blocks among "[Assistant]", "[Tool Result id=…]"… blocks), the
 // text of its last "[User]" block; otherwise the whole query. A client that

@@ -145,7 +145,21 @@ type Config struct {
 	// service's 429 body) and counted as rejected.
 	RateLimit  int
 	RateWindow time.Duration
+	// PendingOnQuery says what a USER_QUERY does to the conversation's pending
+	// tool group, which nobody has measured on the service yet:
+	// PendingDropped (default, "" too) abandons it, so its TOOL_RESPONSE
+	// afterwards fails with TOOL_CALL_NOT_FOUND; PendingKept keeps it
+	// answerable after the new turn (until it is answered or another group is
+	// kept in its place). "#pending=drop|keep" in a USER_QUERY sets it for
+	// that conversation from then on.
+	PendingOnQuery string
 }
+
+// The modes of Config.PendingOnQuery and "#pending=…".
+const (
+	PendingDropped = "drop"
+	PendingKept    = "keep"
+)
 
 // The usage modes of Config.Usage and "#usage=…".
 const (
@@ -362,6 +376,13 @@ func withDefaults(cfg Config) (Config, error) {
 	case UsagePerRequest, UsagePerConversation:
 	default:
 		return cfg, errors.New(`emulator: Usage must be "request" or "conversation"`)
+	}
+	switch cfg.PendingOnQuery {
+	case "":
+		cfg.PendingOnQuery = PendingDropped
+	case PendingDropped, PendingKept:
+	default:
+		return cfg, errors.New(`emulator: PendingOnQuery must be "drop" or "keep"`)
 	}
 	switch cfg.ContinuationShape {
 	case "":

@@ -531,3 +531,44 @@ func TestAUserTurnRestartsTheLoopApprovalCount(t *testing.T) {
 	st = p.turn(toolResponse(conv, false, weatherTool).flat(group, result{calls[0].id, "z"}))
 	is.True(st.first("loopApprovalChunk") != nil) // after two consecutive rounds: the gate
 }
+
+// What a USER_QUERY does to a pending tool group is not measured on the
+// service: by default it abandons the group (its answer afterwards fails with
+// TOOL_CALL_NOT_FOUND); Config.PendingOnQuery "keep", or "#pending=keep" in a
+// USER_QUERY (for that conversation from then on), keeps it answerable once.
+func TestAUserQueryDropsOrKeepsThePendingGroup(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, cfg, directive string
+		kept                 bool
+	}{
+		{"default", "", "", false},
+		{"config keep", emulator.PendingKept, "", true},
+		{"directive keep", "", " #pending=keep", true},
+		{"directive drop over config", emulator.PendingKept, " #pending=drop", false},
+	} {
+		s := start(t, func(cfg *emulator.Config) { cfg.PendingOnQuery = c.cfg })
+		for _, p := range []*peer{webPeer(t, s), tokenPeer(t, s)} {
+			t.Run(c.name+"/"+p.strategy, func(t *testing.T) {
+				is := is.New(t)
+				st := p.turn(userQuery("go #loop=2"+c.directive).withTools(false, true, weatherTool))
+				conv := st.conversationID()
+				calls, group := st.calls(t)
+				// a user turn that goes past the pending group, answered with text
+				q := userQuery("summarise so far #loop=0").withTools(false, true, weatherTool)
+				q.input()["conversationId"] = conv
+				is.Equal(len(p.turn(q).all("toolCallChunk")), 0)
+				is.Equal(len(p.turn(q).all("toolCallChunk")), 0) // a second one (Claude Code may send two summaries)
+				late := toolResponse(conv, false, weatherTool).flat(group, result{calls[0].id, "late-result"})
+				st = p.turn(late)
+				if !c.kept {
+					is.Equal(st.first("failure")["errorType"], "TOOL_CALL_NOT_FOUND") // the group was abandoned
+					return
+				}
+				is.Equal(st.first("failure"), nil)                                          // the late answer is taken
+				is.True(strings.Contains(st.text(), "late-result"))                         // and quoted
+				is.Equal(p.turn(late).first("failure")["errorType"], "TOOL_CALL_NOT_FOUND") // once
+			})
+		}
+	}
+}

@@ -63,9 +63,14 @@ type quotedResult struct {
 type conversation struct {
 	strategy string     // a conversation belongs to the account (strategy) that made it
 	pending  *toolGroup // the group awaiting its TOOL_RESPONSE, nil when none
-	rounds   int        // tool rounds asked for by the last USER_QUERY (#loop)
-	tool     string     // the tools the last USER_QUERY asked to be called (#tool=A[,B]), "" for the default
-	used     int        // tool rounds already issued
+	// earlier is a group a USER_QUERY went past while it was pending, still
+	// answerable when the conversation keeps pending groups (keep); nil when
+	// none.
+	earlier  *toolGroup
+	keep     bool   // a USER_QUERY keeps the pending group answerable (PendingKept)
+	rounds   int    // tool rounds asked for by the last USER_QUERY (#loop)
+	tool     string // the tools the last USER_QUERY asked to be called (#tool=A[,B]), "" for the default
+	used     int    // tool rounds already issued
 	results  []quotedResult
 	turns    int    // USER_QUERY turns of this conversation
 	approval int    // consecutive tool rounds after which the next round is a loop-approval gate (0: never)
@@ -115,7 +120,7 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, 
 	var c *conversation
 	if req.chatType == KindUserQuery && id == "" {
 		id = "conv-" + randomHex(8)
-		c = &conversation{strategy: strategy}
+		c = &conversation{strategy: strategy, keep: s.cfg.PendingOnQuery == PendingKept}
 		s.addConversation(id, c)
 	} else if c = s.convs[id]; id == "" || c == nil || c.strategy != strategy {
 		return turn{failure: failConversationNotFound}
@@ -129,7 +134,16 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, 
 	}
 
 	if req.chatType == KindUserQuery {
-		// A new user turn abandons any pending group and restarts the loop.
+		if req.pending != "" {
+			c.keep = req.pending == PendingKept
+		}
+		// A new user turn abandons any pending group and restarts the loop;
+		// a conversation that keeps pending groups keeps it answerable.
+		if !c.keep {
+			c.earlier = nil
+		} else if c.pending != nil {
+			c.earlier = c.pending
+		}
 		c.pending, c.rounds, c.used, c.results, c.tool = nil, loop, 0, nil, toolName
 		c.answer = answerTemplate(req.query)
 		c.output, c.outSchema, _ = structured.FromQuery(req.query)
@@ -145,6 +159,14 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, 
 		}
 	} else {
 		p := c.pending
+		late := false
+		answers := func(g *toolGroup) bool {
+			return g != nil && groupMatches(strategy, req.cont.groupID, g.id) && answersExactly(g, req.cont.results)
+		}
+		if answers(c.earlier) && !answers(p) {
+			// The answer to a group a USER_QUERY went past (keep).
+			p, late = c.earlier, true
+		}
 		if strategy == StrategyWebSession && req.cont.grouped && req.cont.groupID == "" {
 			// The array form on web_session needs its group: ps2Api's traces
 			// show toolResponses[] with a toolCallGroupId accepted on _gw/chat
@@ -174,7 +196,11 @@ func (s *Server) runTurn(strategy string, req *chatRequest, loop, approval int, 
 			t.failure = failToolCallNotFound
 			return t
 		}
-		c.pending = nil
+		if late {
+			c.earlier = nil
+		} else {
+			c.pending = nil
+		}
 		content := make(map[string]string, len(req.cont.results))
 		for _, r := range req.cont.results {
 			content[r.id] = r.content

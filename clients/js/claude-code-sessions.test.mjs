@@ -472,23 +472,33 @@ test("claude-code-sessions automatic compaction at the start of a turn, after to
 
 // Automatic compaction in the middle of a tool loop: Claude Code compacts
 // when a 25 KB result takes its context over the window, then sends that
-// result after the summary. A known gap (todo: measured, not yet passing):
-// its summary request already went up in the conversation, after which the
-// service (and the emulator) no longer takes the pending call's result, so
-// that round fails once (502/500) and the next turn goes on.
-test("claude-code-sessions automatic compaction in the middle of a tool loop", { timeout: 300_000, todo: "the pending result after a summary that went up in the same conversation: see docs/CLIENTS.md" }, async () => {
+// result after the summary. Its summary request goes up in the conversation
+// first (the result is too large to start fresh), so whether the round passes
+// depends on what the service does with a pending call after a newer user
+// query, which nobody has measured: the emulator's default abandons the call
+// (TOOL_CALL_NOT_FOUND: that round fails once and the next turn goes on; a
+// known gap, kept as todo) and "#pending=keep" keeps it answerable (the
+// gateway then answers the call once, in that conversation, and the session
+// passes).
+async function midLoopSession(pending) {
   const m = marker();
   const rec = await Recorder.start(e.observerURL);
   const s = autoSession(m);
   try {
-    const turns = await runAuto("automatic compaction mid-loop", s, rec, [
-      { label: "2 tool rounds, 25 KB outputs", prompt: `Read the logs. ${m} #tool=Bash #loop=2 #usage=conversation`, size: 25_000, rounds: 2 },
+    const turns = await runAuto(`automatic compaction mid-loop${pending}`, s, rec, [
+      { label: "2 tool rounds, 25 KB outputs", prompt: `Read the logs. ${m} #tool=Bash #loop=2 #usage=conversation${pending}`, size: 25_000, rounds: 2 },
       { label: "3 tool rounds, 25 KB, compaction in the loop", prompt: `And the other logs. ${m} #tool=Bash #loop=3 #scenario=usage_last`, rounds: 3, env: autoEnv(40_000) },
       { label: "1 tool round, 1.5 KB", prompt: `Finish. ${m} #tool=Bash #loop=1 #scenario=usage_last`, size: 1_500, rounds: 1, env: autoEnv(40_000) },
     ]);
     checkAuto(turns);
+    const mid = turns[1];
+    assert.ok(mid.seen.conversations.some((c) => c.disclosure === "continued-with-earlier-history"), `the pending call was answered in its conversation\n${mid.diag}`);
   } finally {
     s.remove();
     await rec.close();
   }
-});
+}
+
+test("claude-code-sessions automatic compaction in the middle of a tool loop, the service keeping the pending call", { timeout: 300_000 }, () => midLoopSession(" #pending=keep"));
+
+test("claude-code-sessions automatic compaction in the middle of a tool loop", { timeout: 300_000, todo: "what the service does with a pending call after a newer user query is not measured; the emulator's default abandons it: see docs/CLIENTS.md" }, () => midLoopSession(""));

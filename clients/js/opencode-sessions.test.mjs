@@ -217,6 +217,7 @@ test("opencode long session: failures, the gate and compaction under the default
       const settled = await idle(server, 60_000);
       const seen = await win.close(m);
       const view = turnView(before, await messages(server));
+      if (process.env.PMGATE_OC_DUMP) writeFileSync(`${process.env.PMGATE_OC_DUMP}.${turn.n}`, JSON.stringify({ turn, seen, messages: await messages(server) }));
       const errors = [view.errors, eventErrors(jsonLines(run.stdout))].filter(Boolean).join(" | ");
       const { tools, text, compactions } = view;
       // The marker rides on every prompt and tool result of the session; the
