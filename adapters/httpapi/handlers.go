@@ -121,7 +121,7 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 	if d, ok := turn.(app.Disclosed); ok && d.Disclosure() != "" {
 		// The upstream conversation holds more than the client's transcript
 		// (docs/CONVERSATIONS.md): said before any byte of the answer.
-		w.Header().Set(conversationHeader, d.Disclosure())
+		w.Header().Set(ConversationHeader, d.Disclosure())
 	}
 	if rp, ok := turn.(app.Replayed); ok && rp.Replayed() {
 		w.Header().Set(replayedHeader, "true")
@@ -174,9 +174,9 @@ func repeatOf(r *http.Request, body []byte) (*app.Repeat, error) {
 	return &app.Repeat{Route: r.Method + " " + r.URL.Path, Body: body, RetryCount: count, IdempotencyKey: key}, nil
 }
 
-// conversationHeader discloses a turn that continued an upstream
+// ConversationHeader discloses a turn that continued an upstream
 // conversation holding more than the client's transcript.
-const conversationHeader = "x-pmgate-conversation"
+const ConversationHeader = "x-pmgate-conversation"
 
 // readJSON checks the content type and reads the body (readBody); the
 // caller writes the refusal.

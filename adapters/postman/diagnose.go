@@ -185,6 +185,16 @@ func Diagnose(err error) (cause, hint string) {
 	return transport, settingHint(typ)
 }
 
+// ErrorType is the upstream's error type of an adapter error, for reports:
+// the service's own type name (TOOL_CALL_NOT_FOUND, INPUT_VALIDATION_ERROR,
+// …) as a failure event or an error body named it, only when it has the
+// shape of one (an upper-case identifier of 3-64 characters), "" otherwise.
+// It never carries the service's message.
+func ErrorType(err error) string {
+	_, typ := diagnosisOf(err)
+	return typ
+}
+
 func diagnosisOf(err error) (transport, errorType string) {
 	var d *diagnosedError
 	if errors.As(err, &d) {

@@ -124,6 +124,7 @@ func startEmulatorUpstream(ctx context.Context, strategy, port, profile string, 
 		}
 		limits.queryCodePoints = limits.queryCodePoints || a.queryCodePoints
 		limits.rateLimit = max(limits.rateLimit, a.rateLimit)
+		limits.pendingKept = limits.pendingKept || a.pendingKept
 	}
 	// The emulator's credentials are fake and local to this process; the gateway
 	// holds them exactly as it would hold real ones.
@@ -172,6 +173,7 @@ type emulatorLimits struct {
 	queryChars, tools, toolResultChars int
 	queryCodePoints                    bool // the query limit counts code points (else UTF-16 units)
 	rateLimit                          int  // the service's rate-limit headers for a window of this many requests (0: none)
+	pendingKept                        bool // a newer user query keeps a pending tool call answerable (else drops it)
 }
 
 // upstreamLimits reads POSTMAN_MAX_QUERY_CHARS, POSTMAN_MAX_TOOLS_UPSTREAM and
@@ -204,6 +206,9 @@ func startEmulator(ctx context.Context, cfg emulator.Config, profile string, l e
 	}
 	cfg.Profile, cfg.MaxQueryChars, cfg.MaxToolResultChars = profile, l.queryChars, l.toolResultChars
 	cfg.QueryCharsInCodePoints, cfg.RateLimit = l.queryCodePoints, l.rateLimit
+	if l.pendingKept {
+		cfg.PendingOnQuery = emulator.PendingKept
+	}
 	// What a person runs (demo, emulator, probe --emulator): an agent runs
 	// the tool calls' commands, so they only print that they are placeholders.
 	cfg.PlaceholderCommands = true

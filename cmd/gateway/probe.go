@@ -26,10 +26,11 @@ import (
 )
 
 const probeHelp = `usage: gateway probe --live [--env-file FILE] [--out FILE] [--measure-limits]
-                         [--measure-query-unit] [--measure-parallel]
+                         [--measure-query-unit] [--measure-parallel] [--measure-pending]
        gateway probe --emulator [--strategy S] [--profile P] [--out FILE] [--measure-limits]
-                            [--measure-query-unit] [--measure-parallel]
+                            [--measure-query-unit] [--measure-parallel] [--measure-pending]
                             [--accept-query-chars N] [--accept-tools N] [--accept-query-unit U]
+                            [--accept-pending P]
 
 Starts the gateway in-process on a loopback port with exactly the serve
 configuration and drives it over HTTP like a client: a streamed text turn, then
@@ -39,8 +40,8 @@ final answer must be exactly ALPHA=<marker>;BETA=<marker>. Nothing is retried
 and nothing fails over. Writes a pmgate-probe/v1 evidence report (docs/PROBE.md)
 and prints a one-screen verdict; exits 0 only on pass. A live probe costs a few
 upstream queries (2-4, plus at most 12 with --measure-limits, 1 with
---measure-query-unit, 2 with --measure-parallel); each phase prints its cost
-before it runs. Every answer's usage event (position, field names) and
+--measure-query-unit, 2 with --measure-parallel, 4 with --measure-pending); each
+phase prints its cost before it runs. Every answer's usage event (position, field names) and
 rate-limit headers are recorded at no extra cost.
 
 flags:
@@ -71,6 +72,15 @@ flags:
                       group id. On web_session a verified report that saw it accepted lets
                       serve follow the client's parallel_tool_calls where
                       POSTMAN_PARALLEL_TOOL_CALLS is not set
+  --measure-pending   what a user query in a conversation does to a tool call still pending
+                      there (at most 4 queries): a first query just under
+                      POSTMAN_MAX_QUERY_CHARS asks for the probe tools one after the other;
+                      the first result is answered with the second call; the history before
+                      that call plus a new user message (too long to start fresh) goes up in
+                      the conversation; then the second call's result. kept: the service
+                      answered it; dropped: it answered TOOL_CALL_NOT_FOUND; unknown: a step
+                      did not go as planned (the report names it). Not with --measure-limits
+                      or --measure-query-unit (they raise the gateway's query limit)
   --accept-query-chars N, --accept-tools N
                       with --emulator: the longest query and the most tools the emulated
                       service accepts (default: as the gateway's settings), to try
@@ -78,6 +88,8 @@ flags:
   --accept-query-unit U
                       with --emulator: utf16 (default) or code_points, the unit the emulated
                       service counts the query in
+  --accept-pending P  with --emulator: drop (default) or keep, what the emulated service does
+                      with a pending tool call after a newer user query in its conversation
 
 variables read: every variable of gateway serve (see gateway serve --help), and
 POSTMAN_MAX_QUERY_CHARS (default 10000) and POSTMAN_MAX_TOOLS_UPSTREAM (default 20)
@@ -110,6 +122,8 @@ func runProbe(ctx context.Context, args []string, getenv func(string) string, st
 	measureUnit := fs.Bool("measure-query-unit", false, "")
 	measureParallel := fs.Bool("measure-parallel", false, "")
 	acceptUnit := fs.String("accept-query-unit", "utf16", "")
+	measurePending := fs.Bool("measure-pending", false, "")
+	acceptPending := fs.String("accept-pending", emulator.PendingDropped, "")
 	if done, err := parseFlags(fs, args, probeHelp, stdout); done || err != nil {
 		return err
 	}
@@ -122,10 +136,15 @@ func runProbe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("%w: --env-file is for --live; --emulator builds its own configuration", errUsage)
 	case *live && *profile != emulator.ProfileStrict:
 		return fmt.Errorf("%w: --profile is for --emulator", errUsage)
-	case *live && (*acceptQuery != 0 || *acceptTools != 0 || *acceptUnit != "utf16"):
-		return fmt.Errorf("%w: --accept-query-chars, --accept-tools and --accept-query-unit are for --emulator", errUsage)
+	case *live && (*acceptQuery != 0 || *acceptTools != 0 || *acceptUnit != "utf16" || *acceptPending != emulator.PendingDropped):
+		return fmt.Errorf("%w: --accept-query-chars, --accept-tools, --accept-query-unit and --accept-pending are for --emulator", errUsage)
 	case *acceptUnit != "utf16" && *acceptUnit != "code_points":
 		return fmt.Errorf("%w: --accept-query-unit must be utf16 or code_points", errUsage)
+	case *acceptPending != emulator.PendingDropped && *acceptPending != emulator.PendingKept:
+		return fmt.Errorf("%w: --accept-pending must be drop or keep", errUsage)
+	case *measurePending && (*measure || *measureUnit):
+		return fmt.Errorf("%w: --measure-pending runs in a probe of its own, without --measure-limits and --measure-query-unit "+
+			"(they raise the gateway's query limit, and this phase needs the gateway to refuse a fresh transcript just over it)", errUsage)
 	case *measureUnit && !*measure:
 		return fmt.Errorf("%w: --measure-query-unit needs --measure-limits (it uses the lengths that phase proved accepted and refused)", errUsage)
 	case *acceptQuery < 0 || *acceptQuery > pmconfig.MaxQueryCharsBound || *acceptTools < 0 || *acceptTools > pmconfig.MaxToolsUpstreamBound:
@@ -139,7 +158,7 @@ func runProbe(ctx context.Context, args []string, getenv func(string) string, st
 		if err != nil {
 			return err
 		}
-		return probeAndReport(ctx, cfg, "live", *out, measures{limits: *measure, unit: *measureUnit, parallel: *measureParallel},
+		return probeAndReport(ctx, cfg, "live", *out, measures{limits: *measure, unit: *measureUnit, parallel: *measureParallel, pending: *measurePending},
 			getenv, stdout, stderr, upstream)
 	}
 	var strategies []string
@@ -159,13 +178,13 @@ func runProbe(ctx context.Context, args []string, getenv func(string) string, st
 			path = strings.TrimSuffix(path, ext) + "." + s + ext
 		}
 		eu, err := startEmulatorUpstream(ctx, s, "0", *profile, getenv, emulatorLimits{queryChars: *acceptQuery, tools: *acceptTools,
-			queryCodePoints: *acceptUnit == "code_points"})
+			queryCodePoints: *acceptUnit == "code_points", pendingKept: *acceptPending == emulator.PendingKept})
 		if err != nil {
 			return err
 		}
 		cfg, err := loadConfig(func(k string) string { return eu.env[k] })
 		if err == nil {
-			err = probeAndReport(ctx, cfg, "emulator", path, measures{limits: *measure, unit: *measureUnit, parallel: *measureParallel},
+			err = probeAndReport(ctx, cfg, "emulator", path, measures{limits: *measure, unit: *measureUnit, parallel: *measureParallel, pending: *measurePending},
 				getenv, stdout, stderr, eu.opts)
 		}
 		eu.emu.Close()
@@ -191,14 +210,15 @@ func envArgs(path string) []string {
 }
 
 // measures are the opt-in phases of a probe.
-type measures struct{ limits, unit, parallel bool }
+type measures struct{ limits, unit, parallel, pending bool }
 
 // probeAndReport runs the probe, writes the report and prints the verdict.
 func probeAndReport(ctx context.Context, cfg config, mode, out string, m measures, getenv func(string) string,
 	stdout, stderr io.Writer, opts []postman.Option) error {
 	log := newLogger(cfg, stderr)
 	res, err := runProbePhases(ctx, cfg, probeRun{mode: mode, measure: m.limits, measureUnit: m.unit, measureParallel: m.parallel,
-		maxQuery: cfg.upstream.MaxQueryChars, maxTools: cfg.upstream.MaxToolsUpstream, log: log, opts: opts})
+		measurePending: m.pending,
+		maxQuery:       cfg.upstream.MaxQueryChars, maxTools: cfg.upstream.MaxToolsUpstream, log: log, opts: opts})
 	if err != nil {
 		return err
 	}
@@ -233,13 +253,13 @@ func probeAndReport(ctx context.Context, cfg config, mode, out string, m measure
 type probeRun struct {
 	mode    string
 	measure bool
-	// measureUnit and measureParallel run the query-unit and parallel-group
-	// phases.
-	measureUnit, measureParallel bool
-	maxQuery                     int
-	maxTools                     int // the start of the tool-count search
-	log                          *slog.Logger
-	opts                         []postman.Option
+	// measureUnit, measureParallel and measurePending run the query-unit,
+	// parallel-group and pending-call phases.
+	measureUnit, measureParallel, measurePending bool
+	maxQuery                                     int
+	maxTools                                     int // the start of the tool-count search
+	log                                          *slog.Logger
+	opts                                         []postman.Option
 	// onUpstream, when set, receives the probe's upstream wrapper (tests hook
 	// the adapter's stream summaries through it).
 	onUpstream func(*probeUpstream)
@@ -332,6 +352,12 @@ func runProbePhases(ctx context.Context, cfg config, pr probeRun) (probeResult, 
 		gamma, delta := probeMarker(), probeMarker()
 		markers = append(markers, gamma, delta) // kept out of the report too
 		rep.Parallel = runParallelPhase(ctx, cl, pu, rep.Policy, gamma, delta)
+	}
+	if pr.measurePending {
+		say("pending", rep.Policy.PendingMaxDispatches)
+		first, second := probeMarker(), probeMarker()
+		markers = append(markers, first, second) // kept out of the report too
+		rep.Pending = runPendingPhase(ctx, cl, pu, rep.Policy, first, second)
 	}
 
 	start := time.Now()
@@ -840,6 +866,14 @@ func printVerdict(w io.Writer, r probeReport, path, digest string) {
 	if g := r.Parallel; g != nil {
 		line("parallel", g.Phase)
 		fmt.Fprintf(w, "           parallel group answered with toolResponses[] and its group id: %s\n", g.Result)
+	}
+	if p := r.Pending; p != nil {
+		line("pending", p.Phase)
+		at := ""
+		if p.UnknownAt != "" {
+			at = " (not as planned at " + p.UnknownAt + ")"
+		}
+		fmt.Fprintf(w, "           a pending tool call after a newer user query in its conversation: %s%s\n", p.Result, at)
 	}
 	fmt.Fprintf(w, "  model    observed %t, match %t\n", r.Model.ModelObserved, r.Model.ModelMatch)
 	fmt.Fprintf(w, "  shutdown clean %t\n", r.Shutdown.Clean)

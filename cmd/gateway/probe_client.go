@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/pmgate/pmgate/adapters/httpapi"
 )
 
 // probeClient drives the in-process gateway over HTTP like any client.
@@ -59,6 +61,9 @@ func (c *probeClient) send(ctx context.Context, body map[string]any, kind, choic
 	}
 	defer resp.Body.Close()
 	q.HTTPStatus = resp.StatusCode
+	if d := resp.Header.Get(httpapi.ConversationHeader); reportPatterns().fields["*.requests[].disclosure"].MatchString(d) {
+		q.Disclosure = d // one of the gateway's disclosures, nothing else
+	}
 	if resp.StatusCode != http.StatusOK {
 		q.ErrorCode = errorCodeOf(resp.Body)
 	} else if q.Stream {

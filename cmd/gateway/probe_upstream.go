@@ -123,6 +123,7 @@ func (p *probeUpstream) Chat(ctx context.Context, req ports.UpstreamRequest) (po
 		d.ErrorCode, d.DurationMS = string(errs.CodeOf(err)), time.Since(start).Milliseconds()
 		d.Outcome, d.NotSent = d.ErrorCode, errors.Is(err, ports.ErrNotSent)
 		d.Cause, _ = postman.Diagnose(err)
+		d.UpstreamErrorType = postman.ErrorType(err)
 		if d.NotSent {
 			p.dispatched-- // it never left: not a dispatch
 		}
@@ -212,6 +213,7 @@ func (s *probeStream) Next(ctx context.Context) (chat.Event, error) {
 		s.d.DurationMS = time.Since(s.start).Milliseconds()
 		if !errors.Is(err, io.EOF) {
 			s.d.ErrorCode = string(errs.CodeOf(err))
+			s.d.UpstreamErrorType = postman.ErrorType(err) // a failure event's type, never its message
 		}
 		if s.d.Outcome == "" { // the adapter's summary did not say
 			s.d.Outcome = s.d.ErrorCode

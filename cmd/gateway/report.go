@@ -15,6 +15,7 @@ import (
 
 	"github.com/pmgate/pmgate/adapters/postman"
 	"github.com/pmgate/pmgate/adapters/postman/pmconfig"
+	"github.com/pmgate/pmgate/app"
 )
 
 // reportSchema names the evidence report format written by `gateway probe` and
@@ -39,6 +40,7 @@ type probeReport struct {
 	Limits            *reportLimits  `json:"limits"`
 	QueryUnit         *reportUnit    `json:"query_unit"`
 	Parallel          *reportGroup   `json:"parallel"`
+	Pending           *reportPending `json:"pending"`
 	Shutdown          reportShutdown `json:"shutdown"`
 	Verdict           string         `json:"verdict"`
 	Failures          []string       `json:"failures"`
@@ -66,6 +68,8 @@ type reportPolicy struct {
 	UnitMaxQueries         int  `json:"unit_max_queries"`
 	ParallelMaxRequests    int  `json:"parallel_max_requests"`
 	ParallelMaxDispatches  int  `json:"parallel_max_dispatches"`
+	PendingMaxRequests     int  `json:"pending_max_requests"`
+	PendingMaxDispatches   int  `json:"pending_max_dispatches"`
 	RequestTimeoutMS       int  `json:"request_timeout_ms"`
 	MaxQueryCharsAtStartup int  `json:"max_query_chars"`
 }
@@ -77,6 +81,7 @@ func defaultPolicy(timeoutMS, maxQuery int) reportPolicy {
 	return reportPolicy{TextMaxRequests: 1, TextMaxDispatches: 1, ToolMaxTurns: 3, ToolMaxRequests: 3,
 		ToolMaxDispatches: 4, LimitMaxQueries: limitLengthQueries + limitToolQueries, LimitMaxContinuations: 1,
 		UnitMaxQueries: unitQueries, ParallelMaxRequests: parallelRequests, ParallelMaxDispatches: parallelRequests,
+		PendingMaxRequests: pendingRequests, PendingMaxDispatches: pendingRequests,
 		RequestTimeoutMS: timeoutMS, MaxQueryCharsAtStartup: maxQuery}
 }
 
@@ -113,6 +118,10 @@ type reportRequest struct {
 	AskedMissingTool bool             `json:"asked_missing_tool"`
 	DurationMS       int64            `json:"duration_ms"`
 	Upstream         []reportDispatch `json:"upstream"`
+	// Disclosure is the answer's x-pmgate-conversation header: how the
+	// gateway continued an upstream conversation holding more than the
+	// transcript (absent when it did not say).
+	Disclosure string `json:"disclosure,omitempty"`
 }
 
 // reportCall is one tool call the gateway showed: never its id or arguments.
@@ -124,25 +133,29 @@ type reportCall struct {
 
 // reportDispatch is one upstream dispatch (or a dispatch the budget refused).
 type reportDispatch struct {
-	ChatType              string          `json:"chat_type"`
-	ConversationIDPresent bool            `json:"conversation_id_present"`
-	GroupIDPresent        bool            `json:"group_id_present"`
-	CallIDsPresent        bool            `json:"call_ids_present"`
-	ResultCount           int             `json:"result_count"`
-	RefusedByBudget       bool            `json:"refused_by_budget"`
-	NotSent               bool            `json:"not_sent"`
-	ErrorCode             string          `json:"error_code"`
-	Cause                 string          `json:"cause,omitempty"` // transport cause token of a failed dispatch
-	Rule                  string          `json:"rule"`
-	Row                   string          `json:"row"`
-	Outcome               string          `json:"outcome"`
-	EventTypes            map[string]int  `json:"event_types"`
-	TerminalEvidence      []string        `json:"terminal_evidence"`
-	WholeFrames           bool            `json:"whole_frames"`
-	WouldComplete         map[string]bool `json:"would_complete"`
-	ModelObserved         bool            `json:"model_observed"`
-	ModelMatch            bool            `json:"model_match"`
-	DurationMS            int64           `json:"duration_ms"`
+	ChatType              string `json:"chat_type"`
+	ConversationIDPresent bool   `json:"conversation_id_present"`
+	GroupIDPresent        bool   `json:"group_id_present"`
+	CallIDsPresent        bool   `json:"call_ids_present"`
+	ResultCount           int    `json:"result_count"`
+	RefusedByBudget       bool   `json:"refused_by_budget"`
+	NotSent               bool   `json:"not_sent"`
+	ErrorCode             string `json:"error_code"`
+	Cause                 string `json:"cause,omitempty"` // transport cause token of a failed dispatch
+	// UpstreamErrorType is the service's error type of a failed dispatch
+	// (TOOL_CALL_NOT_FOUND, …; postman.ErrorType): a type name, never its
+	// message; absent when the service named none.
+	UpstreamErrorType string          `json:"upstream_error_type,omitempty"`
+	Rule              string          `json:"rule"`
+	Row               string          `json:"row"`
+	Outcome           string          `json:"outcome"`
+	EventTypes        map[string]int  `json:"event_types"`
+	TerminalEvidence  []string        `json:"terminal_evidence"`
+	WholeFrames       bool            `json:"whole_frames"`
+	WouldComplete     map[string]bool `json:"would_complete"`
+	ModelObserved     bool            `json:"model_observed"`
+	ModelMatch        bool            `json:"model_match"`
+	DurationMS        int64           `json:"duration_ms"`
 	// UsagePosition and UsageFields are where the stream's usage events sat
 	// and which field names they carried (the adapter's evidence; "" and []
 	// without a stream).
@@ -179,6 +192,18 @@ type reportUnit struct {
 type reportGroup struct {
 	Phase  reportPhase `json:"phase"`
 	Result string      `json:"result"` // accepted, rejected, no_group or inconclusive
+}
+
+// reportPending is the optional --measure-pending phase: a tool call left
+// pending while a user query goes up in its conversation (the gateway
+// continuing from an earlier point), then that call's result. Result says
+// what the service did with the call: kept (it answered the result),
+// dropped (it answered TOOL_CALL_NOT_FOUND) or unknown; UnknownAt names the
+// step that did not go as planned ("" when all did).
+type reportPending struct {
+	Phase     reportPhase `json:"phase"`
+	Result    string      `json:"result"`
+	UnknownAt string      `json:"unknown_at"`
 }
 
 // reportLimits is the optional --measure-limits phase.
@@ -467,8 +492,10 @@ var reportPatterns = sync.OnceValue(func() *reportRules {
 			"limits.continuation": regexp.MustCompile(`^(accepted|rejected|refused_by_gateway|not_tried)$`),
 			"query_unit.result":   regexp.MustCompile(`^(code_points|utf16_units|undecided)$`),
 			"parallel.result":     regexp.MustCompile(`^(accepted|rejected|no_group|inconclusive)$`),
+			"pending.result":      regexp.MustCompile(`^(kept|dropped|unknown)$`),
+			"pending.unknown_at":  regexp.MustCompile(`^(|query_limit|first_query|first_result|user_query|late_result)$`),
 			"*.requests[].kind": regexp.MustCompile(`^(text|tool_initial|tool_continuation|limit_fresh|limit_tools|limit_continuation|` +
-				`unit_astral|parallel_initial|parallel_continuation)$`),
+				`unit_astral|parallel_initial|parallel_continuation|pending_first_query|pending_first_result|pending_user_query|pending_late_result)$`),
 			"*.requests[].tool_choice":                    regexp.MustCompile(`^(|required|auto|none)$`),
 			"*.requests[].error_code":                     reCode,
 			"*.requests[].finish_reason":                  reEnumWord,
@@ -479,7 +506,10 @@ var reportPatterns = sync.OnceValue(func() *reportRules {
 			"*.requests[].upstream[].row":                 reRow,
 			"*.requests[].upstream[].outcome":             reCode,
 			"*.requests[].upstream[].cause":               reCause,
-			"*.cause":                                     regexp.MustCompile(reCause.String() + "|" + reCode.String()),
+			"*.requests[].upstream[].upstream_error_type": regexp.MustCompile(`^[A-Z][A-Z0-9_]{2,63}$`),
+			"*.requests[].disclosure": regexp.MustCompile(`^(` + strings.Join([]string{app.DisclosedAfterFailure,
+				app.DisclosedFromEarlierPoint, app.DisclosedChangedInstructions, app.DisclosedEarlierHistory}, "|") + `)$`),
+			"*.cause": regexp.MustCompile(reCause.String() + "|" + reCode.String()),
 			"*.requests[].upstream[].terminal_evidence[]": regexp.MustCompile(`^(done_marker|done_event|usage_after_output)$`),
 			"*.requests[].upstream[].usage_position":      regexp.MustCompile(`^(|none|before_output|after_output|around_output|no_output)$`),
 			"*.requests[].upstream[].usage_fields[]":      regexp.MustCompile(`^(` + strings.Join(postman.UsageFieldNames(), "|") + `)$`),

@@ -30,6 +30,7 @@ const (
 	branchLimits       = "limits"
 	branchUnit         = "query unit"
 	branchParallel     = "parallel"
+	branchPending      = "pending"
 	branchUsage        = "usage"
 	branchRateLimit    = "rate limit"
 	branchCleanup      = "cleanup"
@@ -109,6 +110,7 @@ func verifyReport(raw []byte, o verifyOptions) (probeReport, verdict) {
 	verifyLimits(&v, r)
 	verifyQueryUnit(&v, r)
 	verifyParallel(&v, r)
+	verifyPending(&v, r)
 	verifyUsage(&v, r)
 	verifyRateLimit(&v, r)
 	if !r.Shutdown.Clean {
@@ -194,7 +196,8 @@ func verifyPolicy(v *verdict, r probeReport) {
 		p.LimitMaxContinuations > d.LimitMaxContinuations {
 		v.fail(branchPolicy, "budgets above the defaults")
 	}
-	if p.UnitMaxQueries > d.UnitMaxQueries || p.ParallelMaxRequests > d.ParallelMaxRequests || p.ParallelMaxDispatches > d.ParallelMaxDispatches {
+	if p.UnitMaxQueries > d.UnitMaxQueries || p.ParallelMaxRequests > d.ParallelMaxRequests || p.ParallelMaxDispatches > d.ParallelMaxDispatches ||
+		p.PendingMaxRequests > d.PendingMaxRequests || p.PendingMaxDispatches > d.PendingMaxDispatches {
 		v.fail(branchPolicy, "measurement budgets above the defaults")
 	}
 	if p.TextMaxRequests < 1 || p.ToolMaxTurns < 2 || p.ToolMaxRequests < 2 || p.ToolMaxDispatches < 2 {
@@ -329,9 +332,13 @@ func verifyContinuation(v *verdict, r probeReport) {
 func verifyBudgets(v *verdict, r probeReport) {
 	p := r.Policy
 	check := func(name string, ph reportPhase, maxTurns, maxReq, maxDisp int) {
-		n := 0
+		n := 0 // dispatches sent or refused by the budget; the adapter's own refusals sent nothing and count as neither
 		for _, q := range ph.Requests {
-			n += len(q.Upstream)
+			for _, d := range q.Upstream {
+				if !d.NotSent || d.RefusedByBudget {
+					n++
+				}
+			}
 		}
 		switch {
 		case ph.Turns > maxTurns:
@@ -355,6 +362,9 @@ func verifyBudgets(v *verdict, r probeReport) {
 	}
 	if r.Parallel != nil {
 		check("parallel", r.Parallel.Phase, p.ParallelMaxRequests, p.ParallelMaxRequests, p.ParallelMaxDispatches)
+	}
+	if r.Pending != nil {
+		check("pending", r.Pending.Phase, p.PendingMaxRequests, p.PendingMaxRequests, p.PendingMaxDispatches)
 	}
 }
 
@@ -404,6 +414,40 @@ func verifyParallel(v *verdict, r probeReport) {
 	}
 	if g.Result != parallelResult(g.Phase.Requests) {
 		v.fail(branchParallel, "the result does not follow from its requests")
+	}
+}
+
+// verifyPending checks the --measure-pending evidence: only the phase's four
+// requests, in order, each with at most one dispatch that reached the
+// upstream (nothing retried); a first query just under the query limit (so
+// that the transcript after one tool round does not fit a fresh
+// conversation); and a result, and a step where it did not go as planned,
+// that follow from the requests — the user query continued the
+// conversation from the earlier point, and the late result's own answer
+// says kept or dropped.
+func verifyPending(v *verdict, r probeReport) {
+	p := r.Pending
+	if p == nil {
+		return
+	}
+	for i, q := range p.Phase.Requests {
+		if i >= len(pendingKinds) || q.Kind != pendingKinds[i] {
+			v.fail(branchPending, "a request the phase does not send")
+			return
+		}
+		if len(sentDispatches(q)) > 1 {
+			v.fail(branchPending, "a request sent more than one dispatch")
+			return
+		}
+	}
+	if p.Phase.Ran != (len(p.Phase.Requests) > 0) {
+		v.fail(branchPending, "the phase ran without a request, or did not run and has one")
+	}
+	if len(p.Phase.Requests) > 0 && p.Phase.Requests[0].QueryChars != r.Policy.MaxQueryCharsAtStartup-pendingMargin {
+		v.fail(branchPending, "the first query is not just under the query limit")
+	}
+	if result, at := pendingResult(p.Phase.Requests); p.Result != result || p.UnknownAt != at {
+		v.fail(branchPending, "the result does not follow from its requests")
 	}
 }
 
@@ -516,6 +560,9 @@ func dispatches(r probeReport) []reportDispatch {
 	if r.Parallel != nil {
 		phases = append(phases, r.Parallel.Phase)
 	}
+	if r.Pending != nil {
+		phases = append(phases, r.Pending.Phase)
+	}
 	for _, p := range phases {
 		for _, q := range p.Requests {
 			out = append(out, q.Upstream...)
@@ -539,7 +586,8 @@ const verifyHelp = `usage: gateway verify [--max-age 24h] [--env-file FILE] [--r
 Checks a pmgate-probe/v1 evidence report (written by gateway probe) and exits 0
 only when every check holds; each failure prints its branch: format, freshness,
 configuration, policy, model, completion rule, text phase, initial tool phase,
-continuation, budgets, cleanup, hygiene, verdict.
+continuation, budgets, limits, query unit, parallel, pending, usage, rate limit,
+cleanup, hygiene, verdict.
 
 flags:
   --max-age D                reject reports older than D (default 24h)

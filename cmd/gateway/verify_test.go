@@ -126,6 +126,32 @@ var seeded = []struct {
 		withParallelPhase(d)
 		set(d, "parallel.phase.requests.1.upstream.0.group_id_present", false)
 	}},
+	{"pending--result-not-from-requests", func(d map[string]any) {
+		withPendingPhase(d)
+		set(d, "pending.result", "kept") // the late result was answered TOOL_CALL_NOT_FOUND: dropped
+	}},
+	{"pending--dropped-without-the-error-type", func(d map[string]any) {
+		withPendingPhase(d)
+		del(d, "pending.phase.requests.3.upstream.0.upstream_error_type") // a failure that names no type decides nothing
+	}},
+	{"pending--user-query-not-from-the-earlier-point", func(d map[string]any) {
+		withPendingPhase(d)
+		del(d, "pending.phase.requests.2.disclosure") // the gateway did not say it continued the conversation
+	}},
+	{"pending--first-query-not-at-the-limit", func(d map[string]any) {
+		withPendingPhase(d)
+		set(d, "pending.phase.requests.0.query_chars", 5000) // a transcript after one round would fit fresh
+	}},
+	{"pending--a-request-the-phase-does-not-send", func(d map[string]any) {
+		withPendingPhase(d)
+		set(d, "pending.phase.requests.1.kind", "pending_user_query")
+	}},
+	{"pending--late-result-sent-twice", func(d map[string]any) {
+		withPendingPhase(d)
+		// a retry inside the budget: the first query's dispatch dropped from the count
+		set(d, "pending.phase.requests.3.upstream", repeat(get(d, "pending.phase.requests.3.upstream.0"), 2))
+		set(d, "pending.phase.requests.0.upstream.0.not_sent", true)
+	}},
 	{"usage--position-without-usage", func(d map[string]any) {
 		set(d, "text.requests.0.upstream.0.event_types.usage", 0)
 	}},
@@ -177,6 +203,22 @@ func withParallelPhase(d map[string]any) {
 	}
 }
 
+// withPendingPhase adds a passing --measure-pending phase (recorded from the
+// emulator on web_session dropping the pending call): the late result
+// answered TOOL_CALL_NOT_FOUND after the user query went up in the
+// conversation from the earlier point.
+func withPendingPhase(d map[string]any) {
+	raw, err := os.ReadFile("testdata/probe/pending-phase.json")
+	if err != nil {
+		panic(err)
+	}
+	var p map[string]any
+	if err := json.Unmarshal(raw, &p); err != nil {
+		panic(err)
+	}
+	d["pending"] = p
+}
+
 // limitsPhase is a passing --measure-limits phase (recorded from the
 // emulator accepting 7,000 characters and 16 tools) for the limits seeds.
 func limitsPhase() map[string]any {
@@ -221,12 +263,13 @@ func TestTheGoodSeedPassesAndEverySeededBadReportFailsWithExactlyItsBranch(t *te
 	is.NoErr(json.Unmarshal(good, &withAll))
 	withUnitPhase(withAll)
 	withParallelPhase(withAll)
+	withPendingPhase(withAll)
 	raw, err = json.MarshalIndent(withAll, "", "  ")
 	is.NoErr(err)
 	is.NoErr(os.WriteFile(measured, raw, 0o600))
 	out.Reset()
 	is.NoErr(run(t.Context(), append([]string{"verify"}, append(seededFlags, measured)...), noEnv, &out, &out))
-	is.True(strings.HasPrefix(out.String(), "PASS ")) // and with the query-unit and parallel phases
+	is.True(strings.HasPrefix(out.String(), "PASS ")) // and with the query-unit, parallel and pending phases
 
 	covered := map[string]bool{}
 	for _, s := range seeded {
@@ -248,7 +291,7 @@ func TestTheGoodSeedPassesAndEverySeededBadReportFailsWithExactlyItsBranch(t *te
 		covered[want] = true
 	}
 	for _, b := range []string{branchFormat, branchFreshness, branchConfig, branchPolicy, branchModel, branchRule,
-		branchText, branchInitialTool, branchContinuation, branchBudgets, branchLimits, branchUnit, branchParallel, branchUsage,
+		branchText, branchInitialTool, branchContinuation, branchBudgets, branchLimits, branchUnit, branchParallel, branchPending, branchUsage,
 		branchRateLimit, branchCleanup, branchHygiene, branchVerdict} {
 		is.True(covered[b]) // every branch has a seeded report
 	}
