@@ -126,4 +126,6 @@ func TestAFailureEventLogsItsErrorTypeOnly(t *testing.T) {
 	is.True(errors.As(d.err, &h) && strings.Contains(h.SettingHint(), "POSTMAN_MODEL_MAP")) // the client error names the setting
 	is.True(strings.Contains(logs.String(), `"upstream_error_type":"MODEL_NOT_AVAILABLE"`)) // the log names the type
 	is.True(!strings.Contains(logs.String(), "secret-ish"))                                 // never the message
+	is.Equal(postman.ErrorType(d.err), "MODEL_NOT_AVAILABLE")                               // and so does the error, for the probe's report
+	is.Equal(postman.ErrorType(errs.New(errs.UpstreamFailure)), "")                         // nothing named, nothing kept
 }

@@ -190,3 +190,17 @@ func TestTheProbesPendingFlagsAreChecked(t *testing.T) {
 		})
 	}
 }
+
+// The service's error type is kept as named when the report's hygiene
+// accepts it, and as OTHER when it would look like an id.
+func TestTheReportKeepsTheServicesErrorTypeOnly(t *testing.T) {
+	is := is.New(t)
+	for typ, want := range map[string]string{
+		"TOOL_CALL_NOT_FOUND":                          "TOOL_CALL_NOT_FOUND",
+		"DEADBEEF0123456789ABCDEF":                     "OTHER", // a hexadecimal run
+		"A_VERY_LONG_ERROR_TYPE_NAME_THAT_NEVER_ENDS_": "OTHER", // a run the hygiene takes for a key
+	} {
+		is.Equal(reportErrorType(typ), want)
+	}
+	is.Equal(reportErrorType(""), "") // no type named
+}
