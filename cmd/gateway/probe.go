@@ -41,8 +41,8 @@ and nothing fails over. Writes a pmgate-probe/v1 evidence report (docs/PROBE.md)
 and prints a one-screen verdict; exits 0 only on pass. A live probe costs a few
 upstream queries (2-4, plus at most 12 with --measure-limits, 1 with
 --measure-query-unit, 2 with --measure-parallel, 4 with --measure-pending); each
-phase prints its cost before it runs. Every answer's usage event (position, field names) and
-rate-limit headers are recorded at no extra cost.
+phase prints its cost before it runs. Every answer's usage event (position, field
+names) and rate-limit headers are recorded at no extra cost.
 
 flags:
   --live              talk to the configured upstream (required for a real account)
@@ -217,8 +217,7 @@ func probeAndReport(ctx context.Context, cfg config, mode, out string, m measure
 	stdout, stderr io.Writer, opts []postman.Option) error {
 	log := newLogger(cfg, stderr)
 	res, err := runProbePhases(ctx, cfg, probeRun{mode: mode, measure: m.limits, measureUnit: m.unit, measureParallel: m.parallel,
-		measurePending: m.pending,
-		maxQuery:       cfg.upstream.MaxQueryChars, maxTools: cfg.upstream.MaxToolsUpstream, log: log, opts: opts})
+		measurePending: m.pending, maxQuery: cfg.upstream.MaxQueryChars, maxTools: cfg.upstream.MaxToolsUpstream, log: log, opts: opts})
 	if err != nil {
 		return err
 	}
