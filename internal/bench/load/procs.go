@@ -377,6 +377,17 @@ func newClient(idle int, pool *x509.CertPool) *http.Client {
 
 // --- /proc readers ---------------------------------------------------------
 
+// cpuNanos is the CPU time of a process (all its threads), in ns: exact from
+// its CPU-time clock, or utime+stime in clock ticks of clkTck per second
+// where that clock cannot be read.
+func cpuNanos(pid int, clkTck int64) (int64, error) {
+	if ns, err := processCPUNanos(pid); err == nil {
+		return ns, nil
+	}
+	t, err := cpuTicks(pid)
+	return t * (1e9 / clkTck), err
+}
+
 // cpuTicks is utime+stime of a process (all its threads), in clock ticks.
 func cpuTicks(pid int) (int64, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
