@@ -431,11 +431,11 @@ func (r *rig) verifyAll(ctx context.Context, res *results) error {
 // --- the closed-loop burst ---------------------------------------------------
 
 type burstResult struct {
-	wall        time.Duration
-	done        int // completed exchanges
-	fails       int
-	firstErr    error
-	lat         []float64
+	wall     time.Duration
+	done     int // completed exchanges
+	fails    int
+	firstErr error
+	lat      []float64
 	// CPU time used during the burst, ns
 	serverCPU int64
 	emuCPU    int64

@@ -35,7 +35,7 @@ type rig struct {
 	hop      *proc
 	hopB     *proc
 	gw       *proc
-	base     *proc // -base
+	base     *proc    // -base
 	names    []string // the targets, in report order
 	targets  map[string]*target
 	idleRSS  map[string]int64 // KiB, per process name, right after readiness
