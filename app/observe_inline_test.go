@@ -89,7 +89,9 @@ func TestAfterCloseAnInlineSubscriberGetsNothing(t *testing.T) {
 // on its first one until released.
 type picky struct{ *blockedObserver }
 
-func (picky) Wants(_ context.Context, e ports.Event) bool { return e.Machine == correlation.MachineName }
+func (picky) Wants(_ context.Context, e ports.Event) bool {
+	return e.Machine == correlation.MachineName
+}
 
 // A queued subscriber that filters is queued only what it wants: while it is
 // stuck, a flood of events it does not want neither fills its queue (nothing
