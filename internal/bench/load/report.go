@@ -76,7 +76,12 @@ func (v view) sum(metric, target string) summary { return summarize(v.res.get(me
 
 // vs pairs target against the hop per round with f.
 func (v view) vs(metric, target string, f func(x, y float64) float64) summary {
-	return summarize(paired(v.res.get(metric, target), v.res.get(metric, nameHop), f))
+	return v.between(metric, target, nameHop, f)
+}
+
+// between pairs target against other per round with f.
+func (v view) between(metric, target, other string, f func(x, y float64) float64) summary {
+	return summarize(paired(v.res.get(metric, target), v.res.get(metric, other), f))
 }
 
 func (v view) hasBase() bool { return slices.Contains(v.res.names, nameBase) }
@@ -101,7 +106,13 @@ func (v view) writeHotCold(b *strings.Builder, rows []hotColdRow) {
 			fmt.Fprintf(b, " %s: %s vs hop |", side, h)
 		}
 	}
-	fmt.Fprintf(b, " pairs hot / cold |\n|---|%s---|\n", strings.Repeat("---|", 2*len(cols)))
+	perSide := len(cols)
+	if v.hasBase() {
+		// The two gateways paired directly: the hop's own noise drops out.
+		fmt.Fprintf(b, " hot: gateway vs base | cold: gateway vs base |")
+		perSide++
+	}
+	fmt.Fprintf(b, " pairs hot / cold |\n|---|%s---|\n", strings.Repeat("---|", 2*perSide))
 	for _, row := range rows {
 		f, unit, signed := minus, " µs", true
 		if row.ratio {
@@ -122,6 +133,15 @@ func (v view) writeHotCold(b *strings.Builder, rows []hotColdRow) {
 				cell := fmtSummary(sm, signed)
 				if sm.n > 0 {
 					cell += unit
+				}
+				fmt.Fprintf(b, " %s |", cell)
+			}
+		}
+		if v.hasBase() {
+			for _, key := range []string{row.hot, row.cold} {
+				cell := "–"
+				if sm := v.between(key, nameGateway, nameBase, f); key != "" && sm.n > 0 {
+					cell = fmtSummary(sm, signed) + unit
 				}
 				fmt.Fprintf(b, " %s |", cell)
 			}
