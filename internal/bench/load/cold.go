@@ -31,11 +31,13 @@ const coldQuery = "hi #scenario=slow_stream"
 func coldKey(field string) string { return "cold/" + field }
 
 const (
-	cSeq       = "seq"        // sequential fresh turn, µs
-	cFirst     = "first"      // streamed turn: first content, µs
-	cLast      = "last"       // streamed turn: last byte, µs
-	cCPUSeq    = "cpu_seq"    // CPU of the process under test per fresh turn, µs
-	cCPUStream = "cpu_stream" // the same per streamed turn
+	cSeq       = "seq"           // sequential fresh turn, µs
+	cFirst     = "first"         // streamed turn: first content, µs
+	cLast      = "last"          // streamed turn: last byte, µs
+	cCPUSeq    = "cpu_seq"       // CPU of the process under test per fresh turn, µs
+	cCPUStream = "cpu_stream"    // the same per streamed turn
+	cSleepSeq  = "sleeps_seq"    // the process's threads' sleeps per fresh turn
+	cSleepStrm = "sleeps_stream" // the same per streamed turn
 )
 
 // coldSettle is the quiet before a cold pass: the last burst's GC and
@@ -51,7 +53,7 @@ func (r *rig) coldPass(ctx context.Context, res *results, round int) error {
 		return err
 	}
 	for _, streamed := range []bool{false, true} {
-		before := map[string]int64{}
+		before, sleepsBefore := map[string]int64{}, map[string]int64{}
 		for _, name := range r.names {
 			if t := r.targets[name]; t.server != nil {
 				ns, err := cpuNanos(t.server.pid(), r.clkTck)
@@ -59,6 +61,9 @@ func (r *rig) coldPass(ctx context.Context, res *results, round int) error {
 					return fmt.Errorf("%s CPU: %w", name, err)
 				}
 				before[name] = ns
+				if sleepsBefore[name], err = threadSleeps(t.server.pid()); err != nil {
+					return fmt.Errorf("%s threads: %w", name, err)
+				}
 			}
 		}
 		lat, first, last := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
@@ -118,11 +123,16 @@ func (r *rig) coldPass(ctx context.Context, res *results, round int) error {
 			if err != nil {
 				return fmt.Errorf("%s CPU: %w", name, err)
 			}
-			key := cCPUSeq
+			sleeps, err := threadSleeps(t.server.pid())
+			if err != nil {
+				return fmt.Errorf("%s threads: %w", name, err)
+			}
+			key, sleepKey := cCPUSeq, cSleepSeq
 			if streamed {
-				key = cCPUStream
+				key, sleepKey = cCPUStream, cSleepStrm
 			}
 			res.set(coldKey(key), name, round, float64(ns-before[name])/1e3/float64(done))
+			res.set(coldKey(sleepKey), name, round, float64(sleeps-sleepsBefore[name])/float64(done))
 		}
 	}
 	return nil

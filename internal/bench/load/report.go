@@ -92,6 +92,7 @@ type hotColdRow struct {
 	label     string
 	hot, cold string // metric keys; "" when the figure has no such side
 	ratio     bool   // ÷ the hop instead of − the hop
+	unit      string // of a difference; " µs" when empty
 }
 
 func (v view) writeHotCold(b *strings.Builder, rows []hotColdRow) {
@@ -115,6 +116,9 @@ func (v view) writeHotCold(b *strings.Builder, rows []hotColdRow) {
 	fmt.Fprintf(b, " pairs hot / cold |\n|---|%s---|\n", strings.Repeat("---|", 2*perSide))
 	for _, row := range rows {
 		f, unit, signed := minus, " µs", true
+		if row.unit != "" {
+			unit = row.unit
+		}
 		if row.ratio {
 			f, unit, signed = over, "×", false
 		}
@@ -384,7 +388,8 @@ func renderReport(res *results) string {
 			"(a fresh random order for each request), the upstream's events %s apart (the emulator's slow_stream scenario, %q). "+
 			"Each cell is the figure against the hop of the same round, median of the per-round values [Q1 – Q3]; "+
 			"the A/A column is the noise floor. CPU is of the process under test: hot from the sweep's bursts at c=1, "+
-			"cold over the whole pass (idle gaps included) ÷ its requests.\n\n",
+			"cold over the whole pass (idle gaps included) ÷ its requests. Thread sleeps: voluntary context switches of all "+
+			"the process's threads over the pass ÷ its requests, the wake-ups it needed; unlike latency, other load hardly moves them.\n\n",
 			s.cold, s.cold, s.coldGap, s.coldEventGap, coldQuery)
 		v.writeHotCold(&b, []hotColdRow{
 			{label: "sequential fresh turn: added latency", hot: seqKey(turnFresh), cold: coldKey(cSeq)},
@@ -392,6 +397,8 @@ func renderReport(res *results) string {
 			{label: "streamed turn: last byte, added", hot: streamKey(streamShort, fLast), cold: coldKey(cLast)},
 			{label: "CPU per fresh turn", hot: sweepKey(turnFresh, 1, fCPU), cold: coldKey(cCPUSeq), ratio: true},
 			{label: "CPU per streamed turn", cold: coldKey(cCPUStream), ratio: true},
+			{label: "thread sleeps per fresh turn, added", cold: coldKey(cSleepSeq), unit: " "},
+			{label: "thread sleeps per streamed turn, added", cold: coldKey(cSleepStrm), unit: " "},
 		})
 	}
 
@@ -419,7 +426,9 @@ func renderReport(res *results) string {
 		metricRow{"cold: stream, first content", "µs", coldKey(cFirst)},
 		metricRow{"cold: stream, last byte", "µs", coldKey(cLast)},
 		metricRow{"cold: CPU of the process under test per fresh turn", "µs", coldKey(cCPUSeq)},
-		metricRow{"cold: CPU of the process under test per streamed turn", "µs", coldKey(cCPUStream)})
+		metricRow{"cold: CPU of the process under test per streamed turn", "µs", coldKey(cCPUStream)},
+		metricRow{"cold: thread sleeps (voluntary context switches) of the process under test per fresh turn", "", coldKey(cSleepSeq)},
+		metricRow{"cold: the same per streamed turn", "", coldKey(cSleepStrm)})
 	v.writeMetrics(&b, lat)
 
 	fmt.Fprintf(&b, "\n## Closed-loop sweep\n\n")

@@ -257,3 +257,13 @@ func TestHotColdTablePairsEachSideWithItsOwnRounds(t *testing.T) {
 		t.Fatalf("table:\n%s\nwant the row\n%s", b.String(), want)
 	}
 }
+
+func TestParseVoluntarySwitches(t *testing.T) {
+	status := "Name:\tgateway\nvoluntary_ctxt_switches:\t1234\nnonvoluntary_ctxt_switches:\t56\n"
+	if got, err := parseVoluntarySwitches([]byte(status)); err != nil || got != 1234 {
+		t.Fatalf("parseVoluntarySwitches = %d, %v; want 1234", got, err)
+	}
+	if _, err := parseVoluntarySwitches([]byte("Name:\tx\n")); err == nil {
+		t.Fatal("no error without the line")
+	}
+}
