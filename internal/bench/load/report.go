@@ -434,7 +434,7 @@ func renderReport(res *results) string {
 	fmt.Fprintf(&b, "\n## Closed-loop sweep\n\n")
 	fmt.Fprintf(&b, "Per burst of %s: c workers, each sending exchanges back to back. An exchange is one request (fresh) or two "+
 		"(tool: turn + result; continued: opening + follow-up), so CPU and throughput of those kinds are per pair; their latency is as above. "+
-		"CPU is utime+stime of the process from /proc/PID/stat; everything shares %d CPUs, so throughput and latency are whole-box figures.\n\n",
+		"CPU is the process's CPU time from its CPU-time clock (exact, all threads); everything shares %d CPUs, so throughput and latency are whole-box figures.\n\n",
 		s.burstTime, runtime.NumCPU())
 	var sweep []metricRow
 	add := func(kind, c int) {
