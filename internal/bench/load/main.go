@@ -174,7 +174,7 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	fs.BoolVar(&s.check, "check", false, "judge gross regressions only (the thresholds below) and exit 1 on one; the report is printed either way")
 	fs.Float64Var(&s.checkCPU, "check-cpu-ratio", 2.5, "with -check: fail when the gateway's CPU per fresh turn exceeds this many times the hop's at -check-concurrency")
 	fs.Float64Var(&s.checkSeqUS, "check-seq-us", 500, "with -check: fail when a sequential fresh turn through the gateway takes more than this many µs longer than through the hop")
-	fs.Float64Var(&s.checkColdUS, "check-cold-us", 1000, "with -check and a cold pass: fail when a cold sequential fresh turn through the gateway takes more than this many µs longer than through the hop")
+	fs.Float64Var(&s.checkColdUS, "check-cold-us", 1500, "with -check and a cold pass: fail when a cold sequential fresh turn through the gateway takes more than this many µs longer than through the hop")
 	fs.IntVar(&s.checkC, "check-concurrency", 16, "with -check: the sweep concurrency the CPU ratio is judged at")
 	if err := fs.Parse(args); err != nil {
 		return s, fmt.Errorf("%w: %v", errUsage, err)
