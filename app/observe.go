@@ -193,8 +193,9 @@ func (o *Observers) add(s *Subscription) *Subscription {
 	return s
 }
 
-// Observe implements ports.Observer: it hands e to every inline subscriber,
-// then queues it for every queued one that wants it, and returns.
+// Observe implements ports.Observer: in subscription order it hands e to
+// each inline subscriber and queues it for each queued one that wants it,
+// and returns.
 func (o *Observers) Observe(ctx context.Context, e ports.Event) {
 	if o.closed.Load() {
 		return
