@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -149,5 +150,31 @@ func TestTheLogObserverWantsWhatItsLevelWrites(t *testing.T) {
 			}
 		}
 		is.Equal(strings.Count(buf.String(), "\n"), n)
+	}
+}
+
+// An inline subscriber is called inside Observe: while it holds the event,
+// Observe has not returned.
+func TestAnInlineSubscriberIsCalledInsideObserve(t *testing.T) {
+	events := app.NewObservers(slog.New(slog.DiscardHandler))
+	held := newBlocked()
+	events.SubscribeInline("held", held)
+	t.Cleanup(events.Close)
+	returned := make(chan struct{})
+	go func() {
+		events.Observe(t.Context(), ports.Event{Kind: ports.EventSweep, Count: 1})
+		close(returned)
+	}()
+	<-held.entered
+	select {
+	case <-returned:
+		close(held.release)
+		t.Fatal("Observe returned while the inline subscriber still held the event")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(held.release)
+	<-returned
+	if n := len(held.Events()); n != 1 {
+		t.Fatalf("the subscriber recorded %d events, want 1", n)
 	}
 }
