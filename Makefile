@@ -74,7 +74,7 @@ bench-load:
 BENCH_CHECK_FLAGS ?=
 bench-check:
 	@mkdir -p bin
-	$(GO) run ./internal/bench/load -check -rounds 3 -seq 60 -seq-pairs 10 -stream 10 -burst-time 500ms -warmup 40 \
+	$(GO) run ./internal/bench/load -check -rounds 3 -seq 60 -seq-pairs 10 -stream 10 -burst-time 500ms -warmup 40 -cold 30 \
 		-timeout 4m -out bin/bench-check.md $(BENCH_CHECK_FLAGS)
 
 ## probe-check: the probe against the emulator, verify on its reports and on every seeded bad report

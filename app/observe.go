@@ -24,20 +24,45 @@ const observerCloseBound = 2 * time.Second
 
 // Observers is the gateway's one ports.Observer: a fan-out to the subscribers
 // (metrics, the control page's live list, the logs, the probe). Observe never
-// blocks and never fails: it puts the event in each subscriber's bounded
-// queue, or drops it for that subscriber when the queue is full; a goroutine
-// per subscriber delivers the events in order and recovers a subscriber that
-// panics. So a slow or broken subscriber can neither delay a request nor
-// change its outcome; it only loses events, which Stats counts.
+// fails and never lets a subscriber change a request's outcome. A subscriber
+// is one of two kinds:
 //
-// Each subscriber receives its own copy of an event (Exchange.Evidence and
-// its maps included). Observers is safe for concurrent use.
+//   - inline (SubscribeInline): handed each event in the observing goroutine
+//     before Observe returns, in subscription order. For observers that only
+//     update memory (counters, a short list under a mutex) and never block:
+//     the monitor, the probe. What a request observed is then there as soon
+//     as the request's answer is, so a scrape or a report needs no flush, and
+//     no goroutine is woken per request (on a gateway idle between agent
+//     turns, that wake-up is paid on the request's path).
+//   - queued (Subscribe): a bounded queue per subscriber and a goroutine that
+//     delivers from it in order; when the queue is full the event is dropped
+//     for that subscriber (and counted). For observers that write or may
+//     block — the log (a write to a pipe or a file), anything doing I/O — so
+//     that a slow one can neither delay a request nor change its outcome; it
+//     only loses events, which Stats counts. A queued observer that
+//     implements EventFilter is asked in the observing goroutine whether it
+//     wants the event, so one it ignores costs no queueing and no wake-up.
+//
+// A panicking subscriber of either kind is recovered (the event is lost for
+// it, and counted). Each subscriber receives its own copy of an event
+// (Exchange.Evidence and its maps included). Observers is safe for
+// concurrent use; an inline subscriber is called from many goroutines at
+// once.
 type Observers struct {
-	log  *slog.Logger
-	subs atomic.Pointer[[]*Subscription] // copy on write; read by Observe without a lock
-	mu   sync.Mutex                      // serializes Subscribe and Close
-	done chan struct{}
-	wg   sync.WaitGroup
+	log    *slog.Logger
+	subs   atomic.Pointer[[]*Subscription] // copy on write; read by Observe without a lock
+	mu     sync.Mutex                      // serializes Subscribe and Close
+	done   chan struct{}
+	closed atomic.Bool // done is closed: Observe drops what it is given
+	wg     sync.WaitGroup
+}
+
+// EventFilter is implemented by an observer that ignores most events: Wants
+// reports whether it would do anything with e (observed with ctx). For a
+// queued subscriber it is asked in the observing goroutine, before the event
+// is queued. It must be cheap and must not block.
+type EventFilter interface {
+	Wants(ctx context.Context, e ports.Event) bool
 }
 
 // Subscription is one subscriber with its queue and counters.
@@ -50,6 +75,8 @@ type Subscription struct {
 	o                 *Observers
 	name              string
 	obs               ports.Observer
+	inline            bool        // delivered in the observing goroutine; no queue
+	filter            EventFilter // nil: every event is queued
 	mu                sync.Mutex
 	ring              []queued // ring[head], … ring[head+n-1] (mod len) wait, in order
 	head, n           int
@@ -127,20 +154,15 @@ func NewObservers(log *slog.Logger) *Observers {
 	return o
 }
 
-// Subscribe adds an observer under a name (a metric label: a short constant)
-// and starts delivering to it every event observed from now on. Subscribing
-// after Close is mis-wiring and panics.
+// Subscribe adds a queued observer under a name (a metric label: a short
+// constant) and starts delivering to it, from a goroutine of its own, every
+// event observed from now on. Subscribing after Close is mis-wiring and
+// panics.
 func (o *Observers) Subscribe(name string, obs ports.Observer) *Subscription {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	select {
-	case <-o.done:
-		panic("app: Subscribe after Close")
-	default:
+	s := o.add(&Subscription{o: o, name: name, obs: obs, wake: make(chan struct{}, 1)})
+	if f, ok := obs.(EventFilter); ok {
+		s.filter = f
 	}
-	s := &Subscription{o: o, name: name, obs: obs, wake: make(chan struct{}, 1)}
-	subs := append(append([]*Subscription(nil), *o.subs.Load()...), s)
-	o.subs.Store(&subs)
 	o.wg.Add(1)
 	go func() {
 		defer o.wg.Done()
@@ -149,10 +171,43 @@ func (o *Observers) Subscribe(name string, obs ports.Observer) *Subscription {
 	return s
 }
 
-// Observe implements ports.Observer: it queues e for every subscriber and
-// returns at once.
+// SubscribeInline adds an inline observer under a name: every event observed
+// from now on is handed to it in the observing goroutine, before Observe
+// returns. obs must be safe for concurrent use and must never block.
+// Subscribing after Close is mis-wiring and panics.
+func (o *Observers) SubscribeInline(name string, obs ports.Observer) *Subscription {
+	return o.add(&Subscription{o: o, name: name, obs: obs, inline: true})
+}
+
+// add appends s to the subscribers.
+func (o *Observers) add(s *Subscription) *Subscription {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	select {
+	case <-o.done:
+		panic("app: Subscribe after Close")
+	default:
+	}
+	subs := append(append([]*Subscription(nil), *o.subs.Load()...), s)
+	o.subs.Store(&subs)
+	return s
+}
+
+// Observe implements ports.Observer: in subscription order it hands e to
+// each inline subscriber and queues it for each queued one that wants it,
+// and returns.
 func (o *Observers) Observe(ctx context.Context, e ports.Event) {
+	if o.closed.Load() {
+		return
+	}
 	for _, s := range *o.subs.Load() {
+		if s.inline {
+			o.deliver(s, queued{ctx: ctx, ev: e})
+			continue
+		}
+		if s.filter != nil && !s.filter.Wants(ctx, e) {
+			continue
+		}
 		if !s.put(queued{ctx: ctx, ev: e}) {
 			if s.dropped.Add(1) == 1 {
 				o.log.Warn("observer falls behind: events dropped", "observer", s.name, "queue", ObserverQueue)
@@ -174,10 +229,12 @@ func (o *Observers) Flush(ctx context.Context) error {
 
 // Flush waits until this subscriber has been handed every event observed
 // before the call, or until ctx ends (it then returns ctx's error); after
-// Close it returns at once. A scrape of /metrics flushes the monitor's
-// subscription first, so it counts every exchange that ended before it,
-// whatever another subscriber is doing.
+// Close it returns at once, and so it does for an inline subscriber, which
+// has every event before Observe returns.
 func (s *Subscription) Flush(ctx context.Context) error {
+	if s.inline {
+		return nil
+	}
 	b := make(chan struct{})
 	select {
 	case <-s.o.done:
@@ -203,6 +260,7 @@ func (o *Observers) Close() {
 	select {
 	case <-o.done:
 	default:
+		o.closed.Store(true)
 		close(o.done)
 	}
 	o.mu.Unlock()
@@ -325,10 +383,31 @@ func (l LogObserver) Observe(ctx context.Context, e ports.Event) {
 		l.Log.InfoContext(ctx, "correlation", "row", e.Row, "from", e.From, "to", e.To,
 			"effect", e.Effect, "code", e.Code, "principal_slot", e.Slot)
 	case conversation.MachineName:
-		level := slog.LevelInfo
-		if e.Effect == string(conversation.EffectFresh) || e.Effect == string(conversation.EffectContinue) {
-			level = slog.LevelDebug
-		}
-		l.Log.Log(ctx, level, "conversation anchor", "row", e.Row, "from", e.From, "to", e.To, "principal_slot", e.Slot)
+		l.Log.Log(ctx, anchorLevel(e), "conversation anchor", "row", e.Row, "from", e.From, "to", e.To, "principal_slot", e.Slot)
 	}
+}
+
+// Wants implements EventFilter: a transition the log's level lets through.
+// Most requests observe only an anchor lookup (debug) and their exchange, so
+// at the default level the log's goroutine is not woken for them.
+func (l LogObserver) Wants(ctx context.Context, e ports.Event) bool {
+	if e.Kind != ports.EventTransition {
+		return false
+	}
+	switch e.Machine {
+	case correlation.MachineName:
+		return l.Log.Enabled(ctx, slog.LevelInfo)
+	case conversation.MachineName:
+		return l.Log.Enabled(ctx, anchorLevel(e))
+	}
+	return false
+}
+
+// anchorLevel is the level of an anchor row's line: debug for the lookups
+// the access line reports already (fresh, continue), info for the rest.
+func anchorLevel(e ports.Event) slog.Level {
+	if e.Effect == string(conversation.EffectFresh) || e.Effect == string(conversation.EffectContinue) {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
 }

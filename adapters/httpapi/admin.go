@@ -178,7 +178,6 @@ func (s *server) adminLive() http.Handler {
 		}
 		reqs, trans := []RequestRecord{}, []TransitionRecord{}
 		if m := s.cfg.Monitor; m != nil {
-			m.settle(r.Context())
 			reqs, trans = m.Recent()
 		}
 		out["requests"], out["transitions"] = reqs, trans

@@ -23,10 +23,7 @@ func (s *server) handleMetrics() http.Handler {
 	_ = m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pmgate_chat_concurrency_limit",
 		Help: "The concurrency limit of chat requests (MAX_CONCURRENT_REQUESTS)."}, func() float64 { return float64(cap(s.sem)) }))
 	scrape := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{DisableCompression: true})
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m.settle(r.Context()) // count every event observed before the scrape
-		scrape.ServeHTTP(w, r)
-	})
+	var h http.Handler = scrape
 	_ = m.reg.Register(&budgetCollector{s: s})
 	if s.cfg.MetricsOpen {
 		return h

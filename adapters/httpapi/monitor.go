@@ -63,9 +63,6 @@ type Monitor struct {
 	window func() ports.RateWindow
 	// credits is MonitorConfig.Credits (nil: none).
 	credits func() ports.CreditReport
-	// sub is the monitor's subscription to the gateway's events (nil: none);
-	// a scrape and the control page flush it first.
-	sub *app.Subscription
 }
 
 // causeMinute is one minute of failed answers by cause.
@@ -126,10 +123,10 @@ type MonitorConfig struct {
 	// Now is the clock of the recent lists (time.Now when nil).
 	Now func() time.Time
 	// Events is the gateway's fan-out: NewMonitor subscribes the monitor to
-	// it (as "metrics"), /metrics reports every subscriber's losses, and a
-	// scrape or a read of the control page's live list first waits (briefly)
-	// for the events observed before it. Nil in tests that feed Observe
-	// directly.
+	// it inline (as "metrics": it counts in the observing goroutine, so a
+	// scrape or a read of the control page's live list finds every event
+	// observed before it without waiting), and /metrics reports every
+	// subscriber's losses. Nil in tests that feed Observe directly.
 	Events *app.Observers
 	// RateWindow reads the upstream's rate-limit window as its last answer
 	// announced it (the Postman adapter's RateWindow); nil leaves its gauges
@@ -140,10 +137,6 @@ type MonitorConfig struct {
 	// the views' entry out.
 	Credits func() ports.CreditReport
 }
-
-// eventsFlushBound bounds how long a scrape waits for the events observed
-// before it: a stuck subscriber must not stall the scrape.
-const eventsFlushBound = time.Second
 
 // routeSeries are the series of one route template, resolved once: the
 // histograms, the counter of plain successes (200, no code) and, for the other
@@ -219,7 +212,7 @@ func NewMonitor(cfg MonitorConfig) *Monitor {
 	}
 	if cfg.Events != nil {
 		m.reg.MustRegister(&observerCollector{events: cfg.Events})
-		m.sub = cfg.Events.Subscribe("metrics", m)
+		cfg.Events.SubscribeInline("metrics", m)
 	}
 	m.byRoute = make(map[string]*routeSeries, len(routeTemplates))
 	for _, r := range routeTemplates {
@@ -232,9 +225,10 @@ func NewMonitor(cfg MonitorConfig) *Monitor {
 // Registry returns the registry /metrics serves (tests gather from it).
 func (m *Monitor) Registry() *prometheus.Registry { return m.reg }
 
-// Observe implements ports.Observer: the monitor's subscription to the
-// gateway's events. It counts the rows of both machines and the upstream
-// exchanges, and lists the rows on the control page.
+// Observe implements ports.Observer: the monitor's (inline) subscription to
+// the gateway's events, called from the requests' goroutines at once. It
+// counts the rows of both machines and the upstream exchanges, and lists the
+// rows on the control page.
 func (m *Monitor) Observe(_ context.Context, e ports.Event) {
 	switch e.Kind {
 	case ports.EventTransition, ports.EventSweep:
@@ -261,17 +255,6 @@ func (m *Monitor) Observe(_ context.Context, e ports.Event) {
 			m.outcomes.WithLabelValues(x.Rule, x.Row).Inc()
 		}
 	}
-}
-
-// settle waits, briefly, until the monitor has received every event observed
-// before the call (a scrape, the control page).
-func (m *Monitor) settle(ctx context.Context) {
-	if m.sub == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, eventsFlushBound)
-	defer cancel()
-	_ = m.sub.Flush(ctx)
 }
 
 // observeRequest records one finished request. It is on every request's

@@ -96,3 +96,49 @@ func TestAnswersArriveWhileAnObserverIsStuckAndTheAnchorRowsReachMetrics(t *test
 		is.True(strings.Contains(body, line)) // each series is on /metrics
 	}
 }
+
+// The monitor counts in the goroutine that observes: once a request has been
+// answered, its rows are in the registry, with nothing flushed and nothing
+// waited for — a scrape needs no flush of the gateway's events first — even
+// while a queued subscriber is stuck on the same events.
+func TestTheRowsAreCountedWhenTheAnswerIsWritten(t *testing.T) {
+	is := is.New(t)
+	log := slog.New(slog.DiscardHandler)
+	events := app.NewObservers(log)
+	monitor := httpapi.NewMonitor(httpapi.MonitorConfig{Version: "test", Strategy: "access_token", Events: events})
+	stuck := &stuckObserver{entered: make(chan struct{}), release: make(chan struct{})}
+	events.Subscribe("stuck", stuck)
+	t.Cleanup(func() {
+		close(stuck.release)
+		events.Close()
+	})
+	up := &porttest.Upstream{Respond: func(ports.UpstreamRequest) porttest.Script {
+		return porttest.Script{Events: porttest.Text("conv-1", "ok")}
+	}}
+	anchorPolicy := conversation.Policy{TTL: time.Hour, ClaimTTL: time.Minute, TerminalTTL: time.Hour}
+	policy := correlation.Policy{PendingTTL: time.Hour, InflightTTL: time.Minute, TerminalTTL: time.Hour}
+	gw := app.New(app.Config{WorkspaceID: "ws", Correlation: true, Policy: policy, Observer: events}, up,
+		memstore.New(correlation.Limits{MaxGroups: 10, MaxCalls: 10}, policy), porttest.NewClock(porttest.T0), &porttest.IDs{}, log).
+		WithAnchors(memstore.NewAnchors(conversation.Limits{MaxAnchors: 10}, anchorPolicy), anchorPolicy)
+	h, _ := newServer(t, gw, func(c *httpapi.Config) { c.Monitor = monitor })
+
+	is.Equal(post(h, withMessages(`[{"role":"user","content":"hi"}]`)).Code, 200)
+	is.Equal(post(h, withMessages(`[{"role":"user","content":"hi"},{"role":"assistant","content":"ok"},{"role":"user","content":"more"}]`)).Code, 200)
+	families, err := monitor.Registry().Gather() // straight from the registry: no scrape handler in between
+	is.NoErr(err)
+	counted := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "pmgate_conversation_transitions_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "row" {
+					counted[l.GetValue()] += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	is.Equal(counted["A08"], 1.0) // the continuation's row, counted before the answer was read
+	is.True(counted["A01"] >= 1)
+}

@@ -2,33 +2,23 @@ package main
 
 import (
 	"context"
-	"time"
 
 	"github.com/pmgate/pmgate/adapters/postman"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/ports"
 )
 
-// probeSettleBound bounds how long the probe waits for the events of the
-// exchanges that ended before it reads them.
-const probeSettleBound = 5 * time.Second
-
 // probeEvidence makes the probe's adapter collect every stream's evidence
 // (event types, terminal evidence, which rules would have completed it), which
 // the exchange events then carry to the probe's subscription.
 func probeEvidence() []postman.Option { return []postman.Option{postman.WithStreamEvidence()} }
 
-// subscribeProbe subscribes pu to the gateway's events: it records the
-// evidence of each stream on the dispatch that opened it. The events arrive
-// asynchronously, so pu waits for them (settle) before it opens the next
-// dispatch and before it hands the phase's dispatches over.
+// subscribeProbe subscribes pu to the gateway's events, inline: it records
+// the evidence of each stream on the dispatch that opened it, in the
+// goroutine that ends the stream, so the evidence is there before the next
+// dispatch opens and before the phase's dispatches are handed over.
 func subscribeProbe(pu *probeUpstream, events *app.Observers) {
-	sub := events.Subscribe("probe", pu)
-	pu.settle = func() {
-		ctx, cancel := context.WithTimeout(context.Background(), probeSettleBound)
-		defer cancel()
-		_ = sub.Flush(ctx)
-	}
+	events.SubscribeInline("probe", pu)
 }
 
 // Observe implements ports.Observer: the end of a stream whose evidence the

@@ -46,9 +46,6 @@ type probeUpstream struct {
 	refused    int
 	pending    []*reportDispatch // dispatches since the last take
 	last       *reportDispatch   // the dispatch whose stream is open
-	// settle waits for the events of the exchanges that already ended
-	// (subscribeProbe); nil: nothing to wait for.
-	settle func()
 }
 
 // errProbeBudget refuses a dispatch beyond the phase's budget; it is marked
@@ -71,7 +68,6 @@ func (p *probeUpstream) counts() (dispatched, refused int) {
 
 // take returns the dispatches recorded since the last take.
 func (p *probeUpstream) take() []reportDispatch {
-	p.waitEvents()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make([]reportDispatch, len(p.pending))
@@ -100,7 +96,6 @@ func (p *probeUpstream) Chat(ctx context.Context, req ports.UpstreamRequest) (po
 			d.CallIDsPresent = d.CallIDsPresent && r.UpstreamCallID != ""
 		}
 	}
-	p.waitEvents() // the previous stream's evidence lands on its own dispatch
 	p.mu.Lock()
 	p.pending = append(p.pending, d)
 	if p.dispatched >= p.budget {
@@ -150,12 +145,6 @@ func (p *probeUpstream) rateLimit(start time.Time) reportRateLimit {
 		return reportRateLimit{}
 	}
 	return reportRateLimit{Headers: true, Limit: w.Limit, Remaining: w.Remaining, WindowS: int(w.Window / time.Second)}
-}
-
-func (p *probeUpstream) waitEvents() {
-	if p.settle != nil {
-		p.settle()
-	}
 }
 
 // onStreamEnd records the adapter's summary of the stream that just ended on

@@ -4,6 +4,10 @@
 // it measures faces the same upstream (and the "#text_chunks=N" directive of
 // the 50-event stream is there even when the gateway under test is older).
 //
+// -slow-delay sets the pause between the events of the slow_stream scenario
+// (a prompt holding "#scenario=slow_stream"): the rig's cold pass asks for it
+// so that the upstream's events arrive 2 ms apart, as a real model's do.
+//
 // It prints "origin https://ADDR" and "trust CA FILE" on stdout once it
 // accepts connections, and stops on SIGINT or SIGTERM. The access token comes
 // from EMULATOR_ACCESS_TOKEN, never from a flag.
@@ -36,6 +40,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("emu", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:0", "listen address (loopback only; the emulator refuses others)")
 	workspace := fs.String("workspace", "", "workspace id the emulator requires")
+	slow := fs.Duration("slow-delay", 0, "pause between the events of the slow_stream scenario (0: the emulator's default)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -43,7 +48,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if token == "" {
 		return errors.New("EMULATOR_ACCESS_TOKEN is empty")
 	}
-	emu, err := emulator.Start(ctx, emulator.Config{Addr: *addr, WorkspaceID: *workspace, AccessToken: token})
+	emu, err := emulator.Start(ctx, emulator.Config{Addr: *addr, WorkspaceID: *workspace, AccessToken: token, SlowDelay: *slow})
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func TestQuickRun(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	// -check with thresholds no timing noise reaches: only a failed exchange
 	// (or a figure that could not be measured) fails the run here.
-	args := []string{"-quick", "-check", "-check-cpu-ratio", "1000", "-check-seq-us", "1e6", "-out", out}
+	args := []string{"-quick", "-check", "-check-cpu-ratio", "1000", "-check-seq-us", "1e6", "-check-cold-us", "1e6", "-out", out}
 	if err := run(ctx, args, &stdout, &stderr); err != nil {
 		t.Fatalf("run: %v\nstderr:\n%s\nstdout:\n%s", err, stderr.String(), stdout.String())
 	}
@@ -50,13 +50,14 @@ func TestQuickRun(t *testing.T) {
 		"sequential tool round trip (both legs)", "sequential continued turn (the follow-up)",
 		"tool c=16: CPU of the process under test", "continued c=16: throughput",
 		"hop 6 / 50; hop-b 6 / 50;", "## Memory", "## Rounds",
+		"## Hot and cold, side by side", "cold: sequential fresh turn: added latency", "cold: streamed turn, first content, added",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
 	}
-	if strings.Count(report, "PASS")+strings.Count(report, "FAIL") < 16 {
-		t.Errorf("report has fewer than 16 judged rows (13 targets, 3 checks):\n%s", report)
+	if strings.Count(report, "PASS")+strings.Count(report, "FAIL") < 19 {
+		t.Errorf("report has fewer than 19 judged rows (15 targets, 4 checks):\n%s", report)
 	}
 	if strings.Contains(report, "exchanges failed") {
 		t.Errorf("exchanges failed in a healthy run:\n%s", report)

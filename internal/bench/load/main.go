@@ -8,13 +8,16 @@
 //	hop-b    a second, identical hop: the A/A control (the floor of the noise)
 //	gateway  the client through pmgate (TLS to the emulator)
 //	direct   (with -direct) the client straight to the emulator
+//	base     (with -base DIR) a second gateway, built from another tree
 //
 // Every round runs each measurement for every target in a fresh random order:
 // sequential exchanges of three turn kinds (a fresh turn, a tool round trip, a
 // continued conversation turn), streamed turns of 6 and of -long-events
-// upstream events (first content, last byte, cost per further event), and a
+// upstream events (first content, last byte, cost per further event), a
 // closed-loop sweep at the concurrencies of -sweep (CPU per exchange of the
-// process under test from /proc/PID/stat, throughput, p50/p99). RSS idle and
+// process under test from its CPU-time clock, throughput, p50/p99), and a
+// cold pass (cold.go): fresh and streamed turns, each after an idle gap, the
+// targets interleaved, the upstream's events 2 ms apart. RSS idle and
 // peak come from /proc/PID/status. The report gives medians of per-round
 // values, every figure as gateway − hop (or ÷) beside the A/A floor hop-b − hop,
 // paired per round, and judges the targets; -check judges instead
@@ -74,7 +77,11 @@ type settings struct {
 	settle                        time.Duration
 	check                         bool
 	checkCPU, checkSeqUS          float64
+	checkColdUS                   float64
 	checkC                        int
+	cold                          int           // cold requests of each kind per target per round (0: no cold pass)
+	coldGap, coldEventGap         time.Duration // idle before each cold request; between the upstream's events in the cold pass
+	base                          string        // module root of a second gateway measured beside the first ("": none)
 }
 
 // maxConcurrency is the highest concurrency of any sweep (at least 1).
@@ -139,14 +146,18 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	s := settings{sweep: []int{1, 4, 16, 64}, sweepOther: []int{16}}
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.IntVar(&s.rounds, "rounds", 7, "rounds; each runs every measurement for every target in a fresh random order")
-	fs.IntVar(&s.seq, "seq", 200, "sequential fresh turns per target per round")
-	fs.IntVar(&s.seqPairs, "seq-pairs", 50, "sequential tool round trips, and as many continued turns, per target per round")
-	fs.IntVar(&s.stream, "stream", 50, "streamed turns of each length per target per round")
+	fs.IntVar(&s.rounds, "rounds", 15, "rounds; each runs every measurement for every target in a fresh random order (every paired figure, CPU ratios included, has one repetition per round)")
+	fs.IntVar(&s.seq, "seq", 100, "sequential fresh turns per target per round")
+	fs.IntVar(&s.seqPairs, "seq-pairs", 25, "sequential tool round trips, and as many continued turns, per target per round")
+	fs.IntVar(&s.stream, "stream", 25, "streamed turns of each length per target per round")
+	fs.IntVar(&s.cold, "cold", 20, "cold pass: fresh turns, and as many streamed turns, per target per round, each after an idle gap, the targets interleaved (0: no cold pass)")
+	fs.DurationVar(&s.coldGap, "cold-gap", 7*time.Millisecond, "cold pass: the idle gap before each request")
+	fs.DurationVar(&s.coldEventGap, "cold-event-gap", 2*time.Millisecond, "cold pass: the pause between the upstream's events")
+	fs.StringVar(&s.base, "base", "", "module root of a second gateway (target \"base\") measured beside the first in the same rounds: a before/after in one run")
 	fs.IntVar(&s.longEvents, "long-events", 50, "upstream events of the long stream (the short one has 6)")
 	fs.Var(intList{&s.sweep}, "sweep", "concurrencies of the closed-loop sweep of fresh turns")
 	fs.Var(intList{&s.sweepOther}, "sweep-other", "concurrencies of the sweep of tool round trips and continued turns (\"\": none)")
-	fs.DurationVar(&s.burstTime, "burst-time", time.Second, "duration of each closed-loop burst of the sweep")
+	fs.DurationVar(&s.burstTime, "burst-time", 500*time.Millisecond, "duration of each closed-loop burst of the sweep")
 	fs.IntVar(&s.warmup, "warmup", 100, "unmeasured fresh turns per target before round 1 (a quarter as many of each other kind, plus one burst)")
 	fs.BoolVar(&s.direct, "direct", false, "also measure the client straight to the emulator")
 	fs.IntVar(&s.gwConcurrent, "gateway-max-concurrent", 0, "MAX_CONCURRENT_REQUESTS of the gateway (0: 2× the highest sweep concurrency, at least 16)")
@@ -163,6 +174,7 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	fs.BoolVar(&s.check, "check", false, "judge gross regressions only (the thresholds below) and exit 1 on one; the report is printed either way")
 	fs.Float64Var(&s.checkCPU, "check-cpu-ratio", 2.5, "with -check: fail when the gateway's CPU per fresh turn exceeds this many times the hop's at -check-concurrency")
 	fs.Float64Var(&s.checkSeqUS, "check-seq-us", 500, "with -check: fail when a sequential fresh turn through the gateway takes more than this many µs longer than through the hop")
+	fs.Float64Var(&s.checkColdUS, "check-cold-us", 1500, "with -check and a cold pass: fail when a cold sequential fresh turn through the gateway takes more than this many µs longer than through the hop")
 	fs.IntVar(&s.checkC, "check-concurrency", 16, "with -check: the sweep concurrency the CPU ratio is judged at")
 	if err := fs.Parse(args); err != nil {
 		return s, fmt.Errorf("%w: %v", errUsage, err)
@@ -173,8 +185,8 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	if s.quick {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		quick := map[string]*int{"rounds": &s.rounds, "seq": &s.seq, "seq-pairs": &s.seqPairs, "stream": &s.stream, "warmup": &s.warmup}
-		values := map[string]int{"rounds": 2, "seq": 20, "seq-pairs": 5, "stream": 5, "warmup": 20}
+		quick := map[string]*int{"rounds": &s.rounds, "seq": &s.seq, "seq-pairs": &s.seqPairs, "stream": &s.stream, "warmup": &s.warmup, "cold": &s.cold}
+		values := map[string]int{"rounds": 2, "seq": 20, "seq-pairs": 5, "stream": 5, "warmup": 20, "cold": 5}
 		for name, p := range quick {
 			if !set[name] {
 				*p = values[name]
@@ -194,6 +206,7 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 		{"rounds", s.rounds, 1, 50}, {"seq", s.seq, 1, 100000}, {"seq-pairs", s.seqPairs, 1, 100000}, {"stream", s.stream, 1, 10000},
 		{"long-events", s.longEvents, shortEvents + 1, 1000 + framingEvents}, {"warmup", s.warmup, 0, 100000},
 		{"gateway-max-concurrent", s.gwConcurrent, 0, 4096}, {"hop-max-idle", s.hopMaxIdle, 0, 4096},
+		{"cold", s.cold, 0, 10000},
 		{"conn-burst", s.connBurst, 0, 10000}, {"max-connections", s.maxConns, 0, 65536}, {"check-concurrency", s.checkC, 1, 1024},
 	}
 	for _, b := range bounds {
@@ -207,6 +220,12 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	if s.burstTime < 10*time.Millisecond || s.burstTime > time.Minute {
 		return s, fmt.Errorf("%w: -burst-time must be in [10ms, 1m]", errUsage)
 	}
+	if s.coldGap < time.Millisecond || s.coldGap > time.Second {
+		return s, fmt.Errorf("%w: -cold-gap must be in [1ms, 1s]", errUsage)
+	}
+	if s.coldEventGap < time.Millisecond || s.coldEventGap > 100*time.Millisecond {
+		return s, fmt.Errorf("%w: -cold-event-gap must be in [1ms, 100ms]", errUsage)
+	}
 	if len(s.sweep) == 0 {
 		return s, fmt.Errorf("%w: -sweep needs at least one concurrency", errUsage)
 	}
@@ -214,8 +233,8 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 		if !slices.Contains(s.sweep, s.checkC) {
 			return s, fmt.Errorf("%w: -check judges the CPU ratio at concurrency %d, which -sweep must include", errUsage, s.checkC)
 		}
-		if s.checkCPU <= 1 || s.checkSeqUS <= 0 {
-			return s, fmt.Errorf("%w: -check-cpu-ratio must be above 1 and -check-seq-us above 0", errUsage)
+		if s.checkCPU <= 1 || s.checkSeqUS <= 0 || s.checkColdUS <= 0 {
+			return s, fmt.Errorf("%w: -check-cpu-ratio must be above 1, -check-seq-us and -check-cold-us above 0", errUsage)
 		}
 	}
 	return s, nil

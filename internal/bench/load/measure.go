@@ -48,7 +48,7 @@ const (
 	fCPU    = "cpu"     // CPU of the process under test per exchange, µs
 	fCPUEmu = "cpu_emu" // the emulator's
 	fCPURig = "cpu_rig" // this driver's
-	fTicks  = "ticks"   // raw CPU ticks of the process under test
+	fCPUms  = "cpu_ms"  // CPU time of the process under test in the burst, ms
 )
 
 // results is everything the report needs.
@@ -71,6 +71,7 @@ type results struct {
 	elapsed             time.Duration
 	gwRoot, selfRoot    string
 	gwRev               string
+	baseRoot, baseRev   string // -base
 	notes               []string
 	// Per round: wall time, CPU used by processes other than the rig's (as a
 	// share of all CPUs), and steal time (same unit).
@@ -84,7 +85,7 @@ func newResults(r *rig) *results {
 		shortEvts: map[string]int{}, longEvts: map[string]int{},
 		idleRSS: r.idleRSS, peakRSS: map[string]int64{}, endRSS: map[string]int64{},
 		clkTck: r.clkTck, clkSrc: r.clkSrc, loadPre: r.loadPre, started: r.started,
-		gwRoot: r.gwRoot, selfRoot: r.selfRoot, gwRev: r.gwRev}
+		gwRoot: r.gwRoot, selfRoot: r.selfRoot, gwRev: r.gwRev, baseRoot: r.baseRoot, baseRev: r.baseRev}
 }
 
 // set records the value of a metric for a target in a round (0-based); rounds
@@ -190,16 +191,16 @@ func (r *rig) phases() []phase {
 			if b.done == 0 {
 				return nil
 			}
-			perExchange := func(ticks int64) float64 { return float64(ticks) / float64(r.clkTck) * 1e6 / float64(b.done) }
+			perExchange := func(ns int64) float64 { return float64(ns) / 1e3 / float64(b.done) }
 			res.set(sweepKey(kind, c, fRPS), t.name, round, float64(b.done)/b.wall.Seconds())
 			res.set(sweepKey(kind, c, fP50), t.name, round, micros(quantile(b.lat, 0.5)))
 			res.set(sweepKey(kind, c, fP99), t.name, round, micros(quantile(b.lat, 0.99)))
 			if t.server != nil {
-				res.set(sweepKey(kind, c, fCPU), t.name, round, perExchange(b.serverTicks))
-				res.set(sweepKey(kind, c, fTicks), t.name, round, float64(b.serverTicks))
+				res.set(sweepKey(kind, c, fCPU), t.name, round, perExchange(b.serverCPU))
+				res.set(sweepKey(kind, c, fCPUms), t.name, round, float64(b.serverCPU)/1e6)
 			}
-			res.set(sweepKey(kind, c, fCPUEmu), t.name, round, perExchange(b.emuTicks))
-			res.set(sweepKey(kind, c, fCPURig), t.name, round, perExchange(b.rigTicks))
+			res.set(sweepKey(kind, c, fCPUEmu), t.name, round, perExchange(b.emuCPU))
+			res.set(sweepKey(kind, c, fCPURig), t.name, round, perExchange(b.rigCPU))
 			return nil
 		}}
 	}
@@ -251,6 +252,9 @@ func (r *rig) measure(ctx context.Context) (*results, error) {
 			return nil, err
 		}
 		var orders []string
+		if err := r.coldPass(ctx, res, round); err != nil {
+			return nil, fmt.Errorf("round %d, cold pass: %w%s", round+1, err, r.diagnostics())
+		}
 		for _, ph := range phases {
 			order := slices.Clone(r.names)
 			rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
@@ -320,6 +324,8 @@ func shortOrder(order []string) string {
 		switch n {
 		case nameHopB:
 			b.WriteByte('b')
+		case nameBase:
+			b.WriteByte('B')
 		default:
 			b.WriteByte(n[0])
 		}
@@ -399,6 +405,25 @@ func (r *rig) verifyAll(ctx context.Context, res *results) error {
 			return fmt.Errorf("%s: long stream answered %q, the first target %q", name, long.text, longText)
 		}
 		res.shortEvts[name], res.longEvts[name] = short.events, long.events
+		if r.s.cold == 0 {
+			continue
+		}
+		// The cold pass's turns: the same text, the events spaced.
+		if _, err := t.roundTrip(ctx, t.coldBody, &buf); err != nil {
+			return fmt.Errorf("%s: cold fresh turn: %w%s", name, err, r.diagnostics())
+		}
+		if a, err = parseAnswer(t.proto, buf.Bytes()); err != nil {
+			return fmt.Errorf("%s: cold fresh turn: %w", name, err)
+		}
+		cold, err := t.stream(ctx, t.coldStreamBody)
+		if err != nil {
+			return fmt.Errorf("%s: cold stream: %w", name, err)
+		}
+		for _, got := range []string{a.text, cold.text} {
+			if want := replyPrefix + coldQuery; got != want {
+				return fmt.Errorf("%s: cold turn answered %q, want %q", name, got, want)
+			}
+		}
 	}
 	return nil
 }
@@ -406,18 +431,19 @@ func (r *rig) verifyAll(ctx context.Context, res *results) error {
 // --- the closed-loop burst ---------------------------------------------------
 
 type burstResult struct {
-	wall        time.Duration
-	done        int // completed exchanges
-	fails       int
-	firstErr    error
-	lat         []float64
-	serverTicks int64
-	emuTicks    int64
-	rigTicks    int64
+	wall     time.Duration
+	done     int // completed exchanges
+	fails    int
+	firstErr error
+	lat      []float64
+	// CPU time used during the burst, ns
+	serverCPU int64
+	emuCPU    int64
+	rigCPU    int64
 }
 
 // burst runs c closed-loop workers, each sending exchanges of a kind one after
-// another until d has passed, and reads the CPU ticks of the process under
+// another until d has passed, and reads the CPU time of the process under
 // test, the emulator and this process before and after. A failed exchange is
 // counted and the worker goes on.
 func (r *rig) burst(ctx context.Context, t *target, kind, c int, d time.Duration) (burstResult, error) {
@@ -426,7 +452,7 @@ func (r *rig) burst(ctx context.Context, t *target, kind, c int, d time.Duration
 	if err := sleepCtx(ctx, 30*time.Millisecond); err != nil {
 		return b, err
 	}
-	before, err := r.ticks(t)
+	before, err := r.cpuTimes(t)
 	if err != nil {
 		return b, err
 	}
@@ -468,11 +494,11 @@ func (r *rig) burst(ctx context.Context, t *target, kind, c int, d time.Duration
 	if err := sleepCtx(ctx, 30*time.Millisecond); err != nil {
 		return b, err
 	}
-	after, err := r.ticks(t)
+	after, err := r.cpuTimes(t)
 	if err != nil {
 		return b, err
 	}
-	b.serverTicks, b.emuTicks, b.rigTicks = after[0]-before[0], after[1]-before[1], after[2]-before[2]
+	b.serverCPU, b.emuCPU, b.rigCPU = after[0]-before[0], after[1]-before[1], after[2]-before[2]
 	return b, nil
 }
 
@@ -520,20 +546,20 @@ func (r *rig) sample() (sysSample, error) {
 	return s, nil
 }
 
-// ticks reads utime+stime of the server under test (0 for direct), the
-// emulator and this process.
-func (r *rig) ticks(t *target) ([3]int64, error) {
+// cpuTimes reads the CPU time (ns) of the server under test (0 for direct),
+// the emulator and this process.
+func (r *rig) cpuTimes(t *target) ([3]int64, error) {
 	var out [3]int64
 	var err error
 	if t.server != nil {
-		if out[0], err = cpuTicks(t.server.pid()); err != nil {
+		if out[0], err = cpuNanos(t.server.pid(), r.clkTck); err != nil {
 			return out, fmt.Errorf("%s CPU: %w", t.server.name, err)
 		}
 	}
-	if out[1], err = cpuTicks(r.emu.pid()); err != nil {
+	if out[1], err = cpuNanos(r.emu.pid(), r.clkTck); err != nil {
 		return out, fmt.Errorf("emulator CPU: %w", err)
 	}
-	if out[2], err = cpuTicks(os.Getpid()); err != nil {
+	if out[2], err = cpuNanos(os.Getpid(), r.clkTck); err != nil {
 		return out, fmt.Errorf("own CPU: %w", err)
 	}
 	return out, nil

@@ -377,6 +377,52 @@ func newClient(idle int, pool *x509.CertPool) *http.Client {
 
 // --- /proc readers ---------------------------------------------------------
 
+// cpuNanos is the CPU time of a process (all its threads), in ns: exact from
+// its CPU-time clock, or utime+stime in clock ticks of clkTck per second
+// where that clock cannot be read.
+func cpuNanos(pid int, clkTck int64) (int64, error) {
+	if ns, err := processCPUNanos(pid); err == nil {
+		return ns, nil
+	}
+	t, err := cpuTicks(pid)
+	return t * (1e9 / clkTck), err
+}
+
+// threadSleeps is how often the threads of a process have gone to sleep
+// (voluntary_ctxt_switches of /proc/PID/task/*/status, summed): each is a
+// wait that something later had to wake — a futex, epoll, a timer. Threads
+// that exited are not counted; a Go program rarely ends one.
+func threadSleeps(pid int) (int64, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/status")
+		if err != nil {
+			continue // the thread ended meanwhile
+		}
+		v, err := parseVoluntarySwitches(b)
+		if err != nil {
+			return 0, err
+		}
+		n += v
+	}
+	return n, nil
+}
+
+// parseVoluntarySwitches reads the voluntary_ctxt_switches line of a status file.
+func parseVoluntarySwitches(b []byte) (int64, error) {
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, errors.New("no voluntary_ctxt_switches in a task status")
+}
+
 // cpuTicks is utime+stime of a process (all its threads), in clock ticks.
 func cpuTicks(pid int) (int64, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")

@@ -19,6 +19,11 @@ const (
 	limitCPURatio        = 1.3   // CPU per request, at every concurrency of targetCPUAt
 	limitRPSRatio        = 0.9   // throughput, at every concurrency of targetRPSAt
 	limitRSSRatio        = 1.5   // RSS idle and peak
+	limitColdAddedUS     = 100.0 // cold pass: sequential fresh turn and first content, gateway − hop
+	// minPairs is how many paired repetitions (rounds) a ratio needs before
+	// the report stops calling it indicative: single runs of the CPU ratio
+	// scatter 1.14–1.48× on a shared 2-core machine.
+	minPairs = 15
 )
 
 var (
@@ -71,7 +76,82 @@ func (v view) sum(metric, target string) summary { return summarize(v.res.get(me
 
 // vs pairs target against the hop per round with f.
 func (v view) vs(metric, target string, f func(x, y float64) float64) summary {
-	return summarize(paired(v.res.get(metric, target), v.res.get(metric, nameHop), f))
+	return v.between(metric, target, nameHop, f)
+}
+
+// between pairs target against other per round with f.
+func (v view) between(metric, target, other string, f func(x, y float64) float64) summary {
+	return summarize(paired(v.res.get(metric, target), v.res.get(metric, other), f))
+}
+
+func (v view) hasBase() bool { return slices.Contains(v.res.names, nameBase) }
+
+// hotColdRow is one line of the hot and cold table: a figure of the rounds'
+// back-to-back measurements beside the same figure of the cold pass.
+type hotColdRow struct {
+	label     string
+	hot, cold string // metric keys; "" when the figure has no such side
+	ratio     bool   // ÷ the hop instead of − the hop
+	unit      string // of a difference; " µs" when empty
+}
+
+func (v view) writeHotCold(b *strings.Builder, rows []hotColdRow) {
+	cols := []string{nameGateway, nameHopB}
+	heads := []string{"gateway", "A/A: hop-b"}
+	if v.hasBase() {
+		cols, heads = append(cols, nameBase), append(heads, "base")
+	}
+	fmt.Fprintf(b, "| figure |")
+	for _, side := range []string{"hot", "cold"} {
+		for _, h := range heads {
+			fmt.Fprintf(b, " %s: %s vs hop |", side, h)
+		}
+	}
+	perSide := len(cols)
+	if v.hasBase() {
+		// The two gateways paired directly: the hop's own noise drops out.
+		fmt.Fprintf(b, " hot: gateway vs base | cold: gateway vs base |")
+		perSide++
+	}
+	fmt.Fprintf(b, " pairs hot / cold |\n|---|%s---|\n", strings.Repeat("---|", 2*perSide))
+	for _, row := range rows {
+		f, unit, signed := minus, " µs", true
+		if row.unit != "" {
+			unit = row.unit
+		}
+		if row.ratio {
+			f, unit, signed = over, "×", false
+		}
+		fmt.Fprintf(b, "| %s |", row.label)
+		n := [2]int{}
+		for i, key := range []string{row.hot, row.cold} {
+			for _, name := range cols {
+				if key == "" {
+					fmt.Fprintf(b, " – |")
+					continue
+				}
+				sm := v.vs(key, name, f)
+				if name == nameGateway {
+					n[i] = sm.n
+				}
+				cell := fmtSummary(sm, signed)
+				if sm.n > 0 {
+					cell += unit
+				}
+				fmt.Fprintf(b, " %s |", cell)
+			}
+		}
+		if v.hasBase() {
+			for _, key := range []string{row.hot, row.cold} {
+				cell := "–"
+				if sm := v.between(key, nameGateway, nameBase, f); key != "" && sm.n > 0 {
+					cell = fmtSummary(sm, signed) + unit
+				}
+				fmt.Fprintf(b, " %s |", cell)
+			}
+		}
+		fmt.Fprintf(b, " %d / %d |\n", n[0], n[1])
+	}
 }
 
 // judged is one row of a verdict table.
@@ -150,6 +230,16 @@ func judgeTargets(res *results) []judged {
 		row.unmeasure = !slices.Contains(res.s.sweep, c)
 		rows = append(rows, row)
 	}
+	for _, c := range []struct {
+		label, key string
+	}{
+		{"cold: sequential fresh turn, added latency", coldKey(cSeq)},
+		{"cold: streamed turn, first content, added", coldKey(cFirst)},
+	} {
+		row := v.diffRow(c.label, c.key, limitColdAddedUS)
+		row.unmeasure = res.s.cold == 0
+		rows = append(rows, row)
+	}
 	return append(rows,
 		v.rssRow("RSS idle (VmRSS after start, before load)", res.idleRSS),
 		v.rssRow("RSS peak (VmHWM at the end)", res.peakRSS))
@@ -171,7 +261,11 @@ func judgeCheck(res *results) []judged {
 	fails := judged{label: "failed exchanges (warm-up included)", gateway: fmt.Sprint(res.failures[nameGateway]),
 		hop: fmt.Sprint(res.failures[nameHop]), measured: fmt.Sprintf("%d (%s)", n, strings.Join(per, ", ")),
 		floor: fmt.Sprint(res.failures[nameHopB]), limit: "0", value: float64(n), ok: n == 0}
-	return []judged{cpu, seq, fails}
+	rows := []judged{cpu, seq}
+	if s.cold > 0 {
+		rows = append(rows, v.diffRow("cold: sequential fresh turn: added latency", coldKey(cSeq), s.checkColdUS))
+	}
+	return append(rows, fails)
 }
 
 // failedChecks names the rows that did not pass.
@@ -204,8 +298,13 @@ func (v view) writeMetrics(b *strings.Builder, rows []metricRow) {
 	for _, n := range names {
 		fmt.Fprintf(b, " %s |", n)
 	}
-	fmt.Fprintf(b, " gateway − hop | A/A: hop-b − hop | gateway ÷ hop | A/A: hop-b ÷ hop |\n|---|---|")
-	b.WriteString(strings.Repeat("---|", len(names)+4) + "\n")
+	fmt.Fprintf(b, " gateway − hop | A/A: hop-b − hop | gateway ÷ hop | A/A: hop-b ÷ hop |")
+	extra := 4
+	if v.hasBase() {
+		fmt.Fprintf(b, " base − hop | base ÷ hop |")
+		extra += 2
+	}
+	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(names)+extra) + "\n")
 	for _, m := range rows {
 		if _, ok := v.res.values[m.key]; !ok {
 			continue
@@ -214,9 +313,13 @@ func (v view) writeMetrics(b *strings.Builder, rows []metricRow) {
 		for _, n := range names {
 			fmt.Fprintf(b, " %s |", fmtSummary(v.sum(m.key, n), false))
 		}
-		fmt.Fprintf(b, " %s | %s | %s | %s |\n",
+		fmt.Fprintf(b, " %s | %s | %s | %s |",
 			fmtSummary(v.vs(m.key, nameGateway, minus), true), fmtSummary(v.vs(m.key, nameHopB, minus), true),
 			fmtSummary(v.vs(m.key, nameGateway, over), false), fmtSummary(v.vs(m.key, nameHopB, over), false))
+		if v.hasBase() {
+			fmt.Fprintf(b, " %s | %s |", fmtSummary(v.vs(m.key, nameBase, minus), true), fmtSummary(v.vs(m.key, nameBase, over), false))
+		}
+		b.WriteString("\n")
 	}
 }
 
@@ -239,6 +342,13 @@ func renderReport(res *results) string {
 		gw += " @ " + res.gwRev
 	}
 	fmt.Fprintf(&b, "- gateway under test built from %s; emulator and hops from %s\n", gw, res.selfRoot)
+	if res.baseRoot != "" {
+		base := res.baseRoot
+		if res.baseRev != "" {
+			base += " @ " + res.baseRev
+		}
+		fmt.Fprintf(&b, "- base: a second gateway built from %s, measured in the same rounds (columns base − hop, base ÷ hop)\n", base)
+	}
 	fmt.Fprintf(&b, "- load average (1/5/15 min): before %s · after %s (the rig itself is most of \"after\")\n", res.loadPre, res.loadPost)
 	fmt.Fprintf(&b, "- settings: %s; gateway MAX_CONCURRENT_REQUESTS=%d; CLK_TCK %d (%s)\n", settingsLine(s), s.gwMaxConcurrent(), res.clkTck, res.clkSrc)
 	fmt.Fprintf(&b, "- streams: data events per turn (short / long):")
@@ -254,6 +364,9 @@ func renderReport(res *results) string {
 	if n := res.totalFailures(); n > 0 {
 		fmt.Fprintf(&b, "- **%d exchanges failed** (see Failures); the figures include only the ones that succeeded\n", n)
 	}
+	if s.rounds < minPairs {
+		fmt.Fprintf(&b, "- %d rounds: every paired figure has %d repetitions, fewer than the %d a CPU ratio needs to be more than indicative (single runs scatter by a third)\n", s.rounds, s.rounds, minPairs)
+	}
 	for _, n := range res.notes {
 		fmt.Fprintf(&b, "- note: %s\n", n)
 	}
@@ -267,6 +380,27 @@ func renderReport(res *results) string {
 		fmt.Fprintf(&b, "Informative here: a short run on a shared machine; the check above is what fails.\n\n")
 	}
 	writeJudged(&b, judgeTargets(res))
+
+	if s.cold > 0 {
+		fmt.Fprintf(&b, "\n## Hot and cold, side by side\n\n")
+		fmt.Fprintf(&b, "Hot: the rounds' measurements, requests back to back, the upstream's events back to back. "+
+			"Cold: the cold pass, %d fresh and %d streamed turns per target and round, each after %s idle, the targets interleaved "+
+			"(a fresh random order for each request), the upstream's events %s apart (the emulator's slow_stream scenario, %q). "+
+			"Each cell is the figure against the hop of the same round, median of the per-round values [Q1 – Q3]; "+
+			"the A/A column is the noise floor. CPU is of the process under test: hot from the sweep's bursts at c=1, "+
+			"cold over the whole pass (idle gaps included) ÷ its requests. Thread sleeps: voluntary context switches of all "+
+			"the process's threads over the pass ÷ its requests, the wake-ups it needed; unlike latency, other load hardly moves them.\n\n",
+			s.cold, s.cold, s.coldGap, s.coldEventGap, coldQuery)
+		v.writeHotCold(&b, []hotColdRow{
+			{label: "sequential fresh turn: added latency", hot: seqKey(turnFresh), cold: coldKey(cSeq)},
+			{label: "streamed turn: first content, added", hot: streamKey(streamShort, fFirst), cold: coldKey(cFirst)},
+			{label: "streamed turn: last byte, added", hot: streamKey(streamShort, fLast), cold: coldKey(cLast)},
+			{label: "CPU per fresh turn", hot: sweepKey(turnFresh, 1, fCPU), cold: coldKey(cCPUSeq), ratio: true},
+			{label: "CPU per streamed turn", cold: coldKey(cCPUStream), ratio: true},
+			{label: "thread sleeps per fresh turn, added", cold: coldKey(cSleepSeq), unit: " "},
+			{label: "thread sleeps per streamed turn, added", cold: coldKey(cSleepStrm), unit: " "},
+		})
+	}
 
 	fmt.Fprintf(&b, "\n## Latency: sequential exchanges and streams (µs)\n\n")
 	fmt.Fprintf(&b, "Fresh: one small text turn. Tool: the tool turn and its continuation with the result, both timed. "+
@@ -287,13 +421,20 @@ func renderReport(res *results) string {
 			metricRow{fmt.Sprintf("stream, %d events: per further event", st.events), "µs", streamKey(st.which, fPerEvent)})
 	}
 	lat = append(lat, metricRow{fmt.Sprintf("streams: marginal cost of an event, (last byte at %d − at %d) ÷ %d", s.longEvents, shortEvents, s.longEvents-shortEvents),
-		"µs", streamKey(streamLong, fMarginal)})
+		"µs", streamKey(streamLong, fMarginal)},
+		metricRow{"cold: sequential fresh turn", "µs", coldKey(cSeq)},
+		metricRow{"cold: stream, first content", "µs", coldKey(cFirst)},
+		metricRow{"cold: stream, last byte", "µs", coldKey(cLast)},
+		metricRow{"cold: CPU of the process under test per fresh turn", "µs", coldKey(cCPUSeq)},
+		metricRow{"cold: CPU of the process under test per streamed turn", "µs", coldKey(cCPUStream)},
+		metricRow{"cold: thread sleeps (voluntary context switches) of the process under test per fresh turn", "", coldKey(cSleepSeq)},
+		metricRow{"cold: the same per streamed turn", "", coldKey(cSleepStrm)})
 	v.writeMetrics(&b, lat)
 
 	fmt.Fprintf(&b, "\n## Closed-loop sweep\n\n")
 	fmt.Fprintf(&b, "Per burst of %s: c workers, each sending exchanges back to back. An exchange is one request (fresh) or two "+
 		"(tool: turn + result; continued: opening + follow-up), so CPU and throughput of those kinds are per pair; their latency is as above. "+
-		"CPU is utime+stime of the process from /proc/PID/stat; everything shares %d CPUs, so throughput and latency are whole-box figures.\n\n",
+		"CPU is the process's CPU time from its CPU-time clock (exact, all threads); everything shares %d CPUs, so throughput and latency are whole-box figures.\n\n",
 		s.burstTime, runtime.NumCPU())
 	var sweep []metricRow
 	add := func(kind, c int) {
@@ -305,7 +446,7 @@ func renderReport(res *results) string {
 			metricRow{fmt.Sprintf("%s c=%d: latency p99", k, c), "µs", sweepKey(kind, c, fP99)},
 			metricRow{fmt.Sprintf("%s c=%d: emulator CPU", k, c), "µs", sweepKey(kind, c, fCPUEmu)},
 			metricRow{fmt.Sprintf("%s c=%d: load-driver CPU", k, c), "µs", sweepKey(kind, c, fCPURig)},
-			metricRow{fmt.Sprintf("%s c=%d: CPU ticks of the process under test", k, c), "ticks", sweepKey(kind, c, fTicks)})
+			metricRow{fmt.Sprintf("%s c=%d: CPU time of the process under test in the burst", k, c), "ms", sweepKey(kind, c, fCPUms)})
 	}
 	for _, c := range s.sweep {
 		add(turnFresh, c)
@@ -317,7 +458,11 @@ func renderReport(res *results) string {
 	v.writeMetrics(&b, sweep)
 
 	fmt.Fprintf(&b, "\n## Memory (MiB)\n\n| process | idle VmRSS | peak VmHWM | VmRSS at the end | idle ÷ hop | peak ÷ hop |\n|---|---|---|---|---|---|\n")
-	for _, name := range []string{nameGateway, nameHop, nameHopB, "emulator"} {
+	mem := []string{nameGateway, nameHop, nameHopB, "emulator"}
+	if v.hasBase() {
+		mem = append(mem, nameBase)
+	}
+	for _, name := range mem {
 		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %.1f | %s | %s |\n", name, mib(res.idleRSS[name]), mib(res.peakRSS[name]), mib(res.endRSS[name]),
 			fmtNum(float64(res.idleRSS[name])/float64(res.idleRSS[nameHop])), fmtNum(float64(res.peakRSS[name])/float64(res.peakRSS[nameHop])))
 	}
@@ -335,7 +480,7 @@ func renderReport(res *results) string {
 
 	fmt.Fprintf(&b, "\n## Rounds\n\nOther load: CPU used by processes other than the rig's (load driver, emulator, hops, gateway), "+
 		"from /proc/stat, as a share of all %d CPUs (tick-sampled: a quiet machine reads slightly below zero, shown as 0); steal is CPU taken by the hypervisor. "+
-		"Order: the targets of each measurement in the order they ran (h hop, b hop-b, g gateway, d direct), measurements in the order of the tables above.\n\n", runtime.NumCPU())
+		"Order: the targets of each measurement in the order they ran (h hop, b hop-b, g gateway, B base, d direct; the cold pass, whose order changes with every request, runs first), measurements in the order of the tables above.\n\n", runtime.NumCPU())
 	fmt.Fprintf(&b, "| round | wall | other load | steal | order |\n|---|---|---|---|---|\n")
 	for i, o := range res.orders {
 		fmt.Fprintf(&b, "| %d | %s | %.1f%% | %.1f%% | %s |\n", i+1, res.roundWall[i].Round(time.Millisecond), res.foreignPct[i], res.stealPct[i], strings.Join(o, " "))
@@ -352,11 +497,19 @@ func settingsLine(s settings) string {
 	if s.direct {
 		line += " -direct"
 	}
+	if s.cold > 0 {
+		line += fmt.Sprintf(" -cold %d -cold-gap %s -cold-event-gap %s", s.cold, s.coldGap, s.coldEventGap)
+	} else {
+		line += " -cold 0"
+	}
+	if s.base != "" {
+		line += " -base " + s.base
+	}
 	if s.hopMaxIdle > 0 {
 		line += fmt.Sprintf(" -hop-max-idle %d", s.hopMaxIdle)
 	}
 	if s.check {
-		line += fmt.Sprintf(" -check -check-cpu-ratio %g -check-seq-us %g -check-concurrency %d", s.checkCPU, s.checkSeqUS, s.checkC)
+		line += fmt.Sprintf(" -check -check-cpu-ratio %g -check-seq-us %g -check-cold-us %g -check-concurrency %d", s.checkCPU, s.checkSeqUS, s.checkColdUS, s.checkC)
 	}
 	return line
 }

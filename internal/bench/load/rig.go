@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -21,6 +22,7 @@ const (
 	nameHop     = "hop"
 	nameHopB    = "hop-b"
 	nameGateway = "gateway"
+	nameBase    = "base" // -base: a second gateway, from another tree
 )
 
 // rig is the running set of processes and the targets through them.
@@ -33,6 +35,7 @@ type rig struct {
 	hop      *proc
 	hopB     *proc
 	gw       *proc
+	base     *proc    // -base
 	names    []string // the targets, in report order
 	targets  map[string]*target
 	idleRSS  map[string]int64 // KiB, per process name, right after readiness
@@ -43,6 +46,8 @@ type rig struct {
 	selfRoot string // the rig's own tree: emulator and hops
 	gwRoot   string // the tree of the gateway under test (-root)
 	gwRev    string // its commit, when it is a git checkout
+	baseRoot string // -base's tree and commit
+	baseRev  string
 	serial   atomic.Int64
 }
 
@@ -55,7 +60,7 @@ var (
 // procs are the running children.
 func (r *rig) procs() []*proc {
 	var out []*proc
-	for _, p := range []*proc{r.emu, r.hop, r.hopB, r.gw} {
+	for _, p := range []*proc{r.emu, r.hop, r.hopB, r.gw, r.base} {
 		if p != nil {
 			out = append(out, p)
 		}
@@ -76,13 +81,22 @@ func startRig(ctx context.Context, s settings, stderr io.Writer) (r *rig, err er
 			return nil, err
 		}
 	}
+	var baseRoot string
+	if s.base != "" {
+		if baseRoot, err = moduleRoot(s.base); err != nil {
+			return nil, err
+		}
+	}
 	dir, err := os.MkdirTemp("", "pmgate-bench-")
 	if err != nil {
 		return nil, err
 	}
 	procCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	r = &rig{s: s, stderr: stderr, dir: dir, stop: stop, targets: map[string]*target{}, idleRSS: map[string]int64{},
-		started: time.Now(), loadPre: loadAvg(), selfRoot: self, gwRoot: gwRoot, gwRev: gitRevision(ctx, gwRoot)}
+		started: time.Now(), loadPre: loadAvg(), selfRoot: self, gwRoot: gwRoot, gwRev: gitRevision(ctx, gwRoot), baseRoot: baseRoot}
+	if baseRoot != "" {
+		r.baseRev = gitRevision(ctx, baseRoot)
+	}
 	defer func() {
 		if err != nil {
 			r.close()
@@ -101,9 +115,15 @@ func startRig(ctx context.Context, s settings, stderr io.Writer) (r *rig, err er
 
 	logf(stderr, "building ./cmd/gateway from %s, ./internal/bench/emu and ./internal/bench/hop from %s, into %s", gwRoot, self, dir)
 	gwBin, emuBin, hopBin := filepath.Join(dir, "gateway"), filepath.Join(dir, "emu"), filepath.Join(dir, "hop")
-	for _, b := range []struct{ root, pkg, out string }{
+	builds := []struct{ root, pkg, out string }{
 		{gwRoot, "./cmd/gateway", gwBin}, {self, "./internal/bench/emu", emuBin}, {self, "./internal/bench/hop", hopBin},
-	} {
+	}
+	baseBin := filepath.Join(dir, "gateway-base")
+	if baseRoot != "" {
+		logf(stderr, "building the base gateway from %s", baseRoot)
+		builds = append(builds, struct{ root, pkg, out string }{baseRoot, "./cmd/gateway", baseBin})
+	}
+	for _, b := range builds {
 		if err := goBuild(ctx, b.root, b.pkg, b.out); err != nil {
 			return r, err
 		}
@@ -119,7 +139,7 @@ func startRig(ctx context.Context, s settings, stderr io.Writer) (r *rig, err er
 	token := "bench-" + randomHex(20)
 
 	// Emulator.
-	r.emu, err = startProc(procCtx, "emulator", emuBin, []string{"-addr", "127.0.0.1:0", "-workspace", benchWorkspace},
+	r.emu, err = startProc(procCtx, "emulator", emuBin, []string{"-addr", "127.0.0.1:0", "-workspace", benchWorkspace, "-slow-delay", s.coldEventGap.String()},
 		append(base, "EMULATOR_ACCESS_TOKEN="+token), "")
 	if err != nil {
 		return r, err
@@ -180,35 +200,45 @@ func startRig(ctx context.Context, s settings, stderr io.Writer) (r *rig, err er
 
 	// Gateway: its default configuration except what the rig must set (see
 	// docs/BENCHMARKS.md). Its log (INFO by default) goes to a file.
-	port, err := freeLoopbackPort()
-	if err != nil {
-		return r, err
-	}
 	apiKey := "sk-bench-" + randomHex(16)
-	gwURL := "http://127.0.0.1:" + strconv.Itoa(port)
-	gwEnv := append(base,
-		"POSTMAN_TRANSPORT_STRATEGY=access_token",
-		"POSTMAN_ORIGIN="+origin,
-		"POSTMAN_ACCESS_TOKEN="+token,
-		"POSTMAN_WORKSPACE_ID="+benchWorkspace,
-		"PROVIDER_HOST=127.0.0.1",
-		"PROVIDER_PORT="+strconv.Itoa(port),
-		"PROVIDER_API_KEY="+apiKey,
-		"PROVIDER_MODELS="+benchModel,
-		"POSTMAN_MODEL_MAP="+benchModel+"="+benchEnum,
-		"SSL_CERT_FILE="+caFile,
-		"MAX_CONCURRENT_REQUESTS="+strconv.Itoa(s.gwMaxConcurrent()),
-	)
-	if s.maxConns > 0 {
-		gwEnv = append(gwEnv, "MAX_CONNECTIONS="+strconv.Itoa(s.maxConns))
+	startGateway := func(name, bin string) (*proc, string, *http.Client, error) {
+		port, err := freeLoopbackPort()
+		if err != nil {
+			return nil, "", nil, err
+		}
+		u := "http://127.0.0.1:" + strconv.Itoa(port)
+		env := append(slices.Clone(base),
+			"POSTMAN_TRANSPORT_STRATEGY=access_token",
+			"POSTMAN_ORIGIN="+origin,
+			"POSTMAN_ACCESS_TOKEN="+token,
+			"POSTMAN_WORKSPACE_ID="+benchWorkspace,
+			"PROVIDER_HOST=127.0.0.1",
+			"PROVIDER_PORT="+strconv.Itoa(port),
+			"PROVIDER_API_KEY="+apiKey,
+			"PROVIDER_MODELS="+benchModel,
+			"POSTMAN_MODEL_MAP="+benchModel+"="+benchEnum,
+			"SSL_CERT_FILE="+caFile,
+			"MAX_CONCURRENT_REQUESTS="+strconv.Itoa(s.gwMaxConcurrent()),
+		)
+		if s.maxConns > 0 {
+			env = append(env, "MAX_CONNECTIONS="+strconv.Itoa(s.maxConns))
+		}
+		p, err := startProc(procCtx, name, bin, []string{"serve"}, env, filepath.Join(dir, name+".log"))
+		if err != nil {
+			return nil, "", nil, err
+		}
+		c := newClient(idle, nil)
+		return p, u, c, p.waitReady(ctx, c, u+"/health")
 	}
-	r.gw, err = startProc(procCtx, nameGateway, gwBin, []string{"serve"}, gwEnv, filepath.Join(dir, "gateway.log"))
-	if err != nil {
+	gwURL, baseURL := "", ""
+	var gwClient, baseClient *http.Client
+	if r.gw, gwURL, gwClient, err = startGateway(nameGateway, gwBin); err != nil {
 		return r, err
 	}
-	gwClient := newClient(idle, nil)
-	if err := r.gw.waitReady(ctx, gwClient, gwURL+"/health"); err != nil {
-		return r, err
+	if baseRoot != "" {
+		if r.base, baseURL, baseClient, err = startGateway(nameBase, baseBin); err != nil {
+			return r, err
+		}
 	}
 	for _, u := range []string{origin, hopURL, hopBURL, gwURL} {
 		if err := requireLoopback(u); err != nil {
@@ -230,7 +260,8 @@ func startRig(ctx context.Context, s settings, stderr io.Writer) (r *rig, err er
 	upstream := func(name, base string, c *http.Client, h http.Header, server *proc) *target {
 		return &target{name: name, proto: protoUpstream, url: base + "/_gw/chat", client: c, header: h, server: server,
 			freshBody: userQuery(seqQuery, "", false), shortBody: userQuery(seqQuery, "", false),
-			longBody: userQuery(longQuery(s.longEvents), "", false), toolBody: userQuery(toolQuery, "", true), serial: &r.serial}
+			longBody: userQuery(longQuery(s.longEvents), "", false), toolBody: userQuery(toolQuery, "", true),
+			coldBody: userQuery(coldQuery, "", false), coldStreamBody: userQuery(coldQuery, "", false), serial: &r.serial}
 	}
 	if s.direct {
 		h := upHeader.Clone()
@@ -240,12 +271,22 @@ func startRig(ctx context.Context, s settings, stderr io.Writer) (r *rig, err er
 	}
 	r.targets[nameHop] = upstream(nameHop, hopURL, hopClient, upHeader, r.hop)
 	r.targets[nameHopB] = upstream(nameHopB, hopBURL, hopBClient, upHeader, r.hopB)
-	r.targets[nameGateway] = &target{name: nameGateway, proto: protoOpenAI, url: gwURL + "/v1/chat/completions",
-		client: gwClient, header: gwHeader, server: r.gw,
-		freshBody: openAIBody([]any{user(seqQuery)}, false, false), shortBody: openAIBody([]any{user(seqQuery)}, true, false),
-		longBody: openAIBody([]any{user(longQuery(s.longEvents))}, true, false),
-		toolBody: openAIBody([]any{user(toolQuery)}, false, true), serial: &r.serial}
+	gateway := func(name, u string, c *http.Client, p *proc) *target {
+		return &target{name: name, proto: protoOpenAI, url: u + "/v1/chat/completions",
+			client: c, header: gwHeader, server: p,
+			freshBody: openAIBody([]any{user(seqQuery)}, false, false), shortBody: openAIBody([]any{user(seqQuery)}, true, false),
+			longBody: openAIBody([]any{user(longQuery(s.longEvents))}, true, false),
+			toolBody: openAIBody([]any{user(toolQuery)}, false, true),
+			coldBody: openAIBody([]any{user(coldQuery)}, false, false), coldStreamBody: openAIBody([]any{user(coldQuery)}, true, false),
+			serial: &r.serial}
+	}
+	r.targets[nameGateway] = gateway(nameGateway, gwURL, gwClient, r.gw)
 	r.names = append(r.names, nameHop, nameHopB, nameGateway)
+	if r.base != nil {
+		r.targets[nameBase] = gateway(nameBase, baseURL, baseClient, r.base)
+		r.names = append(r.names, nameBase)
+		logf(stderr, "base gateway %s (pid %d) from %s", baseURL, r.base.pid(), baseRoot)
+	}
 	logf(stderr, "ready: emulator %s (pid %d), hop %s (pid %d), hop-b %s (pid %d), gateway %s (pid %d)",
 		origin, r.emu.pid(), hopURL, r.hop.pid(), hopBURL, r.hopB.pid(), gwURL, r.gw.pid())
 	return r, nil
@@ -267,7 +308,7 @@ func (r *rig) close() {
 		}
 		p.closeLog()
 	}
-	if r.s.gwLog != "" && r.gw != nil {
+	if r.s.gwLog != "" && r.gw != nil && r.gw.logPath != "" {
 		if err := copyFile(r.gw.logPath, r.s.gwLog); err != nil {
 			logf(r.stderr, "-gateway-log: %v", err)
 		}

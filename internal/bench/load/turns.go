@@ -142,6 +142,7 @@ type target struct {
 	server *proc // the process under test; nil for direct
 	// Bodies that never change.
 	freshBody, shortBody, longBody, toolBody []byte
+	coldBody, coldStreamBody                 []byte        // the cold pass's fresh and streamed turns
 	serial                                   *atomic.Int64 // shared: unique openings of continued conversations
 }
 

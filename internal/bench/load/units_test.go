@@ -30,8 +30,14 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(s.sweep, []int{1, 4, 16, 64}) || !slices.Equal(s.sweepOther, []int{16}) || s.longEvents != 50 || s.burstTime != time.Second {
+	if !slices.Equal(s.sweep, []int{1, 4, 16, 64}) || !slices.Equal(s.sweepOther, []int{16}) || s.longEvents != 50 || s.burstTime != 500*time.Millisecond {
 		t.Fatalf("defaults: %+v", s)
+	}
+	// Every paired figure gets one repetition per round: 15 by default, the
+	// least a CPU ratio needs; the cold pass is on, its gap in 5–10 ms and the
+	// upstream's events 2 ms apart.
+	if s.rounds < minPairs || s.cold == 0 || s.coldGap < 5*time.Millisecond || s.coldGap > 10*time.Millisecond || s.coldEventGap != 2*time.Millisecond {
+		t.Fatalf("defaults: rounds %d, cold %d, gap %s, event gap %s", s.rounds, s.cold, s.coldGap, s.coldEventGap)
 	}
 	if s.maxConcurrency() != 64 || s.gwMaxConcurrent() != 128 {
 		t.Fatalf("maxConcurrency %d, gwMaxConcurrent %d; want 64, 128", s.maxConcurrency(), s.gwMaxConcurrent())
@@ -49,6 +55,10 @@ func TestParseFlags(t *testing.T) {
 		{"-sweep", ""},                      // nothing to sweep
 		{"-long-events", "6"},               // no longer than the short stream
 		{"-burst-time", "1ms"},              // too short to read a CPU tick
+		{"-cold-gap", "0s"},                 // no idle gap: not cold
+		{"-cold-event-gap", "0s"},           // the emulator would take its 200 ms default
+		{"-cold", "-1"},                     // a count
+		{"-check", "-check-cold-us", "0"},   // every cold turn would fail
 		{"extra"},                           // no arguments
 	} {
 		if _, err := parseFlags(bad, io.Discard); !errors.Is(err, errUsage) {
@@ -204,8 +214,56 @@ func TestJudgeCheck(t *testing.T) {
 			t.Errorf("%s: failed checks %v, want exactly %q", name, failed, c.want)
 		}
 	}
+	// With a cold pass the check judges its sequential turn too, grossly.
+	cold := func(added float64) *results {
+		res := checkResults(100, 0, 0)
+		res.s.cold, res.s.checkColdUS = 10, 1000
+		for name, lat := range map[string]float64{nameHop: 14000, nameHopB: 14100, nameGateway: 14000 + added} {
+			res.set(coldKey(cSeq), name, 0, lat)
+		}
+		return res
+	}
+	if failed := failedChecks(judgeCheck(cold(900))); len(failed) != 0 {
+		t.Errorf("a cold turn within the gross limit failed: %v", failed)
+	}
+	if failed := failedChecks(judgeCheck(cold(1001))); len(failed) != 1 || !strings.HasPrefix(failed[0], "cold: sequential fresh turn") {
+		t.Errorf("a cold turn 1001 µs slower than the hop's: failed checks %v", failed)
+	}
+	if n := len(judgeCheck(checkResults(100, 0, 0))); n != 3 {
+		t.Errorf("without a cold pass the check has %d rows, want 3", n)
+	}
 	rows := judgeCheck(checkResults(250, 0, 0))
 	if rows[0].measured != "2.50×" || rows[0].floor != "1.05×" || rows[0].result() != "PASS" {
 		t.Errorf("CPU row %+v: want 2.50× against the A/A 1.05×, a pass at the limit", rows[0])
+	}
+}
+
+// TestHotColdTablePairsEachSideWithItsOwnRounds: the hot and cold cells are
+// each paired against the hop of their own round, and the pairs column
+// counts the rounds each side had.
+func TestHotColdTablePairsEachSideWithItsOwnRounds(t *testing.T) {
+	res := &results{s: settings{cold: 5}, names: []string{nameHop, nameHopB, nameGateway}, values: map[string]map[string][]float64{}}
+	for round, v := range [][3]float64{{700, 710, 730}, {800, 790, 840}} { // hop, hop-b, gateway
+		for i, name := range res.names {
+			res.set(seqKey(turnFresh), name, round, v[i])
+			res.set(coldKey(cSeq), name, round, 2*v[i]) // cold: twice as far apart
+		}
+	}
+	res.set(coldKey(cSeq), nameGateway, 2, 1) // a round the hop lacks is no pair
+	var b strings.Builder
+	view{res}.writeHotCold(&b, []hotColdRow{{label: "seq", hot: seqKey(turnFresh), cold: coldKey(cSeq)}})
+	want := "| seq | +35.00 [32.50 – 37.50] µs | +0.00 [-5.00 – 5.00] µs | +70.00 [65.00 – 75.00] µs | +0.00 [-10.00 – 10.00] µs | 2 / 2 |"
+	if !strings.Contains(b.String(), want) {
+		t.Fatalf("table:\n%s\nwant the row\n%s", b.String(), want)
+	}
+}
+
+func TestParseVoluntarySwitches(t *testing.T) {
+	status := "Name:\tgateway\nvoluntary_ctxt_switches:\t1234\nnonvoluntary_ctxt_switches:\t56\n"
+	if got, err := parseVoluntarySwitches([]byte(status)); err != nil || got != 1234 {
+		t.Fatalf("parseVoluntarySwitches = %d, %v; want 1234", got, err)
+	}
+	if _, err := parseVoluntarySwitches([]byte("Name:\tx\n")); err == nil {
+		t.Fatal("no error without the line")
 	}
 }
