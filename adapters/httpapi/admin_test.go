@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,16 +12,38 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/adapters/ops"
 	"github.com/pmgate/pmgate/domain/correlation"
 )
 
-func withAdmin(m *httpapi.Monitor) func(*httpapi.Config) {
+// withAdmin serves the control page and /metrics of adapters/ops from m,
+// wired as cmd/gateway wires them: the page shows the server's strategy, and
+// its health and verification are the server's, as later options set them.
+func withAdmin(m *ops.Monitor) func(*httpapi.Config) {
 	return func(c *httpapi.Config) {
-		c.Monitor = m
-		c.Admin = &httpapi.AdminInfo{Version: "v-test", UpstreamHost: "team.postman.co",
-			Models:  []httpapi.AdminModel{{Public: model, Upstream: "GPT_55", Observed: []string{"GPT_55"}}},
-			Summary: map[string]string{"api_key": "set", "strategy": "access_token"}}
+		withMonitor(m)(c)
+		c.Admin = ops.NewPage(ops.AdminInfo{Version: "v-test", Strategy: c.Strategy, UpstreamHost: "team.postman.co",
+			Models:  []ops.AdminModel{{Public: model, Upstream: "GPT_55", Observed: []string{"GPT_55"}}},
+			Summary: map[string]string{"api_key": "set", "strategy": "access_token"},
+			Health: func(ctx context.Context) map[string]any {
+				if c.Health == nil {
+					return nil
+				}
+				return c.Health(ctx)
+			},
+			Verification: func() (bool, map[string]any) {
+				if c.Verification == nil {
+					return false, nil
+				}
+				return c.Verification()
+			}}, m)
 	}
+}
+
+// withMonitor reports every request to m and serves its /metrics, as
+// cmd/gateway wires them.
+func withMonitor(m *ops.Monitor) func(*httpapi.Config) {
+	return func(c *httpapi.Config) { c.Monitor, c.Metrics = m, m.Handler() }
 }
 
 func get(h http.Handler, path string, header ...string) *httptest.ResponseRecorder {
@@ -35,7 +58,7 @@ func get(h http.Handler, path string, header ...string) *httptest.ResponseRecord
 
 func TestEveryAdminAnswerCarriesTheBrowserPolicy(t *testing.T) {
 	is := is.New(t)
-	h, _ := newServer(t, fiveDeltas(), withAdmin(httpapi.NewMonitor(httpapi.MonitorConfig{})))
+	h, _ := newServer(t, fiveDeltas(), withAdmin(ops.NewMonitor(ops.MonitorConfig{})))
 	for _, tc := range []struct {
 		method, path string
 		status       int
@@ -63,7 +86,7 @@ func TestEveryAdminAnswerCarriesTheBrowserPolicy(t *testing.T) {
 
 func TestTheAdminPageCarriesNoDataAndNoInlineCode(t *testing.T) {
 	is := is.New(t)
-	h, _ := newServer(t, fiveDeltas(), withAdmin(httpapi.NewMonitor(httpapi.MonitorConfig{})))
+	h, _ := newServer(t, fiveDeltas(), withAdmin(ops.NewMonitor(ops.MonitorConfig{})))
 	page := get(h, "/admin").Body.String()
 	is.True(strings.Contains(page, `<script src="/admin/static/app.js" defer></script>`))
 	for _, data := range []string{model, "GPT_55", "team.postman.co", "access_token", "v-test", apiKey} {
@@ -82,7 +105,7 @@ func TestTheAdminPageCarriesNoDataAndNoInlineCode(t *testing.T) {
 
 func TestAdminDataNeedsTheKey(t *testing.T) {
 	is := is.New(t)
-	h, _ := newServer(t, fiveDeltas(), withAdmin(httpapi.NewMonitor(httpapi.MonitorConfig{})))
+	h, _ := newServer(t, fiveDeltas(), withAdmin(ops.NewMonitor(ops.MonitorConfig{})))
 	for _, hdr := range [][]string{nil, {"Authorization", "Bearer nope-nope-nope-nope"}, {"Authorization", "Basic " + apiKey}} {
 		rec := get(h, "/admin/api/overview", hdr...)
 		is.Equal(rec.Code, 401)
@@ -94,7 +117,7 @@ func TestAdminDataNeedsTheKey(t *testing.T) {
 	var o struct {
 		Version, Strategy string
 		UpstreamHost      string `json:"upstream_host"`
-		Models            []httpapi.AdminModel
+		Models            []ops.AdminModel
 		Config            map[string]string
 	}
 	is.NoErr(json.Unmarshal(rec.Body.Bytes(), &o))
@@ -109,7 +132,7 @@ func TestAdminDataNeedsTheKey(t *testing.T) {
 
 func TestTheRecentListKeepsTheLastHundredAPIRequestsNewestFirst(t *testing.T) {
 	is := is.New(t)
-	m := httpapi.NewMonitor(httpapi.MonitorConfig{})
+	m := ops.NewMonitor(ops.MonitorConfig{})
 	h, _ := newServer(t, fiveDeltas(), withAdmin(m))
 	for i := range 130 {
 		rec := httptest.NewRecorder()
@@ -145,7 +168,7 @@ func itoa(i int) string {
 
 func TestTheMachineDrawingIsTheDeclaredTable(t *testing.T) {
 	is := is.New(t)
-	h, _ := newServer(t, fiveDeltas(), withAdmin(httpapi.NewMonitor(httpapi.MonitorConfig{})))
+	h, _ := newServer(t, fiveDeltas(), withAdmin(ops.NewMonitor(ops.MonitorConfig{})))
 	rec := get(h, "/admin/api/overview", "Authorization", "Bearer "+apiKey)
 	var o struct {
 		Machine struct {
@@ -205,14 +228,14 @@ func TestMetricsAreServedOnlyWithAMonitor(t *testing.T) {
 	is := is.New(t)
 	h, _ := newServer(t, fiveDeltas())
 	is.Equal(get(h, "/metrics", "Authorization", "Bearer "+apiKey).Code, 404)
-	h, _ = newServer(t, fiveDeltas(), func(c *httpapi.Config) { c.Monitor = httpapi.NewMonitor(httpapi.MonitorConfig{}) })
+	h, _ = newServer(t, fiveDeltas(), withMonitor(ops.NewMonitor(ops.MonitorConfig{})))
 	is.Equal(get(h, "/metrics").Code, 401)
 	rec := get(h, "/metrics", "Authorization", "Bearer "+apiKey)
 	is.Equal(rec.Code, 200)
 	body, _ := io.ReadAll(rec.Body)
 	is.True(strings.Contains(string(body), "pmgate_chat_concurrency_limit 4"))
-	h, _ = newServer(t, fiveDeltas(), func(c *httpapi.Config) {
-		c.Monitor, c.MetricsOpen = httpapi.NewMonitor(httpapi.MonitorConfig{}), true
+	h, _ = newServer(t, fiveDeltas(), withMonitor(ops.NewMonitor(ops.MonitorConfig{})), func(c *httpapi.Config) {
+		c.MetricsOpen = true
 	})
 	is.Equal(get(h, "/metrics").Code, 200)
 }
@@ -220,10 +243,10 @@ func TestMetricsAreServedOnlyWithAMonitor(t *testing.T) {
 func TestOnlyAPassingProbeReportVerifiesTheUpstream(t *testing.T) {
 	is := is.New(t)
 	for _, tc := range []struct {
-		probe *httpapi.ProbeStatus
+		probe *ops.ProbeStatus
 		want  bool
-	}{{nil, false}, {&httpapi.ProbeStatus{Passed: false, Time: "2026-01-01T00:00:00Z"}, false}, {&httpapi.ProbeStatus{Passed: true, Time: "2026-01-01T00:00:00Z"}, true}} {
-		h, _ := newServer(t, fiveDeltas(), withAdmin(httpapi.NewMonitor(httpapi.MonitorConfig{})), func(c *httpapi.Config) {
+	}{{nil, false}, {&ops.ProbeStatus{Passed: false, Time: "2026-01-01T00:00:00Z"}, false}, {&ops.ProbeStatus{Passed: true, Time: "2026-01-01T00:00:00Z"}, true}} {
+		h, _ := newServer(t, fiveDeltas(), withAdmin(ops.NewMonitor(ops.MonitorConfig{})), func(c *httpapi.Config) {
 			if tc.probe != nil {
 				c.Verification = func() (bool, map[string]any) {
 					return tc.probe.Passed, map[string]any{"upstream_verified_at": tc.probe.Time, "upstream_report_digest": "sha256:x"}
@@ -231,8 +254,8 @@ func TestOnlyAPassingProbeReportVerifiesTheUpstream(t *testing.T) {
 			}
 		})
 		var health, live struct {
-			Verified bool                 `json:"upstream_verified"`
-			Probe    *httpapi.ProbeStatus `json:"probe"`
+			Verified bool             `json:"upstream_verified"`
+			Probe    *ops.ProbeStatus `json:"probe"`
 		}
 		is.NoErr(json.Unmarshal(get(h, "/health").Body.Bytes(), &health))
 		is.NoErr(json.Unmarshal(get(h, "/admin/api/live", "Authorization", "Bearer "+apiKey).Body.Bytes(), &live))

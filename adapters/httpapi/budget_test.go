@@ -14,6 +14,7 @@ import (
 
 	"github.com/pmgate/pmgate/adapters/httpapi"
 	"github.com/pmgate/pmgate/adapters/memstore"
+	"github.com/pmgate/pmgate/adapters/ops"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/keyring"
@@ -33,9 +34,10 @@ func scopedKeyring() *httpapi.Keyring {
 
 func TestAnInferenceKeyGets403OnTheOperatorViews(t *testing.T) {
 	is := is.New(t)
-	mon := httpapi.NewMonitor(httpapi.MonitorConfig{})
 	u := app.NewUsage(memstore.NewUsage(), porttest.NewClock(porttest.T0), slog.New(slog.DiscardHandler), 90)
-	h, _ := newServer(t, fiveDeltas(), withAdmin(mon), withKeyring(scopedKeyring()), func(c *httpapi.Config) { c.Usage = u })
+	keys := scopedKeyring()
+	mon := ops.NewMonitor(ops.MonitorConfig{Usage: u, Slots: keys.Slots})
+	h, _ := newServer(t, fiveDeltas(), withAdmin(mon), withKeyring(keys), func(c *httpapi.Config) { c.Usage = u })
 	// The editor's own traffic, so that there is something to leak.
 	is.Equal(serve(h, requestAs(editorKey, `{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`)).Code, 200)
 	for _, path := range []string{"/admin/api/overview", "/admin/api/live", "/admin/api/usage", "/metrics"} {
@@ -63,10 +65,11 @@ func TestAnInferenceKeyGets403OnTheOperatorViews(t *testing.T) {
 
 func TestTheLiveViewShowsEachKeysBudgetAndTheLastHourByCause(t *testing.T) {
 	is := is.New(t)
-	mon := httpapi.NewMonitor(httpapi.MonitorConfig{})
 	ledger := memstore.NewUsage()
 	clock := porttest.NewClock(time.Now())
 	u := app.NewUsage(ledger, clock, slog.New(slog.DiscardHandler), 90)
+	keys := scopedKeyring()
+	mon := ops.NewMonitor(ops.MonitorConfig{Usage: u, Slots: keys.Slots})
 	for range 3 {
 		is.NoErr(porttest.AdmitOnce(context.Background(), ledger, "router", usage.Limits{}, clock.Now()))
 	}
@@ -76,7 +79,7 @@ func TestTheLiveViewShowsEachKeysBudgetAndTheLastHourByCause(t *testing.T) {
 		}
 		return nil, b.Admit(clock.Now(), usage.Limits{DispatchesPerDay: 1})
 	}}
-	h, _ := newServer(t, refuse, withAdmin(mon), withKeyring(scopedKeyring()), func(c *httpapi.Config) { c.Usage = u })
+	h, _ := newServer(t, refuse, withAdmin(mon), withKeyring(keys), func(c *httpapi.Config) { c.Usage = u })
 	for range 2 {
 		rec := serve(h, requestAs(editorKey, `{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`))
 		is.Equal(rec.Code, 429)
@@ -91,11 +94,11 @@ func TestTheLiveViewShowsEachKeysBudgetAndTheLastHourByCause(t *testing.T) {
 	rec := get(h, "/admin/api/live", "Authorization", "Bearer "+routerKey)
 	is.Equal(rec.Code, 200)
 	var live struct {
-		Keys     []httpapi.KeyBudget
+		Keys     []ops.KeyBudget
 		LastHour map[string]int `json:"last_hour"`
 	}
 	is.NoErr(json.Unmarshal(rec.Body.Bytes(), &live))
-	is.Equal(live.Keys, []httpapi.KeyBudget{
+	is.Equal(live.Keys, []ops.KeyBudget{
 		{Slot: "editor", Scope: "inference"},
 		{Slot: "router", Scope: "admin", RequestsPerMinute: 30, DispatchesPerDay: 500, DispatchesToday: 3, DispatchesMonth: 3},
 	})
@@ -103,7 +106,7 @@ func TestTheLiveViewShowsEachKeysBudgetAndTheLastHourByCause(t *testing.T) {
 	// The ledger counts both refusals under the editor's slot.
 	rec = get(h, "/admin/api/usage", "Authorization", "Bearer "+routerKey)
 	is.Equal(rec.Code, 200)
-	var rep httpapi.UsageReport
+	var rep ops.UsageReport
 	is.NoErr(json.Unmarshal(rec.Body.Bytes(), &rep))
 	is.Equal(len(rep.Rows), 1)
 	is.Equal(rep.Rows[0].Slot, "editor")

@@ -3,10 +3,11 @@
 // (docs/RESPONSES.md), the Anthropic Messages API POST /v1/messages and
 // /v1/messages/count_tokens (docs/MESSAGES.md; messages_*.go, with its own
 // error shape through writeAnthropicError), GET /v1/models and GET /health,
-// in front of an app.ChatService, and the operator's surface: the control
-// page under /admin (admin.go, adminui/) and Prometheus /metrics (metrics.go,
-// monitor.go; see docs/OPERATE.md). NewServer returns the whole surface as
-// one http.Handler; routes.go lists it.
+// in front of an app.ChatService, and the routes of the operator's views: the
+// control page under /admin and Prometheus /metrics, whose handlers and
+// monitor are adapters/ops's, handed in by the wiring (operator.go; see
+// docs/OPERATE.md). NewServer returns the whole surface as one http.Handler;
+// routes.go lists it.
 //
 // # Errors
 //

@@ -3,9 +3,6 @@ package httpapi
 import (
 	"crypto/subtle"
 	"reflect"
-	"time"
-
-	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // SwapCompare replaces the key comparison for one test and returns the
@@ -24,9 +21,3 @@ func CompareIsConstantTime() bool {
 
 // CheckText is checkText, for the fuzz target.
 var CheckText = checkText
-
-// ObserveRequest runs the monitor's per-request recording, for benchmarks.
-func (m *Monitor) ObserveRequest(route string, status int, code string, start, firstToken, end time.Time) {
-	m.observeRequest(RequestRecord{Time: start, RequestID: "bench", Route: route, Status: status, Code: code, Model: "m"},
-		errs.Code(code), start, firstToken, end)
-}

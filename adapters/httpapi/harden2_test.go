@@ -17,6 +17,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/adapters/ops"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
 )
@@ -75,7 +76,7 @@ func TestResponsesDefaultsParallelToolCallsToTrue(t *testing.T) {
 }
 
 func TestEveryAdminAnswerHasTheBrowserHeadersEvenBeforeRouting(t *testing.T) {
-	h, _ := newServer(t, fiveDeltas(), withAdmin(httpapi.NewMonitor(httpapi.MonitorConfig{})))
+	h, _ := newServer(t, fiveDeltas(), withAdmin(ops.NewMonitor(ops.MonitorConfig{})))
 	for name, c := range map[string]struct {
 		path, host, origin string
 		want               int

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pmgate/pmgate/domain/keyring"
 	"github.com/pmgate/pmgate/domain/usage"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // Keyring is the ingress's live set of API key slots. Replace swaps the whole
@@ -153,20 +154,13 @@ func (k *Keyring) Replace(slots []keyring.Slot) {
 	k.cur.Store(snap)
 }
 
-// KeySlot is what the control page and the metrics show of a slot: never
-// its key or digest.
-type KeySlot struct {
-	ID     string
-	Admin  bool
-	Limits usage.Limits
-}
-
-// Slots returns the current slots in file order.
-func (k *Keyring) Slots() []KeySlot {
+// Slots returns the current slots in file order, as the operator's views
+// show them (adapters/ops reads them through the wiring).
+func (k *Keyring) Slots() []ports.KeySlot {
 	cur := k.cur.Load().slots
-	out := make([]KeySlot, len(cur))
+	out := make([]ports.KeySlot, len(cur))
 	for i, a := range cur {
-		out[i] = KeySlot{ID: a.id, Admin: a.admin, Limits: a.limits}
+		out[i] = ports.KeySlot{ID: a.id, Admin: a.admin, Limits: a.limits}
 	}
 	return out
 }

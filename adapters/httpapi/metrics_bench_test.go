@@ -9,42 +9,16 @@ import (
 	"time"
 
 	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/adapters/ops"
 )
-
-// The cost the metrics add to one request: the monitor's recording alone
-// (counter, duration and time-to-first-token histograms, the recent list),
-// sequential and from every core at once.
-func BenchmarkMonitorObserveRequest(b *testing.B) {
-	m := httpapi.NewMonitor(httpapi.MonitorConfig{})
-	start := time.Now()
-	first, end := start.Add(3*time.Millisecond), start.Add(40*time.Millisecond)
-	b.ReportAllocs()
-	cpu := cpuTime()
-	for b.Loop() {
-		m.ObserveRequest("/v1/chat/completions", 200, "", start, first, end)
-	}
-	reportCPU(b, cpu)
-}
-
-func BenchmarkMonitorObserveRequestParallel(b *testing.B) {
-	m := httpapi.NewMonitor(httpapi.MonitorConfig{})
-	start := time.Now()
-	first, end := start.Add(3*time.Millisecond), start.Add(40*time.Millisecond)
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			m.ObserveRequest("/v1/chat/completions", 200, "", start, first, end)
-		}
-	})
-}
 
 // The same request through the whole handler, without and with a monitor:
 // the difference is what a request pays for the metrics end to end.
 func BenchmarkModelsRequest(b *testing.B) {
 	for _, tc := range []struct {
 		name    string
-		monitor *httpapi.Monitor
-	}{{"without_metrics", nil}, {"with_metrics", httpapi.NewMonitor(httpapi.MonitorConfig{})}} {
+		monitor httpapi.Monitor
+	}{{"without_metrics", nil}, {"with_metrics", ops.NewMonitor(ops.MonitorConfig{})}} {
 		b.Run(tc.name, func(b *testing.B) {
 			cfg := testConfig()
 			cfg.Monitor = tc.monitor

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pmgate/pmgate/adapters/httpapi"
 	"github.com/pmgate/pmgate/adapters/memstore"
+	"github.com/pmgate/pmgate/adapters/ops"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/correlation"
@@ -22,7 +22,7 @@ func observedGateway(b *testing.B, up ports.Upstream, store ports.CorrelationSto
 	log := slog.New(slog.DiscardHandler)
 	events := app.NewObservers(log)
 	b.Cleanup(events.Close)
-	httpapi.NewMonitor(httpapi.MonitorConfig{Events: events})
+	ops.NewMonitor(ops.MonitorConfig{Events: events})
 	events.Subscribe("log", app.LogObserver{Log: log})
 	return app.New(app.Config{WorkspaceID: "ws", Correlation: true, Policy: policy, Observer: events}, up, store,
 		porttest.NewClock(porttest.T0), &porttest.IDs{}, log)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/pmgate/pmgate/adapters/httpapi"
 	"github.com/pmgate/pmgate/adapters/memstore"
+	"github.com/pmgate/pmgate/adapters/ops"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/conversation"
 	"github.com/pmgate/pmgate/domain/correlation"
@@ -48,7 +48,7 @@ func TestAnswersArriveWhileAnObserverIsStuckAndTheAnchorRowsReachMetrics(t *test
 	is := is.New(t)
 	log := slog.New(slog.DiscardHandler)
 	events := app.NewObservers(log)
-	monitor := httpapi.NewMonitor(httpapi.MonitorConfig{Version: "test", Strategy: "access_token", Events: events})
+	monitor := ops.NewMonitor(ops.MonitorConfig{Version: "test", Strategy: "access_token", Events: events})
 	stuck := &stuckObserver{entered: make(chan struct{}), release: make(chan struct{})}
 	events.Subscribe("stuck", stuck)
 	events.Subscribe("broken", panickingObserver{})
@@ -67,7 +67,7 @@ func TestAnswersArriveWhileAnObserverIsStuckAndTheAnchorRowsReachMetrics(t *test
 	gw := app.New(app.Config{WorkspaceID: "ws", Correlation: true, Policy: policy, Observer: events}, up,
 		memstore.New(correlation.Limits{MaxGroups: 10, MaxCalls: 10}, policy), porttest.NewClock(porttest.T0), &porttest.IDs{}, log).
 		WithAnchors(memstore.NewAnchors(conversation.Limits{MaxAnchors: 10}, anchorPolicy), anchorPolicy)
-	h, _ := newServer(t, gw, func(c *httpapi.Config) { c.Monitor = monitor })
+	h, _ := newServer(t, gw, withMonitor(monitor))
 
 	first := post(h, withMessages(`[{"role":"user","content":"hi"}]`))
 	is.Equal(first.Code, 200)

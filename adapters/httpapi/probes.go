@@ -115,11 +115,15 @@ func (s *server) handleHealth() http.Handler {
 			}
 		}
 		out["upstream_verified"] = verified
-		if m := s.cfg.Monitor; m != nil {
-			if c := m.upstreamCredits(); c != nil {
-				out["upstream_credits"] = c
-			}
-		}
 		s.writeValue(w, r, out, "health fields")
 	})
+}
+
+// verification is the upstream-verified state of Config.Verification
+// (false, with no fields, when it is nil).
+func (s *server) verification() (bool, map[string]any) {
+	if s.cfg.Verification == nil {
+		return false, nil
+	}
+	return s.cfg.Verification()
 }

@@ -45,13 +45,7 @@ func (s *server) routes() http.Handler {
 	mux.Handle(pathReadyz, s.handleMethodNotAllowed("GET, HEAD"))
 	mux.Handle("GET "+pathHealth, s.handleHealth())
 	mux.Handle(pathHealth, s.handleMethodNotAllowed("GET, HEAD"))
-	if s.cfg.Monitor != nil {
-		mux.Handle("GET "+pathMetrics, s.handleMetrics())
-		mux.Handle(pathMetrics, s.handleMethodNotAllowed("GET, HEAD"))
-	}
-	if s.cfg.Admin != nil {
-		s.adminRoutes(mux)
-	}
+	s.operatorRoutes(mux) // /metrics and /admin, when configured (operator.go)
 	mux.Handle("/", s.handleNotFound())
 	return mux
 }

@@ -51,18 +51,21 @@ type Config struct {
 	// WidenCombinators is POSTMAN_SCHEMA_COMBINATORS=widen (toolschema.Options).
 	WidenCombinators bool
 	// Health returns extra /health fields (may be nil), e.g. correlation
-	// counts. The three fixed fields (status, strategy, upstream_verified)
+	// counts and the credit report. The three fixed fields (status, strategy, upstream_verified)
 	// cannot be overridden by it.
 	Health func(ctx context.Context) map[string]any
-	// Monitor, when set, records every request and serves GET /metrics
-	// (metrics.go); MetricsOpen (METRICS_AUTH=none) serves it without a key.
-	Monitor     *Monitor
+	// Monitor, when set, is told of every answered request (operator.go;
+	// adapters/ops keeps the metrics and the control page's recent lists).
+	Monitor Monitor
+	// Metrics, when set, serves GET /metrics behind an admin key;
+	// MetricsOpen (METRICS_AUTH=none) serves it without a key.
+	Metrics     http.Handler
 	MetricsOpen bool
-	// Admin, when set (ADMIN_ENABLED), serves the control page (admin.go).
-	Admin *AdminInfo
-	// Usage, when set, keeps the usage ledger of every chat request and
-	// serves GET /admin/api/usage; the control page and /metrics show each
-	// slot's budget from it (docs/USAGE.md).
+	// Admin, when set (ADMIN_ENABLED), is the control page served under
+	// /admin (operator.go).
+	Admin ControlPage
+	// Usage, when set, keeps the usage ledger of every chat request
+	// (docs/USAGE.md).
 	Usage *app.Usage
 	// Verification reports whether the upstream was verified by a probe report
 	// and the fields that go with it (time and digest, or the reason it is
@@ -151,6 +154,9 @@ func NewServer(cfg Config, svc app.ChatService, log *slog.Logger) http.Handler {
 	}
 	for _, m := range cfg.Models {
 		s.models[m] = true
+	}
+	if cfg.Monitor != nil {
+		cfg.Monitor.Watch(routeTemplates, func() int { return len(s.sem) }, cap(s.sem))
 	}
 	return s.middleware(s.routes())
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pmgate/pmgate/adapters/httpapi"
 	"github.com/pmgate/pmgate/adapters/memstore"
+	"github.com/pmgate/pmgate/adapters/ops"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/keyring"
@@ -36,23 +37,24 @@ func budgetViews(t *testing.T) (http.Handler, *porttest.Clock) {
 	}
 	clock := porttest.NewClock(porttest.T0)
 	u := app.NewUsage(ledger, clock, slog.New(slog.DiscardHandler), 90)
-	h, _ := newServer(t, fiveDeltas(), withAdmin(httpapi.NewMonitor(httpapi.MonitorConfig{})),
-		withKeyring(httpapi.NewKeyring(principalKey, []keyring.Slot{router})), func(c *httpapi.Config) { c.Usage = u })
+	keys := httpapi.NewKeyring(principalKey, []keyring.Slot{router})
+	h, _ := newServer(t, fiveDeltas(), withAdmin(ops.NewMonitor(ops.MonitorConfig{Usage: u, Slots: keys.Slots})),
+		withKeyring(keys), func(c *httpapi.Config) { c.Usage = u })
 	return h, clock
 }
 
 // seen is what the control page, the usage report and /metrics say of the
 // router slot's dispatches: today's and this month's, each view's own.
-func seen(t *testing.T, h http.Handler) (live, report httpapi.KeyBudget, metrics string) {
+func seen(t *testing.T, h http.Handler) (live, report ops.KeyBudget, metrics string) {
 	t.Helper()
 	is := is.New(t)
 	auth := []string{"Authorization", "Bearer " + routerKey}
-	var l struct{ Keys []httpapi.KeyBudget }
+	var l struct{ Keys []ops.KeyBudget }
 	rec := get(h, "/admin/api/live", auth...)
 	is.Equal(rec.Code, 200)
 	is.NoErr(json.Unmarshal(rec.Body.Bytes(), &l))
 	is.Equal(len(l.Keys), 1)
-	var rep httpapi.UsageReport
+	var rep ops.UsageReport
 	rec = get(h, "/admin/api/usage", auth...)
 	is.Equal(rec.Code, 200)
 	is.NoErr(json.Unmarshal(rec.Body.Bytes(), &rep))
@@ -64,7 +66,7 @@ func TestTheBudgetViewsShowTodayAndThisMonthEachInItsPlace(t *testing.T) {
 	is := is.New(t)
 	h, _ := budgetViews(t)
 	live, report, metrics := seen(t, h)
-	want := httpapi.KeyBudget{Slot: "router", Scope: "admin", DispatchesPerDay: 5, DispatchesPerMonth: 100, DispatchesToday: 2, DispatchesMonth: 7}
+	want := ops.KeyBudget{Slot: "router", Scope: "admin", DispatchesPerDay: 5, DispatchesPerMonth: 100, DispatchesToday: 2, DispatchesMonth: 7}
 	is.Equal(live, want)
 	is.Equal(report, want)
 	for _, series := range []string{
@@ -107,7 +109,7 @@ func TestTheUsageReportDefaultsToSevenDaysAndRefusesAnInvertedRange(t *testing.T
 	rec := get(h, "/admin/api/usage", auth...)
 	after := time.Now().UTC()
 	is.Equal(rec.Code, 200)
-	var rep httpapi.UsageReport
+	var rep ops.UsageReport
 	is.NoErr(json.Unmarshal(rec.Body.Bytes(), &rep))
 	is.True(rep.Until == usage.Day(before) || rep.Until == usage.Day(after)) // a test run across midnight
 	until, err := time.Parse(time.DateOnly, rep.Until)

@@ -17,7 +17,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/pmgate/pmgate/adapters/emulator"
-	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/adapters/ops"
 )
 
 // TestAnInferenceKeyCannotReadTheOperatorViews is the leak of the attack run:
@@ -95,25 +95,25 @@ func TestAKeysQuotaRefusesBeforeSendingAndHoldsAContinuation(t *testing.T) {
 	// The first screen's numbers: two dispatches today against a budget of
 	// two; the refusals of the last hour by cause.
 	var live struct {
-		Keys     []httpapi.KeyBudget
+		Keys     []ops.KeyBudget
 		LastHour map[string]int `json:"last_hour"`
 	}
 	is.NoErr(json.Unmarshal([]byte(s.get(t, "/admin/api/live", bearer(owner)...)), &live))
-	var got httpapi.KeyBudget
+	var got ops.KeyBudget
 	for _, k := range live.Keys {
 		if k.Slot == "agent" {
 			got = k
 		}
 	}
-	is.Equal(got, httpapi.KeyBudget{Slot: "agent", Scope: "inference", DispatchesPerDay: 2, DispatchesToday: 2, DispatchesMonth: 2})
+	is.Equal(got, ops.KeyBudget{Slot: "agent", Scope: "inference", DispatchesPerDay: 2, DispatchesToday: 2, DispatchesMonth: 2})
 	is.Equal(live.LastHour["key_quota_exhausted"], 5)
 	metrics := s.get(t, "/metrics", bearer(owner)...)
 	is.True(strings.Contains(metrics, `pmgate_key_dispatches_total{slot="agent"} 2`))
 	is.True(strings.Contains(metrics, `pmgate_key_refusals_total{code="key_quota_exhausted",slot="agent"} 5`))
 	// The ledger: by API and outcome.
-	var rep httpapi.UsageReport
+	var rep ops.UsageReport
 	eventually(t, "the ledger has every request", func() bool {
-		rep = httpapi.UsageReport{}
+		rep = ops.UsageReport{}
 		_ = json.Unmarshal([]byte(s.get(t, "/admin/api/usage", bearer(owner)...)), &rep)
 		n := int64(0)
 		for _, r := range rep.Rows {
@@ -297,9 +297,9 @@ func TestTwoReplicasHoldADailyQuotaOnTheSharedStore(t *testing.T) {
 		}
 		return out.String()
 	}
-	var fromDB, fromURL httpapi.UsageReport
+	var fromDB, fromURL ops.UsageReport
 	eventually(t, "both replicas flushed their ledger rows", func() bool {
-		fromDB = httpapi.UsageReport{}
+		fromDB = ops.UsageReport{}
 		_ = json.Unmarshal([]byte(cmd("--json")), &fromDB)
 		var n int64
 		for _, r := range fromDB.Rows {
@@ -349,8 +349,8 @@ func TestUpstreamQuotaRefusalsAreCountedWithTheirTime(t *testing.T) {
 	is.NoErr(json.NewDecoder(resp.Body).Decode(&e))
 	is.Equal(e.Error.Code, "upstream_quota_exhausted")
 	var live struct {
-		UpstreamQuota httpapi.UpstreamQuota `json:"upstream_quota"`
-		LastHour      map[string]int        `json:"last_hour"`
+		UpstreamQuota ops.UpstreamQuota `json:"upstream_quota"`
+		LastHour      map[string]int    `json:"last_hour"`
 	}
 	is.NoErr(json.Unmarshal([]byte(s.get(t, "/admin/api/live")), &live))
 	is.Equal(live.UpstreamQuota.Count, int64(1))
@@ -358,7 +358,7 @@ func TestUpstreamQuotaRefusalsAreCountedWithTheirTime(t *testing.T) {
 	is.Equal(live.LastHour["upstream_quota_exhausted"], 1)
 	is.True(strings.Contains(s.get(t, "/metrics"), `pmgate_key_refusals_total{code="upstream_quota_exhausted",slot="default"} 1`))
 	eventually(t, "the ledger counts it", func() bool {
-		var rep httpapi.UsageReport
+		var rep ops.UsageReport
 		_ = json.Unmarshal([]byte(s.get(t, "/admin/api/usage")), &rep)
 		return len(rep.Rows) == 1 && rep.Rows[0].Outcome == "upstream_quota_exhausted" && rep.Rows[0].Requests == 1
 	})

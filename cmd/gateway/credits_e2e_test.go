@@ -13,15 +13,15 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/adapters/ops"
 	"github.com/pmgate/pmgate/ports"
 )
 
 // creditsOf reads the upstream_credits member of a JSON answer.
-func creditsOf(t *testing.T, body string) *httpapi.UpstreamCredits {
+func creditsOf(t *testing.T, body string) *ops.UpstreamCredits {
 	t.Helper()
 	var v struct {
-		Credits *httpapi.UpstreamCredits `json:"upstream_credits"`
+		Credits *ops.UpstreamCredits `json:"upstream_credits"`
 	}
 	if err := json.Unmarshal([]byte(body), &v); err != nil {
 		t.Fatalf("not JSON: %v: %s", err, body)
@@ -83,7 +83,7 @@ func TestTheServicesCreditReportIsShownAsReportedEverywhere(t *testing.T) {
 			var out, errOut bytes.Buffer
 			env := map[string]string{"PROVIDER_API_KEY": testKey}
 			is.NoErr(run(t.Context(), []string{"usage", "--json", "--url", s.base}, func(k string) string { return env[k] }, &out, &errOut))
-			var rep httpapi.UsageReport
+			var rep ops.UsageReport
 			is.NoErr(json.Unmarshal(out.Bytes(), &rep))
 			is.True(rep.UpstreamCredits != nil && rep.UpstreamCredits.Known) // gateway usage --json
 			is.Equal(*rep.UpstreamCredits.Usage, int64(plan.Usage))          // the same report

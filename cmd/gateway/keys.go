@@ -22,6 +22,7 @@ import (
 
 	"github.com/pmgate/pmgate/adapters/httpapi"
 	"github.com/pmgate/pmgate/adapters/keyfile"
+	"github.com/pmgate/pmgate/adapters/ops"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/domain/keyring"
 	ledger "github.com/pmgate/pmgate/domain/usage"
@@ -313,7 +314,7 @@ func keysList(path string, src usageSource, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	spent := map[string]httpapi.KeyBudget{}
+	spent := map[string]ops.KeyBudget{}
 	countsNote := ""
 	counted := src.configured()
 	if counted {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/pmgate/pmgate/adapters/httpapi"
 	"github.com/pmgate/pmgate/adapters/keyfile"
+	"github.com/pmgate/pmgate/adapters/ops"
 )
 
 func TestKeysFlagsMayFollowTheSlotID(t *testing.T) {
@@ -51,7 +51,7 @@ func TestKeysListReadsTheAdminKeyFromTheVariableKeyEnvNames(t *testing.T) {
 			http.Error(w, "{}", http.StatusForbidden)
 			return
 		}
-		_ = json.NewEncoder(w).Encode(httpapi.UsageReport{Keys: []httpapi.KeyBudget{{Slot: "agent", DispatchesToday: 3}}})
+		_ = json.NewEncoder(w).Encode(ops.UsageReport{Keys: []ops.KeyBudget{{Slot: "agent", DispatchesToday: 3}}})
 	}))
 	t.Cleanup(gw.Close)
 	// The shell of a key-file gateway: PROVIDER_API_KEY cannot hold the admin key there.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/adapters/ops"
 )
 
 // keys list shows each slot's dispatches today and this month, each against
@@ -24,7 +24,7 @@ func TestKeysListShowsTodayAndThisMonthEachAgainstItsLimit(t *testing.T) {
 			http.Error(w, "{}", http.StatusForbidden)
 			return
 		}
-		_ = json.NewEncoder(w).Encode(httpapi.UsageReport{Keys: []httpapi.KeyBudget{{Slot: "agent", DispatchesToday: 2, DispatchesMonth: 7}}})
+		_ = json.NewEncoder(w).Encode(ops.UsageReport{Keys: []ops.KeyBudget{{Slot: "agent", DispatchesToday: 2, DispatchesMonth: 7}}})
 	}))
 	t.Cleanup(gw.Close)
 	list, err := keysCmdEnv(t, file, map[string]string{"PROVIDER_API_KEY": "owner-key"}, "list", "--url", gw.URL)

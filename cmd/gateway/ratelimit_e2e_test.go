@@ -13,7 +13,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/pmgate/pmgate/adapters/emulator"
-	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/adapters/ops"
 	"github.com/pmgate/pmgate/domain/errs"
 )
 
@@ -84,7 +84,7 @@ func TestASpentUpstreamWindowRefusesFreshTurnsBeforeDispatchOnEveryAPI(t *testin
 			}
 
 			var live struct {
-				Window *httpapi.UpstreamRateWindow `json:"upstream_rate_limit"`
+				Window *ops.UpstreamRateWindow `json:"upstream_rate_limit"`
 			}
 			is.NoErr(json.Unmarshal([]byte(s.get(t, "/admin/api/live")), &live))
 			is.True(live.Window != nil && live.Window.Known)                // the control page shows the window

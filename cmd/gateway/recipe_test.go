@@ -236,7 +236,7 @@ func TestDocumentedAgentLinesWorkOutsideTheClone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files = append(files, "../../README.md", "../../adapters/httpapi/adminui/app.js")
+	files = append(files, "../../README.md", "../../adapters/ops/adminui/app.js")
 	promptRE := regexp.MustCompile(`--system-prompt-file\s+(\S+)`)
 	for _, f := range files {
 		b, err := os.ReadFile(f)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pmgate/pmgate/adapters/httpapi"
 	"github.com/pmgate/pmgate/adapters/keyfile"
+	"github.com/pmgate/pmgate/adapters/ops"
 	"github.com/pmgate/pmgate/adapters/otel"
 	"github.com/pmgate/pmgate/adapters/postman"
 	"github.com/pmgate/pmgate/adapters/system"
@@ -95,9 +96,9 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 	var window func() ports.RateWindow    // the adapter's, once it exists
 	var credits func() ports.CreditReport // the adapter's, once it exists
 	events := app.NewObservers(log)
-	monitor := httpapi.NewMonitor(httpapi.MonitorConfig{Version: version, Strategy: string(cfg.upstream.Strategy),
+	monitorCfg := ops.MonitorConfig{Version: version, Strategy: string(cfg.upstream.Strategy),
 		Counts: func(ctx context.Context) (correlation.Counts, error) { return store.Counts(ctx) }, Events: events,
-		RateWindow: func() ports.RateWindow { return window() }, Credits: func() ports.CreditReport { return credits() }})
+		RateWindow: func() ports.RateWindow { return window() }, Credits: func() ports.CreditReport { return credits() }}
 	events.Subscribe("log", app.LogObserver{Log: log})
 	started := false
 	defer func() {
@@ -157,6 +158,17 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 		keyWatch = keyWatcher(cfg, keys, log)
 		keys.SetRefresh(keyWatch.Refresh) // the same owner as the poll's: it knows what this loads
 	}
+	monitorCfg.Usage, monitorCfg.Slots = budget, keys.Slots
+	monitor := ops.NewMonitor(monitorCfg)
+	verification := live.verification
+	health := func(ctx context.Context) map[string]any {
+		h := map[string]any{"correlation": storeHealth(ctx, cfg, store), "conversation": anchorHealth(ctx, cfg, anchors),
+			"upstream_limits": limitsHealth(cfg)}
+		if c := monitor.Credits(); c != nil {
+			h["upstream_credits"] = c
+		}
+		return h
+	}
 	handler := httpapi.NewServer(httpapi.Config{
 		Keys:               keys,
 		PrincipalKey:       cfg.principalKey,
@@ -172,17 +184,15 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 		ToolSchemaPolicy:   cfg.request.toolSchemaPolicy,
 		WidenCombinators:   cfg.request.widenCombinators,
 		UsageEstimatesOff:  !cfg.usageEstimates,
-		Health: func(ctx context.Context) map[string]any {
-			return map[string]any{"correlation": storeHealth(ctx, cfg, store), "conversation": anchorHealth(ctx, cfg, anchors),
-				"upstream_limits": limitsHealth(cfg)}
-		},
-		Monitor:      monitor,
-		MetricsOpen:  cfg.metricsOpen,
-		Usage:        budget,
-		Admin:        adminInfo(cfg, checker),
-		Verification: live.verification,
-		Readiness:    readiness(cfg, store, keys, &live.draining, live.verified),
-		Tracer:       tracer,
+		Health:             health,
+		Monitor:            monitor,
+		Metrics:            monitor.Handler(),
+		MetricsOpen:        cfg.metricsOpen,
+		Usage:              budget,
+		Admin:              controlPage(cfg, checker, monitor, health, verification),
+		Verification:       verification,
+		Readiness:          readiness(cfg, store, keys, &live.draining, live.verified),
+		Tracer:             tracer,
 	}, svc, log)
 	tcp, err := listen(net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port)),
 		"set PROVIDER_PORT to a free port, or to 0 to pick one (demo: --port 0)")
@@ -290,18 +300,22 @@ func (g *gateway) wait(ctx context.Context) error {
 	return err
 }
 
-// adminInfo is what the control page shows of the configuration (nil when
-// ADMIN_ENABLED is false): check-config's redacted summary, never a secret.
-func adminInfo(cfg config, checker *update.Checker) *httpapi.AdminInfo {
+// controlPage is the control page (nil when ADMIN_ENABLED is false): what it
+// shows of the configuration is check-config's redacted summary, never a
+// secret; its live data come from the monitor and the same health and
+// verification functions as /health's.
+func controlPage(cfg config, checker *update.Checker, monitor *ops.Monitor, health func(context.Context) map[string]any,
+	verification func() (bool, map[string]any)) httpapi.ControlPage {
 	if !cfg.adminEnabled {
 		return nil
 	}
-	a := &httpapi.AdminInfo{Version: version, UpstreamHost: cfg.upstream.Summary()["host"], Summary: cfg.summary()}
+	a := ops.AdminInfo{Version: version, Strategy: string(cfg.upstream.Strategy), UpstreamHost: cfg.upstream.Summary()["host"],
+		Summary: cfg.summary(), Health: health, Verification: verification}
 	if checker != nil {
 		a.Update = func() any { return checker.Status() }
 	}
 	for _, m := range cfg.upstream.Models {
-		a.Models = append(a.Models, httpapi.AdminModel{Public: m.Public, Upstream: m.Upstream, Observed: m.Observed})
+		a.Models = append(a.Models, ops.AdminModel{Public: m.Public, Upstream: m.Upstream, Observed: m.Observed})
 	}
-	return a
+	return ops.NewPage(a, monitor)
 }

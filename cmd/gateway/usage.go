@@ -15,7 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/adapters/ops"
 	"github.com/pmgate/pmgate/adapters/pgstore"
 	"github.com/pmgate/pmgate/adapters/system"
 	"github.com/pmgate/pmgate/app"
@@ -82,13 +82,13 @@ func usageSourceFrom(getenv func(string) string, rawURL, keyEnv string) (usageSo
 }
 
 // report reads the ledger rows of [since, until] and every slot's budget.
-func (u usageSource) report(ctx context.Context, since, until string) (httpapi.UsageReport, error) {
+func (u usageSource) report(ctx context.Context, since, until string) (ops.UsageReport, error) {
 	if u.url != "" {
 		return u.fetch(ctx, since, until)
 	}
 	pg, err := pgstore.Open(ctx, u.pgURL, correlation.Limits{}, correlation.Policy{}, nil)
 	if err != nil {
-		return httpapi.UsageReport{}, err
+		return ops.UsageReport{}, err
 	}
 	defer pg.Close()
 	// Read as a running gateway's views read them (a past day's or month's
@@ -96,18 +96,18 @@ func (u usageSource) report(ctx context.Context, since, until string) (httpapi.U
 	views := app.NewUsage(pg.Usage(), system.Clock{}, slog.New(slog.DiscardHandler), 0)
 	rows, err := views.Report(ctx, since, until)
 	if err != nil {
-		return httpapi.UsageReport{}, err
+		return ops.UsageReport{}, err
 	}
 	bs, err := views.Budgets(ctx)
 	if err != nil {
-		return httpapi.UsageReport{}, err
+		return ops.UsageReport{}, err
 	}
-	rep := httpapi.UsageReport{Since: since, Until: until, Rows: make([]httpapi.UsageRow, 0, len(rows))}
+	rep := ops.UsageReport{Since: since, Until: until, Rows: make([]ops.UsageRow, 0, len(rows))}
 	for _, r := range rows {
-		rep.Rows = append(rep.Rows, httpapi.UsageRowOf(r))
+		rep.Rows = append(rep.Rows, ops.UsageRowOf(r))
 	}
 	for slot, b := range bs {
-		rep.Keys = append(rep.Keys, httpapi.KeyBudget{Slot: slot, DispatchesToday: b.DayDispatches, DispatchesMonth: b.MonthDispatches})
+		rep.Keys = append(rep.Keys, ops.KeyBudget{Slot: slot, DispatchesToday: b.DayDispatches, DispatchesMonth: b.MonthDispatches})
 	}
 	return rep, nil
 }
@@ -115,34 +115,34 @@ func (u usageSource) report(ctx context.Context, since, until string) (httpapi.U
 // maxUsageBody bounds the answer of a running gateway.
 const maxUsageBody = 64 << 20
 
-func (u usageSource) fetch(ctx context.Context, since, until string) (httpapi.UsageReport, error) {
+func (u usageSource) fetch(ctx context.Context, since, until string) (ops.UsageReport, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	q := url.Values{"since": {since}, "until": {until}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.url+"/admin/api/usage?"+q.Encode(), nil)
 	if err != nil {
-		return httpapi.UsageReport{}, fmt.Errorf("%w: --url: %v", errUsage, err)
+		return ops.UsageReport{}, fmt.Errorf("%w: --url: %v", errUsage, err)
 	}
 	req.Header.Set("Authorization", "Bearer "+u.key)
 	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
 	if err != nil {
-		return httpapi.UsageReport{}, fmt.Errorf("the gateway at --url could not be reached: %w", withoutURL(err))
+		return ops.UsageReport{}, fmt.Errorf("the gateway at --url could not be reached: %w", withoutURL(err))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxUsageBody))
 	if err != nil {
-		return httpapi.UsageReport{}, fmt.Errorf("reading the gateway's answer: %w", err)
+		return ops.UsageReport{}, fmt.Errorf("reading the gateway's answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e struct {
 			Error struct{ Code, Message string }
 		}
 		_ = json.Unmarshal(body, &e)
-		return httpapi.UsageReport{}, fmt.Errorf("the gateway answered %d %s: %s", resp.StatusCode, e.Error.Code, e.Error.Message)
+		return ops.UsageReport{}, fmt.Errorf("the gateway answered %d %s: %s", resp.StatusCode, e.Error.Code, e.Error.Message)
 	}
-	var rep httpapi.UsageReport
+	var rep ops.UsageReport
 	if err := json.Unmarshal(body, &rep); err != nil {
-		return httpapi.UsageReport{}, fmt.Errorf("the gateway's answer is not a usage report")
+		return ops.UsageReport{}, fmt.Errorf("the gateway's answer is not a usage report")
 	}
 	return rep, nil
 }
@@ -217,7 +217,7 @@ var usageCSVHeader = []string{"day", "slot", "api", "model", "strategy", "outcom
 	"output_chars", "reported_requests", "reported_prompt_tokens", "reported_completion_tokens", "estimated_input_tokens",
 	"estimated_output_tokens", "duration_ms"}
 
-func writeUsageCSV(w io.Writer, rows []httpapi.UsageRow) error {
+func writeUsageCSV(w io.Writer, rows []ops.UsageRow) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write(usageCSVHeader)
 	i := strconv.FormatInt
@@ -233,7 +233,7 @@ func writeUsageCSV(w io.Writer, rows []httpapi.UsageRow) error {
 // writeUsageTable prints one line per day, key slot and model (APIs,
 // strategies and outcomes summed; refusals and errors counted apart), then
 // each slot's total over the range.
-func writeUsageTable(w io.Writer, rep httpapi.UsageReport) error {
+func writeUsageTable(w io.Writer, rep ops.UsageReport) error {
 	type key struct{ day, slot, model string }
 	type sum struct {
 		requests, dispatches, refused, failed, qchars, ochars, repIn, repOut, estIn, estOut int64
@@ -242,7 +242,7 @@ func writeUsageTable(w io.Writer, rep httpapi.UsageReport) error {
 	lines := map[key]*sum{}
 	totals := map[string]*sum{}
 	var slots []string
-	add := func(s *sum, r httpapi.UsageRow) {
+	add := func(s *sum, r ops.UsageRow) {
 		s.requests += r.Requests
 		s.dispatches += r.Dispatches
 		switch {
@@ -304,7 +304,7 @@ func writeUsageTable(w io.Writer, rep httpapi.UsageReport) error {
 // the gateway that answered: labelled as reported and when, never as credits
 // left now. Read from PostgreSQL there is none: the report is kept per
 // process.
-func writeCredits(w io.Writer, c *httpapi.UpstreamCredits) {
+func writeCredits(w io.Writer, c *ops.UpstreamCredits) {
 	fmt.Fprintln(w)
 	switch {
 	case c == nil:

@@ -29,7 +29,7 @@ func init() {
 		mutant{"a 429 without Retry-After ignores the window's reset", "adapters/postman/client.go",
 			"\t\t\tif held := parseRateWindow(resp.Header, c.now()).HeldFor(c.now()); held > 0 {", "\t\t\tif held := time.Duration(0); held > 0 {",
 			"./adapters/postman/", "429Without"},
-		mutant{"/metrics leaves out the window's gauges", "adapters/httpapi/monitor.go",
+		mutant{"/metrics leaves out the window's gauges", "adapters/ops/monitor.go",
 			"\tif cfg.RateWindow != nil {\n\t\tm.reg.MustRegister(&windowCollector{m: m})", "\tif false && cfg.RateWindow != nil {\n\t\tm.reg.MustRegister(&windowCollector{m: m})",
 			"./cmd/gateway/", "TestASpentUpstreamWindowRefusesFreshTurnsBeforeDispatchOnEveryAPI"},
 	)

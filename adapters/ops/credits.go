@@ -1,4 +1,4 @@
-package httpapi
+package ops
 
 import (
 	"time"
@@ -89,8 +89,9 @@ func CreditsView(src func() ports.CreditReport, now time.Time) *UpstreamCredits 
 	return out
 }
 
-// upstreamCredits is the monitor's view of the report; nil without a source.
-func (m *Monitor) upstreamCredits() *UpstreamCredits { return CreditsView(m.credits, m.now()) }
+// Credits is the monitor's view of the report (/health, the control page and
+// the usage report show it); nil without a source.
+func (m *Monitor) Credits() *UpstreamCredits { return CreditsView(m.credits, m.now()) }
 
 // creditStates is the closed set of the state gauge's label.
 var creditStates = []string{"AVAILABLE", "EXCEEDED", "UNAVAILABLE", "BLOCKED"}

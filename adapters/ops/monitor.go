@@ -1,10 +1,9 @@
-package httpapi
+package ops
 
 import (
 	"context"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,7 +21,8 @@ import (
 // metrics served at /metrics and the recent activity the /admin page shows.
 // The wiring creates one per process, subscribes it to the gateway's one
 // observer (app.Observers: the rows the machines applied, the upstream
-// exchanges), and passes it to NewServer, which records every request in it.
+// exchanges), and hands it to the ingress (adapters/httpapi's Config.Monitor),
+// which reports every answered request to it.
 //
 // Every label value comes from a closed set: route templates, HTTP statuses,
 // stable codes, strategies, rule and row ids, machine states. The recent lists
@@ -43,9 +43,13 @@ type Monitor struct {
 	slots     sync.Map // slot id -> prometheus.Counter, resolved once per slot
 	slotDisp  *prometheus.CounterVec
 	slotRef   *prometheus.CounterVec
-	// byRoute holds the resolved series of every route template; it is
-	// written only in NewMonitor, so the request path reads it without a lock.
-	byRoute map[string]*routeSeries
+	// byRoute holds the resolved series of every route template (string ->
+	// *routeSeries): the ingress's templates are resolved when it starts
+	// (Watch), so the request path only loads them.
+	byRoute sync.Map
+	// usage and keySlots are MonitorConfig's Usage and Slots.
+	usage    *app.Usage
+	keySlots func() []ports.KeySlot
 
 	mu          sync.Mutex
 	recent      [recentRequests]listedRequest
@@ -136,6 +140,13 @@ type MonitorConfig struct {
 	// reported it (the Postman adapter's Credits); nil leaves its gauges and
 	// the views' entry out.
 	Credits func() ports.CreditReport
+	// Usage is the usage ledger (nil: none): each slot's dispatches today and
+	// this month on the control page and /metrics, and the control page's
+	// usage report.
+	Usage *app.Usage
+	// Slots reads the current API key slots (the ingress's keyring); nil:
+	// none shown.
+	Slots func() []ports.KeySlot
 }
 
 // routeSeries are the series of one route template, resolved once: the
@@ -152,17 +163,14 @@ type answerKey struct {
 	code   errs.Code
 }
 
-// routeTemplates is every value routeOf can return.
-var routeTemplates = []string{pathChat, pathResponses, pathMessages, pathCount, pathModels, pathHealth, pathMetrics, pathAdmin, pathAdminStatic + "*",
-	pathAdminOverview, pathAdminLive, pathAdminUsage, pathLivez, pathReadyz, pathModels + "/{id}", "unmatched"}
-
 // Latency buckets in seconds: from a fast local refusal to a long upstream turn.
 var latencyBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
 
 // NewMonitor registers every pmgate metric and the Go runtime and process
 // collectors in a registry of its own.
 func NewMonitor(cfg MonitorConfig) *Monitor {
-	m := &Monitor{reg: prometheus.NewRegistry(), now: cfg.Now, window: cfg.RateWindow, credits: cfg.Credits}
+	m := &Monitor{reg: prometheus.NewRegistry(), now: cfg.Now, window: cfg.RateWindow, credits: cfg.Credits,
+		usage: cfg.Usage, keySlots: cfg.Slots}
 	if m.now == nil {
 		m.now = time.Now
 	}
@@ -214,12 +222,33 @@ func NewMonitor(cfg MonitorConfig) *Monitor {
 		m.reg.MustRegister(&observerCollector{events: cfg.Events})
 		cfg.Events.SubscribeInline("metrics", m)
 	}
-	m.byRoute = make(map[string]*routeSeries, len(routeTemplates))
-	for _, r := range routeTemplates {
-		m.byRoute[r] = &routeSeries{duration: m.duration.WithLabelValues(r), ttft: m.ttft.WithLabelValues(r),
-			ok: m.requests.WithLabelValues(r, "200", "none")}
-	}
+	m.reg.MustRegister(&budgetCollector{m: m})
 	return m
+}
+
+// Watch is called once by each ingress that reports to the monitor: the
+// route templates it reports requests under, resolved now (every one shows in
+// /metrics from the start, and the request path only loads them), and its chat
+// concurrency slots, read at scrape time. A monitor watching several ingresses
+// (tests) keeps the first one's slots.
+func (m *Monitor) Watch(routes []string, inFlight func() int, limit int) {
+	for _, r := range routes {
+		m.route(r)
+	}
+	_ = m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pmgate_chat_requests_in_flight",
+		Help: "Chat requests holding a concurrency slot now."}, func() float64 { return float64(inFlight()) }))
+	_ = m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pmgate_chat_concurrency_limit",
+		Help: "The concurrency limit of chat requests (MAX_CONCURRENT_REQUESTS)."}, func() float64 { return float64(limit) }))
+}
+
+// route returns the series of a route template, resolving them on first use.
+func (m *Monitor) route(r string) *routeSeries {
+	if rs, ok := m.byRoute.Load(r); ok {
+		return rs.(*routeSeries)
+	}
+	rs, _ := m.byRoute.LoadOrStore(r, &routeSeries{duration: m.duration.WithLabelValues(r), ttft: m.ttft.WithLabelValues(r),
+		ok: m.requests.WithLabelValues(r, "200", "none")})
+	return rs.(*routeSeries)
 }
 
 // Registry returns the registry /metrics serves (tests gather from it).
@@ -257,13 +286,13 @@ func (m *Monitor) Observe(_ context.Context, e ports.Event) {
 	}
 }
 
-// observeRequest records one finished request. It is on every request's
+// ObserveRequest records one answered request. It is on every request's
 // path, so the label lookups are cached: one sync.Map load per metric.
-func (m *Monitor) observeRequest(rec RequestRecord, code errs.Code, start, firstToken time.Time, end time.Time) {
-	rs := m.byRoute[rec.Route]
-	if rs == nil { // unreachable: routeOf returns only templates
-		rs = m.byRoute["unmatched"]
-	}
+func (m *Monitor) ObserveRequest(a ports.AnsweredRequest) {
+	rec := RequestRecord{Time: a.Start, RequestID: a.RequestID, Route: a.Route, Status: a.Status, Code: string(a.Code),
+		Model: a.Model, Slot: a.Slot, Stream: a.Stream, ToolCalls: a.ToolCalls}
+	code, start, firstToken, end := a.Code, a.Start, a.FirstToken, a.End
+	rs := m.route(rec.Route)
 	if rec.Status == http.StatusOK && code == "" {
 		rs.ok.Inc()
 	} else {
@@ -297,7 +326,10 @@ func (m *Monitor) observeRequest(rec RequestRecord, code errs.Code, start, first
 		}
 		c.(prometheus.Counter).Inc()
 	}
-	if !listed(rec.Route) {
+	// The recent list shows the API and /health, not the operator's views
+	// (the control page's own polling, the scrapes), which would push every
+	// client request out of the list within two minutes. Metrics count them all.
+	if a.Operator {
 		return
 	}
 	m.mu.Lock()
@@ -318,9 +350,9 @@ func (m *Monitor) observeRequest(rec RequestRecord, code errs.Code, start, first
 	m.mu.Unlock()
 }
 
-// observeSlot counts a finished chat request's dispatches and, when a limit
+// ObserveSlot counts a finished chat request's dispatches and, when a limit
 // refused it, the refusal, by slot.
-func (m *Monitor) observeSlot(slot string, dispatches int, code errs.Code) {
+func (m *Monitor) ObserveSlot(slot string, dispatches int, code errs.Code) {
 	if slot == "" {
 		return
 	}
@@ -364,13 +396,6 @@ func (m *Monitor) upstreamQuota() UpstreamQuota {
 		q.Last = &t
 	}
 	return q
-}
-
-// listed says which routes the recent list shows: the API and /health, not
-// the control page's own polling or the scrapes, which would push every
-// client request out of the list within two minutes. Metrics count them all.
-func listed(route string) bool {
-	return route != pathMetrics && !strings.HasPrefix(route, pathAdmin)
 }
 
 // Recent returns the last requests and transitions, newest first.

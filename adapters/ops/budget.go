@@ -1,4 +1,4 @@
-package httpapi
+package ops
 
 import (
 	"context"
@@ -8,50 +8,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/domain/usage"
+	"github.com/pmgate/pmgate/ports"
 )
-
-// apiOf names the API of a chat route for the ledger.
-func apiOf(path string) string {
-	switch path {
-	case pathChat:
-		return usage.APIChat
-	case pathResponses:
-		return usage.APIResponses
-	}
-	return usage.APIMessages
-}
-
-// recordUsage counts one finished chat request: in the ledger (Config.Usage)
-// and in the per-slot metrics.
-func (s *server) recordUsage(r *http.Request, m *app.Meter, start time.Time) {
-	ri := infoFrom(r.Context())
-	outcome := string(ri.code)
-	if outcome == "" {
-		outcome = "ok"
-	}
-	if mon := s.cfg.Monitor; mon != nil {
-		mon.observeSlot(ri.slot, m.Dispatches, ri.code)
-	}
-	if s.cfg.Usage == nil || ri.slot == "" {
-		return
-	}
-	e := usage.Entry{At: start, Slot: ri.slot, API: apiOf(r.URL.Path), Model: ri.model, Strategy: s.cfg.Strategy,
-		Outcome: outcome, Dispatches: m.Dispatches, QueryChars: m.QueryChars, OutputChars: m.OutputChars,
-		Duration: s.now().Sub(start)}
-	if u := m.Usage; u != nil {
-		e.Reported = true
-		if u.PromptTokens != nil {
-			e.PromptTokens = *u.PromptTokens
-		}
-		if u.CompletionTokens != nil {
-			e.CompletionTokens = *u.CompletionTokens
-		}
-	}
-	s.cfg.Usage.Record(e)
-}
 
 // KeyBudget is one slot's budget as the control page and `gateway keys list`
 // show it: its limits and today's and this month's dispatches (UTC).
@@ -67,12 +27,15 @@ type KeyBudget struct {
 
 // keyBudgets is every current slot's budget; counts are absent (zero) when
 // no ledger is configured or it cannot be read.
-func (s *server) keyBudgets(ctx context.Context) []KeyBudget {
+func (m *Monitor) keyBudgets(ctx context.Context) []KeyBudget {
 	var bs map[string]usage.Budget
-	if s.cfg.Usage != nil {
-		bs, _ = s.cfg.Usage.Budgets(ctx)
+	if m.usage != nil {
+		bs, _ = m.usage.Budgets(ctx)
 	}
-	slots := s.keys.Slots()
+	var slots []ports.KeySlot
+	if m.keySlots != nil {
+		slots = m.keySlots()
+	}
 	out := make([]KeyBudget, 0, len(slots))
 	for _, k := range slots {
 		scope := "inference"
@@ -141,50 +104,44 @@ type UsageReport struct {
 // maxUsageDays bounds one report's range.
 const maxUsageDays = 366
 
-// adminUsage serves GET /admin/api/usage?since=YYYY-MM-DD&until=YYYY-MM-DD
-// (UTC days, both included; default: the last seven days).
-func (s *server) adminUsage() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.Usage == nil {
-			s.writeError(w, r, errNoRoute)
-			return
-		}
-		now := s.now().UTC()
-		since, until := usage.Day(now.AddDate(0, 0, -6)), usage.Day(now)
-		q := r.URL.Query()
-		for _, p := range []struct {
-			name string
-			dst  *string
-		}{{"since", &since}, {"until", &until}} {
-			if v := q.Get(p.name); v != "" {
-				if _, err := time.Parse(time.DateOnly, v); err != nil {
-					s.writeError(w, r, invalid(p.name, "A day is YYYY-MM-DD (UTC)."))
-					return
-				}
-				*p.dst = v
+// Usage serves GET /admin/api/usage?since=YYYY-MM-DD&until=YYYY-MM-DD
+// (UTC days, both included; default: the last seven days). The router serves
+// it only when the monitor has a ledger (ServesUsage).
+func (p *Page) Usage(w http.ResponseWriter, r *http.Request) error {
+	m := p.m
+	now := m.now().UTC()
+	since, until := usage.Day(now.AddDate(0, 0, -6)), usage.Day(now)
+	q := r.URL.Query()
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"since", &since}, {"until", &until}} {
+		if v := q.Get(f.name); v != "" {
+			if _, err := time.Parse(time.DateOnly, v); err != nil {
+				return invalid(f.name, "A day is YYYY-MM-DD (UTC).")
 			}
+			*f.dst = v
 		}
-		a, _ := time.Parse(time.DateOnly, since)
-		b, _ := time.Parse(time.DateOnly, until)
-		if b.Before(a) || b.Sub(a) > maxUsageDays*24*time.Hour {
-			s.writeError(w, r, invalid("until", "until must not be before since, and a report spans at most 366 days."))
-			return
-		}
-		rows, err := s.cfg.Usage.Report(r.Context(), since, until)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		out := UsageReport{Since: since, Until: until, Rows: make([]UsageRow, 0, len(rows)), Keys: s.keyBudgets(r.Context())}
-		if m := s.cfg.Monitor; m != nil {
-			out.UpstreamCredits = m.upstreamCredits()
-		}
-		for _, row := range rows {
-			out.Rows = append(out.Rows, UsageRowOf(row))
-		}
-		s.writeValue(w, r, out, "usage report")
-	})
+	}
+	a, _ := time.Parse(time.DateOnly, since)
+	b, _ := time.Parse(time.DateOnly, until)
+	if b.Before(a) || b.Sub(a) > maxUsageDays*24*time.Hour {
+		return invalid("until", "until must not be before since, and a report spans at most 366 days.")
+	}
+	rows, err := m.usage.Report(r.Context(), since, until)
+	if err != nil {
+		return err
+	}
+	out := UsageReport{Since: since, Until: until, Rows: make([]UsageRow, 0, len(rows)), Keys: m.keyBudgets(r.Context()),
+		UpstreamCredits: m.Credits()}
+	for _, row := range rows {
+		out.Rows = append(out.Rows, UsageRowOf(row))
+	}
+	return writeValue(w, out, "usage report")
 }
+
+// ServesUsage reports whether the monitor has a usage ledger to report.
+func (p *Page) ServesUsage() bool { return p.m.usage != nil }
 
 // refusalCodes are the causes the per-slot refusal counter distinguishes: a
 // closed set, so the label set stays bounded by the configured slots.
@@ -196,7 +153,7 @@ var refusalCodes = map[errs.Code]bool{
 // budgetCollector reports each current slot's dispatches today and this
 // month and its limits at scrape time. Labels: the configured slot ids and
 // the window ("day", "month"): bounded by the key file.
-type budgetCollector struct{ s *server }
+type budgetCollector struct{ m *Monitor }
 
 var (
 	descKeyDispatches = prometheus.NewDesc("pmgate_key_dispatches", "Upstream dispatches of an API key slot in the current UTC day or month (the counts its quotas are enforced on).", []string{"slot", "window"}, nil)
@@ -213,7 +170,7 @@ func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	for _, k := range c.s.keyBudgets(ctx) {
+	for _, k := range c.m.keyBudgets(ctx) {
 		ch <- prometheus.MustNewConstMetric(descKeyDispatches, prometheus.GaugeValue, float64(k.DispatchesToday), k.Slot, "day")
 		ch <- prometheus.MustNewConstMetric(descKeyDispatches, prometheus.GaugeValue, float64(k.DispatchesMonth), k.Slot, "month")
 		if k.DispatchesPerDay > 0 {
