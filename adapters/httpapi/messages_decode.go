@@ -76,7 +76,7 @@ func readMessagesBody(body []byte) (messages.Request, error) {
 }
 
 // duplicateDetail is the refusal of a member name given twice in one object
-// (docs/API.md#request-validation).
+// (docs/API.md, "Repeated member names and the order of refusals").
 const duplicateDetail = "is given more than once in its object; a member name may appear only once."
 
 // translateMessages is the one translation of a Messages request into the
