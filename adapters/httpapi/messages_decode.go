@@ -5,19 +5,16 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cockroachdb/errors"
-
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/messages"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
-	"github.com/pmgate/pmgate/domain/toolschema"
 )
 
 // The Anthropic Messages API (POST /v1/messages) is served on the same core
 // as chat completions and the Responses API: its request is translated into
 // a chat.Request (system blocks → a system message, content blocks →
 // messages, tool_use/tool_result blocks → tool calls and tool messages,
-// custom tools → chat tools through the same schema lowering), the same app
+// custom tools → chat tools under the same rules, newTool), the same app
 // turn runs, and its deltas are rendered as a Message or the Messages event
 // stream. docs/MESSAGES.md lists every field and how it is treated.
 
@@ -658,8 +655,8 @@ var serverToolPrefixes = []string{
 }
 
 // messagesTools translates custom tools ({name, description, input_schema,
-// strict}) into chat tools, validated and lowered like chat tools (the rules
-// and words of decodeToolsOnce, at the Messages paths). Server tools are
+// strict}) into chat tools under the rules every API's tools have (newTool),
+// at the Messages paths. Server tools are
 // refused by name: the gateway cannot run them, and dropping them would make
 // a side call "succeed" with nothing. A tool set is translated once and
 // remembered by its bytes as sent (decodedTools, keyed with the API).
@@ -712,40 +709,26 @@ func (s *server) messagesTools(t messages.Tools) ([]chat.Tool, error) {
 	for i, item := range items {
 		p := "tools." + strconv.Itoa(i)
 		in := &item.V
-		if !in.Name.IsString() || !validToolName(in.Name.V) {
-			return nil, invalid(p+".name", "is required and must match ^[A-Za-z0-9_-]{1,64}$.")
-		}
-		tl := chat.Tool{Name: in.Name.V}
-		if seen[tl.Name] {
-			return nil, invalid(p+".name", "repeats the name of an earlier tool.")
-		}
-		seen[tl.Name] = true
-		switch d := in.Description; {
-		case d.IsString():
-			tl.Description = d.V
-		case !messages.Absent(d.Kind):
-			return nil, invalid(p+".description", "must be a string.")
-		}
-		// The schema as the chat form holds it (compact, HTML-escaped, the
-		// bytes the tools hash binds); the lowered form goes upstream.
+		// The schema as the Messages route has always kept it (compact,
+		// HTML-escaped: the bytes the tools hash binds).
 		params, err := json.Marshal(json.RawMessage(in.InputSchema))
 		if err != nil {
 			return nil, err
 		}
-		lowered, err := lowerSchema(params, p+".input_schema", s.toolOptions())
-		var pr *toolschema.Problem
-		if errors.As(err, &pr) {
-			return nil, refuse(pr.Code, pr.Path, pr.Detail)
+		d := toolDef{at: p, schemaAt: p + ".input_schema", name: in.Name.V, nameOK: in.Name.IsString(), schema: params}
+		switch desc := in.Description; {
+		case desc.IsString():
+			d.desc = desc.V
+		case !messages.Absent(desc.Kind):
+			d.descErr = invalid(p+".description", "must be a string.")
 		}
+		if st := in.Strict; !messages.Absent(st.Kind) {
+			b, err := wireBool(st, p+".strict", false)
+			d.strict, d.strictErr = &b, err
+		}
+		tl, err := s.newTool(d, seen)
 		if err != nil {
 			return nil, err
-		}
-		tl.Parameters, tl.UpstreamParameters = params, lowered
-		if st := in.Strict; !messages.Absent(st.Kind) {
-			if !st.IsBool() {
-				return nil, invalid(p+".strict", "must be a boolean.")
-			}
-			tl.Strict = &st.V
 		}
 		tools = append(tools, tl)
 	}
