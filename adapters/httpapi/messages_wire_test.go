@@ -222,3 +222,16 @@ func TestMessagesToolsAreTheChatRoutesTools(t *testing.T) {
 		}
 	}
 }
+
+// Member names are matched exactly: "Stream" is an unknown field (ignored),
+// not stream, and "MAX_TOKENS" does not stand in for max_tokens.
+func TestMessagesMatchesMemberNamesExactly(t *testing.T) {
+	is := is.New(t)
+	h, _ := newServer(t, &fakeService{})
+	rec := serve(h, msgRequest(msgBody(userHi, `,"Stream":true`)))
+	is.Equal(rec.Code, 200)
+	is.True(strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json")) // a Message, not a stream
+	code, param := refusedParam(h, `{"model":"`+model+`","MAX_TOKENS":5,"messages":`+userHi+`}`)
+	is.Equal(code, 400)
+	is.Equal(param, "max_tokens")
+}
