@@ -242,11 +242,12 @@ func stopSequences(a messages.Array[messages.String]) ([]string, error) {
 	default:
 		return nil, invalid("stop_sequences", "must be an array of strings.")
 	}
-	if len(a.Items) > maxStopSequences {
+	items := a.Items
+	if len(items) > maxStopSequences {
 		return nil, invalid("stop_sequences", "at most "+strconv.Itoa(maxStopSequences)+" stop sequences are accepted.")
 	}
 	var out []string
-	for i, it := range a.Items {
+	for i, it := range items {
 		p := "stop_sequences." + strconv.Itoa(i)
 		if !it.IsString() {
 			return nil, invalid(p, "must be a string.")
