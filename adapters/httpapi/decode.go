@@ -20,14 +20,8 @@ import (
 // use (allowed), refused exactly like an unknown one otherwise.
 func (s *server) decodeTop(body []byte, allowed func(string) bool) (map[string]json.RawMessage, string, error) {
 	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil || top == nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) || !json.Valid(body) {
-			return nil, "", invalid("", "The body is not valid JSON: "+jsonPosition(body))
-		}
-		return nil, "", invalid("", "The body must be a JSON object.")
-	}
-	if err := checkText(body); err != nil {
+	err := json.Unmarshal(body, &top)
+	if err := notObjectText(body, top, err); err != nil {
 		return nil, "", err
 	}
 	if kindOf(top["model"]) != kindString || str(top["model"]) == "" {
@@ -38,6 +32,26 @@ func (s *server) decodeTop(body []byte, allowed func(string) bool) (map[string]j
 		return nil, "", s.modelNotFound(allowed)
 	}
 	return top, model, nil
+}
+
+// notObjectText is the refusal of a body that is not one JSON object (top and
+// err are what json.Unmarshal made of it) of valid Unicode text, or nil.
+func notObjectText(body []byte, top map[string]json.RawMessage, err error) error {
+	if err != nil || top == nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) || !json.Valid(body) {
+			return invalid("", "The body is not valid JSON: "+jsonPosition(body))
+		}
+		return invalid("", "The body must be a JSON object.")
+	}
+	return checkText(body)
+}
+
+// bodyError is notObjectText for a body not read yet.
+func bodyError(body []byte) error {
+	var top map[string]json.RawMessage
+	err := json.Unmarshal(body, &top)
+	return notObjectText(body, top, err)
 }
 
 // jsonPosition says where body stops being JSON: the byte offset, line and

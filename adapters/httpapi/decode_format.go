@@ -5,6 +5,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/messages"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/structured"
 	"github.com/pmgate/pmgate/domain/toolschema"
@@ -58,8 +59,11 @@ func decodeTextFormat(text json.RawMessage) (chat.OutputFormat, error) {
 	return prepareOutput(spec)
 }
 
-func outputKind(t json.RawMessage) chat.OutputKind {
-	switch str(t) {
+func outputKind(t json.RawMessage) chat.OutputKind { return outputKindOf(str(t)) }
+
+// outputKindOf is the output kind a format type names (text for any other).
+func outputKindOf(t string) chat.OutputKind {
+	switch t {
 	case "json_object":
 		return chat.OutputJSONObject
 	case "json_schema":
@@ -102,28 +106,31 @@ func prepareOutput(spec structured.Spec) (chat.OutputFormat, error) {
 	return out, err
 }
 
-// decodeOutputConfigFormat reads the Anthropic Messages API's
+// outputConfigFormat reads the Anthropic Messages API's
 // output_config.format: {"type":"json_schema","schema":{…}} (no name, no
-// strict), for the Messages decoder to store as chat.Request.Output the way
-// the chat and Responses decoders do. The field rule has checked the type.
-func decodeOutputConfigFormat(outputConfig json.RawMessage) (chat.OutputFormat, error) {
-	if kindOf(outputConfig) != kindObject {
+// strict), stored as chat.Request.Output the way the chat and Responses
+// decoders do. The field policy has checked the type.
+func outputConfigFormat(oc messages.Object[messages.OutputConfig]) (chat.OutputFormat, error) {
+	if !oc.IsObject() || !oc.V.Format.IsObject() {
 		return chat.OutputFormat{}, nil
 	}
-	format := fields(outputConfig)["format"]
-	if kindOf(format) != kindObject {
-		return chat.OutputFormat{}, nil
-	}
-	f := fields(format)
+	f := oc.V.Format.V
 	const p = "output_config.format"
-	spec := structured.Spec{Kind: outputKind(f["type"]), NamePath: p + ".name", SchemaPath: p + ".schema"}
+	spec := structured.Spec{Kind: outputKindOf(f.Type.V), NamePath: p + ".name", SchemaPath: p + ".schema"}
 	if spec.Kind == chat.OutputJSONSchema {
-		switch s := f["schema"]; kindOf(s) {
-		case kindObject:
-			spec.Schema = s
-		default:
+		if f.Schema.Kind() != '{' {
 			return chat.OutputFormat{}, invalid(spec.SchemaPath, "is required and must be a JSON schema object.")
 		}
+		spec.Schema = json.RawMessage(f.Schema)
 	}
 	return prepareOutput(spec)
+}
+
+// decodeOutputConfigFormat is outputConfigFormat of an output_config as sent.
+func decodeOutputConfigFormat(outputConfig json.RawMessage) (chat.OutputFormat, error) {
+	oc, err := messages.DecodeOutputConfig(outputConfig)
+	if err != nil {
+		return chat.OutputFormat{}, invalid("output_config", "must be an object.")
+	}
+	return outputConfigFormat(oc)
 }

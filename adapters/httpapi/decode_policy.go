@@ -82,15 +82,13 @@ var fieldRules = map[string]func(param string, raw json.RawMessage) error{
 	// answer a different conversation (messages_decode.go reads it on
 	// /v1/messages and never consults this rule).
 	"system": refusedAnthropicSystem,
-	// The Messages API's own fields (messages_decode.go).
+	// The Messages API's own fields that it passes on as sent
+	// (messages_decode.go reads thinking, output_config and mcp_servers).
 	"top_k":              ignoredInteger,
-	"thinking":           ignored(kindObject),
 	"context_management": ignored(kindObject),
 	"cache_control":      ignored(kindObject),
 	"speed":              ignored(kindString),
 	"inference_geo":      ignored(kindString),
-	"output_config":      checkOutputConfig,
-	"mcp_servers":        refusedUnlessEmpty("MCP connector servers run on Anthropic's side; this gateway cannot reach them."),
 	"container":          refusedUnlessNull("code execution containers are not available."),
 }
 

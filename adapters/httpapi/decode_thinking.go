@@ -8,6 +8,7 @@ package httpapi
 import (
 	"encoding/json"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/messages"
 	"github.com/pmgate/pmgate/domain/chat"
 )
 
@@ -23,11 +24,17 @@ func decodeEffort(raw json.RawMessage, param string) (chat.ThinkingLevel, bool, 
 	if kindOf(raw) != kindString {
 		return chat.ThinkingOff, false, invalid(param, "must be a string.")
 	}
-	level, ok := chat.EffortLevel(str(raw))
+	level, err := effortLevel(str(raw), param)
+	return level, err == nil, err
+}
+
+// effortLevel reads one effort word at param.
+func effortLevel(word, param string) (chat.ThinkingLevel, error) {
+	level, ok := chat.EffortLevel(word)
 	if !ok {
-		return chat.ThinkingOff, false, unsupported(param, effortWords)
+		return chat.ThinkingOff, unsupported(param, effortWords)
 	}
-	return level, true, nil
+	return level, nil
 }
 
 // decodeReasoningEffort is chat's reasoning_effort.
@@ -46,29 +53,27 @@ func decodeResponsesReasoning(raw json.RawMessage) (chat.ThinkingLevel, error) {
 	return level, err
 }
 
-// decodeMessagesThinking is the Messages API's thinking and
-// output_config.effort: thinking {type: "disabled"} turns thinking off;
-// otherwise an effort wins, then an enabled thinking's budget_tokens
-// (chat.BudgetLevel); adaptive thinking without an effort asks for nothing.
-func decodeMessagesThinking(top map[string]json.RawMessage) (chat.ThinkingLevel, error) {
-	var effort json.RawMessage
-	if oc := top["output_config"]; kindOf(oc) == kindObject {
-		effort = fields(oc)["effort"]
+// messagesThinking is the Messages API's thinking and output_config.effort
+// (their kinds checked by the field policy): thinking {type: "disabled"}
+// turns thinking off; otherwise an effort wins, then an enabled thinking's
+// budget_tokens (chat.BudgetLevel); adaptive thinking without an effort asks
+// for nothing.
+func messagesThinking(th messages.Object[messages.Thinking], oc messages.Object[messages.OutputConfig]) (chat.ThinkingLevel, error) {
+	level, hasEffort := chat.ThinkingOff, false
+	if oc.IsObject() && oc.V.Effort.IsString() {
+		var err error
+		if level, err = effortLevel(oc.V.Effort.V, "output_config.effort"); err != nil {
+			return chat.ThinkingOff, err
+		}
+		hasEffort = true
 	}
-	level, hasEffort, err := decodeEffort(effort, "output_config.effort")
-	if err != nil {
-		return chat.ThinkingOff, err
-	}
-	th := top["thinking"]
-	if absent(th) || kindOf(th) != kindObject {
+	if !th.IsObject() {
 		return level, nil
 	}
-	f := fields(th)
-	typ := f["type"]
-	if kindOf(typ) != kindString {
+	if !th.V.Type.IsString() {
 		return chat.ThinkingOff, invalid("thinking.type", "must be a string.")
 	}
-	switch str(typ) {
+	switch th.V.Type.V {
 	case "disabled":
 		return chat.ThinkingOff, nil
 	case "adaptive":
@@ -77,7 +82,7 @@ func decodeMessagesThinking(top map[string]json.RawMessage) (chat.ThinkingLevel,
 		if hasEffort {
 			return level, nil
 		}
-		n, ok := integer(f["budget_tokens"])
+		n, ok := integer(json.RawMessage(th.V.BudgetTokens.Text))
 		if !ok || n < 1 {
 			return chat.ThinkingOff, invalid("thinking.budget_tokens", "must be a positive integer when thinking is enabled.")
 		}

@@ -77,44 +77,78 @@ func (s *server) decodeToolsOnce(raw json.RawMessage) ([]chat.Tool, error) {
 			return nil, invalid(p+".function", "is required and must be an object.")
 		}
 		ff := fields(fn)
-		var t chat.Tool
-		if kindOf(ff["name"]) != kindString || !validToolName(str(ff["name"])) {
-			return nil, invalid(p+".function.name", "is required and must match ^[A-Za-z0-9_-]{1,64}$.")
-		}
-		t.Name = str(ff["name"])
-		if seen[t.Name] {
-			return nil, invalid(p+".function.name", "repeats the name of an earlier tool.")
-		}
-		seen[t.Name] = true
-		var err error
-		if t.Description, err = optString(ff["description"], p+".function.description"); err != nil {
-			return nil, err
-		}
+		d := toolDef{at: p + ".function", schemaAt: p + ".function.parameters",
+			name: str(ff["name"]), nameOK: kindOf(ff["name"]) == kindString}
+		d.desc, d.descErr = optString(ff["description"], p+".function.description")
 		switch params := ff["parameters"]; kindOf(params) {
 		case kindInvalid, kindNull:
 		case kindObject:
-			lowered, err := lowerSchema(params, p+".function.parameters", s.toolOptions())
-			var pr *toolschema.Problem
-			if errors.As(err, &pr) {
-				return nil, refuse(pr.Code, pr.Path, pr.Detail)
-			}
-			if err != nil {
-				return nil, err
-			}
-			t.Parameters, t.UpstreamParameters = params, lowered
+			d.schema = params
 		default:
-			return nil, invalid(p+".function.parameters", "must be a JSON schema object.")
+			d.schemaErr = invalid(d.schemaAt, "must be a JSON schema object.")
 		}
 		if st := ff["strict"]; !absent(st) {
 			b, err := optBool(st, p+".function.strict", false)
-			if err != nil {
-				return nil, err
-			}
-			t.Strict = &b
+			d.strict, d.strictErr = &b, err
+		}
+		t, err := s.newTool(d, seen)
+		if err != nil {
+			return nil, err
 		}
 		tools = append(tools, t)
 	}
 	return tools, nil
+}
+
+// toolDef is one tool definition as an API sends it, read into the parts
+// every API's tools have, with the refusals of their kinds, which newTool
+// reports in the order of its rules.
+type toolDef struct {
+	at, schemaAt string // the paths of the definition's fields and of its schema
+	name         string
+	nameOK       bool // name was a string
+	desc         string
+	descErr      error
+	schema       []byte // nil when absent
+	schemaErr    error
+	strict       *bool
+	strictErr    error
+}
+
+// newTool is the one rule set of a tool definition, in this order: a valid
+// name, not an earlier tool's, a string description, a schema lowered under
+// ToolSchemaPolicy (domain/toolschema; kept as sent, which is what the tools
+// hash binds, and lowered for the upstream), a boolean strict.
+func (s *server) newTool(d toolDef, seen map[string]bool) (chat.Tool, error) {
+	if !d.nameOK || !validToolName(d.name) {
+		return chat.Tool{}, invalid(d.at+".name", "is required and must match ^[A-Za-z0-9_-]{1,64}$.")
+	}
+	if seen[d.name] {
+		return chat.Tool{}, invalid(d.at+".name", "repeats the name of an earlier tool.")
+	}
+	seen[d.name] = true
+	if d.descErr != nil {
+		return chat.Tool{}, d.descErr
+	}
+	if d.schemaErr != nil {
+		return chat.Tool{}, d.schemaErr
+	}
+	t := chat.Tool{Name: d.name, Description: d.desc, Strict: d.strict}
+	if d.schema != nil {
+		lowered, err := lowerSchema(d.schema, d.schemaAt, s.toolOptions())
+		var pr *toolschema.Problem
+		if errors.As(err, &pr) {
+			return chat.Tool{}, refuse(pr.Code, pr.Path, pr.Detail)
+		}
+		if err != nil {
+			return chat.Tool{}, err
+		}
+		t.Parameters, t.UpstreamParameters = d.schema, lowered
+	}
+	if d.strictErr != nil {
+		return chat.Tool{}, d.strictErr
+	}
+	return t, nil
 }
 
 // validToolName matches ^[A-Za-z0-9_-]{1,64}$, the tool names the upstream

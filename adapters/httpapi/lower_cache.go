@@ -88,6 +88,7 @@ func lowerSchema(raw []byte, path string, opts toolschema.Options) ([]byte, erro
 
 // toolsKey is every setting decodeTools depends on besides the bytes.
 type toolsKey struct {
+	api      string // whose tool shape the bytes are (chat's when empty)
 	maxTools int
 	opts     toolschema.Options
 }

@@ -5,8 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cockroachdb/errors"
-
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/messages"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
 )
@@ -15,7 +14,7 @@ import (
 // as chat completions and the Responses API: its request is translated into
 // a chat.Request (system blocks → a system message, content blocks →
 // messages, tool_use/tool_result blocks → tool calls and tool messages,
-// custom tools → chat tools through the same schema lowering), the same app
+// custom tools → chat tools under the same rules, newTool), the same app
 // turn runs, and its deltas are rendered as a Message or the Messages event
 // stream. docs/MESSAGES.md lists every field and how it is treated.
 
@@ -47,45 +46,90 @@ type msgRequest struct {
 // decodeMessagesRequest validates a whole Messages request and translates it.
 // Nothing reaches the service unless it returns no error.
 func (s *server) decodeMessagesRequest(body []byte, allowed func(string) bool) (msgRequest, error) {
-	top, model, err := s.decodeTop(body, allowed)
+	return s.translateMessages(body, allowed, true)
+}
+
+// decodeCountRequest reads a count_tokens body: a Messages request without
+// max_tokens.
+func (s *server) decodeCountRequest(body []byte, allowed func(string) bool) (msgRequest, error) {
+	return s.translateMessages(body, allowed, false)
+}
+
+// readMessagesBody reads the body once, strictly (wire/messages). A body the
+// reading refuses is refused in the words every API uses (bodyError: not
+// JSON, not an object, not text); one those accept repeats a member name.
+func readMessagesBody(body []byte) (messages.Request, error) {
+	wr, err := messages.Decode(body)
+	if err == nil {
+		return wr, nil
+	}
+	if berr := bodyError(body); berr != nil {
+		return wr, berr
+	}
+	if path, ok := messages.DuplicateName(err); ok {
+		return wr, invalid(strings.Join(path, "."), duplicateDetail)
+	}
+	return wr, invalid("", "The body is not valid JSON.") // the readers disagree; not seen
+}
+
+// duplicateDetail is the refusal of a member name given twice in one object
+// (docs/API.md, "Repeated member names and the order of refusals").
+const duplicateDetail = "is given more than once in its object; a member name may appear only once."
+
+// translateMessages is the one translation of a Messages request into the
+// chat.Request the core takes, in the order of docs/API.md's refusals: the
+// body, model, stream, max_tokens (needMax: count_tokens needs none), the
+// field policy, thinking and output format, stop_sequences, tools,
+// tool_choice, system, messages.
+func (s *server) translateMessages(body []byte, allowed func(string) bool, needMax bool) (msgRequest, error) {
+	wr, err := readMessagesBody(body)
 	if err != nil {
 		return msgRequest{}, err
+	}
+	if !wr.Model.IsString() || wr.Model.V == "" {
+		return msgRequest{}, invalid("model", "is required and must be a string.")
+	}
+	model := wr.Model.V
+	if !s.models[model] || !allowed(model) {
+		return msgRequest{}, s.modelNotFound(allowed)
 	}
 	mr := msgRequest{chat: chat.Request{API: apiMessages, Model: model, ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto},
 		ParallelToolCalls: true}}
 	req := &mr.chat
-	if req.Stream, err = optBool(top["stream"], "stream", false); err != nil {
+	if req.Stream, err = wireBool(wr.Stream, "stream", false); err != nil {
 		return msgRequest{}, err
 	}
-	if n, ok := integer(top["max_tokens"]); !ok || n < 1 {
-		return msgRequest{}, invalid("max_tokens", "is required and must be a positive integer.")
+	if needMax || wr.MaxTokens.Kind != 0 {
+		if n, ok := integer(json.RawMessage(wr.MaxTokens.Text)); !ok || n < 1 {
+			return msgRequest{}, invalid("max_tokens", "is required and must be a positive integer.")
+		}
 	}
-	if err := checkFields(top, messagesFieldPolicy); err != nil {
+	if err := checkMessagesFields(&wr); err != nil {
 		return msgRequest{}, err
 	}
-	if req.Thinking, err = decodeMessagesThinking(top); err != nil {
+	if req.Thinking, err = messagesThinking(wr.Thinking, wr.OutputConfig); err != nil {
 		return msgRequest{}, err
 	}
-	if req.Output, err = decodeOutputConfigFormat(top["output_config"]); err != nil {
+	if req.Output, err = outputConfigFormat(wr.OutputConfig); err != nil {
 		return msgRequest{}, err
 	}
-	if mr.stops, err = decodeStopSequences(top["stop_sequences"]); err != nil {
+	if mr.stops, err = stopSequences(wr.StopSequences); err != nil {
 		return msgRequest{}, err
 	}
-	if err := s.decodeMessagesTools(top["tools"], &mr); err != nil {
+	if req.Tools, err = s.messagesTools(wr.Tools); err != nil {
 		return msgRequest{}, err
 	}
-	if err := decodeMessagesToolChoice(top["tool_choice"], &mr); err != nil {
+	if err := messagesToolChoice(wr.ToolChoice, &mr); err != nil {
 		return msgRequest{}, err
 	}
-	sys, err := decodeSystem(top["system"])
+	sys, err := systemText(wr.System)
 	if err != nil {
 		return msgRequest{}, err
 	}
 	if sys != "" {
 		req.Messages = append(req.Messages, chat.Message{Role: chat.RoleSystem, Content: &sys})
 	}
-	msgs, err := s.decodeMessagesList(top["messages"])
+	msgs, err := s.messagesList(wr.Messages)
 	if err != nil {
 		return msgRequest{}, err
 	}
@@ -94,112 +138,154 @@ func (s *server) decodeMessagesRequest(body []byte, allowed func(string) bool) (
 	return mr, nil
 }
 
-// messagesFieldPolicy lists the top-level Messages fields that are accepted
-// and ignored, or refused. Honoured fields (model, max_tokens (validated),
-// messages, system, stream, stop_sequences, tools, tool_choice) are read by
-// decodeMessagesRequest.
-var messagesFieldPolicy = policy(
-	// accepted, not forwarded: the upstream has no such setting
-	"temperature", "top_p", "top_k", "metadata", "service_tier", "thinking", "context_management",
-	"cache_control", "speed", "inference_geo", "output_config",
-	// refused: server-side features the gateway cannot honour
-	"mcp_servers", "container")
-
-// checkOutputConfig accepts output_config.effort (ignored) and sends
-// output_config.format through the same structured-output decision as chat's
-// response_format and the Responses API's text.format.
-func checkOutputConfig(param string, raw json.RawMessage) error {
-	f, ok, err := nullOrObject(param, raw)
-	if !ok {
-		return err
+// wireBool reads an optional boolean: def when absent or null.
+func wireBool(b messages.Bool, param string, def bool) (bool, error) {
+	switch {
+	case messages.Absent(b.Kind):
+		return def, nil
+	case b.IsBool():
+		return b.V, nil
 	}
-	if v := f["effort"]; !absent(v) && kindOf(v) != kindString {
+	return false, invalid(param, "must be a boolean.")
+}
+
+// wireReqString reads a required, non-empty string.
+func wireReqString(v messages.String, param string) (string, error) {
+	if !v.IsString() {
+		return "", invalid(param, "is required and must be a string.")
+	}
+	if v.V == "" {
+		return "", invalid(param, "must not be empty.")
+	}
+	return v.V, nil
+}
+
+// checkMessagesFields is the Messages API's field policy: the top-level
+// fields it accepts and ignores (the upstream has no such setting) or
+// refuses (server-side features the gateway cannot honour), in the order of
+// messagesFields; the first refusal wins. Honoured fields are read by
+// translateMessages.
+func checkMessagesFields(wr *messages.Request) error {
+	raws := [...]messages.Raw{wr.Temperature, wr.TopP, wr.TopK, wr.Metadata, wr.ServiceTier,
+		wr.ContextManagement, wr.CacheControl, wr.Speed, wr.InferenceGeo, wr.Container}
+	for i, rule := range messagesFields {
+		switch rule.name {
+		case "context_management":
+			if k := wr.Thinking.Kind; k != 0 && k != 'n' && k != '{' {
+				return invalid("thinking", "must be an object.")
+			}
+		case "container":
+			if err := checkOutputConfig(wr.OutputConfig); err != nil {
+				return err
+			}
+			if m := wr.MCPServers; !messages.Absent(m.Kind) && !(m.IsArray() && len(m.Items) == 0) {
+				return unsupported("mcp_servers", "MCP connector servers run on Anthropic's side; this gateway cannot reach them.")
+			}
+		}
+		if len(raws[i]) > 0 {
+			if err := rule.check(rule.name, json.RawMessage(raws[i])); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// messagesFields are the shared rules of the fields checkMessagesFields
+// passes on as sent (thinking comes before context_management, output_config
+// and mcp_servers before container).
+var messagesFields = policy("temperature", "top_p", "top_k", "metadata", "service_tier",
+	"context_management", "cache_control", "speed", "inference_geo", "container")
+
+// checkOutputConfig accepts output_config.effort (a string, read by
+// messagesThinking) and sends output_config.format through the same
+// structured-output decision as chat's response_format and the Responses
+// API's text.format.
+func checkOutputConfig(oc messages.Object[messages.OutputConfig]) error {
+	const param = "output_config"
+	switch oc.Kind {
+	case 0, 'n':
+		return nil
+	case '{':
+	default:
+		return invalid(param, "must be an object.")
+	}
+	if e := oc.V.Effort; !messages.Absent(e.Kind) && !e.IsString() {
 		return invalid(param+".effort", "must be a string.")
 	}
-	format := f["format"]
-	switch kindOf(format) {
-	case kindInvalid, kindNull:
+	format := oc.V.Format
+	switch format.Kind {
+	case 0, 'n':
 		return nil
-	case kindObject:
+	case '{':
 	default:
 		return invalid(param+".format", "must be an object.")
 	}
 	// The Messages API's only structured format is json_schema.
-	if t := fields(format)["type"]; kindOf(t) == kindString && str(t) != "json_schema" {
+	if t := format.V.Type; !t.IsString() {
+		return invalid(param+".format.type", "is required and must be a string.")
+	} else if t.V != "json_schema" {
 		return invalid(param+".format.type", "must be \"json_schema\".")
 	}
-	return checkOutputFormatType(param+".format.type", fields(format)["type"], "output format")
-}
-
-// refusedUnlessEmpty refuses a present, non-empty array (or any other
-// non-null value).
-func refusedUnlessEmpty(detail string) func(string, json.RawMessage) error {
-	return func(param string, raw json.RawMessage) error {
-		if absent(raw) || (kindOf(raw) == kindArray && len(elems(raw)) == 0) {
-			return nil
-		}
-		return unsupported(param, detail)
-	}
+	return nil
 }
 
 // maxStopSequences bounds stop_sequences (the gateway scans the text for
 // each).
 const maxStopSequences = 16
 
-func decodeStopSequences(raw json.RawMessage) ([]string, error) {
-	switch kindOf(raw) {
-	case kindInvalid, kindNull:
+func stopSequences(a messages.Array[messages.String]) ([]string, error) {
+	switch a.Kind {
+	case 0, 'n':
 		return nil, nil
-	case kindArray:
+	case '[':
 	default:
 		return nil, invalid("stop_sequences", "must be an array of strings.")
 	}
-	items := elems(raw)
+	items := a.Items
 	if len(items) > maxStopSequences {
 		return nil, invalid("stop_sequences", "at most "+strconv.Itoa(maxStopSequences)+" stop sequences are accepted.")
 	}
 	var out []string
 	for i, it := range items {
 		p := "stop_sequences." + strconv.Itoa(i)
-		if kindOf(it) != kindString {
+		if !it.IsString() {
 			return nil, invalid(p, "must be a string.")
 		}
-		v := str(it)
-		if strings.TrimSpace(v) == "" {
+		if strings.TrimSpace(it.V) == "" {
 			return nil, invalid(p, "must contain non-whitespace.")
 		}
-		out = append(out, v)
+		out = append(out, it.V)
 	}
 	return out, nil
 }
 
-// decodeSystem reads system as a string or an array of text blocks, joined
+// systemText reads system as a string or an array of text blocks, joined
 // with blank lines; Claude Code's attribution block is dropped, and
 // cache_control (anywhere) carries no meaning for the upstream.
-func decodeSystem(raw json.RawMessage) (string, error) {
-	switch kindOf(raw) {
-	case kindInvalid, kindNull:
+func systemText(c messages.Content) (string, error) {
+	switch c.Kind {
+	case 0, 'n':
 		return "", nil
-	case kindString:
-		return str(raw), nil
-	case kindArray:
+	case '"':
+		return c.Text, nil
+	case '[':
 	default:
 		return "", invalid("system", "must be a string or an array of text blocks.")
 	}
 	var parts []string
-	for i, b := range elems(raw) {
+	for i, b := range c.Blocks {
 		p := "system." + strconv.Itoa(i)
-		if kindOf(b) != kindObject {
+		if !b.IsObject() {
 			return "", invalid(p, "must be an object.")
 		}
-		f := fields(b)
-		if kindOf(f["type"]) != kindString || str(f["type"]) != "text" {
+		if t := b.V.Type; !t.IsString() || t.V != "text" {
 			return "", invalid(p+".type", `must be "text".`)
 		}
-		if kindOf(f["text"]) != kindString {
+		if !b.V.Text.IsString() {
 			return "", invalid(p+".text", "is required and must be a string.")
 		}
-		t := str(f["text"])
+		t := b.V.Text.V
 		if strings.HasPrefix(t, billingHeaderPrefix) {
 			continue
 		}
@@ -208,34 +294,32 @@ func decodeSystem(raw json.RawMessage) (string, error) {
 	return strings.Join(parts, "\n\n"), nil
 }
 
-// decodeMessagesList translates the messages. It checks tool-result pairing
-// the way the Anthropic API does (all results of an assistant turn's
-// tool_use blocks in the next user message, before any other content; every
-// id answered, once; ids unique), with its wording, and accepts the results
-// in any order.
-func (s *server) decodeMessagesList(raw json.RawMessage) ([]chat.Message, error) {
-	if kindOf(raw) != kindArray {
+// messagesList translates the messages. It checks tool-result pairing the
+// way the Anthropic API does (all results of an assistant turn's tool_use
+// blocks in the next user message, before any other content; every id
+// answered, once; ids unique), with its wording, and accepts the results in
+// any order.
+func (s *server) messagesList(a messages.Array[messages.Object[messages.Message]]) ([]chat.Message, error) {
+	if !a.IsArray() {
 		return nil, invalid("messages", "is required and must be an array.")
 	}
-	items := elems(raw)
-	if len(items) == 0 {
+	if len(a.Items) == 0 {
 		return nil, invalid("messages", "must not be empty.")
 	}
 	var out []chat.Message
 	seenUse := map[string]bool{}
 	var pending []string // tool_use ids of the previous assistant message
 	pendingAt := -1
-	for i, item := range items {
+	for i, item := range a.Items {
 		p := "messages." + strconv.Itoa(i)
-		if kindOf(item) != kindObject {
+		if !item.IsObject() {
 			return nil, invalid(p, "must be an object.")
 		}
-		f := fields(item)
-		role, err := reqString(f["role"], p+".role")
+		role, err := wireReqString(item.V.Role, p+".role")
 		if err != nil {
 			return nil, err
 		}
-		blocks, err := contentBlocks(p+".content", f["content"])
+		blocks, err := contentBlocks(p+".content", item.V.Content)
 		if err != nil {
 			return nil, err
 		}
@@ -244,7 +328,7 @@ func (s *server) decodeMessagesList(raw json.RawMessage) ([]chat.Message, error)
 			if len(pending) > 0 {
 				return nil, unanswered(pendingAt, pending)
 			}
-			m, ids, err := decodeAssistantBlocks(p, blocks, seenUse)
+			m, ids, err := assistantBlocks(p, blocks, seenUse)
 			if err != nil {
 				return nil, err
 			}
@@ -256,7 +340,7 @@ func (s *server) decodeMessagesList(raw json.RawMessage) ([]chat.Message, error)
 			out = append(out, m)
 			pending, pendingAt = ids, i
 		case "user":
-			msgs, err := s.decodeUserBlocks(p, blocks, pending, pendingAt)
+			msgs, err := s.userBlocks(p, blocks, pending, pendingAt)
 			if err != nil {
 				return nil, err
 			}
@@ -285,18 +369,18 @@ func (s *server) decodeMessagesList(raw json.RawMessage) ([]chat.Message, error)
 		return nil, unanswered(pendingAt, pending)
 	}
 	if out[len(out)-1].Role == chat.RoleAssistant {
-		return nil, unsupported("messages."+strconv.Itoa(len(items)-1), "a final assistant message (prefill) cannot be continued by the upstream.")
+		return nil, unsupported("messages."+strconv.Itoa(len(a.Items)-1), "a final assistant message (prefill) cannot be continued by the upstream.")
 	}
 	return out, nil
 }
 
 // systemBlocksText joins the text blocks of a system message in messages;
 // any other block type is refused.
-func systemBlocksText(p string, blocks []block) (string, error) {
+func systemBlocksText(p string, blocks []*messages.Block) (string, error) {
 	var parts []string
 	for j, b := range blocks {
 		bp := p + "." + strconv.Itoa(j)
-		if b.typ != "text" {
+		if b.Type.V != "text" {
 			return "", invalid(bp+".type", `must be "text" in a system message.`)
 		}
 		t, err := blockText(bp, b)
@@ -317,34 +401,27 @@ func unanswered(at int, ids []string) error {
 		strings.Join(ids, ", ")+". Each `tool_use` block must have a corresponding `tool_result` block in the next message.")
 }
 
-// block is one content block: its type and fields.
-type block struct {
-	typ string
-	f   map[string]json.RawMessage
-}
-
 // contentBlocks reads content as a string (one text block) or an array of
-// typed blocks.
-func contentBlocks(p string, raw json.RawMessage) ([]block, error) {
-	switch kindOf(raw) {
-	case kindString:
-		return []block{{typ: "text", f: map[string]json.RawMessage{"text": raw}}}, nil
-	case kindArray:
+// blocks, each an object with a string type.
+func contentBlocks(p string, c messages.Content) ([]*messages.Block, error) {
+	switch c.Kind {
+	case '"':
+		return []*messages.Block{{Type: messages.String{Kind: '"', V: "text"}, Text: messages.String{Kind: '"', V: c.Text}}}, nil
+	case '[':
 	default:
 		return nil, invalid(p, "is required and must be a string or an array of content blocks.")
 	}
-	items := elems(raw)
-	out := make([]block, len(items))
-	for j, it := range items {
+	out := make([]*messages.Block, len(c.Blocks))
+	for j := range c.Blocks {
+		it := &c.Blocks[j]
 		bp := p + "." + strconv.Itoa(j)
-		if kindOf(it) != kindObject {
+		if !it.IsObject() {
 			return nil, invalid(bp, "must be an object.")
 		}
-		f := fields(it)
-		if kindOf(f["type"]) != kindString {
+		if !it.V.Type.IsString() {
 			return nil, invalid(bp+".type", "is required and must be a string.")
 		}
-		out[j] = block{typ: str(f["type"]), f: f}
+		out[j] = &it.V
 	}
 	return out, nil
 }
@@ -363,33 +440,33 @@ var unsupportedBlocks = map[string]string{
 	"container_upload":           "code execution containers are not available.",
 }
 
-func blockText(bp string, b block) (string, error) {
-	if kindOf(b.f["text"]) != kindString {
+func blockText(bp string, b *messages.Block) (string, error) {
+	if !b.Text.IsString() {
 		return "", invalid(bp+".text", "is required and must be a string.")
 	}
-	return str(b.f["text"]), nil
+	return b.Text.V, nil
 }
 
-func refuseBlock(bp string, b block) error {
-	if d, ok := unsupportedBlocks[b.typ]; ok {
+func refuseBlock(bp string, b *messages.Block) error {
+	if d, ok := unsupportedBlocks[b.Type.V]; ok {
 		return unsupported(bp+".type", d)
 	}
 	return invalid(bp+".type", "is not a known content block type here.")
 }
 
-// decodeAssistantBlocks reads an assistant turn: text blocks joined, tool_use
-// blocks as tool calls (input re-serialized: echoed arguments compare as JSON
+// assistantBlocks reads an assistant turn: text blocks joined, tool_use
+// blocks as tool calls (input as sent: echoed arguments compare as JSON
 // values), thinking and redacted_thinking from earlier turns dropped (the
 // gateway never emits them; another backend's carry nothing the upstream can
 // use).
-func decodeAssistantBlocks(p string, blocks []block, seen map[string]bool) (chat.Message, []string, error) {
+func assistantBlocks(p string, blocks []*messages.Block, seen map[string]bool) (chat.Message, []string, error) {
 	m := chat.Message{Role: chat.RoleAssistant}
 	var text strings.Builder
 	hasText := false
 	var ids []string
 	for j, b := range blocks {
 		bp := p + ".content." + strconv.Itoa(j)
-		switch b.typ {
+		switch b.Type.V {
 		case "text":
 			t, err := blockText(bp, b)
 			if err != nil {
@@ -398,7 +475,7 @@ func decodeAssistantBlocks(p string, blocks []block, seen map[string]bool) (chat
 			text.WriteString(t)
 			hasText = hasText || t != ""
 		case "tool_use":
-			id, err := reqString(b.f["id"], bp+".id")
+			id, err := wireReqString(b.ID, bp+".id")
 			if err != nil {
 				return m, nil, err
 			}
@@ -409,15 +486,14 @@ func decodeAssistantBlocks(p string, blocks []block, seen map[string]bool) (chat
 				return m, nil, invalid(bp, "`tool_use` ids must be unique: "+id+".")
 			}
 			seen[id] = true
-			name, err := reqString(b.f["name"], bp+".name")
+			name, err := wireReqString(b.Name, bp+".name")
 			if err != nil {
 				return m, nil, err
 			}
-			in := b.f["input"]
-			if kindOf(in) != kindObject {
+			if b.Input.Kind() != '{' {
 				return m, nil, invalid(bp+".input", "is required and must be an object.")
 			}
-			m.ToolCalls = append(m.ToolCalls, chat.ToolCall{ID: id, Name: name, Arguments: string(in)})
+			m.ToolCalls = append(m.ToolCalls, chat.ToolCall{ID: id, Name: name, Arguments: string(b.Input)})
 			ids = append(ids, id)
 		case "thinking", "redacted_thinking":
 		default:
@@ -446,16 +522,16 @@ func validToolID(s string) bool {
 	return true
 }
 
-// decodeUserBlocks reads a user turn. After an assistant turn with tool_use
-// blocks (pending), its tool_result blocks come first and answer every id
-// once, in any order; they become tool messages, and text after them (Claude
-// Code appends system reminders there, and the user's next prompt after a
-// failed round) is added to the last result, so the upstream sees it and the
+// userBlocks reads a user turn. After an assistant turn with tool_use blocks
+// (pending), its tool_result blocks come first and answer every id once, in
+// any order; they become tool messages, and text after them (Claude Code
+// appends system reminders there, and the user's next prompt after a failed
+// round) is added to the last result, so the upstream sees it and the
 // message still ends the conversation in results; it is also kept as that
 // result's Trailing, so that when the results are history (their group was
 // dispatched before) it goes up alone as the next user turn.
 // Otherwise its text blocks are one user message.
-func (s *server) decodeUserBlocks(p string, blocks []block, pending []string, pendingAt int) ([]chat.Message, error) {
+func (s *server) userBlocks(p string, blocks []*messages.Block, pending []string, pendingAt int) ([]chat.Message, error) {
 	want := make(map[string]bool, len(pending))
 	for _, id := range pending {
 		want[id] = true
@@ -465,7 +541,7 @@ func (s *server) decodeUserBlocks(p string, blocks []block, pending []string, pe
 	hasText := false
 	for j, b := range blocks {
 		bp := p + ".content." + strconv.Itoa(j)
-		switch b.typ {
+		switch b.Type.V {
 		case "text":
 			t, err := blockText(bp, b)
 			if err != nil {
@@ -480,7 +556,7 @@ func (s *server) decodeUserBlocks(p string, blocks []block, pending []string, pe
 			if hasText {
 				return nil, invalid(bp, "`tool_result` blocks must come first in the user message, before any other content.")
 			}
-			id, err := reqString(b.f["tool_use_id"], bp+".tool_use_id")
+			id, err := wireReqString(b.ToolUseID, bp+".tool_use_id")
 			if err != nil {
 				return nil, err
 			}
@@ -528,21 +604,21 @@ func (s *server) decodeUserBlocks(p string, blocks []block, pending []string, pe
 
 // toolResultContent reads a tool_result's content (a string or text blocks,
 // joined) and is_error.
-func (s *server) toolResultContent(bp string, b block) (string, error) {
+func (s *server) toolResultContent(bp string, b *messages.Block) (string, error) {
 	var content string
-	switch raw := b.f["content"]; kindOf(raw) {
-	case kindInvalid, kindNull:
-	case kindString:
-		content = str(raw)
-	case kindArray:
-		inner, err := contentBlocks(bp+".content", raw)
+	switch c := b.Content; c.Kind {
+	case 0, 'n':
+	case '"':
+		content = c.Text
+	case '[':
+		inner, err := contentBlocks(bp+".content", c)
 		if err != nil {
 			return "", err
 		}
 		var parts []string
 		for k, ib := range inner {
 			ip := bp + ".content." + strconv.Itoa(k)
-			switch ib.typ {
+			switch ib.Type.V {
 			case "text":
 				t, err := blockText(ip, ib)
 				if err != nil {
@@ -560,7 +636,7 @@ func (s *server) toolResultContent(bp string, b block) (string, error) {
 	default:
 		return "", invalid(bp+".content", "must be a string or an array of content blocks.")
 	}
-	isErr, err := optBool(b.f["is_error"], bp+".is_error", false)
+	isErr, err := wireBool(b.IsError, bp+".is_error", false)
 	if err != nil {
 		return "", err
 	}
@@ -579,98 +655,104 @@ var serverToolPrefixes = []string{
 	"tool_search_tool_", "mcp_toolset",
 }
 
-// decodeMessagesTools translates custom tools ({name, description,
-// input_schema}) into chat tools through decodeTools, so they are validated
-// and lowered exactly like chat tools; refusals are reported at the Messages
-// path. Server tools are refused by name: the gateway cannot run them, and
-// dropping them would make a side call "succeed" with nothing.
-func (s *server) decodeMessagesTools(raw json.RawMessage, mr *msgRequest) error {
-	switch kindOf(raw) {
-	case kindInvalid, kindNull:
-		return nil
-	case kindArray:
+// messagesTools translates custom tools ({name, description, input_schema,
+// strict}) into chat tools under the rules every API's tools have (newTool),
+// at the Messages paths. Server tools are
+// refused by name: the gateway cannot run them, and dropping them would make
+// a side call "succeed" with nothing. A tool set is translated once and
+// remembered by its bytes as sent (decodedTools, keyed with the API).
+func (s *server) messagesTools(t messages.Tools) ([]chat.Tool, error) {
+	switch t.Kind() {
+	case 0, 'n':
+		return nil, nil
+	case '[':
 	default:
-		return invalid("tools", "must be an array.")
+		return nil, invalid("tools", "must be an array.")
 	}
-	var chatTools []json.RawMessage
-	var paths []string
-	for i, item := range elems(raw) {
+	k := toolsKey{api: apiMessages, maxTools: s.cfg.MaxTools, opts: s.toolOptions()}
+	if tools, ok := decodedTools.get(t.Raw, k); ok {
+		return append([]chat.Tool(nil), tools...), nil
+	}
+	items := t.Entries()
+	for i, item := range items {
 		p := "tools." + strconv.Itoa(i)
-		if kindOf(item) != kindObject {
-			return invalid(p, "must be an object.")
+		if !item.IsObject() {
+			return nil, invalid(p, "must be an object.")
 		}
-		f := fields(item)
-		typ, err := optString(f["type"], p+".type")
-		if err != nil {
-			return err
+		typ := item.V.Type
+		if !messages.Absent(typ.Kind) && !typ.IsString() {
+			return nil, invalid(p+".type", "must be a string.")
 		}
-		if typ != "" && typ != "custom" {
+		if typ.V != "" && typ.V != "custom" {
 			for _, pre := range serverToolPrefixes {
-				if strings.HasPrefix(typ, pre) {
+				if strings.HasPrefix(typ.V, pre) {
 					name := "this server tool"
-					if validToolName(typ) {
-						name = "the server tool " + typ
+					if validToolName(typ.V) {
+						name = "the server tool " + typ.V
 					}
-					return unsupported(p+".type", name+" runs on Anthropic's side and is not available through this gateway; offer a custom tool instead.")
+					return nil, unsupported(p+".type", name+" runs on Anthropic's side and is not available through this gateway; offer a custom tool instead.")
 				}
 			}
-			return invalid(p+".type", "is not a known tool type.")
+			return nil, invalid(p+".type", "is not a known tool type.")
 		}
-		fn := map[string]json.RawMessage{}
-		if v, ok := f["name"]; ok {
-			fn["name"] = v
+		if item.V.InputSchema.Kind() != '{' {
+			return nil, invalid(p+".input_schema", "is required and must be a JSON schema object.")
 		}
-		if d := f["description"]; !absent(d) {
-			fn["description"] = d
-		}
-		schema := f["input_schema"]
-		if kindOf(schema) != kindObject {
-			return invalid(p+".input_schema", "is required and must be a JSON schema object.")
-		}
-		fn["parameters"] = schema
-		if st, ok := f["strict"]; ok {
-			fn["strict"] = st
-		}
-		chatTools = append(chatTools, mustJSON(map[string]any{"type": "function", "function": fn}))
-		paths = append(paths, p)
 	}
-	tools, err := s.decodeTools(mustJSON(chatTools))
-	if err != nil {
-		return dottedParam(rewriteToolPath(err, paths))
+	if len(items) == 0 {
+		return nil, nil
 	}
-	mr.chat.Tools = tools
-	return nil
+	if len(items) > s.cfg.MaxTools {
+		return nil, unsupported("tools", "more tools than this gateway accepts (MAX_TOOLS).")
+	}
+	tools := make([]chat.Tool, 0, len(items))
+	seen := make(map[string]bool, len(items))
+	for i, item := range items {
+		p := "tools." + strconv.Itoa(i)
+		in := &item.V
+		// The schema as the Messages route has always kept it (compact,
+		// HTML-escaped: the bytes the tools hash binds).
+		params, err := json.Marshal(json.RawMessage(in.InputSchema))
+		if err != nil {
+			return nil, err
+		}
+		d := toolDef{at: p, schemaAt: p + ".input_schema", name: in.Name.V, nameOK: in.Name.IsString(), schema: params}
+		switch desc := in.Description; {
+		case desc.IsString():
+			d.desc = desc.V
+		case !messages.Absent(desc.Kind):
+			d.descErr = invalid(p+".description", "must be a string.")
+		}
+		if st := in.Strict; !messages.Absent(st.Kind) {
+			b, err := wireBool(st, p+".strict", false)
+			d.strict, d.strictErr = &b, err
+		}
+		tl, err := s.newTool(d, seen)
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, tl)
+	}
+	decodedTools.put(t.Raw, k, tools, toolsSize(tools))
+	return append([]chat.Tool(nil), tools...), nil
 }
 
-// dottedParam rewrites the JSON-schema part of a refusal's path
-// ("…input_schema.properties.x") from the chat form ".parameters".
-func dottedParam(err error) error {
-	var re *requestError
-	if !errors.As(err, &re) {
-		return err
-	}
-	out := *re
-	out.param = strings.Replace(out.param, ".parameters", ".input_schema", 1)
-	return &out
-}
-
-// decodeMessagesToolChoice reads {"type":"auto"|"none"} (and
+// messagesToolChoice reads {"type":"auto"|"none"} (and
 // disable_parallel_tool_use). "any" and "tool" would need the answer to be a
 // tool call, which the upstream cannot be made to produce: refused.
-func decodeMessagesToolChoice(raw json.RawMessage, mr *msgRequest) error {
-	switch kindOf(raw) {
-	case kindInvalid, kindNull:
+func messagesToolChoice(tc messages.Object[messages.ToolChoice], mr *msgRequest) error {
+	switch tc.Kind {
+	case 0, 'n':
 		return nil
-	case kindObject:
+	case '{':
 	default:
 		return invalid("tool_choice", "must be an object.")
 	}
-	f := fields(raw)
-	typ, err := reqString(f["type"], "tool_choice.type")
+	typ, err := wireReqString(tc.V.Type, "tool_choice.type")
 	if err != nil {
 		return err
 	}
-	dp, err := optBool(f["disable_parallel_tool_use"], "tool_choice.disable_parallel_tool_use", false)
+	dp, err := wireBool(tc.V.DisableParallelToolUse, "tool_choice.disable_parallel_tool_use", false)
 	if err != nil {
 		return err
 	}
@@ -686,17 +768,4 @@ func decodeMessagesToolChoice(raw json.RawMessage, mr *msgRequest) error {
 		return invalid("tool_choice.type", `must be "auto", "none", "any" or "tool".`)
 	}
 	return nil
-}
-
-// decodeCountRequest reads a count_tokens body: a Messages request without
-// max_tokens.
-func (s *server) decodeCountRequest(body []byte, allowed func(string) bool) (msgRequest, error) {
-	var top map[string]json.RawMessage
-	if json.Unmarshal(body, &top) == nil && top != nil {
-		if _, ok := top["max_tokens"]; !ok {
-			top["max_tokens"] = json.RawMessage("1")
-			body = mustJSON(top)
-		}
-	}
-	return s.decodeMessagesRequest(body, allowed)
 }

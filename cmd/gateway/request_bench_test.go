@@ -192,6 +192,30 @@ func BenchmarkRequest(b *testing.B) {
 			g.post(b, body)
 		}
 	})
+	b.Run("messages_tools", func(b *testing.B) {
+		// The tools case through the Messages API: the same 16 definitions
+		// in its shape ({name, description, input_schema}), a text answer.
+		var defs []map[string]any
+		if err := json.Unmarshal([]byte(tools), &defs); err != nil {
+			b.Fatal(err)
+		}
+		var mtools []map[string]any
+		for _, d := range defs {
+			fn := d["function"].(map[string]any)
+			mtools = append(mtools, map[string]any{"name": fn["name"], "description": fn["description"], "input_schema": fn["parameters"]})
+		}
+		mt, _ := json.Marshal(mtools)
+		body := fmt.Appendf(nil, `{"model":%q,"max_tokens":1024,"system":%q,"messages":[{"role":"user","content":"Explain the layout of this repository. #loop=0"}],"tools":%s}`,
+			testModel, benchSystem, mt)
+		if out := g.postTo(b, "/v1/messages", body); !bytes.Contains(out, []byte(`"type":"text"`)) {
+			b.Fatalf("not a text message: %s", out)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			g.postTo(b, "/v1/messages", body)
+		}
+	})
 	b.Run("tool_round_trip", func(b *testing.B) {
 		// One op: the turn that asks for a tool, and the continuation that
 		// answers it and gets the final text.
