@@ -5,9 +5,14 @@ package httpapi
 // chat_decode.go.
 
 import (
-	"encoding/json"
+	"context"
 	"io"
 	"net/http"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/pmgate/pmgate/adapters/httpapi/sse"
+	"github.com/pmgate/pmgate/adapters/httpapi/sse/chatsse"
 
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
@@ -41,13 +46,8 @@ type output struct {
 	req          chat.Request // what the usage estimate is computed from
 }
 
-// usageJSON is the OpenAI usage object. Only counts the upstream reported
-// are present; a count it did not report is absent, never 0.
-type usageJSON struct {
-	PromptTokens     *int64 `json:"prompt_tokens,omitempty"`
-	CompletionTokens *int64 `json:"completion_tokens,omitempty"`
-	TotalTokens      *int64 `json:"total_tokens,omitempty"`
-}
+// usageJSON is the OpenAI usage object (the stream's emitter owns it).
+type usageJSON = chatsse.Usage
 
 func usageOf(u *chat.Usage) *usageJSON {
 	if u == nil || !u.Reported() {
@@ -118,41 +118,6 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, o output, tr *
 	}, "encode completion")
 }
 
-// chunk is one chat.completion.chunk event.
-type chunk struct {
-	ID      string          `json:"id"`
-	Object  string          `json:"object"`
-	Created int64           `json:"created"`
-	Model   string          `json:"model"`
-	Choices []chunkChoice   `json:"choices"`
-	Usage   json.RawMessage `json:"usage,omitempty"` // absent, null, or the usage object
-}
-
-type chunkChoice struct {
-	Index        int       `json:"index"`
-	Delta        delta     `json:"delta"`
-	Logprobs     *struct{} `json:"logprobs"`
-	FinishReason *string   `json:"finish_reason"`
-}
-
-type delta struct {
-	Role      string          `json:"role,omitempty"`
-	Content   *string         `json:"content,omitempty"`
-	ToolCalls []toolCallDelta `json:"tool_calls,omitempty"`
-}
-
-type toolCallDelta struct {
-	Index    int           `json:"index"`
-	ID       string        `json:"id,omitempty"`
-	Type     string        `json:"type,omitempty"`
-	Function functionDelta `json:"function"`
-}
-
-type functionDelta struct {
-	Name      string `json:"name,omitempty"`
-	Arguments string `json:"arguments"`
-}
-
 // stream renders a turn as SSE (the streaming rules of docs/API.md). The headers wait
 // for the first delta, so an error before any output is a plain JSON error
 // with its own status. After the headers, a failure is one error event and
@@ -162,90 +127,72 @@ type functionDelta struct {
 // last chunk with "choices":[] carries the usage object, or null when the
 // upstream reported no counts (the official SDKs accept a null usage).
 func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *turnReader) {
-	var out *sse
-	ctx := ports.WithBeforeWait(r.Context(), waitHook(&out))
-	c := chunk{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: o.model, Choices: make([]chunkChoice, 1)}
-	if o.includeUsage {
-		c.Usage = jsonNull
-	}
-	// emit holds a chunk for the next write: when the turn waits for the
-	// upstream (waitHook), or at the end (an encoding failure, or a client
-	// gone at the last write, is then the next call's).
-	emit := func(d delta, finish *string) bool {
-		c.Choices[0] = chunkChoice{Delta: d, FinishReason: finish}
-		if out.hold(&c) != nil {
-			infoFrom(ctx).code = errs.ClientCancelled
-			return false
-		}
-		return true
-	}
-	// start sends the headers and the role chunk with the first delta, in
-	// one write.
-	start := func() bool {
+	sw := sse.New(w, func(h http.Header) {
 		if o.includeUsage {
-			s.markStreamUsage(w.Header())
+			s.markStreamUsage(h)
 		}
-		out = newSSE(w)
-		empty := ""
-		return emit(delta{Role: "assistant", Content: &empty}, nil)
+	})
+	cs := chatsse.New(sw, chatsse.Meta{ID: o.id, Created: o.created, Model: o.model, IncludeUsage: o.includeUsage})
+	ctx := ports.WithBeforeWait(r.Context(), func() { _ = cs.Flush() })
+	// emitted says whether the stream goes on after err, an emitter's: a
+	// refusal (a bug) ends it with an error event, a failed write (the
+	// client gone) ends it there.
+	emitted := func(err error) bool {
+		if err != nil {
+			s.emitFailed(ctx, err, func(b errorBody) error { return cs.Fail(b) })
+		}
+		return err == nil
 	}
-	calls := make([]toolCallDelta, 1)
 	for {
 		st, err := tr.next(ctx)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			if out == nil {
+			if !cs.Opened() {
 				s.writeError(w, r, err)
 				return
 			}
-			_ = out.last(s.streamError(ctx, err))
+			_ = cs.Fail(s.streamError(ctx, err))
 			return
 		}
-		if out == nil && !start() {
+		// The headers and the role chunk go with the first delta, in one write.
+		if !cs.Opened() && !emitted(cs.Open()) {
 			return
 		}
-		if st.text != "" {
-			text := st.text
-			if !emit(delta{Content: &text}, nil) {
-				return
-			}
+		if st.text != "" && !emitted(cs.Text(st.text)) {
+			return
 		}
 		if tc := st.call; tc != nil {
-			calls[0] = toolCallDelta{Index: tc.Index, Function: functionDelta{Arguments: tc.Arguments}}
+			id, name := "", ""
 			if st.first {
-				calls[0].ID, calls[0].Type, calls[0].Function.Name = tc.ID, "function", tc.Name
+				id, name = tc.ID, tc.Name
 			}
-			if !emit(delta{ToolCalls: calls}, nil) {
+			if !emitted(cs.ToolCall(tc.Index, id, name, tc.Arguments)) {
 				return
 			}
 		}
 	}
-	if out == nil && !start() {
+	if !cs.Opened() && !emitted(cs.Open()) {
 		return
 	}
 	// The end (the finish chunk, the usage chunk, [DONE]) is known at once,
 	// after the proven end: one write.
-	finish := string(tr.finish)
-	if !emit(delta{}, &finish) {
+	var u *chatsse.Usage
+	if o.includeUsage {
+		u = usageOf(s.streamUsage(ctx, o.req, tr))
+	}
+	emitted(cs.Finish(string(tr.finish), u))
+}
+
+// emitFailed handles the error of a stream's emitter: a refusal of an
+// ungrammatical event is an internal error, shown as the grammar's failure
+// event (fail) when the stream can still take one; any other error is a
+// failed write, the client gone.
+func (s *server) emitFailed(ctx context.Context, err error, fail func(errorBody) error) {
+	if errors.Is(err, sse.ErrUngrammatical) {
+		_ = fail(s.streamError(ctx, err))
 		return
 	}
-	if o.includeUsage {
-		c.Choices = noChoice
-		c.Usage = jsonNull
-		if u := usageOf(s.streamUsage(ctx, o.req, tr)); u != nil {
-			b, err := json.Marshal(u)
-			if err != nil {
-				return
-			}
-			c.Usage = b
-		}
-		if out.hold(&c) != nil {
-			return
-		}
-	}
-	if out.done() != nil {
-		infoFrom(ctx).code = errs.ClientCancelled
-	}
+	infoFrom(ctx).code = errs.ClientCancelled
 }

@@ -1,12 +1,9 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"io"
-	"net/http"
 	"strings"
 
 	"github.com/cockroachdb/errors"
@@ -138,110 +135,4 @@ func collect(ctx context.Context, tr *turnReader) (collected, error) {
 		calls[i].Arguments = args[i].String()
 	}
 	return collected{text: text.String(), calls: calls}, nil
-}
-
-var (
-	jsonNull = json.RawMessage("null")
-	noChoice = []chunkChoice{}
-)
-
-// sse writes events: "data: <one-line JSON>\n\n", or with a name, "event:
-// <name>\n" before the data line. Events are held and written together, in
-// one write and one flush, when the turn is about to wait for the upstream
-// (ports.BeforeWait: the renderers put waitHook on the context they read the
-// turn with), at the end, and wherever a renderer flushes: what arrived in one
-// upstream read reaches the client in one write, and nothing waits for an
-// event that has not arrived. After a failed write every later one fails the
-// same way.
-type sse struct {
-	w   io.Writer
-	rc  *http.ResponseController
-	buf bytes.Buffer // the events not written yet
-	enc *json.Encoder
-	err error // the first failed write
-}
-
-func newSSE(w http.ResponseWriter) *sse {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	s := &sse{w: w, rc: http.NewResponseController(w)}
-	s.enc = json.NewEncoder(&s.buf)
-	s.enc.SetEscapeHTML(false)
-	return s
-}
-
-// last writes v, after any held events, as the stream's last event (end).
-func (s *sse) last(v any) error {
-	if err := s.hold(v); err != nil {
-		return err
-	}
-	return s.end()
-}
-
-// hold encodes v as the next event without writing it.
-func (s *sse) hold(v any) error { return s.holdNamed("", v) }
-
-// holdNamed encodes v as the next event, named typ unless typ is "", without
-// writing it.
-func (s *sse) holdNamed(typ string, v any) error {
-	if s.err != nil {
-		return s.err
-	}
-	n := s.buf.Len()
-	if typ != "" {
-		s.buf.WriteString("event: ")
-		s.buf.WriteString(typ)
-		s.buf.WriteByte('\n')
-	}
-	s.buf.WriteString("data: ")
-	if err := s.enc.Encode(v); err != nil { // one line, ends in \n
-		s.buf.Truncate(n)
-		return err
-	}
-	s.buf.WriteByte('\n')
-	return nil
-}
-
-// done writes [DONE], after any held events, as the stream's end.
-func (s *sse) done() error {
-	s.buf.WriteString("data: [DONE]\n\n")
-	return s.end()
-}
-
-// end writes the held events as the stream's last write, without flushing:
-// the handler returns next, and net/http then sends them together with the
-// terminating chunk, in one write instead of two.
-func (s *sse) end() error {
-	if s.err != nil || s.buf.Len() == 0 {
-		return s.err
-	}
-	_, err := s.w.Write(s.buf.Bytes())
-	s.buf.Reset()
-	s.err = err
-	return err
-}
-
-// flush writes the held events, if any, and flushes them to the client.
-func (s *sse) flush() error {
-	if s.err != nil || s.buf.Len() == 0 {
-		return s.err
-	}
-	if s.end() == nil {
-		s.err = s.rc.Flush()
-	}
-	return s.err
-}
-
-// waitHook returns the ports.BeforeWait hook of a stream whose writer *out
-// is set once the headers go (nil until then): it writes what is held. A
-// failed write is the next write's error.
-func waitHook(out **sse) func() {
-	return func() {
-		if *out != nil {
-			_ = (*out).flush()
-		}
-	}
 }
