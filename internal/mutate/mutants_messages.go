@@ -24,7 +24,7 @@ func init() {
 		mutant{"messages: a stop-cut Message keeps the turn's tool_use blocks", "adapters/httpapi/messages_render.go",
 			"\tif sc.matched == nil {\n\t\tfor _, c := range all.calls {", "\tif true {\n\t\tfor _, c := range all.calls {", httpapi, "CarriesNoToolUse"},
 		mutant{"messages: an argumentless tool_use block stops without {}", emitter,
-			"if s.open == toolUse && s.inputBytes == 0 {", "if false && s.open == toolUse && s.inputBytes == 0 {", httpapi, "ArgumentlessToolUse"},
+			"if s.open == toolUse && len(s.input) == 0 {", "if false && s.open == toolUse && len(s.input) == 0 {", httpapi, "ArgumentlessToolUse"},
 		mutant{"messages: message_delta reports a smaller input count", emitter,
 			"if u.InputTokens >= s.startInput {", "if true {", httpapi, "FewerInputTokens"},
 		mutant{"messages: count_tokens served without a key", "adapters/httpapi/routes.go",

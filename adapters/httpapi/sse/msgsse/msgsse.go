@@ -13,6 +13,7 @@
 package msgsse
 
 import (
+	"bytes"
 	"encoding/json"
 	"sync"
 
@@ -143,11 +144,11 @@ var emptyInput = json.RawMessage("{}")
 type Stream struct {
 	mu         sync.Mutex
 	life       sse.Life
-	closed     bool  // Close: nothing more is written, not even a ping
-	startInput int64 // the input count message_start reported
-	blocks     int   // the blocks started
-	open       int   // the kind of the open block (blocks-1), none when none
-	inputBytes int   // the open tool_use block's input so far
+	closed     bool   // Close: nothing more is written, not even a ping
+	startInput int64  // the input count message_start reported
+	blocks     int    // the blocks started
+	open       int    // the kind of the open block (blocks-1), none when none
+	input      []byte // the open tool_use block's input so far
 	toolUses   int
 }
 
@@ -216,33 +217,43 @@ func (s *Stream) Input(partial string) error {
 	if s.open != toolUse {
 		return s.life.Refuse("input_json_delta outside a tool_use block")
 	}
-	return s.input(partial)
+	return s.addInput(partial)
 }
 
-func (s *Stream) input(partial string) error {
-	s.inputBytes += len(partial)
+func (s *Stream) addInput(partial string) error {
+	s.input = append(s.input, partial...)
 	return s.life.W.Event("content_block_delta", blockDeltaEvent{Delta: inputDelta{PartialJSON: partial, Type: "input_json_delta"}, Index: s.blocks - 1, Type: "content_block_delta"})
+}
+
+// isObject says whether b is one JSON object.
+func isObject(b []byte) bool {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	return len(b) > 0 && b[0] == '{' && json.Valid(b)
 }
 
 func (s *Stream) startBlock(kind int, block any) error {
 	if err := s.stopBlock(); err != nil {
 		return err
 	}
-	s.open, s.inputBytes = kind, 0
+	s.open, s.input = kind, s.input[:0]
 	s.blocks++
 	return s.life.W.Event("content_block_start", blockStartEvent{ContentBlock: block, Index: s.blocks - 1, Type: "content_block_start"})
 }
 
 // stopBlock stops the open block; a tool_use block that got no input gets
-// {} first (the SDKs build a tool_use's input from its deltas alone).
+// {} first (the SDKs build a tool_use's input from its deltas alone), and
+// one whose input is not a JSON object is refused.
 func (s *Stream) stopBlock() error {
 	if s.open == none {
 		return nil
 	}
-	if s.open == toolUse && s.inputBytes == 0 {
-		if err := s.input("{}"); err != nil {
+	if s.open == toolUse && len(s.input) == 0 {
+		if err := s.addInput("{}"); err != nil {
 			return err
 		}
+	}
+	if s.open == toolUse && !isObject(s.input) {
+		return s.life.Refuse("a tool_use block's input is not a JSON object")
 	}
 	s.open = none
 	return s.life.W.Event("content_block_stop", blockStopEvent{Index: s.blocks - 1, Type: "content_block_stop"})
