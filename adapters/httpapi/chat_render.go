@@ -6,17 +6,11 @@ package httpapi
 
 import (
 	"context"
-	"io"
 	"net/http"
-
-	"github.com/cockroachdb/errors"
 
 	"github.com/pmgate/pmgate/adapters/httpapi/sse"
 	"github.com/pmgate/pmgate/adapters/httpapi/sse/chatsse"
-
 	"github.com/pmgate/pmgate/domain/chat"
-	"github.com/pmgate/pmgate/domain/errs"
-	"github.com/pmgate/pmgate/ports"
 )
 
 // handleChat serves POST /v1/chat/completions: one turn (serveTurn) of the
@@ -132,67 +126,55 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *tu
 			s.markStreamUsage(h)
 		}
 	})
-	cs := chatsse.New(sw, chatsse.Meta{ID: o.id, Created: o.created, Model: o.model, IncludeUsage: o.includeUsage})
-	ctx := ports.WithBeforeWait(r.Context(), func() { _ = cs.Flush() })
-	// emitted says whether the stream goes on after err, an emitter's: a
-	// refusal (a bug) ends it with an error event, a failed write (the
-	// client gone) ends it there.
-	emitted := func(err error) bool {
-		if err != nil {
-			s.emitFailed(ctx, err, func(b errorBody) error { return cs.Fail(b) })
-		}
-		return err == nil
-	}
-	for {
-		st, err := tr.next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			if !cs.Opened() {
-				s.writeError(w, r, err)
-				return
-			}
-			_ = cs.Fail(s.streamError(ctx, err))
-			return
-		}
-		// The headers and the role chunk go with the first delta, in one write.
-		if !cs.Opened() && !emitted(cs.Open()) {
-			return
-		}
-		if st.text != "" && !emitted(cs.Text(st.text)) {
-			return
-		}
-		if tc := st.call; tc != nil {
-			id, name := "", ""
-			if st.first {
-				id, name = tc.ID, tc.Name
-			}
-			if !emitted(cs.ToolCall(tc.Index, id, name, tc.Arguments)) {
-				return
-			}
-		}
-	}
-	if !cs.Opened() && !emitted(cs.Open()) {
-		return
-	}
-	// The end (the finish chunk, the usage chunk, [DONE]) is known at once,
-	// after the proven end: one write.
-	var u *chatsse.Usage
-	if o.includeUsage {
-		u = usageOf(s.streamUsage(ctx, o.req, tr))
-	}
-	emitted(cs.Finish(string(tr.finish), u))
+	s.driveStream(w, r, tr, &chatStream{s: s, o: o,
+		cs: chatsse.New(sw, chatsse.Meta{ID: o.id, Created: o.created, Model: o.model, IncludeUsage: o.includeUsage})})
 }
 
-// emitFailed handles the error of a stream's emitter: a refusal of an
-// ungrammatical event is an internal error, shown as the grammar's failure
-// event (fail) when the stream can still take one; any other error is a
-// failed write, the client gone.
-func (s *server) emitFailed(ctx context.Context, err error, fail func(errorBody) error) {
-	if errors.Is(err, sse.ErrUngrammatical) {
-		_ = fail(s.streamError(ctx, err))
-		return
-	}
-	infoFrom(ctx).code = errs.ClientCancelled
+// chatStream is a turn rendered through the chat completions emitter.
+type chatStream struct {
+	s  *server
+	o  output
+	cs *chatsse.Stream
 }
+
+func (c *chatStream) opened() bool { return c.cs.Opened() }
+
+// open: the headers and the role chunk go with the first delta, in one write.
+func (c *chatStream) open() error { return c.cs.Open() }
+
+func (c *chatStream) step(st step) error {
+	if st.text != "" {
+		if err := c.cs.Text(st.text); err != nil {
+			return err
+		}
+	}
+	if tc := st.call; tc != nil {
+		id, name := "", ""
+		if st.first {
+			id, name = tc.ID, tc.Name
+		}
+		return c.cs.ToolCall(tc.Index, id, name, tc.Arguments)
+	}
+	return nil
+}
+
+// finish: the end (the finish chunk, the usage chunk, [DONE]) is known at
+// once, after the proven end: one write.
+func (c *chatStream) finish(ctx context.Context, tr *turnReader) error {
+	if !c.cs.Opened() {
+		if err := c.cs.Open(); err != nil {
+			return err
+		}
+	}
+	var u *chatsse.Usage
+	if c.o.includeUsage {
+		u = usageOf(c.s.streamUsage(ctx, c.o.req, tr))
+	}
+	return c.cs.Finish(string(tr.finish), u)
+}
+
+func (c *chatStream) fail(ctx context.Context, err error) error {
+	return c.cs.Fail(c.s.streamError(ctx, err))
+}
+
+func (c *chatStream) flush() error { return c.cs.Flush() }

@@ -1,7 +1,7 @@
 package httpapi
 
 import (
-	"io"
+	"context"
 	"net/http"
 	"strings"
 	"time"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/pmgate/pmgate/adapters/httpapi/sse"
 	"github.com/pmgate/pmgate/adapters/httpapi/sse/msgsse"
-	"github.com/pmgate/pmgate/ports"
 )
 
 // stopScanner enforces stop_sequences on text that arrives in pieces: the
@@ -79,86 +78,87 @@ func (sc *stopScanner) flush() string {
 // silences.
 const defaultPingInterval = 10 * time.Second
 
-// streamMessage renders a turn as the Messages event stream. Headers wait
-// for the first delta, so a failure before any output is a plain error with
-// its status. After the headers, a failure is one event: error and the end
-// of the stream: never message_delta or message_stop, which come only after
-// the proven end. While the upstream is silent, ping events keep the
-// connection alive.
+// streamMessage renders a turn as the Messages event stream (driveStream):
+// message_delta and message_stop come only after the proven end, a failure
+// after the headers is one event: error. While the upstream is silent, ping
+// events keep the connection alive.
 func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutput, tr *turnReader) {
-	ms := msgsse.New(sse.New(w, s.markStreamUsage))
-	ctx := ports.WithBeforeWait(r.Context(), func() { _ = ms.Flush() })
-	fail := func(err error) {
-		body, e, _ := anthropicBody(ctx, err)
-		s.noteError(ctx, e, err)
-		_ = ms.Fail(body.Error, body.RequestID)
-	}
-	// emitted says whether the stream goes on after err, an emitter's.
-	emitted := func(err error) bool {
-		if err != nil {
-			s.emitFailed(ctx, err, func(errorBody) error { fail(err); return nil })
-		}
-		return err == nil
-	}
+	m := &msgStream{s: s, o: o, ms: msgsse.New(sse.New(w, s.markStreamUsage)), sc: newStopScanner(o.req.stops)}
 	// The turn is read on this goroutine; pings come from a timer's (the
-	// stream serializes them), and after the handler's end (Close) the timer
-	// writes nothing.
+	// emitter serializes them), and after the handler's end (Close) the
+	// timer writes nothing.
 	interval := s.cfg.MessagesPingInterval
 	if interval <= 0 {
 		interval = defaultPingInterval
 	}
 	var ping *time.Timer
 	ping = time.AfterFunc(interval, func() {
-		if ms.Ping() {
+		if m.ms.Ping() {
 			ping.Reset(interval)
 		}
 	})
 	defer func() {
-		ms.Close()
+		m.ms.Close()
 		ping.Stop()
 	}()
+	s.driveStream(w, r, tr, m)
+}
 
-	sc := newStopScanner(o.req.stops)
-	for {
-		st, err := tr.next(ctx)
-		if err == io.EOF {
-			break
+// msgStream is a turn rendered through the Messages emitter, its text cut
+// at the request's stop sequences.
+type msgStream struct {
+	s  *server
+	o  msgOutput
+	ms *msgsse.Stream
+	sc *stopScanner
+}
+
+func (m *msgStream) opened() bool { return m.ms.Started() }
+
+// open: message_start's input count is the estimate, unless estimates are off.
+func (m *msgStream) open() error {
+	var input int64
+	if !m.s.cfg.UsageEstimatesOff {
+		input = m.o.req.estimate
+	}
+	return m.ms.Start(m.o.id, m.o.req.chat.Model, input)
+}
+
+func (m *msgStream) step(st step) error {
+	if err := m.ms.Text(m.sc.feed(st.text)); err != nil {
+		return err
+	}
+	c := st.call
+	if c == nil || m.sc.matched != nil {
+		return nil
+	}
+	if st.first {
+		if err := m.ms.Text(m.sc.flush()); err != nil {
+			return err
 		}
-		if err != nil {
-			if !ms.Started() {
-				s.writeError(w, r, err)
-				return
-			}
-			fail(err)
-			return
-		}
-		if !ms.Started() {
-			var input int64 // message_start's input count: the estimate, unless estimates are off
-			if !s.cfg.UsageEstimatesOff {
-				input = o.req.estimate
-			}
-			if !emitted(ms.Start(o.id, o.req.chat.Model, input)) {
-				return
-			}
-		}
-		if !emitted(ms.Text(sc.feed(st.text))) {
-			return
-		}
-		if c := st.call; c != nil && sc.matched == nil {
-			if st.first && (!emitted(ms.Text(sc.flush())) || !emitted(ms.ToolUse(c.ID, c.Name))) {
-				return
-			}
-			if !emitted(ms.Input(c.Arguments)) {
-				return
-			}
+		if err := m.ms.ToolUse(c.ID, c.Name); err != nil {
+			return err
 		}
 	}
-	if !ms.Started() {
-		s.writeError(w, r, errNothingProven())
-		return
+	return m.ms.Input(c.Arguments)
+}
+
+func (m *msgStream) finish(ctx context.Context, tr *turnReader) error {
+	if !m.ms.Started() {
+		return errNothingProven()
 	}
-	if sc.matched == nil && !emitted(ms.Text(sc.flush())) {
-		return
+	if m.sc.matched == nil {
+		if err := m.ms.Text(m.sc.flush()); err != nil {
+			return err
+		}
 	}
-	emitted(ms.Stop(sc.matched, msgUsageOf(s.streamUsage(ctx, o.req.chat, tr))))
+	return m.ms.Stop(m.sc.matched, msgUsageOf(m.s.streamUsage(ctx, m.o.req.chat, tr)))
+}
+
+func (m *msgStream) flush() error { return m.ms.Flush() }
+
+func (m *msgStream) fail(ctx context.Context, err error) error {
+	body, e, _ := anthropicBody(ctx, err)
+	m.s.noteError(ctx, e, err)
+	return m.ms.Fail(body.Error, body.RequestID)
 }

@@ -4,13 +4,17 @@ import (
 	"context"
 	"crypto/rand"
 	"io"
+	"net/http"
 	"strings"
 
 	"github.com/cockroachdb/errors"
 	"github.com/cockroachdb/redact"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/sse"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // randText is a random completion id suffix (26 base32 characters).
@@ -135,4 +139,60 @@ func collect(ctx context.Context, tr *turnReader) (collected, error) {
 		calls[i].Arguments = args[i].String()
 	}
 	return collected{text: text.String(), calls: calls}, nil
+}
+
+// streamed is one API's rendering of a turn as its event stream, through
+// that grammar's emitter; driveStream reads the turn and calls it. ctx is
+// the turn's.
+type streamed interface {
+	opened() bool
+	// open sends the headers and the opening events, with the first delta.
+	open() error
+	// step shows one step of the turn.
+	step(st step) error
+	// finish ends the stream after the turn's proven end (opening it first
+	// when no delta came); an error while not opened is a plain answer.
+	finish(ctx context.Context, tr *turnReader) error
+	// fail ends an opened stream with the grammar's failure event for err.
+	fail(ctx context.Context, err error) error
+	// flush writes what the emitter holds (the turn is about to wait).
+	flush() error
+}
+
+// driveStream renders a turn through g. The headers wait for the first
+// delta, so a failure before any output is a plain error with its status;
+// after them a failure, the turn's or an emitter's refusal of an
+// ungrammatical event (an internal error), is the grammar's failure event
+// and the end, and a failed write (the client gone) ends the stream there.
+// What the emitter holds is written when the turn is about to wait
+// (ports.BeforeWait), so what arrived in one upstream read goes in one
+// write.
+func (s *server) driveStream(w http.ResponseWriter, r *http.Request, tr *turnReader, g streamed) {
+	ctx := ports.WithBeforeWait(r.Context(), func() { _ = g.flush() })
+	var err error
+	for err == nil {
+		var st step
+		if st, err = tr.next(ctx); err == nil && !g.opened() {
+			err = g.open()
+		}
+		if err == nil {
+			err = g.step(st)
+		}
+	}
+	if err == io.EOF {
+		if err = g.finish(ctx, tr); err == nil {
+			return
+		}
+	}
+	switch {
+	case errors.Is(err, sse.ErrWrite):
+	case !g.opened():
+		s.writeError(w, r, err)
+		return
+	default:
+		if err = g.fail(ctx, err); err == nil {
+			return
+		}
+	}
+	infoFrom(ctx).code = errs.ClientCancelled
 }

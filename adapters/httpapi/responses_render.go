@@ -1,8 +1,8 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
-	"github.com/pmgate/pmgate/ports"
 )
 
 // handleResponses serves POST /v1/responses: one turn (serveTurn) of the
@@ -208,89 +207,88 @@ func (s *server) completeResponse(w http.ResponseWriter, r *http.Request, o resp
 	s.writeValue(w, r, obj, "encode response")
 }
 
-// streamResponse renders a turn as the Responses event stream. Headers wait
-// for the first delta, so a failure before any output is a plain error with
-// its status. A failure after that is response.failed and the end of the
-// stream; response.completed comes only after the proven end.
+// streamResponse renders a turn as the Responses event stream (driveStream):
+// response.completed comes only after the proven end, a failure after the
+// headers is response.failed.
 func (s *server) streamResponse(w http.ResponseWriter, r *http.Request, o respOutput, tr *turnReader) {
-	rs := respsse.New(sse.New(w, s.markStreamUsage))
-	ctx := ports.WithBeforeWait(r.Context(), func() { _ = rs.Flush() })
-	fail := func(err error) {
-		body := s.streamError(ctx, err)
-		obj := o.object("failed", rs.Output())
-		obj.Error = &respError{Code: body.Error.Code, Message: body.Error.Message}
-		_ = rs.Fail(obj)
-	}
-	// emitted says whether the stream goes on after err, an emitter's.
-	emitted := func(err error) bool {
-		if err != nil {
-			s.emitFailed(ctx, err, func(errorBody) error { fail(err); return nil })
-		}
-		return err == nil
-	}
-	// finishCall shows the last call issued as a whole: tool calls are
-	// released only after the upstream's next call or proven end, so nothing
-	// is gained by splitting them.
-	var calls []*callOut
-	finishCall := func() bool {
-		if len(calls) == 0 {
-			return true
-		}
-		c, err := calls[len(calls)-1].call()
-		if err != nil {
-			fail(err)
-			return false
-		}
-		return emitted(rs.ToolCall(c))
-	}
-	for {
-		st, err := tr.next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			if !rs.Opened() {
-				s.writeError(w, r, err)
-				return
-			}
-			fail(err)
-			return
-		}
-		if !rs.Opened() && !emitted(rs.Open(o.object("in_progress", nil))) {
-			return
-		}
-		if st.text != "" {
-			if !rs.InMessage() && !emitted(rs.OpenMessage("msg_"+randText())) {
-				return
-			}
-			if !emitted(rs.Text(st.text)) {
-				return
+	s.driveStream(w, r, tr, &respStream{s: s, o: o, rs: respsse.New(sse.New(w, s.markStreamUsage))})
+}
+
+// respStream is a turn rendered through the Responses emitter.
+type respStream struct {
+	s     *server
+	o     respOutput
+	rs    *respsse.Stream
+	calls []*callOut // the calls issued; the last is shown when the next begins, or at the end
+}
+
+func (rs *respStream) opened() bool { return rs.rs.Opened() }
+
+func (rs *respStream) open() error { return rs.rs.Open(rs.o.object("in_progress", nil)) }
+
+func (rs *respStream) step(st step) error {
+	if st.text != "" {
+		if !rs.rs.InMessage() {
+			if err := rs.rs.OpenMessage("msg_" + randText()); err != nil {
+				return err
 			}
 		}
-		if c := st.call; c != nil {
-			if st.first {
-				if !emitted(rs.CloseMessage()) || !finishCall() {
-					return
-				}
-				calls = append(calls, &callOut{itemID: "fc_" + randText(), callID: c.ID, tool: o.toolOf(c.Name)})
-			}
-			calls[c.Index].arguments.WriteString(c.Arguments)
+		if err := rs.rs.Text(st.text); err != nil {
+			return err
 		}
 	}
-	if !rs.Opened() && !emitted(rs.Open(o.object("in_progress", nil))) {
-		return
+	if c := st.call; c != nil {
+		if st.first {
+			if err := rs.closeOutput(); err != nil {
+				return err
+			}
+			rs.calls = append(rs.calls, &callOut{itemID: "fc_" + randText(), callID: c.ID, tool: rs.o.toolOf(c.Name)})
+		}
+		rs.calls[c.Index].arguments.WriteString(c.Arguments)
 	}
-	if !emitted(rs.CloseMessage()) || !finishCall() {
-		return
+	return nil
+}
+
+// closeOutput closes the open message and shows the last call issued as a
+// whole: tool calls are released only after the upstream's next call or
+// proven end, so nothing is gained by splitting them.
+func (rs *respStream) closeOutput() error {
+	if err := rs.rs.CloseMessage(); err != nil || len(rs.calls) == 0 {
+		return err
 	}
-	output := rs.Output()
+	c, err := rs.calls[len(rs.calls)-1].call()
+	if err != nil {
+		return err
+	}
+	return rs.rs.ToolCall(c)
+}
+
+func (rs *respStream) finish(ctx context.Context, tr *turnReader) error {
+	if !rs.rs.Opened() {
+		if err := rs.open(); err != nil {
+			return err
+		}
+	}
+	if err := rs.closeOutput(); err != nil {
+		return err
+	}
+	output := rs.rs.Output()
 	if len(output) == 0 {
 		// An empty answer is still one (empty) message, as in the JSON form.
 		output = append(output, messageOf("msg_"+randText(), "", "completed"))
 	}
-	obj := o.object("completed", output)
-	obj.Usage = respUsageOf(s.streamUsage(ctx, o.req.chat, tr))
-	emitted(rs.Complete(obj))
+	obj := rs.o.object("completed", output)
+	obj.Usage = respUsageOf(rs.s.streamUsage(ctx, rs.o.req.chat, tr))
+	return rs.rs.Complete(obj)
+}
+
+func (rs *respStream) flush() error { return rs.rs.Flush() }
+
+func (rs *respStream) fail(ctx context.Context, err error) error {
+	body := rs.s.streamError(ctx, err)
+	obj := rs.o.object("failed", rs.rs.Output())
+	obj.Error = &respError{Code: body.Error.Code, Message: body.Error.Message}
+	return rs.rs.Fail(obj)
 }
 
 // textEcho is the response object's "text": the client's, when it asked for a

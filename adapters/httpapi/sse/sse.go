@@ -32,6 +32,10 @@ func Refusef(format string, args ...any) error {
 	return errors.Mark(errors.AssertionFailedf(format, args...), ErrUngrammatical)
 }
 
+// ErrWrite marks a failed write (or an event that could not be encoded):
+// the client is gone, and the stream ends there.
+var ErrWrite = errors.New("sse: the stream could not be written")
+
 // ErrNotStarted refuses an event before Start: the headers have not gone,
 // so a failure is still a plain error answer, not an event.
 var ErrNotStarted = errors.New("sse: the stream has not started")
@@ -93,7 +97,7 @@ func (s *Writer) Event(typ string, v any) error {
 	s.buf.WriteString("data: ")
 	if err := s.enc.Encode(v); err != nil { // one line, ends in \n
 		s.buf.Truncate(n)
-		return err
+		return errors.Mark(err, ErrWrite)
 	}
 	s.buf.WriteByte('\n')
 	return nil
@@ -122,10 +126,11 @@ func (s *Writer) End() error {
 	if !s.started || s.err != nil || s.buf.Len() == 0 {
 		return s.err
 	}
-	_, err := s.w.Write(s.buf.Bytes())
+	if _, err := s.w.Write(s.buf.Bytes()); err != nil {
+		s.err = errors.Mark(err, ErrWrite)
+	}
 	s.buf.Reset()
-	s.err = err
-	return err
+	return s.err
 }
 
 // Flush writes the held events, if any, and flushes them to the client; a
@@ -135,7 +140,9 @@ func (s *Writer) Flush() error {
 		return s.err
 	}
 	if s.End() == nil {
-		s.err = s.rc.Flush()
+		if err := s.rc.Flush(); err != nil {
+			s.err = errors.Mark(err, ErrWrite)
+		}
 	}
 	return s.err
 }
