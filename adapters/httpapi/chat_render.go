@@ -121,11 +121,11 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, o output, tr *
 // last chunk with "choices":[] carries the usage object, or null when the
 // upstream reported no counts (the official SDKs accept a null usage).
 func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *turnReader) {
-	sw := sse.New(w, func(h http.Header) {
-		if o.includeUsage {
-			s.markStreamUsage(h)
-		}
-	})
+	var header func(http.Header) // the usage header goes only with the usage chunk
+	if o.includeUsage {
+		header = s.markStreamUsage
+	}
+	sw := sse.New(w, header)
 	s.driveStream(w, r, tr, &chatStream{s: s, o: o,
 		cs: chatsse.New(sw, chatsse.Meta{ID: o.id, Created: o.created, Model: o.model, IncludeUsage: o.includeUsage})})
 }

@@ -82,13 +82,13 @@ type Stream struct {
 	life  sse.Life
 	c     chunk
 	usage bool
-	calls int             // the tool calls opened: 0, 1, … in order
-	call  []toolCallDelta // one element, reused
+	calls int              // the tool calls opened: 0, 1, … in order
+	call  [1]toolCallDelta // the one call of a tool call chunk, reused
 }
 
 // New returns the stream of meta written through w.
 func New(w *sse.Writer, meta Meta) *Stream {
-	s := &Stream{life: sse.Life{W: w}, usage: meta.IncludeUsage, call: make([]toolCallDelta, 1)}
+	s := &Stream{life: sse.Life{W: w}, usage: meta.IncludeUsage}
 	s.c = chunk{ID: meta.ID, Object: "chat.completion.chunk", Created: meta.Created, Model: meta.Model, Choices: make([]chunkChoice, 1)}
 	if meta.IncludeUsage {
 		s.c.Usage = jsonNull
@@ -138,7 +138,7 @@ func (s *Stream) ToolCall(index int, id, name, arguments string) error {
 		return s.life.Refuse("tool call %d (id %q) out of order: %d calls open", index, id, s.calls)
 	}
 	s.call[0] = d
-	return s.hold(delta{ToolCalls: s.call}, nil)
+	return s.hold(delta{ToolCalls: s.call[:]}, nil)
 }
 
 // Finish ends the stream after its proven end: the finish chunk, the usage
