@@ -5,13 +5,12 @@ package httpapi
 // chat_decode.go.
 
 import (
-	"encoding/json"
-	"io"
+	"context"
 	"net/http"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/sse"
+	"github.com/pmgate/pmgate/adapters/httpapi/sse/chatsse"
 	"github.com/pmgate/pmgate/domain/chat"
-	"github.com/pmgate/pmgate/domain/errs"
-	"github.com/pmgate/pmgate/ports"
 )
 
 // handleChat serves POST /v1/chat/completions: one turn (serveTurn) of the
@@ -41,13 +40,8 @@ type output struct {
 	req          chat.Request // what the usage estimate is computed from
 }
 
-// usageJSON is the OpenAI usage object. Only counts the upstream reported
-// are present; a count it did not report is absent, never 0.
-type usageJSON struct {
-	PromptTokens     *int64 `json:"prompt_tokens,omitempty"`
-	CompletionTokens *int64 `json:"completion_tokens,omitempty"`
-	TotalTokens      *int64 `json:"total_tokens,omitempty"`
-}
+// usageJSON is the OpenAI usage object (the stream's emitter owns it).
+type usageJSON = chatsse.Usage
 
 func usageOf(u *chat.Usage) *usageJSON {
 	if u == nil || !u.Reported() {
@@ -118,41 +112,6 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, o output, tr *
 	}, "encode completion")
 }
 
-// chunk is one chat.completion.chunk event.
-type chunk struct {
-	ID      string          `json:"id"`
-	Object  string          `json:"object"`
-	Created int64           `json:"created"`
-	Model   string          `json:"model"`
-	Choices []chunkChoice   `json:"choices"`
-	Usage   json.RawMessage `json:"usage,omitempty"` // absent, null, or the usage object
-}
-
-type chunkChoice struct {
-	Index        int       `json:"index"`
-	Delta        delta     `json:"delta"`
-	Logprobs     *struct{} `json:"logprobs"`
-	FinishReason *string   `json:"finish_reason"`
-}
-
-type delta struct {
-	Role      string          `json:"role,omitempty"`
-	Content   *string         `json:"content,omitempty"`
-	ToolCalls []toolCallDelta `json:"tool_calls,omitempty"`
-}
-
-type toolCallDelta struct {
-	Index    int           `json:"index"`
-	ID       string        `json:"id,omitempty"`
-	Type     string        `json:"type,omitempty"`
-	Function functionDelta `json:"function"`
-}
-
-type functionDelta struct {
-	Name      string `json:"name,omitempty"`
-	Arguments string `json:"arguments"`
-}
-
 // stream renders a turn as SSE (the streaming rules of docs/API.md). The headers wait
 // for the first delta, so an error before any output is a plain JSON error
 // with its own status. After the headers, a failure is one error event and
@@ -162,90 +121,60 @@ type functionDelta struct {
 // last chunk with "choices":[] carries the usage object, or null when the
 // upstream reported no counts (the official SDKs accept a null usage).
 func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *turnReader) {
-	var out *sse
-	ctx := ports.WithBeforeWait(r.Context(), waitHook(&out))
-	c := chunk{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: o.model, Choices: make([]chunkChoice, 1)}
+	var header func(http.Header) // the usage header goes only with the usage chunk
 	if o.includeUsage {
-		c.Usage = jsonNull
+		header = s.markStreamUsage
 	}
-	// emit holds a chunk for the next write: when the turn waits for the
-	// upstream (waitHook), or at the end (an encoding failure, or a client
-	// gone at the last write, is then the next call's).
-	emit := func(d delta, finish *string) bool {
-		c.Choices[0] = chunkChoice{Delta: d, FinishReason: finish}
-		if out.hold(&c) != nil {
-			infoFrom(ctx).code = errs.ClientCancelled
-			return false
-		}
-		return true
-	}
-	// start sends the headers and the role chunk with the first delta, in
-	// one write.
-	start := func() bool {
-		if o.includeUsage {
-			s.markStreamUsage(w.Header())
-		}
-		out = newSSE(w)
-		empty := ""
-		return emit(delta{Role: "assistant", Content: &empty}, nil)
-	}
-	calls := make([]toolCallDelta, 1)
-	for {
-		st, err := tr.next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			if out == nil {
-				s.writeError(w, r, err)
-				return
-			}
-			_ = out.last(s.streamError(ctx, err))
-			return
-		}
-		if out == nil && !start() {
-			return
-		}
-		if st.text != "" {
-			text := st.text
-			if !emit(delta{Content: &text}, nil) {
-				return
-			}
-		}
-		if tc := st.call; tc != nil {
-			calls[0] = toolCallDelta{Index: tc.Index, Function: functionDelta{Arguments: tc.Arguments}}
-			if st.first {
-				calls[0].ID, calls[0].Type, calls[0].Function.Name = tc.ID, "function", tc.Name
-			}
-			if !emit(delta{ToolCalls: calls}, nil) {
-				return
-			}
-		}
-	}
-	if out == nil && !start() {
-		return
-	}
-	// The end (the finish chunk, the usage chunk, [DONE]) is known at once,
-	// after the proven end: one write.
-	finish := string(tr.finish)
-	if !emit(delta{}, &finish) {
-		return
-	}
-	if o.includeUsage {
-		c.Choices = noChoice
-		c.Usage = jsonNull
-		if u := usageOf(s.streamUsage(ctx, o.req, tr)); u != nil {
-			b, err := json.Marshal(u)
-			if err != nil {
-				return
-			}
-			c.Usage = b
-		}
-		if out.hold(&c) != nil {
-			return
-		}
-	}
-	if out.done() != nil {
-		infoFrom(ctx).code = errs.ClientCancelled
-	}
+	sw := sse.New(w, header)
+	s.driveStream(w, r, tr, &chatStream{s: s, o: o,
+		cs: chatsse.New(sw, chatsse.Meta{ID: o.id, Created: o.created, Model: o.model, IncludeUsage: o.includeUsage})})
 }
+
+// chatStream is a turn rendered through the chat completions emitter.
+type chatStream struct {
+	s  *server
+	o  output
+	cs *chatsse.Stream
+}
+
+func (c *chatStream) opened() bool { return c.cs.Opened() }
+
+// open: the headers and the role chunk go with the first delta, in one write.
+func (c *chatStream) open() error { return c.cs.Open() }
+
+func (c *chatStream) step(st step) error {
+	if st.text != "" {
+		if err := c.cs.Text(st.text); err != nil {
+			return err
+		}
+	}
+	if tc := st.call; tc != nil {
+		id, name := "", ""
+		if st.first {
+			id, name = tc.ID, tc.Name
+		}
+		return c.cs.ToolCall(tc.Index, id, name, tc.Arguments)
+	}
+	return nil
+}
+
+// finish: the end (the finish chunk, the usage chunk, [DONE]) is known at
+// once, after the proven end: one write.
+func (c *chatStream) finish(ctx context.Context, tr *turnReader) error {
+	if !c.cs.Opened() {
+		if err := c.cs.Open(); err != nil {
+			return err
+		}
+	}
+	var u *chatsse.Usage
+	if c.o.includeUsage {
+		u = usageOf(c.s.streamUsage(ctx, c.o.req, tr))
+	}
+	return c.cs.Finish(string(tr.finish), u)
+}
+
+func (c *chatStream) fail(ctx context.Context, err error) error {
+	return c.cs.Fail(c.s.streamError(ctx, err))
+}
+
+func (c *chatStream) flush() error { return c.cs.Flush() }

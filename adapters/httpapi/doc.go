@@ -112,6 +112,11 @@
 // with UsageEstimatesOff, when none was reported) precedes data: [DONE]. A failure after the headers is
 // one data: {"error":{…}} event and the end of the response.
 //
+// Each of the three stream grammars is written through its emitter (package
+// sse and its chatsse, respsse and msgsse), which refuses an event its grammar
+// does not allow; driveStream (render.go) reads the turn for all three and
+// turns such a refusal into the grammar's failure event.
+//
 // The request context (client disconnect) and RequestTimeout both end in
 // Turn.Close, called at once even while Next is blocked; Close may therefore
 // run concurrently with Next. At most MaxConcurrent chat requests run at

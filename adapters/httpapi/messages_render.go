@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/sse/msgsse"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
 )
@@ -142,18 +143,8 @@ type msgOutput struct {
 	id  string
 }
 
-// msgUsage is the Messages usage object: always present (the SDKs require
-// it); counts neither reported nor estimated are 0, and the usage header
-// says so.
-type msgUsage struct {
-	InputTokens              int64 `json:"input_tokens"`
-	OutputTokens             int64 `json:"output_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-}
-
-func msgUsageOf(u *chat.Usage) msgUsage {
-	var m msgUsage
+func msgUsageOf(u *chat.Usage) msgsse.Usage {
+	var m msgsse.Usage
 	if u != nil {
 		if u.PromptTokens != nil {
 			m.InputTokens = *u.PromptTokens
@@ -163,50 +154,6 @@ func msgUsageOf(u *chat.Usage) msgUsage {
 		}
 	}
 	return m
-}
-
-// message is the Messages API's Message object.
-type message struct {
-	ID           string            `json:"id"`
-	Type         string            `json:"type"`
-	Role         string            `json:"role"`
-	Model        string            `json:"model"`
-	Content      []json.RawMessage `json:"content"`
-	StopReason   *string           `json:"stop_reason"`
-	StopSequence *string           `json:"stop_sequence"`
-	Usage        msgUsage          `json:"usage"`
-}
-
-type textBlock struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
-type toolUseBlock struct {
-	Type  string          `json:"type"`
-	ID    string          `json:"id"`
-	Name  string          `json:"name"`
-	Input json.RawMessage `json:"input"`
-}
-
-// Stop reasons the gateway can prove.
-const (
-	stopEndTurn  = "end_turn"
-	stopToolUse  = "tool_use"
-	stopSequence = "stop_sequence"
-)
-
-// stopReasonOf is the stop reason of a proven end: the stop sequence that
-// cut the text, else tool_use when any tool_use block is shown, else
-// end_turn. max_tokens is never reported: the gateway never cuts on it.
-func stopReasonOf(seq *string, toolUses int) string {
-	switch {
-	case seq != nil:
-		return stopSequence
-	case toolUses > 0:
-		return stopToolUse
-	}
-	return stopEndTurn
 }
 
 // errNothingProven refuses a turn that ended with neither text nor tool
@@ -236,22 +183,22 @@ func (s *server) completeMessage(w http.ResponseWriter, r *http.Request, o msgOu
 	text := sc.feed(all.text) + sc.flush()
 	var content []json.RawMessage
 	if text != "" {
-		content = append(content, mustJSON(textBlock{Type: "text", Text: text}))
+		content = append(content, mustJSON(msgsse.TextBlock{Type: "text", Text: text}))
 	}
 	uses := 0
 	if sc.matched == nil {
 		for _, c := range all.calls {
-			content = append(content, mustJSON(toolUseBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: toolInput(c.Arguments)}))
+			content = append(content, mustJSON(msgsse.ToolUseBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: toolInput(c.Arguments)}))
 			uses++
 		}
 	}
 	if content == nil {
 		content = []json.RawMessage{}
 	}
-	reason := stopReasonOf(sc.matched, uses)
+	reason := msgsse.StopReason(sc.matched, uses)
 	u, estimated := s.usageOfTurn(o.req.chat, tr)
 	s.markUsage(r.Context(), w.Header(), u, estimated)
-	s.writeValue(w, r, message{ID: o.id, Type: "message", Role: "assistant", Model: o.req.chat.Model, Content: content,
+	s.writeValue(w, r, msgsse.Message{ID: o.id, Type: "message", Role: "assistant", Model: o.req.chat.Model, Content: content,
 		StopReason: &reason, StopSequence: sc.matched, Usage: msgUsageOf(u)}, "encode message")
 }
 

@@ -1,16 +1,14 @@
 package httpapi
 
 import (
-	"encoding/json"
-	"io"
+	"context"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
-	"github.com/pmgate/pmgate/domain/errs"
-	"github.com/pmgate/pmgate/ports"
+	"github.com/pmgate/pmgate/adapters/httpapi/sse"
+	"github.com/pmgate/pmgate/adapters/httpapi/sse/msgsse"
 )
 
 // stopScanner enforces stop_sequences on text that arrives in pieces: the
@@ -80,199 +78,87 @@ func (sc *stopScanner) flush() string {
 // silences.
 const defaultPingInterval = 10 * time.Second
 
-// msgStream writes the Messages event stream: "event: <type>" and one data
-// line per event, each ended by a blank line; no [DONE].
-type msgStream struct {
-	out   *sse
-	index int // the next block index
-	open  string
-}
-
-func (ms *msgStream) emit(typ string, v map[string]any) error {
-	v["type"] = typ
-	return ms.out.holdNamed(typ, v)
-}
-
-// streamMessage renders a turn as the Messages event stream. Headers wait
-// for the first delta, so a failure before any output is a plain error with
-// its status. After the headers, a failure is one event: error and the end
-// of the stream: never message_delta or message_stop, which come only after
-// the proven end. While the upstream is silent, ping events keep the
-// connection alive.
+// streamMessage renders a turn as the Messages event stream (driveStream):
+// message_delta and message_stop come only after the proven end, a failure
+// after the headers is one event: error. While the upstream is silent, ping
+// events keep the connection alive.
 func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutput, tr *turnReader) {
-	// The turn is read on this goroutine; pings come from a timer's. mu
-	// serializes every write, and after the handler's end (closed) the
+	m := &msgStream{s: s, o: o, ms: msgsse.New(sse.New(w, s.markStreamUsage)), sc: newStopScanner(o.req.stops)}
+	// The turn is read on this goroutine; pings come from a timer's (the
+	// emitter serializes them), and after the handler's end (Close) the
 	// timer writes nothing.
-	var mu sync.Mutex
-	closed := false
-	var ms *msgStream
-	var out *sse // ms.out, for the hook
-	hook := waitHook(&out)
-	ctx := ports.WithBeforeWait(r.Context(), func() {
-		mu.Lock()
-		defer mu.Unlock()
-		hook()
-	})
-	var startInput int64 // the input count message_start reported
-	ok := true
-	// emit holds an event for the next write: when the turn waits for the
-	// upstream, at a ping, or at the end (flush).
-	emit := func(typ string, v map[string]any) {
-		if ok && ms.emit(typ, v) != nil {
-			infoFrom(ctx).code = errs.ClientCancelled
-			ok = false
-		}
-	}
-	// write writes what emit held: flushed at once (a ping), or as the
-	// stream's last write (sse.end).
-	write := func(last bool) {
-		put := out.flush
-		if last {
-			put = out.end
-		}
-		if ok && put() != nil {
-			infoFrom(ctx).code = errs.ClientCancelled
-			ok = false
-		}
-	}
 	interval := s.cfg.MessagesPingInterval
 	if interval <= 0 {
 		interval = defaultPingInterval
 	}
 	var ping *time.Timer
 	ping = time.AfterFunc(interval, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if closed {
-			return
+		if m.ms.Ping() {
+			ping.Reset(interval)
 		}
-		if ms != nil && ok {
-			emit("ping", map[string]any{})
-			write(false)
-		}
-		ping.Reset(interval)
 	})
 	defer func() {
-		mu.Lock()
-		closed = true
-		mu.Unlock()
+		m.ms.Close()
 		ping.Stop()
 	}()
-	// Between reads, the turn's results are rendered under mu.
-	mu.Lock()
-	defer mu.Unlock()
-	next := func() (step, error) {
-		mu.Unlock()
-		defer mu.Lock()
-		return tr.next(ctx)
-	}
-
-	start := func() {
-		s.markStreamUsage(w.Header())
-		out = newSSE(w)
-		ms = &msgStream{out: out}
-		u := msgUsage{}
-		if !s.cfg.UsageEstimatesOff {
-			u.InputTokens = o.req.estimate
-		}
-		startInput = u.InputTokens
-		emit("message_start", map[string]any{"message": message{ID: o.id, Type: "message", Role: "assistant",
-			Model: o.req.chat.Model, Content: []json.RawMessage{}, Usage: u}})
-	}
-	closeBlock := func() {
-		if ms.open != "" {
-			emit("content_block_stop", map[string]any{"index": ms.index - 1})
-			ms.open = ""
-		}
-	}
-	text := func(t string) {
-		if t == "" {
-			return
-		}
-		if ms.open != "text" {
-			closeBlock()
-			emit("content_block_start", map[string]any{"index": ms.index, "content_block": textBlock{Type: "text", Text: ""}})
-			ms.index++
-			ms.open = "text"
-		}
-		emit("content_block_delta", map[string]any{"index": ms.index - 1, "delta": map[string]string{"type": "text_delta", "text": t}})
-	}
-	fail := func(err error) {
-		body, e, _ := anthropicBody(ctx, err)
-		s.noteError(ctx, e, err)
-		emit("error", map[string]any{"error": body.Error, "request_id": body.RequestID})
-		write(true)
-	}
-
-	sc := newStopScanner(o.req.stops)
-	uses, argBytes, seen := 0, 0, false
-	for ok {
-		st, err := next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			if ms == nil {
-				s.writeError(w, r, err)
-				return
-			}
-			fail(err)
-			return
-		}
-		seen = true
-		if ms == nil {
-			start()
-		}
-		text(sc.feed(st.text))
-		if c := st.call; c != nil && sc.matched == nil {
-			if st.first {
-				text(sc.flush())
-				if ms.open == "tool_use" && argBytes == 0 {
-					emit("content_block_delta", map[string]any{"index": ms.index - 1, "delta": map[string]string{"type": "input_json_delta", "partial_json": "{}"}})
-				}
-				closeBlock()
-				emit("content_block_start", map[string]any{"index": ms.index,
-					"content_block": toolUseBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: json.RawMessage("{}")}})
-				ms.index++
-				ms.open = "tool_use"
-				uses++
-				argBytes = 0
-			}
-			argBytes += len(c.Arguments)
-			emit("content_block_delta", map[string]any{"index": ms.index - 1, "delta": map[string]string{"type": "input_json_delta", "partial_json": c.Arguments}})
-		}
-	}
-	if !ok {
-		return
-	}
-	if !seen {
-		s.writeError(w, r, errNothingProven())
-		return
-	}
-	if sc.matched == nil {
-		text(sc.flush())
-	}
-	if ms.open == "tool_use" && argBytes == 0 {
-		emit("content_block_delta", map[string]any{"index": ms.index - 1, "delta": map[string]string{"type": "input_json_delta", "partial_json": "{}"}})
-	}
-	closeBlock()
-	reason := stopReasonOf(sc.matched, uses)
-	u := s.streamUsage(ctx, o.req.chat, tr)
-	emit("message_delta", map[string]any{"delta": map[string]any{"stop_reason": reason, "stop_sequence": sc.matched}, "usage": deltaUsage(msgUsageOf(u), startInput)})
-	emit("message_stop", map[string]any{})
-	write(true)
+	s.driveStream(w, r, tr, m)
 }
 
-// deltaUsage is message_delta's usage. Usage there is cumulative (the SDKs
-// overwrite with it), so an input count below the one message_start gave —
-// the upstream's count or the estimate of what was sent upstream, smaller
-// than the request's — is left out, and message_start's stands.
-func deltaUsage(u msgUsage, startInput int64) map[string]int64 {
-	out := map[string]int64{"output_tokens": u.OutputTokens}
-	if u.InputTokens >= startInput {
-		out["input_tokens"] = u.InputTokens
-		out["cache_creation_input_tokens"] = u.CacheCreationInputTokens
-		out["cache_read_input_tokens"] = u.CacheReadInputTokens
+// msgStream is a turn rendered through the Messages emitter, its text cut
+// at the request's stop sequences.
+type msgStream struct {
+	s  *server
+	o  msgOutput
+	ms *msgsse.Stream
+	sc *stopScanner
+}
+
+func (m *msgStream) opened() bool { return m.ms.Started() }
+
+// open: message_start's input count is the estimate, unless estimates are off.
+func (m *msgStream) open() error {
+	var input int64
+	if !m.s.cfg.UsageEstimatesOff {
+		input = m.o.req.estimate
 	}
-	return out
+	return m.ms.Start(m.o.id, m.o.req.chat.Model, input)
+}
+
+func (m *msgStream) step(st step) error {
+	if err := m.ms.Text(m.sc.feed(st.text)); err != nil {
+		return err
+	}
+	c := st.call
+	if c == nil || m.sc.matched != nil {
+		return nil
+	}
+	if st.first {
+		if err := m.ms.Text(m.sc.flush()); err != nil {
+			return err
+		}
+		if err := m.ms.ToolUse(c.ID, c.Name); err != nil {
+			return err
+		}
+	}
+	return m.ms.Input(c.Arguments)
+}
+
+func (m *msgStream) finish(ctx context.Context, tr *turnReader) error {
+	if !m.ms.Started() {
+		return errNothingProven()
+	}
+	if m.sc.matched == nil {
+		if err := m.ms.Text(m.sc.flush()); err != nil {
+			return err
+		}
+	}
+	return m.ms.Stop(m.sc.matched, msgUsageOf(m.s.streamUsage(ctx, m.o.req.chat, tr)))
+}
+
+func (m *msgStream) flush() error { return m.ms.Flush() }
+
+func (m *msgStream) fail(ctx context.Context, err error) error {
+	body, e, _ := anthropicBody(ctx, err)
+	m.s.noteError(ctx, e, err)
+	return m.ms.Fail(body.Error, body.RequestID)
 }

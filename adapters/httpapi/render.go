@@ -1,10 +1,8 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -12,8 +10,11 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/cockroachdb/redact"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/sse"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // randText is a random completion id suffix (26 base32 characters).
@@ -140,108 +141,58 @@ func collect(ctx context.Context, tr *turnReader) (collected, error) {
 	return collected{text: text.String(), calls: calls}, nil
 }
 
-var (
-	jsonNull = json.RawMessage("null")
-	noChoice = []chunkChoice{}
-)
-
-// sse writes events: "data: <one-line JSON>\n\n", or with a name, "event:
-// <name>\n" before the data line. Events are held and written together, in
-// one write and one flush, when the turn is about to wait for the upstream
-// (ports.BeforeWait: the renderers put waitHook on the context they read the
-// turn with), at the end, and wherever a renderer flushes: what arrived in one
-// upstream read reaches the client in one write, and nothing waits for an
-// event that has not arrived. After a failed write every later one fails the
-// same way.
-type sse struct {
-	w   io.Writer
-	rc  *http.ResponseController
-	buf bytes.Buffer // the events not written yet
-	enc *json.Encoder
-	err error // the first failed write
+// streamed is one API's rendering of a turn as its event stream, through
+// that grammar's emitter; driveStream reads the turn and calls it. ctx is
+// the turn's.
+type streamed interface {
+	opened() bool
+	// open sends the headers and the opening events, with the first delta.
+	open() error
+	// step shows one step of the turn.
+	step(st step) error
+	// finish ends the stream after the turn's proven end (opening it first
+	// when no delta came); an error while not opened is a plain answer.
+	finish(ctx context.Context, tr *turnReader) error
+	// fail ends an opened stream with the grammar's failure event for err.
+	fail(ctx context.Context, err error) error
+	// flush writes what the emitter holds (the turn is about to wait).
+	flush() error
 }
 
-func newSSE(w http.ResponseWriter) *sse {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	s := &sse{w: w, rc: http.NewResponseController(w)}
-	s.enc = json.NewEncoder(&s.buf)
-	s.enc.SetEscapeHTML(false)
-	return s
-}
-
-// last writes v, after any held events, as the stream's last event (end).
-func (s *sse) last(v any) error {
-	if err := s.hold(v); err != nil {
-		return err
-	}
-	return s.end()
-}
-
-// hold encodes v as the next event without writing it.
-func (s *sse) hold(v any) error { return s.holdNamed("", v) }
-
-// holdNamed encodes v as the next event, named typ unless typ is "", without
-// writing it.
-func (s *sse) holdNamed(typ string, v any) error {
-	if s.err != nil {
-		return s.err
-	}
-	n := s.buf.Len()
-	if typ != "" {
-		s.buf.WriteString("event: ")
-		s.buf.WriteString(typ)
-		s.buf.WriteByte('\n')
-	}
-	s.buf.WriteString("data: ")
-	if err := s.enc.Encode(v); err != nil { // one line, ends in \n
-		s.buf.Truncate(n)
-		return err
-	}
-	s.buf.WriteByte('\n')
-	return nil
-}
-
-// done writes [DONE], after any held events, as the stream's end.
-func (s *sse) done() error {
-	s.buf.WriteString("data: [DONE]\n\n")
-	return s.end()
-}
-
-// end writes the held events as the stream's last write, without flushing:
-// the handler returns next, and net/http then sends them together with the
-// terminating chunk, in one write instead of two.
-func (s *sse) end() error {
-	if s.err != nil || s.buf.Len() == 0 {
-		return s.err
-	}
-	_, err := s.w.Write(s.buf.Bytes())
-	s.buf.Reset()
-	s.err = err
-	return err
-}
-
-// flush writes the held events, if any, and flushes them to the client.
-func (s *sse) flush() error {
-	if s.err != nil || s.buf.Len() == 0 {
-		return s.err
-	}
-	if s.end() == nil {
-		s.err = s.rc.Flush()
-	}
-	return s.err
-}
-
-// waitHook returns the ports.BeforeWait hook of a stream whose writer *out
-// is set once the headers go (nil until then): it writes what is held. A
-// failed write is the next write's error.
-func waitHook(out **sse) func() {
-	return func() {
-		if *out != nil {
-			_ = (*out).flush()
+// driveStream renders a turn through g. The headers wait for the first
+// delta, so a failure before any output is a plain error with its status;
+// after them a failure, the turn's or an emitter's refusal of an
+// ungrammatical event (an internal error), is the grammar's failure event
+// and the end, and a failed write (the client gone) ends the stream there.
+// What the emitter holds is written when the turn is about to wait
+// (ports.BeforeWait), so what arrived in one upstream read goes in one
+// write.
+func (s *server) driveStream(w http.ResponseWriter, r *http.Request, tr *turnReader, g streamed) {
+	ctx := ports.WithBeforeWait(r.Context(), func() { _ = g.flush() })
+	var err error
+	for err == nil {
+		var st step
+		if st, err = tr.next(ctx); err == nil && !g.opened() {
+			err = g.open()
+		}
+		if err == nil {
+			err = g.step(st)
 		}
 	}
+	if err == io.EOF {
+		if err = g.finish(ctx, tr); err == nil {
+			return
+		}
+	}
+	switch {
+	case errors.Is(err, sse.ErrWrite):
+	case !g.opened():
+		s.writeError(w, r, err)
+		return
+	default:
+		if err = g.fail(ctx, err); err == nil {
+			return
+		}
+	}
+	infoFrom(ctx).code = errs.ClientCancelled
 }

@@ -1,15 +1,17 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/sse"
+	"github.com/pmgate/pmgate/adapters/httpapi/sse/respsse"
+
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
-	"github.com/pmgate/pmgate/ports"
 )
 
 // handleResponses serves POST /v1/responses: one turn (serveTurn) of the
@@ -128,40 +130,6 @@ func (o respOutput) object(status string, output []json.RawMessage) responseObje
 	return obj
 }
 
-// Output items.
-type messageItem struct {
-	Type    string     `json:"type"`
-	ID      string     `json:"id"`
-	Status  string     `json:"status"`
-	Role    string     `json:"role"`
-	Content []textPart `json:"content"`
-}
-
-type textPart struct {
-	Type        string     `json:"type"`
-	Text        string     `json:"text"`
-	Annotations []struct{} `json:"annotations"`
-}
-
-type functionCallItem struct {
-	Type      string `json:"type"`
-	ID        string `json:"id"`
-	CallID    string `json:"call_id"`
-	Name      string `json:"name"`
-	Namespace string `json:"namespace,omitempty"`
-	Arguments string `json:"arguments"`
-	Status    string `json:"status"`
-}
-
-type customCallItem struct {
-	Type   string `json:"type"`
-	ID     string `json:"id"`
-	CallID string `json:"call_id"`
-	Name   string `json:"name"`
-	Input  string `json:"input"`
-	Status string `json:"status,omitempty"`
-}
-
 // callOut is one issued tool call as the Responses API shows it.
 type callOut struct {
 	itemID    string
@@ -170,26 +138,19 @@ type callOut struct {
 	arguments strings.Builder
 }
 
-// item renders the call's output item; a custom tool's input is the "input"
-// string of the arguments it was issued with.
-func (c *callOut) item(status string) (json.RawMessage, error) {
+// call is the issued call as the stream shows it; a custom tool's input is
+// the "input" string of the arguments it was issued with.
+func (c *callOut) call() (respsse.Call, error) {
+	out := respsse.Call{ItemID: c.itemID, CallID: c.callID, Name: c.tool.name, Namespace: c.tool.namespace,
+		Custom: c.tool.custom, Arguments: c.arguments.String()}
 	if c.tool.custom {
 		input, err := c.customInput()
 		if err != nil {
-			return nil, err
+			return respsse.Call{}, err
 		}
-		return mustJSON(c.customItem(input, status)), nil
+		out.Input, out.Namespace, out.Arguments = input, "", ""
 	}
-	return mustJSON(c.functionItem(c.arguments.String(), status)), nil
-}
-
-func (c *callOut) functionItem(arguments, status string) functionCallItem {
-	return functionCallItem{Type: "function_call", ID: c.itemID, CallID: c.callID, Name: c.tool.name,
-		Namespace: c.tool.namespace, Arguments: arguments, Status: status}
-}
-
-func (c *callOut) customItem(input, status string) customCallItem {
-	return customCallItem{Type: "custom_tool_call", ID: c.itemID, CallID: c.callID, Name: c.tool.name, Input: input, Status: status}
+	return out, nil
 }
 
 // customInput is the "input" string of a custom tool call's arguments.
@@ -211,8 +172,7 @@ func (o respOutput) toolOf(chatName string) respTool {
 }
 
 func messageOf(id, text, status string) json.RawMessage {
-	return mustJSON(messageItem{Type: "message", ID: id, Status: status, Role: "assistant",
-		Content: []textPart{{Type: "output_text", Text: text, Annotations: []struct{}{}}}})
+	return mustJSON(respsse.Message(id, text, status))
 }
 
 // completeResponse collects the whole turn and writes one response object;
@@ -233,12 +193,12 @@ func (s *server) completeResponse(w http.ResponseWriter, r *http.Request, o resp
 		output = append(output, messageOf("msg_"+randText(), all.text, "completed"))
 	}
 	for _, c := range calls {
-		item, err := c.item("completed")
+		call, err := c.call()
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		output = append(output, item)
+		output = append(output, call.Item())
 	}
 	obj := o.object("completed", output)
 	u, estimated := s.usageOfTurn(o.req.chat, tr)
@@ -247,162 +207,88 @@ func (s *server) completeResponse(w http.ResponseWriter, r *http.Request, o resp
 	s.writeValue(w, r, obj, "encode response")
 }
 
-// respStream writes the Responses event stream: "event: <type>" and one
-// data line per event, each with its sequence number.
-type respStream struct {
-	out *sse
-	seq int
-}
-
-func (rs *respStream) emit(typ string, fields map[string]any) error {
-	fields["type"] = typ
-	fields["sequence_number"] = rs.seq
-	rs.seq++
-	return rs.out.holdNamed(typ, fields)
-}
-
-// streamResponse renders a turn as the Responses event stream. Headers wait
-// for the first delta, so a failure before any output is a plain error with
-// its status. A failure after that is response.failed and the end of the
-// stream; response.completed comes only after the proven end.
+// streamResponse renders a turn as the Responses event stream (driveStream):
+// response.completed comes only after the proven end, a failure after the
+// headers is response.failed.
 func (s *server) streamResponse(w http.ResponseWriter, r *http.Request, o respOutput, tr *turnReader) {
-	var rs *respStream
-	var out *sse // rs.out, for the hook
-	ctx := ports.WithBeforeWait(r.Context(), waitHook(&out))
-	var output []json.RawMessage
-	var calls []*callOut
-	var text strings.Builder
-	msgID, msgIndex := "", -1
-	ok := true
-	emit := func(typ string, f map[string]any) {
-		if ok && rs.emit(typ, f) != nil {
-			infoFrom(ctx).code = errs.ClientCancelled
-			ok = false
-		}
-	}
-	// end writes what emit held as the stream's last write (sse.end).
-	end := func() {
-		if ok && out.end() != nil {
-			infoFrom(ctx).code = errs.ClientCancelled
-			ok = false
-		}
-	}
-	start := func() {
-		s.markStreamUsage(w.Header())
-		out = newSSE(w)
-		rs = &respStream{out: out}
-		emit("response.created", map[string]any{"response": o.object("in_progress", nil)})
-		emit("response.in_progress", map[string]any{"response": o.object("in_progress", nil)})
-	}
-	closeText := func() {
-		if msgIndex < 0 {
-			return
-		}
-		t := text.String()
-		emit("response.output_text.done", map[string]any{"item_id": msgID, "output_index": msgIndex, "content_index": 0, "text": t, "logprobs": []struct{}{}})
-		emit("response.content_part.done", map[string]any{"item_id": msgID, "output_index": msgIndex, "content_index": 0,
-			"part": textPart{Type: "output_text", Text: t, Annotations: []struct{}{}}})
-		item := messageOf(msgID, t, "completed")
-		emit("response.output_item.done", map[string]any{"output_index": msgIndex, "item": item})
-		output[msgIndex] = item
-		msgIndex = -1
-	}
-	fail := func(err error) {
-		body := s.streamError(ctx, err)
-		obj := o.object("failed", output)
-		obj.Error = &respError{Code: body.Error.Code, Message: body.Error.Message}
-		emit("response.failed", map[string]any{"response": obj})
-		end()
-	}
-	for ok {
-		st, err := tr.next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			if rs == nil {
-				s.writeError(w, r, err)
-				return
+	s.driveStream(w, r, tr, &respStream{s: s, o: o, rs: respsse.New(sse.New(w, s.markStreamUsage))})
+}
+
+// respStream is a turn rendered through the Responses emitter.
+type respStream struct {
+	s     *server
+	o     respOutput
+	rs    *respsse.Stream
+	calls []*callOut // the calls issued; the last is shown when the next begins, or at the end
+}
+
+func (rs *respStream) opened() bool { return rs.rs.Opened() }
+
+func (rs *respStream) open() error { return rs.rs.Open(rs.o.object("in_progress", nil)) }
+
+func (rs *respStream) step(st step) error {
+	if st.text != "" {
+		if !rs.rs.InMessage() {
+			if err := rs.rs.OpenMessage("msg_" + randText()); err != nil {
+				return err
 			}
-			fail(err)
-			return
 		}
-		if rs == nil {
-			start()
+		if err := rs.rs.Text(st.text); err != nil {
+			return err
 		}
-		if st.text != "" {
-			if msgIndex < 0 {
-				msgID, msgIndex = "msg_"+randText(), len(output)
-				text.Reset()
-				item := mustJSON(messageItem{Type: "message", ID: msgID, Status: "in_progress", Role: "assistant", Content: []textPart{}})
-				output = append(output, item)
-				emit("response.output_item.added", map[string]any{"output_index": msgIndex, "item": item})
-				emit("response.content_part.added", map[string]any{"item_id": msgID, "output_index": msgIndex, "content_index": 0,
-					"part": textPart{Type: "output_text", Text: "", Annotations: []struct{}{}}})
+	}
+	if c := st.call; c != nil {
+		if st.first {
+			if err := rs.closeOutput(); err != nil {
+				return err
 			}
-			text.WriteString(st.text)
-			emit("response.output_text.delta", map[string]any{"item_id": msgID, "output_index": msgIndex, "content_index": 0, "delta": st.text, "logprobs": []struct{}{}})
+			rs.calls = append(rs.calls, &callOut{itemID: "fc_" + randText(), callID: c.ID, tool: rs.o.toolOf(c.Name)})
 		}
-		if c := st.call; c != nil {
-			if st.first {
-				closeText()
-				if len(calls) > 0 {
-					if err := s.finishCall(emit, calls[len(calls)-1], &output); err != nil {
-						fail(err)
-						return
-					}
-				}
-				calls = append(calls, &callOut{itemID: "fc_" + randText(), callID: c.ID, tool: o.toolOf(c.Name)})
-			}
-			calls[c.Index].arguments.WriteString(c.Arguments)
-		}
+		rs.calls[c.Index].arguments.WriteString(c.Arguments)
 	}
-	if !ok {
-		return
+	return nil
+}
+
+// closeOutput closes the open message and shows the last call issued as a
+// whole: tool calls are released only after the upstream's next call or
+// proven end, so nothing is gained by splitting them.
+func (rs *respStream) closeOutput() error {
+	if err := rs.rs.CloseMessage(); err != nil || len(rs.calls) == 0 {
+		return err
 	}
-	if rs == nil {
-		start()
+	c, err := rs.calls[len(rs.calls)-1].call()
+	if err != nil {
+		return err
 	}
-	closeText()
-	if len(calls) > 0 {
-		if err := s.finishCall(emit, calls[len(calls)-1], &output); err != nil {
-			fail(err)
-			return
+	return rs.rs.ToolCall(c)
+}
+
+func (rs *respStream) finish(ctx context.Context, tr *turnReader) error {
+	if !rs.rs.Opened() {
+		if err := rs.open(); err != nil {
+			return err
 		}
 	}
+	if err := rs.closeOutput(); err != nil {
+		return err
+	}
+	output := rs.rs.Output()
 	if len(output) == 0 {
 		// An empty answer is still one (empty) message, as in the JSON form.
 		output = append(output, messageOf("msg_"+randText(), "", "completed"))
 	}
-	obj := o.object("completed", output)
-	obj.Usage = respUsageOf(s.streamUsage(ctx, o.req.chat, tr))
-	emit("response.completed", map[string]any{"response": obj})
-	end()
+	obj := rs.o.object("completed", output)
+	obj.Usage = respUsageOf(rs.s.streamUsage(ctx, rs.o.req.chat, tr))
+	return rs.rs.Complete(obj)
 }
 
-// finishCall emits one tool call as a whole: added, its arguments (or a
-// custom tool's input) in one delta, done. Tool calls are released only after
-// the upstream's proven end, so nothing is gained by splitting them.
-func (s *server) finishCall(emit func(string, map[string]any), c *callOut, output *[]json.RawMessage) error {
-	done, err := c.item("completed")
-	if err != nil {
-		return err
-	}
-	idx := len(*output)
-	if c.tool.custom {
-		input, _ := c.customInput() // item checked it
-		emit("response.output_item.added", map[string]any{"output_index": idx, "item": c.customItem("", "in_progress")})
-		emit("response.custom_tool_call_input.delta", map[string]any{"item_id": c.itemID, "output_index": idx, "delta": input})
-		emit("response.custom_tool_call_input.done", map[string]any{"item_id": c.itemID, "output_index": idx, "input": input})
-	} else {
-		args := c.arguments.String()
-		emit("response.output_item.added", map[string]any{"output_index": idx, "item": c.functionItem("", "in_progress")})
-		emit("response.function_call_arguments.delta", map[string]any{"item_id": c.itemID, "output_index": idx, "delta": args})
-		emit("response.function_call_arguments.done", map[string]any{"item_id": c.itemID, "output_index": idx, "arguments": args})
-	}
-	emit("response.output_item.done", map[string]any{"output_index": idx, "item": done})
-	*output = append(*output, done)
-	return nil
+func (rs *respStream) flush() error { return rs.rs.Flush() }
+
+func (rs *respStream) fail(ctx context.Context, err error) error {
+	body := rs.s.streamError(ctx, err)
+	obj := rs.o.object("failed", rs.rs.Output())
+	obj.Error = &respError{Code: body.Error.Code, Message: body.Error.Message}
+	return rs.rs.Fail(obj)
 }
 
 // textEcho is the response object's "text": the client's, when it asked for a

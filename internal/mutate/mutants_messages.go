@@ -6,6 +6,7 @@ func init() {
 	const (
 		httpapi = "./adapters/httpapi/"
 		stop    = "adapters/httpapi/messages_stream.go"
+		emitter = "adapters/httpapi/sse/msgsse/msgsse.go"
 	)
 	mutants = append(mutants,
 		mutant{"messages: the 16th stop sequence refused", "adapters/httpapi/messages_decode.go",
@@ -22,12 +23,10 @@ func init() {
 			"sc.hold = max(sc.hold, len(s)-1)", "sc.hold = max(sc.hold, len(s)-2)", httpapi, "NeverLeaksAStopSequence"},
 		mutant{"messages: a stop-cut Message keeps the turn's tool_use blocks", "adapters/httpapi/messages_render.go",
 			"\tif sc.matched == nil {\n\t\tfor _, c := range all.calls {", "\tif true {\n\t\tfor _, c := range all.calls {", httpapi, "CarriesNoToolUse"},
-		mutant{"messages: the last argumentless tool_use gets no {}", stop,
-			"\n\tif ms.open == \"tool_use\" && argBytes == 0 {", "\n\tif false && ms.open == \"tool_use\" && argBytes == 0 {", httpapi, "ArgumentlessToolUse"},
-		mutant{"messages: an argumentless tool_use followed by another gets no {}", stop,
-			"\t\t\t\tif ms.open == \"tool_use\" && argBytes == 0 {", "\t\t\t\tif false && ms.open == \"tool_use\" && argBytes == 0 {", httpapi, "ArgumentlessToolUse"},
-		mutant{"messages: message_delta reports a smaller input count", stop,
-			"if u.InputTokens >= startInput {", "if true {", httpapi, "FewerInputTokens"},
+		mutant{"messages: an argumentless tool_use block stops without {}", emitter,
+			"if s.open == toolUse && len(s.input) == 0 {", "if false && s.open == toolUse && len(s.input) == 0 {", httpapi, "ArgumentlessToolUse"},
+		mutant{"messages: message_delta reports a smaller input count", emitter,
+			"if u.InputTokens >= s.startInput {", "if true {", httpapi, "FewerInputTokens"},
 		mutant{"messages: count_tokens served without a key", "adapters/httpapi/routes.go",
 			"anthropicRoute(s.requireKey(s.handleCountTokens()))", "anthropicRoute(s.handleCountTokens())", httpapi, "CountTokensRequiresAnAPIKey"},
 		mutant{"budget: the recipe hint tells clients case-sensitively", "domain/budget/client.go",
