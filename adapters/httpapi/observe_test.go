@@ -105,7 +105,7 @@ func TestTheRowsAreCountedWhenTheAnswerIsWritten(t *testing.T) {
 	is := is.New(t)
 	log := slog.New(slog.DiscardHandler)
 	events := app.NewObservers(log)
-	monitor := httpapi.NewMonitor(httpapi.MonitorConfig{Version: "test", Strategy: "access_token", Events: events})
+	monitor := ops.NewMonitor(ops.MonitorConfig{Version: "test", Strategy: "access_token", Events: events})
 	stuck := &stuckObserver{entered: make(chan struct{}), release: make(chan struct{})}
 	events.Subscribe("stuck", stuck)
 	t.Cleanup(func() {
@@ -120,7 +120,7 @@ func TestTheRowsAreCountedWhenTheAnswerIsWritten(t *testing.T) {
 	gw := app.New(app.Config{WorkspaceID: "ws", Correlation: true, Policy: policy, Observer: events}, up,
 		memstore.New(correlation.Limits{MaxGroups: 10, MaxCalls: 10}, policy), porttest.NewClock(porttest.T0), &porttest.IDs{}, log).
 		WithAnchors(memstore.NewAnchors(conversation.Limits{MaxAnchors: 10}, anchorPolicy), anchorPolicy)
-	h, _ := newServer(t, gw, func(c *httpapi.Config) { c.Monitor = monitor })
+	h, _ := newServer(t, gw, withMonitor(monitor))
 
 	is.Equal(post(h, withMessages(`[{"role":"user","content":"hi"}]`)).Code, 200)
 	is.Equal(post(h, withMessages(`[{"role":"user","content":"hi"},{"role":"assistant","content":"ok"},{"role":"user","content":"more"}]`)).Code, 200)

@@ -1,4 +1,4 @@
-package httpapi
+package ops
 
 import (
 	"log/slog"

@@ -13,7 +13,7 @@ func init() {
 			"\tif o.closed.Load() {\n\t\treturn\n\t}\n\tfor _, s := range *o.subs.Load() {", "\tfor _, s := range *o.subs.Load() {", "./app/", "AfterCloseAnInlineSubscriber"},
 		mutant{"log observer: wants the anchor lookups whatever its level", "app/observe.go",
 			"\t\treturn l.Log.Enabled(ctx, anchorLevel(e))", "\t\treturn true", "./app/", "LogObserverWants"},
-		mutant{"monitor: subscribed queued, so a request's rows are counted after its answer", "adapters/httpapi/monitor.go",
-			"cfg.Events.SubscribeInline(\"metrics\", m)", "cfg.Events.Subscribe(\"metrics\", m)", "./adapters/httpapi/", "TheMonitorCountsInsideObserve"},
+		mutant{"monitor: subscribed queued, so a request's rows are counted after its answer", "adapters/ops/monitor.go",
+			"cfg.Events.SubscribeInline(\"metrics\", m)", "cfg.Events.Subscribe(\"metrics\", m)", "./adapters/ops/", "TheMonitorCountsInsideObserve"},
 	)
 }
