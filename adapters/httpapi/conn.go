@@ -50,7 +50,8 @@ func NewHTTPServer(h http.Handler, l *Listener, log *slog.Logger) *http.Server {
 // Listener caps the open client connections at max. A connection accepted
 // while max are open first takes the place of the connection that has been
 // idle (keep-alive, between requests) the longest, which is closed; when none
-// is idle, it waits until one closes, and the connections behind it wait in
+// is idle, it waits until one closes or turns idle (and is then closed in its
+// turn), and the connections behind it wait in
 // the kernel's accept queue (bounded by the listen backlog) — nothing is
 // accepted, read or allocated for them until then. It also rewrites the
 // plain-text answers net/http writes on its own (malformed request 400,
@@ -63,12 +64,13 @@ type Listener struct {
 
 	pending atomic.Int64 // afterResponse work not run yet
 
-	mu    sync.Mutex
-	open  int
-	idle  map[*conn]time.Time // idle since
-	freed chan struct{}
-	done  chan struct{}
-	once  sync.Once
+	mu   sync.Mutex
+	open int
+	idle map[*conn]time.Time // idle since
+	// wake tells a waiting Accept that a connection closed or turned idle.
+	wake chan struct{}
+	done chan struct{}
+	once sync.Once
 }
 
 // NewListener wraps ln; max ≤ 0 takes DefaultMaxConnections. A nil logger
@@ -81,7 +83,7 @@ func NewListener(ln net.Listener, max int, log *slog.Logger) *Listener {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Listener{Listener: ln, max: max, log: log, idle: map[*conn]time.Time{},
-		freed: make(chan struct{}, 1), done: make(chan struct{})}
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 // Accept implements net.Listener.
@@ -104,7 +106,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 			continue
 		}
 		select {
-		case <-l.freed:
+		case <-l.wake:
 		case <-l.done:
 			_ = c.Close()
 			return nil, net.ErrClosed
@@ -151,11 +153,22 @@ func (l *Listener) connState(nc net.Conn, st http.ConnState) {
 		}
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if st == http.StateIdle {
 		l.idle[c] = time.Now()
 	} else {
 		delete(l.idle, c)
+	}
+	l.mu.Unlock()
+	if st == http.StateIdle {
+		l.signal()
+	}
+}
+
+// signal wakes an Accept waiting for room, if any.
+func (l *Listener) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -164,10 +177,7 @@ func (l *Listener) release(c *conn) {
 	l.open--
 	delete(l.idle, c)
 	l.mu.Unlock()
-	select {
-	case l.freed <- struct{}{}:
-	default:
-	}
+	l.signal()
 }
 
 // conn is one counted client connection.

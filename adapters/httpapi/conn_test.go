@@ -89,6 +89,60 @@ func TestIdleKeepAliveConnectionsMakeRoomAtTheCap(t *testing.T) {
 	is.True(err != nil) // the oldest idle connection was closed by the gateway
 }
 
+// A connection waiting at the cap takes the place of a busy one as soon as
+// that one turns idle, not when the idle timeout (30 s) closes it.
+func TestAWaitingConnectionTakesThePlaceOfOneThatTurnsIdle(t *testing.T) {
+	is := is.New(t)
+	release, started := make(chan struct{}), make(chan struct{})
+	svc := &fakeService{ChatFn: func(ctx context.Context, _ app.Principal, _ chat.Request) (app.Turn, error) {
+		close(started)
+		<-release
+		return script(app.Delta{Text: "ok"}, app.Delta{Finish: app.FinishStop}), nil
+	}}
+	h, _ := newServer(t, svc, func(c *httpapi.Config) { c.AllowedHosts = nil })
+	ln, addr := listen(t, h, 1)
+	busy, err := net.Dial("tcp", addr)
+	is.NoErr(err)
+	t.Cleanup(func() { busy.Close() })
+	_ = busy.SetDeadline(time.Now().Add(10 * time.Second))
+	body := withFields("")
+	fmt.Fprintf(busy, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", apiKey, len(body), body)
+	<-started
+	second := make(chan error, 1)
+	go func() {
+		c, err := net.Dial("tcp", addr) // accepted by the kernel; waits for room
+		if err != nil {
+			second <- err
+			return
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second)) // well below the idle timeout
+		fmt.Fprint(c, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err == nil && resp.StatusCode != 200 {
+			err = fmt.Errorf("status %d", resp.StatusCode)
+		}
+		second <- err
+	}()
+	select {
+	case err := <-second:
+		t.Fatalf("the second connection was served while the first was busy at a cap of 1: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	br := bufio.NewReader(busy)
+	resp, err := http.ReadResponse(br, nil)
+	is.NoErr(err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	is.Equal(resp.StatusCode, 200) // the busy one is answered and kept alive
+	is.NoErr(<-second)             // the waiting one is served once it is idle
+	_, err = br.ReadByte()
+	is.True(err != nil) // and the idle one was closed for it
+	is.True(ln.Open() <= 1)
+}
+
 func TestBusyConnectionsMakeNewOnesWaitNotFail(t *testing.T) {
 	is := is.New(t)
 	release := make(chan struct{})
