@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/cockroachdb/errors"
+
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 )
 
 // The request is decoded object by object into maps of raw values and each
@@ -15,24 +17,57 @@ import (
 // keys this gateway does not know are ignored, so that newer SDKs and
 // proxies that add harmless fields keep working. Refusals name the param path.
 
-// decodeTop is what both APIs check first: the body is one JSON object of
-// valid Unicode text, and its model is a configured one the caller's slot may
-// use (allowed), refused exactly like an unknown one otherwise.
+// decodeTop is what the Responses API checks first: the body is one JSON
+// object of valid Unicode text, and its model is one the caller may use
+// (model).
 func (s *server) decodeTop(body []byte, allowed func(string) bool) (map[string]json.RawMessage, string, error) {
 	var top map[string]json.RawMessage
 	err := json.Unmarshal(body, &top)
 	if err := notObjectText(body, top, err); err != nil {
 		return nil, "", err
 	}
-	if kindOf(top["model"]) != kindString || str(top["model"]) == "" {
-		return nil, "", invalid("model", "is required and must be a string.")
+	m := wirejson.String{Kind: wirejson.Raw(top["model"]).Kind()}
+	if m.IsString() {
+		m.V = str(top["model"])
 	}
-	model := str(top["model"])
-	if !s.models[model] || !allowed(model) {
-		return nil, "", s.modelNotFound(allowed)
-	}
-	return top, model, nil
+	model, err := s.model(m, allowed)
+	return top, model, err
 }
+
+// model is what every API checks first after the body: its model is a
+// configured one the caller's slot may use (allowed), refused exactly like
+// an unknown one otherwise, so a slot cannot tell the two apart.
+func (s *server) model(m wirejson.String, allowed func(string) bool) (string, error) {
+	if !m.IsString() || m.V == "" {
+		return "", invalid("model", "is required and must be a string.")
+	}
+	if !s.models[m.V] || !allowed(m.V) {
+		return "", s.modelNotFound(allowed)
+	}
+	return m.V, nil
+}
+
+// readBody reads body once, strictly, into v (a wire request; wirejson.Decode).
+// A body the reading refuses is refused in the words every API uses
+// (bodyError: not JSON, not an object, not text); one those accept repeats a
+// member name, refused at the repeat's path as the API writes paths (path).
+func readBody(body []byte, v any, path func([]wirejson.Step) string) error {
+	err := wirejson.Decode(body, v)
+	if err == nil {
+		return nil
+	}
+	if berr := bodyError(body); berr != nil {
+		return berr
+	}
+	if steps, ok := wirejson.DuplicateName(body, err); ok {
+		return invalid(path(steps), duplicateDetail)
+	}
+	return invalid("", "The body is not valid JSON.") // the readers disagree; not seen
+}
+
+// duplicateDetail is the refusal of a member name given twice in one object
+// (docs/API.md, "Repeated member names and the order of refusals").
+const duplicateDetail = "is given more than once in its object; a member name may appear only once."
 
 // notObjectText is the refusal of a body that is not one JSON object (top and
 // err are what json.Unmarshal made of it) of valid Unicode text, or nil.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/messages"
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
 )
@@ -55,26 +56,20 @@ func (s *server) decodeCountRequest(body []byte, allowed func(string) bool) (msg
 	return s.translateMessages(body, allowed, false)
 }
 
-// readMessagesBody reads the body once, strictly (wire/messages). A body the
-// reading refuses is refused in the words every API uses (bodyError: not
-// JSON, not an object, not text); one those accept repeats a member name.
+// readMessagesBody reads the body once, strictly (wire/messages, readBody);
+// a repeated member name is refused at its path with the steps joined by
+// dots (messages.0.content.1.text), as the Messages API writes paths.
 func readMessagesBody(body []byte) (messages.Request, error) {
-	wr, err := messages.Decode(body)
-	if err == nil {
-		return wr, nil
-	}
-	if berr := bodyError(body); berr != nil {
-		return wr, berr
-	}
-	if path, ok := messages.DuplicateName(err); ok {
-		return wr, invalid(strings.Join(path, "."), duplicateDetail)
-	}
-	return wr, invalid("", "The body is not valid JSON.") // the readers disagree; not seen
+	var wr messages.Request
+	err := readBody(body, &wr, func(steps []wirejson.Step) string {
+		names := make([]string, len(steps))
+		for i, st := range steps {
+			names[i] = st.Name
+		}
+		return strings.Join(names, ".")
+	})
+	return wr, err
 }
-
-// duplicateDetail is the refusal of a member name given twice in one object
-// (docs/API.md, "Repeated member names and the order of refusals").
-const duplicateDetail = "is given more than once in its object; a member name may appear only once."
 
 // translateMessages is the one translation of a Messages request into the
 // chat.Request the core takes, in the order of docs/API.md's refusals: the
@@ -86,12 +81,9 @@ func (s *server) translateMessages(body []byte, allowed func(string) bool, needM
 	if err != nil {
 		return msgRequest{}, err
 	}
-	if !wr.Model.IsString() || wr.Model.V == "" {
-		return msgRequest{}, invalid("model", "is required and must be a string.")
-	}
-	model := wr.Model.V
-	if !s.models[model] || !allowed(model) {
-		return msgRequest{}, s.modelNotFound(allowed)
+	model, err := s.model(wr.Model, allowed)
+	if err != nil {
+		return msgRequest{}, err
 	}
 	mr := msgRequest{chat: chat.Request{API: apiMessages, Model: model, ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto},
 		ParallelToolCalls: true}}
@@ -274,7 +266,7 @@ func systemText(c messages.Content) (string, error) {
 		return "", invalid("system", "must be a string or an array of text blocks.")
 	}
 	var parts []string
-	for i, b := range c.Blocks {
+	for i, b := range c.Items {
 		p := "system." + strconv.Itoa(i)
 		if !b.IsObject() {
 			return "", invalid(p, "must be an object.")
@@ -411,9 +403,9 @@ func contentBlocks(p string, c messages.Content) ([]*messages.Block, error) {
 	default:
 		return nil, invalid(p, "is required and must be a string or an array of content blocks.")
 	}
-	out := make([]*messages.Block, len(c.Blocks))
-	for j := range c.Blocks {
-		it := &c.Blocks[j]
+	out := make([]*messages.Block, len(c.Items))
+	for j := range c.Items {
+		it := &c.Items[j]
 		bp := p + "." + strconv.Itoa(j)
 		if !it.IsObject() {
 			return nil, invalid(bp, "must be an object.")

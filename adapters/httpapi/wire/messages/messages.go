@@ -4,177 +4,34 @@
 // ignores or refuses, and the translation into the domain's chat.Request, are
 // the ingress's (adapters/httpapi).
 //
-// The body is read once, by github.com/go-json-experiment/json (the code of
-// Go's encoding/json/v2; go1.26's own encoding/json/v2 still needs
-// GOEXPERIMENT=jsonv2). Its defaults are the strictness wanted here: member
-// names match exactly (never case-folded), a member name repeated in one
-// object is an error (ErrDuplicateName, with the JSON pointer of the repeat),
-// and text that is not valid UTF-8 (raw bytes or a lone surrogate escape) is an
-// error. Members the type does not name are skipped, as the Messages API's
-// ingress has always done, so that newer clients' harmless additions keep
-// working.
-//
-// A member of the wrong kind is not a decode error: every field records the
-// kind it was sent with (Kind, 0 when absent), and the translation refuses it
-// in its fixed order with the API's wording, so that a request with two wrong
-// fields is refused for the same one whatever order its members were sent in.
+// The body is read once, strictly, by wirejson.Decode (the strictness and the
+// member types every API's wire package shares are described there).
 package messages
 
 import (
-	"bytes"
-	"errors"
-
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 )
 
-// Kind is the JSON kind a member was sent with: 'n' (null), 't' and 'f'
-// (booleans), '"' (string), '0' (number), '{' (object), '[' (array), or 0 when
-// the member is absent.
-type Kind = jsontext.Kind
+// The member types of wirejson, by the names this package has always used.
+type (
+	Kind          = wirejson.Kind
+	String        = wirejson.String
+	Bool          = wirejson.Bool
+	Number        = wirejson.Number
+	Raw           = wirejson.Raw
+	Object[T any] = wirejson.Object[T]
+	Array[T any]  = wirejson.Array[T]
+)
 
-// Absent says whether an optional member is missing or null (null means
-// absent everywhere in this API).
-func Absent(k Kind) bool { return k == 0 || k == 'n' }
-
-// String is a member that should be a string.
-type String struct {
-	Kind Kind
-	V    string // when Kind is '"'
-}
-
-// IsString says whether the member was sent as a string.
-func (s String) IsString() bool { return s.Kind == '"' }
-
-func (s *String) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	if s.Kind = d.PeekKind(); s.Kind != '"' {
-		return d.SkipValue()
-	}
-	tok, err := d.ReadToken()
-	s.V = tok.String()
-	return err
-}
-
-// Bool is a member that should be a boolean.
-type Bool struct {
-	Kind Kind
-	V    bool // when Kind is 't' or 'f'
-}
-
-// IsBool says whether the member was sent as a boolean.
-func (b Bool) IsBool() bool { return b.Kind == 't' || b.Kind == 'f' }
-
-func (b *Bool) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	b.Kind = d.PeekKind()
-	b.V = b.Kind == 't'
-	return d.SkipValue()
-}
-
-// Number is a member that should be a number: its text as sent, which the
-// ingress reads as it needs (an integral float is an integer there).
-type Number struct {
-	Kind Kind
-	Text string // when Kind is '0'
-}
-
-func (n *Number) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	if n.Kind = d.PeekKind(); n.Kind != '0' {
-		return d.SkipValue()
-	}
-	v, err := d.ReadValue()
-	n.Text = string(v)
-	return err
-}
-
-// Raw is a member kept as the bytes it was sent as (a JSON schema, a tool
-// call's input, a field only the ingress's shared field policy reads); nil
-// when absent.
-type Raw []byte
-
-// Kind is the JSON kind of the value.
-func (r Raw) Kind() Kind {
-	if len(r) == 0 {
-		return 0
-	}
-	switch c := r[0]; c {
-	case 'n', 't', 'f', '"', '{', '[':
-		return Kind(c)
-	}
-	return '0'
-}
-
-func (r *Raw) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	v, err := d.ReadValue()
-	*r = append((*r)[:0], v...) // v is the decoder's memory
-	return err
-}
-
-// Object is a member that should be an object of type T.
-type Object[T any] struct {
-	Kind Kind
-	V    T // when Kind is '{'
-}
-
-// IsObject says whether the member was sent as an object.
-func (o Object[T]) IsObject() bool { return o.Kind == '{' }
-
-func (o *Object[T]) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	if o.Kind = d.PeekKind(); o.Kind != '{' {
-		return d.SkipValue()
-	}
-	return json.UnmarshalDecode(d, &o.V)
-}
-
-// Array is a member that should be an array of T.
-type Array[T any] struct {
-	Kind  Kind
-	Items []T // when Kind is '['
-}
-
-// IsArray says whether the member was sent as an array.
-func (a Array[T]) IsArray() bool { return a.Kind == '[' }
-
-func (a *Array[T]) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	if a.Kind = d.PeekKind(); a.Kind != '[' {
-		return d.SkipValue()
-	}
-	return readItems(d, &a.Items)
-}
-
-func readItems[T any](d *jsontext.Decoder, items *[]T) error {
-	if _, err := d.ReadToken(); err != nil { // [
-		return err
-	}
-	for d.PeekKind() != ']' {
-		var it T
-		if err := json.UnmarshalDecode(d, &it); err != nil {
-			return err
-		}
-		*items = append(*items, it)
-	}
-	_, err := d.ReadToken() // ]
-	return err
-}
+// Absent says whether an optional member is missing or null.
+func Absent(k Kind) bool { return wirejson.Absent(k) }
 
 // Content is a string or an array of content blocks (a message's content,
 // system, a tool_result's content).
-type Content struct {
-	Kind   Kind
-	Text   string          // when Kind is '"'
-	Blocks []Object[Block] // when Kind is '['
-}
-
-func (c *Content) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	switch c.Kind = d.PeekKind(); c.Kind {
-	case '"':
-		tok, err := d.ReadToken()
-		c.Text = tok.String()
-		return err
-	case '[':
-		return readItems(d, &c.Blocks)
-	}
-	return d.SkipValue()
-}
+type Content = wirejson.TextOr[Object[Block]]
 
 // Block is one content block. Which members a type uses: text (text),
 // tool_use (id, name, input), tool_result (tool_use_id, content, is_error);
@@ -217,15 +74,8 @@ func (t Tools) Kind() Kind { return t.Raw.Kind() }
 
 func (t *Tools) UnmarshalJSONFrom(d *jsontext.Decoder) error { return t.Raw.UnmarshalJSONFrom(d) }
 
-// Entries reads the entries of an array. The bytes were checked when the
-// request was read (text, names), so reading them cannot fail.
-func (t Tools) Entries() []Object[Tool] {
-	var items []Object[Tool]
-	if t.Kind() == '[' {
-		_ = readItems(jsontext.NewDecoder(bytes.NewReader(t.Raw)), &items)
-	}
-	return items
-}
+// Entries reads the entries of an array (nil when it is not one).
+func (t Tools) Entries() []Object[Tool] { return wirejson.Entries[Object[Tool]](t.Raw) }
 
 // ToolChoice is tool_choice.
 type ToolChoice struct {
@@ -279,34 +129,12 @@ type Request struct {
 	Container         Raw `json:"container"`
 }
 
-// Decode reads body, which must be one JSON object, into a Request. Its
-// errors are the library's: a *jsontext.SyntacticError for text that is not
-// JSON, not UTF-8 or repeats a member name (DuplicateName finds it), and a
-// *json.SemanticError for a body that is not an object.
+// Decode reads body, which must be one JSON object, into a Request
+// (wirejson.Decode).
 func Decode(body []byte) (Request, error) {
 	var r Request
-	if i := bytes.IndexFunc(body, func(c rune) bool { return c != ' ' && c != '\t' && c != '\n' && c != '\r' }); i < 0 || body[i] != '{' {
-		return r, ErrNotObject // null would otherwise read as an empty request
-	}
-	err := json.Unmarshal(body, &r)
+	err := wirejson.Decode(body, &r)
 	return r, err
-}
-
-// ErrNotObject is Decode's error for a body that is not a JSON object.
-var ErrNotObject = errors.New("the body is not a JSON object")
-
-// DuplicateName returns the path of the member whose name err reports as
-// repeated in its object, as the names and indices that lead to it.
-func DuplicateName(err error) ([]string, bool) {
-	var se *jsontext.SyntacticError
-	if !errors.As(err, &se) || !errors.Is(se.Err, jsontext.ErrDuplicateName) {
-		return nil, false
-	}
-	var path []string
-	for tok := range se.JSONPointer.Tokens() {
-		path = append(path, tok)
-	}
-	return path, true
 }
 
 // DecodeOutputConfig reads an output_config value alone.
