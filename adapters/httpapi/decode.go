@@ -10,12 +10,15 @@ import (
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 )
 
-// The request is decoded object by object into maps of raw values and each
-// known key is read exactly (encoding/json would match struct fields
-// case-insensitively, so "Stream" would silently mean "stream"). Known fields
-// are honoured, ignored or refused as listed in the package documentation;
-// keys this gateway does not know are ignored, so that newer SDKs and
-// proxies that add harmless fields keep working. Refusals name the param path.
+// A request is read once, strictly, by its API's wire package (wire/chat,
+// wire/messages; readBody) into typed values that record each member's JSON
+// kind, and translated field by field in a fixed order, so that a request
+// with two wrong fields is refused for the same one whatever the order of
+// its members (docs/API.md). Known fields are honoured, ignored or refused as
+// listed in the package documentation; members no API knows are ignored, so
+// that newer SDKs and proxies that add harmless fields keep working. Refusals
+// name the param path. The Responses API still reads its body into maps of
+// raw values (decode_json.go's readers).
 
 // decodeTop is what the Responses API checks first: the body is one JSON
 // object of valid Unicode text, and its model is one the caller may use
@@ -120,3 +123,25 @@ func at(body []byte, off int64) string {
 }
 
 func isJSONSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }
+
+// wireBool reads an optional boolean: def when absent or null.
+func wireBool(b wirejson.Bool, param string, def bool) (bool, error) {
+	switch {
+	case wirejson.Absent(b.Kind):
+		return def, nil
+	case b.IsBool():
+		return b.V, nil
+	}
+	return false, invalid(param, "must be a boolean.")
+}
+
+// wireReqString reads a required, non-empty string.
+func wireReqString(v wirejson.String, param string) (string, error) {
+	if !v.IsString() {
+		return "", invalid(param, "is required and must be a string.")
+	}
+	if v.V == "" {
+		return "", invalid(param, "must not be empty.")
+	}
+	return v.V, nil
+}

@@ -130,35 +130,13 @@ func (s *server) translateMessages(body []byte, allowed func(string) bool, needM
 	return mr, nil
 }
 
-// wireBool reads an optional boolean: def when absent or null.
-func wireBool(b messages.Bool, param string, def bool) (bool, error) {
-	switch {
-	case messages.Absent(b.Kind):
-		return def, nil
-	case b.IsBool():
-		return b.V, nil
-	}
-	return false, invalid(param, "must be a boolean.")
-}
-
-// wireReqString reads a required, non-empty string.
-func wireReqString(v messages.String, param string) (string, error) {
-	if !v.IsString() {
-		return "", invalid(param, "is required and must be a string.")
-	}
-	if v.V == "" {
-		return "", invalid(param, "must not be empty.")
-	}
-	return v.V, nil
-}
-
 // checkMessagesFields is the Messages API's field policy: the top-level
 // fields it accepts and ignores (the upstream has no such setting) or
 // refuses (server-side features the gateway cannot honour), in the order of
 // messagesFields; the first refusal wins. Honoured fields are read by
 // translateMessages.
 func checkMessagesFields(wr *messages.Request) error {
-	raws := [...]messages.Raw{wr.Temperature, wr.TopP, wr.TopK, wr.Metadata, wr.ServiceTier,
+	raws := [...]wirejson.Raw{wr.Temperature, wr.TopP, wr.TopK, wr.Metadata, wr.ServiceTier,
 		wr.ContextManagement, wr.CacheControl, wr.Speed, wr.InferenceGeo, wr.Container}
 	for i, rule := range messagesFields {
 		switch rule.name {
@@ -170,7 +148,7 @@ func checkMessagesFields(wr *messages.Request) error {
 			if err := checkOutputConfig(wr.OutputConfig); err != nil {
 				return err
 			}
-			if m := wr.MCPServers; !messages.Absent(m.Kind) && !(m.IsArray() && len(m.Items) == 0) {
+			if m := wr.MCPServers; !wirejson.Absent(m.Kind) && !(m.IsArray() && len(m.Items) == 0) {
 				return unsupported("mcp_servers", "MCP connector servers run on Anthropic's side; this gateway cannot reach them.")
 			}
 		}
@@ -193,7 +171,7 @@ var messagesFields = policy("temperature", "top_p", "top_k", "metadata", "servic
 // messagesThinking) and sends output_config.format through the same
 // structured-output decision as chat's response_format and the Responses
 // API's text.format.
-func checkOutputConfig(oc messages.Object[messages.OutputConfig]) error {
+func checkOutputConfig(oc wirejson.Object[messages.OutputConfig]) error {
 	const param = "output_config"
 	switch oc.Kind {
 	case 0, 'n':
@@ -202,7 +180,7 @@ func checkOutputConfig(oc messages.Object[messages.OutputConfig]) error {
 	default:
 		return invalid(param, "must be an object.")
 	}
-	if e := oc.V.Effort; !messages.Absent(e.Kind) && !e.IsString() {
+	if e := oc.V.Effort; !wirejson.Absent(e.Kind) && !e.IsString() {
 		return invalid(param+".effort", "must be a string.")
 	}
 	format := oc.V.Format
@@ -226,7 +204,7 @@ func checkOutputConfig(oc messages.Object[messages.OutputConfig]) error {
 // each).
 const maxStopSequences = 16
 
-func stopSequences(a messages.Array[messages.String]) ([]string, error) {
+func stopSequences(a wirejson.Array[wirejson.String]) ([]string, error) {
 	switch a.Kind {
 	case 0, 'n':
 		return nil, nil
@@ -291,7 +269,7 @@ func systemText(c messages.Content) (string, error) {
 // blocks in the next user message, before any other content; every id
 // answered, once; ids unique), with its wording, and accepts the results in
 // any order.
-func (s *server) messagesList(a messages.Array[messages.Object[messages.Message]]) ([]chat.Message, error) {
+func (s *server) messagesList(a wirejson.Array[wirejson.Object[messages.Message]]) ([]chat.Message, error) {
 	if !a.IsArray() {
 		return nil, invalid("messages", "is required and must be an array.")
 	}
@@ -398,7 +376,7 @@ func unanswered(at int, ids []string) error {
 func contentBlocks(p string, c messages.Content) ([]*messages.Block, error) {
 	switch c.Kind {
 	case '"':
-		return []*messages.Block{{Type: messages.String{Kind: '"', V: "text"}, Text: messages.String{Kind: '"', V: c.Text}}}, nil
+		return []*messages.Block{{Type: wirejson.String{Kind: '"', V: "text"}, Text: wirejson.String{Kind: '"', V: c.Text}}}, nil
 	case '[':
 	default:
 		return nil, invalid(p, "is required and must be a string or an array of content blocks.")
@@ -672,7 +650,7 @@ func (s *server) messagesTools(t messages.Tools) ([]chat.Tool, error) {
 			return nil, invalid(p, "must be an object.")
 		}
 		typ := item.V.Type
-		if !messages.Absent(typ.Kind) && !typ.IsString() {
+		if !wirejson.Absent(typ.Kind) && !typ.IsString() {
 			return nil, invalid(p+".type", "must be a string.")
 		}
 		if typ.V != "" && typ.V != "custom" {
@@ -712,10 +690,10 @@ func (s *server) messagesTools(t messages.Tools) ([]chat.Tool, error) {
 		switch desc := in.Description; {
 		case desc.IsString():
 			d.desc = desc.V
-		case !messages.Absent(desc.Kind):
+		case !wirejson.Absent(desc.Kind):
 			d.descErr = invalid(p+".description", "must be a string.")
 		}
-		if st := in.Strict; !messages.Absent(st.Kind) {
+		if st := in.Strict; !wirejson.Absent(st.Kind) {
 			b, err := wireBool(st, p+".strict", false)
 			d.strict, d.strictErr = &b, err
 		}
@@ -732,7 +710,7 @@ func (s *server) messagesTools(t messages.Tools) ([]chat.Tool, error) {
 // messagesToolChoice reads {"type":"auto"|"none"} (and
 // disable_parallel_tool_use). "any" and "tool" would need the answer to be a
 // tool call, which the upstream cannot be made to produce: refused.
-func messagesToolChoice(tc messages.Object[messages.ToolChoice], mr *msgRequest) error {
+func messagesToolChoice(tc wirejson.Object[messages.ToolChoice], mr *msgRequest) error {
 	switch tc.Kind {
 	case 0, 'n':
 		return nil

@@ -180,13 +180,26 @@ func (c *TextOr[T]) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 	return d.SkipValue()
 }
 
-// Entries reads raw, the bytes of a member kept as sent, as an array of T:
-// nil when it is not an array. The bytes were checked when the request was
-// read (text, names), so reading them cannot fail.
-func Entries[T any](raw Raw) []T {
+// List is an array member kept as the bytes it was sent as (nil when
+// absent), read into entries only when asked: the bytes of a tool set key
+// the ingress's memory of translated tool sets, so that an agent's unchanged
+// tools are read into entries only when they are not remembered.
+type List[T any] struct {
+	Raw Raw
+}
+
+// Kind is the JSON kind of the member.
+func (l List[T]) Kind() Kind { return l.Raw.Kind() }
+
+func (l *List[T]) UnmarshalJSONFrom(d *jsontext.Decoder) error { return l.Raw.UnmarshalJSONFrom(d) }
+
+// Entries reads the entries of an array: nil when it is not one. The bytes
+// were checked when the request was read (text, names), so reading them
+// cannot fail.
+func (l List[T]) Entries() []T {
 	var items []T
-	if raw.Kind() == '[' {
-		_ = readItems(jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true)), &items)
+	if l.Kind() == '[' {
+		_ = readItems(jsontext.NewDecoder(bytes.NewReader(l.Raw), jsontext.AllowDuplicateNames(true)), &items)
 	}
 	return items
 }
