@@ -23,7 +23,7 @@ import (
 // refused exactly like an unknown model, so a slot cannot tell the two apart.
 func (s *server) decodeRequest(body []byte, allowed func(string) bool) (chat.Request, error) {
 	var wr wchat.Request
-	if err := readBody(body, &wr, chatPath); err != nil {
+	if err := readWire(body, &wr, chatPath); err != nil {
 		return chat.Request{}, err
 	}
 	model, err := s.model(wr.Model, allowed)

@@ -56,12 +56,12 @@ func (s *server) decodeCountRequest(body []byte, allowed func(string) bool) (msg
 	return s.translateMessages(body, allowed, false)
 }
 
-// readMessagesBody reads the body once, strictly (wire/messages, readBody);
+// readMessagesBody reads the body once, strictly (wire/messages, readWire);
 // a repeated member name is refused at its path with the steps joined by
 // dots (messages.0.content.1.text), as the Messages API writes paths.
 func readMessagesBody(body []byte) (messages.Request, error) {
 	var wr messages.Request
-	err := readBody(body, &wr, func(steps []wirejson.Step) string {
+	err := readWire(body, &wr, func(steps []wirejson.Step) string {
 		names := make([]string, len(steps))
 		for i, st := range steps {
 			names[i] = st.Name
