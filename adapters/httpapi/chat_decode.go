@@ -22,9 +22,9 @@ import (
 // allowed is the caller's model allowlist; a configured model outside it is
 // refused exactly like an unknown model, so a slot cannot tell the two apart.
 func (s *server) decodeRequest(body []byte, allowed func(string) bool) (chat.Request, error) {
-	var wr wchat.Request
-	if err := readWire(body, &wr, chatPath); err != nil {
-		return chat.Request{}, err
+	wr, err := wchat.Decode(body)
+	if err != nil {
+		return chat.Request{}, wireRefusal(body, err, chatPath)
 	}
 	model, err := s.model(wr.Model, allowed)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 )
 
 // A request is read once, strictly, by its API's wire package (wire/chat,
-// wire/messages; readWire) into typed values that record each member's JSON
+// wire/messages) into typed values that record each member's JSON
 // kind, and translated field by field in a fixed order, so that a request
 // with two wrong fields is refused for the same one whatever the order of
 // its members (docs/API.md). Known fields are honoured, ignored or refused as
@@ -50,15 +50,12 @@ func (s *server) model(m wirejson.String, allowed func(string) bool) (string, er
 	return m.V, nil
 }
 
-// readWire reads body once, strictly, into v (a wire request; wirejson.Decode).
-// A body the reading refuses is refused in the words every API uses
-// (bodyError: not JSON, not an object, not text); one those accept repeats a
-// member name, refused at the repeat's path as the API writes paths (path).
-func readWire(body []byte, v any, path func([]wirejson.Step) string) error {
-	err := wirejson.Decode(body, v)
-	if err == nil {
-		return nil
-	}
+// wireRefusal is the refusal of a body its API's wire package (wire/chat,
+// wire/messages) would not read (err is its Decode's error): a body the
+// reading refuses is refused in the words every API uses (bodyError: not
+// JSON, not an object, not text); one those accept repeats a member name,
+// refused at the repeat's path as the API writes paths (path).
+func wireRefusal(body []byte, err error, path func([]wirejson.Step) string) error {
 	if berr := bodyError(body); berr != nil {
 		return berr
 	}

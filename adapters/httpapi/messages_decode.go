@@ -56,19 +56,21 @@ func (s *server) decodeCountRequest(body []byte, allowed func(string) bool) (msg
 	return s.translateMessages(body, allowed, false)
 }
 
-// readMessagesBody reads the body once, strictly (wire/messages, readWire);
-// a repeated member name is refused at its path with the steps joined by
-// dots (messages.0.content.1.text), as the Messages API writes paths.
+// readMessagesBody reads the body once, strictly (wire/messages); a
+// repeated member name is refused at its path with the steps joined by dots
+// (messages.0.content.1.text), as the Messages API writes paths.
 func readMessagesBody(body []byte) (messages.Request, error) {
-	var wr messages.Request
-	err := readWire(body, &wr, func(steps []wirejson.Step) string {
-		names := make([]string, len(steps))
-		for i, st := range steps {
-			names[i] = st.Name
-		}
-		return strings.Join(names, ".")
-	})
-	return wr, err
+	wr, err := messages.Decode(body)
+	if err != nil {
+		return wr, wireRefusal(body, err, func(steps []wirejson.Step) string {
+			names := make([]string, len(steps))
+			for i, st := range steps {
+				names[i] = st.Name
+			}
+			return strings.Join(names, ".")
+		})
+	}
+	return wr, nil
 }
 
 // translateMessages is the one translation of a Messages request into the
