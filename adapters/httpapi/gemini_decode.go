@@ -231,8 +231,9 @@ func geminiThinking(tc gemini.Object[gemini.ThinkingConfig]) (chat.ThinkingLevel
 	return chat.BudgetLevel(n), nil
 }
 
-// geminiOutput reads responseMimeType with responseJsonSchema (JSON Schema)
-// or responseSchema (the API's OpenAPI dialect, converted): application/json
+// geminiOutput reads responseMimeType with responseJsonSchema (JSON Schema;
+// upper-case type names converted) or responseSchema (the API's OpenAPI
+// dialect, converted: openAPISchema): application/json
 // is the verified structured output every API has (a schema: json_schema;
 // none: one JSON object); text/plain or none is text; anything else is
 // refused.
@@ -261,7 +262,14 @@ func geminiOutput(c *gemini.GenConfig) (chat.OutputFormat, error) {
 		if c.ResponseJSONSchema.Kind() != '{' {
 			return chat.OutputFormat{}, invalid(p+".responseJsonSchema", "must be a JSON schema object.")
 		}
-		spec = structured.Spec{Kind: chat.OutputJSONSchema, Schema: c.ResponseJSONSchema, SchemaPath: p + ".responseJsonSchema"}
+		// gemini-cli's own JSON side calls send it in the OpenAPI dialect
+		// (type "OBJECT"): upper-case type names, which no JSON Schema has,
+		// are read as that dialect's.
+		schema, err := openAPISchema(c.ResponseJSONSchema, p+".responseJsonSchema")
+		if err != nil {
+			return chat.OutputFormat{}, err
+		}
+		spec = structured.Spec{Kind: chat.OutputJSONSchema, Schema: schema, SchemaPath: p + ".responseJsonSchema"}
 	case hasSchema:
 		schema, err := openAPISchema(c.ResponseSchema, p+".responseSchema")
 		if err != nil {

@@ -97,15 +97,24 @@ type gemStreamResult struct {
 	finish   string
 	calls    []string // id:name:args
 	errEvent *gemError
+	tail     *gemError // the raw error object after the last event
 }
 
 // checkGemStream reads an alt=sse body and checks its grammar: every event
 // one data line of JSON; a finishReason only in the last chunk and only
 // once; function calls only in the chunk with the finishReason; an error
-// event only last, and never with a finishReason before it.
+// event only last, never with a finishReason before it, and followed by
+// the same error object as a raw tail that is no event (what the SDK
+// gemini-cli bundles reads as an error).
 func checkGemStream(t *testing.T, body []byte) gemStreamResult {
 	t.Helper()
 	var res gemStreamResult
+	if i := bytes.LastIndex(body, []byte("\n\n")); i >= 0 && i+2 < len(body) {
+		tail := body[i+2:]
+		e := decodeGem(t, tail)
+		res.tail = &e
+		body = body[:i+2]
+	}
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(nil, 1<<20)
 	var events []string
@@ -162,6 +171,9 @@ func checkGemStream(t *testing.T, body []byte) gemStreamResult {
 	}
 	if res.errEvent != nil && res.finish != "" {
 		t.Fatalf("an error after a finishReason")
+	}
+	if (res.errEvent == nil) != (res.tail == nil) || res.tail != nil && res.tail.reason() != res.errEvent.reason() {
+		t.Fatalf("an error event without the same raw tail, or a tail without the event")
 	}
 	return res
 }
@@ -570,11 +582,13 @@ func TestGeminiFieldDecisions(t *testing.T) {
 		is := is.New(t)
 		svc := returning(script(app.Delta{Text: `{"a":1}`}, app.Delta{Finish: app.FinishStop}), nil)
 		h, _ := newServer(t, svc)
+		// gemini-cli's router sends its schema with the dialect's type names.
 		rec := serve(h, gemRequest("generateContent", "", `{`+base+`,"generationConfig":{"responseMimeType":"application/json",`+
-			`"responseJsonSchema":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}}}`))
+			`"responseJsonSchema":{"type":"OBJECT","properties":{"a":{"type":"INTEGER"}},"required":["a"]}}}`))
 		is.Equal(rec.Code, 200)
 		_, req := svc.Last()
 		is.Equal(req.Output.Kind, chat.OutputJSONSchema)
+		is.Equal(string(req.Output.Schema), `{"properties":{"a":{"type":"integer"}},"required":["a"],"type":"object"}`)
 	})
 }
 

@@ -4,8 +4,9 @@
 // function calls are held and go out whole, only in the last chunk, which
 // alone carries finishReason and usageMetadata, and only after the turn's
 // proven end. After the open a failure is one event holding the API's error
-// object ({"error":{"code","message","status",…}}, which @google/genai
-// throws as an ApiError) and the end: never a finishReason.
+// object ({"error":{"code","message","status",…}}) and the same object again
+// as a raw tail that is no event (Fail says why both), and the end: never a
+// finishReason.
 //
 // Why the calls wait for the end: gemini-cli accepts a stream that ends
 // without finishReason as a success when it has shown a function call (it
@@ -171,13 +172,23 @@ func (s *Stream) Finish(calls []FunctionCall, usage UsageMetadata) error {
 	return s.life.End()
 }
 
-// Fail ends an open stream with one error event (body is the API's error
-// object), after any held events: never a finishReason.
+// Fail ends an open stream with the failure (body is the API's error
+// object), after any held events, never a finishReason: first as an event,
+// data: {"error":…}, which @google/genai (3.x) throws as an ApiError; then
+// the same object as the body's last bytes, raw, with no "data: " and no
+// blank line after it. The SDK gemini-cli bundles (google-genai 1.30)
+// yields the event as an empty chunk, and would take the stream for a
+// finished tool round; the raw tail is an error to it either way: read on
+// its own it is an ApiError, read with the event before it "Incomplete JSON
+// segment at the end". The tail goes with the event, in one write.
 func (s *Stream) Fail(body any) error {
 	if err := s.life.Failing("the error event"); err != nil {
 		return err
 	}
 	if err := s.life.W.Event("", body); err != nil {
+		return err
+	}
+	if err := s.life.W.Tail(body); err != nil {
 		return err
 	}
 	return s.life.End()
