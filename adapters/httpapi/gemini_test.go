@@ -25,7 +25,9 @@ func gemRequest(method, query, body string) *http.Request {
 	return r
 }
 
-func gemStreamReq(body string) *http.Request { return gemRequest("streamGenerateContent", "?alt=sse", body) }
+func gemStreamReq(body string) *http.Request {
+	return gemRequest("streamGenerateContent", "?alt=sse", body)
+}
 
 const gemHi = `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
 
