@@ -499,6 +499,18 @@ func TestGeminiFunctionResponsesPairByIDOrByAUniqueName(t *testing.T) {
 		is.Equal(*msgs[2].Content, "B")
 		is.Equal(msgs[3].ToolCallID, "call_a")
 	})
+	// gemini-cli 0.61 replays each functionResponse twice when it resumes a
+	// session: the same response again is the same result, sent once.
+	t.Run("the same response twice", func(t *testing.T) {
+		is := is.New(t)
+		svc := &fakeService{}
+		h, _ := newServer(t, svc)
+		rec := serve(h, gemRequest("generateContent", "", body(call("call_a", "read_file"), resp("call_a", "read_file", "A")+","+resp("call_a", "read_file", "A"))))
+		is.Equal(rec.Code, 200)
+		_, req := svc.Last()
+		is.Equal(len(req.Messages), 3)
+		is.Equal(req.Messages[2].ToolCallID, "call_a")
+	})
 	t.Run("by a unique name", func(t *testing.T) {
 		is := is.New(t)
 		svc := &fakeService{}
@@ -514,7 +526,8 @@ func TestGeminiFunctionResponsesPairByIDOrByAUniqueName(t *testing.T) {
 		{"an unknown id", body(call("call_a", "read_file"), resp("call_z", "read_file", "A")), "contents.2.parts.0.functionResponse.id"},
 		{"a name that disagrees", body(call("call_a", "read_file"), resp("call_a", "write_file", "A")), "contents.2.parts.0.functionResponse.name"},
 		{"unanswered", body(call("call_a", "read_file")+","+call("call_b", "read_file"), resp("call_a", "read_file", "A")), "contents.2"},
-		{"answered twice", body(call("call_a", "read_file"), resp("call_a", "read_file", "A")+","+resp("call_a", "read_file", "A")), "contents.2.parts.1.functionResponse"},
+		{"answered twice, differently", body(call("call_a", "read_file"), resp("call_a", "read_file", "A")+","+resp("call_a", "read_file", "B")), "contents.2.parts.1.functionResponse"},
+		{"answered twice by name", body(call("call_a", "read_file"), resp("", "read_file", "A")+","+resp("", "read_file", "A")), "contents.2.parts.1.functionResponse.name"},
 		{"a call without id", body(`{"functionCall":{"name":"read_file","args":{}}}`, resp("", "read_file", "A")), "contents.1.parts.0.functionCall.id"},
 	}
 	for _, c := range refusals {
