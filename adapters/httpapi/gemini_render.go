@@ -160,15 +160,16 @@ func (s *server) handleGeminiAction() http.Handler {
 			return
 		}
 		stream := method == gemStreamMethod
-		if stream && r.URL.Query().Get("alt") != "sse" {
-			s.writeError(w, r, invalid("alt", "streamGenerateContent is served as server-sent events only: add ?alt=sse (the JSON-array stream is not served)."))
-			return
-		}
-		if err := s.geminiModel(r, model); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+		altSSE := r.URL.Query().Get("alt") == "sse"
+		// The path's refusals come inside serveTurn, after the body is read,
+		// so that the ledger counts them as every API's refusals.
 		serveTurn(s, w, r, "contents", func(body []byte) (*gemRequest, chat.Request, error) {
+			if stream && !altSSE {
+				return nil, chat.Request{}, invalid("alt", "streamGenerateContent is served as server-sent events only: add ?alt=sse (the JSON-array stream is not served).")
+			}
+			if err := s.geminiModel(r, model); err != nil {
+				return nil, chat.Request{}, err
+			}
 			gr, err := s.decodeGeminiRequest(body, model, stream)
 			if err != nil {
 				return nil, chat.Request{}, err
