@@ -3,17 +3,22 @@ package httpapi_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/matryer/is"
 
+	"github.com/pmgate/pmgate/adapters/httpapi"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // gemRequest returns a Gemini POST of body to method, authenticated with
@@ -613,4 +618,52 @@ func TestGeminiRepeatedMemberIsRefusedWithItsPath(t *testing.T) {
 	rec := serve(h, gemRequest("generateContent", "", `{"contents":[{"role":"user","parts":[{"text":"a","text":"b"}]}]}`))
 	is.Equal(rec.Code, 400)
 	is.Equal(decodeGem(t, rec.Body.Bytes()).param(), "contents.0.parts.0.text")
+}
+
+// recTracer records every attribute and failure of every span.
+type recTracer struct {
+	mu    sync.Mutex
+	attrs []string
+}
+
+type recSpan struct{ t *recTracer }
+
+func (t *recTracer) note(s string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.attrs = append(t.attrs, s)
+}
+
+func (t *recTracer) StartRequest(ctx context.Context, id string) (context.Context, ports.Span) {
+	t.note("request_id=" + id)
+	return ctx, recSpan{t}
+}
+
+func (t *recTracer) Start(ctx context.Context, name ports.SpanName) (context.Context, ports.Span) {
+	return ctx, recSpan{t}
+}
+
+func (s recSpan) SetString(k ports.AttrKey, v string) { s.t.note(string(k) + "=" + v) }
+func (s recSpan) SetInt(k ports.AttrKey, v int)       { s.t.note(string(k) + "=" + strconv.Itoa(v)) }
+func (s recSpan) SetBool(k ports.AttrKey, v bool)     { s.t.note(string(k) + "=" + strconv.FormatBool(v)) }
+func (s recSpan) Fail(code string)                    { s.t.note("fail=" + code) }
+func (s recSpan) End()                                {}
+
+// The spans of a request with its key in the URL name the route, never the
+// URL or the key.
+func TestGeminiKeyInTheURLReachesNoSpan(t *testing.T) {
+	is := is.New(t)
+	tr := &recTracer{}
+	h, _ := newServer(t, &fakeService{}, func(c *httpapi.Config) { c.Tracer = tr })
+	for _, key := range []string{apiKey, apiKey + "x"} {
+		r := httptest.NewRequest(http.MethodPost, "/v1beta/models/"+model+":streamGenerateContent?alt=sse&key="+key, strings.NewReader(gemHi))
+		r.Header.Set("Content-Type", "application/json")
+		serve(h, r)
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	all := strings.Join(tr.attrs, "\n")
+	is.True(strings.Contains(all, "/v1beta/models/{model}:streamGenerateContent"))
+	is.True(!strings.Contains(all, apiKey))
+	is.True(!strings.Contains(all, "key="))
 }

@@ -310,3 +310,41 @@ func TestABrokenUpstreamNeverYieldsAGeminiFinish(t *testing.T) {
 		}
 	}
 }
+
+// gemini-cli 0.61 replays each functionResponse twice when it resumes a
+// session (--resume): the resumed history is the same conversation, so its
+// next user turn continues it, and the round's results are not sent again.
+func TestAResumedGeminiSessionWithRepeatedResponsesContinuesItsConversation(t *testing.T) {
+	for _, st := range strategies {
+		t.Run(st, func(t *testing.T) {
+			is := is.New(t)
+			s := serve(t, st, nil)
+			contents := []any{gemText("user", "weather please")}
+			r := gemTurn(t, s, gemBody(contents), true)
+			is.True(len(r.calls) > 0)
+			results := gemResultsOf(r)
+			contents = append(contents, gemModelOf(r), results)
+			final := gemTurn(t, s, gemBody(contents), true)
+			is.True(!final.failed)
+			is.Equal(len(final.calls), 0)
+			// The resumed history: calls without thoughtSignature, every
+			// response twice.
+			calls := map[string]any{"role": "model", "parts": []any{}}
+			for _, c := range r.calls {
+				calls["parts"] = append(calls["parts"].([]any), map[string]any{"functionCall": c})
+			}
+			parts := results["parts"].([]any)
+			twice := map[string]any{"role": "user", "parts": append(append([]any{}, parts...), parts...)}
+			resumed := []any{contents[0], calls, twice, gemText("model", final.text), gemText("user", "and tomorrow?")}
+			next := gemTurn(t, s, gemBody(resumed), true)
+			if next.failed {
+				t.Fatal(next.raw)
+			}
+			is.Equal(s.emu.Count(emulator.KindToolResponse), 1) // the results went up once
+			qs := userQueries(t, s.emu)
+			is.Equal(len(qs), 2)
+			is.True(qs[1].conversationID != nil) // the resumed session continues its conversation
+			is.True(!strings.Contains(qs[1].query, "weather please"))
+		})
+	}
+}
