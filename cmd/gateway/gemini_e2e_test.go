@@ -245,7 +245,7 @@ func TestAReSentGeminiContinuationIsNeverASecondDispatch(t *testing.T) {
 			is.True(!first.failed)
 			again := gemTurn(t, s, body, true)
 			is.True(!again.failed)
-			is.Equal(again.text, first.text) // the group's recorded answer
+			is.Equal(again.text, first.text)                    // the group's recorded answer
 			is.Equal(s.emu.Count(emulator.KindToolResponse), 1) // never a second dispatch
 		})
 	}
