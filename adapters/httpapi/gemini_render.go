@@ -411,10 +411,18 @@ type geminiError struct {
 }
 
 type geminiErrorInner struct {
-	Code    int               `json:"code"`
-	Message string            `json:"message"`
-	Status  string            `json:"status"`
-	Details []geminiErrorInfo `json:"details"`
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Status  string `json:"status"`
+	Details []any  `json:"details"` // a geminiErrorInfo, then a geminiRetryInfo when there is a wait
+}
+
+// geminiRetryInfo is google.rpc.RetryInfo: the wait retry-after says, which
+// gemini-cli reads from the body (it does not read the header): a short
+// wait is waited, a long one (a key's quota) ends its retries.
+type geminiRetryInfo struct {
+	Type       string `json:"@type"`
+	RetryDelay string `json:"retryDelay"`
 }
 
 type geminiErrorInfo struct {
@@ -467,8 +475,14 @@ func geminiBody(ctx context.Context, err error) (geminiError, errs.Entry, int) {
 	if body.Error.Param != nil {
 		info.Metadata["param"] = *body.Error.Param
 	}
+	details := []any{info}
+	h := http.Header{}
+	setRetryHeaders(h, e, status, err)
+	if ra := h.Get("retry-after"); ra != "" {
+		details = append(details, geminiRetryInfo{Type: "type.googleapis.com/google.rpc.RetryInfo", RetryDelay: ra + "s"})
+	}
 	return geminiError{Error: geminiErrorInner{Code: status, Message: body.Error.Message, Status: geminiStatus(status),
-		Details: []geminiErrorInfo{info}}}, e, status
+		Details: details}}, e, status
 }
 
 // writeGeminiError is writeError on the Gemini routes: the same catalog,

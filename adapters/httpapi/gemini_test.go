@@ -425,6 +425,26 @@ func TestGeminiErrorsUseGeminiStatusNames(t *testing.T) {
 	}
 }
 
+// A wait the gateway knows goes into the body too, as google.rpc.RetryInfo:
+// gemini-cli reads the wait from there, not from retry-after.
+func TestGeminiRateLimitCarriesItsWaitInTheBody(t *testing.T) {
+	is := is.New(t)
+	h, _ := newServer(t, returning(nil, errs.New(errs.UpstreamRateLimited)))
+	rec := serve(h, gemRequest("generateContent", "", gemHi))
+	is.Equal(rec.Code, 429)
+	var e struct {
+		Error struct {
+			Status  string           `json:"status"`
+			Details []map[string]any `json:"details"`
+		} `json:"error"`
+	}
+	is.NoErr(json.Unmarshal(rec.Body.Bytes(), &e))
+	is.Equal(e.Error.Status, "RESOURCE_EXHAUSTED")
+	is.Equal(len(e.Error.Details), 2)
+	is.Equal(e.Error.Details[1]["@type"], "type.googleapis.com/google.rpc.RetryInfo")
+	is.Equal(e.Error.Details[1]["retryDelay"], rec.Header().Get("retry-after")+"s")
+}
+
 func TestGeminiListsAndGetsModels(t *testing.T) {
 	is := is.New(t)
 	h, _ := newServer(t, &fakeService{})
