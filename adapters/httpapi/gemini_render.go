@@ -23,9 +23,11 @@ const (
 )
 
 // geminiRouteTemplates are the values routeOf gives the Gemini routes
-// (never the model a client put in the path).
+// (never the model a client put in the path): the v1beta routes, and the
+// v1 methods (GET /v1/models and /v1/models/{id} keep their OpenAI names).
 var geminiRouteTemplates = []string{pathGeminiModels, pathGeminiModels + "/{model}",
-	pathGeminiModels + "/{model}:" + gemGenerate, pathGeminiModels + "/{model}:" + gemStreamMethod, pathGeminiModels + "/{model}:" + gemCount}
+	pathGeminiModels + "/{model}:" + gemGenerate, pathGeminiModels + "/{model}:" + gemStreamMethod, pathGeminiModels + "/{model}:" + gemCount,
+	pathModels + "/{model}:" + gemGenerate, pathModels + "/{model}:" + gemStreamMethod, pathModels + "/{model}:" + gemCount}
 
 // geminiRouteOf names a Gemini route for logs, metrics and spans ("" when
 // the path is not one).
@@ -33,16 +35,21 @@ func geminiRouteOf(path string) string {
 	if path == pathGeminiModels {
 		return path
 	}
+	prefix := pathGeminiModels
 	rest, ok := strings.CutPrefix(path, pathGeminiModels+"/")
+	if !ok {
+		prefix = pathModels
+		rest, ok = strings.CutPrefix(path, pathModels+"/")
+	}
 	if !ok || rest == "" || strings.Contains(rest, "/") {
 		return ""
 	}
 	_, method, hasMethod := cutMethod(rest)
 	switch {
-	case !hasMethod:
+	case !hasMethod && prefix == pathGeminiModels:
 		return pathGeminiModels + "/{model}"
 	case method == gemGenerate, method == gemStreamMethod, method == gemCount:
-		return pathGeminiModels + "/{model}:" + method
+		return prefix + "/{model}:" + method
 	}
 	return ""
 }
@@ -65,6 +72,32 @@ func (s *server) geminiRoutes(mux *http.ServeMux) {
 	mux.Handle("GET "+pathGeminiModels+"/{action}", geminiRoute(s.requireKey(s.handleGeminiModel())))
 	mux.Handle(pathGeminiModels+"/{action}", geminiRoute(s.handleGeminiOtherMethod()))
 	mux.Handle("/v1beta/", geminiRoute(s.handleNotFound()))
+	// @google/genai 3.x asks for the API's v1 paths by default: its methods
+	// are served there too (no OpenAI route has a colon method); any other
+	// POST there is the OpenAI 405 it always was.
+	gemAction, other := geminiRoute(s.requireKey(s.handleGeminiAction())), s.handleMethodNotAllowed("GET, HEAD")
+	mux.Handle("POST "+pathModels+"/{action}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, _, ok := cutMethod(r.PathValue("action")); ok {
+			gemAction.ServeHTTP(w, r)
+			return
+		}
+		other.ServeHTTP(w, r)
+	}))
+}
+
+// geminiOr serves GET /v1/models and /v1/models/{id}, which the OpenAI API
+// and the Gemini API's v1 both have: a request with a Gemini key form
+// (x-goog-api-key or ?key=) and no Authorization header, as @google/genai
+// sends, gets the Gemini answer; every other the OpenAI one.
+func (s *server) geminiOr(openai, gem http.Handler) http.Handler {
+	gem = geminiRoute(s.requireKey(gem))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "" && (r.Header.Get("x-goog-api-key") != "" || r.URL.Query().Has("key")) {
+			gem.ServeHTTP(w, r)
+			return
+		}
+		openai.ServeHTTP(w, r)
+	})
 }
 
 // geminiKeyCtxKey holds the key a request put in its URL (?key=), taken out
@@ -270,6 +303,9 @@ func (s *server) handleGeminiModels() http.Handler {
 func (s *server) handleGeminiModel() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("action")
+		if id == "" {
+			id = r.PathValue("id") // GET /v1/models/{id} (geminiOr)
+		}
 		if _, _, ok := cutMethod(id); ok {
 			s.handleMethodNotAllowed("POST").ServeHTTP(w, r)
 			return

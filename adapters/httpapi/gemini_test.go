@@ -687,3 +687,45 @@ func TestGeminiKeyInTheURLReachesNoSpan(t *testing.T) {
 	is.True(!strings.Contains(all, apiKey))
 	is.True(!strings.Contains(all, "key="))
 }
+
+// @google/genai 3.x asks for the v1 paths by default: the methods are served
+// there, and GET /v1/models answers in the Gemini shape to a Gemini key form
+// and in the OpenAI shape to every other request.
+func TestGeminiIsServedOnTheV1PathsTheSDKUsesByDefault(t *testing.T) {
+	is := is.New(t)
+	h, logs := newServer(t, &fakeService{})
+	r := httptest.NewRequest(http.MethodPost, "/v1/models/"+model+":streamGenerateContent?alt=sse", strings.NewReader(gemHi))
+	r.Header.Set("x-goog-api-key", apiKey)
+	r.Header.Set("Content-Type", "application/json")
+	rec := serve(h, r)
+	is.Equal(rec.Code, 200)
+	is.Equal(checkGemStream(t, rec.Body.Bytes()).text, "ok")
+	is.True(strings.Contains(logs.String(), `"path":"/v1/models/{model}:streamGenerateContent"`))
+
+	r = httptest.NewRequest(http.MethodGet, "/v1/models", nil)
+	r.Header.Set("x-goog-api-key", apiKey)
+	rec = serve(h, r)
+	is.Equal(rec.Code, 200)
+	is.True(strings.Contains(rec.Body.String(), `"models":[{"name":"models/`+model+`"`))
+	r = httptest.NewRequest(http.MethodGet, "/v1/models/"+model, nil)
+	r.Header.Set("x-goog-api-key", apiKey)
+	rec = serve(h, r)
+	is.Equal(rec.Code, 200)
+	is.True(strings.Contains(rec.Body.String(), `"name":"models/`+model+`"`))
+	r = httptest.NewRequest(http.MethodGet, "/v1/models/nope", nil)
+	r.Header.Set("x-goog-api-key", apiKey)
+	rec = serve(h, r)
+	is.Equal(rec.Code, 404)
+	is.Equal(decodeGem(t, rec.Body.Bytes()).Error.Status, "NOT_FOUND")
+
+	// The OpenAI answers stay the OpenAI ones.
+	r = httptest.NewRequest(http.MethodGet, "/v1/models", nil)
+	r.Header.Set("Authorization", "Bearer "+apiKey)
+	rec = serve(h, r)
+	is.True(strings.Contains(rec.Body.String(), `"object":"list"`))
+	r = httptest.NewRequest(http.MethodPost, "/v1/models/"+model, nil)
+	r.Header.Set("Authorization", "Bearer "+apiKey)
+	rec = serve(h, r)
+	is.Equal(rec.Code, 405)
+	is.Equal(decodeError(t, rec.Body.Bytes()).Code, "invalid_request")
+}
