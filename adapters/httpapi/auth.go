@@ -39,6 +39,8 @@ func (s *server) authenticate(r *http.Request) (app.Principal, *authSlot, bool) 
 			return app.Principal{}, nil, false
 		}
 		presented = strings.TrimSpace(key)
+	} else if infoFrom(r.Context()).gemini {
+		presented = geminiPresentedKey(r)
 	} else {
 		presented = r.Header.Get("x-api-key")
 	}
@@ -126,6 +128,10 @@ func (s *server) requireKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, sl, ok := s.authenticate(r)
 		if !ok {
+			if infoFrom(r.Context()).gemini {
+				s.writeError(w, r, refuse(errs.InvalidAPIKey, "", geminiAuthProblem(r)))
+				return
+			}
 			s.writeError(w, r, refuse(errs.InvalidAPIKey, "", authProblem(r.Header)))
 			return
 		}

@@ -16,6 +16,9 @@ func apiOf(path string) string {
 	case pathResponses:
 		return usage.APIResponses
 	}
+	if geminiRouteOf(path) != "" {
+		return usage.APIGemini
+	}
 	return usage.APIMessages
 }
 
