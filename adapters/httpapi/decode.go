@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/cockroachdb/errors"
 
@@ -63,6 +64,16 @@ func wireRefusal(body []byte, err error, path func([]wirejson.Step) string) erro
 		return invalid(path(steps), duplicateDetail)
 	}
 	return invalid("", "The body is not valid JSON.") // the readers disagree; not seen
+}
+
+// dottedPath writes a repeat's path with its steps joined by dots
+// (messages.0.content.1.text), as the Messages and Gemini APIs write paths.
+func dottedPath(steps []wirejson.Step) string {
+	names := make([]string, len(steps))
+	for i, st := range steps {
+		names[i] = st.Name
+	}
+	return strings.Join(names, ".")
 }
 
 // duplicateDetail is the refusal of a member name given twice in one object

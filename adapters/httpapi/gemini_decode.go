@@ -50,16 +50,10 @@ func (s *server) decodeGeminiRequest(body []byte, model string, stream bool) (ge
 // every API uses.
 func readGeminiBody(body []byte) (gemini.Request, error) {
 	wr, err := gemini.Decode(body)
-	if err == nil {
-		return wr, nil
+	if err != nil {
+		return wr, wireRefusal(body, err, dottedPath)
 	}
-	if berr := bodyError(body); berr != nil {
-		return wr, berr
-	}
-	if path, ok := gemini.DuplicateName(err); ok {
-		return wr, invalid(strings.Join(path, "."), duplicateDetail)
-	}
-	return wr, invalid("", "The body is not valid JSON.")
+	return wr, nil
 }
 
 // translateGemini is the one translation of a Gemini request, in this order

@@ -62,13 +62,7 @@ func (s *server) decodeCountRequest(body []byte, allowed func(string) bool) (msg
 func readMessagesBody(body []byte) (messages.Request, error) {
 	wr, err := messages.Decode(body)
 	if err != nil {
-		return wr, wireRefusal(body, err, func(steps []wirejson.Step) string {
-			names := make([]string, len(steps))
-			for i, st := range steps {
-				names[i] = st.Name
-			}
-			return strings.Join(names, ".")
-		})
+		return wr, wireRefusal(body, err, dottedPath)
 	}
 	return wr, nil
 }

@@ -5,7 +5,7 @@
 // translation into the domain's chat.Request, are the ingress's
 // (adapters/httpapi, gemini_decode.go).
 //
-// It reads the body the way wire/messages does, with that package's generic
+// It reads the body the way wire/messages does, with wire/wirejson's generic
 // member types (every field records the JSON kind it was sent with; a
 // repeated member name, text that is not UTF-8 or not JSON is a decode
 // error): a member of the wrong kind is refused by the translation, in its
@@ -16,32 +16,31 @@
 package gemini
 
 import (
-	"bytes"
 	"sort"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/pmgate/pmgate/adapters/httpapi/wire/messages"
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 )
 
-// The generic member types, shared with the Messages API's wire package.
+// The generic member types, shared with the other APIs' wire packages.
 type (
-	Kind   = messages.Kind
-	String = messages.String
-	Bool   = messages.Bool
-	Number = messages.Number
-	Raw    = messages.Raw
+	Kind   = wirejson.Kind
+	String = wirejson.String
+	Bool   = wirejson.Bool
+	Number = wirejson.Number
+	Raw    = wirejson.Raw
 )
 
-// Object and Array are wire/messages' generic containers.
+// Object and Array are wirejson's generic containers.
 type (
-	Object[T any] = messages.Object[T]
-	Array[T any]  = messages.Array[T]
+	Object[T any] = wirejson.Object[T]
+	Array[T any]  = wirejson.Array[T]
 )
 
 // Absent says whether an optional member is missing or null.
-func Absent(k Kind) bool { return messages.Absent(k) }
+func Absent(k Kind) bool { return wirejson.Absent(k) }
 
 // Unknown holds the members a type does not name, by name.
 type Unknown map[string]jsontext.Value
@@ -194,18 +193,11 @@ type ThinkingConfig struct {
 	IncludeThoughts Bool   `json:"includeThoughts"`
 }
 
-// Decode reads body, which must be one JSON object, into a Request. Its
-// errors are the library's, as wire/messages.Decode's: DuplicateName finds
-// a repeated member name.
+// Decode reads body, which must be one JSON object, into a Request, as
+// wirejson.Decode does (its errors; wirejson.DuplicateName finds a repeated
+// member name).
 func Decode(body []byte) (Request, error) {
 	var r Request
-	if i := bytes.IndexFunc(body, func(c rune) bool { return c != ' ' && c != '\t' && c != '\n' && c != '\r' }); i < 0 || body[i] != '{' {
-		return r, messages.ErrNotObject
-	}
-	err := json.Unmarshal(body, &r)
+	err := wirejson.Decode(body, &r)
 	return r, err
 }
-
-// DuplicateName returns the path of a member whose name err reports as
-// repeated in its object.
-func DuplicateName(err error) ([]string, bool) { return messages.DuplicateName(err) }

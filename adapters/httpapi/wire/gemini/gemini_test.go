@@ -6,6 +6,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/gemini"
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 )
 
 func TestDecodeKeepsUnknownPartAndToolMembersByName(t *testing.T) {
@@ -24,10 +25,11 @@ func TestDecodeKeepsUnknownPartAndToolMembersByName(t *testing.T) {
 
 func TestDecodeRefusesARepeatedMemberWithItsPath(t *testing.T) {
 	is := is.New(t)
-	_, err := gemini.Decode([]byte(`{"contents":[{"role":"user","role":"model"}]}`))
-	path, ok := gemini.DuplicateName(err)
+	body := []byte(`{"contents":[{"role":"user","role":"model"}]}`)
+	_, err := gemini.Decode(body)
+	path, ok := wirejson.DuplicateName(body, err)
 	is.True(ok)
-	is.Equal(path, []string{"contents", "0", "role"})
+	is.Equal(path, []wirejson.Step{{Name: "contents"}, {Name: "0", Index: true}, {Name: "role"}})
 	_, err = gemini.Decode([]byte(`[1]`))
 	is.True(err != nil)
 }
