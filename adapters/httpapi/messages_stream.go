@@ -91,12 +91,17 @@ func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutp
 	if interval <= 0 {
 		interval = defaultPingInterval
 	}
+	// The timer may fire before AfterFunc has returned (a short interval, a
+	// loaded machine): its function waits until ping is set.
 	var ping *time.Timer
+	armed := make(chan struct{})
 	ping = time.AfterFunc(interval, func() {
+		<-armed
 		if m.ms.Ping() {
 			ping.Reset(interval)
 		}
 	})
+	close(armed)
 	defer func() {
 		m.ms.Close()
 		ping.Stop()

@@ -187,3 +187,19 @@ func TestMessagesStreamPingsDuringLongSilences(t *testing.T) {
 	is.True(pings > 0) // the silence was filled with ping events
 	is.Equal(res.Text(), "thinking about it.")
 }
+
+// TestMessagesStreamPingTimerFiringAtOnceIsSafe: a ping interval so short
+// that the timer fires before the handler has finished arming it (a loaded
+// machine delays the handler the same way) neither crashes the gateway nor
+// changes the answer.
+func TestMessagesStreamPingTimerFiringAtOnceIsSafe(t *testing.T) {
+	is := is.New(t)
+	for range 300 {
+		turn := script(app.Delta{Text: "hello"}, app.Delta{Finish: app.FinishStop})
+		h, _ := newServer(t, returning(turn, nil), func(c *httpapi.Config) { c.MessagesPingInterval = time.Nanosecond })
+		rec := serve(h, msgRequest(msgBody(userHi, `,"stream":true`)))
+		res, err := anthropicsse.CheckSuccess(rec.Body.Bytes())
+		is.NoErr(err)
+		is.Equal(res.Text(), "hello")
+	}
+}
