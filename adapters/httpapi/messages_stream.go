@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -92,24 +91,20 @@ func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutp
 	if interval <= 0 {
 		interval = defaultPingInterval
 	}
-	// The timer can fire before AfterFunc has returned (a short interval on
-	// a loaded machine): its function waits for the assignment under mu.
-	var mu sync.Mutex
+	// The timer may fire before AfterFunc has returned (a short interval, a
+	// loaded machine): its function waits until ping is set.
 	var ping *time.Timer
-	mu.Lock()
+	armed := make(chan struct{})
 	ping = time.AfterFunc(interval, func() {
+		<-armed
 		if m.ms.Ping() {
-			mu.Lock()
 			ping.Reset(interval)
-			mu.Unlock()
 		}
 	})
-	mu.Unlock()
+	close(armed)
 	defer func() {
 		m.ms.Close()
-		mu.Lock()
 		ping.Stop()
-		mu.Unlock()
 	}()
 	s.driveStream(w, r, tr, m)
 }

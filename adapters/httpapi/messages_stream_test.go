@@ -1,10 +1,13 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,7 +157,10 @@ func TestMessagesNeverAnswersAnEmptyEndTurn(t *testing.T) {
 
 func TestMessagesStreamPingsDuringLongSilences(t *testing.T) {
 	is := is.New(t)
-	release := make(chan struct{})
+	// The silence lasts until a ping has gone out, not for a fixed time a
+	// loaded machine may not fire the timer in (a stream that never pings
+	// fails at the request timeout).
+	rec := &pingRecorder{ResponseRecorder: httptest.NewRecorder(), pinged: make(chan struct{})}
 	i := 0
 	turn := newTurn(func(ctx context.Context) (app.Delta, error) {
 		i++
@@ -163,7 +169,7 @@ func TestMessagesStreamPingsDuringLongSilences(t *testing.T) {
 			return app.Delta{Text: "thinking about it"}, nil
 		case 2:
 			select {
-			case <-release:
+			case <-rec.pinged:
 			case <-ctx.Done():
 				return app.Delta{}, ctx.Err()
 			}
@@ -174,8 +180,7 @@ func TestMessagesStreamPingsDuringLongSilences(t *testing.T) {
 		return app.Delta{}, io.EOF
 	})
 	h, _ := newServer(t, returning(turn, nil), func(c *httpapi.Config) { c.MessagesPingInterval = 5 * time.Millisecond })
-	go func() { time.Sleep(60 * time.Millisecond); close(release) }()
-	rec := serve(h, msgRequest(msgBody(userHi, `,"stream":true`)))
+	h.ServeHTTP(rec, msgRequest(msgBody(userHi, `,"stream":true`)))
 	res, err := anthropicsse.CheckSuccess(rec.Body.Bytes())
 	is.NoErr(err)
 	pings := 0
@@ -186,4 +191,35 @@ func TestMessagesStreamPingsDuringLongSilences(t *testing.T) {
 	}
 	is.True(pings > 0) // the silence was filled with ping events
 	is.Equal(res.Text(), "thinking about it.")
+}
+
+// TestMessagesStreamPingTimerFiringAtOnceIsSafe: a ping interval so short
+// that the timer fires before the handler has finished arming it (a loaded
+// machine delays the handler the same way) neither crashes the gateway nor
+// changes the answer.
+func TestMessagesStreamPingTimerFiringAtOnceIsSafe(t *testing.T) {
+	is := is.New(t)
+	for range 300 {
+		turn := script(app.Delta{Text: "hello"}, app.Delta{Finish: app.FinishStop})
+		h, _ := newServer(t, returning(turn, nil), func(c *httpapi.Config) { c.MessagesPingInterval = time.Nanosecond })
+		rec := serve(h, msgRequest(msgBody(userHi, `,"stream":true`)))
+		res, err := anthropicsse.CheckSuccess(rec.Body.Bytes())
+		is.NoErr(err)
+		is.Equal(res.Text(), "hello")
+	}
+}
+
+// pingRecorder is a ResponseRecorder that closes pinged at the first write
+// of a ping event.
+type pingRecorder struct {
+	*httptest.ResponseRecorder
+	once   sync.Once
+	pinged chan struct{}
+}
+
+func (p *pingRecorder) Write(b []byte) (int, error) {
+	if bytes.Contains(b, []byte("event: ping")) {
+		p.once.Do(func() { close(p.pinged) })
+	}
+	return p.ResponseRecorder.Write(b)
 }

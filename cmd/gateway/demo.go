@@ -80,7 +80,7 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	gw.enableReload(source{getenv: env}, env, lc)
+	gw.enableReload(source{getenv: env}, env, lc, stamp{})
 	// The Claude Code recipe's prompt file, written where the banner's line
 	// finds it from any directory; removed when the demo ends.
 	recipeDir, err := os.MkdirTemp("", "pmgate-demo-recipe-")

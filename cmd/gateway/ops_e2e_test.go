@@ -60,6 +60,13 @@ func accessTokenEnv(emu *emulator.Server, token string) []string {
 // without it the process trusts only what the configuration says.
 func serveEnvFile(t *testing.T, emu *emulator.Server, file string, trustEmulator bool) *served {
 	t.Helper()
+	return serveEnvFileSeeing(t, emu, file, trustEmulator, nil)
+}
+
+// serveEnvFileSeeing is serveEnvFile whose every log write is also shown to
+// seen, synchronously, as the gateway writes it (nil: not shown).
+func serveEnvFileSeeing(t *testing.T, emu *emulator.Server, file string, trustEmulator bool, seen func(line []byte)) *served {
+	t.Helper()
 	var opts []postman.Option
 	if trustEmulator {
 		host := testSubdomain + ".postman.co:443"
@@ -76,6 +83,9 @@ func serveEnvFile(t *testing.T, emu *emulator.Server, file string, trustEmulator
 	done := make(chan error, 1)
 	p := program{getenv: func(string) string { return "" }, stdout: io.Discard, upstream: opts}
 	logs := newGatewayLogs(&p)
+	if seen != nil {
+		p.stderr = seeingWriter{w: p.stderr, seen: seen}
+	}
 	go func() { done <- p.run(ctx, []string{"serve", "--env-file", file}) }()
 	addrRE := regexp.MustCompile(`"addr":"([0-9.:]+)"`)
 	deadline := time.Now().Add(10 * time.Second)
@@ -101,6 +111,17 @@ func serveEnvFile(t *testing.T, emu *emulator.Server, file string, trustEmulator
 		checkLogLines(t, logs.String())
 	})
 	return &served{base: base, emu: emu, logs: logs, cancel: cancel, done: done}
+}
+
+// seeingWriter shows each write to seen before passing it on.
+type seeingWriter struct {
+	w    io.Writer
+	seen func([]byte)
+}
+
+func (s seeingWriter) Write(b []byte) (int, error) {
+	s.seen(b)
+	return s.w.Write(b)
 }
 
 // chatStatus sends a one-line chat turn and returns the status and error code.

@@ -169,8 +169,9 @@ func (l *liveState) verified() bool { ok, _ := l.verification(); return ok }
 
 // enableReload makes the gateway reload its configuration on SIGHUP and when
 // the env file changes, until it stops. Without it SIGHUP would end the
-// process.
-func (g *gateway) enableReload(src source, env func(string) string, lc *logControl) {
+// process. last is the env file's stamp taken before the configuration in
+// force was read from it: any later change differs from it.
+func (g *gateway) enableReload(src source, env func(string) string, lc *logControl, last stamp) {
 	g.live.startEnv, g.live.env, g.live.seen = env, env, env
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -180,7 +181,6 @@ func (g *gateway) enableReload(src source, env func(string) string, lc *logContr
 		defer signal.Stop(hup)
 		t := time.NewTicker(envFilePollInterval)
 		defer t.Stop()
-		last := fileStamp(src.envPath)
 		for {
 			reason := "sighup"
 			select {

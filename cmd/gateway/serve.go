@@ -37,6 +37,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if done || err != nil {
 		return err
 	}
+	// The env file's stamp is taken before the file is read: a change made
+	// after the read, even while the gateway is still starting, is one the
+	// first poll sees (taken later, it would be the stamp of the changed
+	// file, and the change would wait for the next one).
+	envStamp := fileStamp(src.envPath)
 	cfg, env, err := src.load()
 	if err != nil {
 		for _, w := range cfg.fileWarnings { // a misspelt name is often why a value is missing
@@ -53,7 +58,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	gw.enableReload(src, env, lc)
+	gw.enableReload(src, env, lc, envStamp)
 	if started != nil {
 		started(gw)
 	}
