@@ -91,7 +91,7 @@ type AttemptPolicy struct {
 	Grace time.Duration
 	// Poll is how often a waiting retry reads the record again.
 	Poll time.Duration
-	// AbortGrace is how long an attempt whose client went away goes on
+	// AbortGrace (750 ms) is how long an attempt whose client went away goes on
 	// without a repeat waiting for it before it is released (the SDKs retry
 	// after half a second; a client disconnect releases the upstream within
 	// one second).
@@ -108,7 +108,7 @@ func (g *Gateway) WithAttempts(s ports.AttemptStore, p AttemptPolicy) *Gateway {
 		p.Poll = 100 * time.Millisecond
 	}
 	if p.AbortGrace <= 0 {
-		p.AbortGrace = 900 * time.Millisecond
+		p.AbortGrace = 750 * time.Millisecond
 	}
 	g.attempts, g.attemptPolicy = s, p
 	return g
