@@ -23,6 +23,8 @@ import (
 // core and what the response object must echo.
 type respRequest struct {
 	chat chat.Request
+	// tools, offered and dropped are the translated tool set's (respTools),
+	// which the memory of tool sets shares between requests: never written.
 	// tools maps the chat name of every offered tool back to the client's.
 	tools map[string]respTool
 	// offered is the client's definitions of the tools offered upstream, in
