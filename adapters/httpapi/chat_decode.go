@@ -1,52 +1,102 @@
 package httpapi
 
-// This file decodes a POST /v1/chat/completions body (docs/API.md) on the
-// shared readers of decode.go; its handler and rendering are chat_render.go.
+// This file translates a POST /v1/chat/completions body (docs/API.md), read
+// once by wire/chat, into the chat.Request the core takes; its handler and
+// rendering are chat_render.go.
 
-import "github.com/pmgate/pmgate/domain/chat"
+import (
+	"encoding/json"
+	"strings"
 
-// decodeRequest validates a whole chat request and normalizes it. Nothing
-// reaches the service unless this returns no error.
+	wchat "github.com/pmgate/pmgate/adapters/httpapi/wire/chat"
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
+	"github.com/pmgate/pmgate/domain/chat"
+)
+
+// decodeRequest validates a whole chat request and translates it, in the
+// order of docs/API.md's refusals: the body, model, stream, stream_options,
+// parallel_tool_calls, the field policy, reasoning_effort's word,
+// response_format's schema, tools, tool_choice, messages. Nothing reaches the
+// service unless this returns no error.
 //
 // allowed is the caller's model allowlist; a configured model outside it is
 // refused exactly like an unknown model, so a slot cannot tell the two apart.
 func (s *server) decodeRequest(body []byte, allowed func(string) bool) (chat.Request, error) {
-	top, model, err := s.decodeTop(body, allowed)
+	wr, err := wchat.Decode(body)
+	if err != nil {
+		return chat.Request{}, wireRefusal(body, err, chatPath)
+	}
+	model, err := s.model(wr.Model, allowed)
 	if err != nil {
 		return chat.Request{}, err
 	}
 	req := chat.Request{Model: model, ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto}}
-	if req.Stream, err = optBool(top["stream"], "stream", false); err != nil {
+	if req.Stream, err = wireBool(wr.Stream, "stream", false); err != nil {
 		return chat.Request{}, err
 	}
-	if so := top["stream_options"]; !absent(so) {
-		if kindOf(so) != kindObject {
+	if so := wr.StreamOptions; !wirejson.Absent(so.Kind) {
+		if !so.IsObject() {
 			return chat.Request{}, invalid("stream_options", "must be an object.")
 		}
-		if req.IncludeUsage, err = optBool(fields(so)["include_usage"], "stream_options.include_usage", false); err != nil {
+		if req.IncludeUsage, err = wireBool(so.V.IncludeUsage, "stream_options.include_usage", false); err != nil {
 			return chat.Request{}, err
 		}
 	}
-	if req.ParallelToolCalls, err = optBool(top["parallel_tool_calls"], "parallel_tool_calls", true); err != nil {
+	if req.ParallelToolCalls, err = wireBool(wr.ParallelToolCalls, "parallel_tool_calls", true); err != nil {
 		return chat.Request{}, err
 	}
-	if err := checkFields(top, fieldPolicy); err != nil {
+	if err := checkChatFields(&wr); err != nil {
 		return chat.Request{}, err
 	}
-	if req.Thinking, err = decodeReasoningEffort(top); err != nil {
+	if req.Thinking, _, err = decodeEffort(json.RawMessage(wr.Fields["reasoning_effort"]), "reasoning_effort"); err != nil {
 		return chat.Request{}, err
 	}
-	if req.Output, err = decodeResponseFormat(top["response_format"]); err != nil {
+	if req.Output, err = responseFormat(wr.ResponseFormat); err != nil {
 		return chat.Request{}, err
 	}
-	if req.Tools, err = s.decodeTools(top["tools"]); err != nil {
+	if req.Tools, err = s.decodeTools(json.RawMessage(wr.Tools.Raw)); err != nil {
 		return chat.Request{}, err
 	}
-	if req.ToolChoice, err = decodeToolChoice(top["tool_choice"], req.Tools); err != nil {
+	if req.ToolChoice, err = toolChoice(wr.ToolChoice, req.Tools); err != nil {
 		return chat.Request{}, err
 	}
-	if req.Messages, err = s.decodeMessages(top["messages"]); err != nil {
+	if req.Messages, err = s.chatMessages(wr.Messages); err != nil {
 		return chat.Request{}, err
 	}
 	return req, nil
+}
+
+// chatPath writes the path of a member as the chat API's refusals name it:
+// messages[0].content[1].text.
+func chatPath(steps []wirejson.Step) string {
+	var b strings.Builder
+	for i, st := range steps {
+		switch {
+		case st.Index:
+			b.WriteString("[" + st.Name + "]")
+		case i > 0:
+			b.WriteString("." + st.Name)
+		default:
+			b.WriteString(st.Name)
+		}
+	}
+	return b.String()
+}
+
+// checkChatFields is chat's field policy (fieldPolicy), in its order; the
+// first refusal wins. response_format is read typed (checkResponseFormat),
+// the rest as sent.
+func checkChatFields(wr *wchat.Request) error {
+	for _, rule := range fieldPolicy {
+		var err error
+		if rule.name == "response_format" {
+			err = checkResponseFormat(rule.name, wr.ResponseFormat)
+		} else if raw, ok := wr.Fields[rule.name]; ok {
+			err = rule.check(rule.name, json.RawMessage(raw))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -6,33 +6,68 @@ import (
 	"strconv"
 
 	"github.com/cockroachdb/errors"
+
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 )
 
-// The request is decoded object by object into maps of raw values and each
-// known key is read exactly (encoding/json would match struct fields
-// case-insensitively, so "Stream" would silently mean "stream"). Known fields
-// are honoured, ignored or refused as listed in the package documentation;
-// keys this gateway does not know are ignored, so that newer SDKs and
-// proxies that add harmless fields keep working. Refusals name the param path.
+// A request is read once, strictly, by its API's wire package (wire/chat,
+// wire/messages) into typed values that record each member's JSON
+// kind, and translated field by field in a fixed order, so that a request
+// with two wrong fields is refused for the same one whatever the order of
+// its members (docs/API.md). Known fields are honoured, ignored or refused as
+// listed in the package documentation; members no API knows are ignored, so
+// that newer SDKs and proxies that add harmless fields keep working. Refusals
+// name the param path. The Responses API still reads its body into maps of
+// raw values (decode_json.go's readers).
 
-// decodeTop is what both APIs check first: the body is one JSON object of
-// valid Unicode text, and its model is a configured one the caller's slot may
-// use (allowed), refused exactly like an unknown one otherwise.
+// decodeTop is what the Responses API checks first: the body is one JSON
+// object of valid Unicode text, and its model is one the caller may use
+// (model).
 func (s *server) decodeTop(body []byte, allowed func(string) bool) (map[string]json.RawMessage, string, error) {
 	var top map[string]json.RawMessage
 	err := json.Unmarshal(body, &top)
 	if err := notObjectText(body, top, err); err != nil {
 		return nil, "", err
 	}
-	if kindOf(top["model"]) != kindString || str(top["model"]) == "" {
-		return nil, "", invalid("model", "is required and must be a string.")
+	m := wirejson.String{Kind: wirejson.Raw(top["model"]).Kind()}
+	if m.IsString() {
+		m.V = str(top["model"])
 	}
-	model := str(top["model"])
-	if !s.models[model] || !allowed(model) {
-		return nil, "", s.modelNotFound(allowed)
-	}
-	return top, model, nil
+	model, err := s.model(m, allowed)
+	return top, model, err
 }
+
+// model is what every API checks first after the body: its model is a
+// configured one the caller's slot may use (allowed), refused exactly like
+// an unknown one otherwise, so a slot cannot tell the two apart.
+func (s *server) model(m wirejson.String, allowed func(string) bool) (string, error) {
+	if !m.IsString() || m.V == "" {
+		return "", invalid("model", "is required and must be a string.")
+	}
+	if !s.models[m.V] || !allowed(m.V) {
+		return "", s.modelNotFound(allowed)
+	}
+	return m.V, nil
+}
+
+// wireRefusal is the refusal of a body its API's wire package (wire/chat,
+// wire/messages) would not read (err is its Decode's error): a body the
+// reading refuses is refused in the words every API uses (bodyError: not
+// JSON, not an object, not text); one those accept repeats a member name,
+// refused at the repeat's path as the API writes paths (path).
+func wireRefusal(body []byte, err error, path func([]wirejson.Step) string) error {
+	if berr := bodyError(body); berr != nil {
+		return berr
+	}
+	if steps, ok := wirejson.DuplicateName(body, err); ok {
+		return invalid(path(steps), duplicateDetail)
+	}
+	return invalid("", "The body is not valid JSON.") // the readers disagree; not seen
+}
+
+// duplicateDetail is the refusal of a member name given twice in one object
+// (docs/API.md, "Repeated member names and the order of refusals").
+const duplicateDetail = "is given more than once in its object; a member name may appear only once."
 
 // notObjectText is the refusal of a body that is not one JSON object (top and
 // err are what json.Unmarshal made of it) of valid Unicode text, or nil.
@@ -85,3 +120,25 @@ func at(body []byte, off int64) string {
 }
 
 func isJSONSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }
+
+// wireBool reads an optional boolean: def when absent or null.
+func wireBool(b wirejson.Bool, param string, def bool) (bool, error) {
+	switch {
+	case wirejson.Absent(b.Kind):
+		return def, nil
+	case b.IsBool():
+		return b.V, nil
+	}
+	return false, invalid(param, "must be a boolean.")
+}
+
+// wireReqString reads a required, non-empty string.
+func wireReqString(v wirejson.String, param string) (string, error) {
+	if !v.IsString() {
+		return "", invalid(param, "is required and must be a string.")
+	}
+	if v.V == "" {
+		return "", invalid(param, "must not be empty.")
+	}
+	return v.V, nil
+}

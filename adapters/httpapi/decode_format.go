@@ -5,7 +5,9 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	wchat "github.com/pmgate/pmgate/adapters/httpapi/wire/chat"
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/messages"
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/structured"
 	"github.com/pmgate/pmgate/domain/toolschema"
@@ -16,22 +18,21 @@ import (
 // domain/structured prepares it (docs/STRUCTURED-OUTPUT.md). The field rules
 // (checkResponseFormat, checkResponsesText) have already checked the type.
 
-// decodeResponseFormat reads chat's response_format:
+// responseFormat reads chat's response_format:
 // {"type":"json_schema","json_schema":{"name","description","schema","strict"}}
 // or {"type":"json_object"} or {"type":"text"}.
-func decodeResponseFormat(raw json.RawMessage) (chat.OutputFormat, error) {
-	if kindOf(raw) != kindObject {
+func responseFormat(rf wirejson.Object[wchat.ResponseFormat]) (chat.OutputFormat, error) {
+	if !rf.IsObject() {
 		return chat.OutputFormat{}, nil
 	}
-	f := fields(raw)
-	spec := structured.Spec{Kind: outputKind(f["type"])}
+	spec := structured.Spec{Kind: outputKindOf(rf.V.Type.V)}
 	if spec.Kind == chat.OutputJSONSchema {
 		const p = "response_format.json_schema"
-		js := f["json_schema"]
-		if kindOf(js) != kindObject {
+		js := rf.V.JSONSchema
+		if !js.IsObject() {
 			return chat.OutputFormat{}, invalid(p, "is required and must be an object.")
 		}
-		if err := readSchemaSpec(fields(js), p, &spec); err != nil {
+		if err := readSchemaSpec(js.V, p, &spec); err != nil {
 			return chat.OutputFormat{}, err
 		}
 	}
@@ -49,17 +50,14 @@ func decodeTextFormat(text json.RawMessage) (chat.OutputFormat, error) {
 	if kindOf(format) != kindObject {
 		return chat.OutputFormat{}, nil
 	}
-	f := fields(format)
-	spec := structured.Spec{Kind: outputKind(f["type"])}
+	spec := structured.Spec{Kind: outputKindOf(str(fields(format)["type"]))}
 	if spec.Kind == chat.OutputJSONSchema {
-		if err := readSchemaSpec(f, "text.format", &spec); err != nil {
+		if err := readSchemaSpec(wchat.DecodeJSONSchema(format), "text.format", &spec); err != nil {
 			return chat.OutputFormat{}, err
 		}
 	}
 	return prepareOutput(spec)
 }
-
-func outputKind(t json.RawMessage) chat.OutputKind { return outputKindOf(str(t)) }
 
 // outputKindOf is the output kind a format type names (text for any other).
 func outputKindOf(t string) chat.OutputKind {
@@ -75,24 +73,24 @@ func outputKindOf(t string) chat.OutputKind {
 // readSchemaSpec reads name (required, as OpenAI requires it), description
 // (a string, not sent: the instruction is fixed text), schema (an object) and
 // strict (a boolean) of a json_schema format at p.
-func readSchemaSpec(f map[string]json.RawMessage, p string, spec *structured.Spec) error {
+func readSchemaSpec(js wchat.JSONSchema, p string, spec *structured.Spec) error {
 	spec.NamePath, spec.SchemaPath = p+".name", p+".schema"
-	if kindOf(f["name"]) != kindString {
+	if !js.Name.IsString() {
 		return invalid(spec.NamePath, "is required and must be a string.")
 	}
-	spec.Name = str(f["name"])
-	if _, err := optString(f["description"], p+".description"); err != nil {
-		return err
+	spec.Name = js.Name.V
+	if d := js.Description; !wirejson.Absent(d.Kind) && !d.IsString() {
+		return invalid(p+".description", "must be a string.")
 	}
-	switch s := f["schema"]; kindOf(s) {
-	case kindInvalid, kindNull:
-	case kindObject:
-		spec.Schema = s
+	switch js.Schema.Kind() {
+	case 0, 'n':
+	case '{':
+		spec.Schema = json.RawMessage(js.Schema)
 	default:
 		return invalid(spec.SchemaPath, "must be a JSON schema object.")
 	}
 	var err error
-	spec.Strict, err = optBool(f["strict"], p+".strict", false)
+	spec.Strict, err = wireBool(js.Strict, p+".strict", false)
 	return err
 }
 
@@ -110,7 +108,7 @@ func prepareOutput(spec structured.Spec) (chat.OutputFormat, error) {
 // output_config.format: {"type":"json_schema","schema":{…}} (no name, no
 // strict), stored as chat.Request.Output the way the chat and Responses
 // decoders do. The field policy has checked the type.
-func outputConfigFormat(oc messages.Object[messages.OutputConfig]) (chat.OutputFormat, error) {
+func outputConfigFormat(oc wirejson.Object[messages.OutputConfig]) (chat.OutputFormat, error) {
 	if !oc.IsObject() || !oc.V.Format.IsObject() {
 		return chat.OutputFormat{}, nil
 	}

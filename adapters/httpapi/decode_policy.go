@@ -7,6 +7,9 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	wchat "github.com/pmgate/pmgate/adapters/httpapi/wire/chat"
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 )
 
 // fieldRule is the policy of one top-level OpenAI field that the gateway
@@ -66,7 +69,7 @@ var fieldRules = map[string]func(param string, raw json.RawMessage) error{
 	"logprobs":             refusedWhenTrue("log probabilities are not available."),
 	"top_logprobs":         defaultInteger(0, "must be a non-negative integer.", "log probabilities are not available."),
 	"logit_bias":           checkLogitBias,
-	"response_format":      checkResponseFormat,
+	"response_format":      nil, // chat reads it typed (checkChatFields)
 	"modalities":           checkModalities,
 	"audio":                refusedUnlessNull("audio output is not supported."),
 	"prediction":           refusedUnlessNull("predicted outputs are not supported."),
@@ -215,12 +218,16 @@ func checkLogitBias(param string, raw json.RawMessage) error {
 	return unsupported(param, "token biases cannot be applied.")
 }
 
-func checkResponseFormat(param string, raw json.RawMessage) error {
-	f, ok, err := nullOrObject(param, raw)
-	if !ok {
-		return err
+// checkResponseFormat checks chat's response_format: null, or an object with
+// a known type; the structured formats are read by responseFormat.
+func checkResponseFormat(param string, rf wirejson.Object[wchat.ResponseFormat]) error {
+	switch rf.Kind {
+	case 0, 'n':
+		return nil
+	case '{':
+		return outputFormatType(param+".type", rf.V.Type, "response format")
 	}
-	return checkOutputFormatType(param+".type", f["type"], "response format")
+	return invalid(param, "must be an object.")
 }
 
 // checkOutputFormatType reads the type of an output format (chat
@@ -231,10 +238,19 @@ func checkResponseFormat(param string, raw json.RawMessage) error {
 // structured types, so that a caller written against that one stops
 // compiling instead of accepting a format it would ignore.)
 func checkOutputFormatType(p string, t json.RawMessage, noun string) error {
-	if kindOf(t) != kindString {
+	typ := wirejson.String{Kind: wirejson.Raw(t).Kind()}
+	if typ.IsString() {
+		typ.V = str(t)
+	}
+	return outputFormatType(p, typ, noun)
+}
+
+// outputFormatType is checkOutputFormatType of a type read typed.
+func outputFormatType(p string, t wirejson.String, noun string) error {
+	if !t.IsString() {
 		return invalid(p, "is required and must be a string.")
 	}
-	switch str(t) {
+	switch t.V {
 	case "text", "json_object", "json_schema":
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/messages"
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 	"github.com/pmgate/pmgate/domain/chat"
 )
 
@@ -37,12 +38,6 @@ func effortLevel(word, param string) (chat.ThinkingLevel, error) {
 	return level, nil
 }
 
-// decodeReasoningEffort is chat's reasoning_effort.
-func decodeReasoningEffort(top map[string]json.RawMessage) (chat.ThinkingLevel, error) {
-	level, _, err := decodeEffort(top["reasoning_effort"], "reasoning_effort")
-	return level, err
-}
-
 // decodeResponsesReasoning is the Responses API's reasoning.effort (the
 // object's other members, summary among them, produce nothing).
 func decodeResponsesReasoning(raw json.RawMessage) (chat.ThinkingLevel, error) {
@@ -58,7 +53,7 @@ func decodeResponsesReasoning(raw json.RawMessage) (chat.ThinkingLevel, error) {
 // turns thinking off; otherwise an effort wins, then an enabled thinking's
 // budget_tokens (chat.BudgetLevel); adaptive thinking without an effort asks
 // for nothing.
-func messagesThinking(th messages.Object[messages.Thinking], oc messages.Object[messages.OutputConfig]) (chat.ThinkingLevel, error) {
+func messagesThinking(th wirejson.Object[messages.Thinking], oc wirejson.Object[messages.OutputConfig]) (chat.ThinkingLevel, error) {
 	level, hasEffort := chat.ThinkingOff, false
 	if oc.IsObject() && oc.V.Effort.IsString() {
 		var err error

@@ -1,6 +1,7 @@
 package httpapi
 
-// This file decodes chat tool definitions and tool_choice.
+// This file translates chat tool definitions and tool_choice, and holds the
+// rules every API's tool definitions share (newTool).
 
 import (
 	"encoding/json"
@@ -8,11 +9,15 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	wchat "github.com/pmgate/pmgate/adapters/httpapi/wire/chat"
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
+
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/toolschema"
 )
 
-// decodeTools validates the tool definitions. The parameters schema is kept
+// decodeTools validates the tool definitions (raw is the tools member as
+// sent, in chat's shape; the Responses API rewrites its tools into it). The parameters schema is kept
 // byte-for-byte as sent (it is what the tools hash binds); its lowered form
 // under ToolSchemaPolicy (domain/toolschema) is what the upstream receives.
 // The result for the same bytes and settings is remembered (decodedTools):
@@ -29,9 +34,9 @@ func (s *server) decodeTools(raw json.RawMessage) ([]chat.Tool, error) {
 		return tools, err
 	}
 	kept := make([]chat.Tool, len(tools))
-	for i, t := range tools {
-		t.Parameters = append([]byte(nil), t.Parameters...) // the request's memory otherwise
-		kept[i] = t
+	for i, tl := range tools {
+		tl.Parameters = append([]byte(nil), tl.Parameters...) // the request's memory otherwise
+		kept[i] = tl
 	}
 	decodedTools.put(raw, k, kept, toolsSize(kept))
 	return append([]chat.Tool(nil), kept...), nil
@@ -44,14 +49,15 @@ func (s *server) toolOptions() toolschema.Options {
 
 // decodeToolsOnce is decodeTools without the cache.
 func (s *server) decodeToolsOnce(raw json.RawMessage) ([]chat.Tool, error) {
-	switch kindOf(raw) {
-	case kindInvalid, kindNull:
+	t := wchat.Tools{Raw: wirejson.Raw(raw)}
+	switch t.Kind() {
+	case 0, 'n':
 		return nil, nil
-	case kindArray:
+	case '[':
 	default:
 		return nil, invalid("tools", "must be an array.")
 	}
-	items := elems(raw)
+	items := t.Entries()
 	if len(items) == 0 {
 		return nil, nil
 	}
@@ -62,33 +68,34 @@ func (s *server) decodeToolsOnce(raw json.RawMessage) ([]chat.Tool, error) {
 	seen := make(map[string]bool, len(items))
 	for i, item := range items {
 		p := "tools[" + strconv.Itoa(i) + "]"
-		if kindOf(item) != kindObject {
+		if !item.IsObject() {
 			return nil, invalid(p, "must be an object.")
 		}
-		f := fields(item)
-		if kindOf(f["type"]) != kindString {
+		if !item.V.Type.IsString() {
 			return nil, invalid(p+".type", "is required and must be a string.")
 		}
-		if str(f["type"]) != "function" {
+		if item.V.Type.V != "function" {
 			return nil, unsupported(p+".type", "only function tools are supported.")
 		}
-		fn := f["function"]
-		if kindOf(fn) != kindObject {
+		if !item.V.Function.IsObject() {
 			return nil, invalid(p+".function", "is required and must be an object.")
 		}
-		ff := fields(fn)
-		d := toolDef{at: p + ".function", schemaAt: p + ".function.parameters",
-			name: str(ff["name"]), nameOK: kindOf(ff["name"]) == kindString}
-		d.desc, d.descErr = optString(ff["description"], p+".function.description")
-		switch params := ff["parameters"]; kindOf(params) {
-		case kindInvalid, kindNull:
-		case kindObject:
+		fn := &item.V.Function.V
+		d := toolDef{at: p + ".function", schemaAt: p + ".function.parameters", name: fn.Name.V, nameOK: fn.Name.IsString()}
+		if desc := fn.Description; desc.IsString() {
+			d.desc = desc.V
+		} else if !wirejson.Absent(desc.Kind) {
+			d.descErr = invalid(p+".function.description", "must be a string.")
+		}
+		switch params := fn.Parameters; params.Kind() {
+		case 0, 'n':
+		case '{':
 			d.schema = params
 		default:
 			d.schemaErr = invalid(d.schemaAt, "must be a JSON schema object.")
 		}
-		if st := ff["strict"]; !absent(st) {
-			b, err := optBool(st, p+".function.strict", false)
+		if st := fn.Strict; !wirejson.Absent(st.Kind) {
+			b, err := wireBool(st, p+".function.strict", false)
 			d.strict, d.strictErr = &b, err
 		}
 		t, err := s.newTool(d, seen)
@@ -155,15 +162,20 @@ func (s *server) newTool(d toolDef, seen map[string]bool) (chat.Tool, error) {
 // accepts (docs/TOOL-CALLING.md).
 func validToolName(s string) bool { return toolschema.Identifier(s) }
 
-// decodeToolChoice reads "auto" | "none" | "required" | {"type":"function",
-// "function":{"name":…}}; absent means auto.
+// decodeToolChoice is toolChoice of a tool_choice as sent.
 func decodeToolChoice(raw json.RawMessage, tools []chat.Tool) (chat.ToolChoice, error) {
+	return toolChoice(wchat.DecodeToolChoice(raw), tools)
+}
+
+// toolChoice reads "auto" | "none" | "required" | {"type":"function",
+// "function":{"name":…}}; absent means auto.
+func toolChoice(tc wchat.ToolChoice, tools []chat.Tool) (chat.ToolChoice, error) {
 	auto := chat.ToolChoice{Mode: chat.ToolChoiceAuto}
-	switch kindOf(raw) {
-	case kindInvalid, kindNull:
+	switch tc.Kind {
+	case 0, 'n':
 		return auto, nil
-	case kindString:
-		switch mode := chat.ToolChoiceMode(str(raw)); mode {
+	case '"':
+		switch mode := chat.ToolChoiceMode(tc.Mode); mode {
 		case chat.ToolChoiceAuto, chat.ToolChoiceNone:
 			return chat.ToolChoice{Mode: mode}, nil
 		case chat.ToolChoiceRequired:
@@ -173,21 +185,20 @@ func decodeToolChoice(raw json.RawMessage, tools []chat.Tool) (chat.ToolChoice, 
 			return chat.ToolChoice{Mode: mode}, nil
 		}
 		return auto, invalid("tool_choice", "must be \"auto\", \"none\", \"required\" or a function choice.")
-	case kindObject:
+	case '{':
 	default:
 		return auto, invalid("tool_choice", "must be a string or an object.")
 	}
-	f := fields(raw)
-	if kindOf(f["type"]) != kindString {
+	if !tc.V.Type.IsString() {
 		return auto, invalid("tool_choice.type", "is required and must be a string.")
 	}
-	if str(f["type"]) != "function" {
+	if tc.V.Type.V != "function" {
 		return auto, unsupported("tool_choice.type", "only a function tool choice is supported.")
 	}
-	if kindOf(f["function"]) != kindObject {
+	if !tc.V.Function.IsObject() {
 		return auto, invalid("tool_choice.function", "is required and must be an object.")
 	}
-	name, err := reqString(fields(f["function"])["name"], "tool_choice.function.name")
+	name, err := wireReqString(tc.V.Function.V.Name, "tool_choice.function.name")
 	if err != nil {
 		return auto, err
 	}

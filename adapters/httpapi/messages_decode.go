@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/messages"
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
 )
@@ -55,26 +56,22 @@ func (s *server) decodeCountRequest(body []byte, allowed func(string) bool) (msg
 	return s.translateMessages(body, allowed, false)
 }
 
-// readMessagesBody reads the body once, strictly (wire/messages). A body the
-// reading refuses is refused in the words every API uses (bodyError: not
-// JSON, not an object, not text); one those accept repeats a member name.
+// readMessagesBody reads the body once, strictly (wire/messages); a
+// repeated member name is refused at its path with the steps joined by dots
+// (messages.0.content.1.text), as the Messages API writes paths.
 func readMessagesBody(body []byte) (messages.Request, error) {
 	wr, err := messages.Decode(body)
-	if err == nil {
-		return wr, nil
+	if err != nil {
+		return wr, wireRefusal(body, err, func(steps []wirejson.Step) string {
+			names := make([]string, len(steps))
+			for i, st := range steps {
+				names[i] = st.Name
+			}
+			return strings.Join(names, ".")
+		})
 	}
-	if berr := bodyError(body); berr != nil {
-		return wr, berr
-	}
-	if path, ok := messages.DuplicateName(err); ok {
-		return wr, invalid(strings.Join(path, "."), duplicateDetail)
-	}
-	return wr, invalid("", "The body is not valid JSON.") // the readers disagree; not seen
+	return wr, nil
 }
-
-// duplicateDetail is the refusal of a member name given twice in one object
-// (docs/API.md, "Repeated member names and the order of refusals").
-const duplicateDetail = "is given more than once in its object; a member name may appear only once."
 
 // translateMessages is the one translation of a Messages request into the
 // chat.Request the core takes, in the order of docs/API.md's refusals: the
@@ -86,12 +83,9 @@ func (s *server) translateMessages(body []byte, allowed func(string) bool, needM
 	if err != nil {
 		return msgRequest{}, err
 	}
-	if !wr.Model.IsString() || wr.Model.V == "" {
-		return msgRequest{}, invalid("model", "is required and must be a string.")
-	}
-	model := wr.Model.V
-	if !s.models[model] || !allowed(model) {
-		return msgRequest{}, s.modelNotFound(allowed)
+	model, err := s.model(wr.Model, allowed)
+	if err != nil {
+		return msgRequest{}, err
 	}
 	mr := msgRequest{chat: chat.Request{API: apiMessages, Model: model, ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto},
 		ParallelToolCalls: true}}
@@ -138,35 +132,13 @@ func (s *server) translateMessages(body []byte, allowed func(string) bool, needM
 	return mr, nil
 }
 
-// wireBool reads an optional boolean: def when absent or null.
-func wireBool(b messages.Bool, param string, def bool) (bool, error) {
-	switch {
-	case messages.Absent(b.Kind):
-		return def, nil
-	case b.IsBool():
-		return b.V, nil
-	}
-	return false, invalid(param, "must be a boolean.")
-}
-
-// wireReqString reads a required, non-empty string.
-func wireReqString(v messages.String, param string) (string, error) {
-	if !v.IsString() {
-		return "", invalid(param, "is required and must be a string.")
-	}
-	if v.V == "" {
-		return "", invalid(param, "must not be empty.")
-	}
-	return v.V, nil
-}
-
 // checkMessagesFields is the Messages API's field policy: the top-level
 // fields it accepts and ignores (the upstream has no such setting) or
 // refuses (server-side features the gateway cannot honour), in the order of
 // messagesFields; the first refusal wins. Honoured fields are read by
 // translateMessages.
 func checkMessagesFields(wr *messages.Request) error {
-	raws := [...]messages.Raw{wr.Temperature, wr.TopP, wr.TopK, wr.Metadata, wr.ServiceTier,
+	raws := [...]wirejson.Raw{wr.Temperature, wr.TopP, wr.TopK, wr.Metadata, wr.ServiceTier,
 		wr.ContextManagement, wr.CacheControl, wr.Speed, wr.InferenceGeo, wr.Container}
 	for i, rule := range messagesFields {
 		switch rule.name {
@@ -178,7 +150,7 @@ func checkMessagesFields(wr *messages.Request) error {
 			if err := checkOutputConfig(wr.OutputConfig); err != nil {
 				return err
 			}
-			if m := wr.MCPServers; !messages.Absent(m.Kind) && !(m.IsArray() && len(m.Items) == 0) {
+			if m := wr.MCPServers; !wirejson.Absent(m.Kind) && !(m.IsArray() && len(m.Items) == 0) {
 				return unsupported("mcp_servers", "MCP connector servers run on Anthropic's side; this gateway cannot reach them.")
 			}
 		}
@@ -201,7 +173,7 @@ var messagesFields = policy("temperature", "top_p", "top_k", "metadata", "servic
 // messagesThinking) and sends output_config.format through the same
 // structured-output decision as chat's response_format and the Responses
 // API's text.format.
-func checkOutputConfig(oc messages.Object[messages.OutputConfig]) error {
+func checkOutputConfig(oc wirejson.Object[messages.OutputConfig]) error {
 	const param = "output_config"
 	switch oc.Kind {
 	case 0, 'n':
@@ -210,7 +182,7 @@ func checkOutputConfig(oc messages.Object[messages.OutputConfig]) error {
 	default:
 		return invalid(param, "must be an object.")
 	}
-	if e := oc.V.Effort; !messages.Absent(e.Kind) && !e.IsString() {
+	if e := oc.V.Effort; !wirejson.Absent(e.Kind) && !e.IsString() {
 		return invalid(param+".effort", "must be a string.")
 	}
 	format := oc.V.Format
@@ -234,7 +206,7 @@ func checkOutputConfig(oc messages.Object[messages.OutputConfig]) error {
 // each).
 const maxStopSequences = 16
 
-func stopSequences(a messages.Array[messages.String]) ([]string, error) {
+func stopSequences(a wirejson.Array[wirejson.String]) ([]string, error) {
 	switch a.Kind {
 	case 0, 'n':
 		return nil, nil
@@ -274,7 +246,7 @@ func systemText(c messages.Content) (string, error) {
 		return "", invalid("system", "must be a string or an array of text blocks.")
 	}
 	var parts []string
-	for i, b := range c.Blocks {
+	for i, b := range c.Items {
 		p := "system." + strconv.Itoa(i)
 		if !b.IsObject() {
 			return "", invalid(p, "must be an object.")
@@ -299,7 +271,7 @@ func systemText(c messages.Content) (string, error) {
 // blocks in the next user message, before any other content; every id
 // answered, once; ids unique), with its wording, and accepts the results in
 // any order.
-func (s *server) messagesList(a messages.Array[messages.Object[messages.Message]]) ([]chat.Message, error) {
+func (s *server) messagesList(a wirejson.Array[wirejson.Object[messages.Message]]) ([]chat.Message, error) {
 	if !a.IsArray() {
 		return nil, invalid("messages", "is required and must be an array.")
 	}
@@ -406,14 +378,14 @@ func unanswered(at int, ids []string) error {
 func contentBlocks(p string, c messages.Content) ([]*messages.Block, error) {
 	switch c.Kind {
 	case '"':
-		return []*messages.Block{{Type: messages.String{Kind: '"', V: "text"}, Text: messages.String{Kind: '"', V: c.Text}}}, nil
+		return []*messages.Block{{Type: wirejson.String{Kind: '"', V: "text"}, Text: wirejson.String{Kind: '"', V: c.Text}}}, nil
 	case '[':
 	default:
 		return nil, invalid(p, "is required and must be a string or an array of content blocks.")
 	}
-	out := make([]*messages.Block, len(c.Blocks))
-	for j := range c.Blocks {
-		it := &c.Blocks[j]
+	out := make([]*messages.Block, len(c.Items))
+	for j := range c.Items {
+		it := &c.Items[j]
 		bp := p + "." + strconv.Itoa(j)
 		if !it.IsObject() {
 			return nil, invalid(bp, "must be an object.")
@@ -680,7 +652,7 @@ func (s *server) messagesTools(t messages.Tools) ([]chat.Tool, error) {
 			return nil, invalid(p, "must be an object.")
 		}
 		typ := item.V.Type
-		if !messages.Absent(typ.Kind) && !typ.IsString() {
+		if !wirejson.Absent(typ.Kind) && !typ.IsString() {
 			return nil, invalid(p+".type", "must be a string.")
 		}
 		if typ.V != "" && typ.V != "custom" {
@@ -720,10 +692,10 @@ func (s *server) messagesTools(t messages.Tools) ([]chat.Tool, error) {
 		switch desc := in.Description; {
 		case desc.IsString():
 			d.desc = desc.V
-		case !messages.Absent(desc.Kind):
+		case !wirejson.Absent(desc.Kind):
 			d.descErr = invalid(p+".description", "must be a string.")
 		}
-		if st := in.Strict; !messages.Absent(st.Kind) {
+		if st := in.Strict; !wirejson.Absent(st.Kind) {
 			b, err := wireBool(st, p+".strict", false)
 			d.strict, d.strictErr = &b, err
 		}
@@ -740,7 +712,7 @@ func (s *server) messagesTools(t messages.Tools) ([]chat.Tool, error) {
 // messagesToolChoice reads {"type":"auto"|"none"} (and
 // disable_parallel_tool_use). "any" and "tool" would need the answer to be a
 // tool call, which the upstream cannot be made to produce: refused.
-func messagesToolChoice(tc messages.Object[messages.ToolChoice], mr *msgRequest) error {
+func messagesToolChoice(tc wirejson.Object[messages.ToolChoice], mr *msgRequest) error {
 	switch tc.Kind {
 	case 0, 'n':
 		return nil

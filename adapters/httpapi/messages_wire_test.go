@@ -108,19 +108,7 @@ var orderedFields = []wrongField{
 // out), except the fields in bad; members are in the order given by perm
 // (indexes into the members), or as listed when perm is nil.
 func bodyWith(bad map[int]bool, perm func([]string) []string) string {
-	var members []string
-	for i, f := range orderedFields {
-		switch {
-		case bad[i]:
-			members = append(members, `"`+f.name+`":`+f.bad)
-		case f.good != "":
-			members = append(members, `"`+f.name+`":`+f.good)
-		}
-	}
-	if perm != nil {
-		members = perm(members)
-	}
-	return "{" + strings.Join(members, ",") + "}"
+	return orderBody(orderedFields, bad, perm)
 }
 
 func refusedParam(h http.Handler, body string) (int, string) {

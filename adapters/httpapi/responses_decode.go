@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/pmgate/pmgate/adapters/httpapi/wire/messages"
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/responses"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
@@ -56,52 +55,16 @@ func (s *server) decodeResponsesRequest(body []byte, allowed func(string) bool) 
 	return s.translateResponses(&wr, allowed)
 }
 
-// readResponsesBody reads the body once, strictly (wire/responses). A body
-// the reading refuses is refused in the words every API uses (bodyError: not
-// JSON, not an object, not text); one those accept repeats a member name.
+// readResponsesBody reads the body once, strictly (wire/responses); a body
+// it would not read is refused as every API refuses it (wireRefusal), a
+// repeated member name at its path as the OpenAI APIs write paths
+// (chatPath).
 func readResponsesBody(body []byte) (responses.Request, error) {
 	wr, err := responses.Decode(body)
-	if err == nil {
-		return wr, nil
+	if err != nil {
+		return wr, wireRefusal(body, err, chatPath)
 	}
-	if berr := bodyError(body); berr != nil {
-		return wr, berr
-	}
-	if path, ok := messages.DuplicateName(err); ok {
-		return wr, invalid(bracketPath(body, path), duplicateDetail)
-	}
-	return wr, invalid("", "The body is not valid JSON.") // the readers disagree; not seen
-}
-
-// bracketPath writes the path of a member, given as the names and indices
-// that lead to it in body, the way the OpenAI APIs name params: names joined
-// with dots, array indices in brackets (input[0].content[1].text). Whether a
-// step is an index is read from body (a member may be named "0").
-func bracketPath(body []byte, path []string) string {
-	var v any
-	_ = json.Unmarshal(body, &v) // the body is JSON: bodyError accepted it
-	var b strings.Builder
-	for _, tok := range path {
-		switch c := v.(type) {
-		case []any:
-			b.WriteString("[" + tok + "]")
-			if i, err := strconv.Atoi(tok); err == nil && i >= 0 && i < len(c) {
-				v = c[i]
-			} else {
-				v = nil
-			}
-			continue
-		case map[string]any:
-			v = c[tok]
-		default:
-			v = nil
-		}
-		if b.Len() > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(tok)
-	}
-	return b.String()
+	return wr, nil
 }
 
 // translateResponses is the one translation of a Responses request into the
@@ -109,16 +72,12 @@ func bracketPath(body []byte, path []string) string {
 // model, stream, parallel_tool_calls, the field policy, reasoning.effort and
 // text.format, tools, tool_choice, instructions, input.
 func (s *server) translateResponses(wr *responses.Request, allowed func(string) bool) (respRequest, error) {
-	if !wr.Model.IsString() || wr.Model.V == "" {
-		return respRequest{}, invalid("model", "is required and must be a string.")
-	}
-	model := wr.Model.V
-	if !s.models[model] || !allowed(model) {
-		return respRequest{}, s.modelNotFound(allowed)
+	model, err := s.model(wr.Model, allowed)
+	if err != nil {
+		return respRequest{}, err
 	}
 	rr := respRequest{chat: chat.Request{API: "responses", Model: model, ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto}}}
 	req := &rr.chat
-	var err error
 	if req.Stream, err = wireBool(wr.Stream, "stream", false); err != nil {
 		return respRequest{}, err
 	}

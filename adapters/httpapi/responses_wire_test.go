@@ -36,6 +36,8 @@ func TestResponsesRefusesARepeatedMemberNameWithItsPath(t *testing.T) {
 		"in a namespace":      {respBody(`"hi"`, `,"tools":[{"type":"namespace","name":"ns","tools":[{"type":"function","name":"f","name":"g"}]}]`), "tools[0].tools[0].name"},
 		"in tool_choice":      {respBody(`"hi"`, `,"tool_choice":{"type":"function","type":"custom","name":"f"}`), "tool_choice.type"},
 		"in an ignored field": {respBody(`"hi"`, `,"metadata":{"user_id":"a","user_id":"b"}`), "metadata.user_id"},
+		"in the text format":  {respBody(`"hi"`, `,"text":{"format":{"type":"json_schema","name":"city","name":5,"schema":{"type":"object"}}}`), "text.format.name"},
+		"in a part's text":    {respBody(`[{"type":"message","role":"user","content":[{"type":"input_text","text":5,"text":"hi"}]}]`, ""), "input[0].content[0].text"},
 		"in an unknown field": {respBody(`"hi"`, `,"some_future_field":{"x":1,"x":1}`), "some_future_field.x"},
 		"a member named 0":    {respBody(`"hi"`, `,"some_future_field":{"0":[{"1":{"x":1,"x":1}}]}`), "some_future_field.0[0].1.x"},
 	} {

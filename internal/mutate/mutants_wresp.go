@@ -10,8 +10,6 @@ func init() {
 		tools   = "adapters/httpapi/responses_tools.go"
 	)
 	mutants = append(mutants,
-		mutant{"responses: a repeated name's path writes an index as a member", decode,
-			`b.WriteString("[" + tok + "]")`, `b.WriteString("." + tok)`, httpapi, "ResponsesRefusesARepeatedMemberName"},
 		mutant{"responses: a tool schema kept as sent, not as the route has always kept it", tools,
 			"d.schema = mustJSON(json.RawMessage(def.Parameters))", "d.schema = def.Parameters", httpapi, "ResponsesToolsAreTheChatRoutesTools"},
 		mutant{"responses: a namespaced tool echoed without its namespace", tools,

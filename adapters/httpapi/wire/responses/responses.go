@@ -4,9 +4,9 @@
 // translation into the domain's chat.Request, are the ingress's
 // (adapters/httpapi).
 //
-// It reads the body the way wire/messages does and with its kind-recording
-// member types (String, Bool, Raw, Object, Array, reused as they are): one
-// read by github.com/go-json-experiment/json, member names matched exactly,
+// It reads the body with wire/wirejson, as wire/chat and wire/messages do,
+// and with its kind-recording member types: one read by
+// github.com/go-json-experiment/json, member names matched exactly,
 // a member name repeated in one object an error with the JSON pointer of the
 // repeat, text that is not valid UTF-8 an error, members the type does not
 // name skipped. A member of the wrong kind is not a decode error: it records
@@ -19,25 +19,25 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/pmgate/pmgate/adapters/httpapi/wire/messages"
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 )
 
-// The kind-recording member types of wire/messages.
+// The kind-recording member types of wire/wirejson.
 type (
-	Kind   = messages.Kind
-	String = messages.String
-	Bool   = messages.Bool
-	Raw    = messages.Raw
+	Kind   = wirejson.Kind
+	String = wirejson.String
+	Bool   = wirejson.Bool
+	Raw    = wirejson.Raw
 )
 
 // Object is a member that should be an object of type T.
-type Object[T any] = messages.Object[T]
+type Object[T any] = wirejson.Object[T]
 
 // Array is a member that should be an array of T.
-type Array[T any] = messages.Array[T]
+type Array[T any] = wirejson.Array[T]
 
 // Absent says whether an optional member is missing or null.
-func Absent(k Kind) bool { return messages.Absent(k) }
+func Absent(k Kind) bool { return wirejson.Absent(k) }
 
 // Request is a Responses request.
 type Request struct {
@@ -246,14 +246,10 @@ func readItems[T any](d *jsontext.Decoder, items *[]T) error {
 }
 
 // Decode reads body, which must be one JSON object, into a Request. Its
-// errors are wire/messages' Decode's: messages.DuplicateName finds a
-// repeated member name, and messages.ErrNotObject is a body that is not an
-// object.
+// errors are wirejson.Decode's (wirejson.DuplicateName finds a repeated
+// member name).
 func Decode(body []byte) (Request, error) {
 	var r Request
-	if i := bytes.IndexFunc(body, func(c rune) bool { return c != ' ' && c != '\t' && c != '\n' && c != '\r' }); i < 0 || body[i] != '{' {
-		return r, messages.ErrNotObject // null would otherwise read as an empty request
-	}
-	err := json.Unmarshal(body, &r)
+	err := wirejson.Decode(body, &r)
 	return r, err
 }

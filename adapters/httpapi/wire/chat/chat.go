@@ -1,0 +1,180 @@
+// Package chat is the wire form of an OpenAI chat completions request
+// (POST /v1/chat/completions): its types and its one strict decode
+// (wirejson.Decode: exact member names, no repeated member name, valid UTF-8
+// text; members of the wrong kind recorded, not refused). It knows the JSON
+// shape only; what the gateway honours, ignores or refuses, and the
+// translation into the domain's chat.Request, are the ingress's
+// (adapters/httpapi).
+package chat
+
+import (
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
+)
+
+// Request is a chat completions request. Fields lists every other member as
+// sent, by name: the fields the ingress's shared field policy accepts and
+// ignores or refuses unless default (temperature, n, reasoning_effort, …), and
+// members no one reads.
+type Request struct {
+	Model             wirejson.String                          `json:"model"`
+	Messages          wirejson.Array[wirejson.Object[Message]] `json:"messages"`
+	Stream            wirejson.Bool                            `json:"stream"`
+	StreamOptions     wirejson.Object[StreamOptions]           `json:"stream_options"`
+	ParallelToolCalls wirejson.Bool                            `json:"parallel_tool_calls"`
+	Tools             Tools                                    `json:"tools"`
+	ToolChoice        ToolChoice                               `json:"tool_choice"`
+	ResponseFormat    wirejson.Object[ResponseFormat]          `json:"response_format"`
+	Fields            map[string]wirejson.Raw                  `json:",unknown"`
+}
+
+// StreamOptions is stream_options.
+type StreamOptions struct {
+	IncludeUsage wirejson.Bool `json:"include_usage"`
+}
+
+// Message is one entry of messages. Which members a role uses: content and
+// name (system, developer, user), content, tool_calls, refusal, annotations,
+// audio and function_call (assistant), content and tool_call_id (tool).
+type Message struct {
+	Role         wirejson.String                           `json:"role"`
+	Content      Content                                   `json:"content"`
+	Name         wirejson.String                           `json:"name"`
+	ToolCalls    wirejson.Array[wirejson.Object[ToolCall]] `json:"tool_calls"`
+	ToolCallID   wirejson.String                           `json:"tool_call_id"`
+	Refusal      wirejson.String                           `json:"refusal"`
+	Annotations  Shape                                     `json:"annotations"`
+	Audio        Shape                                     `json:"audio"`
+	FunctionCall Shape                                     `json:"function_call"`
+}
+
+// Content is a message's content: a string, or an array of content parts.
+type Content = wirejson.TextOr[wirejson.Object[Part]]
+
+// Part is one content part: text parts carry text.
+type Part struct {
+	Type wirejson.String `json:"type"`
+	Text wirejson.String `json:"text"`
+}
+
+// Parts reads raw, an array of content parts kept as sent (nil when it is
+// not an array).
+func Parts(raw []byte) []wirejson.Object[Part] {
+	return wirejson.List[wirejson.Object[Part]]{Raw: raw}.Entries()
+}
+
+// Shape is a member only the kind of which is read.
+type Shape struct {
+	Kind wirejson.Kind
+}
+
+func (s *Shape) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	s.Kind = d.PeekKind()
+	return d.SkipValue()
+}
+
+// ToolCall is one entry of an assistant message's tool_calls.
+type ToolCall struct {
+	ID       wirejson.String               `json:"id"`
+	Type     wirejson.String               `json:"type"`
+	Function wirejson.Object[FunctionCall] `json:"function"`
+}
+
+// FunctionCall is a tool call's function.
+type FunctionCall struct {
+	Name      wirejson.String `json:"name"`
+	Arguments wirejson.String `json:"arguments"`
+}
+
+// Tools is the tools member, read into entries only when asked.
+type Tools = wirejson.List[wirejson.Object[Tool]]
+
+// Tool is one entry of tools.
+type Tool struct {
+	Type     wirejson.String              `json:"type"`
+	Function wirejson.Object[FunctionDef] `json:"function"`
+}
+
+// FunctionDef is a function tool's definition.
+type FunctionDef struct {
+	Name        wirejson.String `json:"name"`
+	Description wirejson.String `json:"description"`
+	Parameters  wirejson.Raw    `json:"parameters"`
+	Strict      wirejson.Bool   `json:"strict"`
+}
+
+// ToolChoice is tool_choice: a mode ("auto", "none", "required") or an
+// object naming a function.
+type ToolChoice struct {
+	Kind wirejson.Kind
+	Mode string             // when Kind is '"'
+	V    ToolChoiceFunction // when Kind is '{'
+}
+
+// ToolChoiceFunction is the object form of tool_choice.
+type ToolChoiceFunction struct {
+	Type     wirejson.String        `json:"type"`
+	Function wirejson.Object[Named] `json:"function"`
+}
+
+// Named is an object read for its name.
+type Named struct {
+	Name wirejson.String `json:"name"`
+}
+
+func (c *ToolChoice) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	*c = ToolChoice{Kind: d.PeekKind()}
+	switch c.Kind {
+	case '"':
+		var s wirejson.String
+		err := s.UnmarshalJSONFrom(d)
+		c.Mode = s.V
+		return err
+	case '{':
+		var o wirejson.Object[ToolChoiceFunction]
+		err := o.UnmarshalJSONFrom(d)
+		c.V = o.V
+		return err
+	}
+	return d.SkipValue()
+}
+
+// DecodeToolChoice reads raw, a tool_choice kept as sent (absent when empty).
+func DecodeToolChoice(raw []byte) ToolChoice {
+	var c ToolChoice
+	if len(raw) > 0 {
+		_ = wirejson.DecodePart(raw, &c) // the body was read before
+	}
+	return c
+}
+
+// ResponseFormat is response_format.
+type ResponseFormat struct {
+	Type       wirejson.String             `json:"type"`
+	JSONSchema wirejson.Object[JSONSchema] `json:"json_schema"`
+}
+
+// JSONSchema is a json_schema output format: response_format.json_schema
+// here, the format object itself in the Responses API's text.format.
+type JSONSchema struct {
+	Name        wirejson.String `json:"name"`
+	Description wirejson.String `json:"description"`
+	Schema      wirejson.Raw    `json:"schema"`
+	Strict      wirejson.Bool   `json:"strict"`
+}
+
+// DecodeJSONSchema reads raw, a json_schema format object kept as sent.
+func DecodeJSONSchema(raw []byte) JSONSchema {
+	var js JSONSchema
+	_ = wirejson.DecodePart(raw, &js) // the body was read before
+	return js
+}
+
+// Decode reads body, which must be one JSON object, into a Request
+// (wirejson.Decode).
+func Decode(body []byte) (Request, error) {
+	var r Request
+	err := wirejson.Decode(body, &r)
+	return r, err
+}

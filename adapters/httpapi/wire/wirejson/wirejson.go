@@ -1,0 +1,283 @@
+// Package wirejson holds what every API's wire package (wire/chat,
+// wire/messages) reads a request body with: member types that record the
+// JSON kind they were sent with, and the one strict decode.
+//
+// The body is read once, by github.com/go-json-experiment/json (the code of
+// Go's encoding/json/v2; go1.26's own encoding/json/v2 still needs
+// GOEXPERIMENT=jsonv2). Its defaults are the strictness wanted here: member
+// names match exactly (never case-folded), a member name repeated in one
+// object is an error (DuplicateName finds its path), and text that is not
+// valid UTF-8 (raw bytes or a lone surrogate escape) is an error. Members a
+// type does not name are skipped, so that newer clients' harmless additions
+// keep working.
+//
+// A member of the wrong kind is not a decode error: every field records the
+// kind it was sent with (Kind, 0 when absent), and the ingress refuses it in
+// its fixed order with the API's wording, so that a request with two wrong
+// fields is refused for the same one whatever order its members were sent in.
+package wirejson
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Kind is the JSON kind a member was sent with: 'n' (null), 't' and 'f'
+// (booleans), '"' (string), '0' (number), '{' (object), '[' (array), or 0 when
+// the member is absent.
+type Kind = jsontext.Kind
+
+// Absent says whether an optional member is missing or null (null means
+// absent everywhere in these APIs).
+func Absent(k Kind) bool { return k == 0 || k == 'n' }
+
+// String is a member that should be a string.
+type String struct {
+	Kind Kind
+	V    string // when Kind is '"'
+}
+
+// IsString says whether the member was sent as a string.
+func (s String) IsString() bool { return s.Kind == '"' }
+
+func (s *String) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	if s.Kind = d.PeekKind(); s.Kind != '"' {
+		s.V = ""
+		return d.SkipValue()
+	}
+	tok, err := d.ReadToken()
+	s.V = tok.String()
+	return err
+}
+
+// Bool is a member that should be a boolean.
+type Bool struct {
+	Kind Kind
+	V    bool // when Kind is 't' or 'f'
+}
+
+// IsBool says whether the member was sent as a boolean.
+func (b Bool) IsBool() bool { return b.Kind == 't' || b.Kind == 'f' }
+
+func (b *Bool) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	b.Kind = d.PeekKind()
+	b.V = b.Kind == 't'
+	return d.SkipValue()
+}
+
+// Number is a member that should be a number: its text as sent, which the
+// ingress reads as it needs (an integral float is an integer there).
+type Number struct {
+	Kind Kind
+	Text string // when Kind is '0'
+}
+
+func (n *Number) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	if n.Kind = d.PeekKind(); n.Kind != '0' {
+		n.Text = ""
+		return d.SkipValue()
+	}
+	v, err := d.ReadValue()
+	n.Text = string(v)
+	return err
+}
+
+// Raw is a member kept as the bytes it was sent as (a JSON schema, a tool
+// call's input, a field only the ingress's shared field policy reads); nil
+// when absent.
+type Raw []byte
+
+// Kind is the JSON kind of the value.
+func (r Raw) Kind() Kind {
+	if len(r) == 0 {
+		return 0
+	}
+	switch c := r[0]; c {
+	case 'n', 't', 'f', '"', '{', '[':
+		return Kind(c)
+	}
+	return '0'
+}
+
+func (r *Raw) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	v, err := d.ReadValue()
+	*r = append((*r)[:0], v...) // v is the decoder's memory
+	return err
+}
+
+// Object is a member that should be an object of type T.
+type Object[T any] struct {
+	Kind Kind
+	V    T // when Kind is '{'
+}
+
+// IsObject says whether the member was sent as an object.
+func (o Object[T]) IsObject() bool { return o.Kind == '{' }
+
+func (o *Object[T]) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	var zero T
+	o.V = zero // a repeat, where one is allowed, is read as itself
+	if o.Kind = d.PeekKind(); o.Kind != '{' {
+		return d.SkipValue()
+	}
+	return json.UnmarshalDecode(d, &o.V)
+}
+
+// Array is a member that should be an array of T.
+type Array[T any] struct {
+	Kind  Kind
+	Items []T // when Kind is '['
+}
+
+// IsArray says whether the member was sent as an array.
+func (a Array[T]) IsArray() bool { return a.Kind == '[' }
+
+func (a *Array[T]) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	a.Items = nil
+	if a.Kind = d.PeekKind(); a.Kind != '[' {
+		return d.SkipValue()
+	}
+	return readItems(d, &a.Items)
+}
+
+func readItems[T any](d *jsontext.Decoder, items *[]T) error {
+	if _, err := d.ReadToken(); err != nil { // [
+		return err
+	}
+	for d.PeekKind() != ']' {
+		var it T
+		if err := json.UnmarshalDecode(d, &it); err != nil {
+			return err
+		}
+		*items = append(*items, it)
+	}
+	_, err := d.ReadToken() // ]
+	return err
+}
+
+// TextOr is a member that is a string or an array of T (a message's content:
+// text, or an array of parts or blocks).
+type TextOr[T any] struct {
+	Kind  Kind
+	Text  string // when Kind is '"'
+	Items []T    // when Kind is '['
+}
+
+func (c *TextOr[T]) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	c.Text, c.Items = "", nil
+	switch c.Kind = d.PeekKind(); c.Kind {
+	case '"':
+		tok, err := d.ReadToken()
+		c.Text = tok.String()
+		return err
+	case '[':
+		return readItems(d, &c.Items)
+	}
+	return d.SkipValue()
+}
+
+// List is an array member kept as the bytes it was sent as (nil when
+// absent), read into entries only when asked: the bytes of a tool set key
+// the ingress's memory of translated tool sets, so that an agent's unchanged
+// tools are read into entries only when they are not remembered.
+type List[T any] struct {
+	Raw Raw
+}
+
+// Kind is the JSON kind of the member.
+func (l List[T]) Kind() Kind { return l.Raw.Kind() }
+
+func (l *List[T]) UnmarshalJSONFrom(d *jsontext.Decoder) error { return l.Raw.UnmarshalJSONFrom(d) }
+
+// Entries reads the entries of an array: nil when it is not one. The bytes
+// were checked when the request was read (text, names), so reading them
+// cannot fail.
+func (l List[T]) Entries() []T {
+	var items []T
+	if l.Kind() == '[' {
+		_ = readItems(jsontext.NewDecoder(bytes.NewReader(l.Raw), jsontext.AllowDuplicateNames(true)), &items)
+	}
+	return items
+}
+
+// Decode reads body, which must be one JSON object, into v (a pointer to a
+// request type). Its errors are the library's: a *jsontext.SyntacticError
+// for text that is not JSON, not UTF-8 or repeats a member name
+// (DuplicateName finds it), and a *json.SemanticError for a body that is not
+// an object; ErrNotObject for null or a body of another kind.
+func Decode(body []byte, v any) error {
+	if i := bytes.IndexFunc(body, func(c rune) bool { return c != ' ' && c != '\t' && c != '\n' && c != '\r' }); i < 0 || body[i] != '{' {
+		return ErrNotObject // null would otherwise read as an empty request
+	}
+	return json.Unmarshal(body, v)
+}
+
+// DecodePart reads raw, a part of a body another reader has already
+// accepted as JSON text, into v. A repeated member name there is read as the
+// other reader did: the last one wins.
+func DecodePart(raw []byte, v any) error {
+	return json.Unmarshal(raw, v, jsontext.AllowDuplicateNames(true))
+}
+
+// ErrNotObject is Decode's error for a body that is not a JSON object.
+var ErrNotObject = errors.New("the body is not a JSON object")
+
+// Step is one step of the path to a member: a member name, or an index into
+// an array.
+type Step struct {
+	Name  string
+	Index bool // Name is an array index
+}
+
+// DuplicateName returns the path of the member whose name err (Decode's
+// error for body) reports as repeated in its object.
+func DuplicateName(body []byte, err error) ([]Step, bool) {
+	var se *jsontext.SyntacticError
+	if !errors.As(err, &se) || !errors.Is(se.Err, jsontext.ErrDuplicateName) {
+		return nil, false
+	}
+	var path []Step
+	d := jsontext.NewDecoder(bytes.NewReader(body), jsontext.AllowDuplicateNames(true))
+	descend := true // the containers before the repeat are found by walking to them
+	for tok := range se.JSONPointer.Tokens() {
+		step := Step{Name: tok}
+		if descend {
+			step.Index, descend = d.PeekKind() == '[', enter(d, tok)
+		}
+		path = append(path, step)
+	}
+	return path, true
+}
+
+// enter reads d into the member or element tok of the container it is at:
+// false when it is not there (not seen: the reader found it).
+func enter(d *jsontext.Decoder, tok string) bool {
+	k := d.PeekKind()
+	if _, err := d.ReadToken(); err != nil || (k != '{' && k != '[') {
+		return false
+	}
+	if k == '[' {
+		n, err := strconv.Atoi(tok)
+		for ; err == nil && n > 0; n-- {
+			err = d.SkipValue()
+		}
+		return err == nil && d.PeekKind() != ']'
+	}
+	for d.PeekKind() == '"' {
+		name, err := d.ReadToken()
+		if err != nil {
+			return false
+		}
+		if name.String() == tok {
+			return true
+		}
+		if d.SkipValue() != nil {
+			return false
+		}
+	}
+	return false
+}

@@ -1,0 +1,81 @@
+package wirejson_test
+
+import (
+	"testing"
+
+	"github.com/matryer/is"
+	"pgregory.net/rapid"
+
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
+)
+
+type part struct {
+	Type wirejson.String `json:"type"`
+	Text wirejson.String `json:"text"`
+}
+
+type doc struct {
+	A     wirejson.Array[wirejson.Object[part]] `json:"a"`
+	Other map[string]wirejson.Raw               `json:",unknown"`
+}
+
+// The path of a repeated name says which steps are array indices, also below
+// a member kept as sent (Raw) or not named by the type at all.
+func TestDuplicateNameGivesThePathWithItsIndices(t *testing.T) {
+	is := is.New(t)
+	for body, want := range map[string][]wirejson.Step{
+		`{"a":[{"type":"x"},{"type":"x","type":"y"}]}`: {{Name: "a"}, {Name: "1", Index: true}, {Name: "type"}},
+		`{"z":[[1],[{"0":1,"0":2}]]}`:                  {{Name: "z"}, {Name: "1", Index: true}, {Name: "0", Index: true}, {Name: "0"}},
+		`{"a":[],"a":[]}`:                              {{Name: "a"}},
+	} {
+		var d doc
+		err := wirejson.Decode([]byte(body), &d)
+		is.True(err != nil)
+		got, ok := wirejson.DuplicateName([]byte(body), err)
+		is.True(ok)
+		is.Equal(got, want)
+	}
+	var d doc
+	_, ok := wirejson.DuplicateName(nil, wirejson.Decode([]byte(`{"a":`), &d))
+	is.True(!ok) // not a repeat
+	is.Equal(wirejson.Decode([]byte(` null`), &d), wirejson.ErrNotObject)
+}
+
+// A part of a body another reader accepted is read as that reader did: the
+// last of two repeated names wins, whole.
+func TestDecodePartKeepsTheLastOfARepeat(t *testing.T) {
+	is := is.New(t)
+	var d doc
+	is.NoErr(wirejson.DecodePart([]byte(`{"a":[{"type":"x","text":"t"}],"a":[{"type":"y"}]}`), &d))
+	is.Equal(len(d.A.Items), 1)
+	is.Equal(d.A.Items[0].V.Type.V, "y")
+	is.Equal(d.A.Items[0].V.Text.Kind, wirejson.Kind(0)) // not merged with the first
+	l := wirejson.List[wirejson.Object[part]]{Raw: wirejson.Raw(`[{"type":"a","type":"b"},5]`)}
+	items := l.Entries()
+	is.Equal(len(items), 2)
+	is.Equal(items[0].V.Type.V, "b")
+	is.Equal(items[1].Kind, wirejson.Kind('0'))
+}
+
+// Every member records the kind it was sent with, whatever that is, and a
+// string's value only when it is one.
+func TestMembersRecordTheKindSent(t *testing.T) {
+	values := map[string]wirejson.Kind{`null`: 'n', `true`: 't', `false`: 'f', `"s"`: '"', `-1.5e3`: '0', `{}`: '{', `[1]`: '['}
+	var names []string
+	for v := range values {
+		names = append(names, v)
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		v := rapid.SampledFrom(names).Draw(t, "value")
+		var p part
+		if err := wirejson.Decode([]byte(`{"type":`+v+`,"text":"x"}`), &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Type.Kind != values[v] || p.Type.IsString() != (v == `"s"`) || (p.Type.V != "") != (v == `"s"`) || p.Text.V != "x" {
+			t.Fatalf("%s read as %+v", v, p)
+		}
+		if r := wirejson.Raw(v); r.Kind() != values[v] {
+			t.Fatalf("Raw %s: kind %c", v, r.Kind())
+		}
+	})
+}
