@@ -304,7 +304,7 @@ func inputMessage(p string, it *responses.Item) (chat.Message, error) {
 	default:
 		return chat.Message{}, invalid(p+".content", "is required and must be a string or an array of content parts.")
 	}
-	v, err := joinTextParts(p+".content", it.Content.Parts, "content", true)
+	v, err := joinTextParts(p+".content", it.Content.Items, "content", true)
 	if err != nil {
 		return chat.Message{}, err
 	}
@@ -358,7 +358,7 @@ func (s *server) inputOutput(p string, it *responses.Item) (chat.Message, error)
 		v := out.Text
 		m.Content = &v
 	case '[':
-		v, err := joinTextParts(p+".output", out.Parts, "output", false)
+		v, err := joinTextParts(p+".output", out.Items, "output", false)
 		if err != nil {
 			return chat.Message{}, err
 		}

@@ -14,8 +14,6 @@
 package responses
 
 import (
-	"bytes"
-
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -78,23 +76,7 @@ type Request struct {
 }
 
 // Input is input: a string (one user message) or an array of items.
-type Input struct {
-	Kind  Kind
-	Text  string         // when Kind is '"'
-	Items []Object[Item] // when Kind is '['
-}
-
-func (in *Input) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	switch in.Kind = d.PeekKind(); in.Kind {
-	case '"':
-		tok, err := d.ReadToken()
-		in.Text = tok.String()
-		return err
-	case '[':
-		return readItems(d, &in.Items)
-	}
-	return d.SkipValue()
-}
+type Input = wirejson.TextOr[Object[Item]]
 
 // Item is one input item. Which members a type uses: message (role,
 // content), function_call (call_id, name, namespace, arguments),
@@ -116,23 +98,7 @@ type Item struct {
 
 // Parts is a string or an array of content parts (a message's content, a
 // tool output).
-type Parts struct {
-	Kind  Kind
-	Text  string         // when Kind is '"'
-	Parts []Object[Part] // when Kind is '['
-}
-
-func (p *Parts) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	switch p.Kind = d.PeekKind(); p.Kind {
-	case '"':
-		tok, err := d.ReadToken()
-		p.Text = tok.String()
-		return err
-	case '[':
-		return readItems(d, &p.Parts)
-	}
-	return d.SkipValue()
-}
+type Parts = wirejson.TextOr[Object[Part]]
 
 // Part is one content part (input_text, output_text, …).
 type Part struct {
@@ -140,27 +106,10 @@ type Part struct {
 	Text String `json:"text"`
 }
 
-// Tools is the tools member as the bytes it was sent as (nil when absent):
-// they key the ingress's memory of translated tool sets, so that an agent's
-// unchanged tools are read into entries only when they are not remembered.
-type Tools struct {
-	Raw Raw
-}
-
-// Kind is the JSON kind of the member.
-func (t Tools) Kind() Kind { return t.Raw.Kind() }
-
-func (t *Tools) UnmarshalJSONFrom(d *jsontext.Decoder) error { return t.Raw.UnmarshalJSONFrom(d) }
-
-// Entries reads the entries of an array. The bytes were checked when the
-// request was read (text, names), so reading them cannot fail.
-func (t Tools) Entries() []ToolEntry {
-	var items []ToolEntry
-	if t.Kind() == '[' {
-		_ = readItems(jsontext.NewDecoder(bytes.NewReader(t.Raw)), &items)
-	}
-	return items
-}
+// Tools is the tools member as the bytes it was sent as: they key the
+// ingress's memory of translated tool sets, and are read into entries only
+// when they are not remembered.
+type Tools = wirejson.List[ToolEntry]
 
 // ToolEntry is one entry of tools (or of a namespace's tools): the bytes it
 // was sent as (echoed in the response object) and, when it is an object, the
@@ -228,21 +177,6 @@ type ToolChoiceObject struct {
 	Type      String `json:"type"`
 	Name      String `json:"name"`
 	Namespace String `json:"namespace"`
-}
-
-func readItems[T any](d *jsontext.Decoder, items *[]T) error {
-	if _, err := d.ReadToken(); err != nil { // [
-		return err
-	}
-	for d.PeekKind() != ']' {
-		var it T
-		if err := json.UnmarshalDecode(d, &it); err != nil {
-			return err
-		}
-		*items = append(*items, it)
-	}
-	_, err := d.ReadToken() // ]
-	return err
 }
 
 // Decode reads body, which must be one JSON object, into a Request. Its
