@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -173,26 +172,4 @@ func TestChatMatchesMemberNamesExactly(t *testing.T) {
 	code, param := chatRefused(h, `{"MODEL":"`+model+`","model":5,"messages":`+basicMsg+`}`)
 	is.Equal(code, http.StatusBadRequest)
 	is.Equal(param, "model")
-}
-
-// The Responses route still reads a repeated member name as the last one
-// (docs/API.md), also in the parts of it that are read through chat's typed
-// rules: a text part, the json_schema format.
-func TestResponsesStillReadsARepeatedNameAsTheLastOne(t *testing.T) {
-	responses := func(h http.Handler, body string) *httptest.ResponseRecorder {
-		r := httptest.NewRequest(http.MethodPost, "/v1/responses", strings.NewReader(body))
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("Authorization", "Bearer "+apiKey)
-		return serve(h, r)
-	}
-	is := is.New(t)
-	svc := &fakeService{}
-	h, _ := newServer(t, svc)
-	rec := responses(h, `{"model":"`+model+`","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":5,"text":"hi"}]}]}`)
-	is.Equal(rec.Code, http.StatusOK)
-	_, req := svc.Last()
-	is.Equal(*req.Messages[0].Content, "hi")
-	rec = responses(h, `{"model":"`+model+`","input":"hi","text":{"format":{"type":"json_schema","name":"city","name":5,"schema":{"type":"object"}}}}`)
-	is.Equal(rec.Code, http.StatusBadRequest)
-	is.Equal(decodeError(t, rec.Body.Bytes()).param(), "text.format.name")
 }

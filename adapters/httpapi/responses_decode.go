@@ -3,7 +3,11 @@ package httpapi
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/responses"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
 )
@@ -18,6 +22,8 @@ import (
 // core and what the response object must echo.
 type respRequest struct {
 	chat chat.Request
+	// tools, offered and dropped are the translated tool set's (respTools),
+	// which the memory of tool sets shares between requests: never written.
 	// tools maps the chat name of every offered tool back to the client's.
 	tools map[string]respTool
 	// offered is the client's definitions of the tools offered upstream, in
@@ -42,53 +48,81 @@ type respRequest struct {
 // decodeResponsesRequest validates a whole Responses request and translates
 // it. Nothing reaches the service unless it returns no error.
 func (s *server) decodeResponsesRequest(body []byte, allowed func(string) bool) (respRequest, error) {
-	top, model, err := s.decodeTop(body, allowed)
+	wr, err := readResponsesBody(body)
+	if err != nil {
+		return respRequest{}, err
+	}
+	return s.translateResponses(&wr, allowed)
+}
+
+// readResponsesBody reads the body once, strictly (wire/responses); a body
+// it would not read is refused as every API refuses it (wireRefusal), a
+// repeated member name at its path as the OpenAI APIs write paths
+// (chatPath).
+func readResponsesBody(body []byte) (responses.Request, error) {
+	wr, err := responses.Decode(body)
+	if err != nil {
+		return wr, wireRefusal(body, err, chatPath)
+	}
+	return wr, nil
+}
+
+// translateResponses is the one translation of a Responses request into the
+// chat.Request the core takes, in the order of docs/API.md's refusals:
+// model, stream, parallel_tool_calls, the field policy, reasoning.effort and
+// text.format, tools, tool_choice, instructions, input.
+func (s *server) translateResponses(wr *responses.Request, allowed func(string) bool) (respRequest, error) {
+	model, err := s.model(wr.Model, allowed)
 	if err != nil {
 		return respRequest{}, err
 	}
 	rr := respRequest{chat: chat.Request{API: "responses", Model: model, ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto}}}
 	req := &rr.chat
-	if req.Stream, err = optBool(top["stream"], "stream", false); err != nil {
+	if req.Stream, err = wireBool(wr.Stream, "stream", false); err != nil {
 		return respRequest{}, err
 	}
-	if req.ParallelToolCalls, err = optBool(top["parallel_tool_calls"], "parallel_tool_calls", true); err != nil {
+	if req.ParallelToolCalls, err = wireBool(wr.ParallelToolCalls, "parallel_tool_calls", true); err != nil {
 		return respRequest{}, err
 	}
-	if err := checkFields(top, responsesFieldPolicy); err != nil {
+	if err := checkResponsesFields(wr); err != nil {
 		return respRequest{}, err
 	}
-	if req.Thinking, err = decodeResponsesReasoning(top["reasoning"]); err != nil {
+	if req.Thinking, err = decodeResponsesReasoning(json.RawMessage(wr.Reasoning)); err != nil {
 		return respRequest{}, err
 	}
-	if req.Output, err = decodeTextFormat(top["text"]); err != nil {
+	if req.Output, err = decodeTextFormat(json.RawMessage(wr.Text)); err != nil {
 		return respRequest{}, err
 	}
 	if req.Output.Structured() {
-		rr.text = top["text"]
+		rr.text = json.RawMessage(wr.Text)
 	}
-	rr.metadata, rr.temperature, rr.topP = top["metadata"], top["temperature"], top["top_p"]
-	rr.maxOutput, rr.reasoning = top["max_output_tokens"], top["reasoning"]
-	if rr.user, err = optString(top["user"], "user"); err != nil {
+	rr.metadata, rr.temperature, rr.topP = json.RawMessage(wr.Metadata), json.RawMessage(wr.Temperature), json.RawMessage(wr.TopP)
+	rr.maxOutput, rr.reasoning = json.RawMessage(wr.MaxOutputTokens), json.RawMessage(wr.Reasoning)
+	if wr.User.Kind() == '"' { // the field policy refused any other kind but null
+		u, err := jsontext.AppendUnquote(nil, wr.User)
+		if err != nil {
+			return respRequest{}, err
+		}
+		rr.user = string(u)
+	}
+	if err := s.responsesTools(wr.Tools, &rr); err != nil {
 		return respRequest{}, err
 	}
-	if err := s.decodeResponsesTools(top["tools"], &rr); err != nil {
+	if req.ToolChoice, err = responsesToolChoice(wr.ToolChoice, rr.chat.Tools); err != nil {
 		return respRequest{}, err
 	}
-	if req.ToolChoice, err = decodeResponsesToolChoice(top["tool_choice"], &rr); err != nil {
-		return respRequest{}, err
-	}
-	rr.toolChoice = top["tool_choice"]
-	if ins := top["instructions"]; !absent(ins) {
-		if kindOf(ins) != kindString {
+	rr.toolChoice = json.RawMessage(wr.ToolChoice.Raw)
+	if ins := wr.Instructions; !responses.Absent(ins.Kind) {
+		if !ins.IsString() {
 			return respRequest{}, invalid("instructions", "must be a string.")
 		}
-		v := str(ins)
+		v := ins.V
 		rr.instructions = &v
 		if v != "" {
 			req.Messages = append(req.Messages, chat.Message{Role: chat.RoleSystem, Content: &v})
 		}
 	}
-	msgs, err := s.decodeInput(top["input"], &rr)
+	msgs, err := s.responsesInput(wr.Input)
 	if err != nil {
 		return respRequest{}, err
 	}
@@ -99,11 +133,29 @@ func (s *server) decodeResponsesRequest(body []byte, allowed func(string) bool) 
 	return rr, nil
 }
 
+// checkResponsesFields applies responsesFieldPolicy to the fields as sent, in
+// its order; the first refusal wins.
+func checkResponsesFields(wr *responses.Request) error {
+	raws := [...]responses.Raw{wr.System, wr.Temperature, wr.TopP, wr.MaxOutputTokens, wr.MaxToolCalls, wr.Metadata,
+		wr.User, wr.Reasoning, wr.Include, wr.PromptCacheKey, wr.PromptCacheRetention, wr.ClientMetadata,
+		wr.SafetyIdentifier, wr.ServiceTier, wr.StreamOptions, wr.Truncation, wr.Store, wr.Text,
+		wr.PreviousResponseID, wr.Conversation, wr.Prompt, wr.Background, wr.TopLogprobs}
+	for i, rule := range responsesFieldPolicy {
+		if len(raws[i]) > 0 {
+			if err := rule.check(rule.name, json.RawMessage(raws[i])); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // responsesFieldPolicy lists the top-level Responses fields that are accepted
 // and ignored, or refused. Honoured fields (model, input, instructions,
 // stream, tools, tool_choice, parallel_tool_calls) are read by
-// decodeResponsesRequest; metadata, user, temperature, top_p,
+// translateResponses; metadata, user, temperature, top_p,
 // max_output_tokens and reasoning are also echoed in the response object.
+// checkResponsesFields passes the fields in this order.
 var responsesFieldPolicy = policy(
 	// refused: the body is the Messages API's
 	"system",
@@ -147,16 +199,16 @@ func checkResponsesText(param string, raw json.RawMessage) error {
 	return checkOutputFormatType(param+".format.type", fields(format)["type"], "text format")
 }
 
-// decodeInput translates input (a string, or a list of items) into messages.
-// Consecutive function_call items (and an assistant message right before
-// them) become one assistant message with tool calls, as the gateway issued
-// them; function_call_output items become tool messages.
-func (s *server) decodeInput(raw json.RawMessage, rr *respRequest) ([]chat.Message, error) {
-	switch kindOf(raw) {
-	case kindString:
-		v := str(raw)
+// responsesInput translates input (a string, or a list of items) into
+// messages. Consecutive function_call items (and an assistant message right
+// before them) become one assistant message with tool calls, as the gateway
+// issued them; function_call_output items become tool messages.
+func (s *server) responsesInput(in responses.Input) ([]chat.Message, error) {
+	switch in.Kind {
+	case '"':
+		v := in.Text
 		return []chat.Message{{Role: chat.RoleUser, Content: &v}}, nil
-	case kindArray:
+	case '[':
 	default:
 		return nil, invalid("input", "is required and must be a string or an array of items.")
 	}
@@ -164,22 +216,22 @@ func (s *server) decodeInput(raw json.RawMessage, rr *respRequest) ([]chat.Messa
 	// open is the index in msgs of the assistant message that function_call
 	// items extend, or -1.
 	open := -1
-	for i, item := range elems(raw) {
+	for i := range in.Items {
 		p := "input[" + strconv.Itoa(i) + "]"
-		if kindOf(item) != kindObject {
+		if !in.Items[i].IsObject() {
 			return nil, invalid(p, "must be an object.")
 		}
-		f := fields(item)
+		it := &in.Items[i].V
 		typ := "message"
-		if t := f["type"]; !absent(t) {
-			if kindOf(t) != kindString {
+		if t := it.Type; !responses.Absent(t.Kind) {
+			if !t.IsString() {
 				return nil, invalid(p+".type", "must be a string.")
 			}
-			typ = str(t)
+			typ = t.V
 		}
 		switch typ {
 		case "message":
-			m, err := decodeInputMessage(p, f)
+			m, err := inputMessage(p, it)
 			if err != nil {
 				return nil, err
 			}
@@ -189,7 +241,7 @@ func (s *server) decodeInput(raw json.RawMessage, rr *respRequest) ([]chat.Messa
 				open = len(msgs) - 1
 			}
 		case "function_call", "custom_tool_call":
-			call, err := decodeInputCall(p, f, typ == "custom_tool_call", rr)
+			call, err := inputCall(p, it, typ == "custom_tool_call")
 			if err != nil {
 				return nil, err
 			}
@@ -202,7 +254,7 @@ func (s *server) decodeInput(raw json.RawMessage, rr *respRequest) ([]chat.Messa
 				msgs[open].Content = nil
 			}
 		case "function_call_output", "custom_tool_call_output":
-			m, err := s.decodeInputOutput(p, f)
+			m, err := s.inputOutput(p, it)
 			if err != nil {
 				return nil, err
 			}
@@ -232,28 +284,27 @@ var unsupportedInputParts = map[string]bool{
 	"input_image": true, "input_file": true, "input_audio": true, "refusal": true,
 }
 
-func decodeInputMessage(p string, f map[string]json.RawMessage) (chat.Message, error) {
-	if kindOf(f["role"]) != kindString {
+func inputMessage(p string, it *responses.Item) (chat.Message, error) {
+	if !it.Role.IsString() {
 		return chat.Message{}, invalid(p+".role", "is required and must be a string.")
 	}
 	var m chat.Message
-	switch role := chat.Role(str(f["role"])); role {
+	switch role := chat.Role(it.Role.V); role {
 	case chat.RoleSystem, chat.RoleDeveloper, chat.RoleUser, chat.RoleAssistant:
 		m.Role = role
 	default:
 		return chat.Message{}, invalid(p+".role", "must be user, system, developer or assistant.")
 	}
-	raw := f["content"]
-	switch kindOf(raw) {
-	case kindString:
-		v := str(raw)
+	switch it.Content.Kind {
+	case '"':
+		v := it.Content.Text
 		m.Content = &v
 		return m, nil
-	case kindArray:
+	case '[':
 	default:
 		return chat.Message{}, invalid(p+".content", "is required and must be a string or an array of content parts.")
 	}
-	v, err := joinTextParts(p+".content", raw, "content", true)
+	v, err := joinTextParts(p+".content", it.Content.Items, "content", true)
 	if err != nil {
 		return chat.Message{}, err
 	}
@@ -261,20 +312,20 @@ func decodeInputMessage(p string, f map[string]json.RawMessage) (chat.Message, e
 	return m, nil
 }
 
-// decodeInputCall reads an echoed function_call (or custom_tool_call) item
-// into the tool call the gateway issued: the same public id, the qualified
-// chat name, and the argument string (for a custom tool, the JSON object
+// inputCall reads an echoed function_call (or custom_tool_call) item into
+// the tool call the gateway issued: the same public id, the qualified chat
+// name, and the argument string (for a custom tool, the JSON object
 // {"input": …} it was issued as).
-func decodeInputCall(p string, f map[string]json.RawMessage, custom bool, rr *respRequest) (chat.ToolCall, error) {
-	id, err := reqString(f["call_id"], p+".call_id")
+func inputCall(p string, it *responses.Item, custom bool) (chat.ToolCall, error) {
+	id, err := wireReqString(it.CallID, p+".call_id")
 	if err != nil {
 		return chat.ToolCall{}, err
 	}
-	name, err := reqString(f["name"], p+".name")
+	name, err := wireReqString(it.Name, p+".name")
 	if err != nil {
 		return chat.ToolCall{}, err
 	}
-	ns, err := optString(f["namespace"], p+".namespace")
+	ns, err := wireOptString(it.Namespace, p+".namespace")
 	if err != nil {
 		return chat.ToolCall{}, err
 	}
@@ -282,33 +333,32 @@ func decodeInputCall(p string, f map[string]json.RawMessage, custom bool, rr *re
 		name = ns + namespaceSep + name
 	}
 	if custom {
-		if kindOf(f["input"]) != kindString {
+		if it.Input.Kind() != '"' {
 			return chat.ToolCall{}, invalid(p+".input", "is required and must be a string.")
 		}
-		args := mustJSON(map[string]json.RawMessage{"input": f["input"]})
+		args := mustJSON(map[string]json.RawMessage{"input": json.RawMessage(it.Input)})
 		return chat.ToolCall{ID: id, Name: name, Arguments: string(args)}, nil
 	}
-	if kindOf(f["arguments"]) != kindString {
+	if !it.Arguments.IsString() {
 		return chat.ToolCall{}, invalid(p+".arguments", "is required and must be a string.")
 	}
-	return chat.ToolCall{ID: id, Name: name, Arguments: str(f["arguments"])}, nil
+	return chat.ToolCall{ID: id, Name: name, Arguments: it.Arguments.V}, nil
 }
 
-// decodeInputOutput reads a function_call_output item as a tool message. The
+// inputOutput reads a function_call_output item as a tool message. The
 // output is a string or a list of text parts (joined).
-func (s *server) decodeInputOutput(p string, f map[string]json.RawMessage) (chat.Message, error) {
-	id, err := reqString(f["call_id"], p+".call_id")
+func (s *server) inputOutput(p string, it *responses.Item) (chat.Message, error) {
+	id, err := wireReqString(it.CallID, p+".call_id")
 	if err != nil {
 		return chat.Message{}, err
 	}
 	m := chat.Message{Role: chat.RoleTool, ToolCallID: id}
-	raw := f["output"]
-	switch kindOf(raw) {
-	case kindString:
-		v := str(raw)
+	switch out := it.Output; out.Kind {
+	case '"':
+		v := out.Text
 		m.Content = &v
-	case kindArray:
-		v, err := joinTextParts(p+".output", raw, "output", false)
+	case '[':
+		v, err := joinTextParts(p+".output", out.Items, "output", false)
 		if err != nil {
 			return chat.Message{}, err
 		}
@@ -323,9 +373,42 @@ func (s *server) decodeInputOutput(p string, f map[string]json.RawMessage) (chat
 }
 
 // joinTextParts joins the text of a list of input_text/output_text parts (and
-// "text" where plainText); noun names the parts in refusals ("content",
-// "output"). Non-text parts the API knows are unsupported; unknown ones invalid.
-func joinTextParts(p string, raw json.RawMessage, noun string, plainText bool) (string, error) {
-	text := func(t string) bool { return t == "input_text" || t == "output_text" || plainText && t == "text" }
-	return joinParts(p, raw, noun, text, unsupportedInputParts)
+// "text" where plainText) with no separator, as chat's joinParts does; noun
+// names the parts in refusals ("content", "output"). Non-text parts the API
+// knows are unsupported; unknown ones invalid.
+func joinTextParts(p string, parts []responses.Object[responses.Part], noun string, plainText bool) (string, error) {
+	var b strings.Builder
+	for j := range parts {
+		pp := p + "[" + strconv.Itoa(j) + "]"
+		if !parts[j].IsObject() {
+			return "", invalid(pp, "must be an object.")
+		}
+		part := &parts[j].V
+		if !part.Type.IsString() {
+			return "", invalid(pp+".type", "is required and must be a string.")
+		}
+		switch t := part.Type.V; {
+		case t == "input_text" || t == "output_text" || plainText && t == "text":
+		case unsupportedInputParts[t]:
+			return "", unsupported(pp+".type", "only text "+noun+" parts are supported.")
+		default:
+			return "", invalid(pp+".type", "is not a known "+noun+" part type.")
+		}
+		if !part.Text.IsString() {
+			return "", invalid(pp+".text", "is required and must be a string.")
+		}
+		b.WriteString(part.Text.V)
+	}
+	return b.String(), nil
+}
+
+// wireOptString reads an optional string: "" when absent or null.
+func wireOptString(v responses.String, param string) (string, error) {
+	switch {
+	case responses.Absent(v.Kind):
+		return "", nil
+	case v.IsString():
+		return v.V, nil
+	}
+	return "", invalid(param, "must be a string.")
 }

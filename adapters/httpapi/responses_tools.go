@@ -1,15 +1,13 @@
 package httpapi
 
 // This file translates Responses tools (function, custom, namespace; hosted
-// tools are left out) and tool_choice into their chat form.
+// tools are left out) and tool_choice into the domain's chat tools.
 
 import (
 	"encoding/json"
 	"strconv"
-	"strings"
 
-	"github.com/cockroachdb/errors"
-
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/responses"
 	"github.com/pmgate/pmgate/domain/chat"
 )
 
@@ -50,28 +48,62 @@ func customParameters(description string) json.RawMessage {
 	})
 }
 
-// decodeResponsesTools translates the Responses tool list. Function tools
-// (and the function tools inside a namespace, under qualified names) are
-// validated exactly like chat tools: each is rewritten into the chat form and
-// passed through decodeTools, and refusals are reported at the Responses
-// path. Custom tools become a function with one string parameter; built-in
-// tools are not offered.
-func (s *server) decodeResponsesTools(raw json.RawMessage, rr *respRequest) error {
-	switch kindOf(raw) {
-	case kindInvalid, kindNull:
+// respTools is a translated Responses tool set: what respRequest keeps of it.
+// It is never written after it is made, so a remembered one is shared.
+type respTools struct {
+	chat    []chat.Tool
+	byName  map[string]respTool
+	offered []json.RawMessage
+	dropped []string
+}
+
+// decodedRespTools remembers translated Responses tool sets by their bytes
+// as sent and every setting they depend on (toolsKey, with this API's name).
+var decodedRespTools memo[toolsKey, respTools]
+
+// responsesTools translates the Responses tool list, once per tool set
+// (decodedRespTools): function tools (and the function tools inside a
+// namespace, under qualified names) and custom tools (a function with one
+// string parameter) become chat tools under the rules every API's tools have
+// (newTool), at the Responses paths; built-in tools are not offered.
+func (s *server) responsesTools(t responses.Tools, rr *respRequest) error {
+	switch t.Kind() {
+	case 0, 'n':
 		return nil
-	case kindArray:
+	case '[':
 	default:
 		return invalid("tools", "must be an array.")
 	}
-	var chatTools []json.RawMessage
-	var paths []string // Responses path of each chat tool
-	rr.tools = map[string]respTool{}
-	add := func(path string, def map[string]json.RawMessage, rt respTool, original json.RawMessage, customDesc string) error {
-		if kindOf(def["name"]) != kindString || !validToolName(str(def["name"])) {
+	k := toolsKey{api: "responses", maxTools: s.cfg.MaxTools, opts: s.toolOptions()}
+	ts, ok := decodedRespTools.get(t.Raw, k)
+	if !ok {
+		var err error
+		if ts, err = s.translateRespTools(t); err != nil {
+			return err
+		}
+		size := toolsSize(ts.chat)
+		for _, o := range ts.offered {
+			size += len(o) + 64
+		}
+		decodedRespTools.put(t.Raw, k, ts, size)
+	}
+	rr.chat.Tools = append([]chat.Tool(nil), ts.chat...)
+	rr.tools, rr.offered, rr.dropped = ts.byName, ts.offered, ts.dropped
+	return nil
+}
+
+// translateRespTools is responsesTools without the memory. Every entry's
+// shape is checked first (type, name, a custom tool's format, a namespace's
+// tools), then the count, then each tool under newTool's rules, as the
+// Responses route has always refused them.
+func (s *server) translateRespTools(t responses.Tools) (respTools, error) {
+	ts := respTools{byName: map[string]respTool{}}
+	var defs []toolDef
+	add := func(path string, def *responses.Tool, rt respTool, original json.RawMessage, customDesc string) error {
+		if !def.Name.IsString() || !validToolName(def.Name.V) {
 			return invalid(path+".name", "is required and must match ^[A-Za-z0-9_-]{1,64}$.")
 		}
-		rt.name = str(def["name"])
+		rt.name = def.Name.V
 		chatName := rt.name
 		if rt.namespace != "" {
 			chatName = rt.namespace + namespaceSep + rt.name
@@ -79,87 +111,105 @@ func (s *server) decodeResponsesTools(raw json.RawMessage, rr *respRequest) erro
 				return invalid(path+".name", "with its namespace must match ^[A-Za-z0-9_-]{1,64}$.")
 			}
 		}
-		fn := map[string]json.RawMessage{"name": mustJSON(chatName)}
-		if d := def["description"]; !absent(d) {
-			fn["description"] = d
+		d := toolDef{at: path, schemaAt: path + ".parameters", name: chatName, nameOK: true}
+		switch desc := def.Description; {
+		case desc.IsString():
+			d.desc = desc.V
+		case !responses.Absent(desc.Kind):
+			d.descErr = invalid(path+".description", "must be a string.")
 		}
 		if rt.custom {
-			fn["parameters"] = customParameters(customDesc)
+			d.schema = customParameters(customDesc)
 		} else {
-			for _, k := range []string{"parameters", "strict"} {
-				if v, ok := def[k]; ok {
-					fn[k] = v
-				}
+			switch def.Parameters.Kind() {
+			case 0, 'n':
+			case '{':
+				// The schema as the Responses route has always kept it
+				// (compact, HTML-escaped: the bytes the tools hash binds).
+				d.schema = mustJSON(json.RawMessage(def.Parameters))
+			default:
+				d.schemaErr = invalid(d.schemaAt, "must be a JSON schema object.")
+			}
+			if st := def.Strict; !responses.Absent(st.Kind) {
+				b, err := wireBool(st, path+".strict", false)
+				d.strict, d.strictErr = &b, err
 			}
 		}
-		chatTools = append(chatTools, mustJSON(map[string]any{"type": "function", "function": fn}))
-		paths = append(paths, path)
-		rr.tools[chatName] = rt
-		rr.offered = append(rr.offered, original)
+		defs = append(defs, d)
+		ts.byName[chatName] = rt
+		ts.offered = append(ts.offered, original)
 		return nil
 	}
-	for i, item := range elems(raw) {
+	for i, item := range t.Entries() {
 		p := "tools[" + strconv.Itoa(i) + "]"
-		if kindOf(item) != kindObject {
-			return invalid(p, "must be an object.")
+		if !item.IsObject() {
+			return respTools{}, invalid(p, "must be an object.")
 		}
-		f := fields(item)
-		if kindOf(f["type"]) != kindString {
-			return invalid(p+".type", "is required and must be a string.")
+		f := &item.V
+		if !f.Type.IsString() {
+			return respTools{}, invalid(p+".type", "is required and must be a string.")
 		}
-		switch t := str(f["type"]); {
-		case t == "function":
-			if err := add(p, f, respTool{}, item, ""); err != nil {
-				return err
+		switch typ := f.Type.V; {
+		case typ == "function":
+			if err := add(p, f, respTool{}, json.RawMessage(item.Raw), ""); err != nil {
+				return respTools{}, err
 			}
-		case t == "custom":
-			desc, err := customFormat(p+".format", f["format"])
+		case typ == "custom":
+			desc, err := customFormat(p+".format", f.Format)
 			if err != nil {
-				return err
+				return respTools{}, err
 			}
-			if err := add(p, f, respTool{custom: true}, item, desc); err != nil {
-				return err
+			if err := add(p, f, respTool{custom: true}, json.RawMessage(item.Raw), desc); err != nil {
+				return respTools{}, err
 			}
-		case t == "namespace":
-			ns, err := reqString(f["name"], p+".name")
+		case typ == "namespace":
+			ns, err := wireReqString(f.Name, p+".name")
 			if err != nil {
-				return err
+				return respTools{}, err
 			}
 			if !validToolName(ns) {
-				return invalid(p+".name", "must match ^[A-Za-z0-9_-]{1,64}$.")
+				return respTools{}, invalid(p+".name", "must match ^[A-Za-z0-9_-]{1,64}$.")
 			}
-			if kindOf(f["tools"]) != kindArray {
-				return invalid(p+".tools", "is required and must be an array.")
+			if !f.Tools.IsArray() {
+				return respTools{}, invalid(p+".tools", "is required and must be an array.")
 			}
-			for j, sub := range elems(f["tools"]) {
+			for j, sub := range f.Tools.Items {
 				sp := p + ".tools[" + strconv.Itoa(j) + "]"
-				if kindOf(sub) != kindObject {
-					return invalid(sp, "must be an object.")
+				if !sub.IsObject() {
+					return respTools{}, invalid(sp, "must be an object.")
 				}
-				sf := fields(sub)
-				if kindOf(sf["type"]) != kindString || str(sf["type"]) != "function" {
-					return unsupported(sp+".type", "only function tools are supported inside a namespace.")
+				if st := sub.V.Type; !st.IsString() || st.V != "function" {
+					return respTools{}, unsupported(sp+".type", "only function tools are supported inside a namespace.")
 				}
 				// The echo keeps the client's own shape: a namespaced tool is
 				// listed as itself with its namespace.
-				echo := fields(sub)
+				var echo map[string]json.RawMessage
+				if err := json.Unmarshal(sub.Raw, &echo); err != nil {
+					return respTools{}, err
+				}
 				echo["namespace"] = mustJSON(ns)
-				if err := add(sp, sf, respTool{namespace: ns}, mustJSON(echo), ""); err != nil {
-					return err
+				if err := add(sp, &sub.V, respTool{namespace: ns}, mustJSON(echo), ""); err != nil {
+					return respTools{}, err
 				}
 			}
-		case builtinTools[t]:
-			rr.dropped = append(rr.dropped, t)
+		case builtinTools[typ]:
+			ts.dropped = append(ts.dropped, typ)
 		default:
-			return unsupported(p+".type", "this tool type is not supported.")
+			return respTools{}, unsupported(p+".type", "this tool type is not supported.")
 		}
 	}
-	tools, err := s.decodeTools(mustJSON(chatTools))
-	if err != nil {
-		return rewriteToolPath(err, paths)
+	if len(defs) > s.cfg.MaxTools {
+		return respTools{}, unsupported("tools", "more tools than this gateway accepts (MAX_TOOLS).")
 	}
-	rr.chat.Tools = tools
-	return nil
+	seen := make(map[string]bool, len(defs))
+	for _, d := range defs {
+		tl, err := s.newTool(d, seen)
+		if err != nil {
+			return respTools{}, err
+		}
+		ts.chat = append(ts.chat, tl)
+	}
+	return ts, nil
 }
 
 // customFormat reads a custom tool's format and returns the description of
@@ -167,34 +217,33 @@ func (s *server) decodeResponsesTools(raw json.RawMessage, rr *respRequest) erro
 // grammar ({"type":"grammar","syntax":"lark"|"regex","definition":…}) cannot
 // be enforced by the upstream, so, like a JSON Schema pattern, it is
 // described to the model in text and the client's own tool checks the input.
-func customFormat(p string, raw json.RawMessage) (string, error) {
+func customFormat(p string, f responses.Object[responses.CustomFormat]) (string, error) {
 	const free = "The raw input of the tool, as free text."
-	switch kindOf(raw) {
-	case kindInvalid, kindNull:
+	switch f.Kind {
+	case 0, 'n':
 		return free, nil
-	case kindObject:
+	case '{':
 	default:
 		return "", invalid(p, "must be an object.")
 	}
-	f := fields(raw)
-	if kindOf(f["type"]) != kindString {
+	if !f.V.Type.IsString() {
 		return "", invalid(p+".type", "is required and must be a string.")
 	}
-	switch str(f["type"]) {
+	switch f.V.Type.V {
 	case "text":
 		return free, nil
 	case "grammar":
 	default:
 		return "", invalid(p+".type", "is not a known custom tool format.")
 	}
-	syntax, err := reqString(f["syntax"], p+".syntax")
+	syntax, err := wireReqString(f.V.Syntax, p+".syntax")
 	if err != nil {
 		return "", err
 	}
 	if syntax != "lark" && syntax != "regex" {
 		return "", invalid(p+".syntax", `must be "lark" or "regex".`)
 	}
-	def, err := reqString(f["definition"], p+".definition")
+	def, err := wireReqString(f.V.Definition, p+".definition")
 	if err != nil {
 		return "", err
 	}
@@ -202,24 +251,6 @@ func customFormat(p string, raw json.RawMessage) (string, error) {
 		return "", unsupported(p+".definition", "the grammar is too long to be described to the upstream.")
 	}
 	return "The raw input of the tool, as free text that must match this " + syntax + " grammar:\n" + def, nil
-}
-
-// rewriteToolPath turns a decodeTools refusal at "tools[k].function.X" or
-// "tools[k]" into the same refusal at the Responses path of tool k.
-func rewriteToolPath(err error, paths []string) error {
-	var re *requestError
-	if !errors.As(err, &re) || !strings.HasPrefix(re.param, "tools[") {
-		return err
-	}
-	end := strings.IndexByte(re.param, ']')
-	k, convErr := strconv.Atoi(re.param[len("tools["):max(end, len("tools["))])
-	if end < 0 || convErr != nil || k < 0 || k >= len(paths) {
-		return err
-	}
-	rest := strings.TrimPrefix(re.param[end+1:], ".function")
-	out := *re
-	out.param = paths[k] + rest
-	return &out
 }
 
 func mustJSON(v any) json.RawMessage {
@@ -230,29 +261,38 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
-// decodeResponsesToolChoice reads "auto" | "none" | "required" |
-// {"type":"function","name":…} (also inside a namespace: "namespace").
-func decodeResponsesToolChoice(raw json.RawMessage, rr *respRequest) (chat.ToolChoice, error) {
-	if kindOf(raw) != kindObject {
-		return decodeToolChoice(raw, rr.chat.Tools)
+// responsesToolChoice reads "auto" | "none" | "required" (chat's
+// tool_choice strings, decodeToolChoice) or {"type":"function"|"custom",
+// "name":…} (also inside a namespace: "namespace"), which must name an
+// offered tool.
+func responsesToolChoice(tc responses.ToolChoice, tools []chat.Tool) (chat.ToolChoice, error) {
+	if tc.Kind() != '{' {
+		return decodeToolChoice(json.RawMessage(tc.Raw), tools)
 	}
-	f := fields(raw)
-	if kindOf(f["type"]) != kindString {
+	f := tc.V
+	if !f.Type.IsString() {
 		return chat.ToolChoice{}, invalid("tool_choice.type", "is required and must be a string.")
 	}
-	switch str(f["type"]) {
+	switch f.Type.V {
 	case "function", "custom":
 	default:
 		return chat.ToolChoice{}, unsupported("tool_choice.type", "only a function tool choice is supported.")
 	}
-	name, err := reqString(f["name"], "tool_choice.name")
+	name, err := wireReqString(f.Name, "tool_choice.name")
 	if err != nil {
 		return chat.ToolChoice{}, err
 	}
-	if ns, err := optString(f["namespace"], "tool_choice.namespace"); err != nil {
+	if ns, err := wireOptString(f.Namespace, "tool_choice.namespace"); err != nil {
 		return chat.ToolChoice{}, err
 	} else if ns != "" {
 		name = ns + namespaceSep + name
 	}
-	return decodeToolChoice(mustJSON(map[string]any{"type": "function", "function": map[string]string{"name": name}}), rr.chat.Tools)
+	for _, t := range tools {
+		if t.Name == name {
+			return chat.ToolChoice{Mode: chat.ToolChoiceFunction, Function: name}, nil
+		}
+	}
+	// The path chat's tool_choice names: the Responses route has always
+	// refused an undeclared name there.
+	return chat.ToolChoice{}, invalid("tool_choice.function.name", "does not name a declared tool.")
 }

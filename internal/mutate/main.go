@@ -120,7 +120,7 @@ var mutants = []mutant{
 	{"an Origin of any scheme accepted", "adapters/httpapi/host.go",
 		"(u.Scheme != \"http\" && u.Scheme != \"https\") || u.Host == \"\"", "u.Host == \"\"", "./adapters/httpapi/", "Origin"},
 	{"/v1/responses defaults parallel_tool_calls to false", "adapters/httpapi/responses_decode.go",
-		"optBool(top[\"parallel_tool_calls\"], \"parallel_tool_calls\", true)", "optBool(top[\"parallel_tool_calls\"], \"parallel_tool_calls\", false)", "./adapters/httpapi/", ""},
+		"wireBool(wr.ParallelToolCalls, \"parallel_tool_calls\", true)", "wireBool(wr.ParallelToolCalls, \"parallel_tool_calls\", false)", "./adapters/httpapi/", ""},
 	{"answers before routing under /admin lack the browser headers", "adapters/httpapi/server.go",
 		"\t\tif strings.HasPrefix(r.URL.Path, pathAdmin) {\n\t\t\tsetAdminHeaders(w.Header())", "\t\tif strings.HasPrefix(r.URL.Path, pathAdmin+\"/static/\") {\n\t\t\tsetAdminHeaders(w.Header())", "./adapters/httpapi/", "Admin"},
 	{"a chunked request keeps the connection open", "adapters/httpapi/server.go",

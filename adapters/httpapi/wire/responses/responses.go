@@ -1,0 +1,189 @@
+// Package responses is the wire form of an OpenAI Responses API request
+// (POST /v1/responses): its types and its one strict decode. It knows the
+// JSON shape only; what the gateway honours, ignores or refuses, and the
+// translation into the domain's chat.Request, are the ingress's
+// (adapters/httpapi).
+//
+// It reads the body with wire/wirejson, as wire/chat and wire/messages do,
+// and with its kind-recording member types: one read by
+// github.com/go-json-experiment/json, member names matched exactly,
+// a member name repeated in one object an error with the JSON pointer of the
+// repeat, text that is not valid UTF-8 an error, members the type does not
+// name skipped. A member of the wrong kind is not a decode error: it records
+// its kind, and the translation refuses it in its fixed order.
+package responses
+
+import (
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
+)
+
+// The kind-recording member types of wire/wirejson.
+type (
+	Kind   = wirejson.Kind
+	String = wirejson.String
+	Bool   = wirejson.Bool
+	Raw    = wirejson.Raw
+)
+
+// Object is a member that should be an object of type T.
+type Object[T any] = wirejson.Object[T]
+
+// Array is a member that should be an array of T.
+type Array[T any] = wirejson.Array[T]
+
+// Absent says whether an optional member is missing or null.
+func Absent(k Kind) bool { return wirejson.Absent(k) }
+
+// Request is a Responses request.
+type Request struct {
+	Model             String     `json:"model"`
+	Stream            Bool       `json:"stream"`
+	ParallelToolCalls Bool       `json:"parallel_tool_calls"`
+	Instructions      String     `json:"instructions"`
+	Input             Input      `json:"input"`
+	Tools             Tools      `json:"tools"`
+	ToolChoice        ToolChoice `json:"tool_choice"`
+
+	// Accepted and ignored (some echoed in the response object), or refused
+	// unless default: kept as sent for the ingress's field policy, which the
+	// chat API shares.
+	System               Raw `json:"system"`
+	Temperature          Raw `json:"temperature"`
+	TopP                 Raw `json:"top_p"`
+	MaxOutputTokens      Raw `json:"max_output_tokens"`
+	MaxToolCalls         Raw `json:"max_tool_calls"`
+	Metadata             Raw `json:"metadata"`
+	User                 Raw `json:"user"`
+	Reasoning            Raw `json:"reasoning"`
+	Include              Raw `json:"include"`
+	PromptCacheKey       Raw `json:"prompt_cache_key"`
+	PromptCacheRetention Raw `json:"prompt_cache_retention"`
+	ClientMetadata       Raw `json:"client_metadata"`
+	SafetyIdentifier     Raw `json:"safety_identifier"`
+	ServiceTier          Raw `json:"service_tier"`
+	StreamOptions        Raw `json:"stream_options"`
+	Truncation           Raw `json:"truncation"`
+	Store                Raw `json:"store"`
+	Text                 Raw `json:"text"`
+	PreviousResponseID   Raw `json:"previous_response_id"`
+	Conversation         Raw `json:"conversation"`
+	Prompt               Raw `json:"prompt"`
+	Background           Raw `json:"background"`
+	TopLogprobs          Raw `json:"top_logprobs"`
+}
+
+// Input is input: a string (one user message) or an array of items.
+type Input = wirejson.TextOr[Object[Item]]
+
+// Item is one input item. Which members a type uses: message (role,
+// content), function_call (call_id, name, namespace, arguments),
+// custom_tool_call (call_id, name, namespace, input), function_call_output
+// and custom_tool_call_output (call_id, output); reasoning and the rest read
+// none.
+type Item struct {
+	Type      String `json:"type"`
+	Role      String `json:"role"`
+	Content   Parts  `json:"content"`
+	CallID    String `json:"call_id"`
+	Name      String `json:"name"`
+	Namespace String `json:"namespace"`
+	Arguments String `json:"arguments"`
+	// Input is kept as sent: the call's arguments are {"input": <it>}.
+	Input  Raw   `json:"input"`
+	Output Parts `json:"output"`
+}
+
+// Parts is a string or an array of content parts (a message's content, a
+// tool output).
+type Parts = wirejson.TextOr[Object[Part]]
+
+// Part is one content part (input_text, output_text, …).
+type Part struct {
+	Type String `json:"type"`
+	Text String `json:"text"`
+}
+
+// Tools is the tools member as the bytes it was sent as: they key the
+// ingress's memory of translated tool sets, and are read into entries only
+// when they are not remembered.
+type Tools = wirejson.List[ToolEntry]
+
+// ToolEntry is one entry of tools (or of a namespace's tools): the bytes it
+// was sent as (echoed in the response object) and, when it is an object, the
+// tool they define.
+type ToolEntry struct {
+	Raw Raw
+	V   Tool // when Raw.Kind() is '{'
+}
+
+// IsObject says whether the entry was sent as an object.
+func (e ToolEntry) IsObject() bool { return e.Raw.Kind() == '{' }
+
+func (e *ToolEntry) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	if err := e.Raw.UnmarshalJSONFrom(d); err != nil {
+		return err
+	}
+	if e.IsObject() {
+		return json.Unmarshal(e.Raw, &e.V)
+	}
+	return nil
+}
+
+// Tool is one tool. Which members a type uses: function (name, description,
+// parameters, strict), custom (name, description, format), namespace (name,
+// tools); hosted tools read none.
+type Tool struct {
+	Type        String               `json:"type"`
+	Name        String               `json:"name"`
+	Description String               `json:"description"`
+	Parameters  Raw                  `json:"parameters"`
+	Strict      Bool                 `json:"strict"`
+	Format      Object[CustomFormat] `json:"format"`
+	Tools       Array[ToolEntry]     `json:"tools"`
+}
+
+// CustomFormat is a custom tool's format.
+type CustomFormat struct {
+	Type       String `json:"type"`
+	Syntax     String `json:"syntax"`
+	Definition String `json:"definition"`
+}
+
+// ToolChoice is tool_choice: a mode string or an object, kept as sent (the
+// response object echoes it).
+type ToolChoice struct {
+	Raw Raw
+	V   ToolChoiceObject // when Raw.Kind() is '{'
+}
+
+// Kind is the JSON kind of the member.
+func (tc ToolChoice) Kind() Kind { return tc.Raw.Kind() }
+
+func (tc *ToolChoice) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	if err := tc.Raw.UnmarshalJSONFrom(d); err != nil {
+		return err
+	}
+	if tc.Kind() == '{' {
+		return json.Unmarshal(tc.Raw, &tc.V)
+	}
+	return nil
+}
+
+// ToolChoiceObject is an object tool_choice ({"type":"function","name":…}).
+type ToolChoiceObject struct {
+	Type      String `json:"type"`
+	Name      String `json:"name"`
+	Namespace String `json:"namespace"`
+}
+
+// Decode reads body, which must be one JSON object, into a Request. Its
+// errors are wirejson.Decode's (wirejson.DuplicateName finds a repeated
+// member name).
+func Decode(body []byte) (Request, error) {
+	var r Request
+	err := wirejson.Decode(body, &r)
+	return r, err
+}

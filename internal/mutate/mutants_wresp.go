@@ -1,0 +1,26 @@
+package main
+
+// The Responses request's typed read and translation (wire/responses,
+// responses_decode.go, responses_tools.go): each defect is caught by the
+// test its -run names.
+func init() {
+	const (
+		httpapi = "./adapters/httpapi/"
+		decode  = "adapters/httpapi/responses_decode.go"
+		tools   = "adapters/httpapi/responses_tools.go"
+	)
+	mutants = append(mutants,
+		mutant{"responses: a tool schema kept as sent, not as the route has always kept it", tools,
+			"d.schema = mustJSON(json.RawMessage(def.Parameters))", "d.schema = def.Parameters", httpapi, "ResponsesToolsAreTheChatRoutesTools"},
+		mutant{"responses: a namespaced tool echoed without its namespace", tools,
+			`echo["namespace"] = mustJSON(ns)`, `echo["ns"] = mustJSON(ns)`, httpapi, "ResponsesToolsAreTheChatRoutesTools"},
+		mutant{"responses: a remembered tool set hands out its own slice", tools,
+			"rr.chat.Tools = append([]chat.Tool(nil), ts.chat...)", "rr.chat.Tools = ts.chat", httpapi, "ResponsesToolsAreTranslationRemembered"},
+		mutant{"responses: more tools than MAX_TOOLS accepted", tools,
+			"\tif len(defs) > s.cfg.MaxTools {", "\tif len(defs) > s.cfg.MaxTools+99 {", httpapi, "ResponsesToolRefusalsComeInTheirOrder"},
+		mutant{"responses: parallel_tool_calls read after the field policy", decode,
+			`if req.ParallelToolCalls, err = wireBool(wr.ParallelToolCalls, "parallel_tool_calls", true); err != nil {`,
+			`if req.ParallelToolCalls, err = wireBool(wr.ParallelToolCalls, "parallel_tool_calls", true); err != nil && checkResponsesFields(wr) == nil {`,
+			httpapi, "ResponsesRefusesTheEarlierOfTwoWrongFields"},
+	)
+}
