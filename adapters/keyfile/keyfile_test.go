@@ -269,7 +269,11 @@ func TestARefusedFileStillAppliesItsRevocations(t *testing.T) {
 	// b revoked, and a's allowlist names a model serve does not know: the file is refused.
 	a := newSlot("a")
 	a.Models = []string{"unknown"}
-	is.NoErr(os.WriteFile(path, keyring.Marshal(keyring.Ring{Slots: []keyring.Slot{a}}), 0o600))
+	// Written whole at once (a temporary file renamed over it): a poll that
+	// read a file half written in place would see an unreadable one first.
+	tmp := path + ".new"
+	is.NoErr(os.WriteFile(tmp, keyring.Marshal(keyring.Ring{Slots: []keyring.Slot{a}}), 0o600))
+	is.NoErr(os.Rename(tmp, path))
 	select {
 	case r := <-refused:
 		is.True(r.kept != nil)                     // the file was readable enough to see its slots
