@@ -39,6 +39,8 @@ func (s *server) authenticate(r *http.Request) (app.Principal, *authSlot, bool) 
 			return app.Principal{}, nil, false
 		}
 		presented = strings.TrimSpace(key)
+	} else if infoFrom(r.Context()).gemini {
+		presented = geminiPresentedKey(r)
 	} else {
 		presented = r.Header.Get("x-api-key")
 	}
@@ -126,7 +128,11 @@ func (s *server) requireKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, sl, ok := s.authenticate(r)
 		if !ok {
-			s.writeError(w, r, refuse(errs.InvalidAPIKey, "", authProblem(r.Header)))
+			problem := authProblem(r.Header)
+			if infoFrom(r.Context()).gemini {
+				problem = geminiAuthProblem(r)
+			}
+			s.writeError(w, r, refuse(errs.InvalidAPIKey, "", problem))
 			return
 		}
 		infoFrom(r.Context()).slot = p.Slot

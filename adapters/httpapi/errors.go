@@ -226,6 +226,10 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.writeAnthropicError(w, r, err)
 		return
 	}
+	if infoFrom(ctx).gemini {
+		s.writeGeminiError(w, r, err)
+		return
+	}
 	s.noteError(ctx, writeOpenAIError(ctx, w, err), err)
 }
 

@@ -145,6 +145,8 @@ func adminRouteOf(path string) string {
 var routeTemplates = []string{pathChat, pathResponses, pathMessages, pathCount, pathModels, pathHealth, pathMetrics, pathAdmin, pathAdminStatic + "*",
 	pathAdminOverview, pathAdminLive, pathAdminUsage, pathLivez, pathReadyz, pathModels + "/{id}", "unmatched"}
 
+func init() { routeTemplates = append(routeTemplates, geminiRouteTemplates...) }
+
 // operatorRoute says which routes are the operator's own views.
 func operatorRoute(route string) bool {
 	return route == pathMetrics || strings.HasPrefix(route, pathAdmin)

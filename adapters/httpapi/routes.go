@@ -45,6 +45,7 @@ func (s *server) routes() http.Handler {
 	mux.Handle(pathReadyz, s.handleMethodNotAllowed("GET, HEAD"))
 	mux.Handle("GET "+pathHealth, s.handleHealth())
 	mux.Handle(pathHealth, s.handleMethodNotAllowed("GET, HEAD"))
+	s.geminiRoutes(mux)   // /v1beta/models…, the Gemini API (gemini_render.go)
 	s.operatorRoutes(mux) // /metrics and /admin, when configured (operator.go)
 	mux.Handle("/", s.handleNotFound())
 	return mux

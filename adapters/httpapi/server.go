@@ -175,6 +175,7 @@ type reqInfo struct {
 	toolCalls  int              // tool calls shown to the client
 	firstToken time.Time        // the first text or tool-call delta; zero when none
 	anthropic  bool             // an Anthropic route: errors in the Anthropic shape
+	gemini     bool             // a Gemini route: errors in the Gemini shape
 	usage      string           // how the shown usage was obtained (usageHeader's values); "" when none was shown
 	notes      ports.RequestLog // what the layers below note for the access line (ports.NoteRequest)
 }
@@ -406,6 +407,9 @@ func routeOf(r *http.Request) string {
 	switch r.URL.Path {
 	case pathChat, pathResponses, pathMessages, pathCount, pathModels, pathHealth, pathMetrics, pathLivez, pathReadyz:
 		return r.URL.Path
+	}
+	if route := geminiRouteOf(r.URL.Path); route != "" {
+		return route
 	}
 	if strings.HasPrefix(r.URL.Path, pathModels+"/") {
 		return pathModels + "/{id}"

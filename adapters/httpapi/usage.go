@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/pmgate/pmgate/app"
@@ -15,6 +16,9 @@ func apiOf(path string) string {
 		return usage.APIChat
 	case pathResponses:
 		return usage.APIResponses
+	}
+	if strings.HasPrefix(path, pathGeminiModels+"/") {
+		return usage.APIGemini
 	}
 	return usage.APIMessages
 }

@@ -12,6 +12,7 @@ const (
 	APIChat      = "chat"
 	APIResponses = "responses"
 	APIMessages  = "messages"
+	APIGemini    = "gemini"
 )
 
 // DefaultRetentionDays is how long the ledger keeps its daily rows
@@ -23,7 +24,7 @@ const DefaultRetentionDays = 90
 type Entry struct {
 	At       time.Time
 	Slot     string // the key slot's id
-	API      string // APIChat, APIResponses or APIMessages
+	API      string // APIChat, APIResponses, APIMessages or APIGemini
 	Model    string // the public model id; "" when the request was refused before it named a valid one
 	Strategy string // the upstream strategy
 	Outcome  string // "ok" or the stable error code

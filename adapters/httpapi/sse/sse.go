@@ -114,6 +114,23 @@ func (s *Writer) Data(raw string) error {
 	return nil
 }
 
+// Tail holds v's JSON as bytes that are no event: no "data: ", no blank
+// line after it. A grammar whose clients must see a failure that no event
+// can carry ends with one (gemsse: the SDK gemini-cli bundles reads an
+// error event as an empty chunk, but a body ending in text that is not a
+// whole event, or a read that is one JSON error object, as an error).
+func (s *Writer) Tail(v any) error {
+	if err := s.ready(); err != nil {
+		return err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return errors.Mark(err, ErrWrite)
+	}
+	s.buf.Write(b)
+	return nil
+}
+
 func (s *Writer) ready() error {
 	if !s.started {
 		return ErrNotStarted

@@ -1,0 +1,486 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/pmgate/pmgate/adapters/httpapi/sse"
+	"github.com/pmgate/pmgate/adapters/httpapi/sse/gemsse"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
+)
+
+// Paths and methods of the Gemini API surface (docs/GEMINI.md).
+const (
+	pathGeminiModels = "/v1beta/models"
+	gemGenerate      = "generateContent"
+	gemStreamMethod  = "streamGenerateContent"
+	gemCount         = "countTokens"
+)
+
+// geminiRouteTemplates are the values routeOf gives the Gemini routes
+// (never the model a client put in the path).
+var geminiRouteTemplates = []string{pathGeminiModels, pathGeminiModels + "/{model}",
+	pathGeminiModels + "/{model}:" + gemGenerate, pathGeminiModels + "/{model}:" + gemStreamMethod, pathGeminiModels + "/{model}:" + gemCount}
+
+// geminiRouteOf names a Gemini route for logs, metrics and spans ("" when
+// the path is not one).
+func geminiRouteOf(path string) string {
+	if path == pathGeminiModels {
+		return path
+	}
+	rest, ok := strings.CutPrefix(path, pathGeminiModels+"/")
+	if !ok || rest == "" || strings.Contains(rest, "/") {
+		return ""
+	}
+	_, method, hasMethod := cutMethod(rest)
+	switch {
+	case !hasMethod:
+		return pathGeminiModels + "/{model}"
+	case method == gemGenerate, method == gemStreamMethod, method == gemCount:
+		return pathGeminiModels + "/{model}:" + method
+	}
+	return ""
+}
+
+// cutMethod splits "{model}:{method}" at its last colon.
+func cutMethod(s string) (model, method string, ok bool) {
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+1:], true
+}
+
+// geminiRoutes adds the Gemini API's routes to mux. Every answer on them,
+// authentication and routing included, is in the Gemini error shape.
+func (s *server) geminiRoutes(mux *http.ServeMux) {
+	mux.Handle("POST "+pathGeminiModels+"/{action}", geminiRoute(s.requireKey(s.handleGeminiAction())))
+	mux.Handle("GET "+pathGeminiModels, geminiRoute(s.requireKey(s.handleGeminiModels())))
+	mux.Handle(pathGeminiModels, geminiRoute(s.handleMethodNotAllowed("GET, HEAD")))
+	mux.Handle("GET "+pathGeminiModels+"/{action}", geminiRoute(s.requireKey(s.handleGeminiModel())))
+	mux.Handle(pathGeminiModels+"/{action}", geminiRoute(s.handleGeminiOtherMethod()))
+	mux.Handle("/v1beta/", geminiRoute(s.handleNotFound()))
+}
+
+// geminiKeyCtxKey holds the key a request put in its URL (?key=), taken out
+// of the URL before anything else sees it.
+type geminiKeyCtxKey struct{}
+
+// geminiRoute marks a request as one of the Gemini routes, so that every
+// error on it is written in the Gemini shape, and takes ?key= out of the
+// URL: from here on the key is only in the context, where authenticate
+// finds it, never in r.URL (which a log line, a span or an error text
+// could otherwise reach).
+func geminiRoute(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		infoFrom(r.Context()).gemini = true
+		if q := r.URL.Query(); q.Has("key") {
+			key := q.Get("key")
+			q.Del("key")
+			u := *r.URL
+			u.RawQuery = q.Encode()
+			r = r.WithContext(context.WithValue(r.Context(), geminiKeyCtxKey{}, key))
+			r.URL = &u
+			r.RequestURI = u.RequestURI()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// geminiPresentedKey is the key of a Gemini route's request when it has no
+// Authorization header: x-goog-api-key, then ?key= (taken out of the URL by
+// geminiRoute), then x-api-key.
+func geminiPresentedKey(r *http.Request) string {
+	if k := r.Header.Get("x-goog-api-key"); k != "" {
+		return k
+	}
+	if k, _ := r.Context().Value(geminiKeyCtxKey{}).(string); k != "" {
+		return k
+	}
+	return r.Header.Get("x-api-key")
+}
+
+// geminiAuthProblem says why a Gemini route's credentials were refused, from
+// the shape of the request only.
+func geminiAuthProblem(r *http.Request) string {
+	const accepted = "send x-goog-api-key: <key> (or Authorization: Bearer <key>, or ?key=<key>)."
+	if r.Header.Get("Authorization") != "" {
+		return authProblem(r.Header)
+	}
+	if geminiPresentedKey(r) == "" {
+		return "No key was sent: " + accepted
+	}
+	return "The key matches none of this gateway's keys."
+}
+
+func (s *server) handleGeminiOtherMethod() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, _, ok := cutMethod(r.PathValue("action")); ok {
+			s.handleMethodNotAllowed("POST").ServeHTTP(w, r)
+			return
+		}
+		s.handleMethodNotAllowed("GET, HEAD").ServeHTTP(w, r)
+	})
+}
+
+// geminiModel checks the model of a Gemini path: configured and allowed to
+// the caller's slot.
+func (s *server) geminiModel(r *http.Request, model string) error {
+	sl := slotFrom(r.Context())
+	if model == "" || !s.models[model] || !sl.allowsModel(model) {
+		return s.modelNotFound(sl.allowsModel)
+	}
+	return nil
+}
+
+// handleGeminiAction serves POST /v1beta/models/{model}:{method}:
+// generateContent (one GenerateContentResponse), streamGenerateContent with
+// alt=sse (the event stream; the JSON-array stream without alt=sse is
+// refused) and countTokens.
+func (s *server) handleGeminiAction() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		model, method, ok := cutMethod(r.PathValue("action"))
+		if !ok {
+			s.handleMethodNotAllowed("GET, HEAD").ServeHTTP(w, r)
+			return
+		}
+		switch method {
+		case gemGenerate, gemStreamMethod:
+		case gemCount:
+			s.geminiCountTokens(w, r, model)
+			return
+		default:
+			s.writeError(w, r, &routeError{errs.New(errs.InvalidRequest), http.StatusNotFound,
+				"This gateway serves generateContent, streamGenerateContent and countTokens."})
+			return
+		}
+		stream := method == gemStreamMethod
+		if stream && r.URL.Query().Get("alt") != "sse" {
+			s.writeError(w, r, invalid("alt", "streamGenerateContent is served as server-sent events only: add ?alt=sse (the JSON-array stream is not served)."))
+			return
+		}
+		if err := s.geminiModel(r, model); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		serveTurn(s, w, r, "contents", func(body []byte) (*gemRequest, chat.Request, error) {
+			gr, err := s.decodeGeminiRequest(body, model, stream)
+			if err != nil {
+				return nil, chat.Request{}, err
+			}
+			return &gr, gr.chat, nil
+		}, func(w http.ResponseWriter, r *http.Request, gr *gemRequest, tr *turnReader) {
+			meta := gemsse.Meta{ResponseID: randText(), Model: model}
+			if stream {
+				s.streamGemini(w, r, gr, meta, tr)
+			} else {
+				s.completeGemini(w, r, gr, meta, tr)
+			}
+		})
+	})
+}
+
+// geminiCountTokens serves countTokens: the gateway's input estimate of the
+// request (the formula of the usage estimates, which errs high), never 0;
+// 404 when estimates are off. The body is a generateContent request, or one
+// wrapped in generateContentRequest.
+func (s *server) geminiCountTokens(w http.ResponseWriter, r *http.Request, model string) {
+	if s.cfg.UsageEstimatesOff {
+		s.writeError(w, r, errNoRoute)
+		return
+	}
+	if err := s.geminiModel(r, model); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	body, err := s.readJSON(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	wr, err := readGeminiBody(body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if inner := wr.GenerateContentRequest; !absentRaw(inner) {
+		if inner.Kind() != '{' {
+			s.writeError(w, r, invalid("generateContentRequest", "must be an object."))
+			return
+		}
+		if wr.Contents.Kind != 0 {
+			s.writeError(w, r, invalid("contents", "cannot be given with generateContentRequest; give one."))
+			return
+		}
+		if wr, err = readGeminiBody(inner); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	gr, err := s.translateGemini(wr, model, false)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set(usageHeader, "estimated")
+	s.writeValue(w, r, map[string]int64{"totalTokens": max(gr.estimate, 1)}, "count tokens")
+}
+
+// absentRaw says whether a member kept as sent is missing or null.
+func absentRaw(r []byte) bool { return len(r) == 0 || r[0] == 'n' }
+
+// geminiModelJSON is the API's Model object.
+type geminiModelJSON struct {
+	Name                       string   `json:"name"`
+	BaseModelID                string   `json:"baseModelId"`
+	Version                    string   `json:"version"`
+	DisplayName                string   `json:"displayName"`
+	SupportedGenerationMethods []string `json:"supportedGenerationMethods"`
+}
+
+func geminiModelOf(id string) geminiModelJSON {
+	return geminiModelJSON{Name: "models/" + id, BaseModelID: id, Version: "pmgate", DisplayName: id,
+		SupportedGenerationMethods: []string{gemGenerate, gemStreamMethod, gemCount}}
+}
+
+// handleGeminiModels serves GET /v1beta/models: the configured models the
+// caller's slot may use, in configuration order, in one page.
+func (s *server) handleGeminiModels() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sl := slotFrom(r.Context())
+		list := struct {
+			Models []geminiModelJSON `json:"models"`
+		}{Models: []geminiModelJSON{}}
+		for _, m := range s.cfg.Models {
+			if sl.allowsModel(m) {
+				list.Models = append(list.Models, geminiModelOf(m))
+			}
+		}
+		s.writeValue(w, r, list, "models")
+	})
+}
+
+// handleGeminiModel serves GET /v1beta/models/{model}.
+func (s *server) handleGeminiModel() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("action")
+		if _, _, ok := cutMethod(id); ok {
+			s.handleMethodNotAllowed("POST").ServeHTTP(w, r)
+			return
+		}
+		if err := s.geminiModel(r, id); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.writeValue(w, r, geminiModelOf(id), "model")
+	})
+}
+
+// geminiUsageOf is a shown usage as usageMetadata.
+func geminiUsageOf(u *chat.Usage) gemsse.UsageMetadata {
+	var m gemsse.UsageMetadata
+	if u != nil {
+		if u.PromptTokens != nil {
+			m.PromptTokenCount = *u.PromptTokens
+		}
+		if u.CompletionTokens != nil {
+			m.CandidatesTokenCount = *u.CompletionTokens
+		}
+		m.TotalTokenCount = m.PromptTokenCount + m.CandidatesTokenCount
+		if u.TotalTokens != nil {
+			m.TotalTokenCount = *u.TotalTokens
+		}
+	}
+	return m
+}
+
+// geminiCalls are the collected calls as function calls (args "" is {}).
+func geminiCalls(calls []chat.ToolCall) []gemsse.FunctionCall {
+	out := make([]gemsse.FunctionCall, len(calls))
+	for i, c := range calls {
+		out[i] = gemsse.FunctionCall{ID: c.ID, Name: c.Name, Args: toolInput(c.Arguments)}
+	}
+	return out
+}
+
+// completeGemini collects the whole turn and writes one
+// GenerateContentResponse; any failure before the proven end is a plain
+// error with its status.
+func (s *server) completeGemini(w http.ResponseWriter, r *http.Request, gr *gemRequest, meta gemsse.Meta, tr *turnReader) {
+	all, err := collect(r.Context(), tr)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	sc := newStopScanner(gr.stops)
+	text := sc.feed(all.text) + sc.flush()
+	var calls []chat.ToolCall
+	if sc.matched == nil {
+		for _, c := range all.calls {
+			calls = append(calls, chat.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+	}
+	if text == "" && len(calls) == 0 {
+		s.writeError(w, r, errNothingProven())
+		return
+	}
+	u, estimated := s.usageOfTurn(gr.chat, tr)
+	resp, err := gemsse.Whole(meta, text, geminiCalls(calls), geminiUsageOf(u))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.markUsage(r.Context(), w.Header(), u, estimated)
+	s.writeValue(w, r, resp, "encode response")
+}
+
+// streamGemini renders a turn as the alt=sse stream (driveStream): text as
+// it arrives, the function calls and finishReason only after the proven
+// end, a failure after the headers one error event.
+func (s *server) streamGemini(w http.ResponseWriter, r *http.Request, gr *gemRequest, meta gemsse.Meta, tr *turnReader) {
+	g := &gemTurnStream{s: s, req: gr, gs: gemsse.New(sse.New(w, s.markStreamUsage), meta), sc: newStopScanner(gr.stops)}
+	s.driveStream(w, r, tr, g)
+}
+
+// gemTurnStream is a turn rendered through the Gemini emitter, its text cut at
+// the request's stop sequences and its calls gathered for the end.
+type gemTurnStream struct {
+	s     *server
+	req   *gemRequest
+	gs    *gemsse.Stream
+	sc    *stopScanner
+	calls []chat.ToolCall
+}
+
+func (g *gemTurnStream) opened() bool { return g.gs.Opened() }
+func (g *gemTurnStream) open() error  { return g.gs.Open() }
+
+func (g *gemTurnStream) step(st step) error {
+	if err := g.gs.Text(g.sc.feed(st.text)); err != nil {
+		return err
+	}
+	c := st.call
+	if c == nil || g.sc.matched != nil {
+		return nil
+	}
+	if st.first {
+		g.calls = append(g.calls, chat.ToolCall{ID: c.ID, Name: c.Name})
+	}
+	if c.Index >= len(g.calls) {
+		return errors.AssertionFailedf("httpapi: tool call fragment out of order")
+	}
+	g.calls[c.Index].Arguments += c.Arguments
+	return nil
+}
+
+func (g *gemTurnStream) finish(ctx context.Context, tr *turnReader) error {
+	if !g.gs.Opened() {
+		return errNothingProven()
+	}
+	calls := g.calls
+	if g.sc.matched == nil {
+		if err := g.gs.Text(g.sc.flush()); err != nil {
+			return err
+		}
+	} else {
+		calls = nil
+	}
+	return g.gs.Finish(geminiCalls(calls), geminiUsageOf(g.s.streamUsage(ctx, g.req.chat, tr)))
+}
+
+func (g *gemTurnStream) flush() error { return g.gs.Flush() }
+
+func (g *gemTurnStream) fail(ctx context.Context, err error) error {
+	body, e, _ := geminiBody(ctx, err)
+	g.s.noteError(ctx, e, err)
+	return g.gs.Fail(body)
+}
+
+// geminiError is the Gemini API's error shape. details carries pmgate's
+// stable code (an ErrorInfo whose reason is the code, in the domain
+// pmgate) and the offending parameter; the code is also the
+// x-pmgate-error-code header.
+type geminiError struct {
+	Error geminiErrorInner `json:"error"`
+}
+
+type geminiErrorInner struct {
+	Code    int               `json:"code"`
+	Message string            `json:"message"`
+	Status  string            `json:"status"`
+	Details []geminiErrorInfo `json:"details"`
+}
+
+type geminiErrorInfo struct {
+	Type     string            `json:"@type"`
+	Reason   string            `json:"reason"`
+	Domain   string            `json:"domain"`
+	Metadata map[string]string `json:"metadata"`
+}
+
+// geminiStatus names an HTTP status the way the Gemini API does (the
+// google.rpc.Code of the status).
+func geminiStatus(status int) string {
+	switch status {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
+		return "INVALID_ARGUMENT"
+	case http.StatusUnauthorized:
+		return "UNAUTHENTICATED"
+	case http.StatusPaymentRequired:
+		return "FAILED_PRECONDITION"
+	case http.StatusForbidden:
+		return "PERMISSION_DENIED"
+	case http.StatusNotFound:
+		return "NOT_FOUND"
+	case http.StatusConflict:
+		return "ABORTED"
+	case http.StatusTooManyRequests:
+		return "RESOURCE_EXHAUSTED"
+	case 499:
+		return "CANCELLED"
+	case http.StatusNotImplemented:
+		return "UNIMPLEMENTED"
+	case http.StatusServiceUnavailable:
+		return "UNAVAILABLE"
+	case http.StatusRequestTimeout, http.StatusGatewayTimeout:
+		return "DEADLINE_EXCEEDED"
+	}
+	if status >= 500 {
+		return "INTERNAL"
+	}
+	return "FAILED_PRECONDITION"
+}
+
+// geminiBody renders err in the Gemini shape, with the status to answer (the
+// catalog's, as on the OpenAI routes) and the catalog entry. A refusal of
+// the request reads "<param>: <detail>" after the catalog message.
+func geminiBody(ctx context.Context, err error) (geminiError, errs.Entry, int) {
+	body, e, status := public(ctx, err)
+	info := geminiErrorInfo{Type: "type.googleapis.com/google.rpc.ErrorInfo", Reason: body.Error.Code, Domain: "pmgate",
+		Metadata: map[string]string{"code": body.Error.Code, "type": body.Error.Type, "request_id": RequestID(ctx)}}
+	if body.Error.Param != nil {
+		info.Metadata["param"] = *body.Error.Param
+	}
+	return geminiError{Error: geminiErrorInner{Code: status, Message: body.Error.Message, Status: geminiStatus(status),
+		Details: []geminiErrorInfo{info}}}, e, status
+}
+
+// writeGeminiError is writeError on the Gemini routes: the same catalog,
+// statuses, retry headers and logging, in the Gemini shape.
+func (s *server) writeGeminiError(w http.ResponseWriter, r *http.Request, err error) {
+	ctx := r.Context()
+	body, e, status := geminiBody(ctx, err)
+	s.noteError(ctx, e, err)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set(errorCodeHeader, string(e.Code))
+	setRetryHeaders(h, e, status, err)
+	w.WriteHeader(status)
+	b, _ := json.Marshal(body) // plain strings only: cannot fail
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,211 @@
+// Package gemini is the wire form of a Gemini API request
+// (POST /v1beta/models/{model}:generateContent, :streamGenerateContent and
+// :countTokens): its types and its one strict decode. It knows the JSON
+// shape only; what the gateway honours, ignores or refuses, and the
+// translation into the domain's chat.Request, are the ingress's
+// (adapters/httpapi, gemini_decode.go).
+//
+// It reads the body the way wire/messages does, with that package's generic
+// member types (every field records the JSON kind it was sent with; a
+// repeated member name, text that is not UTF-8 or not JSON is a decode
+// error): a member of the wrong kind is refused by the translation, in its
+// fixed order, with its path. Members the types do not name are skipped,
+// except where the API defines kinds the gateway must refuse by name (the
+// parts of a content, the entries of tools): there the names that were sent
+// are kept (Unknown), so that the refusal names them.
+package gemini
+
+import (
+	"bytes"
+	"sort"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/messages"
+)
+
+// The generic member types, shared with the Messages API's wire package.
+type (
+	Kind   = messages.Kind
+	String = messages.String
+	Bool   = messages.Bool
+	Number = messages.Number
+	Raw    = messages.Raw
+)
+
+// Object and Array are wire/messages' generic containers.
+type (
+	Object[T any] = messages.Object[T]
+	Array[T any]  = messages.Array[T]
+)
+
+// Absent says whether an optional member is missing or null.
+func Absent(k Kind) bool { return messages.Absent(k) }
+
+// Unknown holds the members a type does not name, by name.
+type Unknown map[string]jsontext.Value
+
+// Names are the unknown members' names, sorted (a refusal names the first:
+// the same one whatever order they were sent in).
+func (u Unknown) Names() []string {
+	names := make([]string, 0, len(u))
+	for n := range u {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Request is a generateContent request (streamGenerateContent and
+// countTokens take the same body; countTokens may also wrap it in
+// generateContentRequest).
+type Request struct {
+	Contents          Array[Object[Content]] `json:"contents"`
+	SystemInstruction Object[Content]        `json:"systemInstruction"`
+	Tools             Tools                  `json:"tools"`
+	ToolConfig        Object[ToolConfig]     `json:"toolConfig"`
+	GenerationConfig  Object[GenConfig]      `json:"generationConfig"`
+
+	// Kept as sent for the ingress's field decisions.
+	SafetySettings Raw `json:"safetySettings"`
+	CachedContent  Raw `json:"cachedContent"`
+	Labels         Raw `json:"labels"`
+	Model          Raw `json:"model"`
+
+	// GenerateContentRequest is countTokens' wrapped form.
+	GenerateContentRequest Raw `json:"generateContentRequest"`
+}
+
+// Content is one entry of contents, or systemInstruction.
+type Content struct {
+	Role  String              `json:"role"`
+	Parts Array[Object[Part]] `json:"parts"`
+}
+
+// Part is one part of a content. Which members the gateway reads: text,
+// thought, thoughtSignature, functionCall, functionResponse; every other
+// member (inlineData, fileData, executableCode, …) is kept in Unknown.
+type Part struct {
+	Text             String                   `json:"text"`
+	Thought          Bool                     `json:"thought"`
+	ThoughtSignature Raw                      `json:"thoughtSignature"`
+	FunctionCall     Object[FunctionCall]     `json:"functionCall"`
+	FunctionResponse Object[FunctionResponse] `json:"functionResponse"`
+	Unknown          Unknown                  `json:",unknown"`
+}
+
+// FunctionCall is a model turn's call of a declared function.
+type FunctionCall struct {
+	ID   String `json:"id"`
+	Name String `json:"name"`
+	Args Raw    `json:"args"`
+}
+
+// FunctionResponse is a user turn's result of a function call.
+type FunctionResponse struct {
+	ID       String `json:"id"`
+	Name     String `json:"name"`
+	Response Raw    `json:"response"`
+	Parts    Raw    `json:"parts"`
+}
+
+// Tool is one entry of tools: function declarations, or a server-side tool
+// (googleSearch, codeExecution, …) kept by name in Unknown.
+type Tool struct {
+	FunctionDeclarations Array[Object[FunctionDeclaration]] `json:"functionDeclarations"`
+	Unknown              Unknown                            `json:",unknown"`
+}
+
+// FunctionDeclaration declares one function: its schema in the API's OpenAPI
+// dialect (parameters) or as JSON Schema (parametersJsonSchema).
+type FunctionDeclaration struct {
+	Name                 String `json:"name"`
+	Description          String `json:"description"`
+	Parameters           Raw    `json:"parameters"`
+	ParametersJSONSchema Raw    `json:"parametersJsonSchema"`
+	Behavior             Raw    `json:"behavior"`
+	Response             Raw    `json:"response"`
+	ResponseJSONSchema   Raw    `json:"responseJsonSchema"`
+}
+
+// Tools is the tools member as the bytes it was sent as (nil when absent):
+// they key the ingress's memory of translated tool sets.
+type Tools struct {
+	Raw Raw
+}
+
+// Kind is the JSON kind of the member.
+func (t Tools) Kind() Kind { return t.Raw.Kind() }
+
+func (t *Tools) UnmarshalJSONFrom(d *jsontext.Decoder) error { return t.Raw.UnmarshalJSONFrom(d) }
+
+// Entries reads the entries of an array. The bytes were checked when the
+// request was read, so reading them cannot fail.
+func (t Tools) Entries() []Object[Tool] {
+	var items Array[Object[Tool]]
+	if t.Kind() == '[' {
+		_ = json.Unmarshal(t.Raw, &items)
+	}
+	return items.Items
+}
+
+// ToolConfig is toolConfig.
+type ToolConfig struct {
+	FunctionCallingConfig Object[FunctionCallingConfig] `json:"functionCallingConfig"`
+	RetrievalConfig       Raw                           `json:"retrievalConfig"`
+}
+
+// FunctionCallingConfig is toolConfig.functionCallingConfig.
+type FunctionCallingConfig struct {
+	Mode                 String        `json:"mode"`
+	AllowedFunctionNames Array[String] `json:"allowedFunctionNames"`
+}
+
+// GenConfig is generationConfig.
+type GenConfig struct {
+	ResponseMimeType   String                 `json:"responseMimeType"`
+	ResponseSchema     Raw                    `json:"responseSchema"`
+	ResponseJSONSchema Raw                    `json:"responseJsonSchema"`
+	ThinkingConfig     Object[ThinkingConfig] `json:"thinkingConfig"`
+	StopSequences      Array[String]          `json:"stopSequences"`
+	CandidateCount     Raw                    `json:"candidateCount"`
+	ResponseModalities Array[String]          `json:"responseModalities"`
+	ResponseLogprobs   Raw                    `json:"responseLogprobs"`
+	Logprobs           Raw                    `json:"logprobs"`
+	SpeechConfig       Raw                    `json:"speechConfig"`
+	ImageConfig        Raw                    `json:"imageConfig"`
+
+	// Sampling: accepted, not forwarded (the service has no such setting).
+	Temperature      Raw `json:"temperature"`
+	TopP             Raw `json:"topP"`
+	TopK             Raw `json:"topK"`
+	MaxOutputTokens  Raw `json:"maxOutputTokens"`
+	PresencePenalty  Raw `json:"presencePenalty"`
+	FrequencyPenalty Raw `json:"frequencyPenalty"`
+	Seed             Raw `json:"seed"`
+	MediaResolution  Raw `json:"mediaResolution"`
+}
+
+// ThinkingConfig is generationConfig.thinkingConfig.
+type ThinkingConfig struct {
+	ThinkingBudget  Number `json:"thinkingBudget"`
+	ThinkingLevel   String `json:"thinkingLevel"`
+	IncludeThoughts Bool   `json:"includeThoughts"`
+}
+
+// Decode reads body, which must be one JSON object, into a Request. Its
+// errors are the library's, as wire/messages.Decode's: DuplicateName finds
+// a repeated member name.
+func Decode(body []byte) (Request, error) {
+	var r Request
+	if i := bytes.IndexFunc(body, func(c rune) bool { return c != ' ' && c != '\t' && c != '\n' && c != '\r' }); i < 0 || body[i] != '{' {
+		return r, messages.ErrNotObject
+	}
+	err := json.Unmarshal(body, &r)
+	return r, err
+}
+
+// DuplicateName returns the path of a member whose name err reports as
+// repeated in its object.
+func DuplicateName(err error) ([]string, bool) { return messages.DuplicateName(err) }
