@@ -14,7 +14,8 @@ import { originOf } from "./lib/gemini.mjs";
 const e = env();
 const observer = new Observer(e.observerURL);
 const origin = originOf(e.tapURL);
-const ai = new GoogleGenAI({ apiKey: e.apiKey, httpOptions: { baseUrl: origin } });
+// gemini-cli's paths (/v1beta); the SDK's own default, /v1, has a test of its own.
+const ai = new GoogleGenAI({ apiKey: e.apiKey, httpOptions: { baseUrl: origin, apiVersion: "v1beta" } });
 const weather = {
   name: "get_weather",
   description: "Weather for a city",
@@ -33,7 +34,7 @@ async function checked(fn) {
   }
   const seen = await win.close("");
   const gemini = seen.exchanges.filter((x) => x.api === "gemini");
-  assert.ok(gemini.length >= 1, "no Gemini exchange was observed");
+  assert.ok(gemini.length >= 1, `no Gemini exchange was observed: ${JSON.stringify(seen.exchanges).slice(0, 600)}; error ${error}`);
   for (const x of gemini) assert.deepEqual(x.violations ?? [], [], `the gateway's answer broke the rules: ${JSON.stringify(x)}`);
   return { out, error, seen, gemini };
 }
@@ -118,6 +119,18 @@ test("genai-node a function call round trip (ids echoed)", async () => {
   assert.equal(second.seen.userQueries, 0, "the result continued the group: no new USER_QUERY");
 });
 
+// @google/genai 3.1.0 defaults to apiVersion v1: POST /v1/models/{model}:generateContent.
+test("genai-node the SDK's default /v1 paths", async () => {
+  const m = marker();
+  const v1 = new GoogleGenAI({ apiKey: e.apiKey, httpOptions: { baseUrl: origin } });
+  const { out: r, error } = await checked(() => v1.models.generateContent({ model: e.model, contents: `Hello ${m}` }));
+  assert.equal(error, undefined, String(error));
+  assert.match(r.text, new RegExp(`You said: Hello ${m}`));
+  const s = await checked(() => drain(v1.models.generateContentStream({ model: e.model, contents: `Stream ${m}` })));
+  assert.equal(s.error ?? s.out.error, undefined, String(s.error ?? s.out.error));
+  assert.deepEqual(finishOf(s.out.chunks), ["STOP"]);
+});
+
 test("genai-node countTokens errs high", async () => {
   const m = marker();
   const text = `Count these words please, all of them. ${m} `.repeat(20);
@@ -138,7 +151,7 @@ test("genai-node models list and get", async () => {
 });
 
 test("genai-node a wrong key is refused", async () => {
-  const bad = new GoogleGenAI({ apiKey: "wrong-key", httpOptions: { baseUrl: origin } });
+  const bad = new GoogleGenAI({ apiKey: "wrong-key", httpOptions: { baseUrl: origin, apiVersion: "v1beta" } });
   const { error } = await checked(() => bad.models.generateContent({ model: e.model, contents: `Hello ${marker()}` }));
   assert.ok(error instanceof ApiError, String(error));
   assert.ok([400, 401, 403].includes(error.status), `status ${error.status}`);

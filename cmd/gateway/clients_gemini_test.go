@@ -27,7 +27,10 @@ func geminiSuitesGated(suite nodeSuite) bool {
 // geminiSuites are the node suites of the Gemini API.
 var geminiSuites = map[string]bool{"gemini-cli": true, "genai-node": true}
 
-func isGeminiPath(path string) bool { return strings.HasPrefix(path, "/v1beta/") }
+// isGeminiPath: the /v1beta routes, and the POST ones of /v1 that @google/genai uses by default.
+func isGeminiPath(path string) bool {
+	return strings.HasPrefix(path, "/v1beta/") || (strings.HasPrefix(path, "/v1/models/") && strings.Contains(path, ":"))
+}
 
 // geminiError is the Gemini API's error object; the stable pmgate code rides
 // in an ErrorInfo detail's reason when the gateway sends one.
