@@ -120,6 +120,34 @@ test("gemini-cli default prompt and tools, refused under the default limits", { 
   }
 });
 
+// The first turn's size with and without each half of the recipe, measured
+// at the gateway whose query limit is raised (a one-line prompt; tool
+// declarations travel apart from the query text and count only against the
+// service's tool limit).
+const sizes = [
+  { name: "headless default (8 tools)", recipe: false, yolo: false },
+  { name: "--yolo (15 tools)", recipe: false, yolo: true },
+  { name: "tools.core only", recipe: false, tools: recipeTools },
+  { name: "GEMINI_SYSTEM_MD only, --yolo", recipe: true, yolo: true },
+  { name: "recipe (GEMINI_SYSTEM_MD and tools.core)", recipe: true, tools: recipeTools, fits: true },
+];
+for (const v of sizes) {
+  test(`gemini-cli first-turn size, ${v.name}`, { timeout: 150_000, skip: e.strategy !== "access_token" && "measured once, in access_token" }, async () => {
+    const m = marker();
+    const home = new GeminiHome(m, { tools: v.tools, maxAttempts: 1 });
+    try {
+      const r = await turn(home, { gateway: "wide", prompt: `Say hello. ${m} #loop=0`, recipe: v.recipe, yolo: v.yolo ?? true });
+      await note(`first-turn size, ${v.name}`, `upstream ${querySizes(r.seen.queries)}`);
+      succeeded(r);
+      const q = r.seen.queries.filter((x) => x.chat_type === "USER_QUERY");
+      assert.equal(q.length, 1, r.diag);
+      if (v.fits) assert.ok(q[0].query_chars <= queryLimit, r.diag);
+    } finally {
+      home.remove();
+    }
+  });
+}
+
 // Every emulator fault, in a first answer and in the answer to a tool result
 // (after a tool round gemini-cli takes a stream without finishReason for a
 // finished answer: the gateway must make it an error it shows). Retries off

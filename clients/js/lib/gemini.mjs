@@ -15,7 +15,7 @@ export function geminiScript() {
 
 /** The recipe of docs/CLIENTS.md: a short system prompt and the everyday coding tools. */
 export const recipePrompt = fileURLToPath(new URL("../../../examples/gemini-cli/system.md", import.meta.url));
-export const recipeTools = ["run_shell_command", "read_file", "write_file", "list_directory", "glob"];
+export const recipeTools = ["run_shell_command", "read_file", "write_file", "replace", "list_directory", "glob", "grep_search"];
 
 /**
  * settings is the settings.json of a run: the key goes in x-goog-api-key
