@@ -128,11 +128,11 @@ func (s *server) requireKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, sl, ok := s.authenticate(r)
 		if !ok {
-			problem := authProblem(r.Header)
 			if infoFrom(r.Context()).gemini {
-				problem = geminiAuthProblem(r)
+				s.writeError(w, r, refuse(errs.InvalidAPIKey, "", geminiAuthProblem(r)))
+				return
 			}
-			s.writeError(w, r, refuse(errs.InvalidAPIKey, "", problem))
+			s.writeError(w, r, refuse(errs.InvalidAPIKey, "", authProblem(r.Header)))
 			return
 		}
 		infoFrom(r.Context()).slot = p.Slot

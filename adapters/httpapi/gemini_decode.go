@@ -574,6 +574,7 @@ func checkPartKinds(ip string, pt *gemini.Part) error {
 type pendingCall struct {
 	id, name string
 	answered bool
+	response []byte // the response that answered it, as sent
 }
 
 // geminiContents translates contents. A model content's functionCall parts
@@ -747,6 +748,9 @@ func (s *server) userParts(p string, parts []gemini.Object[gemini.Part], pending
 			if err != nil {
 				return nil, err
 			}
+			if id == "" {
+				continue // the same response again (see functionResponse)
+			}
 			results = append(results, chat.Message{Role: chat.RoleTool, ToolCallID: id, Content: &content})
 		case pt.Text.IsString():
 			if text.Len() > 0 && pt.Text.V != "" {
@@ -785,7 +789,11 @@ func (s *server) userParts(p string, parts []gemini.Object[gemini.Part], pending
 // its result: by id when it has one (its name must agree), else by name
 // when exactly one unanswered call has it. response {"output": text} is the
 // text, {"error": text} the text marked as a tool error, any other object
-// its JSON.
+// its JSON. A response that repeats, byte for byte, the one that already
+// answered its call (by id) is the same result: gemini-cli 0.61 replays
+// every functionResponse twice in a resumed session's history. It returns
+// the id "" then, and the caller drops it; a different second answer is
+// refused.
 func (s *server) functionResponse(fp string, fr *gemini.FunctionResponse, pending []pendingCall) (string, string, error) {
 	if !gemini.Absent(fr.Name.Kind) && !fr.Name.IsString() {
 		return "", "", invalid(fp+".name", "must be a string.")
@@ -826,9 +834,12 @@ func (s *server) functionResponse(fp string, fr *gemini.FunctionResponse, pendin
 		}
 	}
 	if call.answered {
-		return "", "", invalid(fp, "answers the call "+call.id+" a second time.")
+		if fr.ID.IsString() && string(fr.Response) == string(call.response) && absentRaw(fr.Parts) {
+			return "", "", nil
+		}
+		return "", "", invalid(fp, "answers the call "+call.id+" a second time, differently.")
 	}
-	call.answered = true
+	call.answered, call.response = true, fr.Response
 	if pr := fr.Parts; !gemini.Absent(pr.Kind()) && !(pr.Kind() == '[' && len(strings.TrimSpace(string(pr))) == 2) {
 		return "", "", unsupported(fp+".parts", "multimodal function responses cannot be sent to the upstream.")
 	}

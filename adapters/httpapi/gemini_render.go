@@ -23,9 +23,11 @@ const (
 )
 
 // geminiRouteTemplates are the values routeOf gives the Gemini routes
-// (never the model a client put in the path).
+// (never the model a client put in the path): the v1beta routes, and the
+// v1 methods (GET /v1/models and /v1/models/{id} keep their OpenAI names).
 var geminiRouteTemplates = []string{pathGeminiModels, pathGeminiModels + "/{model}",
-	pathGeminiModels + "/{model}:" + gemGenerate, pathGeminiModels + "/{model}:" + gemStreamMethod, pathGeminiModels + "/{model}:" + gemCount}
+	pathGeminiModels + "/{model}:" + gemGenerate, pathGeminiModels + "/{model}:" + gemStreamMethod, pathGeminiModels + "/{model}:" + gemCount,
+	pathModels + "/{model}:" + gemGenerate, pathModels + "/{model}:" + gemStreamMethod, pathModels + "/{model}:" + gemCount}
 
 // geminiRouteOf names a Gemini route for logs, metrics and spans ("" when
 // the path is not one).
@@ -33,16 +35,21 @@ func geminiRouteOf(path string) string {
 	if path == pathGeminiModels {
 		return path
 	}
+	prefix := pathGeminiModels
 	rest, ok := strings.CutPrefix(path, pathGeminiModels+"/")
+	if !ok {
+		prefix = pathModels
+		rest, ok = strings.CutPrefix(path, pathModels+"/")
+	}
 	if !ok || rest == "" || strings.Contains(rest, "/") {
 		return ""
 	}
 	_, method, hasMethod := cutMethod(rest)
 	switch {
-	case !hasMethod:
+	case !hasMethod && prefix == pathGeminiModels:
 		return pathGeminiModels + "/{model}"
 	case method == gemGenerate, method == gemStreamMethod, method == gemCount:
-		return pathGeminiModels + "/{model}:" + method
+		return prefix + "/{model}:" + method
 	}
 	return ""
 }
@@ -65,6 +72,32 @@ func (s *server) geminiRoutes(mux *http.ServeMux) {
 	mux.Handle("GET "+pathGeminiModels+"/{action}", geminiRoute(s.requireKey(s.handleGeminiModel())))
 	mux.Handle(pathGeminiModels+"/{action}", geminiRoute(s.handleGeminiOtherMethod()))
 	mux.Handle("/v1beta/", geminiRoute(s.handleNotFound()))
+	// @google/genai 3.x asks for the API's v1 paths by default: its methods
+	// are served there too (no OpenAI route has a colon method); any other
+	// POST there is the OpenAI 405 it always was.
+	gemAction, other := geminiRoute(s.requireKey(s.handleGeminiAction())), s.handleMethodNotAllowed("GET, HEAD")
+	mux.Handle("POST "+pathModels+"/{action}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, _, ok := cutMethod(r.PathValue("action")); ok {
+			gemAction.ServeHTTP(w, r)
+			return
+		}
+		other.ServeHTTP(w, r)
+	}))
+}
+
+// geminiOr serves GET /v1/models and /v1/models/{id}, which the OpenAI API
+// and the Gemini API's v1 both have: a request with a Gemini key form
+// (x-goog-api-key or ?key=) and no Authorization header, as @google/genai
+// sends, gets the Gemini answer; every other the OpenAI one.
+func (s *server) geminiOr(openai, gem http.Handler) http.Handler {
+	gem = geminiRoute(s.requireKey(gem))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "" && (r.Header.Get("x-goog-api-key") != "" || r.URL.Query().Has("key")) {
+			gem.ServeHTTP(w, r)
+			return
+		}
+		openai.ServeHTTP(w, r)
+	})
 }
 
 // geminiKeyCtxKey holds the key a request put in its URL (?key=), taken out
@@ -160,15 +193,16 @@ func (s *server) handleGeminiAction() http.Handler {
 			return
 		}
 		stream := method == gemStreamMethod
-		if stream && r.URL.Query().Get("alt") != "sse" {
-			s.writeError(w, r, invalid("alt", "streamGenerateContent is served as server-sent events only: add ?alt=sse (the JSON-array stream is not served)."))
-			return
-		}
-		if err := s.geminiModel(r, model); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+		altSSE := r.URL.Query().Get("alt") == "sse"
+		// The path's refusals come inside serveTurn, after the body is read,
+		// so that the ledger counts them as every API's refusals.
 		serveTurn(s, w, r, "contents", func(body []byte) (*gemRequest, chat.Request, error) {
+			if stream && !altSSE {
+				return nil, chat.Request{}, invalid("alt", "streamGenerateContent is served as server-sent events only: add ?alt=sse (the JSON-array stream is not served).")
+			}
+			if err := s.geminiModel(r, model); err != nil {
+				return nil, chat.Request{}, err
+			}
 			gr, err := s.decodeGeminiRequest(body, model, stream)
 			if err != nil {
 				return nil, chat.Request{}, err
@@ -269,6 +303,9 @@ func (s *server) handleGeminiModels() http.Handler {
 func (s *server) handleGeminiModel() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("action")
+		if id == "" {
+			id = r.PathValue("id") // GET /v1/models/{id} (geminiOr)
+		}
 		if _, _, ok := cutMethod(id); ok {
 			s.handleMethodNotAllowed("POST").ServeHTTP(w, r)
 			return
@@ -410,10 +447,18 @@ type geminiError struct {
 }
 
 type geminiErrorInner struct {
-	Code    int               `json:"code"`
-	Message string            `json:"message"`
-	Status  string            `json:"status"`
-	Details []geminiErrorInfo `json:"details"`
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Status  string `json:"status"`
+	Details []any  `json:"details"` // a geminiErrorInfo, then a geminiRetryInfo when there is a wait
+}
+
+// geminiRetryInfo is google.rpc.RetryInfo: the wait retry-after says, which
+// gemini-cli reads from the body (it does not read the header): a short
+// wait is waited, a long one (a key's quota) ends its retries.
+type geminiRetryInfo struct {
+	Type       string `json:"@type"`
+	RetryDelay string `json:"retryDelay"`
 }
 
 type geminiErrorInfo struct {
@@ -466,8 +511,14 @@ func geminiBody(ctx context.Context, err error) (geminiError, errs.Entry, int) {
 	if body.Error.Param != nil {
 		info.Metadata["param"] = *body.Error.Param
 	}
+	details := []any{info}
+	h := http.Header{}
+	setRetryHeaders(h, e, status, err)
+	if ra := h.Get("retry-after"); ra != "" {
+		details = append(details, geminiRetryInfo{Type: "type.googleapis.com/google.rpc.RetryInfo", RetryDelay: ra + "s"})
+	}
 	return geminiError{Error: geminiErrorInner{Code: status, Message: body.Error.Message, Status: geminiStatus(status),
-		Details: []geminiErrorInfo{info}}}, e, status
+		Details: details}}, e, status
 }
 
 // writeGeminiError is writeError on the Gemini routes: the same catalog,

@@ -3,17 +3,22 @@ package httpapi_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/matryer/is"
 
+	"github.com/pmgate/pmgate/adapters/httpapi"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/ports"
 )
 
 // gemRequest returns a Gemini POST of body to method, authenticated with
@@ -420,6 +425,26 @@ func TestGeminiErrorsUseGeminiStatusNames(t *testing.T) {
 	}
 }
 
+// A wait the gateway knows goes into the body too, as google.rpc.RetryInfo:
+// gemini-cli reads the wait from there, not from retry-after.
+func TestGeminiRateLimitCarriesItsWaitInTheBody(t *testing.T) {
+	is := is.New(t)
+	h, _ := newServer(t, returning(nil, errs.New(errs.UpstreamRateLimited)))
+	rec := serve(h, gemRequest("generateContent", "", gemHi))
+	is.Equal(rec.Code, 429)
+	var e struct {
+		Error struct {
+			Status  string           `json:"status"`
+			Details []map[string]any `json:"details"`
+		} `json:"error"`
+	}
+	is.NoErr(json.Unmarshal(rec.Body.Bytes(), &e))
+	is.Equal(e.Error.Status, "RESOURCE_EXHAUSTED")
+	is.Equal(len(e.Error.Details), 2)
+	is.Equal(e.Error.Details[1]["@type"], "type.googleapis.com/google.rpc.RetryInfo")
+	is.Equal(e.Error.Details[1]["retryDelay"], rec.Header().Get("retry-after")+"s")
+}
+
 func TestGeminiListsAndGetsModels(t *testing.T) {
 	is := is.New(t)
 	h, _ := newServer(t, &fakeService{})
@@ -499,6 +524,18 @@ func TestGeminiFunctionResponsesPairByIDOrByAUniqueName(t *testing.T) {
 		is.Equal(*msgs[2].Content, "B")
 		is.Equal(msgs[3].ToolCallID, "call_a")
 	})
+	// gemini-cli 0.61 replays each functionResponse twice when it resumes a
+	// session: the same response again is the same result, sent once.
+	t.Run("the same response twice", func(t *testing.T) {
+		is := is.New(t)
+		svc := &fakeService{}
+		h, _ := newServer(t, svc)
+		rec := serve(h, gemRequest("generateContent", "", body(call("call_a", "read_file"), resp("call_a", "read_file", "A")+","+resp("call_a", "read_file", "A"))))
+		is.Equal(rec.Code, 200)
+		_, req := svc.Last()
+		is.Equal(len(req.Messages), 3)
+		is.Equal(req.Messages[2].ToolCallID, "call_a")
+	})
 	t.Run("by a unique name", func(t *testing.T) {
 		is := is.New(t)
 		svc := &fakeService{}
@@ -514,7 +551,8 @@ func TestGeminiFunctionResponsesPairByIDOrByAUniqueName(t *testing.T) {
 		{"an unknown id", body(call("call_a", "read_file"), resp("call_z", "read_file", "A")), "contents.2.parts.0.functionResponse.id"},
 		{"a name that disagrees", body(call("call_a", "read_file"), resp("call_a", "write_file", "A")), "contents.2.parts.0.functionResponse.name"},
 		{"unanswered", body(call("call_a", "read_file")+","+call("call_b", "read_file"), resp("call_a", "read_file", "A")), "contents.2"},
-		{"answered twice", body(call("call_a", "read_file"), resp("call_a", "read_file", "A")+","+resp("call_a", "read_file", "A")), "contents.2.parts.1.functionResponse"},
+		{"answered twice, differently", body(call("call_a", "read_file"), resp("call_a", "read_file", "A")+","+resp("call_a", "read_file", "B")), "contents.2.parts.1.functionResponse"},
+		{"answered twice by name", body(call("call_a", "read_file"), resp("", "read_file", "A")+","+resp("", "read_file", "A")), "contents.2.parts.1.functionResponse.name"},
 		{"a call without id", body(`{"functionCall":{"name":"read_file","args":{}}}`, resp("", "read_file", "A")), "contents.1.parts.0.functionCall.id"},
 	}
 	for _, c := range refusals {
@@ -600,4 +638,94 @@ func TestGeminiRepeatedMemberIsRefusedWithItsPath(t *testing.T) {
 	rec := serve(h, gemRequest("generateContent", "", `{"contents":[{"role":"user","parts":[{"text":"a","text":"b"}]}]}`))
 	is.Equal(rec.Code, 400)
 	is.Equal(decodeGem(t, rec.Body.Bytes()).param(), "contents.0.parts.0.text")
+}
+
+// recTracer records every attribute and failure of every span.
+type recTracer struct {
+	mu    sync.Mutex
+	attrs []string
+}
+
+type recSpan struct{ t *recTracer }
+
+func (t *recTracer) note(s string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.attrs = append(t.attrs, s)
+}
+
+func (t *recTracer) StartRequest(ctx context.Context, id string) (context.Context, ports.Span) {
+	t.note("request_id=" + id)
+	return ctx, recSpan{t}
+}
+
+func (t *recTracer) Start(ctx context.Context, name ports.SpanName) (context.Context, ports.Span) {
+	return ctx, recSpan{t}
+}
+
+func (s recSpan) SetString(k ports.AttrKey, v string) { s.t.note(string(k) + "=" + v) }
+func (s recSpan) SetInt(k ports.AttrKey, v int)       { s.t.note(string(k) + "=" + strconv.Itoa(v)) }
+func (s recSpan) SetBool(k ports.AttrKey, v bool)     { s.t.note(string(k) + "=" + strconv.FormatBool(v)) }
+func (s recSpan) Fail(code string)                    { s.t.note("fail=" + code) }
+func (s recSpan) End()                                {}
+
+// The spans of a request with its key in the URL name the route, never the
+// URL or the key.
+func TestGeminiKeyInTheURLReachesNoSpan(t *testing.T) {
+	is := is.New(t)
+	tr := &recTracer{}
+	h, _ := newServer(t, &fakeService{}, func(c *httpapi.Config) { c.Tracer = tr })
+	for _, key := range []string{apiKey, apiKey + "x"} {
+		r := httptest.NewRequest(http.MethodPost, "/v1beta/models/"+model+":streamGenerateContent?alt=sse&key="+key, strings.NewReader(gemHi))
+		r.Header.Set("Content-Type", "application/json")
+		serve(h, r)
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	all := strings.Join(tr.attrs, "\n")
+	is.True(strings.Contains(all, "/v1beta/models/{model}:streamGenerateContent"))
+	is.True(!strings.Contains(all, apiKey))
+	is.True(!strings.Contains(all, "key="))
+}
+
+// @google/genai 3.x asks for the v1 paths by default: the methods are served
+// there, and GET /v1/models answers in the Gemini shape to a Gemini key form
+// and in the OpenAI shape to every other request.
+func TestGeminiIsServedOnTheV1PathsTheSDKUsesByDefault(t *testing.T) {
+	is := is.New(t)
+	h, logs := newServer(t, &fakeService{})
+	r := httptest.NewRequest(http.MethodPost, "/v1/models/"+model+":streamGenerateContent?alt=sse", strings.NewReader(gemHi))
+	r.Header.Set("x-goog-api-key", apiKey)
+	r.Header.Set("Content-Type", "application/json")
+	rec := serve(h, r)
+	is.Equal(rec.Code, 200)
+	is.Equal(checkGemStream(t, rec.Body.Bytes()).text, "ok")
+	is.True(strings.Contains(logs.String(), `"path":"/v1/models/{model}:streamGenerateContent"`))
+
+	r = httptest.NewRequest(http.MethodGet, "/v1/models", nil)
+	r.Header.Set("x-goog-api-key", apiKey)
+	rec = serve(h, r)
+	is.Equal(rec.Code, 200)
+	is.True(strings.Contains(rec.Body.String(), `"models":[{"name":"models/`+model+`"`))
+	r = httptest.NewRequest(http.MethodGet, "/v1/models/"+model, nil)
+	r.Header.Set("x-goog-api-key", apiKey)
+	rec = serve(h, r)
+	is.Equal(rec.Code, 200)
+	is.True(strings.Contains(rec.Body.String(), `"name":"models/`+model+`"`))
+	r = httptest.NewRequest(http.MethodGet, "/v1/models/nope", nil)
+	r.Header.Set("x-goog-api-key", apiKey)
+	rec = serve(h, r)
+	is.Equal(rec.Code, 404)
+	is.Equal(decodeGem(t, rec.Body.Bytes()).Error.Status, "NOT_FOUND")
+
+	// The OpenAI answers stay the OpenAI ones.
+	r = httptest.NewRequest(http.MethodGet, "/v1/models", nil)
+	r.Header.Set("Authorization", "Bearer "+apiKey)
+	rec = serve(h, r)
+	is.True(strings.Contains(rec.Body.String(), `"object":"list"`))
+	r = httptest.NewRequest(http.MethodPost, "/v1/models/"+model, nil)
+	r.Header.Set("Authorization", "Bearer "+apiKey)
+	rec = serve(h, r)
+	is.Equal(rec.Code, 405)
+	is.Equal(decodeError(t, rec.Body.Bytes()).Code, "invalid_request")
 }

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/pmgate/pmgate/app"
@@ -17,7 +16,7 @@ func apiOf(path string) string {
 	case pathResponses:
 		return usage.APIResponses
 	}
-	if strings.HasPrefix(path, pathGeminiModels+"/") {
+	if geminiRouteOf(path) != "" {
 		return usage.APIGemini
 	}
 	return usage.APIMessages

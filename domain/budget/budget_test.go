@@ -86,10 +86,11 @@ func TestAContinuedConversationSaysOnlyItsNewMessagesAreOver(t *testing.T) {
 func TestClientsAreToldFromTheirUserAgent(t *testing.T) {
 	is := is.New(t)
 	for ua, want := range map[string]budget.Client{
-		"codex_exec/0.171.0 (Ubuntu 24.4.0; x86_64) xterm":   budget.ClientCodex,
-		"opencode/1.18.33 ai-sdk/openai-compatible/2.0.92":   budget.ClientOpencode, // the agent before its SDK
-		"claude-cli/2.1.332 (external, sdk-cli)":             budget.ClientClaudeCode,
-		"ai-sdk/openai-compatible/2.0.92 runtime/node.js/20": budget.ClientAISDK,
+		"codex_exec/0.171.0 (Ubuntu 24.4.0; x86_64) xterm":        budget.ClientCodex,
+		"opencode/1.18.33 ai-sdk/openai-compatible/2.0.92":        budget.ClientOpencode, // the agent before its SDK
+		"claude-cli/2.1.332 (external, sdk-cli)":                  budget.ClientClaudeCode,
+		"ai-sdk/openai-compatible/2.0.92 runtime/node.js/20":      budget.ClientAISDK,
+		"GeminiCLI-tui/0.61.0/pmgate-demo (linux; x64; terminal)": budget.ClientGeminiCLI,
 		"OpenAI/JS 6.49.0": budget.ClientUnknown,
 		"":                 budget.ClientUnknown,
 	} {

@@ -13,6 +13,7 @@ const (
 	ClientOpencode   Client = "opencode"
 	ClientClaudeCode Client = "claude-code"
 	ClientAISDK      Client = "ai-sdk"
+	ClientGeminiCLI  Client = "gemini-cli"
 )
 
 // clients maps a User-Agent fragment to its client, checked in this order (an
@@ -29,6 +30,7 @@ var clients = []struct {
 	{"claude-cli", ClientClaudeCode, "Claude Code", "claude-code"},
 	{"claude-code", ClientClaudeCode, "Claude Code", "claude-code"},
 	{"ai-sdk/", ClientAISDK, "the AI SDK", "vercel-ai-sdk"},
+	{"geminicli", ClientGeminiCLI, "Gemini CLI", "gemini-cli"}, // GeminiCLI-tui/0.61.0/<model> (…)
 }
 
 // ClientOf tells the client from a User-Agent header (case-insensitive);

@@ -180,12 +180,17 @@ func (s *Stream) Finish(calls []FunctionCall, usage UsageMetadata) error {
 // yields the event as an empty chunk, and would take the stream for a
 // finished tool round; the raw tail is an error to it either way: read on
 // its own it is an ApiError, read with the event before it "Incomplete JSON
-// segment at the end". The tail goes with the event, in one write.
+// segment at the end". The event goes out (flushed) before the tail, which
+// is the body's last write, so that the tail usually arrives as a read of
+// its own and gemini-cli shows the gateway's message.
 func (s *Stream) Fail(body any) error {
 	if err := s.life.Failing("the error event"); err != nil {
 		return err
 	}
 	if err := s.life.W.Event("", body); err != nil {
+		return err
+	}
+	if err := s.life.W.Flush(); err != nil {
 		return err
 	}
 	if err := s.life.W.Tail(body); err != nil {

@@ -1,0 +1,26 @@
+package main
+
+// The Gemini API's guarantees (issue 40), each defect caught by the test its
+// -run names.
+func init() {
+	const (
+		httpapi = "./adapters/httpapi/"
+		decode  = "adapters/httpapi/gemini_decode.go"
+		render  = "adapters/httpapi/gemini_render.go"
+		emitter = "adapters/httpapi/sse/gemsse/gemsse.go"
+	)
+	mutants = append(mutants,
+		mutant{"gemini: a response without an id paired with the first call of its name", decode,
+			"\t\t\t\tif call != nil {\n\t\t\t\t\treturn \"\", \"\", invalid(fp+\".id\",", "\t\t\t\tif false && call != nil {\n\t\t\t\t\treturn \"\", \"\", invalid(fp+\".id\",",
+			httpapi, "PairByIDOrByAUniqueName"},
+		mutant{"gemini: a different second response to a call taken as a repeat", decode,
+			"if fr.ID.IsString() && string(fr.Response) == string(call.response) && absentRaw(fr.Parts) {",
+			"if fr.ID.IsString() && absentRaw(fr.Parts) {", httpapi, "PairByIDOrByAUniqueName"},
+		mutant{"gemini: a last chunk after nothing shown", emitter,
+			"if !s.shown && len(calls) == 0 {", "if false {", "./adapters/httpapi/sse/gemsse/", "LastChunk"},
+		mutant{"gemini: a failure ends without its raw tail", emitter,
+			"\tif err := s.life.W.Tail(body); err != nil {\n\t\treturn err\n\t}\n", "", httpapi, "StreamFailureAfterHeaders"},
+		mutant{"gemini: the JSON-array stream served", render,
+			"if stream && !altSSE {", "if false && stream && !altSSE {", httpapi, "WithoutAltSSE"},
+	)
+}
