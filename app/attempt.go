@@ -136,15 +136,12 @@ func bodyHashOf(b []byte) string {
 
 // attempt answers a request the ingress described (r): recorded, replayed,
 // waited for, or, when it is none of the repeatable kinds, passed on.
-func (g *Gateway) attempt(ctx context.Context, p Principal, req chat.Request, r *Repeat) (Turn, error) {
+func (g *Gateway) attempt(ctx context.Context, sum *record, p Principal, req chat.Request, r *Repeat) (Turn, error) {
 	explicit := r.IdempotencyKey != ""
 	if !explicit {
 		if _, cont := correlation.SplitContinuation(req.Messages); r.RetryCount < 0 || cont {
-			return g.chat(ctx, p, req)
+			return g.chat(ctx, sum, p, req)
 		}
-	}
-	if _, ok := ctx.Value(meterKey{}).(*Meter); !ok {
-		ctx, _ = WithMeter(ctx) // run reads what the turn dispatched from it
 	}
 	bodyHash := bodyHashOf(r.Body)
 	key := attemptKey(p, r, bodyHash)
@@ -209,7 +206,7 @@ func (g *Gateway) attempt(ctx context.Context, p Principal, req chat.Request, r 
 			// of it then finds no record and is refused only if the store
 			// cannot be read).
 			g.log.WarnContext(ctx, "request not recorded for its retries", "code", string(errs.CodeOf(err)), "full", errors.Is(err, ports.ErrAttemptsFull))
-			return g.chat(ctx, p, req)
+			return g.chat(ctx, sum, p, req)
 		case err != nil:
 			return nil, err
 		case !began && !repeat:
@@ -220,14 +217,14 @@ func (g *Gateway) attempt(ctx context.Context, p Principal, req chat.Request, r 
 				return nil, err
 			}
 			g.logAttempt(ctx, d)
-			return g.chat(ctx, p, req)
+			return g.chat(ctx, sum, p, req)
 		case !began:
 			continue // an identical attempt began first: its outcome
 		}
 		if !repeat {
 			g.logAttempt(ctx, attempt.Decision{Row: questionRow, From: attempt.Absent, To: attempt.InFlight, Event: attempt.Question, Effect: attempt.EffectDispatch})
 		}
-		return g.run(ctx, p, req, key, token)
+		return g.run(ctx, sum, p, req, key, token)
 	}
 }
 
@@ -297,13 +294,13 @@ func (g *Gateway) waitAttempt(ctx context.Context, key string, rec ports.Attempt
 // ends, and is recorded, when the client went away to retry: the turn's Close
 // drains it. A client that went away without a retry waiting for the attempt
 // within AbortGrace releases it (abortSoon).
-func (g *Gateway) run(ctx context.Context, p Principal, req chat.Request, key, token string) (Turn, error) {
+func (g *Gateway) run(ctx context.Context, sum *record, p Principal, req chat.Request, key, token string) (Turn, error) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestLeft(ctx))
-	t := &recordedTurn{g: g, ctx: dctx, cancel: cancel, key: key, token: token, meter: meterFrom(ctx)}
+	t := &recordedTurn{g: g, ctx: dctx, cancel: cancel, key: key, token: token, sum: sum}
 	t.abortMu.Lock()
 	t.watch = context.AfterFunc(ctx, t.abortSoon)
 	t.abortMu.Unlock()
-	inner, err := g.chat(dctx, p, req)
+	inner, err := g.chat(dctx, sum, p, req)
 	if err != nil {
 		t.stopWatch()
 		t.settle(err)
@@ -325,7 +322,7 @@ type recordedTurn struct {
 	cancel context.CancelFunc
 	key    string
 	token  string
-	meter  *Meter
+	sum    *record // what the request did: settle reads its dispatches
 
 	mu     sync.Mutex
 	deltas []Delta
@@ -374,21 +371,58 @@ func (t *recordedTurn) stopWatch() {
 }
 
 // Next implements Turn: the inner turn's next delta, read under the
-// detached context with the caller's write hook.
-func (t *recordedTurn) Next(ctx context.Context) (Delta, error) {
+// detached context.
+func (t *recordedTurn) Next(context.Context) (Delta, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ended {
-		if t.err == nil {
-			return Delta{}, io.EOF
-		}
-		return Delta{}, t.err
+		return Delta{}, t.end()
 	}
-	return t.step(ports.WithBeforeWait(t.ctx, ports.BeforeWaitFunc(ctx)))
+	d, err := t.inner.Next(t.ctx)
+	return d, t.step(d, err)
 }
 
-func (t *recordedTurn) step(ctx context.Context) (Delta, error) {
-	d, err := t.inner.Next(ctx)
+// TryNext implements TryTurn: the inner turn's, read under the detached
+// context; an inner turn that cannot tell is read as if its delta were at
+// hand (Next).
+func (t *recordedTurn) TryNext(context.Context) (Delta, bool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return Delta{}, true, t.end()
+	}
+	tt, ok := t.inner.(TryTurn)
+	if !ok {
+		d, err := t.inner.Next(t.ctx)
+		return d, true, t.step(d, err)
+	}
+	d, ok, err := tt.TryNext(t.ctx)
+	if !ok {
+		return Delta{}, false, nil
+	}
+	return d, true, t.step(d, err)
+}
+
+// end is what Next returns once the turn ended.
+func (t *recordedTurn) end() error {
+	if t.err == nil {
+		return io.EOF
+	}
+	return t.err
+}
+
+// Summary implements Summarized.
+func (t *recordedTurn) Summary() Summary {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.inner.(Summarized); ok {
+		return s.Summary()
+	}
+	return t.sum.summary()
+}
+
+// step keeps what the inner turn returned (d, err) and returns err.
+func (t *recordedTurn) step(d Delta, err error) error {
 	switch {
 	case err == nil:
 		t.deltas = append(t.deltas, d)
@@ -399,7 +433,7 @@ func (t *recordedTurn) step(ctx context.Context) (Delta, error) {
 		t.ended, t.err = true, err
 		t.settle(err)
 	}
-	return d, err
+	return err
 }
 
 // Close implements Turn: an unfinished turn is read to its end (bounded by
@@ -410,9 +444,9 @@ func (t *recordedTurn) Close() {
 	if t.inner == nil {
 		return
 	}
-	quiet := ports.WithBeforeWait(t.ctx, nil)
 	for !t.ended {
-		_, _ = t.step(quiet)
+		d, err := t.inner.Next(t.ctx)
+		_ = t.step(d, err)
 	}
 	t.inner.Close()
 	t.stopWatch()
@@ -425,7 +459,7 @@ func (t *recordedTurn) settle(err error) {
 	g, ctx := t.g, context.WithoutCancel(t.ctx)
 	var serr error
 	switch {
-	case err != nil && (t.meter.Dispatches == 0 || errs.Has(err, errs.UpstreamConversationLost)):
+	case err != nil && (t.sum.Dispatches == 0 || errs.Has(err, errs.UpstreamConversationLost)):
 		// Nothing dispatched, or the service proved it processed nothing (it
 		// no longer knows the conversation the turn continued, so nothing
 		// was answered): the retry is dispatched as a first attempt — after

@@ -72,17 +72,15 @@ func replayed(turn app.Turn) bool {
 func TestAMarkedRetryOfAnAnsweredRequestGetsItsAnswerWithoutADispatch(t *testing.T) {
 	is := is.New(t)
 	gw, up, _ := attemptRig(t, answer)
-	fctx, fm := app.WithMeter(sdk(0, `{"q":1}`))
-	first, err := gw.Chat(fctx, principal, question)
+	first, err := gw.Chat(sdk(0, `{"q":1}`), principal, question)
 	is.Equal(text(t, first, err), "the answer")
-	is.Equal(fm.Dispatches, 1)
-	rctx, rm := app.WithMeter(sdk(1, `{"q":1}`))
-	retry, err := gw.Chat(rctx, principal, question)
+	is.Equal(summaryOf(first, nil).Dispatches, 1)
+	retry, err := gw.Chat(sdk(1, `{"q":1}`), principal, question)
 	is.NoErr(err)
 	is.True(replayed(retry))
 	is.Equal(text(t, retry, nil), "the answer")
-	is.Equal(rm.Dispatches, 0)      // the ledger counts a request without a dispatch
-	is.Equal(len(up.Requests()), 1) // one dispatch for the question
+	is.Equal(summaryOf(retry, nil).Dispatches, 0) // the ledger counts a request without a dispatch
+	is.Equal(len(up.Requests()), 1)               // one dispatch for the question
 
 	other, err := gw.Chat(sdk(1, `{"q":2}`), principal, question) // another body: its own question
 	is.True(!replayed(other))

@@ -37,14 +37,14 @@ type anchorClaim struct {
 // with the whole transcript. Every outcome is logged once, with the reason of
 // a fresh conversation and never an id. A store failure is a fresh
 // conversation: that is always correct, only costlier.
-func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request, tools *toolSet) (ports.UpstreamRequest, *anchorClaim, *resumable) {
+func (g *Gateway) planFresh(ctx context.Context, sum *record, p Principal, req chat.Request, tools *toolSet) (ports.UpstreamRequest, *anchorClaim, *resumable) {
 	up := ports.UpstreamRequest{Chat: req}
 	if g.anchors == nil {
 		return up, nil, nil
 	}
 	history, added, ok := conversation.Split(req.Messages)
 	if !ok {
-		g.logFresh(ctx, p, conversation.Decision{Reason: conversation.ReasonNoAnchor}, nil)
+		g.logFresh(ctx, sum, p, conversation.Decision{Reason: conversation.ReasonNoAnchor}, nil)
 		return up, nil, nil
 	}
 	hash, err := conversation.TranscriptHash(history)
@@ -71,7 +71,7 @@ func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request, 
 			if err == nil {
 				g.observeAnchor(ctx, p, d)
 				if d.Effect != conversation.EffectContinue {
-					g.logFresh(ctx, p, d, nil)
+					g.logFresh(ctx, sum, p, d, nil)
 					var r *resumable
 					if d.To == conversation.Resumable || d.To == conversation.Advanced ||
 						d.Reason == conversation.ReasonInstructionsChanged || d.Reason == conversation.ReasonToolsChanged {
@@ -82,7 +82,7 @@ func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request, 
 				}
 				row, via := slog.String("row", d.Row), slog.String("via", d.Via)
 				hist, nw := slog.Int("history_messages", len(history)), slog.Int("new_messages", len(added))
-				g.logConversation(ctx, slog.LevelInfo, []slog.Attr{slog.String("decision", "continued"), row, via, hist, nw},
+				g.logConversation(ctx, sum, slog.LevelInfo, []slog.Attr{slog.String("decision", "continued"), row, via, hist, nw},
 					func() []slog.Attr { return []slog.Attr{row, via, slog.String("principal_slot", p.Slot), hist, nw} })
 				cont := req
 				cont.Messages = added
@@ -91,7 +91,7 @@ func (g *Gateway) planFresh(ctx context.Context, p Principal, req chat.Request, 
 			}
 		}
 	}
-	g.logFresh(ctx, p, conversation.Decision{Reason: conversation.ReasonStoreUnavailable}, err)
+	g.logFresh(ctx, sum, p, conversation.Decision{Reason: conversation.ReasonStoreUnavailable}, err)
 	return up, nil, nil
 }
 
@@ -128,7 +128,7 @@ type resumable struct {
 // instructions when they differ from the anchored ones), the claim the turn
 // settles, and the disclosure. ok is false when the anchor is no longer
 // resumable (another request took it, time removed it) or the store failed.
-func (g *Gateway) resumeAnchor(ctx context.Context, p Principal, req chat.Request, r *resumable) (ports.UpstreamRequest, *anchorClaim, string, bool) {
+func (g *Gateway) resumeAnchor(ctx context.Context, sum *record, p Principal, req chat.Request, r *resumable) (ports.UpstreamRequest, *anchorClaim, string, bool) {
 	claimID, err := g.ids.Token()
 	if err != nil {
 		return ports.UpstreamRequest{}, nil, "", false
@@ -165,7 +165,7 @@ func (g *Gateway) resumeAnchor(ctx context.Context, p Principal, req chat.Reques
 		added = a.Unsent(r.added)
 		history += len(r.added) - len(added)
 	}
-	g.noteResumed(ctx, p, d.Row, disclosure, history, len(added))
+	g.noteResumed(ctx, sum, p, d.Row, disclosure, history, len(added))
 	cont := req
 	cont.Messages = added
 	up := ports.UpstreamRequest{Chat: cont, ConversationID: a.ConversationID, HistoryMessages: history}
@@ -179,7 +179,7 @@ func (g *Gateway) resumeAnchor(ctx context.Context, p Principal, req chat.Reques
 	return up, &anchorClaim{hash: r.hash, claimID: claimID, convID: a.ConversationID}, disclosure, true
 }
 
-func (g *Gateway) logFresh(ctx context.Context, p Principal, d conversation.Decision, err error) {
+func (g *Gateway) logFresh(ctx context.Context, sum *record, p Principal, d conversation.Decision, err error) {
 	group := make([]slog.Attr, 0, 5)
 	group = append(group, slog.String("decision", "fresh"), slog.String("reason", string(d.Reason)))
 	if d.Row != "" {
@@ -195,7 +195,7 @@ func (g *Gateway) logFresh(ctx context.Context, p Principal, d conversation.Deci
 		code = slog.String("code", string(errs.CodeOf(err)))
 		group = append(group, code)
 	}
-	g.logConversation(ctx, level, group, func() []slog.Attr {
+	g.logConversation(ctx, sum, level, group, func() []slog.Attr {
 		line := make([]slog.Attr, 0, 6)
 		line = append(line, group[1], slog.String("principal_slot", p.Slot))
 		line = append(line, group[2:]...) // row, via, code
@@ -207,13 +207,14 @@ func (g *Gateway) logFresh(ctx context.Context, p Principal, d conversation.Deci
 }
 
 // logConversation reports a turn's conversation decision once per request:
-// as the group "conversation" of the request's access line (group, whose
-// first attribute is decision: fresh or continued), and as its own line
-// "conversation: <decision>" (line's attributes). That line is at level when
-// it is a warning or when no access line carries the group (a caller outside
-// an HTTP request), else at debug, so that a plain turn writes one INFO line.
-func (g *Gateway) logConversation(ctx context.Context, level slog.Level, group []slog.Attr, line func() []slog.Attr) {
-	level = ports.OwnLineLevel(ports.NoteRequest(ctx, "conversation", group...), level)
+// as the group "conversation" of the request's summary (group, whose first
+// attribute is decision: fresh or continued), which the caller writes in its
+// access line, and as its own line "conversation: <decision>" (line's
+// attributes). That line is at level when it is a warning, else at debug, so
+// that a plain turn writes one INFO line.
+func (g *Gateway) logConversation(ctx context.Context, sum *record, level slog.Level, group []slog.Attr, line func() []slog.Attr) {
+	sum.note("conversation", group...)
+	level = ports.OwnLineLevel(true, level)
 	if !g.log.Enabled(ctx, level) {
 		return
 	}

@@ -83,15 +83,25 @@ var _ ChatService = (*Gateway)(nil)
 // is recorded first, and a repeat of a recorded one gets its outcome
 // (attempt.go).
 func (g *Gateway) Chat(ctx context.Context, p Principal, req chat.Request) (Turn, error) {
+	sum := &record{}
+	var t Turn
+	var err error
+	r, repeat := (*Repeat)(nil), false
 	if g.attempts != nil {
-		if r, ok := ctx.Value(repeatKey{}).(*Repeat); ok {
-			return g.attempt(ctx, p, req, r)
-		}
+		r, repeat = ctx.Value(repeatKey{}).(*Repeat)
 	}
-	return g.chat(ctx, p, req)
+	if repeat {
+		t, err = g.attempt(ctx, sum, p, req, r)
+	} else {
+		t, err = g.chat(ctx, sum, p, req)
+	}
+	if err != nil {
+		return nil, sum.refuse(err)
+	}
+	return summarized(t, sum), nil
 }
 
-func (g *Gateway) chat(ctx context.Context, p Principal, req chat.Request) (Turn, error) {
+func (g *Gateway) chat(ctx context.Context, sum *record, p Principal, req chat.Request) (Turn, error) {
 	cont, isContinuation := correlation.SplitContinuation(req.Messages)
 	if isContinuation && !g.cfg.Correlation {
 		return nil, errors.Mark(errs.New(errs.UnsupportedToolResultContinuation), ErrContinuationNeedsCorrelation)
@@ -104,9 +114,16 @@ func (g *Gateway) chat(ctx context.Context, p Principal, req chat.Request) (Turn
 		g.cancelMovedPast(ctx, p, req.Messages)
 	}
 	if isContinuation {
-		return g.continueTurn(ctx, p, req, cont)
+		return g.continueTurn(ctx, sum, p, req, cont)
 	}
-	return g.freshTurn(ctx, p, req)
+	return g.freshTurn(ctx, sum, p, req)
+}
+
+// send dispatches up. The stream's outcome goes into the turn's summary
+// (its Notes), which the caller writes in its access line.
+func (g *Gateway) send(ctx context.Context, up ports.UpstreamRequest) (ports.Stream, error) {
+	up.Noted = true
+	return g.upstream.Chat(ctx, up)
 }
 
 // ErrContinuationNeedsCorrelation marks the refusal of tool results (a
@@ -117,14 +134,14 @@ var ErrContinuationNeedsCorrelation = errors.New("app: tool results need correla
 
 // freshTurn sends a USER_QUERY: in the anchored upstream conversation when the
 // request extends a transcript the gateway completed, else in a new one.
-func (g *Gateway) freshTurn(ctx context.Context, p Principal, req chat.Request) (Turn, error) {
-	return g.fresh(ctx, p, req, true)
+func (g *Gateway) freshTurn(ctx context.Context, sum *record, p Principal, req chat.Request) (Turn, error) {
+	return g.fresh(ctx, sum, p, req, true)
 }
 
 // fresh is freshTurn; without fallbacks, a transcript too long for a fresh
 // query is refused as such (nothing sent) instead of continuing a
 // conversation the gateway holds.
-func (g *Gateway) fresh(ctx context.Context, p Principal, req chat.Request, fallbacks bool) (Turn, error) {
+func (g *Gateway) fresh(ctx context.Context, sum *record, p Principal, req chat.Request, fallbacks bool) (Turn, error) {
 	if err := g.checkRoom(ctx, p, req); err != nil {
 		return nil, err
 	}
@@ -133,20 +150,19 @@ func (g *Gateway) fresh(ctx context.Context, p Principal, req chat.Request, fall
 		return nil, err
 	}
 	tools := g.toolSets.of(req)
-	up, claim, resumable := g.planFresh(ctx, p, req, tools)
-	m := meterFrom(ctx)
-	m.Dispatches, m.QueryChars = 1, contentChars(up.Chat.Messages)
+	up, claim, resumable := g.planFresh(ctx, sum, p, req, tools)
+	sum.Dispatches, sum.QueryChars = 1, contentChars(up.Chat.Messages)
 	g.log.DebugContext(ctx, "dispatch", "chat_type", "USER_QUERY", "messages", len(req.Messages), "tools", len(req.Tools),
 		"continues_conversation", claim != nil)
-	s, err := g.upstream.Chat(ctx, up)
+	s, err := g.send(ctx, up)
 	disclosure := ""
 	if err != nil && fallbacks && resumable != nil && g.cfg.Resume && errs.Has(err, errs.UpstreamQueryTooLong) {
 		// Too long to start fresh: the conversation that holds the history
 		// goes on with the new messages, disclosed (rows A24, A27).
-		if rup, rclaim, how, ok := g.resumeAnchor(ctx, p, req, resumable); ok {
+		if rup, rclaim, how, ok := g.resumeAnchor(ctx, sum, p, req, resumable); ok {
 			up, claim, disclosure = rup, rclaim, how
-			m.QueryChars = contentChars(up.Chat.Messages)
-			s, err = g.upstream.Chat(ctx, up)
+			sum.QueryChars = contentChars(up.Chat.Messages)
+			s, err = g.send(ctx, up)
 		}
 	}
 	if err != nil && fallbacks && claim == nil && g.cfg.Resume && g.cfg.Correlation && errs.Has(err, errs.UpstreamQueryTooLong) {
@@ -158,11 +174,11 @@ func (g *Gateway) fresh(ctx context.Context, p Principal, req chat.Request, fall
 			case herr != nil:
 				g.log.WarnContext(ctx, "history lookup failed", "code", string(errs.CodeOf(herr)), "error", errs.Redact(herr))
 			case ok:
-				return g.sendHistory(ctx, p, req, tools, h, admitted, err)
+				return g.sendHistory(ctx, sum, p, req, tools, h, admitted, err)
 			default:
 				// Results the group still waits for, then a new user turn:
 				// they go up once, together, in the group's TOOL_RESPONSE.
-				if t, ok, ferr := g.foldTurn(ctx, p, req, tools, cont, admitted, err); ok {
+				if t, ok, ferr := g.foldTurn(ctx, sum, p, req, tools, cont, admitted, err); ok {
 					return t, ferr
 				}
 			}
@@ -170,7 +186,7 @@ func (g *Gateway) fresh(ctx context.Context, p Principal, req chat.Request, fall
 	}
 	if err != nil {
 		if notAccepted(err) {
-			m.Dispatches = 0
+			sum.Dispatches = 0
 			g.refund(ctx, p, admitted, err)
 		}
 		if claim != nil {
@@ -182,7 +198,7 @@ func (g *Gateway) fresh(ctx context.Context, p Principal, req chat.Request, fall
 		}
 		return nil, err
 	}
-	t := &turn{g: g, p: p, req: req, tools: tools, stream: s, anchor: claim, meter: m, disclosure: disclosure}
+	t := &turn{g: g, p: p, req: req, tools: tools, stream: s, anchor: claim, sum: sum, disclosure: disclosure}
 	if claim != nil {
 		t.convID = claim.convID // a continued stream need not repeat its conversation id
 	}
@@ -216,7 +232,7 @@ func (g *Gateway) checkRoom(ctx context.Context, p Principal, req chat.Request) 
 // continueTurn resolves, checks and claims the group the results answer (the
 // steps are in docs/CORRELATION.md) and, when the claim is won, dispatches
 // exactly one TOOL_RESPONSE.
-func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Request, cont correlation.Continuation) (Turn, error) {
+func (g *Gateway) continueTurn(ctx context.Context, sum *record, p Principal, req chat.Request, cont correlation.Continuation) (Turn, error) {
 	tools := g.toolSets.of(req)
 	key, sub, err := g.submission(ctx, p, req, tools, cont)
 	if err != nil {
@@ -279,10 +295,10 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 		// pending in theirs. Too long, nothing was sent and they are
 		// answered there.
 		triedFresh = true
-		t, ferr := g.fresh(ctx, p, req, false)
+		t, ferr := g.fresh(ctx, sum, p, req, false)
 		if !errs.Has(ferr, errs.UpstreamQueryTooLong) || !notAccepted(ferr) {
 			if ferr == nil {
-				g.logConversation(ctx, slog.LevelInfo, []slog.Attr{slog.String("decision", "fresh"), slog.String("reason", "compacted_before_results")},
+				g.logConversation(ctx, sum, slog.LevelInfo, []slog.Attr{slog.String("decision", "fresh"), slog.String("reason", "compacted_before_results")},
 					func() []slog.Attr {
 						return []slog.Attr{slog.String("reason", "compacted_before_results"), slog.String("principal_slot", p.Slot)}
 					})
@@ -311,14 +327,14 @@ func (g *Gateway) continueTurn(ctx context.Context, p Principal, req chat.Reques
 		}
 		return nil, d.Err()
 	case correlation.EffectDispatch:
-		t, err := g.dispatch(ctx, p, req, tools, claimed, cont)
+		t, err := g.dispatch(ctx, sum, p, req, tools, claimed, cont)
 		if tt, ok := t.(*turn); ok && earlier {
 			tt.disclosure = DisclosedEarlierHistory
-			g.noteResumed(ctx, p, d.Row, DisclosedEarlierHistory, len(cont.Prefix), 0)
+			g.noteResumed(ctx, sum, p, d.Row, DisclosedEarlierHistory, len(cont.Prefix), 0)
 		}
 		return t, err
 	case correlation.EffectResume:
-		return g.resumeTurn(ctx, p, req, tools, g.historyOf(claimed, d, cont))
+		return g.resumeTurn(ctx, sum, p, req, tools, g.historyOf(claimed, d, cont))
 	default:
 		if err := d.Err(); err != nil {
 			return nil, err
@@ -337,7 +353,7 @@ var errCompacted = errors.New("app: results after a compacted transcript")
 // as for a fresh turn: a refusal (or a budget that cannot be read) releases
 // the claim, so the group is PENDING again and the same results sent after
 // the window frees are dispatched once.
-func (g *Gateway) dispatch(ctx context.Context, p Principal, req chat.Request, tools *toolSet, gr correlation.Group, cont correlation.Continuation) (Turn, error) {
+func (g *Gateway) dispatch(ctx context.Context, sum *record, p Principal, req chat.Request, tools *toolSet, gr correlation.Group, cont correlation.Continuation) (Turn, error) {
 	admitted, err := g.admit(ctx, p)
 	if err != nil {
 		g.settleFailure(ctx, p, gr.Key, true)
@@ -354,15 +370,14 @@ func (g *Gateway) dispatch(ctx context.Context, p Principal, req chat.Request, t
 	}
 	g.log.DebugContext(ctx, "dispatch", "chat_type", "TOOL_RESPONSE", "results", len(c.Results),
 		"group_id_present", c.UpstreamGroupID != "")
-	m := meterFrom(ctx)
-	m.Dispatches = 1
+	sum.Dispatches = 1
 	for _, r := range c.Results {
-		m.QueryChars += usage.Chars(r.Content)
+		sum.QueryChars += usage.Chars(r.Content)
 	}
-	s, err := g.upstream.Chat(ctx, ports.UpstreamRequest{Chat: req, Continuation: c})
+	s, err := g.send(ctx, ports.UpstreamRequest{Chat: req, Continuation: c})
 	if err != nil {
 		if notAccepted(err) {
-			m.Dispatches = 0
+			sum.Dispatches = 0
 			g.refund(ctx, p, admitted, err)
 		}
 		g.settleFailure(ctx, p, gr.Key, notAccepted(err))
@@ -374,7 +389,7 @@ func (g *Gateway) dispatch(ctx context.Context, p Principal, req chat.Request, t
 	// The turn starts with the group's stored conversation id: a continuation
 	// stream need not repeat it (one public project's fixtures omit it), and
 	// the next tool group of this turn belongs to the same conversation.
-	return &turn{g: g, p: p, req: req, tools: tools, stream: s, claimedKey: gr.Key, convID: gr.ConversationID, meter: m}, nil
+	return &turn{g: g, p: p, req: req, tools: tools, stream: s, claimedKey: gr.Key, convID: gr.ConversationID, sum: sum}, nil
 }
 
 // notAccepted reports whether an upstream error proves the continuation was

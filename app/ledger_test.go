@@ -119,10 +119,9 @@ func TestAContinuationTheUpstreamNeverAcceptedIsRefunded(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(dayDispatches(t, l), 1)
 	cont := request(echo(history, ds, "r")...)
-	ctx, m := app.WithMeter(t.Context())
-	_, err = r.gw.Chat(ctx, principal, cont)
+	_, err = r.gw.Chat(t.Context(), principal, cont)
 	is.True(errs.Has(err, errs.UpstreamRateLimited))
-	is.Equal(m.Dispatches, 0)
+	is.Equal(app.SummaryOf(err).Dispatches, 0)
 	is.Equal(dayDispatches(t, l), 1) // counted, then refunded
 	turn, err = r.gw.Chat(t.Context(), principal, cont)
 	is.NoErr(err) // the retry
@@ -162,11 +161,11 @@ func TestQueryCharsIncludeTheHistorysToolCallArguments(t *testing.T) {
 		{Role: chat.RoleTool, ToolCallID: "call_1", Content: str("sunny")},
 		{Role: chat.RoleUser, Content: str("thanks")},
 	}
-	ctx, m := app.WithMeter(t.Context())
-	turn, err := r.gw.Chat(ctx, principal, request(history...))
+	turn, err := r.gw.Chat(t.Context(), principal, request(history...))
 	is.NoErr(err)
 	_, err = drain(t, turn)
 	is.NoErr(err)
+	m := summaryOf(turn, nil)
 	is.Equal(len(r.up.Requests()[0].Chat.Messages), 4) // the whole history was sent
 	is.Equal(m.QueryChars, int64(len("go")+len(`{"q":"Paris"}`)+len("sunny")+len("thanks")))
 	is.Equal(m.OutputChars, int64(len("ok")))
@@ -181,11 +180,11 @@ func TestQueryCharsOfAContinuedConversationCountWhatWasSent(t *testing.T) {
 	msgs := []chat.Message{user("one")}
 	a := r.turn(t, textRequest(msgs...))
 	msgs = append(msgs, assistant(a), user("two"))
-	ctx, m := app.WithMeter(t.Context())
-	turn, err := r.gw.Chat(ctx, principal, textRequest(msgs...))
+	turn, err := r.gw.Chat(t.Context(), principal, textRequest(msgs...))
 	is.NoErr(err)
 	_, err = drain(t, turn)
 	is.NoErr(err)
+	m := summaryOf(turn, nil)
 	is.Equal(r.last().ConversationID, "conv-1") // continued
 	is.Equal(len(r.last().Chat.Messages), 1)    // with the new message only
 	is.Equal(m.QueryChars, int64(len("two")))
@@ -201,11 +200,11 @@ func TestOutputCharsIncludeTheToolCallArgumentsReceived(t *testing.T) {
 		return porttest.Script{Events: evs}
 	})
 	withUsage(r)
-	ctx, m := app.WithMeter(t.Context())
-	turn, err := r.gw.Chat(ctx, principal, request(chat.Message{Role: chat.RoleUser, Content: str("go")}))
+	turn, err := r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("go")}))
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.NoErr(err)
+	m := summaryOf(turn, nil)
 	is.Equal(ds[len(ds)-1].Finish, app.FinishToolCalls)
 	is.Equal(m.OutputChars, int64(len("let me look")+len(`{"q":"v0"}`)+len(`{"q":"v1"}`)))
 }

@@ -98,7 +98,7 @@ func (g *Gateway) historyOf(gr correlation.Group, d correlation.Decision, cont c
 // client's history); otherwise, unless CONVERSATION_RESUME is off, only the
 // new user content goes up as the next USER_QUERY of the group's
 // conversation, and the turn discloses that.
-func (g *Gateway) resumeTurn(ctx context.Context, p Principal, req chat.Request, tools *toolSet, h historyPlan) (Turn, error) {
+func (g *Gateway) resumeTurn(ctx context.Context, sum *record, p Principal, req chat.Request, tools *toolSet, h historyPlan) (Turn, error) {
 	if err := g.checkRoom(ctx, p, req); err != nil {
 		return nil, err
 	}
@@ -108,56 +108,54 @@ func (g *Gateway) resumeTurn(ctx context.Context, p Principal, req chat.Request,
 	}
 	whole := req
 	whole.Messages = append(append(make([]chat.Message, 0, len(h.history)+len(h.added)), h.history...), h.added...)
-	m := meterFrom(ctx)
-	m.Dispatches, m.QueryChars = 1, contentChars(whole.Messages)
-	s, err := g.upstream.Chat(ctx, ports.UpstreamRequest{Chat: whole})
+	sum.Dispatches, sum.QueryChars = 1, contentChars(whole.Messages)
+	s, err := g.send(ctx, ports.UpstreamRequest{Chat: whole})
 	if err != nil && errs.Has(err, errs.UpstreamQueryTooLong) {
-		return g.sendHistory(ctx, p, req, tools, h, admitted, err)
+		return g.sendHistory(ctx, sum, p, req, tools, h, admitted, err)
 	}
 	if err != nil {
 		if notAccepted(err) {
-			m.Dispatches = 0
+			sum.Dispatches = 0
 			g.refund(ctx, p, admitted, err)
 		}
 		return nil, err
 	}
-	return &turn{g: g, p: p, req: req, tools: tools, stream: s, meter: m}, nil
+	return &turn{g: g, p: p, req: req, tools: tools, stream: s, sum: sum}, nil
 }
 
 // sendHistory sends only the new user content of h in the group's
 // conversation, after the whole transcript was refused as too long
 // (tooLong, the answer when resuming is off); the dispatch was admitted at
 // admitted.
-func (g *Gateway) sendHistory(ctx context.Context, p Principal, req chat.Request, tools *toolSet, h historyPlan, admitted time.Time, tooLong error) (Turn, error) {
-	m := meterFrom(ctx)
+func (g *Gateway) sendHistory(ctx context.Context, sum *record, p Principal, req chat.Request, tools *toolSet, h historyPlan, admitted time.Time, tooLong error) (Turn, error) {
 	if !g.cfg.Resume || h.convID == "" {
-		m.Dispatches = 0
+		sum.Dispatches = 0
 		g.refund(ctx, p, admitted, tooLong)
 		return nil, tooLong
 	}
 	added := req
 	added.Messages = h.added
-	m.Dispatches, m.QueryChars = 1, contentChars(h.added)
-	g.noteResumed(ctx, p, h.row, h.disclosure, len(h.history), len(h.added))
+	sum.Dispatches, sum.QueryChars = 1, contentChars(h.added)
+	g.noteResumed(ctx, sum, p, h.row, h.disclosure, len(h.history), len(h.added))
 	g.log.DebugContext(ctx, "dispatch", "chat_type", "USER_QUERY", "messages", len(h.added), "tools", len(req.Tools),
 		"continues_conversation", true, "disclosure", h.disclosure)
-	s, err := g.upstream.Chat(ctx, ports.UpstreamRequest{Chat: added, ConversationID: h.convID, HistoryMessages: len(h.history)})
+	s, err := g.send(ctx, ports.UpstreamRequest{Chat: added, ConversationID: h.convID, HistoryMessages: len(h.history)})
 	if err != nil {
 		if notAccepted(err) {
-			m.Dispatches = 0
+			sum.Dispatches = 0
 			g.refund(ctx, p, admitted, err)
 		}
 		return nil, err
 	}
-	return &turn{g: g, p: p, req: req, tools: tools, stream: s, meter: m, convID: h.convID, disclosure: h.disclosure}, nil
+	return &turn{g: g, p: p, req: req, tools: tools, stream: s, sum: sum, convID: h.convID, disclosure: h.disclosure}, nil
 }
 
 // noteResumed reports a disclosed continuation once: in the access line's
 // conversation group and, at debug, as its own line.
-func (g *Gateway) noteResumed(ctx context.Context, p Principal, row, disclosure string, history, added int) {
+func (g *Gateway) noteResumed(ctx context.Context, sum *record, p Principal, row, disclosure string, history, added int) {
 	r, d := slog.String("row", row), slog.String("disclosure", disclosure)
 	hist, nw := slog.Int("history_messages", history), slog.Int("new_messages", added)
-	g.logConversation(ctx, slog.LevelInfo, []slog.Attr{slog.String("decision", "continued"), r, d, hist, nw},
+	g.logConversation(ctx, sum, slog.LevelInfo, []slog.Attr{slog.String("decision", "continued"), r, d, hist, nw},
 		func() []slog.Attr { return []slog.Attr{r, d, slog.String("principal_slot", p.Slot), hist, nw} })
 }
 
@@ -225,7 +223,7 @@ func (g *Gateway) submission(ctx context.Context, p Principal, req chat.Request,
 // tooLong) is refunded first: the dispatch is admitted on its own. ok is false
 // when the group is not PENDING (or no id resolves): the caller answers
 // tooLong.
-func (g *Gateway) foldTurn(ctx context.Context, p Principal, req chat.Request, tools *toolSet, cont correlation.Continuation, admitted time.Time, tooLong error) (Turn, bool, error) {
+func (g *Gateway) foldTurn(ctx context.Context, sum *record, p Principal, req chat.Request, tools *toolSet, cont correlation.Continuation, admitted time.Time, tooLong error) (Turn, bool, error) {
 	folded := cont.Fold()
 	key, sub, err := g.submission(ctx, p, req, tools, folded)
 	if err != nil || key == "" {
@@ -263,10 +261,10 @@ func (g *Gateway) foldTurn(ctx context.Context, p Principal, req chat.Request, t
 	case sub.ToolsHash != claimed.ToolsHash:
 		disclosure = DisclosedChangedInstructions
 	}
-	t, err := g.dispatch(ctx, p, req, tools, claimed, folded)
+	t, err := g.dispatch(ctx, sum, p, req, tools, claimed, folded)
 	if tt, ok := t.(*turn); ok && disclosure != "" {
 		tt.disclosure = disclosure
-		g.noteResumed(ctx, p, d.Row, disclosure, len(cont.Prefix)+len(cont.Results), len(cont.Added))
+		g.noteResumed(ctx, sum, p, d.Row, disclosure, len(cont.Prefix)+len(cont.Results), len(cont.Added))
 	}
 	return t, true, err
 }

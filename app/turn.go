@@ -40,8 +40,8 @@ type turn struct {
 	// settled exactly once: ADVANCED at a proven end, RESUMABLE otherwise.
 	anchor        *anchorClaim
 	anchorSettled bool
-	// meter receives the characters and tokens the turn received (never nil).
-	meter *Meter
+	// sum receives the characters and tokens the turn received (never nil).
+	sum *record
 
 	text strings.Builder
 	// calls holds the tool calls until the stream's proven end. The turn is
@@ -69,17 +69,46 @@ type turn struct {
 func (t *turn) Next(ctx context.Context) (Delta, error) {
 	t.nextMu.Lock()
 	defer t.nextMu.Unlock()
+	d, _, err := t.next(ctx, true)
+	return d, err
+}
+
+// TryNext implements TryTurn: it reads only the events the stream holds
+// already (ports.Buffered); a stream that cannot tell is taken to wait.
+func (t *turn) TryNext(ctx context.Context) (Delta, bool, error) {
+	t.nextMu.Lock()
+	defer t.nextMu.Unlock()
+	return t.next(ctx, false)
+}
+
+// Summary implements Summarized: what the request did, with the stream's
+// outcome as the group "upstream" once it is known.
+func (t *turn) Summary() Summary {
+	t.nextMu.Lock()
+	defer t.nextMu.Unlock()
+	if attrs := ports.OutcomeNoteOf(t.stream); attrs != nil {
+		t.sum.note("upstream", attrs...)
+	}
+	return t.sum.summary()
+}
+
+// next is Next; without wait it returns ok false instead of reading from the
+// stream when the stream holds no event.
+func (t *turn) next(ctx context.Context, wait bool) (Delta, bool, error) {
 	for {
 		if len(t.queue) > 0 {
 			d := t.queue[0]
 			t.queue = t.queue[1:]
-			return d, nil
+			return d, true, nil
 		}
 		if t.done {
 			if t.err != nil {
-				return Delta{}, t.err
+				return Delta{}, true, t.err
 			}
-			return Delta{}, io.EOF
+			return Delta{}, true, io.EOF
+		}
+		if !wait && !ports.IsBuffered(t.stream) {
+			return Delta{}, false, nil
 		}
 		ev, err := t.stream.Next(ctx)
 		switch {
@@ -96,7 +125,7 @@ func (t *turn) Next(ctx context.Context) (Delta, error) {
 				continue
 			}
 			t.text.WriteString(ev.Text)
-			t.meter.OutputChars += usage.Chars(ev.Text)
+			t.sum.OutputChars += usage.Chars(ev.Text)
 			if t.req.Output.Structured() {
 				// A structured answer is shown only once it is complete and
 				// valid (finish): no client sees a prefix of one that fails.
@@ -104,7 +133,7 @@ func (t *turn) Next(ctx context.Context) (Delta, error) {
 			}
 			d := Delta{Text: ev.Text}
 			t.emitted = append(t.emitted, d)
-			return d, nil
+			return d, true, nil
 		case chat.EventToolCall:
 			if ev.ToolCall != nil {
 				t.calls.Add(*ev.ToolCall)
@@ -113,7 +142,7 @@ func (t *turn) Next(ctx context.Context) (Delta, error) {
 			if ev.Usage != nil && ev.Usage.Reported() {
 				u := *ev.Usage
 				t.usage = &u
-				t.meter.Usage = &u
+				t.sum.Usage = &u
 			}
 		case chat.EventConversation:
 			t.convID = ev.ConversationID
@@ -136,7 +165,7 @@ func (t *turn) finish(ctx context.Context) {
 		toolDeltas = ds
 		final.Finish = FinishToolCalls
 		for _, c := range t.calls.Calls() {
-			t.meter.OutputChars += usage.Chars(c.Arguments())
+			t.sum.OutputChars += usage.Chars(c.Arguments())
 		}
 	}
 	if t.req.Output.Structured() && (t.text.Len() > 0 || t.calls.Len() == 0) {

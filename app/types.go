@@ -60,10 +60,25 @@ type Turn interface {
 	Close()
 }
 
+// TryTurn is implemented by a turn that can tell when its next delta is not
+// at hand yet: TryNext returns what Next would (ok true) when that needs no
+// wait for the upstream, and ok false, having waited for nothing, when Next
+// would wait. The ingress writes what it holds between the two: what arrived
+// in one upstream read then reaches the client in one write, and an event
+// followed by silence is written before the silence. A turn that is not a
+// TryTurn never waits for the upstream (a replayed answer).
+type TryTurn interface {
+	Turn
+	TryNext(ctx context.Context) (d Delta, ok bool, err error)
+}
+
 // ChatService is what the ingress needs from the app.
 type ChatService interface {
 	// Chat starts one turn for an authenticated principal and a fully
 	// validated, normalized request. Errors before any delta carry a stable
-	// code; nothing reached the upstream unless the code says so.
+	// code; nothing reached the upstream unless the code says so. What the
+	// request did comes back with it, for the caller's access line and
+	// ledger: the turn's Summary once it was closed (Summarized), or the
+	// refusal's (SummaryOf); the caller writes its notes.
 	Chat(ctx context.Context, p Principal, req chat.Request) (Turn, error)
 }

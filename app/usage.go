@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -197,29 +199,128 @@ func (u *Usage) Run(ctx context.Context, every time.Duration) {
 	}
 }
 
-// Meter is what one request did upstream, for its ledger entry: the ingress
-// puts one into the request's context (WithMeter) and the turn fills it.
-type Meter struct {
-	Dispatches  int
-	QueryChars  int64
-	OutputChars int64
+// Summary is what one request did, for the ingress's access line, its
+// ledger entry and its metrics. The service returns it: a turn's once the
+// turn was closed (Summarized), a refusal's with the error (SummaryOf). No
+// layer fills it through the request's context.
+type Summary struct {
+	Dispatches  int         // upstream dispatches the request cost
+	QueryChars  int64       // characters sent upstream
+	OutputChars int64       // characters of the answer received
 	Usage       *chat.Usage // reported by the upstream; nil when not
+	// Notes are the named groups of attributes the request's access line
+	// carries beyond the request itself ("conversation": the conversation
+	// decision; "upstream": the upstream stream's outcome), in the order
+	// first noted, one per name. Only log-safe values: no content, key or
+	// upstream id. The service's own line of a noted decision is a debug
+	// line unless it is a warning (ports.OwnLineLevel): the caller writes
+	// the notes.
+	Notes []slog.Attr
 }
 
-type meterKey struct{}
+// Summarized is implemented by a turn that did something a request's
+// summary counts (every turn the Gateway dispatched): Summary is complete
+// once the turn was closed. A turn that is not Summarized dispatched and
+// noted nothing.
+type Summarized interface{ Summary() Summary }
 
-// WithMeter returns ctx carrying a fresh meter.
-func WithMeter(ctx context.Context) (context.Context, *Meter) {
-	m := &Meter{}
-	return context.WithValue(ctx, meterKey{}, m), m
-}
-
-func meterFrom(ctx context.Context) *Meter {
-	if m, ok := ctx.Value(meterKey{}).(*Meter); ok {
-		return m
+// SummaryOf returns the summary a refusal of Chat carries: what the request
+// did before it was refused (zero when it did nothing).
+func SummaryOf(err error) Summary {
+	var r *refusal
+	if errors.As(err, &r) {
+		return r.sum
 	}
-	return &Meter{}
+	return Summary{}
 }
+
+// summarized returns t as Chat returns it: a turn that is not Summarized
+// (a replayed answer) carries what the request did before it, if anything.
+func summarized(t Turn, sum *record) Turn {
+	if _, ok := t.(Summarized); ok || sum.empty() {
+		return t
+	}
+	return summarizedTurn{Turn: t, sum: sum.summary()}
+}
+
+// summarizedTurn is a turn that is not Summarized with the request's summary;
+// it says what its turn says of itself.
+type summarizedTurn struct {
+	Turn
+	sum Summary
+}
+
+func (t summarizedTurn) Summary() Summary { return t.sum }
+
+// Disclosure implements Disclosed.
+func (t summarizedTurn) Disclosure() string {
+	if d, ok := t.Turn.(Disclosed); ok {
+		return d.Disclosure()
+	}
+	return ""
+}
+
+// Replayed implements Replayed.
+func (t summarizedTurn) Replayed() bool {
+	r, ok := t.Turn.(Replayed)
+	return ok && r.Replayed()
+}
+
+// record is the Summary of one request while the service answers it: Chat
+// makes one and passes it to every step that dispatches or notes. It is
+// used on the request's goroutine (a turn's Close from another one takes
+// the turn's lock).
+type record struct{ Summary }
+
+// note notes the group name with attrs, replacing a group of the same name
+// (one key per line: strict JSON log pipelines reject duplicates).
+func (r *record) note(name string, attrs ...slog.Attr) {
+	g := slog.Attr{Key: name, Value: slog.GroupValue(attrs...)}
+	for i := range r.Notes {
+		if r.Notes[i].Key == name {
+			r.Notes[i] = g
+			return
+		}
+	}
+	r.Notes = append(r.Notes, g)
+}
+
+// summary returns a copy of what the record holds.
+func (r *record) summary() Summary {
+	s := r.Summary
+	s.Notes = slices.Clone(s.Notes)
+	return s
+}
+
+// empty reports whether the request did nothing a summary counts.
+func (r *record) empty() bool {
+	return r.Dispatches == 0 && r.QueryChars == 0 && r.OutputChars == 0 && r.Usage == nil && len(r.Notes) == 0
+}
+
+// refuse returns err carrying what the request did before it (SummaryOf).
+func (r *record) refuse(err error) error {
+	if r.empty() {
+		return err
+	}
+	return &refusal{cause: err, sum: r.summary()}
+}
+
+// refusal is a refusal of Chat with the request's summary. It adds nothing
+// to the error's message, code, marks or redaction.
+type refusal struct {
+	cause error
+	sum   Summary
+}
+
+func (r *refusal) Error() string { return r.cause.Error() }
+func (r *refusal) Unwrap() error { return r.cause }
+
+// SafeFormatError prints nothing of its own, so that the redacted rendering
+// (errs.Redact) is the cause's.
+func (r *refusal) SafeFormatError(errors.Printer) error { return r.cause }
+
+// Format renders the cause (fmt's %v, %+v).
+func (r *refusal) Format(s fmt.State, verb rune) { errors.FormatError(r, s, verb) }
 
 // contentChars counts the characters of the messages' content and tool-call
 // arguments.

@@ -57,6 +57,10 @@ type UpstreamRequest struct {
 	// conversation that held this history (its anchor was retired), so a
 	// refusal says why the whole transcript is sent.
 	ConversationLost bool
+	// Noted: the caller writes the stream's outcome (OutcomeNoter) in its
+	// request's access line, so that the stream's own line of a completed
+	// stream is a debug line (OwnLineLevel).
+	Noted bool
 }
 
 // Continuation is built only from a validated, claimed group record.

@@ -1,7 +1,5 @@
 package ports
 
-import "context"
-
 // A stream's output is written in as few writes as possible without ever
 // delaying an event: the inbound adapter holds what it has rendered and
 // writes it when the turn is about to wait, which only the adapter that reads
@@ -9,28 +7,24 @@ import "context"
 // the client in one write; an event followed by silence is written before the
 // silence.
 //
-// The inbound adapter puts its write on the request's context
-// (WithBeforeWait); the upstream adapter calls BeforeWait right before every
-// read that may block. The hook runs on the goroutine that reads the turn.
+// The upstream adapter's stream says so (Buffered); the turn reads only
+// buffered events when asked to try (app.TryTurn) and tells the inbound
+// adapter when it would wait, which then writes what it holds before it
+// waits. Nothing travels in the request's context.
 
-type beforeWaitKey struct{}
-
-// WithBeforeWait returns ctx carrying fn, to be called before the turn waits.
-func WithBeforeWait(ctx context.Context, fn func()) context.Context {
-	return context.WithValue(ctx, beforeWaitKey{}, fn)
+// Buffered is implemented by a Stream that can tell whether its next event is
+// at hand: Buffered reports whether Next returns without reading from the
+// upstream (an event decoded from an earlier read, or the stream's end). It
+// is called on the goroutine that reads the stream, between calls of Next.
+// A stream that is not Buffered is taken to wait before every event.
+type Buffered interface {
+	Buffered() bool
 }
 
-// BeforeWaitFunc returns the hook ctx carries, or nil: a reader that reads
-// many times in one call (the Postman adapter's Next) looks it up once per
-// call.
-func BeforeWaitFunc(ctx context.Context) func() {
-	fn, _ := ctx.Value(beforeWaitKey{}).(func())
-	return fn
-}
-
-// BeforeWait calls the hook ctx carries, if any.
-func BeforeWait(ctx context.Context) {
-	if fn := BeforeWaitFunc(ctx); fn != nil {
-		fn()
-	}
+// IsBuffered reports whether s is Buffered and says its next event is at
+// hand. A wrapping stream passes it on: Buffered() bool { return
+// ports.IsBuffered(inner) }.
+func IsBuffered(s Stream) bool {
+	b, ok := s.(Buffered)
+	return ok && b.Buffered()
 }

@@ -41,8 +41,8 @@
 // a request context. One access-log line per request carries only request_id,
 // method, route (the known path, or "unmatched"), status, code, duration_ms,
 // stream, bytes and principal_slot (and usage: reported, estimated or
-// unreported, when a turn showed usage), then the groups the layers below
-// noted with ports.NoteRequest (conversation, upstream): never a body, message
+// unreported, when a turn showed usage), then the groups the service's
+// summary noted (app.Summary's Notes: conversation, upstream): never a body, message
 // content, a key or an upstream id. It is the request's one INFO line. A panic in a handler is logged (redacted value and stack,
 // no body) and answered 500 internal_error when nothing was written yet.
 //

@@ -5,20 +5,25 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
 	"github.com/pmgate/pmgate/adapters/httpapi"
+	"github.com/pmgate/pmgate/adapters/memstore"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
+	"github.com/pmgate/pmgate/domain/usage"
 	"github.com/pmgate/pmgate/ports"
+	"github.com/pmgate/pmgate/ports/porttest"
 )
 
 // gemRequest returns a Gemini POST of body to method, authenticated with
@@ -728,4 +733,31 @@ func TestGeminiIsServedOnTheV1PathsTheSDKUsesByDefault(t *testing.T) {
 	rec = serve(h, r)
 	is.Equal(rec.Code, 405)
 	is.Equal(decodeError(t, rec.Body.Bytes()).Code, "invalid_request")
+}
+
+// The ledger counts a Gemini request, its refusals included, under the API
+// gemini (v1beta and v1 alike).
+func TestTheLedgerCountsGeminiRequestsAsGemini(t *testing.T) {
+	is := is.New(t)
+	u := app.NewUsage(memstore.NewUsage(), porttest.NewClock(time.Now()), slog.New(slog.DiscardHandler), 90)
+	h, _ := newServer(t, &fakeService{}, func(c *httpapi.Config) { c.Usage = u })
+	serve(h, gemRequest("generateContent", "", gemHi))
+	serve(h, gemRequest("streamGenerateContent", "", gemHi)) // refused: no alt=sse
+	r := httptest.NewRequest(http.MethodPost, "/v1/models/"+model+":generateContent", strings.NewReader(gemHi))
+	r.Header.Set("x-goog-api-key", apiKey)
+	r.Header.Set("Content-Type", "application/json")
+	serve(h, r)
+	day := usage.Day(time.Now())
+	rows, err := u.Report(t.Context(), day, day)
+	is.NoErr(err)
+	var requests, refused int64
+	for _, row := range rows {
+		is.Equal(row.API, usage.APIGemini)
+		requests += row.Requests
+		if row.Outcome != "ok" {
+			refused += row.Requests
+		}
+	}
+	is.Equal(requests, int64(3))
+	is.Equal(refused, int64(1))
 }

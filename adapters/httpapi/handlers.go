@@ -41,10 +41,10 @@ var errRequestTimeout = errors.New("httpapi: request timeout")
 func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, conversation string, decode func(body []byte) (T, chat.Request, error),
 	render func(w http.ResponseWriter, r *http.Request, req T, tr *turnReader)) {
 	// The ledger counts every authenticated request of the API, refusals
-	// included; the meter learns from the service what went upstream.
-	mctx, meter := app.WithMeter(r.Context())
-	r = r.WithContext(mctx)
-	defer s.recordUsage(r, meter, s.now())
+	// included; the service returns what went upstream (and what the access
+	// line says of it) with its turn or its refusal.
+	var sum app.Summary
+	defer func(r *http.Request, start time.Time) { s.recordUsage(r, sum, start) }(r, s.now())
 	admission := s.startSpan(r, ports.SpanAdmission)
 	refuse := func(err error) {
 		if admission != nil {
@@ -111,13 +111,19 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 		err = &requestError{cause: err, param: conversation}
 	}
 	if err != nil {
+		sum = app.SummaryOf(err)
 		if errors.Is(err, app.ErrReplayed) {
 			w.Header().Set(replayedHeader, "true")
 		}
 		s.writeError(w, r, err)
 		return
 	}
-	defer turn.Close()
+	defer func() {
+		turn.Close()
+		if t, ok := turn.(app.Summarized); ok {
+			sum = t.Summary() // complete once the turn was closed
+		}
+	}()
 	if d, ok := turn.(app.Disclosed); ok && d.Disclosure() != "" {
 		// The upstream conversation holds more than the client's transcript
 		// (docs/CONVERSATIONS.md): said before any byte of the answer.

@@ -18,7 +18,6 @@ import (
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/internal/testkit"
-	"github.com/pmgate/pmgate/ports"
 )
 
 const (
@@ -73,9 +72,12 @@ func returning(t app.Turn, err error) *fakeService {
 }
 
 // fakeTurn is a hand-written app.Turn: NextFn decides; Close is recorded and
-// may run concurrently with Next (as the server does on cancellation).
+// may run concurrently with Next (as the server does on cancellation). With
+// TryFn it is an app.TryTurn that TryFn decides; without, its every delta is
+// at hand (it never waits, as a replayed answer).
 type fakeTurn struct {
 	NextFn func(ctx context.Context) (app.Delta, error)
+	TryFn  func(ctx context.Context) (app.Delta, bool, error)
 
 	once   sync.Once
 	closed chan struct{}
@@ -88,7 +90,14 @@ func newTurn(next func(ctx context.Context) (app.Delta, error)) *fakeTurn {
 }
 
 func (t *fakeTurn) Next(ctx context.Context) (app.Delta, error) { return t.NextFn(ctx) }
-func (t *fakeTurn) Close()                                      { t.once.Do(func() { close(t.closed) }) }
+func (t *fakeTurn) TryNext(ctx context.Context) (app.Delta, bool, error) {
+	if t.TryFn == nil {
+		d, err := t.NextFn(ctx)
+		return d, true, err
+	}
+	return t.TryFn(ctx)
+}
+func (t *fakeTurn) Close() { t.once.Do(func() { close(t.closed) }) }
 
 // Closed says whether Close was called.
 func (t *fakeTurn) Closed() bool {
@@ -102,19 +111,31 @@ func (t *fakeTurn) Closed() bool {
 
 // script returns a turn that yields each step in order, app.Delta values as
 // deltas and error values as errors, and io.EOF afterwards. Each step comes
-// as if in an upstream read of its own (ports.BeforeWait before it), except
-// a step after together, which arrives with the one before.
+// as if in an upstream read of its own (TryNext says it is not at hand yet),
+// except a step after together, which arrives with the one before.
 func script(steps ...any) *fakeTurn {
 	var mu sync.Mutex
 	i := 0
-	return newTurn(func(ctx context.Context) (app.Delta, error) {
+	var next func() (app.Delta, error)
+	t := newTurn(func(context.Context) (app.Delta, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if i < len(steps) && steps[i] == together {
 			i++
-		} else {
-			ports.BeforeWait(ctx)
 		}
+		return next()
+	})
+	t.TryFn = func(context.Context) (app.Delta, bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if i >= len(steps) || steps[i] != together {
+			return app.Delta{}, false, nil
+		}
+		i++
+		d, err := next()
+		return d, true, err
+	}
+	next = func() (app.Delta, error) {
 		if i >= len(steps) {
 			return app.Delta{}, io.EOF
 		}
@@ -127,7 +148,8 @@ func script(steps ...any) *fakeTurn {
 			return app.Delta{}, v
 		}
 		panic("script: step must be app.Delta or error")
-	})
+	}
+	return t
 }
 
 // together, between two steps of a script, makes them arrive together.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -91,15 +92,24 @@ func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutp
 	if interval <= 0 {
 		interval = defaultPingInterval
 	}
+	// The timer can fire before AfterFunc has returned (a short interval on
+	// a loaded machine): its function waits for the assignment under mu.
+	var mu sync.Mutex
 	var ping *time.Timer
+	mu.Lock()
 	ping = time.AfterFunc(interval, func() {
 		if m.ms.Ping() {
+			mu.Lock()
 			ping.Reset(interval)
+			mu.Unlock()
 		}
 	})
+	mu.Unlock()
 	defer func() {
 		m.ms.Close()
+		mu.Lock()
 		ping.Stop()
+		mu.Unlock()
 	}()
 	s.driveStream(w, r, tr, m)
 }

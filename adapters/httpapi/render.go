@@ -14,7 +14,6 @@ import (
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
-	"github.com/pmgate/pmgate/ports"
 )
 
 // randText is a random completion id suffix (26 base32 characters).
@@ -43,13 +42,31 @@ type turnReader struct {
 	finish   app.FinishReason
 	usage    *chat.Usage
 	onFirst  func() // called once, at the first text or tool-call delta; may be nil
+	// wait, when set, writes what the renderer holds: it is called before
+	// the turn waits for the upstream (app.TryTurn), so that what arrived
+	// in one upstream read goes in one write and nothing waits with it.
+	wait func()
+}
+
+// read returns the turn's next delta, calling tr.wait first when the turn
+// would wait for it.
+func (tr *turnReader) read(ctx context.Context) (app.Delta, error) {
+	if tr.wait != nil {
+		if t, ok := tr.turn.(app.TryTurn); ok {
+			if d, ok, err := t.TryNext(ctx); ok {
+				return d, err
+			}
+			tr.wait()
+		}
+	}
+	return tr.turn.Next(ctx)
 }
 
 // next returns the next step, or io.EOF once the turn ended with a proven
 // finish (then tr.finish and tr.usage are set).
 func (tr *turnReader) next(ctx context.Context) (step, error) {
 	for {
-		d, err := tr.turn.Next(ctx)
+		d, err := tr.read(ctx)
 		if errors.Is(err, io.EOF) {
 			switch {
 			case tr.finish == "":
@@ -165,10 +182,11 @@ type streamed interface {
 // ungrammatical event (an internal error), is the grammar's failure event
 // and the end, and a failed write (the client gone) ends the stream there.
 // What the emitter holds is written when the turn is about to wait
-// (ports.BeforeWait), so what arrived in one upstream read goes in one
+// (turnReader.wait), so what arrived in one upstream read goes in one
 // write.
 func (s *server) driveStream(w http.ResponseWriter, r *http.Request, tr *turnReader, g streamed) {
-	ctx := ports.WithBeforeWait(r.Context(), func() { _ = g.flush() })
+	ctx := r.Context()
+	tr.wait = func() { _ = g.flush() }
 	var err error
 	for err == nil {
 		var st step

@@ -171,13 +171,13 @@ type reqInfo struct {
 	slot       string
 	code       errs.Code
 	stream     bool
-	model      string           // a configured public id, once the request was validated
-	toolCalls  int              // tool calls shown to the client
-	firstToken time.Time        // the first text or tool-call delta; zero when none
-	anthropic  bool             // an Anthropic route: errors in the Anthropic shape
-	gemini     bool             // a Gemini route: errors in the Gemini shape
-	usage      string           // how the shown usage was obtained (usageHeader's values); "" when none was shown
-	notes      ports.RequestLog // what the layers below note for the access line (ports.NoteRequest)
+	model      string      // a configured public id, once the request was validated
+	toolCalls  int         // tool calls shown to the client
+	firstToken time.Time   // the first text or tool-call delta; zero when none
+	anthropic  bool        // an Anthropic route: errors in the Anthropic shape
+	gemini     bool        // a Gemini route: errors in the Gemini shape
+	usage      string      // how the shown usage was obtained (usageHeader's values); "" when none was shown
+	notes      []slog.Attr // the groups the service's summary noted for the access line (app.Summary)
 }
 
 func infoFrom(ctx context.Context) *reqInfo {
@@ -310,7 +310,7 @@ func (s *server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.now()
 		ri := &reqInfo{id: requestID(r)}
-		ctx := ports.WithRequestLog(context.WithValue(r.Context(), ctxKey{}, ri), &ri.notes)
+		ctx := context.WithValue(r.Context(), ctxKey{}, ri)
 		var span ports.Span
 		if s.cfg.Tracer != nil { // off: one nil check, nothing else
 			ctx, span = s.cfg.Tracer.StartRequest(ctx, ri.id)
@@ -396,7 +396,7 @@ func (s *server) accessLog(ctx context.Context, r *http.Request, rw *recorder, r
 	if ri.usage != "" {
 		attrs = append(attrs, slog.String("usage", ri.usage))
 	}
-	attrs = ri.notes.AppendGroups(attrs)
+	attrs = append(attrs, ri.notes...)
 	s.log.LogAttrs(ctx, level, "request", attrs...)
 }
 

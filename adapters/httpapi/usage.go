@@ -24,8 +24,9 @@ func apiOf(path string) string {
 
 // recordUsage counts one finished chat request: in the ledger (Config.Usage)
 // and in the per-slot metrics.
-func (s *server) recordUsage(r *http.Request, m *app.Meter, start time.Time) {
+func (s *server) recordUsage(r *http.Request, m app.Summary, start time.Time) {
 	ri := infoFrom(r.Context())
+	ri.notes = m.Notes
 	outcome := string(ri.code)
 	if outcome == "" {
 		outcome = "ok"

@@ -338,6 +338,7 @@ func (c *Client) Open(ctx context.Context, req ports.UpstreamRequest) (*Stream, 
 		status:   resp.StatusCode,
 		evidence: c.evidence,
 		chatType: chatTypeUserQuery,
+		noted:    req.Noted,
 	}
 	var convID string
 	if req.Continuation != nil {

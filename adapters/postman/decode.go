@@ -159,10 +159,8 @@ func classifyPlainRead(err error) completion.Event {
 }
 
 // next returns the next event, io.EOF after a proven completion, or the error of
-// the outcome. wait, if not nil, is called before every read of the body:
-// each read may block, and what the caller holds must not wait with it
-// (ports.BeforeWait).
-func (d *decoder) next(wait func()) (chat.Event, error) {
+// the outcome. It reads from the body only when buffered reports false.
+func (d *decoder) next() (chat.Event, error) {
 	for {
 		if d.qh < len(d.q) {
 			ev := d.q[d.qh]
@@ -174,9 +172,6 @@ func (d *decoder) next(wait func()) (chat.Event, error) {
 		if d.final != nil {
 			d.releaseBuffer() // the decoder never reads again
 			return chat.Event{}, d.final
-		}
-		if wait != nil {
-			wait()
 		}
 		n, err := d.r.Read(d.buf)
 		if n > 0 {
@@ -211,6 +206,10 @@ func (d *decoder) next(wait func()) (chat.Event, error) {
 }
 
 func (d *decoder) push(ev chat.Event) { d.q = append(d.q, ev) }
+
+// buffered reports whether next returns without reading the body: an event
+// of an earlier read is queued, or the outcome is known (ports.Buffered).
+func (d *decoder) buffered() bool { return d.qh < len(d.q) || d.final != nil }
 
 // readBuffers holds the read buffers of decoders that reached their outcome:
 // a buffer is most of what a streamed turn allocates, and the next stream

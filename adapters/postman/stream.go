@@ -33,9 +33,27 @@ type Stream struct {
 	stop     func() bool       // stops the watch of lastCtx
 	closed   bool
 	logged   bool
-	evidence bool   // WithStreamEvidence: the exchange event carries the summary's evidence
-	chatType string // input.chatType of the request
-	first    bool   // the first event was returned (debug log)
+	evidence bool        // WithStreamEvidence: the exchange event carries the summary's evidence
+	chatType string      // input.chatType of the request
+	first    bool        // the first event was returned (debug log)
+	noted    bool        // UpstreamRequest.Noted: the caller's access line carries note
+	note     []slog.Attr // the outcome for the access line, once known (OutcomeNote)
+}
+
+// Buffered implements ports.Buffered: Next returns without reading the
+// body when an event of an earlier read is queued or the outcome is known.
+func (s *Stream) Buffered() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.d.buffered()
+}
+
+// OutcomeNote implements ports.OutcomeNoter: the attributes of the stream's
+// end line ("upstream stream complete" or "failed"), nil before its outcome.
+func (s *Stream) OutcomeNote() []slog.Attr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.note
 }
 
 // newReaderStream decodes a body from any reader, without HTTP (tests, fuzzing
@@ -60,7 +78,7 @@ func (s *Stream) Next(ctx context.Context) (chat.Event, error) {
 		}
 		s.watch(ctx)
 	}
-	ev, err := s.d.next(ports.BeforeWaitFunc(ctx))
+	ev, err := s.d.next()
 	if err == nil && !s.first {
 		s.first = true
 		s.log.LogAttrs(s.logContext(), slog.LevelDebug, "upstream first event",
@@ -184,10 +202,11 @@ func (s *Stream) finished() {
 		}
 	}
 	lctx := s.logContext()
-	// The request's access line carries the outcome as its group "upstream";
-	// then a completed stream's own line is a debug line. A failure stays a
-	// warning.
-	level = ports.OwnLineLevel(ports.NoteRequest(lctx, "upstream", attrs...), level)
+	// The request's access line carries the outcome as its group "upstream"
+	// (OutcomeNote) when the caller said so; then a completed stream's own
+	// line is a debug line. A failure stays a warning.
+	s.note = attrs
+	level = ports.OwnLineLevel(s.noted, level)
 	s.log.LogAttrs(lctx, level, msg, attrs...)
 	if s.log.Enabled(lctx, slog.LevelDebug) {
 		row := ""

@@ -26,11 +26,12 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return c.chunkReader.Read(p)
 }
 
-// The stream calls the ports.BeforeWait hook right before every read of the
-// body, and only then: the events of one read are all returned before the
-// next call, so a renderer that holds them until the hook writes each read's
-// events in one write and never holds one across a wait.
-func TestStreamCallsTheWaitHookBeforeEveryReadOnly(t *testing.T) {
+// The stream says it would read (ports.Buffered false) right before every
+// read of the body, and only then: the events of one read are all returned
+// before the next read, so a renderer that holds them until the stream would
+// wait writes each read's events in one write and never holds one across a
+// wait.
+func TestStreamSaysItWouldWaitBeforeEveryReadOnly(t *testing.T) {
 	is := is.New(t)
 	ev := func(text string) string {
 		return `data: {"eventType":"textChunk","data":{"textContent":"` + text + `","metadata":{"model":"GPT_55"}}}` + "\n\n"
@@ -40,10 +41,14 @@ func TestStreamCallsTheWaitHookBeforeEveryReadOnly(t *testing.T) {
 	r := &countingReader{chunkReader: chunkReader{parts: [][]byte{[]byte(first), []byte(second)}}}
 	s := postman.NewReaderStream(r, postman.ReaderConfig{Rule: completion.RuleLegacyDone, MaxEventBytes: 1 << 20,
 		MaxOutputBytes: 1 << 20, MaxToolArgumentBytes: 1 << 20, Observed: []string{"GPT_55"}})
-	var log bytes.Buffer // "w" per hook call, the text of each text event
-	ctx := ports.WithBeforeWait(context.Background(), func() { log.WriteByte('w') })
+	var log bytes.Buffer // "w" per read the stream said it would wait for, the text of each text event
 	for {
-		e, err := s.Next(ctx)
+		reads, buffered := r.reads, ports.IsBuffered(s)
+		if !buffered {
+			log.WriteByte('w')
+		}
+		e, err := s.Next(context.Background())
+		is.Equal(r.reads > reads, !buffered) // a read exactly when it said it would wait
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -52,8 +57,9 @@ func TestStreamCallsTheWaitHookBeforeEveryReadOnly(t *testing.T) {
 			log.WriteString(e.Text)
 		}
 	}
-	is.Equal(log.String(), "wabwcw") // one call before each of the three reads (the last one reads the EOF)
+	is.Equal(log.String(), "wabwcw") // said before each of the three reads (the last one reads the EOF)
 	is.Equal(r.reads, 3)
+	is.True(ports.IsBuffered(s)) // the end is known: Next reads no more
 }
 
 // A stream that reached its outcome gives its read buffer to the next one;

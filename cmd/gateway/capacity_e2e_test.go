@@ -87,9 +87,9 @@ func TestAClientThatMovesOnFreesItsGroupAtOnce(t *testing.T) {
 			is.Equal(health["live_groups"], float64(1))          // only the new group is live
 			states := health["groups_by_state"].(map[string]any) //
 			is.Equal(states["CANCELLED"], float64(1))            // the old one is cancelled
-			eventually(t, "the cancel is counted by its declared row", func() bool {
-				return value(scrapeWithKey(t, s), "pmgate_correlation_transitions_total", "row", "C28") == 1
-			})
+			// metrics count inline: the cancel is counted by its declared row
+			// when the answer is written, with no wait for a subscriber
+			is.Equal(value(scrapeWithKey(t, s), "pmgate_correlation_transitions_total", "row", "C28"), float64(1))
 			status, _, e = turnResult(t, s, chatBody(t, testModel, cont, toolsJSON, ""))
 			is.Equal(status, 409)                         // the old calls' results come too late
 			is.Equal(e.Error.Code, "tool_call_cancelled") // and say why

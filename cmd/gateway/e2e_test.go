@@ -49,7 +49,9 @@ type served struct {
 // access line after its response has gone out, so String first waits (at
 // most 5 s) until every answered request's line is written: a test that read
 // a response finds its line, as a reader of the log file would a moment
-// later.
+// later. The rows the machines applied are logged by a queued subscriber of
+// the gateway's events: String hands it every event observed so far
+// (Observers.Flush, a barrier), so no test polls the log for them.
 type gatewayLogs struct {
 	buf *syncBuffer
 	ln  atomic.Pointer[httpapi.Listener]
@@ -70,6 +72,11 @@ func (l *gatewayLogs) String() string {
 		for deadline := time.Now().Add(5 * time.Second); ln.AfterResponsePending() > 0 && time.Now().Before(deadline); {
 			time.Sleep(time.Millisecond)
 		}
+	}
+	if g := l.gw.Load(); g != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = g.events.Flush(ctx)
+		cancel()
 	}
 	return l.buf.String()
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"log/slog"
 	"maps"
 	"slices"
 	"sync"
@@ -192,6 +193,10 @@ type probeStream struct {
 	observed []string
 	done     bool
 }
+
+// Buffered and OutcomeNote pass the stream's own on.
+func (s *probeStream) Buffered() bool           { return ports.IsBuffered(s.Stream) }
+func (s *probeStream) OutcomeNote() []slog.Attr { return ports.OutcomeNoteOf(s.Stream) }
 
 func (s *probeStream) Next(ctx context.Context) (chat.Event, error) {
 	ev, err := s.Stream.Next(ctx)

@@ -133,6 +133,10 @@ func (t *tracedStream) Next(ctx context.Context) (chat.Event, error) {
 	return ev, err
 }
 
+// Buffered and OutcomeNote pass the stream's own on.
+func (t *tracedStream) Buffered() bool           { return ports.IsBuffered(t.Stream) }
+func (t *tracedStream) OutcomeNote() []slog.Attr { return ports.OutcomeNoteOf(t.Stream) }
+
 func (t *tracedStream) Close() error {
 	if t.ended.CompareAndSwap(false, true) {
 		t.span.End()

@@ -13,11 +13,11 @@ func init() {
 			"case r.RetryCount >= 1 || req.Client == budget.ClientClaudeCode:",
 			"case r.RetryCount >= 1 || (false && req.Client == budget.ClientClaudeCode):", "./app/", "ClaudeCodesOwn"},
 		mutant{"a first attempt whose client left is not read to its end", "app/attempt.go",
-			"\tfor !t.ended {\n\t\t_, _ = t.step(quiet)\n\t}", "\t_ = quiet", "./app/", "ClientLeft"},
+			"\tfor !t.ended {\n\t\td, err := t.inner.Next(t.ctx)\n\t\t_ = t.step(d, err)\n\t}", "", "./app/", "ClientLeft"},
 		mutant{"an attempt that dispatched nothing holds its retry back", "app/attempt.go",
-			"case err != nil && (t.meter.Dispatches == 0 || errs.Has(err, errs.UpstreamConversationLost)):", "case err != nil && (false || errs.Has(err, errs.UpstreamConversationLost)):", "./app/", "DispatchedNothing"},
+			"case err != nil && (t.sum.Dispatches == 0 || errs.Has(err, errs.UpstreamConversationLost)):", "case err != nil && (false || errs.Has(err, errs.UpstreamConversationLost)):", "./app/", "DispatchedNothing"},
 		mutant{"a failed attempt's retry is dispatched again", "app/attempt.go",
-			"case err != nil && (t.meter.Dispatches == 0 || errs.Has(err, errs.UpstreamConversationLost)):", "case err != nil:", "./app/", "FailedAttempt"},
+			"case err != nil && (t.sum.Dispatches == 0 || errs.Has(err, errs.UpstreamConversationLost)):", "case err != nil:", "./app/", "FailedAttempt"},
 		mutant{"an Idempotency-Key with another body gets the recorded outcome", "app/attempt.go",
 			"if explicit && ok && rec.BodyHash != bodyHash {", "if false {", "./app/", "IdempotencyKey"},
 		mutant{"an attempt whose client left without a retry is never released", "app/attempt.go",
@@ -29,6 +29,6 @@ func init() {
 		mutant{"a replayed answer is not disclosed", "adapters/httpapi/handlers.go",
 			"\tif rp, ok := turn.(app.Replayed); ok && rp.Replayed() {", "\tif rp, ok := turn.(app.Replayed); ok && rp.Replayed() && false {", "./cmd/gateway/", "TestAnIdempotencyKeyGetsTheRecordedOutcome"},
 		mutant{"a lost conversation's re-send gets the recorded 410", "app/attempt.go",
-			"case err != nil && (t.meter.Dispatches == 0 || errs.Has(err, errs.UpstreamConversationLost)):", "case err != nil && t.meter.Dispatches == 0:", "./app/", "LostConversation"},
+			"case err != nil && (t.sum.Dispatches == 0 || errs.Has(err, errs.UpstreamConversationLost)):", "case err != nil && t.sum.Dispatches == 0:", "./app/", "LostConversation"},
 	)
 }

@@ -17,9 +17,9 @@ func init() {
 		mutant{"query_chars without the history's tool-call arguments", "app/usage.go",
 			"\t\tfor _, c := range m.ToolCalls {\n\t\t\tn += usage.Chars(c.Arguments)\n\t\t}\n", "", "./app/", "QueryChars"},
 		mutant{"query_chars of a continued conversation counts the whole history", "app/gateway.go",
-			"m.Dispatches, m.QueryChars = 1, contentChars(up.Chat.Messages)", "m.Dispatches, m.QueryChars = 1, contentChars(req.Messages)", "./app/", "QueryChars"},
+			"sum.Dispatches, sum.QueryChars = 1, contentChars(up.Chat.Messages)", "sum.Dispatches, sum.QueryChars = 1, contentChars(req.Messages)", "./app/", "QueryChars"},
 		mutant{"output_chars without the tool-call arguments received", "app/turn.go",
-			"t.meter.OutputChars += usage.Chars(c.Arguments())", "_ = c", "./app/", "OutputChars"},
+			"t.sum.OutputChars += usage.Chars(c.Arguments())", "_ = c", "./app/", "OutputChars"},
 		mutant{"the views read yesterday's counts as today's", "app/usage.go",
 			"bs[k] = b.At(now, usage.Limits{})", "bs[k], _ = b, now", "./app/", "PastWindows"},
 		// The budget and usage views (httpapi).

@@ -5,8 +5,8 @@
 //
 // The batching rule: an event is held, not written, when it is emitted. The
 // held events are written together, in one write and one flush, when the
-// turn is about to wait for the upstream (Flush, the ports.BeforeWait hook of
-// the stream), and at the end in one last write that is not flushed (End:
+// turn is about to wait for the upstream (Flush, called when the turn's
+// TryNext found no event at hand), and at the end in one last write that is not flushed (End:
 // the handler returns next, and net/http sends it with the terminating
 // chunk). What arrived in one upstream read reaches the client in one write,
 // and nothing waits for an event that has not arrived.
