@@ -18,7 +18,7 @@ test:
 	$(GO) test -race -count=1 $(PKGS)
 
 ## test-clients: the client conformance suite (openai-go, the openai npm SDK, 9router, Claude Code,
-## opencode, the AI SDK, Codex CLI; gemini-cli and @google/genai with PMGATE_CLIENTS_GEMINI=1) against the
+## opencode, the AI SDK, Codex CLI, gemini-cli and @google/genai) against the
 ## emulator, both strategies. Installs the pinned npm packages of clients/js and clients/codex and the Go
 ## modules first (registries only), then runs the tests in a network namespace that has only loopback
 ## (scripts/netns.sh); bin/clients-report.txt lists outbound attempts and sizes.

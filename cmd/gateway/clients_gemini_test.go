@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 )
@@ -16,16 +15,6 @@ import (
 // The Gemini API's client suites (gemini-cli, the @google/genai SDK) run
 // through the same observer as the others: its recording proxy also forwards
 // /v1beta/, and analyzeGemini judges what the gateway answered there.
-
-// geminiSuitesGated reports whether a suite of the Gemini API is left out of
-// this run: they need the gateway's Gemini routes, so until those are on
-// main they run only with PMGATE_CLIENTS_GEMINI=1.
-func geminiSuitesGated(suite nodeSuite) bool {
-	return geminiSuites[suite.client] && os.Getenv("PMGATE_CLIENTS_GEMINI") != "1"
-}
-
-// geminiSuites are the node suites of the Gemini API.
-var geminiSuites = map[string]bool{"gemini-cli": true, "genai-node": true}
 
 // isGeminiPath: the /v1beta routes, and the POST ones of /v1 that @google/genai uses by default.
 func isGeminiPath(path string) bool {

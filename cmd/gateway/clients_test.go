@@ -1061,9 +1061,6 @@ type nodeEvent struct {
 // top-level tests into a subtest named after its scenario.
 func runNodeSuite(t *testing.T, suite nodeSuite, env []string) {
 	client, file := suite.client, suite.file
-	if geminiSuitesGated(suite) {
-		t.Skipf("%s: skipped: the Gemini API's suites run only with PMGATE_CLIENTS_GEMINI=1 until its routes are on main", client)
-	}
 	required := os.Getenv("PMGATE_CLIENTS") == "1"
 	dir, err := filepath.Abs(clientsJSDir)
 	if err != nil {
