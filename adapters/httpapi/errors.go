@@ -216,10 +216,26 @@ func public(ctx context.Context, err error) (errorBody, errs.Entry, int) {
 	return errorBody{Error: errorObject{Message: msg, Type: string(e.Type), Param: param, Code: string(e.Code)}}, e, status
 }
 
+// writeShapedError writes err in the shape body gives it (another API's
+// than OpenAI's): the catalog's entry and status, the code header, the retry
+// headers and the log note, as every error.
+func writeShapedError[T any](s *server, w http.ResponseWriter, r *http.Request, err error, body func(context.Context, error) (T, errs.Entry, int)) {
+	ctx := r.Context()
+	b, e, status := body(ctx, err)
+	s.noteError(ctx, e, err)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set(errorCodeHeader, string(e.Code))
+	setRetryHeaders(h, e, status, err)
+	w.WriteHeader(status)
+	out, _ := json.Marshal(b) // plain strings only: cannot fail
+	_, _ = w.Write(append(out, '\n'))
+}
+
 // writeError writes every failure of the API: the OpenAI error body (or, on
-// the Anthropic routes, writeAnthropicError's) through writeOpenAIError, and
-// logs internal errors (redacted); clients only ever see the generic internal
-// message.
+// the Anthropic and Gemini routes, writeAnthropicError's and
+// writeGeminiError's) through writeOpenAIError, and logs internal errors
+// (redacted); clients only ever see the generic internal message.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ctx := r.Context()
 	if infoFrom(ctx).anthropic {

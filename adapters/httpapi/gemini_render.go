@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -524,14 +523,5 @@ func geminiBody(ctx context.Context, err error) (geminiError, errs.Entry, int) {
 // writeGeminiError is writeError on the Gemini routes: the same catalog,
 // statuses, retry headers and logging, in the Gemini shape.
 func (s *server) writeGeminiError(w http.ResponseWriter, r *http.Request, err error) {
-	ctx := r.Context()
-	body, e, status := geminiBody(ctx, err)
-	s.noteError(ctx, e, err)
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set(errorCodeHeader, string(e.Code))
-	setRetryHeaders(h, e, status, err)
-	w.WriteHeader(status)
-	b, _ := json.Marshal(body) // plain strings only: cannot fail
-	_, _ = w.Write(append(b, '\n'))
+	writeShapedError(s, w, r, err, geminiBody)
 }

@@ -286,16 +286,7 @@ func anthropicBody(ctx context.Context, err error) (anthropicError, errs.Entry, 
 // writeAnthropicError is writeError on the Anthropic routes: the same
 // catalog, retry headers and logging, in the Anthropic shape and statuses.
 func (s *server) writeAnthropicError(w http.ResponseWriter, r *http.Request, err error) {
-	ctx := r.Context()
-	body, e, status := anthropicBody(ctx, err)
-	s.noteError(ctx, e, err)
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set(errorCodeHeader, string(e.Code))
-	setRetryHeaders(h, e, status, err)
-	w.WriteHeader(status)
-	b, _ := json.Marshal(body) // plain strings only: cannot fail
-	_, _ = w.Write(append(b, '\n'))
+	writeShapedError(s, w, r, err, anthropicBody)
 }
 
 // noteError records the code of a failure for the access log and logs an

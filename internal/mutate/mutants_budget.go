@@ -25,7 +25,8 @@ func init() {
 			"\tif b.TokensAt.After(now) {\n\t\tnow = b.TokensAt\n\t}", "", "./adapters/memstore/", "Usage"},
 		mutant{"a clock behind the budget's day reopens the old day", "domain/usage/usage.go",
 			"err == nil && d.After(now) {", "err == nil && false && d.After(now) {", "./domain/usage/", "ClockBehind"},
-		mutant{"the Messages API's key refusal without its wait", "adapters/httpapi/messages_render.go",
-			"setRetryHeaders(h, e, status, err)", "setRetryHeaders(h, e, status, nil)", "./adapters/httpapi/", "RefusalsHaveTheirRetryHeaders"},
+		mutant{"the Messages API's key refusal without its wait", "adapters/httpapi/errors.go",
+			"\tsetRetryHeaders(h, e, status, err)\n\tw.WriteHeader(status)\n\tout, _ :=", "\tsetRetryHeaders(h, e, status, nil)\n\tw.WriteHeader(status)\n\tout, _ :=",
+			"./adapters/httpapi/", "RefusalsHaveTheirRetryHeaders"},
 	)
 }
