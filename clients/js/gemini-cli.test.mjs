@@ -186,15 +186,15 @@ for (const sc of faults) {
 // (gemini-cli resends the whole history, tool rounds included; 0.61.0 sends
 // each functionResponse of a resumed history twice); every later turn must
 // continue the upstream conversation with only the new prompt. Two turns in
-// both strategies, with and without a tool round in the first; 25 turns (a
-// tool round every fifth) once, in web_session.
+// both strategies, with and without a tool round in the first; and 25 turns
+// (a tool round every fifth), also in both.
 const sessions = [
   { turns: 2, name: "recipe, 2-turn session (--resume latest)", toolAt: () => false },
   { turns: 2, name: "recipe, 2-turn session after a tool round (--resume latest)", toolAt: (t) => t === 1 },
   { turns: 25, name: "recipe, 25-turn session (--resume latest)", toolAt: (t) => t % 5 === 0 },
 ];
 for (const { turns, name, toolAt } of sessions) {
-  test(`gemini-cli ${name}`, { timeout: turns * 60_000, skip: turns > 2 && e.strategy !== "web_session" && "runs once, in web_session" }, async () => {
+  test(`gemini-cli ${name}`, { timeout: turns * 60_000 }, async () => {
     const home = new GeminiHome(marker(), { tools: recipeTools, maxAttempts: 1 });
     try {
       let largest = 0;
