@@ -182,6 +182,31 @@ for (const sc of faults) {
   });
 }
 
+// A failure in the middle of a session does not end it: after a broken stream
+// or the service's loop gate in the answer to a tool result, the next prompt
+// (`--resume latest`, which resends the whole history, that tool round
+// included) is answered, and the result that already went upstream is
+// history: it is not dispatched again.
+for (const sc of ["failure_after_text", "loop_approval"]) {
+  test(`gemini-cli session goes on after ${sc} in a tool round`, { timeout: 240_000 }, async () => {
+    const m = marker();
+    const home = new GeminiHome(m, { tools: recipeTools, maxAttempts: 1 });
+    try {
+      home.onceAt(1, `#scenario=${sc}`);
+      const first = await turn(home, { prompt: loopPrompt(m, 1) });
+      failed(first);
+      assert.ok(first.seen.toolResponses <= 1, `the tool result went upstream at most once\n${first.diag}`);
+      const r = await turn(home, { prompt: `Turn 2: say something. ${marker()} #loop=0`, resume: true });
+      await note(`session after ${sc}`, `turn 2: upstream ${querySizes(r.seen.queries)}; continued ${r.seen.continued}`);
+      succeeded(r);
+      assert.equal(r.seen.toolResponses, 0, `the earlier tool result was not dispatched again\n${r.diag}`);
+      for (const x of r.seen.queries) assert.ok(x.query_chars <= queryLimit, r.diag);
+    } finally {
+      home.remove();
+    }
+  });
+}
+
 // A session: `gemini -p`, then `gemini -p --resume latest` in the same home
 // (gemini-cli resends the whole history, tool rounds included; 0.61.0 sends
 // each functionResponse of a resumed history twice); every later turn must
