@@ -563,20 +563,33 @@ func checkPartKinds(ip string, pt *gemini.Part) error {
 	return nil
 }
 
-// pendingCall is a function call of the previous model content, waiting for
-// its response.
-type pendingCall struct {
-	id, name string
-	answered bool
-	response []byte // the response that answered it, as sent
+// geminiWords are the Gemini API's words for the pairing rule.
+var geminiWords = pairWords{
+	unanswered: func(at int, ids []string) error {
+		return invalid("contents."+strconv.Itoa(at+1), "the function calls "+strings.Join(ids, ", ")+
+			" of the model content before have no functionResponse here; every call must be answered in the next content.")
+	},
+	badID: func(at string) error { return invalid(at+".id", "must match ^[a-zA-Z0-9_-]+$.") },
+	repeatedID: func(at, id string) error {
+		return invalid(at+".id", "repeats the id of an earlier call: "+id+".")
+	},
+	late: func(at string) error {
+		return invalid(at, "functionResponse parts must come first in the content, before any text.")
+	},
+	empty:  func(at string) error { return invalid(at+".parts", "must hold text.") },
+	noUser: func() error { return invalid("contents", "must hold a user content.") },
+	final: func(last int) error {
+		return unsupported("contents."+strconv.Itoa(last), "a final model content cannot be continued by the upstream; end with a user content.")
+	},
 }
 
 // geminiContents translates contents. A model content's functionCall parts
 // must carry their id (the gateway issues one with every call); the next
-// content, a user content, must answer every one of them with a
-// functionResponse part: by its id, or, when it has none, by its name when
-// exactly one unanswered call has that name; anything else is refused, never
-// guessed. Thought parts (another backend's) are dropped.
+// content, a user content, answers them under the pairing rule (pairing),
+// in the Gemini API's words: a functionResponse part pairs by its id, or,
+// when it has none, by its name when exactly one unanswered call has that
+// name; anything else is refused, never guessed. Thought parts (another
+// backend's) are dropped.
 func (s *server) geminiContents(a gemini.Array[gemini.Object[gemini.Content]]) ([]chat.Message, error) {
 	if !a.IsArray() {
 		return nil, invalid("contents", "is required and must be an array.")
@@ -585,9 +598,7 @@ func (s *server) geminiContents(a gemini.Array[gemini.Object[gemini.Content]]) (
 		return nil, invalid("contents", "must not be empty.")
 	}
 	var out []chat.Message
-	var pending []pendingCall
-	pendingAt := -1
-	seen := map[string]bool{}
+	pr := newPairing(&geminiWords)
 	for i, item := range a.Items {
 		p := "contents." + strconv.Itoa(i)
 		if !item.IsObject() {
@@ -611,61 +622,34 @@ func (s *server) geminiContents(a gemini.Array[gemini.Object[gemini.Content]]) (
 		}
 		switch role.V {
 		case "model":
-			if len(pending) > 0 {
-				return nil, unansweredCalls(pendingAt, pending)
-			}
-			m, calls, err := modelParts(p, parts.Items, seen)
-			if err != nil {
+			if err := modelParts(&pr, p, parts.Items); err != nil {
 				return nil, err
 			}
-			if m.Content == nil && len(m.ToolCalls) == 0 {
-				continue // thoughts only
+			if m, ok := pr.endAssistant(i); ok {
+				out = append(out, m)
 			}
-			out = append(out, m)
-			pending, pendingAt = calls, i
 		case "", "user":
-			msgs, err := s.userParts(p, parts.Items, pending, pendingAt)
+			msgs, err := s.userParts(&pr, p, parts.Items)
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, msgs...)
-			pending, pendingAt = nil, -1
 		default:
 			return nil, invalid(p+".role", `must be "user" or "model".`)
 		}
 	}
-	if len(out) == 0 {
-		return nil, invalid("contents", "must hold a user content.")
-	}
-	if len(pending) > 0 {
-		return nil, unansweredCalls(pendingAt, pending)
-	}
-	if out[len(out)-1].Role == chat.RoleAssistant {
-		return nil, unsupported("contents."+strconv.Itoa(len(a.Items)-1), "a final model content cannot be continued by the upstream; end with a user content.")
+	if err := pr.end(out, len(a.Items)); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-// unansweredCalls refuses function calls without responses in the next
-// content.
-func unansweredCalls(at int, pending []pendingCall) error {
-	var ids []string
-	for _, c := range pending {
-		if !c.answered {
-			ids = append(ids, c.id)
-		}
-	}
-	return invalid("contents."+strconv.Itoa(at+1), "the function calls "+strings.Join(ids, ", ")+
-		" of the model content before have no functionResponse here; every call must be answered in the next content.")
-}
-
-// modelParts reads a model content: text parts joined, functionCall parts
+// modelParts reads a model content into pr: text parts, functionCall parts
 // as tool calls (args as sent), thought parts dropped.
-func modelParts(p string, parts []gemini.Object[gemini.Part], seen map[string]bool) (chat.Message, []pendingCall, error) {
-	m := chat.Message{Role: chat.RoleAssistant}
-	var text strings.Builder
-	hasText := false
-	var calls []pendingCall
+func modelParts(pr *pairing, p string, parts []gemini.Object[gemini.Part]) error {
+	if err := pr.assistant(p); err != nil {
+		return err
+	}
 	for j := range parts {
 		pt := &parts[j].V
 		ip := p + ".parts." + strconv.Itoa(j)
@@ -673,23 +657,19 @@ func modelParts(p string, parts []gemini.Object[gemini.Part], seen map[string]bo
 		case pt.Thought.V:
 		case pt.FunctionCall.Kind != 0 && pt.FunctionCall.Kind != 'n':
 			if !pt.FunctionCall.IsObject() {
-				return m, nil, invalid(ip+".functionCall", "must be an object.")
+				return invalid(ip+".functionCall", "must be an object.")
 			}
 			fc := &pt.FunctionCall.V
 			if !fc.ID.IsString() || fc.ID.V == "" {
-				return m, nil, invalid(ip+".functionCall.id", "is required: this gateway gives every call an id and pairs its response by it; send the call as it was received.")
+				return invalid(ip+".functionCall.id", "is required: this gateway gives every call an id and pairs its response by it; send the call as it was received.")
 			}
 			id := fc.ID.V
-			if !validToolID(id) {
-				return m, nil, invalid(ip+".functionCall.id", "must match ^[a-zA-Z0-9_-]+$.")
+			if err := pr.callID(ip+".functionCall", id); err != nil {
+				return err
 			}
-			if seen[id] {
-				return m, nil, invalid(ip+".functionCall.id", "repeats the id of an earlier call: "+id+".")
-			}
-			seen[id] = true
 			name, err := wireReqString(fc.Name, ip+".functionCall.name")
 			if err != nil {
-				return m, nil, err
+				return err
 			}
 			args := "{}"
 			switch fc.Args.Kind() {
@@ -697,154 +677,107 @@ func modelParts(p string, parts []gemini.Object[gemini.Part], seen map[string]bo
 			case '{':
 				args = string(fc.Args)
 			default:
-				return m, nil, invalid(ip+".functionCall.args", "must be an object.")
+				return invalid(ip+".functionCall.args", "must be an object.")
 			}
-			m.ToolCalls = append(m.ToolCalls, chat.ToolCall{ID: id, Name: name, Arguments: args})
-			calls = append(calls, pendingCall{id: id, name: name})
+			pr.call(id, name, args)
 		case pt.Text.IsString():
-			text.WriteString(pt.Text.V)
-			hasText = hasText || pt.Text.V != ""
+			pr.assistantText(pt.Text.V)
 		case pt.FunctionResponse.Kind != 0 && pt.FunctionResponse.Kind != 'n':
-			return m, nil, invalid(ip+".functionResponse", "belongs in a user content.")
+			return invalid(ip+".functionResponse", "belongs in a user content.")
 		default:
-			return m, nil, invalid(ip, "must hold text or a functionCall.")
+			return invalid(ip, "must hold text or a functionCall.")
 		}
 	}
-	if hasText {
-		t := text.String()
-		m.Content = &t
-	}
-	return m, calls, nil
+	return nil
 }
 
-// userParts reads a user content. After a model content with function calls
-// (pending) its functionResponse parts answer every call once, in any
-// order, and become tool messages; text after them is added to the last
-// result (and kept as its Trailing), as the Messages API's text after
-// tool_result blocks is. Otherwise its text parts are one user message.
-func (s *server) userParts(p string, parts []gemini.Object[gemini.Part], pending []pendingCall, pendingAt int) ([]chat.Message, error) {
-	var results []chat.Message
-	var text strings.Builder
-	hasText := false
+// userParts reads a user content into pr: functionResponse parts answer the
+// pending calls, text parts are its text.
+func (s *server) userParts(pr *pairing, p string, parts []gemini.Object[gemini.Part]) ([]chat.Message, error) {
+	pr.user(p)
 	for j := range parts {
 		pt := &parts[j].V
 		ip := p + ".parts." + strconv.Itoa(j)
 		switch {
 		case pt.Thought.V:
 		case pt.FunctionResponse.Kind != 0 && pt.FunctionResponse.Kind != 'n':
-			if hasText {
-				return nil, invalid(ip, "functionResponse parts must come first in the content, before any text.")
+			if err := pr.answerAt(ip); err != nil {
+				return nil, err
 			}
 			if !pt.FunctionResponse.IsObject() {
 				return nil, invalid(ip+".functionResponse", "must be an object.")
 			}
-			id, content, err := s.functionResponse(ip+".functionResponse", &pt.FunctionResponse.V, pending)
-			if err != nil {
+			if err := s.functionResponse(pr, ip+".functionResponse", &pt.FunctionResponse.V); err != nil {
 				return nil, err
 			}
-			if id == "" {
-				continue // the same response again (see functionResponse)
-			}
-			results = append(results, chat.Message{Role: chat.RoleTool, ToolCallID: id, Content: &content})
 		case pt.Text.IsString():
-			if text.Len() > 0 && pt.Text.V != "" {
-				text.WriteString("\n\n")
-			}
-			text.WriteString(pt.Text.V)
-			hasText = true
+			pr.userText(pt.Text.V)
 		case pt.FunctionCall.Kind != 0 && pt.FunctionCall.Kind != 'n':
 			return nil, invalid(ip+".functionCall", "belongs in a model content.")
 		default:
 			return nil, invalid(ip, "must hold text or a functionResponse.")
 		}
 	}
-	for _, c := range pending {
-		if !c.answered {
-			return nil, unansweredCalls(pendingAt, pending)
-		}
-	}
-	if len(results) == 0 {
-		if !hasText {
-			return nil, invalid(p+".parts", "must hold text.")
-		}
-		t := text.String()
-		return []chat.Message{{Role: chat.RoleUser, Content: &t}}, nil
-	}
-	if hasText && text.Len() > 0 {
-		last := results[len(results)-1].Content
-		joined := *last + "\n\n" + text.String()
-		results[len(results)-1].Content = &joined
-		results[len(results)-1].Trailing = text.String()
-	}
-	return results, nil
+	return pr.endUser()
 }
 
-// functionResponse pairs one functionResponse with a pending call and reads
-// its result: by id when it has one (its name must agree), else by name
-// when exactly one unanswered call has it. response {"output": text} is the
-// text, {"error": text} the text marked as a tool error, any other object
-// its JSON. A response that repeats, byte for byte, the one that already
-// answered its call (by id) is the same result: gemini-cli 0.61 replays
-// every functionResponse twice in a resumed session's history. It returns
-// the id "" then, and the caller drops it; a different second answer is
-// refused.
-func (s *server) functionResponse(fp string, fr *gemini.FunctionResponse, pending []pendingCall) (string, string, error) {
+// functionResponse pairs one functionResponse with a pending call and
+// records its result: by id when it has one (its name must agree), else by
+// name when exactly one unanswered call has it. response {"output": text} is
+// the text, {"error": text} the text marked as a tool error, any other
+// object its JSON. A response that repeats, byte for byte, the one that
+// already answered its call (by id) is the same result: gemini-cli 0.61
+// replays every functionResponse twice in a resumed session's history; it
+// is dropped. A different second answer is refused.
+func (s *server) functionResponse(pr *pairing, fp string, fr *gemini.FunctionResponse) error {
 	if !gemini.Absent(fr.Name.Kind) && !fr.Name.IsString() {
-		return "", "", invalid(fp+".name", "must be a string.")
+		return invalid(fp+".name", "must be a string.")
 	}
 	var call *pendingCall
 	if id := fr.ID; !gemini.Absent(id.Kind) && !(id.IsString() && id.V == "") {
 		if !id.IsString() {
-			return "", "", invalid(fp+".id", "must be a string.")
+			return invalid(fp+".id", "must be a string.")
 		}
-		for i := range pending {
-			if pending[i].id == id.V {
-				call = &pending[i]
-			}
-		}
-		if call == nil {
+		if call = pr.find(id.V); call == nil {
 			if !validToolID(id.V) {
-				return "", "", invalid(fp+".id", "matches no function call of the model content before.")
+				return invalid(fp+".id", "matches no function call of the model content before.")
 			}
-			return "", "", invalid(fp+".id", "matches no function call of the model content before: "+id.V+".")
+			return invalid(fp+".id", "matches no function call of the model content before: "+id.V+".")
 		}
 		if fr.Name.IsString() && fr.Name.V != call.name {
-			return "", "", invalid(fp+".name", "is not the name of the call with this id.")
+			return invalid(fp+".name", "is not the name of the call with this id.")
 		}
 	} else {
 		if !fr.Name.IsString() || fr.Name.V == "" {
-			return "", "", invalid(fp+".name", "is required when the response has no id.")
+			return invalid(fp+".name", "is required when the response has no id.")
 		}
-		for i := range pending {
-			if pending[i].name == fr.Name.V && !pending[i].answered {
-				if call != nil {
-					return "", "", invalid(fp+".id", "is required: more than one unanswered call has this name, and a response without an id cannot be paired with one of them.")
-				}
-				call = &pending[i]
-			}
+		var ambiguous bool
+		if call, ambiguous = pr.findName(fr.Name.V); ambiguous {
+			return invalid(fp+".id", "is required: more than one unanswered call has this name, and a response without an id cannot be paired with one of them.")
 		}
 		if call == nil {
-			return "", "", invalid(fp+".name", "names no unanswered function call of the model content before.")
+			return invalid(fp+".name", "names no unanswered function call of the model content before.")
 		}
 	}
 	if call.answered {
 		if fr.ID.IsString() && string(fr.Response) == string(call.response) && absentRaw(fr.Parts) {
-			return "", "", nil
+			return nil
 		}
-		return "", "", invalid(fp, "answers the call "+call.id+" a second time, differently.")
+		return invalid(fp, "answers the call "+call.id+" a second time, differently.")
 	}
-	call.answered, call.response = true, fr.Response
-	if pr := fr.Parts; !gemini.Absent(pr.Kind()) && !(pr.Kind() == '[' && len(strings.TrimSpace(string(pr))) == 2) {
-		return "", "", unsupported(fp+".parts", "multimodal function responses cannot be sent to the upstream.")
+	call.response = fr.Response
+	if parts := fr.Parts; !gemini.Absent(parts.Kind()) && !(parts.Kind() == '[' && len(strings.TrimSpace(string(parts))) == 2) {
+		return unsupported(fp+".parts", "multimodal function responses cannot be sent to the upstream.")
 	}
 	if fr.Response.Kind() != '{' {
-		return "", "", invalid(fp+".response", "is required and must be an object.")
+		return invalid(fp+".response", "is required and must be an object.")
 	}
 	content := responseText(fr.Response)
 	if len(content) > s.cfg.MaxToolResultBytes {
-		return "", "", refuse(errs.RequestTooLarge, fp+".response", "The function response exceeds the per-result size limit.")
+		return refuse(errs.RequestTooLarge, fp+".response", "The function response exceeds the per-result size limit.")
 	}
-	return call.id, content, nil
+	pr.answer(call, content)
+	return nil
 }
 
 // responseText is the text of a function response: {"output": "…"} is its

@@ -260,11 +260,29 @@ func systemText(c messages.Content) (string, error) {
 	return strings.Join(parts, "\n\n"), nil
 }
 
-// messagesList translates the messages. It checks tool-result pairing the
-// way the Anthropic API does (all results of an assistant turn's tool_use
-// blocks in the next user message, before any other content; every id
-// answered, once; ids unique), with its wording, and accepts the results in
-// any order.
+// messagesWords are the Anthropic API's words for the pairing rule.
+var messagesWords = pairWords{
+	unanswered: func(at int, ids []string) error {
+		return invalid("messages."+strconv.Itoa(at+1), "`tool_use` ids were found without `tool_result` blocks immediately after: "+
+			strings.Join(ids, ", ")+". Each `tool_use` block must have a corresponding `tool_result` block in the next message.")
+	},
+	badID: func(at string) error { return invalid(at+".id", "String should match pattern '^[a-zA-Z0-9_-]+$'") },
+	repeatedID: func(at, id string) error {
+		return invalid(at, "`tool_use` ids must be unique: "+id+".")
+	},
+	late: func(at string) error {
+		return invalid(at, "`tool_result` blocks must come first in the user message, before any other content.")
+	},
+	empty:  func(at string) error { return invalid(at+".content", "must not be empty.") },
+	noUser: func() error { return invalid("messages", "must hold a user message.") },
+	final: func(last int) error {
+		return unsupported("messages."+strconv.Itoa(last), "a final assistant message (prefill) cannot be continued by the upstream.")
+	},
+}
+
+// messagesList translates the messages. Tool results pair with the tool_use
+// blocks of the assistant turn before them under the pairing rule
+// (pairing), in the Anthropic API's words.
 func (s *server) messagesList(a wirejson.Array[wirejson.Object[messages.Message]]) ([]chat.Message, error) {
 	if !a.IsArray() {
 		return nil, invalid("messages", "is required and must be an array.")
@@ -273,9 +291,7 @@ func (s *server) messagesList(a wirejson.Array[wirejson.Object[messages.Message]
 		return nil, invalid("messages", "must not be empty.")
 	}
 	var out []chat.Message
-	seenUse := map[string]bool{}
-	var pending []string // tool_use ids of the previous assistant message
-	pendingAt := -1
+	pr := newPairing(&messagesWords)
 	for i, item := range a.Items {
 		p := "messages." + strconv.Itoa(i)
 		if !item.IsObject() {
@@ -291,27 +307,18 @@ func (s *server) messagesList(a wirejson.Array[wirejson.Object[messages.Message]
 		}
 		switch role {
 		case "assistant":
-			if len(pending) > 0 {
-				return nil, unanswered(pendingAt, pending)
-			}
-			m, ids, err := assistantBlocks(p, blocks, seenUse)
-			if err != nil {
+			if err := assistantBlocks(&pr, p, blocks); err != nil {
 				return nil, err
 			}
-			if m.Content == nil && len(m.ToolCalls) == 0 {
-				// An assistant turn of thinking blocks only carries nothing
-				// the upstream can use.
-				continue
+			if m, ok := pr.endAssistant(i); ok {
+				out = append(out, m)
 			}
-			out = append(out, m)
-			pending, pendingAt = ids, i
 		case "user":
-			msgs, err := s.userBlocks(p, blocks, pending, pendingAt)
+			msgs, err := s.userBlocks(&pr, p, blocks)
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, msgs...)
-			pending, pendingAt = nil, -1
 		case "system":
 			// Claude Code (2.1.3xx) sends its environment block as a system
 			// message inside messages; it is system text at that place, and
@@ -327,15 +334,8 @@ func (s *server) messagesList(a wirejson.Array[wirejson.Object[messages.Message]
 			return nil, invalid(p+".role", `must be "user", "assistant" or "system".`)
 		}
 	}
-	if len(out) == 0 {
-		return nil, invalid("messages", "must hold a user message.")
-	}
-	if len(pending) > 0 && out[len(out)-1].Role == chat.RoleAssistant {
-		// A last assistant message (a prefill) with tool calls and no results.
-		return nil, unanswered(pendingAt, pending)
-	}
-	if out[len(out)-1].Role == chat.RoleAssistant {
-		return nil, unsupported("messages."+strconv.Itoa(len(a.Items)-1), "a final assistant message (prefill) cannot be continued by the upstream.")
+	if err := pr.end(out, len(a.Items)); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -358,13 +358,6 @@ func systemBlocksText(p string, blocks []*messages.Block) (string, error) {
 		}
 	}
 	return strings.Join(parts, "\n\n"), nil
-}
-
-// unanswered is the Anthropic API's refusal of tool_use blocks without
-// results in the next message.
-func unanswered(at int, ids []string) error {
-	return invalid("messages."+strconv.Itoa(at+1), "`tool_use` ids were found without `tool_result` blocks immediately after: "+
-		strings.Join(ids, ", ")+". Each `tool_use` block must have a corresponding `tool_result` block in the next message.")
 }
 
 // contentBlocks reads content as a string (one text block) or an array of
@@ -420,57 +413,46 @@ func refuseBlock(bp string, b *messages.Block) error {
 	return invalid(bp+".type", "is not a known content block type here.")
 }
 
-// assistantBlocks reads an assistant turn: text blocks joined, tool_use
+// assistantBlocks reads an assistant turn into pr: text blocks, tool_use
 // blocks as tool calls (input as sent: echoed arguments compare as JSON
 // values), thinking and redacted_thinking from earlier turns dropped (the
 // gateway never emits them; another backend's carry nothing the upstream can
 // use).
-func assistantBlocks(p string, blocks []*messages.Block, seen map[string]bool) (chat.Message, []string, error) {
-	m := chat.Message{Role: chat.RoleAssistant}
-	var text strings.Builder
-	hasText := false
-	var ids []string
+func assistantBlocks(pr *pairing, p string, blocks []*messages.Block) error {
+	if err := pr.assistant(p); err != nil {
+		return err
+	}
 	for j, b := range blocks {
 		bp := p + ".content." + strconv.Itoa(j)
 		switch b.Type.V {
 		case "text":
 			t, err := blockText(bp, b)
 			if err != nil {
-				return m, nil, err
+				return err
 			}
-			text.WriteString(t)
-			hasText = hasText || t != ""
+			pr.assistantText(t)
 		case "tool_use":
 			id, err := wireReqString(b.ID, bp+".id")
 			if err != nil {
-				return m, nil, err
+				return err
 			}
-			if !validToolID(id) {
-				return m, nil, invalid(bp+".id", "String should match pattern '^[a-zA-Z0-9_-]+$'")
+			if err := pr.callID(bp, id); err != nil {
+				return err
 			}
-			if seen[id] {
-				return m, nil, invalid(bp, "`tool_use` ids must be unique: "+id+".")
-			}
-			seen[id] = true
 			name, err := wireReqString(b.Name, bp+".name")
 			if err != nil {
-				return m, nil, err
+				return err
 			}
 			if b.Input.Kind() != '{' {
-				return m, nil, invalid(bp+".input", "is required and must be an object.")
+				return invalid(bp+".input", "is required and must be an object.")
 			}
-			m.ToolCalls = append(m.ToolCalls, chat.ToolCall{ID: id, Name: name, Arguments: string(b.Input)})
-			ids = append(ids, id)
+			pr.call(id, name, string(b.Input))
 		case "thinking", "redacted_thinking":
 		default:
-			return m, nil, refuseBlock(bp, b)
+			return refuseBlock(bp, b)
 		}
 	}
-	if hasText {
-		t := text.String()
-		m.Content = &t
-	}
-	return m, ids, nil
+	return nil
 }
 
 // validToolID matches ^[a-zA-Z0-9_-]+$ (the API's tool id pattern), at most
@@ -488,23 +470,12 @@ func validToolID(s string) bool {
 	return true
 }
 
-// userBlocks reads a user turn. After an assistant turn with tool_use blocks
-// (pending), its tool_result blocks come first and answer every id once, in
-// any order; they become tool messages, and text after them (Claude Code
-// appends system reminders there, and the user's next prompt after a failed
-// round) is added to the last result, so the upstream sees it and the
-// message still ends the conversation in results; it is also kept as that
-// result's Trailing, so that when the results are history (their group was
-// dispatched before) it goes up alone as the next user turn.
-// Otherwise its text blocks are one user message.
-func (s *server) userBlocks(p string, blocks []*messages.Block, pending []string, pendingAt int) ([]chat.Message, error) {
-	want := make(map[string]bool, len(pending))
-	for _, id := range pending {
-		want[id] = true
-	}
-	var results []chat.Message
-	var text strings.Builder
-	hasText := false
+// userBlocks reads a user turn into pr: tool_result blocks answer the
+// pending tool_use ids (each once), text blocks are its text (Claude Code
+// appends system reminders after the results, and the user's next prompt
+// after a failed round).
+func (s *server) userBlocks(pr *pairing, p string, blocks []*messages.Block) ([]chat.Message, error) {
+	pr.user(p)
 	for j, b := range blocks {
 		bp := p + ".content." + strconv.Itoa(j)
 		switch b.Type.V {
@@ -513,59 +484,33 @@ func (s *server) userBlocks(p string, blocks []*messages.Block, pending []string
 			if err != nil {
 				return nil, err
 			}
-			if text.Len() > 0 && t != "" {
-				text.WriteString("\n\n")
-			}
-			text.WriteString(t)
-			hasText = true
+			pr.userText(t)
 		case "tool_result":
-			if hasText {
-				return nil, invalid(bp, "`tool_result` blocks must come first in the user message, before any other content.")
+			if err := pr.answerAt(bp); err != nil {
+				return nil, err
 			}
 			id, err := wireReqString(b.ToolUseID, bp+".tool_use_id")
 			if err != nil {
 				return nil, err
 			}
-			if !want[id] {
+			call := pr.find(id)
+			if call == nil || call.answered {
 				if !validToolID(id) {
 					return nil, invalid(bp+".tool_use_id", "String should match pattern '^[a-zA-Z0-9_-]+$'")
 				}
 				return nil, invalid(bp, "unexpected `tool_use_id` found in `tool_result` blocks: "+id+
 					". Each `tool_result` block must have a corresponding `tool_use` block in the previous message.")
 			}
-			delete(want, id)
 			content, err := s.toolResultContent(bp, b)
 			if err != nil {
 				return nil, err
 			}
-			results = append(results, chat.Message{Role: chat.RoleTool, ToolCallID: id, Content: &content})
+			pr.answer(call, content)
 		default:
 			return nil, refuseBlock(bp, b)
 		}
 	}
-	if len(want) > 0 {
-		var missing []string
-		for _, id := range pending {
-			if want[id] {
-				missing = append(missing, id)
-			}
-		}
-		return nil, unanswered(pendingAt, missing)
-	}
-	if len(results) == 0 {
-		t := text.String()
-		if !hasText {
-			return nil, invalid(p+".content", "must not be empty.")
-		}
-		return []chat.Message{{Role: chat.RoleUser, Content: &t}}, nil
-	}
-	if hasText && text.Len() > 0 {
-		last := results[len(results)-1].Content
-		joined := *last + "\n\n" + text.String()
-		results[len(results)-1].Content = &joined
-		results[len(results)-1].Trailing = text.String()
-	}
-	return results, nil
+	return pr.endUser()
 }
 
 // toolResultContent reads a tool_result's content (a string or text blocks,

@@ -1,0 +1,230 @@
+package httpapi
+
+import (
+	"strings"
+
+	"github.com/pmgate/pmgate/domain/chat"
+)
+
+// pairing is the one rule of tool-call pairing the conversation APIs share
+// (Messages and Gemini; chat and Responses carry their pairing in ids the
+// core checks): the tool calls of an assistant turn are pending until the
+// next user turn, whose answers come first, answer every call once, in any
+// order, and become tool messages; text after them is added to the last
+// answer, so the upstream sees it and the turn still ends in results, and
+// is kept as that answer's Trailing, so that when the results are history
+// (their group was dispatched before) it goes up alone as the next user
+// turn; call ids are unique in the conversation. A turn with no answers is
+// one user message of its text.
+//
+// Each API reads its own turns and feeds them in as it reads them, so the
+// refusals come in the order of the body, and words the refusals itself
+// (pairWords): the rule is here, the wording and the paths are the API's.
+type pairing struct {
+	words   *pairWords
+	seen    map[string]bool // every call id so far
+	pending []pendingCall   // the calls of the last assistant turn
+	at      int             // the index of that turn; -1 with none
+
+	// The turn being read.
+	path    string
+	msg     chat.Message // an assistant turn
+	calls   []pendingCall
+	results []chat.Message // a user turn
+	text    strings.Builder
+	hasText bool
+}
+
+// pendingCall is a tool call of the last assistant turn, waiting for its
+// answer.
+type pendingCall struct {
+	id, name string
+	answered bool
+	response []byte // the answer as sent (Gemini: to recognise a replay)
+}
+
+// pairWords are an API's refusals of the pairing rule.
+type pairWords struct {
+	// unanswered refuses the calls ids of the assistant turn at index at,
+	// unanswered in the turn after it.
+	unanswered func(at int, ids []string) error
+	// badID refuses a call id (at is its path) that is not ^[a-zA-Z0-9_-]+$;
+	// repeatedID one an earlier call has.
+	badID      func(at string) error
+	repeatedID func(at, id string) error
+	// late refuses an answer (at is its path) after text in its turn.
+	late func(at string) error
+	// empty refuses a user turn (at is its path) of no answers and no text.
+	empty func(at string) error
+	// noUser refuses a conversation of no messages; final one that ends in
+	// an assistant turn (last is the index of the last turn).
+	noUser func() error
+	final  func(last int) error
+}
+
+func newPairing(words *pairWords) pairing {
+	return pairing{words: words, seen: map[string]bool{}, at: -1}
+}
+
+// assistant starts an assistant turn at path p: refused while calls of the
+// turn before are unanswered.
+func (pr *pairing) assistant(p string) error {
+	if len(pr.pending) > 0 {
+		return pr.unanswered()
+	}
+	pr.path, pr.msg, pr.calls = p, chat.Message{Role: chat.RoleAssistant}, nil
+	pr.text.Reset()
+	pr.hasText = false
+	return nil
+}
+
+// assistantText adds text to the assistant turn: its pieces are joined as
+// they are.
+func (pr *pairing) assistantText(t string) {
+	pr.text.WriteString(t)
+	pr.hasText = pr.hasText || t != ""
+}
+
+// callID checks the id of a call of the assistant turn (at is its path):
+// the pattern, then unique in the conversation.
+func (pr *pairing) callID(at, id string) error {
+	if !validToolID(id) {
+		return pr.words.badID(at)
+	}
+	if pr.seen[id] {
+		return pr.words.repeatedID(at, id)
+	}
+	pr.seen[id] = true
+	return nil
+}
+
+// call adds a call (its id checked by callID) to the assistant turn.
+func (pr *pairing) call(id, name, args string) {
+	pr.msg.ToolCalls = append(pr.msg.ToolCalls, chat.ToolCall{ID: id, Name: name, Arguments: args})
+	pr.calls = append(pr.calls, pendingCall{id: id, name: name})
+}
+
+// endAssistant ends assistant turn i: its message, and false when it
+// carries nothing the upstream can use (thinking only), which leaves the
+// pairing as it was.
+func (pr *pairing) endAssistant(i int) (chat.Message, bool) {
+	m := pr.msg
+	if pr.hasText {
+		t := pr.text.String()
+		m.Content = &t
+	}
+	if m.Content == nil && len(m.ToolCalls) == 0 {
+		return m, false
+	}
+	pr.pending, pr.at = pr.calls, i
+	return m, true
+}
+
+// user starts a user turn at path p.
+func (pr *pairing) user(p string) {
+	pr.path, pr.results = p, nil
+	pr.text.Reset()
+	pr.hasText = false
+}
+
+// answerAt refuses an answer at path at that comes after text.
+func (pr *pairing) answerAt(at string) error {
+	if pr.hasText {
+		return pr.words.late(at)
+	}
+	return nil
+}
+
+// find is the pending call of id (nil if none).
+func (pr *pairing) find(id string) *pendingCall {
+	for i := range pr.pending {
+		if pr.pending[i].id == id {
+			return &pr.pending[i]
+		}
+	}
+	return nil
+}
+
+// findName is the one unanswered pending call of name (nil if none;
+// ambiguous when more than one has it).
+func (pr *pairing) findName(name string) (c *pendingCall, ambiguous bool) {
+	for i := range pr.pending {
+		if pr.pending[i].name == name && !pr.pending[i].answered {
+			if c != nil {
+				return nil, true
+			}
+			c = &pr.pending[i]
+		}
+	}
+	return c, false
+}
+
+// answer records c's answer (content, as the upstream reads it).
+func (pr *pairing) answer(c *pendingCall, content string) {
+	c.answered = true
+	pr.results = append(pr.results, chat.Message{Role: chat.RoleTool, ToolCallID: c.id, Content: &content})
+}
+
+// userText adds text to the user turn: its pieces are joined with blank
+// lines (an empty piece adds none, and still counts as text).
+func (pr *pairing) userText(t string) {
+	if pr.text.Len() > 0 && t != "" {
+		pr.text.WriteString("\n\n")
+	}
+	pr.text.WriteString(t)
+	pr.hasText = true
+}
+
+// endUser ends the user turn: every pending call must be answered; its
+// messages are the answers (text after them added to the last) or one user
+// message of its text.
+func (pr *pairing) endUser() ([]chat.Message, error) {
+	for _, c := range pr.pending {
+		if !c.answered {
+			return nil, pr.unanswered()
+		}
+	}
+	pr.pending, pr.at = nil, -1
+	results := pr.results
+	pr.results = nil
+	if len(results) == 0 {
+		if !pr.hasText {
+			return nil, pr.words.empty(pr.path)
+		}
+		t := pr.text.String()
+		return []chat.Message{{Role: chat.RoleUser, Content: &t}}, nil
+	}
+	if pr.hasText && pr.text.Len() > 0 {
+		last := &results[len(results)-1]
+		trailing := pr.text.String()
+		joined := *last.Content + "\n\n" + trailing
+		last.Content, last.Trailing = &joined, trailing
+	}
+	return results, nil
+}
+
+// end checks the whole conversation (out, of n turns as sent): it holds a
+// message, its last assistant turn's calls are answered, and it does not
+// end in an assistant turn.
+func (pr *pairing) end(out []chat.Message, n int) error {
+	if len(out) == 0 {
+		return pr.words.noUser()
+	}
+	if out[len(out)-1].Role == chat.RoleAssistant {
+		if len(pr.pending) > 0 {
+			return pr.unanswered()
+		}
+		return pr.words.final(n - 1)
+	}
+	return nil
+}
+
+func (pr *pairing) unanswered() error {
+	var ids []string
+	for _, c := range pr.pending {
+		if !c.answered {
+			ids = append(ids, c.id)
+		}
+	}
+	return pr.words.unanswered(pr.at, ids)
+}
