@@ -22,9 +22,9 @@ import (
 // allowed is the caller's model allowlist; a configured model outside it is
 // refused exactly like an unknown model, so a slot cannot tell the two apart.
 func (s *server) decodeRequest(body []byte, allowed func(string) bool) (chat.Request, error) {
-	wr, err := wchat.Decode(body)
+	wr, err := readWire(body, wchat.Decode, chatPath)
 	if err != nil {
-		return chat.Request{}, wireRefusal(body, err, chatPath)
+		return chat.Request{}, err
 	}
 	model, err := s.model(wr.Model, allowed)
 	if err != nil {

@@ -66,6 +66,17 @@ func wireRefusal(body []byte, err error, path func([]wirejson.Step) string) erro
 	return invalid("", "The body is not valid JSON.") // the readers disagree; not seen
 }
 
+// readWire reads body once, strictly, with its API's wire package (decode),
+// and refuses what it would not read (wireRefusal; path writes a repeat's
+// path as the API does).
+func readWire[T any](body []byte, decode func([]byte) (T, error), path func([]wirejson.Step) string) (T, error) {
+	wr, err := decode(body)
+	if err != nil {
+		return wr, wireRefusal(body, err, path)
+	}
+	return wr, nil
+}
+
 // dottedPath writes a repeat's path with its steps joined by dots
 // (messages.0.content.1.text), as the Messages and Gemini APIs write paths.
 func dottedPath(steps []wirejson.Step) string {

@@ -49,11 +49,7 @@ func (s *server) decodeGeminiRequest(body []byte, model string, stream bool) (ge
 // readGeminiBody reads the body once, strictly, refusing it in the words
 // every API uses.
 func readGeminiBody(body []byte) (gemini.Request, error) {
-	wr, err := gemini.Decode(body)
-	if err != nil {
-		return wr, wireRefusal(body, err, dottedPath)
-	}
-	return wr, nil
+	return readWire(body, gemini.Decode, dottedPath)
 }
 
 // translateGemini is the one translation of a Gemini request, in this order
@@ -83,24 +79,9 @@ func (s *server) translateGemini(wr gemini.Request, model string, stream bool) (
 	if err := geminiToolConfig(wr.ToolConfig, req); err != nil {
 		return gemRequest{}, err
 	}
-	if si := wr.SystemInstruction; si.Kind != 0 && si.Kind != 'n' {
-		if !si.IsObject() {
-			return gemRequest{}, invalid("systemInstruction", "must be a content object with text parts.")
-		}
-		sys, err := systemParts(si.V.Parts)
-		if err != nil {
-			return gemRequest{}, err
-		}
-		if sys != "" {
-			req.Messages = append(req.Messages, chat.Message{Role: chat.RoleSystem, Content: &sys})
-		}
-	}
-	msgs, err := s.geminiContents(wr.Contents)
-	if err != nil {
+	if gr.estimate, err = converse(req, wr.SystemInstruction, systemInstruction, wr.Contents, s.geminiContents); err != nil {
 		return gemRequest{}, err
 	}
-	req.Messages = append(req.Messages, msgs...)
-	gr.estimate = chat.EstimateInputTokens(*req)
 	return gr, nil
 }
 
@@ -369,29 +350,20 @@ var serverTools = map[string]bool{
 	"fileSearch": true, "googleMaps": true, "computerUse": true, "enterpriseWebSearch": true, "mcpServers": true,
 }
 
-// geminiTools translates tools[].functionDeclarations into chat tools under
-// the rules every API's tools have (newTool); all declarations of all
-// entries form one tool set. A schema is parametersJsonSchema (JSON Schema,
-// as sent) or parameters (the OpenAPI dialect, converted: openAPISchema).
-// A tool set is translated once and remembered by its bytes as sent.
+// geminiTools translates tools[].functionDeclarations into chat tools
+// under the rules every API's tools have (toolSet); all declarations of all
+// entries form one tool set, every entry's shape checked first
+// (geminiToolDefs).
 func (s *server) geminiTools(t gemini.Tools) ([]chat.Tool, error) {
-	switch t.Kind() {
-	case 0, 'n':
-		return nil, nil
-	case '[':
-	default:
-		return nil, invalid("tools", "must be an array.")
-	}
-	k := toolsKey{api: apiGemini, maxTools: s.cfg.MaxTools, opts: s.toolOptions()}
-	if tools, ok := decodedTools.get(t.Raw, k); ok {
-		return append([]chat.Tool(nil), tools...), nil
-	}
-	type decl struct {
-		at string
-		fd *gemini.FunctionDeclaration
-	}
-	var decls []decl
-	for i, item := range t.Entries() {
+	return s.toolSet(apiGemini, t.Raw, func() ([]toolDef, error) { return geminiToolDefs(t.Entries()) })
+}
+
+// geminiToolDefs reads the declarations of the tool entries. A schema is
+// parametersJsonSchema (JSON Schema, as sent) or parameters (the OpenAPI
+// dialect, converted: openAPISchema).
+func geminiToolDefs(items []gemini.Object[gemini.Tool]) ([]toolDef, error) {
+	var defs []toolDef
+	for i, item := range items {
 		p := "tools." + strconv.Itoa(i)
 		if !item.IsObject() {
 			return nil, invalid(p, "must be an object.")
@@ -421,49 +393,37 @@ func (s *server) geminiTools(t gemini.Tools) ([]chat.Tool, error) {
 			if !fds.Items[j].IsObject() {
 				return nil, invalid(dp, "must be an object.")
 			}
-			decls = append(decls, decl{at: dp, fd: &fds.Items[j].V})
+			defs = append(defs, geminiToolDef(dp, &fds.Items[j].V))
 		}
 	}
-	if len(decls) == 0 {
-		return nil, nil
+	return defs, nil
+}
+
+// geminiToolDef is one declaration (at path at).
+func geminiToolDef(at string, fd *gemini.FunctionDeclaration) toolDef {
+	d := toolDef{at: at, name: fd.Name.V, nameOK: fd.Name.IsString()}
+	switch desc := fd.Description; {
+	case desc.IsString():
+		d.desc = desc.V
+	case !gemini.Absent(desc.Kind):
+		d.descErr = invalid(at+".description", "must be a string.")
 	}
-	if len(decls) > s.cfg.MaxTools {
-		return nil, unsupported("tools", "more tools than this gateway accepts (MAX_TOOLS).")
+	hasParams, hasJSON := !gemini.Absent(fd.Parameters.Kind()), !gemini.Absent(fd.ParametersJSONSchema.Kind())
+	switch {
+	case hasParams && hasJSON:
+		d.schemaErr = invalid(at+".parametersJsonSchema", "cannot be given with parameters; give one.")
+	case hasJSON:
+		d.schemaAt = at + ".parametersJsonSchema"
+		if fd.ParametersJSONSchema.Kind() != '{' {
+			d.schemaErr = invalid(d.schemaAt, "must be a JSON schema object.")
+		} else {
+			d.schema = append([]byte(nil), fd.ParametersJSONSchema...)
+		}
+	case hasParams:
+		d.schemaAt = at + ".parameters"
+		d.schema, d.schemaErr = openAPISchema(fd.Parameters, d.schemaAt)
 	}
-	tools := make([]chat.Tool, 0, len(decls))
-	seen := make(map[string]bool, len(decls))
-	for _, dc := range decls {
-		fd := dc.fd
-		d := toolDef{at: dc.at, name: fd.Name.V, nameOK: fd.Name.IsString()}
-		switch desc := fd.Description; {
-		case desc.IsString():
-			d.desc = desc.V
-		case !gemini.Absent(desc.Kind):
-			d.descErr = invalid(dc.at+".description", "must be a string.")
-		}
-		hasParams, hasJSON := !gemini.Absent(fd.Parameters.Kind()), !gemini.Absent(fd.ParametersJSONSchema.Kind())
-		switch {
-		case hasParams && hasJSON:
-			d.schemaErr = invalid(dc.at+".parametersJsonSchema", "cannot be given with parameters; give one.")
-		case hasJSON:
-			d.schemaAt = dc.at + ".parametersJsonSchema"
-			if fd.ParametersJSONSchema.Kind() != '{' {
-				d.schemaErr = invalid(d.schemaAt, "must be a JSON schema object.")
-			} else {
-				d.schema = append([]byte(nil), fd.ParametersJSONSchema...)
-			}
-		case hasParams:
-			d.schemaAt = dc.at + ".parameters"
-			d.schema, d.schemaErr = openAPISchema(fd.Parameters, d.schemaAt)
-		}
-		tl, err := s.newTool(d, seen)
-		if err != nil {
-			return nil, err
-		}
-		tools = append(tools, tl)
-	}
-	decodedTools.put(t.Raw, k, tools, toolsSize(tools))
-	return append([]chat.Tool(nil), tools...), nil
+	return d
 }
 
 // geminiToolConfig reads toolConfig.functionCallingConfig: mode AUTO (the
@@ -511,9 +471,16 @@ func geminiToolConfig(tc gemini.Object[gemini.ToolConfig], req *chat.Request) er
 	return nil
 }
 
-// systemParts reads systemInstruction's parts: text only, joined with
+// systemInstruction reads systemInstruction's parts: text only, joined with
 // blank lines.
-func systemParts(a gemini.Array[gemini.Object[gemini.Part]]) (string, error) {
+func systemInstruction(si gemini.Object[gemini.Content]) (string, error) {
+	if gemini.Absent(si.Kind) {
+		return "", nil
+	}
+	if !si.IsObject() {
+		return "", invalid("systemInstruction", "must be a content object with text parts.")
+	}
+	a := si.V.Parts
 	const p = "systemInstruction.parts"
 	if !a.IsArray() {
 		return "", invalid(p, "is required and must be an array of text parts.")
@@ -565,6 +532,7 @@ func checkPartKinds(ip string, pt *gemini.Part) error {
 
 // geminiWords are the Gemini API's words for the pairing rule.
 var geminiWords = pairWords{
+	list: "contents",
 	unanswered: func(at int, ids []string) error {
 		return invalid("contents."+strconv.Itoa(at+1), "the function calls "+strings.Join(ids, ", ")+
 			" of the model content before have no functionResponse here; every call must be answered in the next content.")
@@ -591,57 +559,34 @@ var geminiWords = pairWords{
 // name; anything else is refused, never guessed. Thought parts (another
 // backend's) are dropped.
 func (s *server) geminiContents(a gemini.Array[gemini.Object[gemini.Content]]) ([]chat.Message, error) {
-	if !a.IsArray() {
-		return nil, invalid("contents", "is required and must be an array.")
+	return pairTurns(&geminiWords, a, s.geminiTurn)
+}
+
+// geminiTurn reads one content, a user or model turn, into pr.
+func (s *server) geminiTurn(pr *pairing, p string, c *gemini.Content) (*chat.Message, error) {
+	role := c.Role
+	if !gemini.Absent(role.Kind) && !role.IsString() {
+		return nil, invalid(p+".role", "must be a string.")
 	}
-	if len(a.Items) == 0 {
-		return nil, invalid("contents", "must not be empty.")
+	parts := c.Parts
+	if !parts.IsArray() || len(parts.Items) == 0 {
+		return nil, invalid(p+".parts", "is required and must be a non-empty array of parts.")
 	}
-	var out []chat.Message
-	pr := newPairing(&geminiWords)
-	for i, item := range a.Items {
-		p := "contents." + strconv.Itoa(i)
-		if !item.IsObject() {
-			return nil, invalid(p, "must be an object.")
+	for j := range parts.Items {
+		if !parts.Items[j].IsObject() {
+			return nil, invalid(p+".parts."+strconv.Itoa(j), "must be an object.")
 		}
-		role := item.V.Role
-		if !gemini.Absent(role.Kind) && !role.IsString() {
-			return nil, invalid(p+".role", "must be a string.")
-		}
-		parts := item.V.Parts
-		if !parts.IsArray() || len(parts.Items) == 0 {
-			return nil, invalid(p+".parts", "is required and must be a non-empty array of parts.")
-		}
-		for j := range parts.Items {
-			if !parts.Items[j].IsObject() {
-				return nil, invalid(p+".parts."+strconv.Itoa(j), "must be an object.")
-			}
-			if err := checkPartKinds(p+".parts."+strconv.Itoa(j), &parts.Items[j].V); err != nil {
-				return nil, err
-			}
-		}
-		switch role.V {
-		case "model":
-			if err := modelParts(&pr, p, parts.Items); err != nil {
-				return nil, err
-			}
-			if m, ok := pr.endAssistant(i); ok {
-				out = append(out, m)
-			}
-		case "", "user":
-			msgs, err := s.userParts(&pr, p, parts.Items)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, msgs...)
-		default:
-			return nil, invalid(p+".role", `must be "user" or "model".`)
+		if err := checkPartKinds(p+".parts."+strconv.Itoa(j), &parts.Items[j].V); err != nil {
+			return nil, err
 		}
 	}
-	if err := pr.end(out, len(a.Items)); err != nil {
-		return nil, err
+	switch role.V {
+	case "model":
+		return nil, modelParts(pr, p, parts.Items)
+	case "", "user":
+		return nil, s.userParts(pr, p, parts.Items)
 	}
-	return out, nil
+	return nil, invalid(p+".role", `must be "user" or "model".`)
 }
 
 // modelParts reads a model content into pr: text parts, functionCall parts
@@ -693,7 +638,7 @@ func modelParts(pr *pairing, p string, parts []gemini.Object[gemini.Part]) error
 
 // userParts reads a user content into pr: functionResponse parts answer the
 // pending calls, text parts are its text.
-func (s *server) userParts(pr *pairing, p string, parts []gemini.Object[gemini.Part]) ([]chat.Message, error) {
+func (s *server) userParts(pr *pairing, p string, parts []gemini.Object[gemini.Part]) error {
 	pr.user(p)
 	for j := range parts {
 		pt := &parts[j].V
@@ -702,23 +647,23 @@ func (s *server) userParts(pr *pairing, p string, parts []gemini.Object[gemini.P
 		case pt.Thought.V:
 		case pt.FunctionResponse.Kind != 0 && pt.FunctionResponse.Kind != 'n':
 			if err := pr.answerAt(ip); err != nil {
-				return nil, err
+				return err
 			}
 			if !pt.FunctionResponse.IsObject() {
-				return nil, invalid(ip+".functionResponse", "must be an object.")
+				return invalid(ip+".functionResponse", "must be an object.")
 			}
 			if err := s.functionResponse(pr, ip+".functionResponse", &pt.FunctionResponse.V); err != nil {
-				return nil, err
+				return err
 			}
 		case pt.Text.IsString():
 			pr.userText(pt.Text.V)
 		case pt.FunctionCall.Kind != 0 && pt.FunctionCall.Kind != 'n':
-			return nil, invalid(ip+".functionCall", "belongs in a model content.")
+			return invalid(ip+".functionCall", "belongs in a model content.")
 		default:
-			return nil, invalid(ip, "must hold text or a functionResponse.")
+			return invalid(ip, "must hold text or a functionResponse.")
 		}
 	}
-	return pr.endUser()
+	return nil
 }
 
 // functionResponse pairs one functionResponse with a pending call and

@@ -56,24 +56,15 @@ func (s *server) decodeCountRequest(body []byte, allowed func(string) bool) (msg
 	return s.translateMessages(body, allowed, false)
 }
 
-// readMessagesBody reads the body once, strictly (wire/messages); a
-// repeated member name is refused at its path with the steps joined by dots
-// (messages.0.content.1.text), as the Messages API writes paths.
-func readMessagesBody(body []byte) (messages.Request, error) {
-	wr, err := messages.Decode(body)
-	if err != nil {
-		return wr, wireRefusal(body, err, dottedPath)
-	}
-	return wr, nil
-}
-
 // translateMessages is the one translation of a Messages request into the
 // chat.Request the core takes, in the order of docs/API.md's refusals: the
 // body, model, stream, max_tokens (needMax: count_tokens needs none), the
 // field policy, thinking and output format, stop_sequences, tools,
 // tool_choice, system, messages.
 func (s *server) translateMessages(body []byte, allowed func(string) bool, needMax bool) (msgRequest, error) {
-	wr, err := readMessagesBody(body)
+	// A repeated member name is refused at its path with the steps joined
+	// by dots (messages.0.content.1.text), as the Messages API writes paths.
+	wr, err := readWire(body, messages.Decode, dottedPath)
 	if err != nil {
 		return msgRequest{}, err
 	}
@@ -110,19 +101,9 @@ func (s *server) translateMessages(body []byte, allowed func(string) bool, needM
 	if err := messagesToolChoice(wr.ToolChoice, &mr); err != nil {
 		return msgRequest{}, err
 	}
-	sys, err := systemText(wr.System)
-	if err != nil {
+	if mr.estimate, err = converse(req, wr.System, systemText, wr.Messages, s.messagesList); err != nil {
 		return msgRequest{}, err
 	}
-	if sys != "" {
-		req.Messages = append(req.Messages, chat.Message{Role: chat.RoleSystem, Content: &sys})
-	}
-	msgs, err := s.messagesList(wr.Messages)
-	if err != nil {
-		return msgRequest{}, err
-	}
-	req.Messages = append(req.Messages, msgs...)
-	mr.estimate = chat.EstimateInputTokens(*req)
 	return mr, nil
 }
 
@@ -262,6 +243,7 @@ func systemText(c messages.Content) (string, error) {
 
 // messagesWords are the Anthropic API's words for the pairing rule.
 var messagesWords = pairWords{
+	list: "messages",
 	unanswered: func(at int, ids []string) error {
 		return invalid("messages."+strconv.Itoa(at+1), "`tool_use` ids were found without `tool_result` blocks immediately after: "+
 			strings.Join(ids, ", ")+". Each `tool_use` block must have a corresponding `tool_result` block in the next message.")
@@ -282,62 +264,38 @@ var messagesWords = pairWords{
 
 // messagesList translates the messages. Tool results pair with the tool_use
 // blocks of the assistant turn before them under the pairing rule
-// (pairing), in the Anthropic API's words.
+// (pairTurns), in the Anthropic API's words.
 func (s *server) messagesList(a wirejson.Array[wirejson.Object[messages.Message]]) ([]chat.Message, error) {
-	if !a.IsArray() {
-		return nil, invalid("messages", "is required and must be an array.")
-	}
-	if len(a.Items) == 0 {
-		return nil, invalid("messages", "must not be empty.")
-	}
-	var out []chat.Message
-	pr := newPairing(&messagesWords)
-	for i, item := range a.Items {
-		p := "messages." + strconv.Itoa(i)
-		if !item.IsObject() {
-			return nil, invalid(p, "must be an object.")
-		}
-		role, err := wireReqString(item.V.Role, p+".role")
-		if err != nil {
-			return nil, err
-		}
-		blocks, err := contentBlocks(p+".content", item.V.Content)
-		if err != nil {
-			return nil, err
-		}
-		switch role {
-		case "assistant":
-			if err := assistantBlocks(&pr, p, blocks); err != nil {
-				return nil, err
-			}
-			if m, ok := pr.endAssistant(i); ok {
-				out = append(out, m)
-			}
-		case "user":
-			msgs, err := s.userBlocks(&pr, p, blocks)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, msgs...)
-		case "system":
-			// Claude Code (2.1.3xx) sends its environment block as a system
-			// message inside messages; it is system text at that place, and
-			// leaves a pending tool-result pairing as it is.
-			text, err := systemBlocksText(p+".content", blocks)
-			if err != nil {
-				return nil, err
-			}
-			if text != "" {
-				out = append(out, chat.Message{Role: chat.RoleSystem, Content: &text})
-			}
-		default:
-			return nil, invalid(p+".role", `must be "user", "assistant" or "system".`)
-		}
-	}
-	if err := pr.end(out, len(a.Items)); err != nil {
+	return pairTurns(&messagesWords, a, s.messagesTurn)
+}
+
+// messagesTurn reads one message: a user or assistant turn into pr, or a
+// system message.
+func (s *server) messagesTurn(pr *pairing, p string, m *messages.Message) (*chat.Message, error) {
+	role, err := wireReqString(m.Role, p+".role")
+	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	blocks, err := contentBlocks(p+".content", m.Content)
+	if err != nil {
+		return nil, err
+	}
+	switch role {
+	case "assistant":
+		return nil, assistantBlocks(pr, p, blocks)
+	case "user":
+		return nil, s.userBlocks(pr, p, blocks)
+	case "system":
+		// Claude Code (2.1.3xx) sends its environment block as a system
+		// message inside messages; it is system text at that place, and
+		// leaves a pending tool-result pairing as it is.
+		text, err := systemBlocksText(p+".content", blocks)
+		if err != nil || text == "" {
+			return nil, err
+		}
+		return &chat.Message{Role: chat.RoleSystem, Content: &text}, nil
+	}
+	return nil, invalid(p+".role", `must be "user", "assistant" or "system".`)
 }
 
 // systemBlocksText joins the text blocks of a system message in messages;
@@ -474,7 +432,7 @@ func validToolID(s string) bool {
 // pending tool_use ids (each once), text blocks are its text (Claude Code
 // appends system reminders after the results, and the user's next prompt
 // after a failed round).
-func (s *server) userBlocks(pr *pairing, p string, blocks []*messages.Block) ([]chat.Message, error) {
+func (s *server) userBlocks(pr *pairing, p string, blocks []*messages.Block) error {
 	pr.user(p)
 	for j, b := range blocks {
 		bp := p + ".content." + strconv.Itoa(j)
@@ -482,35 +440,35 @@ func (s *server) userBlocks(pr *pairing, p string, blocks []*messages.Block) ([]
 		case "text":
 			t, err := blockText(bp, b)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			pr.userText(t)
 		case "tool_result":
 			if err := pr.answerAt(bp); err != nil {
-				return nil, err
+				return err
 			}
 			id, err := wireReqString(b.ToolUseID, bp+".tool_use_id")
 			if err != nil {
-				return nil, err
+				return err
 			}
 			call := pr.find(id)
 			if call == nil || call.answered {
 				if !validToolID(id) {
-					return nil, invalid(bp+".tool_use_id", "String should match pattern '^[a-zA-Z0-9_-]+$'")
+					return invalid(bp+".tool_use_id", "String should match pattern '^[a-zA-Z0-9_-]+$'")
 				}
-				return nil, invalid(bp, "unexpected `tool_use_id` found in `tool_result` blocks: "+id+
+				return invalid(bp, "unexpected `tool_use_id` found in `tool_result` blocks: "+id+
 					". Each `tool_result` block must have a corresponding `tool_use` block in the previous message.")
 			}
 			content, err := s.toolResultContent(bp, b)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			pr.answer(call, content)
 		default:
-			return nil, refuseBlock(bp, b)
+			return refuseBlock(bp, b)
 		}
 	}
-	return pr.endUser()
+	return nil
 }
 
 // toolResultContent reads a tool_result's content (a string or text blocks,
@@ -567,34 +525,26 @@ var serverToolPrefixes = []string{
 }
 
 // messagesTools translates custom tools ({name, description, input_schema,
-// strict}) into chat tools under the rules every API's tools have (newTool),
-// at the Messages paths. Server tools are
-// refused by name: the gateway cannot run them, and dropping them would make
-// a side call "succeed" with nothing. A tool set is translated once and
-// remembered by its bytes as sent (decodedTools, keyed with the API).
+// strict}) into chat tools under the rules every API's tools have (toolSet),
+// at the Messages paths: every entry's shape first (messagesToolDefs).
 func (s *server) messagesTools(t messages.Tools) ([]chat.Tool, error) {
-	switch t.Kind() {
-	case 0, 'n':
-		return nil, nil
-	case '[':
-	default:
-		return nil, invalid("tools", "must be an array.")
-	}
-	k := toolsKey{api: apiMessages, maxTools: s.cfg.MaxTools, opts: s.toolOptions()}
-	if tools, ok := decodedTools.get(t.Raw, k); ok {
-		return append([]chat.Tool(nil), tools...), nil
-	}
-	items := t.Entries()
+	return s.toolSet(apiMessages, t.Raw, func() ([]toolDef, error) { return messagesToolDefs(t.Entries()) })
+}
+
+// messagesToolDefs reads the tool entries. Server tools are refused by
+// name: the gateway cannot run them, and dropping them would make a side
+// call "succeed" with nothing.
+func messagesToolDefs(items []wirejson.Object[messages.Tool]) ([]toolDef, error) {
+	defs := make([]toolDef, 0, len(items))
 	for i, item := range items {
 		p := "tools." + strconv.Itoa(i)
 		if !item.IsObject() {
 			return nil, invalid(p, "must be an object.")
 		}
-		typ := item.V.Type
-		if !wirejson.Absent(typ.Kind) && !typ.IsString() {
+		in := &item.V
+		if typ := in.Type; !wirejson.Absent(typ.Kind) && !typ.IsString() {
 			return nil, invalid(p+".type", "must be a string.")
-		}
-		if typ.V != "" && typ.V != "custom" {
+		} else if typ.V != "" && typ.V != "custom" {
 			for _, pre := range serverToolPrefixes {
 				if strings.HasPrefix(typ.V, pre) {
 					name := "this server tool"
@@ -606,21 +556,9 @@ func (s *server) messagesTools(t messages.Tools) ([]chat.Tool, error) {
 			}
 			return nil, invalid(p+".type", "is not a known tool type.")
 		}
-		if item.V.InputSchema.Kind() != '{' {
+		if in.InputSchema.Kind() != '{' {
 			return nil, invalid(p+".input_schema", "is required and must be a JSON schema object.")
 		}
-	}
-	if len(items) == 0 {
-		return nil, nil
-	}
-	if len(items) > s.cfg.MaxTools {
-		return nil, unsupported("tools", "more tools than this gateway accepts (MAX_TOOLS).")
-	}
-	tools := make([]chat.Tool, 0, len(items))
-	seen := make(map[string]bool, len(items))
-	for i, item := range items {
-		p := "tools." + strconv.Itoa(i)
-		in := &item.V
 		// The schema as the Messages route has always kept it (compact,
 		// HTML-escaped: the bytes the tools hash binds).
 		params, err := json.Marshal(json.RawMessage(in.InputSchema))
@@ -638,14 +576,9 @@ func (s *server) messagesTools(t messages.Tools) ([]chat.Tool, error) {
 			b, err := wireBool(st, p+".strict", false)
 			d.strict, d.strictErr = &b, err
 		}
-		tl, err := s.newTool(d, seen)
-		if err != nil {
-			return nil, err
-		}
-		tools = append(tools, tl)
+		defs = append(defs, d)
 	}
-	decodedTools.put(t.Raw, k, tools, toolsSize(tools))
-	return append([]chat.Tool(nil), tools...), nil
+	return defs, nil
 }
 
 // messagesToolChoice reads {"type":"auto"|"none"} (and

@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"strconv"
 	"strings"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 	"github.com/pmgate/pmgate/domain/chat"
 )
 
@@ -22,6 +24,7 @@ import (
 // (pairWords): the rule is here, the wording and the paths are the API's.
 type pairing struct {
 	words   *pairWords
+	turn    turnKind        // what the turn being read is
 	seen    map[string]bool // every call id so far
 	pending []pendingCall   // the calls of the last assistant turn
 	at      int             // the index of that turn; -1 with none
@@ -35,6 +38,79 @@ type pairing struct {
 	hasText bool
 }
 
+// converse sets req's conversation, in this order of refusals: the system
+// text (readSystem of system; none when empty), then the turns (readTurns
+// of turns). It returns the request's input-token estimate.
+func converse[S, M any](req *chat.Request, system S, readSystem func(S) (string, error), turns M, readTurns func(M) ([]chat.Message, error)) (int64, error) {
+	sys, err := readSystem(system)
+	if err != nil {
+		return 0, err
+	}
+	msgs, err := readTurns(turns)
+	if err != nil {
+		return 0, err
+	}
+	if sys != "" {
+		req.Messages = append(req.Messages, chat.Message{Role: chat.RoleSystem, Content: &sys})
+	}
+	req.Messages = append(req.Messages, msgs...)
+	return chat.EstimateInputTokens(*req), nil
+}
+
+type turnKind uint8
+
+const (
+	turnOther     turnKind = iota // outside the pairing (Messages' system message)
+	turnAssistant                 // assistant (model) turn
+	turnUser
+)
+
+// pairTurns reads a conversation list (words.list names the member) under
+// the pairing rule: turn reads one turn (at path p) into pr, starting it
+// with pr.assistant or pr.user, or returns a message outside the pairing
+// (nil: nothing).
+func pairTurns[T any](words *pairWords, a wirejson.Array[wirejson.Object[T]], turn func(pr *pairing, p string, v *T) (*chat.Message, error)) ([]chat.Message, error) {
+	if !a.IsArray() {
+		return nil, invalid(words.list, "is required and must be an array.")
+	}
+	if len(a.Items) == 0 {
+		return nil, invalid(words.list, "must not be empty.")
+	}
+	pr := pairing{words: words, seen: map[string]bool{}, at: -1}
+	var out []chat.Message
+	for i := range a.Items {
+		p := words.list + "." + strconv.Itoa(i)
+		if !a.Items[i].IsObject() {
+			return nil, invalid(p, "must be an object.")
+		}
+		pr.turn = turnOther
+		other, err := turn(&pr, p, &a.Items[i].V)
+		if err != nil {
+			return nil, err
+		}
+		switch pr.turn {
+		case turnAssistant:
+			if m, ok := pr.endAssistant(i); ok {
+				out = append(out, m)
+			}
+		case turnUser:
+			msgs, err := pr.endUser()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, msgs...)
+		default:
+			if other != nil {
+				out = append(out, *other)
+			}
+		}
+	}
+	if err := pr.end(out, len(a.Items)); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // pendingCall is a tool call of the last assistant turn, waiting for its
 // answer.
 type pendingCall struct {
@@ -45,6 +121,7 @@ type pendingCall struct {
 
 // pairWords are an API's refusals of the pairing rule.
 type pairWords struct {
+	list string // the conversation's member: "messages", "contents"
 	// unanswered refuses the calls ids of the assistant turn at index at,
 	// unanswered in the turn after it.
 	unanswered func(at int, ids []string) error
@@ -62,17 +139,13 @@ type pairWords struct {
 	final  func(last int) error
 }
 
-func newPairing(words *pairWords) pairing {
-	return pairing{words: words, seen: map[string]bool{}, at: -1}
-}
-
 // assistant starts an assistant turn at path p: refused while calls of the
 // turn before are unanswered.
 func (pr *pairing) assistant(p string) error {
 	if len(pr.pending) > 0 {
 		return pr.unanswered()
 	}
-	pr.path, pr.msg, pr.calls = p, chat.Message{Role: chat.RoleAssistant}, nil
+	pr.turn, pr.path, pr.msg, pr.calls = turnAssistant, p, chat.Message{Role: chat.RoleAssistant}, nil
 	pr.text.Reset()
 	pr.hasText = false
 	return nil
@@ -104,7 +177,7 @@ func (pr *pairing) call(id, name, args string) {
 	pr.calls = append(pr.calls, pendingCall{id: id, name: name})
 }
 
-// endAssistant ends assistant turn i: its message, and false when it
+// endAssistant (pairTurns) ends assistant turn i: its message, and false when it
 // carries nothing the upstream can use (thinking only), which leaves the
 // pairing as it was.
 func (pr *pairing) endAssistant(i int) (chat.Message, bool) {
@@ -122,7 +195,7 @@ func (pr *pairing) endAssistant(i int) (chat.Message, bool) {
 
 // user starts a user turn at path p.
 func (pr *pairing) user(p string) {
-	pr.path, pr.results = p, nil
+	pr.turn, pr.path, pr.results = turnUser, p, nil
 	pr.text.Reset()
 	pr.hasText = false
 }
@@ -175,7 +248,7 @@ func (pr *pairing) userText(t string) {
 	pr.hasText = true
 }
 
-// endUser ends the user turn: every pending call must be answered; its
+// endUser (pairTurns) ends the user turn: every pending call must be answered; its
 // messages are the answers (text after them added to the last) or one user
 // message of its text.
 func (pr *pairing) endUser() ([]chat.Message, error) {
@@ -203,7 +276,7 @@ func (pr *pairing) endUser() ([]chat.Message, error) {
 	return results, nil
 }
 
-// end checks the whole conversation (out, of n turns as sent): it holds a
+// end (pairTurns) checks the whole conversation (out, of n turns as sent): it holds a
 // message, its last assistant turn's calls are answered, and it does not
 // end in an assistant turn.
 func (pr *pairing) end(out []chat.Message, n int) error {

@@ -198,16 +198,9 @@ func (s *server) translateRespTools(t responses.Tools) (respTools, error) {
 			return respTools{}, unsupported(p+".type", "this tool type is not supported.")
 		}
 	}
-	if len(defs) > s.cfg.MaxTools {
-		return respTools{}, unsupported("tools", "more tools than this gateway accepts (MAX_TOOLS).")
-	}
-	seen := make(map[string]bool, len(defs))
-	for _, d := range defs {
-		tl, err := s.newTool(d, seen)
-		if err != nil {
-			return respTools{}, err
-		}
-		ts.chat = append(ts.chat, tl)
+	var err error
+	if ts.chat, err = s.newTools(defs); err != nil {
+		return respTools{}, err
 	}
 	return ts, nil
 }
