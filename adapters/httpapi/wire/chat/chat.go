@@ -173,8 +173,4 @@ func DecodeJSONSchema(raw []byte) JSONSchema {
 
 // Decode reads body, which must be one JSON object, into a Request
 // (wirejson.Decode).
-func Decode(body []byte) (Request, error) {
-	var r Request
-	err := wirejson.Decode(body, &r)
-	return r, err
-}
+func Decode(body []byte) (Request, error) { return wirejson.DecodeAs[Request](body) }

@@ -18,7 +18,6 @@ package gemini
 import (
 	"sort"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
@@ -130,24 +129,7 @@ type FunctionDeclaration struct {
 
 // Tools is the tools member as the bytes it was sent as (nil when absent):
 // they key the ingress's memory of translated tool sets.
-type Tools struct {
-	Raw Raw
-}
-
-// Kind is the JSON kind of the member.
-func (t Tools) Kind() Kind { return t.Raw.Kind() }
-
-func (t *Tools) UnmarshalJSONFrom(d *jsontext.Decoder) error { return t.Raw.UnmarshalJSONFrom(d) }
-
-// Entries reads the entries of an array. The bytes were checked when the
-// request was read, so reading them cannot fail.
-func (t Tools) Entries() []Object[Tool] {
-	var items Array[Object[Tool]]
-	if t.Kind() == '[' {
-		_ = json.Unmarshal(t.Raw, &items)
-	}
-	return items.Items
-}
+type Tools = wirejson.List[Object[Tool]]
 
 // ToolConfig is toolConfig.
 type ToolConfig struct {
@@ -196,8 +178,4 @@ type ThinkingConfig struct {
 // Decode reads body, which must be one JSON object, into a Request, as
 // wirejson.Decode does (its errors; wirejson.DuplicateName finds a repeated
 // member name).
-func Decode(body []byte) (Request, error) {
-	var r Request
-	err := wirejson.Decode(body, &r)
-	return r, err
-}
+func Decode(body []byte) (Request, error) { return wirejson.DecodeAs[Request](body) }

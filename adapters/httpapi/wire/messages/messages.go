@@ -104,11 +104,7 @@ type Request struct {
 
 // Decode reads body, which must be one JSON object, into a Request
 // (wirejson.Decode).
-func Decode(body []byte) (Request, error) {
-	var r Request
-	err := wirejson.Decode(body, &r)
-	return r, err
-}
+func Decode(body []byte) (Request, error) { return wirejson.DecodeAs[Request](body) }
 
 // DecodeOutputConfig reads an output_config value alone.
 func DecodeOutputConfig(raw []byte) (wirejson.Object[OutputConfig], error) {

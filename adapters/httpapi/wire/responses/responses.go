@@ -182,8 +182,4 @@ type ToolChoiceObject struct {
 // Decode reads body, which must be one JSON object, into a Request. Its
 // errors are wirejson.Decode's (wirejson.DuplicateName finds a repeated
 // member name).
-func Decode(body []byte) (Request, error) {
-	var r Request
-	err := wirejson.Decode(body, &r)
-	return r, err
-}
+func Decode(body []byte) (Request, error) { return wirejson.DecodeAs[Request](body) }

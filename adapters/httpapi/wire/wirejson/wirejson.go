@@ -216,6 +216,14 @@ func Decode(body []byte, v any) error {
 	return json.Unmarshal(body, v)
 }
 
+// DecodeAs is Decode into a new T: each API's wire package reads its
+// request type with it.
+func DecodeAs[T any](body []byte) (T, error) {
+	var v T
+	err := Decode(body, &v)
+	return v, err
+}
+
 // DecodePart reads raw, a part of a body another reader has already
 // accepted as JSON text, into v. A repeated member name there is read as the
 // other reader did: the last one wins.

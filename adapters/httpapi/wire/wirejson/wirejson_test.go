@@ -79,3 +79,21 @@ func TestMembersRecordTheKindSent(t *testing.T) {
 		}
 	})
 }
+
+// DecodeAs, which every API's request is read with, reads one object into a
+// new value and refuses anything else as Decode does.
+func TestDecodeAsReadsOneObjectIntoANewValue(t *testing.T) {
+	is := is.New(t)
+	d, err := wirejson.DecodeAs[doc]([]byte(` {"a":[{"type":"x","text":"y"}],"b":1}`))
+	is.NoErr(err)
+	is.Equal(len(d.A.Items), 1)
+	is.Equal(d.A.Items[0].V.Text.V, "y")
+	is.Equal(string(d.Other["b"]), "1")
+	for _, body := range []string{`null`, `[]`, ``, `"x"`} {
+		_, err := wirejson.DecodeAs[doc]([]byte(body))
+		is.Equal(err, wirejson.ErrNotObject)
+	}
+	_, err = wirejson.DecodeAs[doc]([]byte(`{"a":[],"a":[]}`))
+	_, ok := wirejson.DuplicateName([]byte(`{"a":[],"a":[]}`), err)
+	is.True(ok)
+}
