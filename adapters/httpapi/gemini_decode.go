@@ -582,99 +582,99 @@ func (s *server) geminiTurn(pr *pairing, p string, c *gemini.Content) (*chat.Mes
 	}
 	switch role.V {
 	case "model":
-		return nil, modelParts(pr, p, parts.Items)
+		if err := pr.assistant(p); err != nil {
+			return nil, err
+		}
+		return nil, s.turnParts(pr, p, parts.Items)
 	case "", "user":
-		return nil, s.userParts(pr, p, parts.Items)
+		pr.user(p)
+		return nil, s.turnParts(pr, p, parts.Items)
 	}
 	return nil, invalid(p+".role", `must be "user" or "model".`)
 }
 
-// modelParts reads a model content into pr: text parts, functionCall parts
-// as tool calls (args as sent), thought parts dropped.
-func modelParts(pr *pairing, p string, parts []gemini.Object[gemini.Part]) error {
-	if err := pr.assistant(p); err != nil {
+// turnParts reads the parts of the content pr started: text parts are its
+// text, thought parts are dropped; a model content's functionCall parts are
+// its calls, a user content's functionResponse parts answer the pending
+// calls. A part of the other role is refused where it stands.
+func (s *server) turnParts(pr *pairing, p string, parts []gemini.Object[gemini.Part]) error {
+	model := pr.turn == turnAssistant
+	for j := range parts {
+		pt := &parts[j].V
+		ip := p + ".parts." + strconv.Itoa(j)
+		hasCall, hasResponse := !gemini.Absent(pt.FunctionCall.Kind), !gemini.Absent(pt.FunctionResponse.Kind)
+		var err error
+		switch {
+		case pt.Thought.V:
+		case model && hasCall:
+			err = functionCall(pr, ip+".functionCall", &pt.FunctionCall)
+		case !model && hasResponse:
+			err = s.functionResponse(pr, ip, &pt.FunctionResponse)
+		case pt.Text.IsString():
+			pr.addText(pt.Text.V)
+		case hasResponse:
+			err = invalid(ip+".functionResponse", "belongs in a user content.")
+		case hasCall:
+			err = invalid(ip+".functionCall", "belongs in a model content.")
+		case model:
+			err = invalid(ip, "must hold text or a functionCall.")
+		default:
+			err = invalid(ip, "must hold text or a functionResponse.")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// functionCall reads a functionCall part (at fp) as a call of the model
+// content, its args as sent.
+func functionCall(pr *pairing, fp string, o *gemini.Object[gemini.FunctionCall]) error {
+	if !o.IsObject() {
+		return invalid(fp, "must be an object.")
+	}
+	fc := &o.V
+	if !fc.ID.IsString() || fc.ID.V == "" {
+		return invalid(fp+".id", "is required: this gateway gives every call an id and pairs its response by it; send the call as it was received.")
+	}
+	id := fc.ID.V
+	if err := pr.callID(fp, id); err != nil {
 		return err
 	}
-	for j := range parts {
-		pt := &parts[j].V
-		ip := p + ".parts." + strconv.Itoa(j)
-		switch {
-		case pt.Thought.V:
-		case pt.FunctionCall.Kind != 0 && pt.FunctionCall.Kind != 'n':
-			if !pt.FunctionCall.IsObject() {
-				return invalid(ip+".functionCall", "must be an object.")
-			}
-			fc := &pt.FunctionCall.V
-			if !fc.ID.IsString() || fc.ID.V == "" {
-				return invalid(ip+".functionCall.id", "is required: this gateway gives every call an id and pairs its response by it; send the call as it was received.")
-			}
-			id := fc.ID.V
-			if err := pr.callID(ip+".functionCall", id); err != nil {
-				return err
-			}
-			name, err := wireReqString(fc.Name, ip+".functionCall.name")
-			if err != nil {
-				return err
-			}
-			args := "{}"
-			switch fc.Args.Kind() {
-			case 0, 'n':
-			case '{':
-				args = string(fc.Args)
-			default:
-				return invalid(ip+".functionCall.args", "must be an object.")
-			}
-			pr.call(id, name, args)
-		case pt.Text.IsString():
-			pr.assistantText(pt.Text.V)
-		case pt.FunctionResponse.Kind != 0 && pt.FunctionResponse.Kind != 'n':
-			return invalid(ip+".functionResponse", "belongs in a user content.")
-		default:
-			return invalid(ip, "must hold text or a functionCall.")
-		}
+	name, err := wireReqString(fc.Name, fp+".name")
+	if err != nil {
+		return err
 	}
+	args := "{}"
+	switch fc.Args.Kind() {
+	case 0, 'n':
+	case '{':
+		args = string(fc.Args)
+	default:
+		return invalid(fp+".args", "must be an object.")
+	}
+	pr.call(id, name, args)
 	return nil
 }
 
-// userParts reads a user content into pr: functionResponse parts answer the
-// pending calls, text parts are its text.
-func (s *server) userParts(pr *pairing, p string, parts []gemini.Object[gemini.Part]) error {
-	pr.user(p)
-	for j := range parts {
-		pt := &parts[j].V
-		ip := p + ".parts." + strconv.Itoa(j)
-		switch {
-		case pt.Thought.V:
-		case pt.FunctionResponse.Kind != 0 && pt.FunctionResponse.Kind != 'n':
-			if err := pr.answerAt(ip); err != nil {
-				return err
-			}
-			if !pt.FunctionResponse.IsObject() {
-				return invalid(ip+".functionResponse", "must be an object.")
-			}
-			if err := s.functionResponse(pr, ip+".functionResponse", &pt.FunctionResponse.V); err != nil {
-				return err
-			}
-		case pt.Text.IsString():
-			pr.userText(pt.Text.V)
-		case pt.FunctionCall.Kind != 0 && pt.FunctionCall.Kind != 'n':
-			return invalid(ip+".functionCall", "belongs in a model content.")
-		default:
-			return invalid(ip, "must hold text or a functionResponse.")
-		}
-	}
-	return nil
-}
-
-// functionResponse pairs one functionResponse with a pending call and
-// records its result: by id when it has one (its name must agree), else by
+// functionResponse pairs a functionResponse part (at ip) with a pending
+// call and records its result: by id when it has one (its name must agree), else by
 // name when exactly one unanswered call has it. response {"output": text} is
 // the text, {"error": text} the text marked as a tool error, any other
 // object its JSON. A response that repeats, byte for byte, the one that
 // already answered its call (by id) is the same result: gemini-cli 0.61
 // replays every functionResponse twice in a resumed session's history; it
 // is dropped. A different second answer is refused.
-func (s *server) functionResponse(pr *pairing, fp string, fr *gemini.FunctionResponse) error {
+func (s *server) functionResponse(pr *pairing, ip string, o *gemini.Object[gemini.FunctionResponse]) error {
+	if err := pr.answerAt(ip); err != nil {
+		return err
+	}
+	fp := ip + ".functionResponse"
+	if !o.IsObject() {
+		return invalid(fp, "must be an object.")
+	}
+	fr := &o.V
 	if !gemini.Absent(fr.Name.Kind) && !fr.Name.IsString() {
 		return invalid(fp+".name", "must be a string.")
 	}

@@ -282,9 +282,13 @@ func (s *server) messagesTurn(pr *pairing, p string, m *messages.Message) (*chat
 	}
 	switch role {
 	case "assistant":
-		return nil, assistantBlocks(pr, p, blocks)
+		if err := pr.assistant(p); err != nil {
+			return nil, err
+		}
+		return nil, s.turnBlocks(pr, p, blocks)
 	case "user":
-		return nil, s.userBlocks(pr, p, blocks)
+		pr.user(p)
+		return nil, s.turnBlocks(pr, p, blocks)
 	case "system":
 		// Claude Code (2.1.3xx) sends its environment block as a system
 		// message inside messages; it is system text at that place, and
@@ -371,45 +375,57 @@ func refuseBlock(bp string, b *messages.Block) error {
 	return invalid(bp+".type", "is not a known content block type here.")
 }
 
-// assistantBlocks reads an assistant turn into pr: text blocks, tool_use
-// blocks as tool calls (input as sent: echoed arguments compare as JSON
-// values), thinking and redacted_thinking from earlier turns dropped (the
-// gateway never emits them; another backend's carry nothing the upstream can
-// use).
-func assistantBlocks(pr *pairing, p string, blocks []*messages.Block) error {
-	if err := pr.assistant(p); err != nil {
-		return err
-	}
+// turnBlocks reads the blocks of the turn pr started: text blocks are its
+// text; an assistant turn's tool_use blocks are its tool calls, and its
+// thinking and redacted_thinking blocks from earlier turns are dropped (the
+// gateway never emits them; another backend's carry nothing the upstream
+// can use); a user turn's tool_result blocks answer the pending calls
+// (Claude Code appends system reminders after them, and the user's next
+// prompt after a failed round). Any other block is refused.
+func (s *server) turnBlocks(pr *pairing, p string, blocks []*messages.Block) error {
+	assistant := pr.turn == turnAssistant
 	for j, b := range blocks {
 		bp := p + ".content." + strconv.Itoa(j)
-		switch b.Type.V {
-		case "text":
-			t, err := blockText(bp, b)
-			if err != nil {
-				return err
+		var err error
+		switch typ := b.Type.V; {
+		case typ == "text":
+			var t string
+			if t, err = blockText(bp, b); err == nil {
+				pr.addText(t)
 			}
-			pr.assistantText(t)
-		case "tool_use":
-			id, err := wireReqString(b.ID, bp+".id")
-			if err != nil {
-				return err
-			}
-			if err := pr.callID(bp, id); err != nil {
-				return err
-			}
-			name, err := wireReqString(b.Name, bp+".name")
-			if err != nil {
-				return err
-			}
-			if b.Input.Kind() != '{' {
-				return invalid(bp+".input", "is required and must be an object.")
-			}
-			pr.call(id, name, string(b.Input))
-		case "thinking", "redacted_thinking":
+		case typ == "tool_use" && assistant:
+			err = toolUse(pr, bp, b)
+		case typ == "tool_result" && !assistant:
+			err = s.toolResult(pr, bp, b)
+		case (typ == "thinking" || typ == "redacted_thinking") && assistant:
 		default:
-			return refuseBlock(bp, b)
+			err = refuseBlock(bp, b)
+		}
+		if err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// toolUse reads a tool_use block (at bp) as a call of the assistant turn,
+// its input as sent (echoed arguments compare as JSON values).
+func toolUse(pr *pairing, bp string, b *messages.Block) error {
+	id, err := wireReqString(b.ID, bp+".id")
+	if err != nil {
+		return err
+	}
+	if err := pr.callID(bp, id); err != nil {
+		return err
+	}
+	name, err := wireReqString(b.Name, bp+".name")
+	if err != nil {
+		return err
+	}
+	if b.Input.Kind() != '{' {
+		return invalid(bp+".input", "is required and must be an object.")
+	}
+	pr.call(id, name, string(b.Input))
 	return nil
 }
 
@@ -428,46 +444,29 @@ func validToolID(s string) bool {
 	return true
 }
 
-// userBlocks reads a user turn into pr: tool_result blocks answer the
-// pending tool_use ids (each once), text blocks are its text (Claude Code
-// appends system reminders after the results, and the user's next prompt
-// after a failed round).
-func (s *server) userBlocks(pr *pairing, p string, blocks []*messages.Block) error {
-	pr.user(p)
-	for j, b := range blocks {
-		bp := p + ".content." + strconv.Itoa(j)
-		switch b.Type.V {
-		case "text":
-			t, err := blockText(bp, b)
-			if err != nil {
-				return err
-			}
-			pr.userText(t)
-		case "tool_result":
-			if err := pr.answerAt(bp); err != nil {
-				return err
-			}
-			id, err := wireReqString(b.ToolUseID, bp+".tool_use_id")
-			if err != nil {
-				return err
-			}
-			call := pr.find(id)
-			if call == nil || call.answered {
-				if !validToolID(id) {
-					return invalid(bp+".tool_use_id", "String should match pattern '^[a-zA-Z0-9_-]+$'")
-				}
-				return invalid(bp, "unexpected `tool_use_id` found in `tool_result` blocks: "+id+
-					". Each `tool_result` block must have a corresponding `tool_use` block in the previous message.")
-			}
-			content, err := s.toolResultContent(bp, b)
-			if err != nil {
-				return err
-			}
-			pr.answer(call, content)
-		default:
-			return refuseBlock(bp, b)
-		}
+// toolResult reads a tool_result block (at bp) as the answer to a pending
+// call of the user turn.
+func (s *server) toolResult(pr *pairing, bp string, b *messages.Block) error {
+	if err := pr.answerAt(bp); err != nil {
+		return err
 	}
+	id, err := wireReqString(b.ToolUseID, bp+".tool_use_id")
+	if err != nil {
+		return err
+	}
+	call := pr.find(id)
+	if call == nil || call.answered {
+		if !validToolID(id) {
+			return invalid(bp+".tool_use_id", "String should match pattern '^[a-zA-Z0-9_-]+$'")
+		}
+		return invalid(bp, "unexpected `tool_use_id` found in `tool_result` blocks: "+id+
+			". Each `tool_result` block must have a corresponding `tool_use` block in the previous message.")
+	}
+	content, err := s.toolResultContent(bp, b)
+	if err != nil {
+		return err
+	}
+	pr.answer(call, content)
 	return nil
 }
 

@@ -8,9 +8,9 @@ import (
 	"github.com/pmgate/pmgate/domain/chat"
 )
 
-// pairing is the one rule of tool-call pairing the conversation APIs share
-// (Messages and Gemini; chat and Responses carry their pairing in ids the
-// core checks): the tool calls of an assistant turn are pending until the
+// pairing is the one rule of tool-call pairing of the APIs whose
+// conversations answer calls turn by turn (Messages and Gemini): the tool
+// calls of an assistant turn are pending until the
 // next user turn, whose answers come first, answer every call once, in any
 // order, and become tool messages; text after them is added to the last
 // answer, so the upstream sees it and the turn still ends in results, and
@@ -28,33 +28,15 @@ type pairing struct {
 	seen    map[string]bool // every call id so far
 	pending []pendingCall   // the calls of the last assistant turn
 	at      int             // the index of that turn; -1 with none
+	out     []chat.Message  // the conversation so far
 
 	// The turn being read.
-	path    string
-	msg     chat.Message // an assistant turn
-	calls   []pendingCall
-	results []chat.Message // a user turn
-	text    strings.Builder
-	hasText bool
-}
-
-// converse sets req's conversation, in this order of refusals: the system
-// text (readSystem of system; none when empty), then the turns (readTurns
-// of turns). It returns the request's input-token estimate.
-func converse[S, M any](req *chat.Request, system S, readSystem func(S) (string, error), turns M, readTurns func(M) ([]chat.Message, error)) (int64, error) {
-	sys, err := readSystem(system)
-	if err != nil {
-		return 0, err
-	}
-	msgs, err := readTurns(turns)
-	if err != nil {
-		return 0, err
-	}
-	if sys != "" {
-		req.Messages = append(req.Messages, chat.Message{Role: chat.RoleSystem, Content: &sys})
-	}
-	req.Messages = append(req.Messages, msgs...)
-	return chat.EstimateInputTokens(*req), nil
+	path      string
+	toolCalls []chat.ToolCall // an assistant turn's
+	calls     []pendingCall
+	answers   int // a user turn's: they end out
+	text      strings.Builder
+	hasText   bool
 }
 
 type turnKind uint8
@@ -76,8 +58,8 @@ func pairTurns[T any](words *pairWords, a wirejson.Array[wirejson.Object[T]], tu
 	if len(a.Items) == 0 {
 		return nil, invalid(words.list, "must not be empty.")
 	}
-	pr := pairing{words: words, seen: map[string]bool{}, at: -1}
-	var out []chat.Message
+	// A turn is one message (or one per answer: then out grows).
+	pr := pairing{words: words, seen: map[string]bool{}, at: -1, out: make([]chat.Message, 0, len(a.Items))}
 	for i := range a.Items {
 		p := words.list + "." + strconv.Itoa(i)
 		if !a.Items[i].IsObject() {
@@ -90,25 +72,43 @@ func pairTurns[T any](words *pairWords, a wirejson.Array[wirejson.Object[T]], tu
 		}
 		switch pr.turn {
 		case turnAssistant:
-			if m, ok := pr.endAssistant(i); ok {
-				out = append(out, m)
-			}
+			pr.endAssistant(i)
 		case turnUser:
-			msgs, err := pr.endUser()
-			if err != nil {
+			if err := pr.endUser(); err != nil {
 				return nil, err
 			}
-			out = append(out, msgs...)
 		default:
 			if other != nil {
-				out = append(out, *other)
+				pr.out = append(pr.out, *other)
 			}
 		}
 	}
-	if err := pr.end(out, len(a.Items)); err != nil {
+	if err := pr.end(len(a.Items)); err != nil {
 		return nil, err
 	}
-	return out, nil
+	return pr.out, nil
+}
+
+// converse sets req's conversation (req has none yet), in this order of
+// refusals: the system
+// text (readSystem of system; none when empty), then the turns (readTurns
+// of turns). It returns the request's input-token estimate.
+func converse[S, M any](req *chat.Request, system S, readSystem func(S) (string, error), turns M, readTurns func(M) ([]chat.Message, error)) (int64, error) {
+	sys, err := readSystem(system)
+	if err != nil {
+		return 0, err
+	}
+	msgs, err := readTurns(turns)
+	if err != nil {
+		return 0, err
+	}
+	if sys == "" {
+		req.Messages = msgs
+	} else {
+		text := sys
+		req.Messages = append(append(make([]chat.Message, 0, len(msgs)+1), chat.Message{Role: chat.RoleSystem, Content: &text}), msgs...)
+	}
+	return chat.EstimateInputTokens(*req), nil
 }
 
 // pendingCall is a tool call of the last assistant turn, waiting for its
@@ -145,17 +145,10 @@ func (pr *pairing) assistant(p string) error {
 	if len(pr.pending) > 0 {
 		return pr.unanswered()
 	}
-	pr.turn, pr.path, pr.msg, pr.calls = turnAssistant, p, chat.Message{Role: chat.RoleAssistant}, nil
+	pr.turn, pr.path, pr.toolCalls, pr.calls = turnAssistant, p, nil, nil
 	pr.text.Reset()
 	pr.hasText = false
 	return nil
-}
-
-// assistantText adds text to the assistant turn: its pieces are joined as
-// they are.
-func (pr *pairing) assistantText(t string) {
-	pr.text.WriteString(t)
-	pr.hasText = pr.hasText || t != ""
 }
 
 // callID checks the id of a call of the assistant turn (at is its path):
@@ -173,29 +166,29 @@ func (pr *pairing) callID(at, id string) error {
 
 // call adds a call (its id checked by callID) to the assistant turn.
 func (pr *pairing) call(id, name, args string) {
-	pr.msg.ToolCalls = append(pr.msg.ToolCalls, chat.ToolCall{ID: id, Name: name, Arguments: args})
+	pr.toolCalls = append(pr.toolCalls, chat.ToolCall{ID: id, Name: name, Arguments: args})
 	pr.calls = append(pr.calls, pendingCall{id: id, name: name})
 }
 
-// endAssistant (pairTurns) ends assistant turn i: its message, and false when it
-// carries nothing the upstream can use (thinking only), which leaves the
-// pairing as it was.
-func (pr *pairing) endAssistant(i int) (chat.Message, bool) {
-	m := pr.msg
+// endAssistant (pairTurns) ends assistant turn i: its message joins the
+// conversation unless it carries nothing the upstream can use (thinking
+// only), which leaves the pairing as it was.
+func (pr *pairing) endAssistant(i int) {
+	m := chat.Message{Role: chat.RoleAssistant, ToolCalls: pr.toolCalls}
 	if pr.hasText {
 		t := pr.text.String()
 		m.Content = &t
 	}
 	if m.Content == nil && len(m.ToolCalls) == 0 {
-		return m, false
+		return
 	}
+	pr.out = append(pr.out, m)
 	pr.pending, pr.at = pr.calls, i
-	return m, true
 }
 
 // user starts a user turn at path p.
 func (pr *pairing) user(p string) {
-	pr.turn, pr.path, pr.results = turnUser, p, nil
+	pr.turn, pr.path, pr.answers = turnUser, p, 0
 	pr.text.Reset()
 	pr.hasText = false
 }
@@ -235,12 +228,19 @@ func (pr *pairing) findName(name string) (c *pendingCall, ambiguous bool) {
 // answer records c's answer (content, as the upstream reads it).
 func (pr *pairing) answer(c *pendingCall, content string) {
 	c.answered = true
-	pr.results = append(pr.results, chat.Message{Role: chat.RoleTool, ToolCallID: c.id, Content: &content})
+	pr.out = append(pr.out, chat.Message{Role: chat.RoleTool, ToolCallID: c.id, Content: &content})
+	pr.answers++
 }
 
-// userText adds text to the user turn: its pieces are joined with blank
-// lines (an empty piece adds none, and still counts as text).
-func (pr *pairing) userText(t string) {
+// addText adds text to the turn: an assistant turn's pieces are joined as
+// they are, a user turn's with blank lines (an empty piece adds none, and
+// still counts as text).
+func (pr *pairing) addText(t string) {
+	if pr.turn == turnAssistant {
+		pr.text.WriteString(t)
+		pr.hasText = pr.hasText || t != ""
+		return
+	}
 	if pr.text.Len() > 0 && t != "" {
 		pr.text.WriteString("\n\n")
 	}
@@ -248,38 +248,38 @@ func (pr *pairing) userText(t string) {
 	pr.hasText = true
 }
 
-// endUser (pairTurns) ends the user turn: every pending call must be answered; its
-// messages are the answers (text after them added to the last) or one user
-// message of its text.
-func (pr *pairing) endUser() ([]chat.Message, error) {
+// endUser (pairTurns) ends the user turn: every pending call must be
+// answered; the answers (text after them added to the last) or else one
+// user message of its text join the conversation.
+func (pr *pairing) endUser() error {
 	for _, c := range pr.pending {
 		if !c.answered {
-			return nil, pr.unanswered()
+			return pr.unanswered()
 		}
 	}
 	pr.pending, pr.at = nil, -1
-	results := pr.results
-	pr.results = nil
-	if len(results) == 0 {
+	if pr.answers == 0 {
 		if !pr.hasText {
-			return nil, pr.words.empty(pr.path)
+			return pr.words.empty(pr.path)
 		}
 		t := pr.text.String()
-		return []chat.Message{{Role: chat.RoleUser, Content: &t}}, nil
+		pr.out = append(pr.out, chat.Message{Role: chat.RoleUser, Content: &t})
+		return nil
 	}
 	if pr.hasText && pr.text.Len() > 0 {
-		last := &results[len(results)-1]
+		last := &pr.out[len(pr.out)-1]
 		trailing := pr.text.String()
 		joined := *last.Content + "\n\n" + trailing
 		last.Content, last.Trailing = &joined, trailing
 	}
-	return results, nil
+	return nil
 }
 
-// end (pairTurns) checks the whole conversation (out, of n turns as sent): it holds a
-// message, its last assistant turn's calls are answered, and it does not
-// end in an assistant turn.
-func (pr *pairing) end(out []chat.Message, n int) error {
+// end (pairTurns) checks the whole conversation (of n turns as sent): it
+// holds a message, its last assistant turn's calls are answered, and it
+// does not end in an assistant turn.
+func (pr *pairing) end(n int) error {
+	out := pr.out
 	if len(out) == 0 {
 		return pr.words.noUser()
 	}
