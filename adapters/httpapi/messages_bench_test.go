@@ -14,7 +14,10 @@ import (
 
 // benchmarkMessages is one JSON Messages request through the handler (the
 // decode and translation of the body, the turn of five deltas, the Message).
-func benchmarkMessages(b *testing.B, body string) {
+func benchmarkMessages(b *testing.B, body string) { benchmarkAPI(b, body, msgRequest) }
+
+// benchmarkAPI is one request of body (made by req) through the handler.
+func benchmarkAPI(b *testing.B, body string, req func(string) *http.Request) {
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	cfg := testConfig()
 	cfg.MaxTools, cfg.MaxBodyBytes = 64, 1<<20
@@ -23,7 +26,7 @@ func benchmarkMessages(b *testing.B, body string) {
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, msgRequest(body))
+		h.ServeHTTP(rec, req(body))
 		if rec.Code != http.StatusOK {
 			b.Fatalf("status %d: %s", rec.Code, rec.Body)
 		}
@@ -32,6 +35,14 @@ func benchmarkMessages(b *testing.B, body string) {
 
 // messagesTools is benchTools(n) in the Messages shape.
 func messagesTools(b *testing.B, n int) string {
+	return "[" + strings.Join(reshapedTools(b, n, func(name, desc, params string) string {
+		return `{"name":` + name + `,"description":` + desc + `,"input_schema":` + params + `}`
+	}), ",") + "]"
+}
+
+// reshapedTools is each definition of benchTools(n) written by def (its
+// name and description as JSON strings, and its schema).
+func reshapedTools(b *testing.B, n int, def func(name, desc, params string) string) []string {
 	var defs []struct {
 		Function struct {
 			Name        string          `json:"name"`
@@ -46,9 +57,9 @@ func messagesTools(b *testing.B, n int) string {
 	for _, d := range defs {
 		name, _ := json.Marshal(d.Function.Name)
 		desc, _ := json.Marshal(d.Function.Description)
-		out = append(out, `{"name":`+string(name)+`,"description":`+string(desc)+`,"input_schema":`+string(d.Function.Parameters)+`}`)
+		out = append(out, def(string(name), string(desc), string(d.Function.Parameters)))
 	}
-	return "[" + strings.Join(out, ",") + "]"
+	return out
 }
 
 const benchHistory = `[{"role":"user","content":"Read the README please"},` +

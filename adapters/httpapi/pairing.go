@@ -10,14 +10,14 @@ import (
 
 // pairing is the one rule of tool-call pairing of the APIs whose
 // conversations answer calls turn by turn (Messages and Gemini): the tool
-// calls of an assistant turn are pending until the
-// next user turn, whose answers come first, answer every call once, in any
-// order, and become tool messages; text after them is added to the last
-// answer, so the upstream sees it and the turn still ends in results, and
-// is kept as that answer's Trailing, so that when the results are history
-// (their group was dispatched before) it goes up alone as the next user
-// turn; call ids are unique in the conversation. A turn with no answers is
-// one user message of its text.
+// calls of an assistant turn are pending until the next user turn, whose
+// answers come first, answer every call once, in any order, and become tool
+// messages; text after them is added to the last answer, so the upstream
+// sees it and the turn still ends in results, and is kept as that answer's
+// Trailing, so that when the results are history (their group was
+// dispatched before) it goes up alone as the next user turn; call ids are
+// unique in the conversation. A turn with no answers is one user message of
+// its text.
 //
 // Each API reads its own turns and feeds them in as it reads them, so the
 // refusals come in the order of the body, and words the refusals itself
@@ -90,9 +90,9 @@ func pairTurns[T any](words *pairWords, a wirejson.Array[wirejson.Object[T]], tu
 }
 
 // converse sets req's conversation (req has none yet), in this order of
-// refusals: the system
-// text (readSystem of system; none when empty), then the turns (readTurns
-// of turns). It returns the request's input-token estimate.
+// refusals: the system text (readSystem of system; none when empty), then
+// the turns (readTurns of turns). It returns the request's input-token
+// estimate.
 func converse[S, M any](req *chat.Request, system S, readSystem func(S) (string, error), turns M, readTurns func(M) ([]chat.Message, error)) (int64, error) {
 	sys, err := readSystem(system)
 	if err != nil {
@@ -145,10 +145,14 @@ func (pr *pairing) assistant(p string) error {
 	if len(pr.pending) > 0 {
 		return pr.unanswered()
 	}
-	pr.turn, pr.path, pr.toolCalls, pr.calls = turnAssistant, p, nil, nil
+	pr.start(turnAssistant, p)
+	return nil
+}
+
+func (pr *pairing) start(k turnKind, p string) {
+	pr.turn, pr.path, pr.toolCalls, pr.calls, pr.answers = k, p, nil, nil, 0
 	pr.text.Reset()
 	pr.hasText = false
-	return nil
 }
 
 // callID checks the id of a call of the assistant turn (at is its path):
@@ -187,11 +191,7 @@ func (pr *pairing) endAssistant(i int) {
 }
 
 // user starts a user turn at path p.
-func (pr *pairing) user(p string) {
-	pr.turn, pr.path, pr.answers = turnUser, p, 0
-	pr.text.Reset()
-	pr.hasText = false
-}
+func (pr *pairing) user(p string) { pr.start(turnUser, p) }
 
 // answerAt refuses an answer at path at that comes after text.
 func (pr *pairing) answerAt(at string) error {
