@@ -10,8 +10,9 @@ func init() {
 		emitter = "adapters/httpapi/sse/gemsse/gemsse.go"
 	)
 	mutants = append(mutants,
-		mutant{"gemini: a response without an id paired with the first call of its name", decode,
-			"\t\t\t\tif call != nil {\n\t\t\t\t\treturn \"\", \"\", invalid(fp+\".id\",", "\t\t\t\tif false && call != nil {\n\t\t\t\t\treturn \"\", \"\", invalid(fp+\".id\",",
+		// The search by name is the pairing rule's (pairing.go).
+		mutant{"gemini: a response without an id paired with the last call of its name", "adapters/httpapi/pairing.go",
+			"\t\t\tif c != nil {\n\t\t\t\treturn nil, true", "\t\t\tif false && c != nil {\n\t\t\t\treturn nil, true",
 			httpapi, "PairByIDOrByAUniqueName"},
 		mutant{"gemini: a different second response to a call taken as a repeat", decode,
 			"if fr.ID.IsString() && string(fr.Response) == string(call.response) && absentRaw(fr.Parts) {",

@@ -16,7 +16,8 @@ func init() {
 			`echo["namespace"] = mustJSON(ns)`, `echo["ns"] = mustJSON(ns)`, httpapi, "ResponsesToolsAreTheChatRoutesTools"},
 		mutant{"responses: a remembered tool set hands out its own slice", tools,
 			"rr.chat.Tools = append([]chat.Tool(nil), ts.chat...)", "rr.chat.Tools = ts.chat", httpapi, "ResponsesToolsAreTranslationRemembered"},
-		mutant{"responses: more tools than MAX_TOOLS accepted", tools,
+		// The count is every API's tool-set rule (newTools).
+		mutant{"responses: more tools than MAX_TOOLS accepted", "adapters/httpapi/decode_tools.go",
 			"\tif len(defs) > s.cfg.MaxTools {", "\tif len(defs) > s.cfg.MaxTools+99 {", httpapi, "ResponsesToolRefusalsComeInTheirOrder"},
 		mutant{"responses: parallel_tool_calls read after the field policy", decode,
 			`if req.ParallelToolCalls, err = wireBool(wr.ParallelToolCalls, "parallel_tool_calls", true); err != nil {`,
