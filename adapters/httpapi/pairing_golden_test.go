@@ -271,6 +271,8 @@ func TestPairingAndToolRulesAnswerAsBefore(t *testing.T) {
 		gemCase("tools: a schema the upstream cannot take", list(gu), `,"tools":[{"functionDeclarations":[{"name":"a","parametersJsonSchema":{"type":"object","properties":{"x":{"$ref":"#/nope"}}}}]}]`),
 
 		respCase("two", `[{"type":"function","name":"a","description":"A","parameters":{"type":"object"},"strict":true},{"type":"custom","name":"b"},{"type":"web_search"},{"type":"namespace","name":"ns","tools":[{"type":"function","name":"c"}]}]`),
+		respCase("not an array", `{}`),
+		respCase("null", `null`),
 		respCase("too many after a bad entry", `[{"type":"function","name":"a"},{"type":"function","name":"b"},{"type":"function","name":"c"},{"type":"function","name":"d"},{"type":"function","name":"e","parameters":3}]`),
 		respCase("too many", `[{"type":"function","name":"a"},{"type":"function","name":"b"},{"type":"function","name":"c"},{"type":"function","name":"d"},{"type":"function","name":"e"}]`),
 		respCase("a bad name", `[{"type":"function","name":"a b","description":1}]`),

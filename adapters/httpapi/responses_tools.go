@@ -67,12 +67,8 @@ var decodedRespTools memo[toolsKey, respTools]
 // string parameter) become chat tools under the rules every API's tools have
 // (newTool), at the Responses paths; built-in tools are not offered.
 func (s *server) responsesTools(t responses.Tools, rr *respRequest) error {
-	switch t.Kind() {
-	case 0, 'n':
-		return nil
-	case '[':
-	default:
-		return invalid("tools", "must be an array.")
+	if present, err := toolsPresent(t.Raw); !present {
+		return err
 	}
 	k := toolsKey{api: "responses", maxTools: s.cfg.MaxTools, opts: s.toolOptions()}
 	ts, ok := decodedRespTools.get(t.Raw, k)
