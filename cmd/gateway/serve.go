@@ -294,9 +294,9 @@ func (g *gateway) wait(ctx context.Context) error {
 	// A response's access line is written after it went out: let the last
 	// ones be written before the shutdown's own lines (bounded).
 	if l, ok := g.ln.(*httpapi.Listener); ok {
-		for deadline := time.Now().Add(2 * time.Second); l.AfterResponsePending() > 0 && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
+		lctx, lcancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = l.Settled(lctx)
+		lcancel()
 	}
 	g.stop()
 	g.wg.Wait()
