@@ -406,7 +406,7 @@ func TestSettledWaitsForTheAccessLinesStillToBeWritten(t *testing.T) {
 	short, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	is.Equal(ln.Settled(short), context.DeadlineExceeded) // the line is still to be written
-	is.NoErr(c.Close()) // the connection's end runs the request's after-response work, held at the log
+	is.NoErr(c.Close())                                   // the connection's end runs the request's after-response work, held at the log
 	time.AfterFunc(100*time.Millisecond, func() { close(gate.open) })
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
