@@ -20,6 +20,7 @@ package wirejson
 import (
 	"bytes"
 	"errors"
+	"math"
 	"strconv"
 
 	"github.com/go-json-experiment/json"
@@ -84,6 +85,115 @@ func (n *Number) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 	v, err := d.ReadValue()
 	n.Text = string(v)
 	return err
+}
+
+// Int reads the number as an integer: ok is false when it was sent as
+// another kind or its value is not integral (1.5). An integral value written
+// as a float (2.0, 1e3) is an integer, up to 2^53 where floats stop holding
+// every integer.
+func (n Number) Int() (int64, bool) {
+	if n.Kind != '0' {
+		return 0, false
+	}
+	return integer(n.Text)
+}
+
+func integer(text string) (int64, bool) {
+	if i, err := strconv.ParseInt(text, 10, 64); err == nil {
+		return i, true
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// Value is a member read for the kind it was sent with, whatever it is: the
+// members the ingress's shared field policy accepts and ignores, or refuses
+// unless default (temperature, n, metadata, stop, …), whose rules differ by
+// API only in which members they apply to. It keeps the bytes as sent (the
+// Responses API echoes some), a string's text, and reads an array's
+// elements or counts an object's members only when asked.
+type Value struct {
+	Raw  Raw    // as sent; nil when absent
+	Text string // when Kind is '"'
+}
+
+// Kind is the JSON kind of the value (0 when absent).
+func (v Value) Kind() Kind { return v.Raw.Kind() }
+
+func (v *Value) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	*v = Value{}
+	if err := v.Raw.UnmarshalJSONFrom(d); err != nil {
+		return err
+	}
+	if v.Kind() == '"' {
+		t, err := jsontext.AppendUnquote(nil, v.Raw)
+		v.Text = string(t)
+		return err
+	}
+	return nil
+}
+
+// Int is Number.Int of the value.
+func (v Value) Int() (int64, bool) {
+	if v.Kind() != '0' {
+		return 0, false
+	}
+	return integer(string(v.Raw))
+}
+
+// AsString is the value as a member that should be a string.
+func (v Value) AsString() String { return String{Kind: v.Kind(), V: v.Text} }
+
+// IsTrue says whether the value is the boolean true.
+func (v Value) IsTrue() bool { return v.Kind() == 't' }
+
+// Items reads the elements of an array (nil when it is not one). The bytes
+// were checked when the request was read, so reading them cannot fail.
+func (v Value) Items() []Value {
+	var items []Value
+	if v.Kind() == '[' {
+		_ = readItems(jsontext.NewDecoder(bytes.NewReader(v.Raw), jsontext.AllowDuplicateNames(true)), &items)
+	}
+	return items
+}
+
+// Len is the number of members of an object (0 when it is not one).
+func (v Value) Len() int {
+	if v.Kind() != '{' {
+		return 0
+	}
+	d := jsontext.NewDecoder(bytes.NewReader(v.Raw), jsontext.AllowDuplicateNames(true))
+	n := 0
+	if _, err := d.ReadToken(); err != nil { // {
+		return 0
+	}
+	for d.PeekKind() == '"' {
+		if _, err := d.ReadToken(); err != nil || d.SkipValue() != nil {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// Echoed is an object member read as T and kept as the bytes it was sent as
+// (Value): the field policy checks its kind like any other member's, the
+// ingress reads T, and the response object echoes the bytes.
+type Echoed[T any] struct {
+	Value
+	V T // when Kind is '{'
+}
+
+func (e *Echoed[T]) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	var zero T
+	e.V = zero
+	if err := e.Value.UnmarshalJSONFrom(d); err != nil || e.Kind() != '{' {
+		return err
+	}
+	return DecodePart(e.Raw, &e.V) // a repeated name in it was refused by d
 }
 
 // Raw is a member kept as the bytes it was sent as (a JSON schema, a tool
