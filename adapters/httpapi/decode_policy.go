@@ -284,7 +284,7 @@ func checkModalities(param string, v wirejson.Value) error {
 		if m.Kind() != kindString {
 			return invalid(p, "must be a string.")
 		}
-		if m.Text != "text" {
+		if m.Text() != "text" {
 			return unsupported(p, "only the text modality is supported.")
 		}
 	}

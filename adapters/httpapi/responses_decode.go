@@ -98,7 +98,7 @@ func (s *server) translateResponses(wr *responses.Request, allowed func(string) 
 	f := wr.Fields
 	rr.metadata, rr.temperature, rr.topP = json.RawMessage(f["metadata"].Raw), json.RawMessage(f["temperature"].Raw), json.RawMessage(f["top_p"].Raw)
 	rr.maxOutput, rr.reasoning = json.RawMessage(f["max_output_tokens"].Raw), json.RawMessage(wr.Reasoning.Raw)
-	rr.user = f["user"].Text // the field policy refused any other kind but null
+	rr.user = f["user"].Text() // the field policy refused any other kind but null
 	if err := s.responsesTools(wr.Tools, &rr); err != nil {
 		return respRequest{}, err
 	}
@@ -163,7 +163,7 @@ func checkTruncation(param string, v wirejson.Value) error {
 	case 0, kindNull:
 		return nil
 	case kindString:
-		if v.Text == "disabled" || v.Text == "auto" {
+		if t := v.Text(); t == "disabled" || t == "auto" {
 			return nil
 		}
 	}

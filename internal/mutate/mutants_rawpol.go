@@ -20,6 +20,6 @@ func init() {
 		mutant{"responses: reasoning's kind not checked by the policy", decode,
 			"\t\tif name == \"reasoning\" {\n\t\t\treturn wr.Reasoning.Value\n\t\t}\n", "", httpapi, "FieldPolicyRefusalsArePinned"},
 		mutant{"responses: user echoed as sent, quotes and escapes included", decode,
-			"rr.user = f[\"user\"].Text", "rr.user = string(f[\"user\"].Raw)", httpapi, "FieldPolicyRefusalsArePinned"},
+			"rr.user = f[\"user\"].Text()", "rr.user = string(f[\"user\"].Raw)", httpapi, "FieldPolicyRefusalsArePinned"},
 	)
 }

@@ -113,27 +113,26 @@ func integer(text string) (int64, bool) {
 // members the ingress's shared field policy accepts and ignores, or refuses
 // unless default (temperature, n, metadata, stop, …), whose rules differ by
 // API only in which members they apply to. It keeps the bytes as sent (the
-// Responses API echoes some), a string's text, and reads an array's
-// elements or counts an object's members only when asked.
+// Responses API echoes some); a string's text, an array's elements and an
+// object's size are read from them only when asked, as few of these members
+// are more than kind-checked.
 type Value struct {
-	Raw  Raw    // as sent; nil when absent
-	Text string // when Kind is '"'
+	Raw Raw // as sent; nil when absent
 }
 
 // Kind is the JSON kind of the value (0 when absent).
 func (v Value) Kind() Kind { return v.Raw.Kind() }
 
-func (v *Value) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	*v = Value{}
-	if err := v.Raw.UnmarshalJSONFrom(d); err != nil {
-		return err
+func (v *Value) UnmarshalJSONFrom(d *jsontext.Decoder) error { return v.Raw.UnmarshalJSONFrom(d) }
+
+// Text is a string's text ("" when the value is not a string). The bytes
+// were checked when the request was read, so unquoting them cannot fail.
+func (v Value) Text() string {
+	if v.Kind() != '"' {
+		return ""
 	}
-	if v.Kind() == '"' {
-		t, err := jsontext.AppendUnquote(nil, v.Raw)
-		v.Text = string(t)
-		return err
-	}
-	return nil
+	t, _ := jsontext.AppendUnquote(nil, v.Raw)
+	return string(t)
 }
 
 // Int is Number.Int of the value.
@@ -145,7 +144,7 @@ func (v Value) Int() (int64, bool) {
 }
 
 // AsString is the value as a member that should be a string.
-func (v Value) AsString() String { return String{Kind: v.Kind(), V: v.Text} }
+func (v Value) AsString() String { return String{Kind: v.Kind(), V: v.Text()} }
 
 // IsTrue says whether the value is the boolean true.
 func (v Value) IsTrue() bool { return v.Kind() == 't' }

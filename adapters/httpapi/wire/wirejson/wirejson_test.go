@@ -95,7 +95,7 @@ func TestValueReadsWhatThePolicyAsks(t *testing.T) {
 		`"b":true,"n":null,"a":["text",1,[2]],"o":{"x":1,"y":{"z":2}},"text":{ "type" : "t" }}`), &s))
 	v := s.Fields
 	is.Equal(v["s"].Kind(), wirejson.Kind('"'))
-	is.Equal(v["s"].Text, "aé\"b")
+	is.Equal(v["s"].Text(), "aé\"b")
 	for name, want := range map[string]int64{"i": 2, "e": 1000, "big": 9007199254740993} {
 		n, ok := v[name].Int()
 		is.True(ok)
@@ -111,7 +111,7 @@ func TestValueReadsWhatThePolicyAsks(t *testing.T) {
 	is.Equal(v["absent"].Kind(), wirejson.Kind(0))
 	items := v["a"].Items()
 	is.Equal(len(items), 3)
-	is.Equal(items[0].Text, "text")
+	is.Equal(items[0].Text(), "text")
 	is.Equal(items[1].Kind(), wirejson.Kind('0'))
 	is.Equal(string(items[2].Raw), `[2]`)
 	is.Equal(v["o"].Len(), 2)
