@@ -1,5 +1,5 @@
 // Package wirejson holds what every API's wire package (wire/chat,
-// wire/messages) reads a request body with: member types that record the
+// wire/responses, wire/messages, wire/gemini) reads a request body with: member types that record the
 // JSON kind they were sent with, and the one strict decode.
 //
 // The body is read once, by github.com/go-json-experiment/json (the code of
@@ -9,7 +9,9 @@
 // object is an error (DuplicateName finds its path), and text that is not
 // valid UTF-8 (raw bytes or a lone surrogate escape) is an error. Members a
 // type does not name are skipped, so that newer clients' harmless additions
-// keep working.
+// keep working, or kept by name as Values where a request type lists its
+// other members for the ingress's field policy (chat's and Responses'
+// Fields).
 //
 // A member of the wrong kind is not a decode error: every field records the
 // kind it was sent with (Kind, 0 when absent), and the ingress refuses it in
