@@ -177,3 +177,37 @@ func pinOutcome(echo string, err error) string {
 	}
 	return "error " + err.Error()
 }
+
+// A body that is not one JSON object is refused in the same words by every
+// API, before anything in it is read: not JSON (with where it stops), or
+// JSON of another kind.
+func TestBodiesThatAreNotAnObjectAreRefusedInTheirWords(t *testing.T) {
+	s := &server{cfg: Config{MaxTools: 64, MaxToolResultBytes: 1 << 20}, models: map[string]bool{"pm-test": true}}
+	decoders := map[string]func([]byte) error{
+		"chat":      func(b []byte) error { _, err := s.decodeRequest(b, allowAll); return err },
+		"responses": func(b []byte) error { _, err := s.decodeResponsesRequest(b, allowAll); return err },
+		"messages":  func(b []byte) error { _, err := s.decodeMessagesRequest(b, allowAll); return err },
+		"gemini":    func(b []byte) error { _, err := s.decodeGeminiRequest(b, "pm-test", false); return err },
+	}
+	const notObject = "The body must be a JSON object."
+	for body, want := range map[string]string{
+		`null`:           notObject,
+		` [1]`:           notObject,
+		"\n5":            notObject,
+		`"x"`:            notObject,
+		`true`:           notObject,
+		``:               "The body is not valid JSON: the body ends before the JSON value does, at byte offset 0.",
+		`{"a":1} {}`:     "The body is not valid JSON: text after the JSON value at byte offset 8 (line 1, column 9).",
+		"{\n\"a\":}":     "The body is not valid JSON: an unexpected character at byte offset 6 (line 2, column 5).",
+		`[` + `]]`:       "The body is not valid JSON: text after the JSON value at byte offset 2 (line 1, column 3).",
+		`{"a":"\ud800"}`: "is not valid UTF-8 text (invalid bytes or a lone surrogate).",
+	} {
+		for api, decode := range decoders {
+			var re *requestError
+			err := decode([]byte(body))
+			if !errors.As(err, &re) || re.detail != want || errs.CodeOf(err) != errs.InvalidRequest {
+				t.Errorf("%s %q: got %v (%+v), want %q", api, body, err, re, want)
+			}
+		}
+	}
+}
