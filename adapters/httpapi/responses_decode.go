@@ -95,9 +95,10 @@ func (s *server) translateResponses(wr *responses.Request, allowed func(string) 
 	if req.Output.Structured() {
 		rr.text = json.RawMessage(wr.Text.Raw)
 	}
-	f := wr.Fields
-	rr.metadata, rr.temperature, rr.topP = json.RawMessage(f["metadata"].Raw), json.RawMessage(f["temperature"].Raw), json.RawMessage(f["top_p"].Raw)
-	rr.maxOutput, rr.reasoning = json.RawMessage(f["max_output_tokens"].Raw), json.RawMessage(wr.Reasoning.Raw)
+	f := wr.Fields // the settings the response object echoes as sent
+	rr.metadata, rr.temperature = json.RawMessage(f["metadata"].Raw), json.RawMessage(f["temperature"].Raw)
+	rr.topP, rr.maxOutput = json.RawMessage(f["top_p"].Raw), json.RawMessage(f["max_output_tokens"].Raw)
+	rr.reasoning = json.RawMessage(wr.Reasoning.Raw)
 	rr.user = f["user"].Text() // the field policy refused any other kind but null
 	if err := s.responsesTools(wr.Tools, &rr); err != nil {
 		return respRequest{}, err
