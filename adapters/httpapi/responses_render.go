@@ -9,6 +9,7 @@ import (
 
 	"github.com/pmgate/pmgate/adapters/httpapi/sse"
 	"github.com/pmgate/pmgate/adapters/httpapi/sse/respsse"
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
@@ -111,10 +112,10 @@ func (o respOutput) object(status string, output []json.RawMessage) responseObje
 		Temperature: rr.temperature, Text: rr.textEcho(), ToolChoice: rr.toolChoice, Tools: rr.offered,
 		TopP: rr.topP, Truncation: "disabled",
 	}
-	if absent(obj.Metadata) {
+	if wirejson.Absent(wirejson.Raw(obj.Metadata).Kind()) {
 		obj.Metadata = emptyObject
 	}
-	if absent(obj.ToolChoice) {
+	if wirejson.Absent(wirejson.Raw(obj.ToolChoice).Kind()) {
 		obj.ToolChoice = autoChoice
 	}
 	if obj.Output == nil {
