@@ -194,7 +194,7 @@ func TestColdWakes(t *testing.T) {
 		do := func(k kind) {
 			req := "POST " + tg.path + " HTTP/1.1\r\nHost: " + tg.addr + "\r\nContent-Type: application/json\r\n" + tg.header +
 				"Content-Length: " + strconv.Itoa(len(k.body)) + "\r\n\r\n" + k.body
-			if _, err := io.WriteString(conn, req); err != nil {
+			if err := wakesClientWrite(conn, req); err != nil {
 				t.Fatal(err)
 			}
 			resp, err := http.ReadResponse(br, nil)
@@ -237,6 +237,12 @@ func TestColdWakes(t *testing.T) {
 	}
 }
 
+// wakesClientWrite sends a request: the trace's mark of a request's start.
+func wakesClientWrite(conn net.Conn, req string) error {
+	_, err := io.WriteString(conn, req)
+	return err
+}
+
 func envInt(t *testing.T, name string, def int) int {
 	if s := os.Getenv(name); s != "" {
 		v, err := strconv.Atoi(s)
@@ -252,6 +258,25 @@ func envInt(t *testing.T, name string, def int) int {
 type traceCounts struct {
 	created, unblocked, syscalls, procStarts int
 	byCreated, byUnblock, bySyscall          map[string]int
+	// The critical path of each request, in µs of the traced process:
+	// from the client's write to the upstream request handed to the
+	// transport's writer (before), and from the upstream body's end to the
+	// next write to the client (after). Tracing slows both; compare the
+	// gateway with the hop of the same run, not with the rig's figures.
+	before, after []float64
+	// event: from a goroutine woken by the network poller (the upstream's
+	// next bytes) to its write to the client, for every such write after
+	// the dispatch and before the upstream's end; first: the first one of
+	// each request (a stream's first content on the gateway, which writes
+	// nothing before it; on the hop its response header, which its handler
+	// writes when the transport's reader hands it over: read "every one").
+	event, first []float64
+}
+
+// request is one request's marks in a trace (ns, the trace's clock).
+type request struct {
+	sent, dispatched, upstreamEnd int64
+	wrote                         bool
 }
 
 // countTrace reads a trace through `go tool trace -d=parsed`, whose text is
@@ -272,8 +297,14 @@ func countTrace(file string) (*traceCounts, error) {
 	label := map[string]string{} // goroutine id → what it runs (its outermost own frame)
 	type event struct {
 		g, goID, trans, proc string
+		at                   int64
 		stack, tstack        []string
 	}
+	has := func(stack []string, fn string) bool {
+		return slices.ContainsFunc(stack, func(f string) bool { return strings.Contains(f, fn) })
+	}
+	var req *request
+	polled := map[string]int64{} // goroutine → when the poller last made it runnable
 	var ev *event
 	var cur *[]string
 	flush := func() {
@@ -284,6 +315,32 @@ func countTrace(file string) (*traceCounts, error) {
 		ev = nil
 		if e.g != "-1" && e.g != "" && label[e.g] == "" && len(e.stack) > 0 {
 			label[e.g] = outermost(e.stack)
+		}
+		client := has(e.stack, "wakesClientWrite")
+		if strings.HasPrefix(e.trans, "Waiting->Runnable") && e.g == "-1" {
+			polled[e.goID] = e.at
+		}
+		if req != nil && req.dispatched != 0 && req.upstreamEnd == 0 && !client && strings.HasPrefix(e.trans, "Running->Syscall") &&
+			has(e.stack, "net.(*conn).Write") && polled[e.g] != 0 && !has(e.stack, "writeLoop") {
+			d := float64(e.at-polled[e.g]) / 1e3
+			c.event = append(c.event, d)
+			if !req.wrote {
+				c.first, req.wrote = append(c.first, d), true
+			}
+			delete(polled, e.g)
+		}
+		switch {
+		case strings.HasPrefix(e.trans, "Running->Syscall") && client && has(e.stack, "net.(*conn).Write"):
+			req = &request{sent: e.at}
+		case req == nil:
+		case req.dispatched == 0 && strings.HasPrefix(e.trans, "Waiting->Runnable") && has(e.stack, "net/http.(*persistConn).roundTrip"):
+			req.dispatched = e.at
+			c.before = append(c.before, float64(req.dispatched-req.sent)/1e3)
+		case req.dispatched != 0 && strings.HasPrefix(e.trans, "Waiting->Runnable") && has(e.stack, "bodyEOFSignal"):
+			req.upstreamEnd = e.at
+		case req.upstreamEnd != 0 && strings.HasPrefix(e.trans, "Running->Syscall") && !client && has(e.stack, "net.(*conn).Write"):
+			c.after = append(c.after, float64(e.at-req.upstreamEnd)/1e3)
+			req = nil
 		}
 		switch {
 		case e.proc != "" && strings.HasPrefix(e.trans, "Idle->Running"):
@@ -329,6 +386,8 @@ func countTrace(file string) (*traceCounts, error) {
 				switch {
 				case strings.HasPrefix(f, "G="):
 					ev.g = f[2:]
+				case strings.HasPrefix(f, "Time="):
+					ev.at, _ = strconv.ParseInt(f[5:], 10, 64)
 				case strings.HasPrefix(f, "GoID="):
 					ev.goID = f[5:]
 				case strings.HasPrefix(f, "ProcID="):
@@ -397,6 +456,10 @@ func (c *traceCounts) report(title string, n, top int) string {
 	per := func(v int) string { return strconv.FormatFloat(float64(v)/float64(n), 'f', 2, 64) }
 	fmt.Fprintf(&b, "== %s: per request (%d requests): goroutines created %s, made runnable %s, syscalls %s, Ps started %s\n",
 		title, n, per(c.created), per(c.unblocked), per(c.syscalls), per(c.procStarts))
+	fmt.Fprintf(&b, "  critical path, traced, µs median [Q1 – Q3]: request sent → upstream request handed to its writer %s;"+
+		" upstream body's end → next write to the client %s\n", quartiles(c.before), quartiles(c.after))
+	fmt.Fprintf(&b, "  woken by the upstream's bytes → write to the client, µs: the request's first %s; every one %s\n",
+		quartiles(c.first), quartiles(c.event))
 	for _, part := range []struct {
 		name string
 		m    map[string]int
@@ -420,4 +483,13 @@ func (c *traceCounts) report(title string, n, top int) string {
 		}
 	}
 	return b.String()
+}
+
+func quartiles(v []float64) string {
+	if len(v) == 0 {
+		return "–"
+	}
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return fmt.Sprintf("%.0f [%.0f – %.0f] (n=%d)", v[len(v)/2], v[len(v)/4], v[3*len(v)/4], len(v))
 }
