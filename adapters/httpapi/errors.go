@@ -156,13 +156,18 @@ type errorObject struct {
 	Code    string  `json:"code"`
 }
 
-// public renders what a client may see of err, and its HTTP status.
-func public(ctx context.Context, err error) (errorBody, errs.Entry, int) {
-	code := codeOf(ctx, err)
-	e, ok := errs.Lookup(code)
+// entryOf is the catalog entry err is answered with.
+func entryOf(ctx context.Context, err error) errs.Entry {
+	e, ok := errs.Lookup(codeOf(ctx, err))
 	if !ok || e.Status == 0 {
 		e = errs.MustEntry(errs.InternalError)
 	}
+	return e
+}
+
+// public renders what a client may see of err, and its HTTP status.
+func public(ctx context.Context, err error) (errorBody, errs.Entry, int) {
+	e := entryOf(ctx, err)
 	status, msg := e.Status, e.Message
 	var param *string
 	var re *requestError

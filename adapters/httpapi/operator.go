@@ -60,10 +60,18 @@ type ControlPage interface {
 	ServesUsage() bool
 }
 
-// handle writes the error a HandlerFunc returns: the one place it is written.
+// handle writes the error a HandlerFunc returns: the one place it is
+// written. An answer that already began (a stream, which reports its own
+// failures inside it) never gets a second one: the failure is then only
+// noted, for the access line and, when internal, the log.
 func (s *server) handle(h HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := h(w, r); err != nil {
+		err := h(w, r)
+		switch rw, ok := w.(*recorder); {
+		case err == nil:
+		case ok && rw.status != 0:
+			s.noteError(r.Context(), entryOf(r.Context(), err), err)
+		default:
 			s.writeError(w, r, err)
 		}
 	})
