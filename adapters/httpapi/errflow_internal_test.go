@@ -42,7 +42,7 @@ func TestAFailureAfterTheAnswerBeganIsNotWrittenAgain(t *testing.T) {
 			rec := httptest.NewRecorder()
 			began.ServeHTTP(&recorder{ResponseWriter: rec}, r)
 			is.Equal(rec.Code, http.StatusOK)
-			is.Equal(rec.Body.String(), "data: one\n\n")                // nothing after the handler's own bytes
+			is.Equal(rec.Body.String(), "data: one\n\n")                    // nothing after the handler's own bytes
 			is.Equal(rec.Header().Get("Content-Type"), "text/event-stream") // its headers untouched
 			is.Equal(ri.code, c.code)                                       // noted for the access line
 			is.Equal(strings.Contains(logs.String(), "internal error"), c.code == errs.InternalError)
