@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/cockroachdb/errors"
@@ -476,27 +477,27 @@ func geminiStatus(status int) string {
 }
 
 // geminiBody renders err in the Gemini shape, with the status to answer (the
-// catalog's, as on the OpenAI routes) and the catalog entry. A refusal of
-// the request reads "<param>: <detail>" after the catalog message.
+// catalog's, as on the OpenAI routes) and the catalog entry (for a stream's
+// error event).
 func geminiBody(ctx context.Context, err error) (geminiError, errs.Entry, int) {
-	body, e, status := public(ctx, err)
+	f := failureIn(ctx, shapeGemini, err)
+	return geminiOf(ctx, f), f.e, f.status
+}
+
+// geminiOf is a failure in the Gemini shape. A refusal of the request reads
+// "<param>: <detail>" after the catalog message; the wait retry-after says
+// is also in the body (RetryInfo).
+func geminiOf(ctx context.Context, f failure) geminiError {
+	body := f.public
 	info := geminiErrorInfo{Type: "type.googleapis.com/google.rpc.ErrorInfo", Reason: body.Error.Code, Domain: "pmgate",
 		Metadata: map[string]string{"code": body.Error.Code, "type": body.Error.Type, "request_id": RequestID(ctx)}}
 	if body.Error.Param != nil {
 		info.Metadata["param"] = *body.Error.Param
 	}
 	details := []any{info}
-	h := http.Header{}
-	setRetryHeaders(h, e, status, err)
-	if ra := h.Get("retry-after"); ra != "" {
-		details = append(details, geminiRetryInfo{Type: "type.googleapis.com/google.rpc.RetryInfo", RetryDelay: ra + "s"})
+	if f.wait > 0 {
+		details = append(details, geminiRetryInfo{Type: "type.googleapis.com/google.rpc.RetryInfo", RetryDelay: strconv.Itoa(f.wait) + "s"})
 	}
-	return geminiError{Error: geminiErrorInner{Code: status, Message: body.Error.Message, Status: geminiStatus(status),
-		Details: details}}, e, status
-}
-
-// writeGeminiError is writeError on the Gemini routes: the same catalog,
-// statuses, retry headers and logging, in the Gemini shape.
-func (s *server) writeGeminiError(w http.ResponseWriter, r *http.Request, err error) {
-	writeShapedError(s, w, r, err, geminiBody)
+	return geminiError{Error: geminiErrorInner{Code: f.status, Message: body.Error.Message, Status: geminiStatus(f.status),
+		Details: details}}
 }

@@ -260,24 +260,24 @@ func anthropicStatus(status int) (int, string) {
 const statusOverloaded = 529
 
 // anthropicBody renders err in the Anthropic shape, with the status to
-// answer and the catalog entry. A refusal of the request reads like the
-// API's own: "<param>: <detail>".
+// answer and the catalog entry (for a stream's error event).
 func anthropicBody(ctx context.Context, err error) (anthropicError, errs.Entry, int) {
-	body, e, status := public(ctx, err)
-	status, typ := anthropicStatus(status)
-	msg := body.Error.Message
-	var re *requestError
-	if e.Code != errs.InternalError && errors.As(err, &re) && re.detail != "" && re.param != "" {
-		msg = re.param + ": " + re.detail
-	}
-	return anthropicError{Type: "error", Error: anthropicErrorInner{Type: typ, Message: msg, Code: body.Error.Code, Param: body.Error.Param},
-		RequestID: RequestID(ctx)}, e, status
+	f := failureIn(ctx, shapeAnthropic, err)
+	return anthropicOf(ctx, f), f.e, f.status
 }
 
-// writeAnthropicError is writeError on the Anthropic routes: the same
-// catalog, retry headers and logging, in the Anthropic shape and statuses.
-func (s *server) writeAnthropicError(w http.ResponseWriter, r *http.Request, err error) {
-	writeShapedError(s, w, r, err, anthropicBody)
+// anthropicOf is a failure in the Anthropic shape (f.status is already
+// Anthropic's, which anthropicStatus maps to itself). A refusal of the
+// request reads like the API's own: "<param>: <detail>".
+func anthropicOf(ctx context.Context, f failure) anthropicError {
+	_, typ := anthropicStatus(f.status)
+	msg := f.public.Error.Message
+	var re *requestError
+	if f.e.Code != errs.InternalError && errors.As(f.err, &re) && re.detail != "" && re.param != "" {
+		msg = re.param + ": " + re.detail
+	}
+	return anthropicError{Type: "error", Error: anthropicErrorInner{Type: typ, Message: msg, Code: f.public.Error.Code, Param: f.public.Error.Param},
+		RequestID: RequestID(ctx)}
 }
 
 // noteError records the code of a failure for the access log and logs an
