@@ -13,10 +13,10 @@ import (
 	"github.com/pmgate/pmgate/domain/errs"
 )
 
-// This file is the one place where an error becomes an HTTP answer in the
-// OpenAI shape (writeOpenAIError, for the handlers and the connection layer);
-// the Anthropic routes answer in their own shape through writeAnthropicError
-// (messages_render.go), which starts from the same public view. Status,
+// This file is the one place where an error becomes an HTTP answer
+// (writeShaped, in the shape of the route's API: OpenAI's, or the Anthropic
+// and Gemini shapes of messages_render.go and gemini_render.go, which start
+// from the same public view). Status,
 // OpenAI type, retryability and message all come from the catalog
 // (errs.Lookup via errs.CodeOf); the only additions are the routing table
 // below and the request-path detail of refusals.
@@ -292,12 +292,8 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 // shapeOf is the error shape of a request's route.
 func shapeOf(ctx context.Context) *errShape {
-	ri := infoFrom(ctx)
-	switch {
-	case ri.anthropic:
-		return shapeAnthropic
-	case ri.gemini:
-		return shapeGemini
+	if sh := infoFrom(ctx).shape; sh != nil {
+		return sh
 	}
 	return shapeOpenAI
 }

@@ -63,71 +63,44 @@ func cutMethod(s string) (model, method string, ok bool) {
 	return s[:i], s[i+1:], true
 }
 
-// geminiRoutes adds the Gemini API's routes to mux. Every answer on them,
-// authentication and routing included, is in the Gemini error shape.
-func (s *server) geminiRoutes(mux *http.ServeMux) {
-	mux.Handle("POST "+pathGeminiModels+"/{action}", geminiRoute(s.requireKey(s.handle(s.handleGeminiAction))))
-	mux.Handle("GET "+pathGeminiModels, geminiRoute(s.requireKey(s.handle(s.handleGeminiModels))))
-	mux.Handle(pathGeminiModels, geminiRoute(s.handleMethodNotAllowed("GET, HEAD")))
-	mux.Handle("GET "+pathGeminiModels+"/{action}", geminiRoute(s.requireKey(s.handle(s.handleGeminiModel))))
-	mux.Handle(pathGeminiModels+"/{action}", geminiRoute(s.handle(handleGeminiOtherMethod)))
-	mux.Handle("/v1beta/", geminiRoute(s.handleNotFound()))
-	// @google/genai 3.x asks for the API's v1 paths by default: its methods
-	// are served there too (no OpenAI route has a colon method); any other
-	// POST there is the OpenAI 405 it always was.
-	gemAction, other := geminiRoute(s.requireKey(s.handle(s.handleGeminiAction))), s.handleMethodNotAllowed("GET, HEAD")
-	mux.Handle("POST "+pathModels+"/{action}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, _, ok := cutMethod(r.PathValue("action")); ok {
-			gemAction.ServeHTTP(w, r)
-			return
-		}
-		other.ServeHTTP(w, r)
-	}))
+// colonMethod says whether a POST under /v1/models names a Gemini method
+// ({model}:{method}); any other is the OpenAI 405 it always was.
+func colonMethod(r *http.Request) bool {
+	_, _, ok := cutMethod(r.PathValue("action"))
+	return ok
 }
 
-// geminiOr serves GET /v1/models and /v1/models/{id}, which the OpenAI API
-// and the Gemini API's v1 both have: a request with a Gemini key form
-// (x-goog-api-key or ?key=) and no Authorization header, as @google/genai
-// sends, gets the Gemini answer; every other the OpenAI one.
-func (s *server) geminiOr(openai, gem http.Handler) http.Handler {
-	gem = geminiRoute(s.requireKey(gem))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") == "" && (r.Header.Get("x-goog-api-key") != "" || r.URL.Query().Has("key")) {
-			gem.ServeHTTP(w, r)
-			return
-		}
-		openai.ServeHTTP(w, r)
-	})
+// geminiKeyForm says whether a request presents its key the Gemini way
+// (x-goog-api-key or ?key=) and has no Authorization header, as
+// @google/genai sends.
+func geminiKeyForm(r *http.Request) bool {
+	return r.Header.Get("Authorization") == "" && (r.Header.Get("x-goog-api-key") != "" || r.URL.Query().Has("key"))
 }
 
 // geminiKeyCtxKey holds the key a request put in its URL (?key=), taken out
 // of the URL before anything else sees it.
 type geminiKeyCtxKey struct{}
 
-// geminiRoute marks a request as one of the Gemini routes, so that every
-// error on it is written in the Gemini shape, and takes ?key= out of the
-// URL: from here on the key is only in the context, where authenticate
-// finds it, never in r.URL (which a log line, a span or an error text
-// could otherwise reach).
-func geminiRoute(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		infoFrom(r.Context()).gemini = true
-		if q := r.URL.Query(); q.Has("key") {
-			key := q.Get("key")
-			q.Del("key")
-			u := *r.URL
-			u.RawQuery = q.Encode()
-			r = r.WithContext(context.WithValue(r.Context(), geminiKeyCtxKey{}, key))
-			r.URL = &u
-			r.RequestURI = u.RequestURI()
-		}
-		next.ServeHTTP(w, r)
-	})
+// geminiKeyOutOfURL takes ?key= out of the URL of a Gemini route's request:
+// from here on the key is only in the context, where authenticate finds it,
+// never in r.URL (which a log line, a span or an error text could otherwise
+// reach).
+func geminiKeyOutOfURL(r *http.Request) *http.Request {
+	if q := r.URL.Query(); q.Has("key") {
+		key := q.Get("key")
+		q.Del("key")
+		u := *r.URL
+		u.RawQuery = q.Encode()
+		r = r.WithContext(context.WithValue(r.Context(), geminiKeyCtxKey{}, key))
+		r.URL = &u
+		r.RequestURI = u.RequestURI()
+	}
+	return r
 }
 
 // geminiPresentedKey is the key of a Gemini route's request when it has no
 // Authorization header: x-goog-api-key, then ?key= (taken out of the URL by
-// geminiRoute), then x-api-key.
+// geminiKeyOutOfURL), then x-api-key.
 func geminiPresentedKey(r *http.Request) string {
 	if k := r.Header.Get("x-goog-api-key"); k != "" {
 		return k
@@ -153,9 +126,9 @@ func geminiAuthProblem(r *http.Request) string {
 
 func handleGeminiOtherMethod(w http.ResponseWriter, r *http.Request) error {
 	if _, _, ok := cutMethod(r.PathValue("action")); ok {
-		return notAllowed(w, "POST")
+		return methodNotAllowed(w, "POST")
 	}
-	return notAllowed(w, "GET, HEAD")
+	return methodNotAllowed(w, "GET, HEAD")
 }
 
 // geminiModel checks the model of a Gemini path: configured and allowed to
@@ -175,7 +148,7 @@ func (s *server) geminiModel(r *http.Request, model string) error {
 func (s *server) handleGeminiAction(w http.ResponseWriter, r *http.Request) error {
 	model, method, ok := cutMethod(r.PathValue("action"))
 	if !ok {
-		return notAllowed(w, "GET, HEAD")
+		return methodNotAllowed(w, "GET, HEAD")
 	}
 	switch method {
 	case gemGenerate, gemStreamMethod:
@@ -285,10 +258,10 @@ func (s *server) handleGeminiModels(w http.ResponseWriter, r *http.Request) erro
 func (s *server) handleGeminiModel(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("action")
 	if id == "" {
-		id = r.PathValue("id") // GET /v1/models/{id} (geminiOr)
+		id = r.PathValue("id") // GET /v1/models/{id} (geminiKeyForm)
 	}
 	if _, _, ok := cutMethod(id); ok {
-		return notAllowed(w, "POST")
+		return methodNotAllowed(w, "POST")
 	}
 	if err := s.geminiModel(r, id); err != nil {
 		return err

@@ -281,23 +281,6 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	return buf.Bytes(), nil
 }
 
-func (s *server) handleNotFound() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, noRoute(r.URL.Path))
-	})
-}
-
-func (s *server) handleMethodNotAllowed(allow string) http.Handler {
-	return s.handle(func(w http.ResponseWriter, _ *http.Request) error { return notAllowed(w, allow) })
-}
-
-// notAllowed is the refusal of a method the route does not serve, with the
-// methods it does in Allow.
-func notAllowed(w http.ResponseWriter, allow string) error {
-	w.Header().Set("Allow", allow)
-	return errNoMethod
-}
-
 // writeValue answers 200 with v as JSON; a value that cannot be encoded is an
 // internal error (what names it in the log), returned before anything was
 // written, never a half-written body.

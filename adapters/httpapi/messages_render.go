@@ -288,13 +288,3 @@ func (s *server) noteError(ctx context.Context, e errs.Entry, err error) {
 		s.log.LogAttrs(ctx, slog.LevelError, "internal error", slog.String("error", errs.Redact(err)))
 	}
 }
-
-// anthropicRoute marks a request as one of the Anthropic routes, so that
-// every error on it (authentication included) is written by
-// writeAnthropicError.
-func anthropicRoute(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		infoFrom(r.Context()).anthropic = true
-		next.ServeHTTP(w, r)
-	})
-}

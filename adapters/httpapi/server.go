@@ -174,8 +174,7 @@ type reqInfo struct {
 	model      string      // a configured public id, once the request was validated
 	toolCalls  int         // tool calls shown to the client
 	firstToken time.Time   // the first text or tool-call delta; zero when none
-	anthropic  bool        // an Anthropic route: errors in the Anthropic shape
-	gemini     bool        // a Gemini route: errors in the Gemini shape
+	shape      *errShape   // the route's error shape (nil: OpenAI's)
 	usage      string      // how the shown usage was obtained (usageHeader's values); "" when none was shown
 	notes      []slog.Attr // the groups the service's summary noted for the access line (app.Summary)
 }
