@@ -92,7 +92,7 @@ var (
 		"/admin/api/overview", "/admin/api/live", "/admin/api/usage", "/admin/other", "/chat/completions", "/v1/v1/chat/completions",
 		"/messages", "/models/x", "/v1/chat/completions/", "//v1/models", "/v1/./models", "/admin//x"}
 	routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut}
-	routeAuths   = []string{"none", "bearer", "admin", "goog", "query", "x-api-key", "wrong"}
+	routeAuths   = []string{"none", "bearer", "admin", "goog", "query", "x-api-key", "wrong", "foreign-host", "foreign-origin"}
 	routeBodies  = map[string]string{
 		"chat":      `{"model":"pm-test","messages":[{"role":"user","content":"hi"}]}`,
 		"responses": `{"model":"pm-test","input":"hi"}`,
@@ -153,6 +153,12 @@ func routeRequest(method, path, auth, ct, body, mode string) *http.Request {
 		r.Header.Set("x-api-key", editorKey)
 	case "wrong":
 		r.Header.Set("Authorization", "Bearer pmg-not-a-key")
+	case "foreign-host":
+		r.Host = "evil.test"
+		r.Header.Set("Authorization", "Bearer "+editorKey)
+	case "foreign-origin":
+		r.Header.Set("Origin", "http://evil.test")
+		r.Header.Set("Authorization", "Bearer "+editorKey)
 	}
 	return r
 }

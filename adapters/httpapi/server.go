@@ -353,11 +353,12 @@ func (s *server) middleware(next http.Handler) http.Handler {
 		if len(r.TransferEncoding) > 0 {
 			w.Header().Set("Connection", "close")
 		}
-		if !s.checkHost(rw, r) {
-			return
+		err := s.checkHost(r)
+		if err == nil && !cleanPath(r.URL.Path) {
+			err = noRoute(r.URL.Path)
 		}
-		if !cleanPath(r.URL.Path) {
-			s.writeError(rw, r, noRoute(r.URL.Path))
+		if err != nil {
+			s.writeError(rw, r, err)
 			return
 		}
 		next.ServeHTTP(rw, r)
