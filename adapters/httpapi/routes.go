@@ -114,38 +114,45 @@ func (s *server) apis() []*api {
 // method-less pattern of each path (less specific, so it answers only the
 // other methods: 405 with Allow, in the shape of the API whose path it is),
 // each API's 404 subtree, and "/" (every other unknown path: 404, in the
-// OpenAI shape).
+// OpenAI shape). A method pattern two APIs share goes to the first route
+// whose when claims the request, else to the one without when, else to the
+// path's 405.
 func (s *server) routes() http.Handler {
-	type served struct {
-		a  *api
-		rt route
+	type claim struct {
+		when func(*http.Request) bool
+		h    http.Handler
 	}
-	var patterns []string              // method patterns, in the order of the table
-	byPattern := map[string][]served{} // by bare pattern: the routes of each
-	notAllowed := map[string]http.Handler{}
 	mux := http.NewServeMux()
+	var patterns []string
+	claims := map[string][]claim{}          // by bare method pattern: the routes with when
+	unclaimed := map[string]http.Handler{}  // by bare method pattern: the route without
+	notAllowed := map[string]http.Handler{} // by bare path
 	for _, a := range s.apis() {
-		allow := map[string][]string{} // the methods of each of this API's paths
 		var paths []string
+		allow := map[string]string{}
 		for _, rt := range a.routes {
-			pattern := rt.method + " " + rt.path
-			if byPattern[bare(pattern)] == nil {
-				patterns = append(patterns, pattern)
+			pattern := bare(rt.method + " " + rt.path)
+			if claims[pattern] == nil && unclaimed[pattern] == nil {
+				patterns = append(patterns, rt.method+" "+rt.path)
 			}
-			byPattern[bare(pattern)] = append(byPattern[bare(pattern)], served{a, rt})
-			if rt.when != nil {
+			h := s.serve(a, rt.access, rt.h)
+			switch {
+			case rt.when != nil:
+				claims[pattern] = append(claims[pattern], claim{rt.when, h})
 				continue
+			case unclaimed[pattern] != nil:
+				panic("httpapi: two routes answer every request of " + pattern)
 			}
-			if allow[rt.path] == nil {
+			unclaimed[pattern] = h
+			if allow[rt.path] == "" {
 				paths = append(paths, rt.path)
-			}
-			allow[rt.path] = append(allow[rt.path], rt.method)
-			if rt.method == http.MethodGet {
-				allow[rt.path] = append(allow[rt.path], http.MethodHead)
+				allow[rt.path] = allowOf(rt.method)
+			} else {
+				allow[rt.path] += ", " + allowOf(rt.method)
 			}
 		}
 		for _, p := range paths {
-			h, methods := a.others[p], strings.Join(allow[p], ", ")
+			h, methods := a.others[p], allow[p]
 			if h == nil {
 				h = func(w http.ResponseWriter, _ *http.Request) error { return methodNotAllowed(w, methods) }
 			}
@@ -157,37 +164,35 @@ func (s *server) routes() http.Handler {
 		}
 	}
 	for _, pattern := range patterns {
-		_, p, _ := strings.Cut(pattern, " ")
-		fallback := notAllowed[bare(p)]
-		var when []func(*http.Request) bool
-		var hs []http.Handler
-		for _, sv := range byPattern[bare(pattern)] {
-			h := s.serve(sv.a, sv.rt.access, sv.rt.h)
-			if sv.rt.when == nil {
-				fallback = h
-				continue
-			}
-			when, hs = append(when, sv.rt.when), append(hs, h)
+		cs, rest := claims[bare(pattern)], unclaimed[bare(pattern)]
+		if rest == nil {
+			_, p, _ := strings.Cut(pattern, " ")
+			rest = notAllowed[bare(p)]
 		}
-		if fallback == nil {
-			panic("httpapi: " + pattern + " has no answer for the requests no API claims")
-		}
-		if len(hs) == 0 {
-			mux.Handle(pattern, fallback)
+		if len(cs) == 0 {
+			mux.Handle(pattern, rest)
 			continue
 		}
 		mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			for i, ok := range when {
-				if ok(r) {
-					hs[i].ServeHTTP(w, r)
+			for _, c := range cs {
+				if c.when(r) {
+					c.h.ServeHTTP(w, r)
 					return
 				}
 			}
-			fallback.ServeHTTP(w, r)
+			rest.ServeHTTP(w, r)
 		}))
 	}
 	mux.Handle("/", s.serve(&api{shape: shapeOpenAI}, open, handleNotFound))
 	return mux
+}
+
+// allowOf is a served method as Allow lists it (GET serves HEAD too).
+func allowOf(method string) string {
+	if method == http.MethodGet {
+		return "GET, HEAD"
+	}
+	return method
 }
 
 // bare is a pattern with its wildcards unnamed: two patterns that differ
