@@ -103,14 +103,11 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 	if err != nil {
 		return err
 	}
-	if rep != nil {
-		ctx = app.WithRepeat(ctx, rep)
-	}
 	ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.RequestTimeout, errRequestTimeout)
 	defer cancel()
 	r = r.WithContext(ctx)
 
-	turn, err := s.svc.Chat(ctx, principalFrom(ctx), req)
+	turn, err := s.svc.Chat(ctx, principalFrom(ctx), req, rep)
 	if err == nil && turn == nil {
 		err = errors.AssertionFailedf("httpapi: service returned neither a turn nor an error")
 	}
