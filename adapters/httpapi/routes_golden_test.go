@@ -62,7 +62,7 @@ type modeService struct{}
 
 type modeKey struct{}
 
-func (modeService) Chat(ctx context.Context, _ app.Principal, _ chat.Request) (app.Turn, error) {
+func (modeService) Chat(ctx context.Context, _ app.Principal, _ chat.Request, _ *app.Repeat) (app.Turn, error) {
 	switch ctx.Value(modeKey{}) {
 	case "refuse":
 		return nil, waitError{errs.New(errs.UpstreamRateLimited)}
