@@ -59,14 +59,6 @@ type Repeat struct {
 	IdempotencyKey string
 }
 
-type repeatKey struct{}
-
-// WithRepeat returns ctx telling the service what it needs to recognise a
-// repeat of the request (Chat reads it).
-func WithRepeat(ctx context.Context, r *Repeat) context.Context {
-	return context.WithValue(ctx, repeatKey{}, r)
-}
-
 // Detached is implemented by a turn whose upstream exchange outlives its
 // client: the ingress must not close it when its client goes away (the turn
 // watches that itself), only when it is done with it (Close reads it to its

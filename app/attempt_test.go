@@ -40,12 +40,12 @@ func answer(ports.UpstreamRequest) porttest.Script {
 var question = chat.Request{Model: "m", Messages: []chat.Message{{Role: "user", Content: str("what?")}}}
 
 // sdk is a request of an official SDK: its body and its retry count.
-func sdk(count int, body string) context.Context {
-	return app.WithRepeat(context.Background(), &app.Repeat{Route: "POST /v1/chat/completions", Body: []byte(body), RetryCount: count})
+func sdk(count int, body string) *app.Repeat {
+	return &app.Repeat{Route: "POST /v1/chat/completions", Body: []byte(body), RetryCount: count}
 }
 
-func keyed(key, body string) context.Context {
-	return app.WithRepeat(context.Background(), &app.Repeat{Route: "POST /v1/chat/completions", Body: []byte(body), RetryCount: -1, IdempotencyKey: key})
+func keyed(key, body string) *app.Repeat {
+	return &app.Repeat{Route: "POST /v1/chat/completions", Body: []byte(body), RetryCount: -1, IdempotencyKey: key}
 }
 
 func text(t *testing.T, turn app.Turn, err error) string {
@@ -72,24 +72,24 @@ func replayed(turn app.Turn) bool {
 func TestAMarkedRetryOfAnAnsweredRequestGetsItsAnswerWithoutADispatch(t *testing.T) {
 	is := is.New(t)
 	gw, up, _ := attemptRig(t, answer)
-	first, err := gw.Chat(sdk(0, `{"q":1}`), principal, question)
+	first, err := gw.Chat(context.Background(), principal, question, sdk(0, `{"q":1}`))
 	is.Equal(text(t, first, err), "the answer")
 	is.Equal(summaryOf(first, nil).Dispatches, 1)
-	retry, err := gw.Chat(sdk(1, `{"q":1}`), principal, question)
+	retry, err := gw.Chat(context.Background(), principal, question, sdk(1, `{"q":1}`))
 	is.NoErr(err)
 	is.True(replayed(retry))
 	is.Equal(text(t, retry, nil), "the answer")
 	is.Equal(summaryOf(retry, nil).Dispatches, 0) // the ledger counts a request without a dispatch
 	is.Equal(len(up.Requests()), 1)               // one dispatch for the question
 
-	other, err := gw.Chat(sdk(1, `{"q":2}`), principal, question) // another body: its own question
+	other, err := gw.Chat(context.Background(), principal, question, sdk(1, `{"q":2}`)) // another body: its own question
 	is.True(!replayed(other))
 	is.Equal(text(t, other, err), "the answer")
-	again, err := gw.Chat(sdk(0, `{"q":1}`), principal, question) // asked again, not a retry
+	again, err := gw.Chat(context.Background(), principal, question, sdk(0, `{"q":1}`)) // asked again, not a retry
 	is.True(!replayed(again))
 	is.Equal(text(t, again, err), "the answer")
 	is.Equal(len(up.Requests()), 3)
-	stranger, err := gw.Chat(sdk(1, `{"q":1}`), app.Principal{Slot: "other", ID: "principal-2"}, question)
+	stranger, err := gw.Chat(context.Background(), app.Principal{Slot: "other", ID: "principal-2"}, question, sdk(1, `{"q":1}`))
 	is.True(!replayed(stranger)) // another key's record is never seen
 	is.Equal(text(t, stranger, err), "the answer")
 	is.Equal(len(up.Requests()), 4)
@@ -98,7 +98,7 @@ func TestAMarkedRetryOfAnAnsweredRequestGetsItsAnswerWithoutADispatch(t *testing
 func TestARetryWhileTheFirstAttemptIsAnsweredWaitsForItsAnswer(t *testing.T) {
 	is := is.New(t)
 	gw, up, _ := attemptRig(t, answer)
-	first, err := gw.Chat(sdk(0, `{"q":1}`), principal, question)
+	first, err := gw.Chat(context.Background(), principal, question, sdk(0, `{"q":1}`))
 	is.NoErr(err)
 	type result struct {
 		turn app.Turn
@@ -106,7 +106,7 @@ func TestARetryWhileTheFirstAttemptIsAnsweredWaitsForItsAnswer(t *testing.T) {
 	}
 	got := make(chan result, 1)
 	go func() {
-		t, err := gw.Chat(sdk(1, `{"q":1}`), principal, question)
+		t, err := gw.Chat(context.Background(), principal, question, sdk(1, `{"q":1}`))
 		got <- result{t, err}
 	}()
 	select {
@@ -125,16 +125,16 @@ func TestARetryWhileTheFirstAttemptIsAnsweredWaitsForItsAnswer(t *testing.T) {
 func TestAFirstAttemptWhoseClientLeftIsReadToItsEndForItsRetry(t *testing.T) {
 	is := is.New(t)
 	gw, up, _ := attemptRig(t, answer)
-	ctx, cancel := context.WithCancel(sdk(0, `{"q":1}`))
-	first, err := gw.Chat(ctx, principal, question)
+	ctx, cancel := context.WithCancel(context.Background())
+	first, err := gw.Chat(ctx, principal, question, sdk(0, `{"q":1}`))
 	is.NoErr(err)
 	_, err = first.Next(ctx)
 	is.NoErr(err)
 	cancel()      // the SDK's timeout closed the connection
 	first.Close() // the ingress closes the turn when its client is gone
-	rctx, stop := context.WithTimeout(sdk(1, `{"q":1}`), 2*time.Second)
+	rctx, stop := context.WithTimeout(context.Background(), 2*time.Second)
 	defer stop()
-	retry, err := gw.Chat(rctx, principal, question)
+	retry, err := gw.Chat(rctx, principal, question, sdk(1, `{"q":1}`))
 	is.NoErr(err)
 	is.True(replayed(retry))
 	is.Equal(text(t, retry, nil), "the answer") // the whole answer, read after the client left
@@ -150,9 +150,9 @@ func TestAnAttemptThatDispatchedNothingDoesNotHoldItsRetryBack(t *testing.T) {
 		}
 		return answer(r)
 	})
-	_, err := gw.Chat(sdk(0, `{"q":1}`), principal, question)
+	_, err := gw.Chat(context.Background(), principal, question, sdk(0, `{"q":1}`))
 	is.True(errs.Has(err, errs.UpstreamOverloaded))
-	retry, err := gw.Chat(sdk(1, `{"q":1}`), principal, question)
+	retry, err := gw.Chat(context.Background(), principal, question, sdk(1, `{"q":1}`))
 	is.True(!replayed(retry))
 	is.Equal(text(t, retry, err), "the answer") // dispatched: the first never was
 	is.Equal(len(up.Requests()), 2)
@@ -163,11 +163,11 @@ func TestAFailedAttemptIsReplayedAsItsFailureNeverAsASuccess(t *testing.T) {
 	gw, up, _ := attemptRig(t, func(ports.UpstreamRequest) porttest.Script {
 		return porttest.Script{Events: porttest.Text("conv-1", "half"), End: errs.New(errs.UpstreamIncompleteStream)}
 	})
-	first, err := gw.Chat(sdk(0, `{"q":1}`), principal, question)
+	first, err := gw.Chat(context.Background(), principal, question, sdk(0, `{"q":1}`))
 	is.NoErr(err)
 	_, err = drain(t, first)
 	is.True(errs.Has(err, errs.UpstreamIncompleteStream))
-	_, err = gw.Chat(sdk(1, `{"q":1}`), principal, question)
+	_, err = gw.Chat(context.Background(), principal, question, sdk(1, `{"q":1}`))
 	is.True(errs.Has(err, errs.UpstreamIncompleteStream)) // the first attempt's outcome
 	is.True(crdberrors.Is(err, app.ErrReplayed))
 	is.Equal(len(up.Requests()), 1) // may have reached the upstream: not sent again
@@ -188,12 +188,12 @@ func TestARetryAfterALostConversationIsDispatchedAgain(t *testing.T) {
 	})
 	cc := question
 	cc.Client = budget.ClientClaudeCode
-	first, err := gw.Chat(sdk(0, `{"q":1}`), principal, cc)
+	first, err := gw.Chat(context.Background(), principal, cc, sdk(0, `{"q":1}`))
 	if err == nil {
 		_, err = drain(t, first)
 	}
 	is.True(errs.Has(err, errs.UpstreamConversationLost))
-	again, err := gw.Chat(sdk(0, `{"q":1}`), principal, cc)
+	again, err := gw.Chat(context.Background(), principal, cc, sdk(0, `{"q":1}`))
 	is.Equal(text(t, again, err), "the answer") // dispatched again …
 	is.True(!replayed(again))                   // … not the recorded 410
 	is.Equal(len(up.Requests()), 2)
@@ -202,20 +202,20 @@ func TestARetryAfterALostConversationIsDispatchedAgain(t *testing.T) {
 func TestAnIdempotencyKeyGetsTheRecordedOutcomeOrAConflict(t *testing.T) {
 	is := is.New(t)
 	gw, up, _ := attemptRig(t, answer)
-	first, err := gw.Chat(keyed("k-1", `{"q":1}`), principal, question)
+	first, err := gw.Chat(context.Background(), principal, question, keyed("k-1", `{"q":1}`))
 	is.NoErr(err)
-	_, err = gw.Chat(keyed("k-1", `{"q":1}`), principal, question)
+	_, err = gw.Chat(context.Background(), principal, question, keyed("k-1", `{"q":1}`))
 	is.True(errs.Has(err, errs.IdempotencyKeyInUse)) // in flight
-	_, err = gw.Chat(keyed("k-1", `{"q":2}`), principal, question)
+	_, err = gw.Chat(context.Background(), principal, question, keyed("k-1", `{"q":2}`))
 	is.True(errs.Has(err, errs.IdempotencyKeyReused)) // another body
 	is.Equal(text(t, first, nil), "the answer")
-	again, err := gw.Chat(keyed("k-1", `{"q":1}`), principal, question)
+	again, err := gw.Chat(context.Background(), principal, question, keyed("k-1", `{"q":1}`))
 	is.NoErr(err)
 	is.True(replayed(again))
 	is.Equal(text(t, again, nil), "the answer")
-	_, err = gw.Chat(keyed("k-1", `{"q":2}`), principal, question)
+	_, err = gw.Chat(context.Background(), principal, question, keyed("k-1", `{"q":2}`))
 	is.True(errs.Has(err, errs.IdempotencyKeyReused))
-	other, err := gw.Chat(keyed("k-2", `{"q":1}`), principal, question)
+	other, err := gw.Chat(context.Background(), principal, question, keyed("k-2", `{"q":1}`))
 	is.True(!replayed(other)) // another key: another request
 	is.Equal(text(t, other, err), "the answer")
 	is.Equal(len(up.Requests()), 2)
@@ -226,9 +226,9 @@ func TestClaudeCodesOwnRetriesAreRecognisedByTheirBody(t *testing.T) {
 	gw, up, _ := attemptRig(t, answer)
 	cc := question
 	cc.Client = budget.ClientClaudeCode
-	first, err := gw.Chat(sdk(0, `{"q":1}`), principal, cc)
+	first, err := gw.Chat(context.Background(), principal, cc, sdk(0, `{"q":1}`))
 	is.Equal(text(t, first, err), "the answer")
-	retry, err := gw.Chat(sdk(0, `{"q":1}`), principal, cc) // its own loop: count 0 again
+	retry, err := gw.Chat(context.Background(), principal, cc, sdk(0, `{"q":1}`)) // its own loop: count 0 again
 	is.NoErr(err)
 	is.True(replayed(retry))
 	is.Equal(len(up.Requests()), 1)
@@ -238,14 +238,14 @@ func TestUnmarkedRequestsAndContinuationsAreNotRecorded(t *testing.T) {
 	is := is.New(t)
 	gw, up, att := attemptRig(t, answer)
 	for range 2 {
-		turn, err := gw.Chat(context.Background(), principal, question)
+		turn, err := gw.Chat(context.Background(), principal, question, nil)
 		is.Equal(text(t, turn, err), "the answer")
 	}
 	is.Equal(len(up.Requests()), 2) // no marker: each is its own question
 	cont := chat.Request{Model: "m", Messages: []chat.Message{{Role: "user", Content: str("q")},
 		{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: "call_pmn_x", Name: "get_time", Arguments: "{}"}}},
 		{Role: "tool", ToolCallID: "call_pmn_x", Content: str("r")}}}
-	_, err := gw.Chat(sdk(1, `{"cont":1}`), principal, cont)
+	_, err := gw.Chat(context.Background(), principal, cont, sdk(1, `{"cont":1}`))
 	is.True(errs.Has(err, errs.UnknownToolCall)) // the continuation path, not a record
 	_, ok, _ := att.Get(context.Background(), "any", porttest.T0)
 	is.True(!ok)
@@ -276,8 +276,8 @@ func TestAnAttemptWhoseClientLeftWithoutARetryIsReleasedAndNeverSentAgain(t *tes
 		memstore.New(correlation.Limits{MaxGroups: 100, MaxCalls: 400, ResponseCacheBytes: 1 << 20}, policy),
 		porttest.NewClock(porttest.T0), &porttest.IDs{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	gw.WithAttempts(memstore.NewAttempts(1<<20), app.AttemptPolicy{TTL: time.Minute, Grace: 30 * time.Second, Poll: time.Millisecond, AbortGrace: 20 * time.Millisecond})
-	ctx, cancel := context.WithCancel(sdk(0, `{"q":1}`))
-	first, err := gw.Chat(ctx, principal, question)
+	ctx, cancel := context.WithCancel(context.Background())
+	first, err := gw.Chat(ctx, principal, question, sdk(0, `{"q":1}`))
 	is.NoErr(err)
 	cancel() // the user aborted; no retry comes
 	closed := make(chan struct{})
@@ -287,7 +287,7 @@ func TestAnAttemptWhoseClientLeftWithoutARetryIsReleasedAndNeverSentAgain(t *tes
 	case <-time.After(5 * time.Second):
 		t.Fatal("the attempt was not released after its client left")
 	}
-	_, err = gw.Chat(sdk(1, `{"q":1}`), principal, question)
+	_, err = gw.Chat(context.Background(), principal, question, sdk(1, `{"q":1}`))
 	is.True(errs.Has(err, errs.RetryOutcomeUnknown)) // sent, its outcome unknown: not sent again
 	is.Equal(up.dispatches.Load(), int32(1))
 }

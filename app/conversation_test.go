@@ -68,7 +68,7 @@ func assistant(s string) chat.Message { return conversation.Reply(s) }
 // turn sends msgs and returns the answer text.
 func (r *convRig) turn(t *testing.T, req chat.Request) string {
 	t.Helper()
-	turn, err := r.gw.Chat(t.Context(), principal, req)
+	turn, err := r.gw.Chat(t.Context(), principal, req, nil)
 	if err != nil {
 		t.Fatalf("chat: %v", err)
 	}
@@ -218,7 +218,7 @@ func TestARacingTurnStartsFreshAndOnlyOneContinues(t *testing.T) {
 	r := newConvRig(t, nil)
 	a := r.turn(t, textRequest(user("one")))
 	next := textRequest(user("one"), assistant(a), user("two"))
-	holder, err := r.gw.Chat(t.Context(), principal, next) // holds the claim until its end
+	holder, err := r.gw.Chat(t.Context(), principal, next, nil) // holds the claim until its end
 	is.NoErr(err)
 	is.Equal(r.last().ConversationID, "conv-1")
 	r.turn(t, next)
@@ -237,7 +237,7 @@ func TestARacingTurnStartsFreshAndOnlyOneContinues(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			turn, err := r2.gw.Chat(t.Context(), principal, next)
+			turn, err := r2.gw.Chat(t.Context(), principal, next, nil)
 			if err == nil {
 				_, _ = drain(t, turn)
 			}
@@ -267,7 +267,7 @@ func TestAContinuationThatWasNotSentCanBeRetried(t *testing.T) {
 	a := r.turn(t, textRequest(user("one")))
 	next := textRequest(user("one"), assistant(a), user("two"))
 	fail = true
-	_, err := r.gw.Chat(t.Context(), principal, next)
+	_, err := r.gw.Chat(t.Context(), principal, next, nil)
 	is.True(errs.Has(err, errs.UpstreamUnavailable)) // the failure is reported
 	fail = false
 	r.turn(t, next)
@@ -299,7 +299,7 @@ func TestAContinuationWithAnUnknownOutcomeIsNeverContinuedAgain(t *testing.T) {
 			a := r.turn(t, textRequest(user("one")))
 			next := textRequest(user("one"), assistant(a), user("two"))
 			mode = how
-			turn, err := r.gw.Chat(t.Context(), principal, next)
+			turn, err := r.gw.Chat(t.Context(), principal, next, nil)
 			if err == nil {
 				if how == "client gone" {
 					_, _ = turn.Next(t.Context())
@@ -332,7 +332,7 @@ func TestTheFinalAnswerOfAToolLoopIsAnchored(t *testing.T) {
 		}
 	})
 	first := request(user("weather?"))
-	turn, err := r.gw.Chat(t.Context(), principal, first)
+	turn, err := r.gw.Chat(t.Context(), principal, first, nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.NoErr(err)

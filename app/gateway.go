@@ -79,19 +79,15 @@ var _ ChatService = (*Gateway)(nil)
 // Without correlation (CORRELATION_ENABLED=false) a continuation is refused
 // first, then a request that declares tools; neither reaches the upstream.
 //
-// A request the ingress described as one a client may send again (WithRepeat)
-// is recorded first, and a repeat of a recorded one gets its outcome
-// (attempt.go).
-func (g *Gateway) Chat(ctx context.Context, p Principal, req chat.Request) (Turn, error) {
+// A request the ingress described as one a client may send again (rep, nil
+// for any other) is recorded first, and a repeat of a recorded one gets its
+// outcome (attempt.go).
+func (g *Gateway) Chat(ctx context.Context, p Principal, req chat.Request, rep *Repeat) (Turn, error) {
 	sum := &record{}
 	var t Turn
 	var err error
-	r, repeat := (*Repeat)(nil), false
-	if g.attempts != nil {
-		r, repeat = ctx.Value(repeatKey{}).(*Repeat)
-	}
-	if repeat {
-		t, err = g.attempt(ctx, sum, p, req, r)
+	if rep != nil && g.attempts != nil {
+		t, err = g.attempt(ctx, sum, p, req, rep)
 	} else {
 		t, err = g.chat(ctx, sum, p, req)
 	}

@@ -64,7 +64,7 @@ func (m *appMachine) newGroupScript(t *rapid.T) (porttest.Script, string) {
 }
 
 func (m *appMachine) run(t *rapid.T, p app.Principal, req chat.Request) ([]app.Delta, error) {
-	turn, err := m.r.gw.Chat(t.Context(), p, req)
+	turn, err := m.r.gw.Chat(t.Context(), p, req, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -84,7 +84,7 @@ func TestATextTurnStreamsTextAndFinishesWithStop(t *testing.T) {
 		evs = append(evs, chat.Event{Kind: chat.EventUsage, Usage: &chat.Usage{TotalTokens: ptr(int64(7))}})
 		return porttest.Script{Events: evs}
 	})
-	turn, err := r.gw.Chat(t.Context(), principal, chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.RoleUser, Content: str("hi")}}})
+	turn, err := r.gw.Chat(t.Context(), principal, chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.RoleUser, Content: str("hi")}}}, nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.NoErr(err)
@@ -101,7 +101,7 @@ func TestAnUnprovenEndIsAnErrorWithoutFinish(t *testing.T) {
 	r := newRig(t, func(ports.UpstreamRequest) porttest.Script {
 		return porttest.Script{Events: porttest.Text("c", "partial"), End: errs.New(errs.UpstreamCompletionAmbiguous)}
 	})
-	turn, err := r.gw.Chat(t.Context(), principal, chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.RoleUser, Content: str("hi")}}})
+	turn, err := r.gw.Chat(t.Context(), principal, chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.RoleUser, Content: str("hi")}}}, nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.True(errs.Has(err, errs.UpstreamCompletionAmbiguous)) // the stream's stable code
@@ -113,7 +113,7 @@ func TestAnUnprovenEndIsAnErrorWithoutFinish(t *testing.T) {
 func TestAToolTurnAdmitsAPendingGroupBeforeShowingIDs(t *testing.T) {
 	is := is.New(t)
 	r := newRig(t, toolLoop(1))
-	turn, err := r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("go")}))
+	turn, err := r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("go")}), nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.NoErr(err)
@@ -141,13 +141,13 @@ func TestTheToolLoopRunsToTheFinalAnswerWithOneDispatchPerRound(t *testing.T) {
 	is := is.New(t)
 	r := newRig(t, toolLoop(2))
 	history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
-	turn, err := r.gw.Chat(t.Context(), principal, request(history...))
+	turn, err := r.gw.Chat(t.Context(), principal, request(history...), nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.NoErr(err)
 	for round := 1; ; round++ {
 		history = echo(history, ds, "r")
-		turn, err = r.gw.Chat(t.Context(), principal, request(history...))
+		turn, err = r.gw.Chat(t.Context(), principal, request(history...), nil)
 		is.NoErr(err) // each continuation is accepted
 		ds, err = drain(t, turn)
 		is.NoErr(err)
@@ -171,14 +171,14 @@ func TestAReplayedContinuationReturnsTheCachedAnswerWithoutDispatch(t *testing.T
 	is := is.New(t)
 	r := newRig(t, toolLoop(1))
 	history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
-	turn, _ := r.gw.Chat(t.Context(), principal, request(history...))
+	turn, _ := r.gw.Chat(t.Context(), principal, request(history...), nil)
 	ds, _ := drain(t, turn)
 	cont := request(echo(history, ds, "r")...)
-	turn, err := r.gw.Chat(t.Context(), principal, cont)
+	turn, err := r.gw.Chat(t.Context(), principal, cont, nil)
 	is.NoErr(err)
 	first, err := drain(t, turn)
 	is.NoErr(err)
-	turn, err = r.gw.Chat(t.Context(), principal, cont)
+	turn, err = r.gw.Chat(t.Context(), principal, cont, nil)
 	is.NoErr(err)
 	again, err := drain(t, turn)
 	is.NoErr(err)
@@ -197,14 +197,14 @@ func TestAmbiguousFailureAfterDispatchIsUncertainAndNeverResent(t *testing.T) {
 		return porttest.Script{Events: porttest.Text("conv-1", "half"), End: errs.New(errs.UpstreamConnectionLost)}
 	})
 	history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
-	turn, _ := r.gw.Chat(t.Context(), principal, request(history...))
+	turn, _ := r.gw.Chat(t.Context(), principal, request(history...), nil)
 	ds, _ := drain(t, turn)
 	cont := request(echo(history, ds, "r")...)
-	turn, err := r.gw.Chat(t.Context(), principal, cont)
+	turn, err := r.gw.Chat(t.Context(), principal, cont, nil)
 	is.NoErr(err)
 	_, err = drain(t, turn)
 	is.Equal(errs.CodeOf(err), errs.ContinuationOutcomeUncertain) // reported as uncertain
-	_, err = r.gw.Chat(t.Context(), principal, cont)
+	_, err = r.gw.Chat(t.Context(), principal, cont, nil)
 	is.Equal(errs.CodeOf(err), errs.ContinuationOutcomeUncertain) // a retry is refused
 	is.Equal(r.up.Continuations(), 1)                             // and never re-sent
 }
@@ -225,11 +225,11 @@ func TestALoopApprovalGateConsumesTheGroupAndIsReportedAsItself(t *testing.T) {
 		return porttest.Script{End: errs.New(errs.UpstreamLoopApproval)}
 	})
 	history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
-	turn, _ := r.gw.Chat(t.Context(), principal, request(history...))
+	turn, _ := r.gw.Chat(t.Context(), principal, request(history...), nil)
 	ds, _ := drain(t, turn)
 	msgs := echo(history, ds, "r")
 	cont := request(msgs...)
-	turn, err := r.gw.Chat(t.Context(), principal, cont)
+	turn, err := r.gw.Chat(t.Context(), principal, cont, nil)
 	is.NoErr(err)
 	_, err = drain(t, turn)
 	is.Equal(errs.CodeOf(err), errs.UpstreamLoopApproval) // the gate's own code, not continuation_outcome_uncertain
@@ -237,11 +237,11 @@ func TestALoopApprovalGateConsumesTheGroupAndIsReportedAsItself(t *testing.T) {
 	c, _ := r.store.Counts(t.Context())
 	is.Equal(c.ByState[correlation.Consumed], 1)  // the results were delivered: consumed
 	is.Equal(c.ByState[correlation.Uncertain], 0) // never "outcome unknown"
-	_, err = r.gw.Chat(t.Context(), principal, cont)
+	_, err = r.gw.Chat(t.Context(), principal, cont, nil)
 	is.Equal(errs.CodeOf(err), errs.UpstreamLoopApproval) // the same results again get the gate's answer again
 	is.Equal(r.up.Continuations(), 1)                     // and are never sent again
 	next := request(append(msgs, chat.Message{Role: chat.RoleUser, Content: str("continue")})...)
-	turn, err = r.gw.Chat(t.Context(), principal, next)
+	turn, err = r.gw.Chat(t.Context(), principal, next, nil)
 	is.NoErr(err)
 	ds, err = drain(t, turn)
 	is.NoErr(err)                    // the next user message goes on
@@ -274,12 +274,12 @@ func TestAContinuationThatNeverRanReturnsTheGroupToPending(t *testing.T) {
 				return porttest.Script{Events: porttest.Text("conv-1", "ok")}
 			})
 			history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
-			turn, _ := r.gw.Chat(t.Context(), principal, request(history...))
+			turn, _ := r.gw.Chat(t.Context(), principal, request(history...), nil)
 			ds, _ := drain(t, turn)
 			cont := request(echo(history, ds, "r")...)
-			_, err := r.gw.Chat(t.Context(), principal, cont)
+			_, err := r.gw.Chat(t.Context(), principal, cont, nil)
 			is.True(errs.Has(err, c.code)) // the client learns what happened
-			turn, err = r.gw.Chat(t.Context(), principal, cont)
+			turn, err = r.gw.Chat(t.Context(), principal, cont, nil)
 			is.NoErr(err) // so a retry may claim again: the group went back to PENDING
 			ds, err = drain(t, turn)
 			is.NoErr(err)
@@ -291,9 +291,9 @@ func TestAContinuationThatNeverRanReturnsTheGroupToPending(t *testing.T) {
 func TestRoomThatVanishesDuringTheStreamRefusesTheToolTurnWithoutShowingIDs(t *testing.T) {
 	is := is.New(t)
 	r := newRig(t, toolLoop(5), correlation.Limits{MaxGroups: 1, MaxCalls: 4})
-	first, err := r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("a")}))
+	first, err := r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("a")}), nil)
 	is.NoErr(err)
-	second, err := r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("b")}))
+	second, err := r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("b")}), nil)
 	is.NoErr(err) // both were sent while the store had room
 	_, err = drain(t, first)
 	is.NoErr(err) // the first takes the last place
@@ -307,26 +307,26 @@ func TestRoomThatVanishesDuringTheStreamRefusesTheToolTurnWithoutShowingIDs(t *t
 func TestAFullStoreRefusesAToolTurnBeforeSendingIt(t *testing.T) {
 	is := is.New(t)
 	r := newRig(t, toolLoop(5), correlation.Limits{MaxGroups: 1, MaxCalls: 4})
-	turn, err := r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("a")}))
+	turn, err := r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("a")}), nil)
 	is.NoErr(err)
 	_, err = drain(t, turn)
 	is.NoErr(err) // the store is now full of one pending group
 	sent := len(r.up.Requests())
 	for range 20 {
-		_, err = r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("b")}))
+		_, err = r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("b")}), nil)
 		is.Equal(errs.CodeOf(err), errs.CorrelationCapacityExceeded) // 503 at once
 	}
 	is.Equal(len(r.up.Requests()), sent) // and not one upstream query was spent on them
 	none := request(chat.Message{Role: chat.RoleUser, Content: str("c")})
 	none.ToolChoice = chat.ToolChoice{Mode: chat.ToolChoiceNone}
-	_, err = r.gw.Chat(t.Context(), principal, none)
+	_, err = r.gw.Chat(t.Context(), principal, none, nil)
 	is.NoErr(err) // tool_choice none cannot open a group: not refused
 	plain := request(chat.Message{Role: chat.RoleUser, Content: str("d")})
 	plain.Tools = nil
-	_, err = r.gw.Chat(t.Context(), principal, plain)
+	_, err = r.gw.Chat(t.Context(), principal, plain, nil)
 	is.NoErr(err) // nor a request without tools
 	r.clock.Advance(policy.PendingTTL)
-	_, err = r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("e")}))
+	_, err = r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("e")}), nil)
 	is.NoErr(err) // once the pending group expired there is room again
 }
 
@@ -334,14 +334,14 @@ func TestUnknownAndForeignIDsAreTheSame404(t *testing.T) {
 	is := is.New(t)
 	r := newRig(t, toolLoop(1))
 	history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
-	turn, _ := r.gw.Chat(t.Context(), principal, request(history...))
+	turn, _ := r.gw.Chat(t.Context(), principal, request(history...), nil)
 	ds, _ := drain(t, turn)
 	cont := request(echo(history, ds, "r")...)
-	_, err := r.gw.Chat(t.Context(), app.Principal{Slot: "other", ID: "principal-2"}, cont)
+	_, err := r.gw.Chat(t.Context(), app.Principal{Slot: "other", ID: "principal-2"}, cont, nil)
 	is.Equal(errs.CodeOf(err), errs.UnknownToolCall) // another principal sees nothing
 	forged := request(append(history, chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "call_pmn_forged", Name: "get_weather", Arguments: "{}"}}},
 		chat.Message{Role: chat.RoleTool, ToolCallID: "call_pmn_forged", Content: str("x")})...)
-	_, err = r.gw.Chat(t.Context(), principal, forged)
+	_, err = r.gw.Chat(t.Context(), principal, forged, nil)
 	is.Equal(errs.CodeOf(err), errs.UnknownToolCall) // a forged id is the same 404
 	is.Equal(r.up.Continuations(), 0)                // and nothing was sent
 }
@@ -351,7 +351,7 @@ func TestToolsWithoutCorrelationAreRefusedBeforeSending(t *testing.T) {
 	up := &porttest.Upstream{Respond: toolLoop(1)}
 	gw := app.New(app.Config{WorkspaceID: "ws", Correlation: false, Policy: policy}, up, nil, porttest.NewClock(porttest.T0), &porttest.IDs{},
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	_, err := gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("go")}))
+	_, err := gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("go")}), nil)
 	is.Equal(errs.CodeOf(err), errs.UnsupportedParameter) // refused
 	is.Equal(len(up.Requests()), 0)                       // before any upstream request
 }
@@ -364,7 +364,7 @@ func TestToolResultsWithoutCorrelationAreRefusedBeforeSending(t *testing.T) {
 	cont := request(chat.Message{Role: chat.RoleUser, Content: str("go")},
 		chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: "{}"}}},
 		chat.Message{Role: chat.RoleTool, ToolCallID: "call_1", Content: str("sunny")})
-	_, err := gw.Chat(t.Context(), principal, cont)
+	_, err := gw.Chat(t.Context(), principal, cont, nil)
 	is.Equal(errs.CodeOf(err), errs.UnsupportedToolResultContinuation) // the continuation is refused, though tools are declared too
 	is.True(crdberrors.Is(err, app.ErrContinuationNeedsCorrelation))   // marked for the ingress to name its field
 	is.Equal(len(up.Requests()), 0)                                    // before any upstream request
@@ -387,13 +387,13 @@ func TestAContinuationStreamWithoutConversationIDKeepsTheStoredOne(t *testing.T)
 		return porttest.Script{Events: porttest.Text("conv-1", "done")[1:]}
 	})
 	history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
-	turn, err := r.gw.Chat(t.Context(), principal, request(history...))
+	turn, err := r.gw.Chat(t.Context(), principal, request(history...), nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.NoErr(err)
 	for range 2 {
 		history = echo(history, ds, "r")
-		turn, err = r.gw.Chat(t.Context(), principal, request(history...))
+		turn, err = r.gw.Chat(t.Context(), principal, request(history...), nil)
 		is.NoErr(err) // the continuation is accepted
 		ds, err = drain(t, turn)
 		is.NoErr(err) // and its tool group admitted although the stream named no conversation

@@ -113,17 +113,17 @@ func TestAContinuationTheUpstreamNeverAcceptedIsRefunded(t *testing.T) {
 	r := newRig(t, notAcceptedContinuation())
 	_, l := withFlakyUsage(r)
 	history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
-	turn, err := r.gw.Chat(t.Context(), principal, request(history...))
+	turn, err := r.gw.Chat(t.Context(), principal, request(history...), nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.NoErr(err)
 	is.Equal(dayDispatches(t, l), 1)
 	cont := request(echo(history, ds, "r")...)
-	_, err = r.gw.Chat(t.Context(), principal, cont)
+	_, err = r.gw.Chat(t.Context(), principal, cont, nil)
 	is.True(errs.Has(err, errs.UpstreamRateLimited))
 	is.Equal(app.SummaryOf(err).Dispatches, 0)
 	is.Equal(dayDispatches(t, l), 1) // counted, then refunded
-	turn, err = r.gw.Chat(t.Context(), principal, cont)
+	turn, err = r.gw.Chat(t.Context(), principal, cont, nil)
 	is.NoErr(err) // the retry
 	_, err = drain(t, turn)
 	is.NoErr(err)
@@ -138,13 +138,13 @@ func TestAContinuationWhoseCountFailedIsNotRefunded(t *testing.T) {
 	r := newRig(t, notAcceptedContinuation())
 	_, l := withFlakyUsage(r)
 	history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
-	turn, err := r.gw.Chat(t.Context(), principal, request(history...))
+	turn, err := r.gw.Chat(t.Context(), principal, request(history...), nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.NoErr(err)
 	is.Equal(dayDispatches(t, l), 1)
 	l.failBudget.Store(1) // the continuation's count fails; the ledger is back for anything after it
-	_, err = r.gw.Chat(t.Context(), principal, request(echo(history, ds, "r")...))
+	_, err = r.gw.Chat(t.Context(), principal, request(echo(history, ds, "r")...), nil)
 	is.True(err != nil)
 	is.Equal(dayDispatches(t, l), 1) // the fresh turn's dispatch is still counted
 }
@@ -161,7 +161,7 @@ func TestQueryCharsIncludeTheHistorysToolCallArguments(t *testing.T) {
 		{Role: chat.RoleTool, ToolCallID: "call_1", Content: str("sunny")},
 		{Role: chat.RoleUser, Content: str("thanks")},
 	}
-	turn, err := r.gw.Chat(t.Context(), principal, request(history...))
+	turn, err := r.gw.Chat(t.Context(), principal, request(history...), nil)
 	is.NoErr(err)
 	_, err = drain(t, turn)
 	is.NoErr(err)
@@ -180,7 +180,7 @@ func TestQueryCharsOfAContinuedConversationCountWhatWasSent(t *testing.T) {
 	msgs := []chat.Message{user("one")}
 	a := r.turn(t, textRequest(msgs...))
 	msgs = append(msgs, assistant(a), user("two"))
-	turn, err := r.gw.Chat(t.Context(), principal, textRequest(msgs...))
+	turn, err := r.gw.Chat(t.Context(), principal, textRequest(msgs...), nil)
 	is.NoErr(err)
 	_, err = drain(t, turn)
 	is.NoErr(err)
@@ -200,7 +200,7 @@ func TestOutputCharsIncludeTheToolCallArgumentsReceived(t *testing.T) {
 		return porttest.Script{Events: evs}
 	})
 	withUsage(r)
-	turn, err := r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("go")}))
+	turn, err := r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("go")}), nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.NoErr(err)

@@ -18,7 +18,7 @@ import (
 // it: the history, the assistant's calls, and (with answer) their results.
 func issue(t *testing.T, r *rig, p app.Principal, history []chat.Message, answer bool) []chat.Message {
 	t.Helper()
-	turn, err := r.gw.Chat(t.Context(), p, request(history...))
+	turn, err := r.gw.Chat(t.Context(), p, request(history...), nil)
 	if err != nil {
 		t.Fatalf("tool turn: %v", err)
 	}
@@ -48,7 +48,7 @@ func TestAConversationThatMovedPastItsCallsCancelsTheirGroup(t *testing.T) {
 	is.Equal(c.ByState[correlation.Cancelled], 1) // the old group
 	is.Equal(c.LiveGroups, 1)                     // the new one
 	// A turn that moves past nothing finds the key at its share.
-	_, err := r.gw.Chat(t.Context(), principal, request(q...))
+	_, err := r.gw.Chat(t.Context(), principal, request(q...), nil)
 	var share *correlation.ShareExceeded
 	is.True(errors.As(err, &share))   // refused by the key's share of one group
 	is.Equal(len(r.up.Requests()), 2) // before it was sent
@@ -70,13 +70,13 @@ func TestAContinuationOrAnotherKeyNeverCancelsAGroup(t *testing.T) {
 	is.Equal(c.ByState[correlation.Cancelled], 0) // another key's request touches nothing of this key
 	// An incomplete continuation (one of the two results) is refused by its
 	// own rule and leaves the group PENDING.
-	_, err := r.gw.Chat(t.Context(), principal, request(full[:len(full)-1]...))
+	_, err := r.gw.Chat(t.Context(), principal, request(full[:len(full)-1]...), nil)
 	is.True(errs.Has(err, errs.ToolResultIncomplete)) // the continuation's own answer
 	c, _ = r.store.Counts(t.Context())
 	is.Equal(c.ByState[correlation.Cancelled], 0) // nothing cancelled
 	is.Equal(c.ByState[correlation.Pending], 2)   // both groups still pending
 	// The complete continuation is dispatched.
-	turn, err := r.gw.Chat(t.Context(), principal, request(full...))
+	turn, err := r.gw.Chat(t.Context(), principal, request(full...), nil)
 	is.NoErr(err)
 	_, err = drain(t, turn)
 	is.NoErr(err)

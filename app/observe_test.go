@@ -75,12 +75,12 @@ func TestASlowOrPanickingObserverChangesNothingAndDelaysNothing(t *testing.T) {
 		gw := app.New(app.Config{WorkspaceID: "ws", Correlation: true, Policy: policy, Observer: obs}, up, store,
 			porttest.NewClock(porttest.T0), &porttest.IDs{}, log)
 		history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
-		turn, err := gw.Chat(t.Context(), principal, request(history...))
+		turn, err := gw.Chat(t.Context(), principal, request(history...), nil)
 		is.NoErr(err)
 		ds, err := drain(t, turn)
 		is.NoErr(err)
 		msgs := echo(history, ds, "r")
-		turn, err = gw.Chat(t.Context(), principal, request(msgs...))
+		turn, err = gw.Chat(t.Context(), principal, request(msgs...), nil)
 		is.NoErr(err)
 		final, err := drain(t, turn)
 		is.NoErr(err)

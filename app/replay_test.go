@@ -37,12 +37,12 @@ func consumedGroup(t *testing.T, r *rig) (chat.Request, string) {
 	t.Helper()
 	is := is.New(t)
 	history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
-	turn, err := r.gw.Chat(t.Context(), principal, request(history...))
+	turn, err := r.gw.Chat(t.Context(), principal, request(history...), nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.NoErr(err)
 	cont := request(echo(history, ds, "r")...)
-	turn, err = r.gw.Chat(t.Context(), principal, cont)
+	turn, err = r.gw.Chat(t.Context(), principal, cont, nil)
 	is.NoErr(err)
 	_, err = drain(t, turn)
 	is.NoErr(err)
@@ -69,7 +69,7 @@ func TestACachedAnswerOfThePreviousReleaseStillReplays(t *testing.T) {
 	r := newRig(t, toolLoop(1))
 	cont, key := consumedGroup(t, r)
 	storeCached(t, r, key, v0Cached)
-	turn, err := r.gw.Chat(t.Context(), principal, cont)
+	turn, err := r.gw.Chat(t.Context(), principal, cont, nil)
 	is.NoErr(err) // the unversioned bytes are read
 	got, err := drain(t, turn)
 	is.NoErr(err)
@@ -82,7 +82,7 @@ func TestACachedAnswerOfANewerReleaseIsRefusedAsSuchNotAsConsumed(t *testing.T) 
 	r := newRig(t, toolLoop(1))
 	cont, key := consumedGroup(t, r)
 	storeCached(t, r, key, `{"v":2,"deltas":[{"finish":"stop"}]}`)
-	_, err := r.gw.Chat(t.Context(), principal, cont)
+	_, err := r.gw.Chat(t.Context(), principal, cont, nil)
 	is.Equal(errs.CodeOf(err), errs.ReplayFormatUnsupported) // a rolling deploy says so
 	is.True(errs.MustEntry(errs.ReplayFormatUnsupported).Retryable)
 	is.Equal(r.up.Continuations(), 1) // and nothing was sent again

@@ -36,20 +36,20 @@ func TestTheSameRequestAfterAnEarlierHistoryAnswerGetsTheRecordedAnswer(t *testi
 	})
 	withResume(r, true)
 	first := request(user("a long story"), assistant("a long answer"), user("weather?"))
-	turn, err := r.gw.Chat(t.Context(), principal, first)
+	turn, err := r.gw.Chat(t.Context(), principal, first, nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.NoErr(err)
 	whole := echo(first.Messages, ds, "sunny")
 	changed := append([]chat.Message{user("This session is being continued from a previous conversation. Summary: …")}, whole[3:]...)
 
-	turn, err = r.gw.Chat(t.Context(), principal, request(changed...))
+	turn, err = r.gw.Chat(t.Context(), principal, request(changed...), nil)
 	is.NoErr(err)
 	is.Equal(turn.(app.Disclosed).Disclosure(), app.DisclosedEarlierHistory)
 	_, err = drain(t, turn)
 	is.NoErr(err)
 
-	turn, err = r.gw.Chat(t.Context(), principal, request(changed...))
+	turn, err = r.gw.Chat(t.Context(), principal, request(changed...), nil)
 	is.NoErr(err)                                                            // the same request again: not a conflict
 	is.Equal(turn.(app.Disclosed).Disclosure(), app.DisclosedEarlierHistory) // disclosed as the answer was
 	again, err := drain(t, turn)
@@ -65,7 +65,7 @@ func TestTheSameRequestAfterAnEarlierHistoryAnswerGetsTheRecordedAnswer(t *testi
 	rain := "rain"
 	last.Content = &rain
 	other[len(other)-1] = last
-	_, err = r.gw.Chat(t.Context(), principal, request(other...))
+	_, err = r.gw.Chat(t.Context(), principal, request(other...), nil)
 	is.Equal(errs.CodeOf(err), errs.ContinuationConflict) // other results stay a conflict
 
 	continuations := 0

@@ -58,7 +58,7 @@ func TestAResumableConversationGoesOnOnlyWhenTheTranscriptDoesNotFit(t *testing.
 			r := newResumeRig(t, resume, 2, &broken)
 			a := r.turn(t, textRequest(user("one")))
 			broken = true
-			turn, err := r.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("two")))
+			turn, err := r.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("two")), nil)
 			is.NoErr(err) // continued (A01) …
 			_, err = drain(t, turn)
 			is.True(err != nil) // … and broken after it was sent
@@ -66,7 +66,7 @@ func TestAResumableConversationGoesOnOnlyWhenTheTranscriptDoesNotFit(t *testing.
 			sent := len(r.up.Requests())
 
 			retry := textRequest(user("one"), assistant(a), user("two, again"))
-			turn, err = r.gw.Chat(t.Context(), principal, retry)
+			turn, err = r.gw.Chat(t.Context(), principal, retry, nil)
 			if !resume {
 				is.True(errs.Has(err, errs.UpstreamQueryTooLong)) // refused, as before
 				is.Equal(len(r.up.Requests()), sent+1)            // the fresh attempt only, never sent
@@ -90,7 +90,7 @@ func TestAResumableConversationGoesOnOnlyWhenTheTranscriptDoesNotFit(t *testing.
 
 			// An earlier point of the conversation that moved on (A27): the
 			// first anchor is ADVANCED; a request that returns to it resumes it.
-			turn, err = r.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("a different second question")))
+			turn, err = r.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("a different second question")), nil)
 			is.NoErr(err)
 			is.Equal(turn.(app.Disclosed).Disclosure(), app.DisclosedFromEarlierPoint)
 			_, err = drain(t, turn)
@@ -108,12 +108,12 @@ func TestAFittingTranscriptAfterAFailureStartsFresh(t *testing.T) {
 	r := newResumeRig(t, true, 10, &broken)
 	a := r.turn(t, textRequest(user("one")))
 	broken = true
-	turn, err := r.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("two")))
+	turn, err := r.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("two")), nil)
 	is.NoErr(err)
 	_, err = drain(t, turn)
 	is.True(err != nil)
 	broken = false
-	turn, err = r.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("two")))
+	turn, err = r.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("two")), nil)
 	is.NoErr(err)
 	is.Equal(turn.(app.Disclosed).Disclosure(), "")
 	_, err = drain(t, turn)
@@ -148,12 +148,12 @@ func TestAfterABrokenToolRoundTheNextMessageGoesOn(t *testing.T) {
 			})
 			withResume(r, true)
 			first := request(user("weather?"))
-			turn, err := r.gw.Chat(t.Context(), principal, first)
+			turn, err := r.gw.Chat(t.Context(), principal, first, nil)
 			is.NoErr(err)
 			ds, err := drain(t, turn)
 			is.NoErr(err)
 			withResults := echo(first.Messages, ds, "sunny")
-			turn, err = r.gw.Chat(t.Context(), principal, request(withResults...))
+			turn, err = r.gw.Chat(t.Context(), principal, request(withResults...), nil)
 			is.NoErr(err)
 			_, err = drain(t, turn)
 			is.True(err != nil) // the round broke after its results were sent
@@ -169,7 +169,7 @@ func TestAfterABrokenToolRoundTheNextMessageGoesOn(t *testing.T) {
 				last.Content, last.Trailing = &joined, "please go on"
 				next[len(next)-1] = last
 			}
-			turn, err = r.gw.Chat(t.Context(), principal, request(next...))
+			turn, err = r.gw.Chat(t.Context(), principal, request(next...), nil)
 			is.NoErr(err)
 			is.Equal(turn.(app.Disclosed).Disclosure(), app.DisclosedAfterFailure)
 			text, err := drain(t, turn)
@@ -209,10 +209,10 @@ func TestACompactionTooLongToStartFreshContinuesTheConversation(t *testing.T) {
 	long := textRequest(summarize, user("one"), assistant(a), user("more"), user("summarize it"))
 	other := long
 	other.Model = "other"
-	_, err := r.gw.Chat(t.Context(), principal, other)
+	_, err := r.gw.Chat(t.Context(), principal, other, nil)
 	is.True(errs.Has(err, errs.UpstreamQueryTooLong)) // another model never continues
 
-	turn, err := r.gw.Chat(t.Context(), principal, long)
+	turn, err := r.gw.Chat(t.Context(), principal, long, nil)
 	is.NoErr(err)
 	is.Equal(turn.(app.Disclosed).Disclosure(), app.DisclosedChangedInstructions)
 	_, err = drain(t, turn)
@@ -229,7 +229,7 @@ func TestACompactionTooLongToStartFreshContinuesTheConversation(t *testing.T) {
 
 	// Sent again (a retry): the anchor moved on (ADVANCED), so it goes on from
 	// that earlier point (A27), disclosed as such, with the new instructions.
-	turn, err = r.gw.Chat(t.Context(), principal, long)
+	turn, err = r.gw.Chat(t.Context(), principal, long, nil)
 	is.NoErr(err)
 	is.Equal(turn.(app.Disclosed).Disclosure(), app.DisclosedFromEarlierPoint)
 	_, err = drain(t, turn)
@@ -265,14 +265,14 @@ func TestACompactionInTheMiddleOfAToolRoundAnswersTheGroupOnce(t *testing.T) {
 	})
 	withResume(r, true)
 	first := request(user("weather?"))
-	turn, err := r.gw.Chat(t.Context(), principal, first)
+	turn, err := r.gw.Chat(t.Context(), principal, first, nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.NoErr(err)
 	compaction := request(append(echo(first.Messages, ds, "sunny"), user("CHECKPOINT: summarize"))...)
 	compaction.Tools = nil
 
-	turn, err = r.gw.Chat(t.Context(), principal, compaction)
+	turn, err = r.gw.Chat(t.Context(), principal, compaction, nil)
 	is.NoErr(err)
 	is.Equal(turn.(app.Disclosed).Disclosure(), app.DisclosedChangedInstructions) // the group was issued with tools
 	text, err := drain(t, turn)
@@ -287,7 +287,7 @@ func TestACompactionInTheMiddleOfAToolRoundAnswersTheGroupOnce(t *testing.T) {
 
 	// Sent again: the results are history now (C29): only the prompt goes up,
 	// as a user turn of the conversation, never a second TOOL_RESPONSE.
-	turn, err = r.gw.Chat(t.Context(), principal, compaction)
+	turn, err = r.gw.Chat(t.Context(), principal, compaction, nil)
 	is.NoErr(err)
 	is.Equal(turn.(app.Disclosed).Disclosure(), app.DisclosedFromEarlierPoint)
 	is.Equal(*sent[len(sent)-1].Chat.Messages[0].Content, "CHECKPOINT: summarize")
@@ -311,13 +311,13 @@ func TestAResumeDoesNotSendTheFailedTurnsPromptAgain(t *testing.T) {
 	r := newResumeRig(t, true, 2, &broken)
 	a := r.turn(t, textRequest(user("one")))
 	broken = true
-	turn, err := r.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("two")))
+	turn, err := r.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("two")), nil)
 	is.NoErr(err)
 	_, err = drain(t, turn)
 	is.True(err != nil) // sent, then broken: RESUMABLE
 	broken = false
 
-	turn, err = r.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("two"), user("three")))
+	turn, err = r.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("two"), user("three")), nil)
 	is.NoErr(err)
 	is.Equal(turn.(app.Disclosed).Disclosure(), app.DisclosedAfterFailure)
 	_, err = drain(t, turn)
@@ -331,12 +331,12 @@ func TestAResumeDoesNotSendTheFailedTurnsPromptAgain(t *testing.T) {
 	b := newResumeRig(t, true, 2, &broken)
 	a = b.turn(t, textRequest(user("one")))
 	broken = true
-	turn, err = b.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("two")))
+	turn, err = b.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("two")), nil)
 	is.NoErr(err)
 	_, err = drain(t, turn)
 	is.True(err != nil)
 	broken = false
-	turn, err = b.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("two"))) // the failed prompt retried alone
+	turn, err = b.gw.Chat(t.Context(), principal, textRequest(user("one"), assistant(a), user("two")), nil) // the failed prompt retried alone
 	is.NoErr(err)
 	_, err = drain(t, turn)
 	is.NoErr(err)
@@ -368,7 +368,7 @@ func TestAPendingResultSentAfterACompactionAnswersItsCallOnce(t *testing.T) {
 	})
 	withResume(r, true)
 	first := request(user("a long story"), assistant("a long answer"), user("weather?"))
-	turn, err := r.gw.Chat(t.Context(), principal, first)
+	turn, err := r.gw.Chat(t.Context(), principal, first, nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.NoErr(err)
@@ -379,7 +379,7 @@ func TestAPendingResultSentAfterACompactionAnswersItsCallOnce(t *testing.T) {
 	call.ToolCalls[0].Arguments = `{"city":"elsewhere"}`
 	edited[3] = call // the call itself echoed otherwise: still refused
 	edited[0] = user("an edited story")
-	_, err = r.gw.Chat(t.Context(), principal, request(edited...))
+	_, err = r.gw.Chat(t.Context(), principal, request(edited...), nil)
 	is.Equal(errs.CodeOf(err), errs.ContinuationHistoryMismatch)
 	// Compacted: a summary in place of the history, then the pending call.
 	compacted := append([]chat.Message{user("This session is being continued from a previous conversation. Summary: …")}, whole[3:]...)
@@ -388,7 +388,7 @@ func TestAPendingResultSentAfterACompactionAnswersItsCallOnce(t *testing.T) {
 	last.Content, last.Trailing = &joined, "keep going"
 	compacted[len(compacted)-1] = last
 
-	turn, err = r.gw.Chat(t.Context(), principal, request(compacted...))
+	turn, err = r.gw.Chat(t.Context(), principal, request(compacted...), nil)
 	is.NoErr(err)
 	is.Equal(turn.(app.Disclosed).Disclosure(), app.DisclosedEarlierHistory)
 	_, err = drain(t, turn)
@@ -439,12 +439,12 @@ func TestAFittingCompactedTranscriptWithAPendingResultStartsFresh(t *testing.T) 
 	})
 	withResume(r, true)
 	first := request(user("a long story"), assistant("a long answer"), user("weather?"))
-	turn, err := r.gw.Chat(t.Context(), principal, first)
+	turn, err := r.gw.Chat(t.Context(), principal, first, nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.NoErr(err)
 	round1 := echo(first.Messages, ds, "sunny")
-	turn, err = r.gw.Chat(t.Context(), principal, request(round1...))
+	turn, err = r.gw.Chat(t.Context(), principal, request(round1...), nil)
 	is.NoErr(err)
 	ds, err = drain(t, turn)
 	is.NoErr(err) // the second round's call: pending
@@ -458,7 +458,7 @@ func TestAFittingCompactedTranscriptWithAPendingResultStartsFresh(t *testing.T) 
 		out[len(out)-1] = last
 		return out
 	}
-	turn, err = r.gw.Chat(t.Context(), principal, request(withPrompt(round1, "CRITICAL: Respond with TEXT ONLY. Summarize.")...))
+	turn, err = r.gw.Chat(t.Context(), principal, request(withPrompt(round1, "CRITICAL: Respond with TEXT ONLY. Summarize.")...), nil)
 	is.NoErr(err)
 	is.Equal(turn.(app.Disclosed).Disclosure(), app.DisclosedFromEarlierPoint) // C29: in the conversation
 	_, err = drain(t, turn)
@@ -468,7 +468,7 @@ func TestAFittingCompactedTranscriptWithAPendingResultStartsFresh(t *testing.T) 
 	compacted := append([]chat.Message{user("This session is being continued from a previous conversation. Summary: the summary")},
 		withPrompt(round2[len(round1):], "keep going")...)
 	for range 2 { // and again: a retry goes the same way
-		turn, err = r.gw.Chat(t.Context(), principal, request(compacted...))
+		turn, err = r.gw.Chat(t.Context(), principal, request(compacted...), nil)
 		is.NoErr(err)
 		is.Equal(turn.(app.Disclosed).Disclosure(), "") // the upstream holds exactly the transcript
 		text, err := drain(t, turn)

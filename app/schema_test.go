@@ -33,7 +33,7 @@ func toolTurn(t *testing.T, tool chat.Tool) (*rig, []error) {
 	})
 	req := request(chat.Message{Role: chat.RoleUser, Content: str("go")})
 	req.Tools = []chat.Tool{tool}
-	turn, err := r.gw.Chat(t.Context(), principal, req)
+	turn, err := r.gw.Chat(t.Context(), principal, req, nil)
 	if err != nil {
 		return r, []error{err}
 	}
@@ -55,7 +55,7 @@ func TestArgumentsAreValidatedAgainstTheLoweredSchema(t *testing.T) {
 	})
 	req := request(chat.Message{Role: chat.RoleUser, Content: str("go")})
 	req.Tools = []chat.Tool{loweredTool(t, "lookup", `{"type":"object","properties":{"q":{"type":"string","pattern":"^[0-9]+$"}},"required":["q"]}`)}
-	turn, err := r.gw.Chat(t.Context(), principal, req)
+	turn, err := r.gw.Chat(t.Context(), principal, req, nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.NoErr(err) // accepted

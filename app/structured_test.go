@@ -36,7 +36,7 @@ func TestAStructuredAnswerIsReleasedOnceAndWhole(t *testing.T) {
 	r := newRig(t, func(ports.UpstreamRequest) porttest.Script {
 		return porttest.Script{Events: porttest.Text("conv-1", " {\"ci", "ty\":", "\"Oslo\"}\n")}
 	})
-	turn, err := r.gw.Chat(context.Background(), principal, structuredRequest(t, chat.Message{Role: chat.RoleUser, Content: str("weather")}))
+	turn, err := r.gw.Chat(context.Background(), principal, structuredRequest(t, chat.Message{Role: chat.RoleUser, Content: str("weather")}), nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.NoErr(err)
@@ -56,7 +56,7 @@ func TestNothingOfAStructuredAnswerIsShownBeforeItsEndIsProven(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			is := is.New(t)
 			r := newRig(t, func(ports.UpstreamRequest) porttest.Script { return script })
-			turn, err := r.gw.Chat(context.Background(), principal, structuredRequest(t, chat.Message{Role: chat.RoleUser, Content: str("weather")}))
+			turn, err := r.gw.Chat(context.Background(), principal, structuredRequest(t, chat.Message{Role: chat.RoleUser, Content: str("weather")}), nil)
 			is.NoErr(err)
 			ds, err := drain(t, turn)
 			is.True(err != nil)
@@ -75,13 +75,13 @@ func TestAnInvalidAnswerIsNotAnchored(t *testing.T) {
 		return porttest.Script{Events: porttest.Text("conv-1", a)}
 	})
 	user := chat.Message{Role: chat.RoleUser, Content: str("weather")}
-	turn, err := r.gw.Chat(context.Background(), principal, structuredRequest(t, user))
+	turn, err := r.gw.Chat(context.Background(), principal, structuredRequest(t, user), nil)
 	is.NoErr(err)
 	_, err = drain(t, turn)
 	is.True(errs.Has(err, errs.UpstreamOutputInvalid))
 	// The client retries its turn: a fresh query with the whole transcript,
 	// since nothing was anchored for an answer it never saw.
-	turn, err = r.gw.Chat(context.Background(), principal, structuredRequest(t, user))
+	turn, err = r.gw.Chat(context.Background(), principal, structuredRequest(t, user), nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.NoErr(err)
@@ -97,7 +97,7 @@ func TestWithToolCallsTheTextBeforeThemIsNotTheAnswer(t *testing.T) {
 		evs := append(porttest.Text("conv-1", "Let me look that up."), porttest.ToolCalls("conv-1", "grp-a", "get_weather")...)
 		return porttest.Script{Events: evs}
 	})
-	turn, err := r.gw.Chat(context.Background(), principal, structuredRequest(t, chat.Message{Role: chat.RoleUser, Content: str("weather")}))
+	turn, err := r.gw.Chat(context.Background(), principal, structuredRequest(t, chat.Message{Role: chat.RoleUser, Content: str("weather")}), nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.NoErr(err)
@@ -117,14 +117,14 @@ func TestAStructuredContinuationIsReplayedWithItsValidatedAnswer(t *testing.T) {
 		return porttest.Script{Events: porttest.Text("conv-1", `{"city":`, `"Oslo"}`)}
 	})
 	history := []chat.Message{{Role: chat.RoleUser, Content: str("weather")}}
-	turn, err := r.gw.Chat(context.Background(), principal, structuredRequest(t, history...))
+	turn, err := r.gw.Chat(context.Background(), principal, structuredRequest(t, history...), nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.NoErr(err)
 	next := echo(history, ds, "sunny")
 	var answers []string
 	for range 2 { // the continuation, then its replay
-		turn, err = r.gw.Chat(context.Background(), principal, structuredRequest(t, next...))
+		turn, err = r.gw.Chat(context.Background(), principal, structuredRequest(t, next...), nil)
 		is.NoErr(err)
 		ds, err = drain(t, turn)
 		is.NoErr(err)
@@ -185,17 +185,17 @@ func TestAReplayIsHeldToTheReplaysFormat(t *testing.T) {
 				return porttest.Script{Events: porttest.Text("conv-1", c.answer[:len(c.answer)/2], c.answer[len(c.answer)/2:])}
 			})
 			history := []chat.Message{{Role: chat.RoleUser, Content: str("weather")}}
-			turn, err := r.gw.Chat(context.Background(), principal, requestWith(t, c.first, history...))
+			turn, err := r.gw.Chat(context.Background(), principal, requestWith(t, c.first, history...), nil)
 			is.NoErr(err)
 			ds, err := drain(t, turn)
 			is.NoErr(err)
 			next := echo(history, ds, "sunny")
-			turn, err = r.gw.Chat(context.Background(), principal, requestWith(t, c.first, next...))
+			turn, err = r.gw.Chat(context.Background(), principal, requestWith(t, c.first, next...), nil)
 			is.NoErr(err)
 			_, err = drain(t, turn)
 			is.NoErr(err) // the continuation, answered under its own format
 
-			turn, err = r.gw.Chat(context.Background(), principal, requestWith(t, c.replay, next...))
+			turn, err = r.gw.Chat(context.Background(), principal, requestWith(t, c.replay, next...), nil)
 			if err == nil {
 				ds, err = drain(t, turn)
 			}

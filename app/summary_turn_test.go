@@ -105,11 +105,12 @@ func TestATurnSaysWhenItWouldWaitAndSummarizesTheRequest(t *testing.T) {
 				memstore.New(correlation.Limits{MaxGroups: 100, MaxCalls: 400, ResponseCacheBytes: 1 << 20}, policy),
 				porttest.NewClock(porttest.T0), &porttest.IDs{}, slog.New(slog.DiscardHandler))
 			ctx := context.Background()
+			var rep *app.Repeat
 			if recorded {
 				gw.WithAttempts(memstore.NewAttempts(1<<20), app.AttemptPolicy{TTL: time.Minute, Grace: 30 * time.Second, Poll: time.Millisecond})
-				ctx = sdk(0, `{"q":1}`)
+				rep = sdk(0, `{"q":1}`)
 			}
-			turn, err := gw.Chat(ctx, principal, question)
+			turn, err := gw.Chat(ctx, principal, question, rep)
 			is.NoErr(err)
 			is.True(up.req.Noted) // the stream's outcome is asked for: the summary carries it
 			tt, ok := turn.(app.TryTurn)
@@ -162,7 +163,7 @@ func TestARefusalAfterTheDispatchCarriesTheRequestsSummary(t *testing.T) {
 	r := newConvRig(t, func(ports.UpstreamRequest) porttest.Script {
 		return porttest.Script{Err: errs.New(errs.UpstreamServerError)}
 	})
-	_, err := r.gw.Chat(t.Context(), principal, textRequest(user("four")))
+	_, err := r.gw.Chat(t.Context(), principal, textRequest(user("four")), nil)
 	is.True(errs.Has(err, errs.UpstreamServerError)) // the refusal keeps its code
 	s := app.SummaryOf(err)
 	is.Equal(s.Dispatches, 1)

@@ -19,14 +19,14 @@ func TestResultsSentInAnotherOrderReachTheCallsTheyAnswer(t *testing.T) {
 	is := is.New(t)
 	r := newRig(t, toolLoop(1))
 	history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
-	turn, err := r.gw.Chat(t.Context(), principal, request(history...))
+	turn, err := r.gw.Chat(t.Context(), principal, request(history...), nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.NoErr(err)
 	msgs := echo(history, ds, "result")
 	n := len(msgs)
 	msgs[n-2], msgs[n-1] = msgs[n-1], msgs[n-2] // the get_time result first, then get_weather's
-	turn, err = r.gw.Chat(t.Context(), principal, request(msgs...))
+	turn, err = r.gw.Chat(t.Context(), principal, request(msgs...), nil)
 	is.NoErr(err)
 	_, err = drain(t, turn)
 	is.NoErr(err)
@@ -52,7 +52,7 @@ func TestCallsOfOneTurnWithTwoUpstreamGroupsAreRefusedBeforeAnyID(t *testing.T) 
 	is := is.New(t)
 	evs := append(porttest.ToolCalls("conv-1", "grp-x", "get_weather"), porttest.ToolCalls("conv-1", "grp-y", "get_weather", "get_time")[3:]...)
 	r := newRig(t, scriptedToolTurn(evs))
-	turn, err := r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("go")}))
+	turn, err := r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("go")}), nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.Equal(errs.CodeOf(err), errs.UpstreamUnverifiedEventShape) // one turn, two groups: not continuable
@@ -77,7 +77,7 @@ func TestAToolCallWithoutAnUpstreamIDIsRefusedAtAdmission(t *testing.T) {
 				}
 			}
 			r := newRig(t, scriptedToolTurn(evs))
-			turn, err := r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("go")}))
+			turn, err := r.gw.Chat(t.Context(), principal, request(chat.Message{Role: chat.RoleUser, Content: str("go")}), nil)
 			is.NoErr(err)
 			ds, err := drain(t, turn)
 			is.Equal(errs.CodeOf(err), errs.UpstreamUnverifiedEventShape) // refused
@@ -99,19 +99,19 @@ func TestAClientThatDisconnectsMidContinuationMakesTheGroupUncertainAtOnce(t *te
 		return porttest.Script{Events: porttest.Text("conv-1", "partial ", "answer ", "more")}
 	})
 	history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
-	turn, _ := r.gw.Chat(t.Context(), principal, request(history...))
+	turn, _ := r.gw.Chat(t.Context(), principal, request(history...), nil)
 	ds, err := drain(t, turn)
 	is.NoErr(err)
 	cont := request(echo(history, ds, "r")...)
-	turn, err = r.gw.Chat(t.Context(), principal, cont)
+	turn, err = r.gw.Chat(t.Context(), principal, cont, nil)
 	is.NoErr(err)
 	d, err := turn.Next(t.Context())
 	is.NoErr(err)
 	is.True(strings.Contains(d.Text, "partial")) // the client saw part of the answer
 	turn.Close()                                 // and went away (the ingress closes the turn on disconnect)
-	_, err = r.gw.Chat(t.Context(), principal, cont)
+	_, err = r.gw.Chat(t.Context(), principal, cont, nil)
 	is.Equal(errs.CodeOf(err), errs.ContinuationOutcomeUncertain) // a retry learns the outcome is unknown, not "in flight"
 	is.Equal(r.up.Continuations(), 1)                             // and nothing is sent again
-	_, err = r.gw.Chat(t.Context(), principal, cont)
+	_, err = r.gw.Chat(t.Context(), principal, cont, nil)
 	is.Equal(errs.CodeOf(err), errs.ContinuationOutcomeUncertain) // on every retry
 }

@@ -79,6 +79,8 @@ type ChatService interface {
 	// code; nothing reached the upstream unless the code says so. What the
 	// request did comes back with it, for the caller's access line and
 	// ledger: the turn's Summary once it was closed (Summarized), or the
-	// refusal's (SummaryOf); the caller writes its notes.
-	Chat(ctx context.Context, p Principal, req chat.Request) (Turn, error)
+	// refusal's (SummaryOf); the caller writes its notes. rep describes a
+	// request a client may send again (an SDK's retry count, an
+	// Idempotency-Key), or is nil.
+	Chat(ctx context.Context, p Principal, req chat.Request, rep *Repeat) (Turn, error)
 }

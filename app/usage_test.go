@@ -41,7 +41,7 @@ func TestAToolLoopStopsAtTheKeysLimitsAndItsGroupWaits(t *testing.T) {
 	p.Limits = usage.Limits{RequestsPerMinute: 1, DispatchesPerDay: 1}
 	r.clock.Advance(11*time.Hour + 55*time.Minute) // 23:55 UTC: the day frees within the pending TTL
 	history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
-	turn, err := r.gw.Chat(t.Context(), p, request(history...))
+	turn, err := r.gw.Chat(t.Context(), p, request(history...), nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.NoErr(err) // the day's one dispatch issues a tool group
@@ -56,7 +56,7 @@ func TestAToolLoopStopsAtTheKeysLimitsAndItsGroupWaits(t *testing.T) {
 	}
 	var ra interface{ RetryAfter() time.Duration }
 	for range 40 { // the client answers at once, again and again
-		_, err = r.gw.Chat(t.Context(), p, request(history...))
+		_, err = r.gw.Chat(t.Context(), p, request(history...), nil)
 		is.True(errs.Has(err, errs.KeyRateLimited)) // the bucket is empty
 		is.True(asRetryAfter(err, &ra))
 		is.True(ra.RetryAfter() > 57*time.Second && ra.RetryAfter() <= time.Minute) // the wait for one token
@@ -65,7 +65,7 @@ func TestAToolLoopStopsAtTheKeysLimitsAndItsGroupWaits(t *testing.T) {
 	is.Equal(len(r.up.Requests()), 1) // nothing more reached the upstream
 	pending()
 	r.clock.Advance(time.Minute) // a token again; the day is spent
-	_, err = r.gw.Chat(t.Context(), p, request(history...))
+	_, err = r.gw.Chat(t.Context(), p, request(history...), nil)
 	is.True(errs.Has(err, errs.KeyQuotaExhausted))
 	is.True(asRetryAfter(err, &ra))
 	is.True(ra.RetryAfter() > 0 && ra.RetryAfter() <= 4*time.Minute) // until 00:00 UTC
@@ -74,20 +74,20 @@ func TestAToolLoopStopsAtTheKeysLimitsAndItsGroupWaits(t *testing.T) {
 	bs, _ := ledger.Budgets(t.Context())
 	is.Equal(bs["default"].DayDispatches, 1) // refusals count nothing
 	r.clock.Advance(ra.RetryAfter())         // the next UTC day
-	turn, err = r.gw.Chat(t.Context(), p, request(history...))
+	turn, err = r.gw.Chat(t.Context(), p, request(history...), nil)
 	is.NoErr(err) // the same results, dispatched now
 	ds, err = drain(t, turn)
 	is.NoErr(err)
 	is.Equal(ds[len(ds)-1].Finish, app.FinishToolCalls) // the loop goes on: the next group
 	is.Equal(r.up.Continuations(), 1)
-	replay, err := r.gw.Chat(t.Context(), p, request(history...)) // a retry of those results
-	is.NoErr(err)                                                 // answered from the cache,
+	replay, err := r.gw.Chat(t.Context(), p, request(history...), nil) // a retry of those results
+	is.NoErr(err)                                                      // answered from the cache,
 	_, err = drain(t, replay)
 	is.NoErr(err)
 	is.Equal(r.up.Continuations(), 1) // never dispatched again
 	bs, _ = ledger.Budgets(t.Context())
 	is.Equal(bs["default"].DayDispatches, 1) // the new day's one dispatch
-	_, err = r.gw.Chat(t.Context(), p, request(echo(history, ds, "r2")...))
+	_, err = r.gw.Chat(t.Context(), p, request(echo(history, ds, "r2")...), nil)
 	is.True(errs.Has(err, errs.KeyRateLimited)) // the next round waits for its window too
 	is.Equal(len(r.up.Requests()), 2)
 }
@@ -110,20 +110,20 @@ func TestAContinuationWhoseBudgetCannotBeReadIsRefusedAndItsGroupWaits(t *testin
 	p := principal
 	p.Limits = usage.Limits{DispatchesPerDay: 10}
 	history := []chat.Message{{Role: chat.RoleUser, Content: str("go")}}
-	turn, err := r.gw.Chat(t.Context(), p, request(history...))
+	turn, err := r.gw.Chat(t.Context(), p, request(history...), nil)
 	is.NoErr(err)
 	ds, err := drain(t, turn)
 	is.NoErr(err)
 	history = echo(history, ds, "r")
 	r.gw.WithUsage(app.NewUsage(failingLedger{ledger}, r.clock, slog.New(slog.NewTextHandler(io.Discard, nil)), 90))
-	_, err = r.gw.Chat(t.Context(), p, request(history...))
+	_, err = r.gw.Chat(t.Context(), p, request(history...), nil)
 	is.True(errs.Has(err, errs.CorrelationStoreUnavailable)) // refused, not dispatched
 	is.Equal(r.up.Continuations(), 0)
 	c, err := r.store.Counts(t.Context())
 	is.NoErr(err)
 	is.Equal(c.ByState[correlation.Pending], 1) // released
 	r.gw.WithUsage(app.NewUsage(ledger, r.clock, slog.New(slog.NewTextHandler(io.Discard, nil)), 90))
-	turn, err = r.gw.Chat(t.Context(), p, request(history...))
+	turn, err = r.gw.Chat(t.Context(), p, request(history...), nil)
 	is.NoErr(err)
 	_, err = drain(t, turn)
 	is.NoErr(err)
@@ -137,10 +137,10 @@ func TestARateLimitRefusesWithTheWaitForOneToken(t *testing.T) {
 	p := principal
 	p.Limits = usage.Limits{RequestsPerMinute: 3}
 	for range 3 { // the burst
-		_, err := r.gw.Chat(t.Context(), p, chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.RoleUser, Content: str("x")}}})
+		_, err := r.gw.Chat(t.Context(), p, chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.RoleUser, Content: str("x")}}}, nil)
 		is.NoErr(err)
 	}
-	_, err := r.gw.Chat(t.Context(), p, chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.RoleUser, Content: str("x")}}})
+	_, err := r.gw.Chat(t.Context(), p, chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.RoleUser, Content: str("x")}}}, nil)
 	is.True(errs.Has(err, errs.KeyRateLimited))
 	var ra interface{ RetryAfter() time.Duration }
 	is.True(asRetryAfter(err, &ra))
@@ -162,10 +162,10 @@ func TestARequestTheUpstreamNeverAcceptedIsRefundedAndTheLedgerCountsEveryReques
 	p := principal
 	p.Limits = usage.Limits{DispatchesPerDay: 1}
 	req := chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.RoleUser, Content: str("four")}}}
-	_, err := r.gw.Chat(t.Context(), p, req)
+	_, err := r.gw.Chat(t.Context(), p, req, nil)
 	is.True(err != nil)
 	is.Equal(app.SummaryOf(err).Dispatches, 0)
-	turn, err := r.gw.Chat(t.Context(), p, req) // the refund left the quota's one dispatch
+	turn, err := r.gw.Chat(t.Context(), p, req, nil) // the refund left the quota's one dispatch
 	is.NoErr(err)
 	_, err = drain(t, turn)
 	is.NoErr(err)
@@ -222,10 +222,10 @@ func TestARequestTheGatewayRefusedItselfTakesNoToken(t *testing.T) {
 	tooMany := crdberrors.Mark(errs.New(errs.UnsupportedParameter), ports.ErrNotSent)
 	answer = []error{tooLong, tooMany}
 	for _, want := range []errs.Code{errs.UpstreamQueryTooLong, errs.UnsupportedParameter} {
-		_, err := r.gw.Chat(t.Context(), p, req)
+		_, err := r.gw.Chat(t.Context(), p, req, nil)
 		is.True(errs.Has(err, want)) // the gateway's own refusal, not key_rate_limited
 	}
-	turn, err := r.gw.Chat(t.Context(), p, req)
+	turn, err := r.gw.Chat(t.Context(), p, req, nil)
 	is.NoErr(err) // the minute's one request is still there
 	_, err = drain(t, turn)
 	is.NoErr(err)
@@ -233,8 +233,8 @@ func TestARequestTheGatewayRefusedItselfTakesNoToken(t *testing.T) {
 	is.Equal(bs["default"].DayDispatches, 1)
 	r.clock.Advance(time.Minute)
 	answer = []error{crdberrors.Mark(errs.New(errs.UpstreamRateLimited), ports.ErrNotAccepted)}
-	_, err = r.gw.Chat(t.Context(), p, req)
+	_, err = r.gw.Chat(t.Context(), p, req, nil)
 	is.True(errs.Has(err, errs.UpstreamRateLimited)) // sent, refused by the upstream
-	_, err = r.gw.Chat(t.Context(), p, req)
+	_, err = r.gw.Chat(t.Context(), p, req, nil)
 	is.True(errs.Has(err, errs.KeyRateLimited)) // it spent the minute's token
 }

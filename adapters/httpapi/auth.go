@@ -31,7 +31,7 @@ var constantTimeCompare = subtle.ConstantTimeCompare
 // digest of every slot, all of them, whatever matched first: neither the key
 // length, nor the first differing byte, nor which slot matched shows in the
 // timing.
-func (s *server) authenticate(r *http.Request) (app.Principal, *authSlot, bool) {
+func (s *server) authenticate(r *http.Request, a *api) (app.Principal, *authSlot, bool) {
 	var presented string
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, key, ok := strings.Cut(h, " ")
@@ -39,8 +39,8 @@ func (s *server) authenticate(r *http.Request) (app.Principal, *authSlot, bool) 
 			return app.Principal{}, nil, false
 		}
 		presented = strings.TrimSpace(key)
-	} else if infoFrom(r.Context()).gemini {
-		presented = geminiPresentedKey(r)
+	} else if a.key != nil {
+		presented = a.key(r)
 	} else {
 		presented = r.Header.Get("x-api-key")
 	}
@@ -122,23 +122,20 @@ func (a *authSlot) allowsModel(m string) bool {
 	return a == nil || a.models == nil || a.models[m]
 }
 
-// requireKey answers 401 invalid_api_key unless the request presents a
-// configured key; otherwise it puts the principal into the context.
-func (s *server) requireKey(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, sl, ok := s.authenticate(r)
-		if !ok {
-			if infoFrom(r.Context()).gemini {
-				s.writeError(w, r, refuse(errs.InvalidAPIKey, "", geminiAuthProblem(r)))
-				return
-			}
-			s.writeError(w, r, refuse(errs.InvalidAPIKey, "", authProblem(r.Header)))
-			return
+// checkKey refuses a request of API a that presents no configured key (401
+// invalid_api_key, saying which form a's routes accept); otherwise it
+// returns the request with the principal in its context.
+func (s *server) checkKey(a *api, r *http.Request) (*http.Request, error) {
+	p, sl, ok := s.authenticate(r, a)
+	if !ok {
+		if a.problem != nil {
+			return r, refuse(errs.InvalidAPIKey, "", a.problem(r))
 		}
-		infoFrom(r.Context()).slot = p.Slot
-		p.Limits = sl.limits // the slot's own budget, enforced by the app (docs/USAGE.md)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, authed{p: p, slot: sl})))
-	})
+		return r, refuse(errs.InvalidAPIKey, "", authProblem(r.Header))
+	}
+	infoFrom(r.Context()).slot = p.Slot
+	p.Limits = sl.limits // the slot's own budget, enforced by the app (docs/USAGE.md)
+	return r.WithContext(context.WithValue(r.Context(), principalKey{}, authed{p: p, slot: sl})), nil
 }
 
 // authProblem says why a request's credentials were refused, from the shape

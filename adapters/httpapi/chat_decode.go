@@ -48,7 +48,7 @@ func (s *server) decodeRequest(body []byte, allowed func(string) bool) (chat.Req
 	if err := checkChatFields(&wr); err != nil {
 		return chat.Request{}, err
 	}
-	if req.Thinking, _, err = decodeEffort(json.RawMessage(wr.Fields["reasoning_effort"]), "reasoning_effort"); err != nil {
+	if req.Thinking, _, err = decodeEffort(wr.Fields["reasoning_effort"].AsString(), "reasoning_effort"); err != nil {
 		return chat.Request{}, err
 	}
 	if req.Output, err = responseFormat(wr.ResponseFormat); err != nil {
@@ -92,7 +92,7 @@ func checkChatFields(wr *wchat.Request) error {
 		if rule.name == "response_format" {
 			err = checkResponseFormat(rule.name, wr.ResponseFormat)
 		} else if raw, ok := wr.Fields[rule.name]; ok {
-			err = rule.check(rule.name, json.RawMessage(raw))
+			err = rule.check(rule.name, raw)
 		}
 		if err != nil {
 			return err

@@ -15,19 +15,17 @@ import (
 
 // handleChat serves POST /v1/chat/completions: one turn (serveTurn) of the
 // request rendered as a chat completion, JSON or SSE.
-func (s *server) handleChat() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		serveTurn(s, w, r, "messages", func(body []byte) (chat.Request, chat.Request, error) {
-			req, err := s.decodeRequest(body, slotFrom(r.Context()).allowsModel)
-			return req, req, err
-		}, func(w http.ResponseWriter, r *http.Request, req chat.Request, tr *turnReader) {
-			o := output{id: "chatcmpl-" + randText(), created: s.now().Unix(), model: req.Model, includeUsage: req.IncludeUsage, req: req}
-			if req.Stream {
-				s.stream(w, r, o, tr)
-			} else {
-				s.complete(w, r, o, tr)
-			}
-		})
+func (s *server) handleChat(w http.ResponseWriter, r *http.Request) error {
+	return serveTurn(s, w, r, "messages", func(body []byte) (chat.Request, chat.Request, error) {
+		req, err := s.decodeRequest(body, slotFrom(r.Context()).allowsModel)
+		return req, req, err
+	}, func(w http.ResponseWriter, r *http.Request, req chat.Request, tr *turnReader) error {
+		o := output{id: "chatcmpl-" + randText(), created: s.now().Unix(), model: req.Model, includeUsage: req.IncludeUsage, req: req}
+		if req.Stream {
+			s.stream(w, r, o, tr)
+			return nil
+		}
+		return s.complete(w, r, o, tr)
 	})
 }
 
@@ -85,11 +83,10 @@ type functionJSON struct {
 	Arguments string `json:"arguments"`
 }
 
-func (s *server) complete(w http.ResponseWriter, r *http.Request, o output, tr *turnReader) {
+func (s *server) complete(w http.ResponseWriter, r *http.Request, o output, tr *turnReader) error {
 	all, err := collect(r.Context(), tr)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	calls := make([]toolCallJSON, len(all.calls))
 	for i, c := range all.calls {
@@ -105,7 +102,7 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, o output, tr *
 	}
 	u, estimated := s.usageOfTurn(o.req, tr)
 	s.markUsage(r.Context(), w.Header(), u, estimated)
-	s.writeValue(w, r, completion{
+	return writeValue(w, completion{
 		ID: o.id, Object: "chat.completion", Created: o.created, Model: o.model,
 		Choices: []completionChoice{{Index: 0, Message: msg, FinishReason: string(tr.finish)}},
 		Usage:   usageOf(u),

@@ -63,6 +63,12 @@ type Listener struct {
 	log *slog.Logger
 
 	pending atomic.Int64 // afterResponse work not run yet
+	// settled wakes the callers of Settled when pending reaches 0; waiting
+	// tells a finishing request that there is someone to wake (one atomic
+	// load on the request path otherwise).
+	settleMu sync.Mutex
+	settled  []chan struct{}
+	waiting  atomic.Bool
 
 	mu   sync.Mutex
 	open int
@@ -149,7 +155,7 @@ func (l *Listener) connState(nc net.Conn, st http.ConnState) {
 	if st != http.StateNew && st != http.StateActive {
 		if f := c.after.Swap(nil); f != nil {
 			(*f)()
-			l.pending.Add(-1)
+			l.ran()
 		}
 	}
 	l.mu.Lock()
@@ -213,18 +219,52 @@ func afterResponse(r *http.Request, fn func()) {
 		c.l.pending.Add(1)
 		if prev := c.after.Swap(&fn); prev != nil { // never: one request at a time
 			(*prev)()
-			c.l.pending.Add(-1)
+			c.l.ran()
 		}
 		return
 	}
 	fn()
 }
 
-// AfterResponsePending returns the number of answered requests whose
-// after-response work (the access line) has not run yet. A request whose
-// response a client has read to the end is counted until its line is
-// written, so a reader of the log that waits for 0 sees that line.
-func (l *Listener) AfterResponsePending() int { return int(l.pending.Load()) }
+// ran counts one request's after-response work as done, and wakes the
+// callers of Settled when none is left.
+func (l *Listener) ran() {
+	if l.pending.Add(-1) != 0 || !l.waiting.Load() {
+		return
+	}
+	l.settleMu.Lock()
+	defer l.settleMu.Unlock()
+	if l.pending.Load() != 0 {
+		return
+	}
+	for _, ch := range l.settled {
+		close(ch)
+	}
+	l.settled = nil
+	l.waiting.Store(false)
+}
+
+// Settled returns once every answered request's after-response work (its
+// access line) has run, or with ctx's error. A request whose response a
+// client has read to the end is waited for until its line is written, so a
+// reader of the log that calls Settled first sees that line.
+func (l *Listener) Settled(ctx context.Context) error {
+	l.settleMu.Lock()
+	l.waiting.Store(true) // before the load: a ran that misses it sees the count we saw
+	if l.pending.Load() == 0 {
+		l.settleMu.Unlock()
+		return nil
+	}
+	ch := make(chan struct{})
+	l.settled = append(l.settled, ch)
+	l.settleMu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 func (c *conn) Close() error {
 	err := c.Conn.Close()

@@ -382,3 +382,34 @@ func TestTheAccessLineIsWrittenAfterTheResponse(t *testing.T) {
 	}
 	is.Equal(gate.count("request"), 2) // one line per request
 }
+
+// A reader of the log waits for the answered requests' access lines with
+// Settled instead of polling: it returns while none is pending, waits while
+// one is, and returns as soon as the line is written.
+func TestSettledWaitsForTheAccessLinesStillToBeWritten(t *testing.T) {
+	is := is.New(t)
+	gate := &gateHandler{open: make(chan struct{})}
+	h := httpapi.NewServer(testConfig(), returning(script(app.Delta{Text: "hi"}, app.Delta{Finish: app.FinishStop}), nil), slog.New(gate))
+	ln, addr := listen(t, h, 4)
+	is.NoErr(ln.Settled(t.Context())) // nothing answered yet
+	c, err := net.Dial("tcp", addr)
+	is.NoErr(err)
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	body := streamRequest(false)
+	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", apiKey, len(body), body)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	is.NoErr(err)
+	_, err = io.ReadAll(resp.Body)
+	is.NoErr(err)
+
+	short, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	is.Equal(ln.Settled(short), context.DeadlineExceeded) // the line is still to be written
+	is.NoErr(c.Close())                                   // the connection's end runs the request's after-response work, held at the log
+	time.AfterFunc(100*time.Millisecond, func() { close(gate.open) })
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	is.NoErr(ln.Settled(ctx))          // woken when the line was written
+	is.Equal(gate.count("request"), 1) // written before Settled returned
+}

@@ -18,25 +18,7 @@ import (
 // its members (docs/API.md). Known fields are honoured, ignored or refused as
 // listed in the package documentation; members no API knows are ignored, so
 // that newer SDKs and proxies that add harmless fields keep working. Refusals
-// name the param path. The Responses API still reads its body into maps of
-// raw values (decode_json.go's readers).
-
-// decodeTop is what the Responses API checks first: the body is one JSON
-// object of valid Unicode text, and its model is one the caller may use
-// (model).
-func (s *server) decodeTop(body []byte, allowed func(string) bool) (map[string]json.RawMessage, string, error) {
-	var top map[string]json.RawMessage
-	err := json.Unmarshal(body, &top)
-	if err := notObjectText(body, top, err); err != nil {
-		return nil, "", err
-	}
-	m := wirejson.String{Kind: wirejson.Raw(top["model"]).Kind()}
-	if m.IsString() {
-		m.V = str(top["model"])
-	}
-	model, err := s.model(m, allowed)
-	return top, model, err
-}
+// name the param path.
 
 // model is what every API checks first after the body: its model is a
 // configured one the caller's slot may use (allowed), refused exactly like
@@ -91,24 +73,16 @@ func dottedPath(steps []wirejson.Step) string {
 // (docs/API.md, "Repeated member names and the order of refusals").
 const duplicateDetail = "is given more than once in its object; a member name may appear only once."
 
-// notObjectText is the refusal of a body that is not one JSON object (top and
-// err are what json.Unmarshal made of it) of valid Unicode text, or nil.
-func notObjectText(body []byte, top map[string]json.RawMessage, err error) error {
-	if err != nil || top == nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) || !json.Valid(body) {
-			return invalid("", "The body is not valid JSON: "+jsonPosition(body))
-		}
+// bodyError is the refusal of a body that is not one JSON object of valid
+// Unicode text, or nil.
+func bodyError(body []byte) error {
+	if !json.Valid(body) {
+		return invalid("", "The body is not valid JSON: "+jsonPosition(body))
+	}
+	if i := bytes.IndexFunc(body, func(c rune) bool { return !isJSONSpace(byte(c)) }); body[i] != '{' {
 		return invalid("", "The body must be a JSON object.")
 	}
 	return checkText(body)
-}
-
-// bodyError is notObjectText for a body not read yet.
-func bodyError(body []byte) error {
-	var top map[string]json.RawMessage
-	err := json.Unmarshal(body, &top)
-	return notObjectText(body, top, err)
 }
 
 // jsonPosition says where body stops being JSON: the byte offset, line and

@@ -7,6 +7,7 @@ import (
 
 	wchat "github.com/pmgate/pmgate/adapters/httpapi/wire/chat"
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/messages"
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/responses"
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/structured"
@@ -42,17 +43,15 @@ func responseFormat(rf wirejson.Object[wchat.ResponseFormat]) (chat.OutputFormat
 // decodeTextFormat reads Responses' text.format:
 // {"type":"json_schema","name","description","schema","strict"} or
 // {"type":"json_object"} or {"type":"text"}.
-func decodeTextFormat(text json.RawMessage) (chat.OutputFormat, error) {
-	if kindOf(text) != kindObject {
+func decodeTextFormat(text wirejson.Echoed[responses.Text]) (chat.OutputFormat, error) {
+	if text.Kind() != '{' || !text.V.Format.IsObject() {
 		return chat.OutputFormat{}, nil
 	}
-	format := fields(text)["format"]
-	if kindOf(format) != kindObject {
-		return chat.OutputFormat{}, nil
-	}
-	spec := structured.Spec{Kind: outputKindOf(str(fields(format)["type"]))}
+	f := text.V.Format.V
+	spec := structured.Spec{Kind: outputKindOf(f.Type.V)}
 	if spec.Kind == chat.OutputJSONSchema {
-		if err := readSchemaSpec(wchat.DecodeJSONSchema(format), "text.format", &spec); err != nil {
+		js := wchat.JSONSchema{Name: f.Name, Description: f.Description, Schema: f.Schema, Strict: f.Strict}
+		if err := readSchemaSpec(js, "text.format", &spec); err != nil {
 			return chat.OutputFormat{}, err
 		}
 	}

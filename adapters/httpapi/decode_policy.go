@@ -4,7 +4,6 @@ package httpapi
 // but ignore, or refuse unless they have their default value.
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -12,21 +11,32 @@ import (
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 )
 
-// fieldRule is the policy of one top-level OpenAI field that the gateway
-// accepts but ignores, or refuses unless it has its default value.
+// check is the rule of one field, given the member as its wire package read
+// it (wirejson.Value: its kind, a string's text, the bytes as sent). An
+// absent member (Kind 0) is never refused: null and absent are the same.
+type check func(param string, v wirejson.Value) error
+
+// fieldRule is the policy of one top-level field that the gateway accepts
+// but ignores, or refuses unless it has its default value.
 type fieldRule struct {
 	name  string
-	check func(param string, raw json.RawMessage) error
+	check check
 }
 
-// checkFields applies each rule to its field of top, when present, in the
-// rules' order; the first refusal wins.
-func checkFields(top map[string]json.RawMessage, rules []fieldRule) error {
+// checkFields applies each rule, in the rules' order, to the member value
+// finds by its name; the first refusal wins. typed checks a member its wire
+// request reads into a type of its own (a rule without a check) at its
+// place in the order.
+func checkFields(rules []fieldRule, value func(name string) wirejson.Value, typed func(name string) error) error {
 	for _, rule := range rules {
-		if raw, ok := top[rule.name]; ok {
-			if err := rule.check(rule.name, raw); err != nil {
-				return err
-			}
+		var err error
+		if rule.check == nil {
+			err = typed(rule.name)
+		} else {
+			err = rule.check(rule.name, value(rule.name))
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil
@@ -35,7 +45,7 @@ func checkFields(top map[string]json.RawMessage, rules []fieldRule) error {
 // fieldRules holds the rule of every top-level field an API accepts but
 // ignores, or refuses unless it has its default value. A field both APIs know
 // (temperature, user, store, top_logprobs, …) has one rule for both.
-var fieldRules = map[string]func(param string, raw json.RawMessage) error{
+var fieldRules = map[string]check{
 	// Accepted and ignored: the upstream has no such setting; the answer is
 	// still a true answer to the conversation.
 	"temperature":            ignored(kindNumber),
@@ -62,7 +72,7 @@ var fieldRules = map[string]func(param string, raw json.RawMessage) error{
 	"safety_identifier":      ignored(kindString),
 	"stream_options":         ignored(kindObject), // Responses only: chat reads it itself
 	"truncation":             checkTruncation,
-	"text":                   checkResponsesText,
+	"text":                   nil, // Responses reads it typed (checkResponsesText)
 	// Refused unless default: honouring them is impossible and ignoring them
 	// would return something other than what was asked for.
 	"n":                    defaultInteger(1, "must be a positive integer.", "only one choice (n=1) is supported."),
@@ -101,11 +111,11 @@ var fieldRules = map[string]func(param string, raw json.RawMessage) error{
 func policy(names ...string) []fieldRule {
 	rules := make([]fieldRule, len(names))
 	for i, n := range names {
-		check, ok := fieldRules[n]
+		c, ok := fieldRules[n]
 		if !ok {
 			panic("httpapi: no field rule for " + n)
 		}
-		rules[i] = fieldRule{n, check}
+		rules[i] = fieldRule{n, c}
 	}
 	return rules
 }
@@ -125,16 +135,31 @@ var fieldPolicy = policy(
 	"n", "logprobs", "top_logprobs", "logit_bias", "response_format", "modalities", "audio", "prediction",
 	"functions", "function_call", "web_search_options")
 
+// kind is the JSON kind of a member, by the names the rules use.
+type kind = wirejson.Kind
+
+const (
+	kindNull   kind = 'n'
+	kindBool   kind = 't' // true; false is 'f' (see ignored)
+	kindNumber kind = '0'
+	kindString kind = '"'
+	kindArray  kind = '['
+	kindObject kind = '{'
+)
+
 var kindNames = map[kind]string{
 	kindBool: "a boolean", kindNumber: "a number", kindString: "a string", kindArray: "an array", kindObject: "an object",
 }
 
 // ignored accepts null or one of the given kinds, and nothing else.
-func ignored(kinds ...kind) func(string, json.RawMessage) error {
-	return func(param string, raw json.RawMessage) error {
-		k := kindOf(raw)
-		if k == kindNull {
+func ignored(kinds ...kind) check {
+	return func(param string, v wirejson.Value) error {
+		k := v.Kind()
+		if wirejson.Absent(k) {
 			return nil
+		}
+		if k == 'f' {
+			k = kindBool
 		}
 		names := make([]string, 0, len(kinds))
 		for _, want := range kinds {
@@ -147,19 +172,19 @@ func ignored(kinds ...kind) func(string, json.RawMessage) error {
 	}
 }
 
-func ignoredInteger(param string, raw json.RawMessage) error {
-	if absent(raw) {
+func ignoredInteger(param string, v wirejson.Value) error {
+	if wirejson.Absent(v.Kind()) {
 		return nil
 	}
-	if _, ok := integer(raw); !ok {
+	if _, ok := v.Int(); !ok {
 		return invalid(param, "must be an integer.")
 	}
 	return nil
 }
 
-func refusedUnlessNull(detail string) func(string, json.RawMessage) error {
-	return func(param string, raw json.RawMessage) error {
-		if absent(raw) {
+func refusedUnlessNull(detail string) check {
+	return func(param string, v wirejson.Value) error {
+		if wirejson.Absent(v.Kind()) {
 			return nil
 		}
 		return unsupported(param, detail)
@@ -168,12 +193,12 @@ func refusedUnlessNull(detail string) func(string, json.RawMessage) error {
 
 // defaultInteger accepts only an integer that is at least def, and refuses
 // anything above def: the gateway can only honour the default.
-func defaultInteger(def int64, invalidDetail, unsupportedDetail string) func(string, json.RawMessage) error {
-	return func(param string, raw json.RawMessage) error {
-		if absent(raw) {
+func defaultInteger(def int64, invalidDetail, unsupportedDetail string) check {
+	return func(param string, v wirejson.Value) error {
+		if wirejson.Absent(v.Kind()) {
 			return nil
 		}
-		n, ok := integer(raw)
+		n, ok := v.Int()
 		switch {
 		case !ok || n < def:
 			return invalid(param, invalidDetail)
@@ -185,34 +210,34 @@ func defaultInteger(def int64, invalidDetail, unsupportedDetail string) func(str
 }
 
 // refusedWhenTrue accepts an optional boolean and refuses true.
-func refusedWhenTrue(detail string) func(string, json.RawMessage) error {
-	return func(param string, raw json.RawMessage) error {
-		on, err := optBool(raw, param, false)
-		if err != nil {
-			return err
+func refusedWhenTrue(detail string) check {
+	return func(param string, v wirejson.Value) error {
+		switch k := v.Kind(); {
+		case wirejson.Absent(k) || k == 'f':
+			return nil
+		case k != 't':
+			return invalid(param, "must be a boolean.")
 		}
-		if on {
-			return unsupported(param, detail)
-		}
-		return nil
+		return unsupported(param, detail)
 	}
 }
 
-// nullOrObject reads a present field that must be null or an object: ok is
-// false when there is nothing more to check (null, or the refusal in err).
-func nullOrObject(param string, raw json.RawMessage) (f map[string]json.RawMessage, ok bool, err error) {
-	switch kindOf(raw) {
-	case kindNull:
-		return nil, false, nil
+// nullOrObject refuses a present member that is neither null nor an object:
+// ok is false when there is nothing more to check (absent, null, or the
+// refusal in err).
+func nullOrObject(param string, k kind) (ok bool, err error) {
+	switch k {
+	case 0, kindNull:
+		return false, nil
 	case kindObject:
-		return fields(raw), true, nil
+		return true, nil
 	}
-	return nil, false, invalid(param, "must be an object.")
+	return false, invalid(param, "must be an object.")
 }
 
-func checkLogitBias(param string, raw json.RawMessage) error {
-	f, ok, err := nullOrObject(param, raw)
-	if !ok || len(f) == 0 {
+func checkLogitBias(param string, v wirejson.Value) error {
+	ok, err := nullOrObject(param, v.Kind())
+	if !ok || v.Len() == 0 {
 		return err
 	}
 	return unsupported(param, "token biases cannot be applied.")
@@ -230,22 +255,11 @@ func checkResponseFormat(param string, rf wirejson.Object[wchat.ResponseFormat])
 	return invalid(param, "must be an object.")
 }
 
-// checkOutputFormatType reads the type of an output format (chat
+// outputFormatType checks the type of an output format (chat
 // response_format, Responses text.format): "text", or a structured output the
 // answer is verified against, which the API's decoder must then read into
 // chat.Request.Output (decode_format.go); noun names the format in the
-// refusal of an unknown type. (It replaces checkFormatType, which refused the
-// structured types, so that a caller written against that one stops
-// compiling instead of accepting a format it would ignore.)
-func checkOutputFormatType(p string, t json.RawMessage, noun string) error {
-	typ := wirejson.String{Kind: wirejson.Raw(t).Kind()}
-	if typ.IsString() {
-		typ.V = str(t)
-	}
-	return outputFormatType(p, typ, noun)
-}
-
-// outputFormatType is checkOutputFormatType of a type read typed.
+// refusal of an unknown type.
 func outputFormatType(p string, t wirejson.String, noun string) error {
 	if !t.IsString() {
 		return invalid(p, "is required and must be a string.")
@@ -257,20 +271,20 @@ func outputFormatType(p string, t wirejson.String, noun string) error {
 	return invalid(p, "is not a known "+noun+".")
 }
 
-func checkModalities(param string, raw json.RawMessage) error {
-	switch kindOf(raw) {
-	case kindNull:
+func checkModalities(param string, v wirejson.Value) error {
+	switch v.Kind() {
+	case 0, kindNull:
 		return nil
 	case kindArray:
 	default:
 		return invalid(param, "must be an array.")
 	}
-	for i, m := range elems(raw) {
+	for i, m := range v.Items() {
 		p := param + "[" + strconv.Itoa(i) + "]"
-		if kindOf(m) != kindString {
+		if m.Kind() != kindString {
 			return invalid(p, "must be a string.")
 		}
-		if str(m) != "text" {
+		if m.Text() != "text" {
 			return unsupported(p, "only the text modality is supported.")
 		}
 	}
@@ -280,8 +294,8 @@ func checkModalities(param string, raw json.RawMessage) error {
 // refusedAnthropicSystem refuses a top-level system prompt on an OpenAI
 // route: it is how an Anthropic Messages body looks, and the OpenAI APIs carry
 // the system prompt in a message.
-func refusedAnthropicSystem(param string, raw json.RawMessage) error {
-	if absent(raw) {
+func refusedAnthropicSystem(param string, v wirejson.Value) error {
+	if wirejson.Absent(v.Kind()) {
 		return nil
 	}
 	return invalid(param, "is a field of the Anthropic Messages API, which this route does not read: send an Anthropic body to "+

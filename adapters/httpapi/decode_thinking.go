@@ -6,9 +6,8 @@ package httpapi
 // service has no level for is refused with its path, never guessed.
 
 import (
-	"encoding/json"
-
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/messages"
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/responses"
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 	"github.com/pmgate/pmgate/domain/chat"
 )
@@ -18,14 +17,14 @@ const effortWords = "the service thinks at low, medium or high only; use none, m
 
 // decodeEffort reads one effort word (a string the field policy type-checked)
 // at param; absent or null asks for nothing.
-func decodeEffort(raw json.RawMessage, param string) (chat.ThinkingLevel, bool, error) {
-	if absent(raw) {
+func decodeEffort(e wirejson.String, param string) (chat.ThinkingLevel, bool, error) {
+	if wirejson.Absent(e.Kind) {
 		return chat.ThinkingOff, false, nil
 	}
-	if kindOf(raw) != kindString {
+	if !e.IsString() {
 		return chat.ThinkingOff, false, invalid(param, "must be a string.")
 	}
-	level, err := effortLevel(str(raw), param)
+	level, err := effortLevel(e.V, param)
 	return level, err == nil, err
 }
 
@@ -40,11 +39,11 @@ func effortLevel(word, param string) (chat.ThinkingLevel, error) {
 
 // decodeResponsesReasoning is the Responses API's reasoning.effort (the
 // object's other members, summary among them, produce nothing).
-func decodeResponsesReasoning(raw json.RawMessage) (chat.ThinkingLevel, error) {
-	if absent(raw) || kindOf(raw) != kindObject {
-		return chat.ThinkingOff, nil // the field policy refused any other kind
+func decodeResponsesReasoning(r wirejson.Echoed[responses.Reasoning]) (chat.ThinkingLevel, error) {
+	if r.Kind() != '{' {
+		return chat.ThinkingOff, nil // the field policy refused any other kind but null
 	}
-	level, _, err := decodeEffort(fields(raw)["effort"], "reasoning.effort")
+	level, _, err := decodeEffort(r.V.Effort, "reasoning.effort")
 	return level, err
 }
 
@@ -77,7 +76,7 @@ func messagesThinking(th wirejson.Object[messages.Thinking], oc wirejson.Object[
 		if hasEffort {
 			return level, nil
 		}
-		n, ok := integer(json.RawMessage(th.V.BudgetTokens.Text))
+		n, ok := th.V.BudgetTokens.Int()
 		if !ok || n < 1 {
 			return chat.ThinkingOff, invalid("thinking.budget_tokens", "must be a positive integer when thinking is enabled.")
 		}

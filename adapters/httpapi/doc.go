@@ -2,18 +2,24 @@
 // POST /v1/chat/completions (JSON and SSE), POST /v1/responses
 // (docs/RESPONSES.md), the Anthropic Messages API POST /v1/messages and
 // /v1/messages/count_tokens (docs/MESSAGES.md; messages_*.go, with its own
-// error shape through writeAnthropicError), GET /v1/models and GET /health,
+// error shape), the Gemini API under /v1beta (docs/GEMINI.md), GET /v1/models
+// and GET /health,
 // in front of an app.ChatService, and the routes of the operator's views: the
 // control page under /admin and Prometheus /metrics, whose handlers and
 // monitor are adapters/ops's, handed in by the wiring (operator.go; see
 // docs/OPERATE.md). NewServer returns the whole surface as one http.Handler;
-// routes.go lists it.
+// routes.go lists it as data, one table per API (paths, methods, who may
+// call them, the error shape), from which the mux, the 405s and the 404s are
+// registered.
 //
 // # Errors
 //
-// Every OpenAI-shaped failure is written by one function (writeOpenAIError,
-// which the handlers reach through writeError and the connection layer uses
-// for net/http's own answers) from the catalog of package errs: status, OpenAI type, message and retryability come from
+// Handlers return their failure instead of writing it (HandlerFunc); the
+// route's adapter (serve, handle) writes it once, in the route's API shape,
+// unless the answer already began (a stream reports its failure inside the
+// stream). Every failure, in every shape, is written by one function
+// (writeShaped; writeOpenAIError is it for the connection layer's rewrite of
+// net/http's own answers) from the catalog of package errs: status, OpenAI type, message and retryability come from
 // errs.Lookup(errs.CodeOf(err)). The body always has the four keys
 // {"error":{"message","type","param","code"}}. A refusal of the request names
 // the offending parameter path in param (for example

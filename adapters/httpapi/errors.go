@@ -13,10 +13,10 @@ import (
 	"github.com/pmgate/pmgate/domain/errs"
 )
 
-// This file is the one place where an error becomes an HTTP answer in the
-// OpenAI shape (writeOpenAIError, for the handlers and the connection layer);
-// the Anthropic routes answer in their own shape through writeAnthropicError
-// (messages_render.go), which starts from the same public view. Status,
+// This file is the one place where an error becomes an HTTP answer
+// (writeShaped, in the shape of the route's API: OpenAI's, or the Anthropic
+// and Gemini shapes of messages_render.go and gemini_render.go, which start
+// from the same public view). Status,
 // OpenAI type, retryability and message all come from the catalog
 // (errs.Lookup via errs.CodeOf); the only additions are the routing table
 // below and the request-path detail of refusals.
@@ -156,13 +156,18 @@ type errorObject struct {
 	Code    string  `json:"code"`
 }
 
-// public renders what a client may see of err, and its HTTP status.
-func public(ctx context.Context, err error) (errorBody, errs.Entry, int) {
-	code := codeOf(ctx, err)
-	e, ok := errs.Lookup(code)
+// entryOf is the catalog entry err is answered with.
+func entryOf(ctx context.Context, err error) errs.Entry {
+	e, ok := errs.Lookup(codeOf(ctx, err))
 	if !ok || e.Status == 0 {
 		e = errs.MustEntry(errs.InternalError)
 	}
+	return e
+}
+
+// public renders what a client may see of err, and its HTTP status.
+func public(ctx context.Context, err error) (errorBody, errs.Entry, int) {
+	e := entryOf(ctx, err)
 	status, msg := e.Status, e.Message
 	var param *string
 	var re *requestError
@@ -216,56 +221,87 @@ func public(ctx context.Context, err error) (errorBody, errs.Entry, int) {
 	return errorBody{Error: errorObject{Message: msg, Type: string(e.Type), Param: param, Code: string(e.Code)}}, e, status
 }
 
-// writeShapedError writes err in the shape body gives it (another API's
-// than OpenAI's): the catalog's entry and status, the code header, the retry
-// headers and the log note, as every error.
-func writeShapedError[T any](s *server, w http.ResponseWriter, r *http.Request, err error, body func(context.Context, error) (T, errs.Entry, int)) {
-	ctx := r.Context()
-	b, e, status := body(ctx, err)
-	s.noteError(ctx, e, err)
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set(errorCodeHeader, string(e.Code))
-	setRetryHeaders(h, e, status, err)
-	w.WriteHeader(status)
-	out, _ := json.Marshal(b) // plain strings only: cannot fail
-	_, _ = w.Write(append(out, '\n'))
+// failure is one error as every shape answers it: the public view (the
+// OpenAI body), the catalog entry, the status in the shape's answer, and the
+// wait retry-after says (in seconds; 0: none).
+type failure struct {
+	err    error
+	public errorBody
+	e      errs.Entry
+	status int
+	wait   int
 }
 
-// writeError writes every failure of the API: the OpenAI error body (or, on
-// the Anthropic and Gemini routes, writeAnthropicError's and
-// writeGeminiError's) through writeOpenAIError, and logs internal errors
+// errShape is one API's error answer: its status for the catalog's (nil:
+// the catalog's), its body, and which of the two shape-specific headers it
+// sends (the code as x-pmgate-error-code; WWW-Authenticate on a key
+// refusal). Every shape is written by writeShaped.
+type errShape struct {
+	status     func(int) int
+	body       func(context.Context, failure) any
+	codeHeader bool
+	challenge  bool
+}
+
+// The error shapes, one per API.
+var (
+	shapeOpenAI    = &errShape{body: func(_ context.Context, f failure) any { return f.public }, challenge: true}
+	shapeAnthropic = &errShape{status: func(s int) int { s, _ = anthropicStatus(s); return s },
+		body: func(ctx context.Context, f failure) any { return anthropicOf(ctx, f) }, codeHeader: true}
+	shapeGemini = &errShape{body: func(ctx context.Context, f failure) any { return geminiOf(ctx, f) }, codeHeader: true}
+)
+
+// failureIn is err as shape answers it: its status, and the wait computed
+// once for both the retry-after header and a body that repeats it.
+func failureIn(ctx context.Context, shape *errShape, err error) failure {
+	body, e, status := public(ctx, err)
+	if shape.status != nil {
+		status = shape.status(status)
+	}
+	return failure{err: err, public: body, e: e, status: status, wait: retryAfter(e, status, err)}
+}
+
+// writeShaped is the one writer of an error answer, in any shape: the body,
+// the status, x-should-retry: false for deterministic failures, retry-after
+// on 429/503/529 (retryAfter), and the shape's own headers. It returns the
+// catalog entry it answered.
+func writeShaped(ctx context.Context, w http.ResponseWriter, shape *errShape, err error) errs.Entry {
+	f := failureIn(ctx, shape, err)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if shape.codeHeader {
+		h.Set(errorCodeHeader, string(f.e.Code))
+	}
+	setRetryHeaders(h, f.e, f.wait)
+	if shape.challenge && f.e.Code == errs.InvalidAPIKey {
+		h.Set("WWW-Authenticate", `Bearer realm="pmgate"`)
+	}
+	w.WriteHeader(f.status)
+	out, _ := json.Marshal(shape.body(ctx, f)) // plain strings only: cannot fail
+	_, _ = w.Write(append(out, '\n'))
+	return f.e
+}
+
+// writeError writes every failure of the API, in the shape of the request's
+// route (OpenAI's unless the route chose another), and logs internal errors
 // (redacted); clients only ever see the generic internal message.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ctx := r.Context()
-	if infoFrom(ctx).anthropic {
-		s.writeAnthropicError(w, r, err)
-		return
-	}
-	if infoFrom(ctx).gemini {
-		s.writeGeminiError(w, r, err)
-		return
-	}
-	s.noteError(ctx, writeOpenAIError(ctx, w, err), err)
+	s.noteError(ctx, writeShaped(ctx, w, shapeOf(ctx), err), err)
 }
 
-// writeOpenAIError is the one writer of an OpenAI-shaped error answer, for
-// the handlers (through writeError) and for the connection layer's rewrite of
-// net/http's own answers: the body from public, the status from the catalog
-// (or the routeError), x-should-retry: false for deterministic failures,
-// retry-after on 429/503 (setRetryHeaders). It returns the catalog entry it answered.
-func writeOpenAIError(ctx context.Context, w http.ResponseWriter, err error) errs.Entry {
-	body, e, status := public(ctx, err)
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	setRetryHeaders(h, e, status, err)
-	if e.Code == errs.InvalidAPIKey {
-		h.Set("WWW-Authenticate", `Bearer realm="pmgate"`)
+// shapeOf is the error shape of a request's route.
+func shapeOf(ctx context.Context) *errShape {
+	if sh := infoFrom(ctx).shape; sh != nil {
+		return sh
 	}
-	w.WriteHeader(status)
-	b, _ := json.Marshal(body) // plain strings only: cannot fail
-	_, _ = w.Write(append(b, '\n'))
-	return e
+	return shapeOpenAI
+}
+
+// writeOpenAIError writes an OpenAI-shaped error answer, for the connection
+// layer's rewrite of net/http's own answers.
+func writeOpenAIError(ctx context.Context, w http.ResponseWriter, err error) errs.Entry {
+	return writeShaped(ctx, w, shapeOpenAI, err)
 }
 
 // streamError is the one event written when a stream fails after its headers:
@@ -278,18 +314,27 @@ func (s *server) streamError(ctx context.Context, err error) errorBody {
 
 // setRetryHeaders sets the retry headers of one error answer, the same on
 // every API: x-should-retry: false for a deterministic failure; retry-after
-// on a 429 or 503 (529 on the Anthropic routes) that is retryable, and on one
-// that knows when its window frees even when an automatic retry is pointless
-// (key_quota_exhausted: hours away, but said).
-func setRetryHeaders(h http.Header, e errs.Entry, status int, err error) {
+// when the answer says a wait (retryAfter).
+func setRetryHeaders(h http.Header, e errs.Entry, wait int) {
 	if !e.Retryable {
 		h.Set("x-should-retry", "false")
 	}
+	if wait > 0 {
+		h.Set("retry-after", strconv.Itoa(wait))
+	}
+}
+
+// retryAfter is the wait in seconds an error answer says, or 0: on a 429 or
+// 503 (529 on the Anthropic routes) that is retryable, and on one that knows
+// when its window frees even when an automatic retry is pointless
+// (key_quota_exhausted: hours away, but said).
+func retryAfter(e errs.Entry, status int, err error) int {
 	var ra retryAfterer
 	knowsWait := errors.As(err, &ra)
 	if (e.Retryable || knowsWait) && (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable || status == statusOverloaded) {
-		h.Set("retry-after", strconv.Itoa(retryAfterSeconds(err)))
+		return retryAfterSeconds(err)
 	}
+	return 0
 }
 
 func retryAfterSeconds(err error) int {

@@ -63,10 +63,10 @@ func (s *server) translateGemini(wr gemini.Request, model string, stream bool) (
 	if !gemini.Absent(wr.CachedContent.Kind()) {
 		return gemRequest{}, unsupported("cachedContent", "cached contents are kept on Google's side; send the whole conversation in contents.")
 	}
-	if err := ignored(kindArray)("safetySettings", json.RawMessage(wr.SafetySettings)); len(wr.SafetySettings) > 0 && err != nil {
+	if err := ignored(kindArray)("safetySettings", wr.SafetySettings); err != nil {
 		return gemRequest{}, err
 	}
-	if err := ignored(kindObject)("labels", json.RawMessage(wr.Labels)); len(wr.Labels) > 0 && err != nil {
+	if err := ignored(kindObject)("labels", wr.Labels); err != nil {
 		return gemRequest{}, err
 	}
 	var err error
@@ -101,28 +101,28 @@ func (s *server) geminiGenConfig(gc gemini.Object[gemini.GenConfig], gr *gemRequ
 	c := &gc.V
 	for _, f := range []struct {
 		name string
-		raw  gemini.Raw
+		raw  gemini.Value
 		kind kind
 	}{{"temperature", c.Temperature, kindNumber}, {"topP", c.TopP, kindNumber}, {"topK", c.TopK, kindNumber},
 		{"maxOutputTokens", c.MaxOutputTokens, kindNumber}, {"presencePenalty", c.PresencePenalty, kindNumber},
 		{"frequencyPenalty", c.FrequencyPenalty, kindNumber}, {"seed", c.Seed, kindNumber}, {"mediaResolution", c.MediaResolution, kindString}} {
-		if len(f.raw) > 0 {
-			if err := ignored(f.kind)(p+"."+f.name, json.RawMessage(f.raw)); err != nil {
+		if len(f.raw.Raw) > 0 {
+			if err := ignored(f.kind)(p+"."+f.name, f.raw); err != nil {
 				return err
 			}
 		}
 	}
-	if len(c.CandidateCount) > 0 {
-		if err := defaultInteger(1, "must be a positive integer.", "only one candidate (candidateCount 1) is supported.")(p+".candidateCount", json.RawMessage(c.CandidateCount)); err != nil {
+	if len(c.CandidateCount.Raw) > 0 {
+		if err := defaultInteger(1, "must be a positive integer.", "only one candidate (candidateCount 1) is supported.")(p+".candidateCount", c.CandidateCount); err != nil {
 			return err
 		}
 	}
 	for _, f := range []struct {
 		name string
-		raw  gemini.Raw
+		raw  gemini.Value
 	}{{"responseLogprobs", c.ResponseLogprobs}, {"logprobs", c.Logprobs}} {
-		if len(f.raw) > 0 {
-			if err := refusedWhenTrue("log probabilities are not available.")(p+"."+f.name, json.RawMessage(f.raw)); err != nil {
+		if len(f.raw.Raw) > 0 {
+			if err := refusedWhenTrue("log probabilities are not available.")(p+"."+f.name, f.raw); err != nil {
 				return err
 			}
 		}
@@ -196,7 +196,7 @@ func geminiThinking(tc gemini.Object[gemini.ThinkingConfig]) (chat.ThinkingLevel
 	if gemini.Absent(b.Kind) {
 		return chat.ThinkingOff, nil
 	}
-	n, ok := integer(json.RawMessage(b.Text))
+	n, ok := b.Int()
 	switch {
 	case b.Kind != '0' || !ok || n < -1:
 		return chat.ThinkingOff, invalid(p+".thinkingBudget", "must be an integer: -1 (dynamic), 0 (off) or a positive budget.")
@@ -369,7 +369,7 @@ func geminiToolDefs(items []gemini.Object[gemini.Tool]) ([]toolDef, error) {
 			return nil, invalid(p, "must be an object.")
 		}
 		for _, name := range item.V.Unknown.Names() {
-			if kindOf(item.V.Unknown[name]) == kindNull {
+			if item.V.Unknown[name].Kind() == kindNull {
 				continue
 			}
 			if serverTools[name] {
@@ -439,7 +439,7 @@ func geminiToolConfig(tc gemini.Object[gemini.ToolConfig], req *chat.Request) er
 	default:
 		return invalid(p, "must be an object.")
 	}
-	if err := ignored(kindObject)(p+".retrievalConfig", json.RawMessage(tc.V.RetrievalConfig)); len(tc.V.RetrievalConfig) > 0 && err != nil {
+	if err := ignored(kindObject)(p+".retrievalConfig", tc.V.RetrievalConfig); err != nil {
 		return err
 	}
 	fc := tc.V.FunctionCallingConfig
@@ -517,7 +517,7 @@ var geminiUnsupportedParts = map[string]string{
 // by name; members it does not know are ignored.
 func checkPartKinds(ip string, pt *gemini.Part) error {
 	for _, name := range pt.Unknown.Names() {
-		if d, ok := geminiUnsupportedParts[name]; ok && kindOf(pt.Unknown[name]) != kindNull {
+		if d, ok := geminiUnsupportedParts[name]; ok && pt.Unknown[name].Kind() != kindNull {
 			return unsupported(ip+"."+name, d)
 		}
 	}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/cockroachdb/errors"
@@ -62,71 +63,44 @@ func cutMethod(s string) (model, method string, ok bool) {
 	return s[:i], s[i+1:], true
 }
 
-// geminiRoutes adds the Gemini API's routes to mux. Every answer on them,
-// authentication and routing included, is in the Gemini error shape.
-func (s *server) geminiRoutes(mux *http.ServeMux) {
-	mux.Handle("POST "+pathGeminiModels+"/{action}", geminiRoute(s.requireKey(s.handleGeminiAction())))
-	mux.Handle("GET "+pathGeminiModels, geminiRoute(s.requireKey(s.handleGeminiModels())))
-	mux.Handle(pathGeminiModels, geminiRoute(s.handleMethodNotAllowed("GET, HEAD")))
-	mux.Handle("GET "+pathGeminiModels+"/{action}", geminiRoute(s.requireKey(s.handleGeminiModel())))
-	mux.Handle(pathGeminiModels+"/{action}", geminiRoute(s.handleGeminiOtherMethod()))
-	mux.Handle("/v1beta/", geminiRoute(s.handleNotFound()))
-	// @google/genai 3.x asks for the API's v1 paths by default: its methods
-	// are served there too (no OpenAI route has a colon method); any other
-	// POST there is the OpenAI 405 it always was.
-	gemAction, other := geminiRoute(s.requireKey(s.handleGeminiAction())), s.handleMethodNotAllowed("GET, HEAD")
-	mux.Handle("POST "+pathModels+"/{action}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, _, ok := cutMethod(r.PathValue("action")); ok {
-			gemAction.ServeHTTP(w, r)
-			return
-		}
-		other.ServeHTTP(w, r)
-	}))
+// colonMethod says whether a POST under /v1/models names a Gemini method
+// ({model}:{method}); any other is the OpenAI 405 it always was.
+func colonMethod(r *http.Request) bool {
+	_, _, ok := cutMethod(r.PathValue("action"))
+	return ok
 }
 
-// geminiOr serves GET /v1/models and /v1/models/{id}, which the OpenAI API
-// and the Gemini API's v1 both have: a request with a Gemini key form
-// (x-goog-api-key or ?key=) and no Authorization header, as @google/genai
-// sends, gets the Gemini answer; every other the OpenAI one.
-func (s *server) geminiOr(openai, gem http.Handler) http.Handler {
-	gem = geminiRoute(s.requireKey(gem))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") == "" && (r.Header.Get("x-goog-api-key") != "" || r.URL.Query().Has("key")) {
-			gem.ServeHTTP(w, r)
-			return
-		}
-		openai.ServeHTTP(w, r)
-	})
+// geminiKeyForm says whether a request presents its key the Gemini way
+// (x-goog-api-key or ?key=) and has no Authorization header, as
+// @google/genai sends.
+func geminiKeyForm(r *http.Request) bool {
+	return r.Header.Get("Authorization") == "" && (r.Header.Get("x-goog-api-key") != "" || r.URL.Query().Has("key"))
 }
 
 // geminiKeyCtxKey holds the key a request put in its URL (?key=), taken out
 // of the URL before anything else sees it.
 type geminiKeyCtxKey struct{}
 
-// geminiRoute marks a request as one of the Gemini routes, so that every
-// error on it is written in the Gemini shape, and takes ?key= out of the
-// URL: from here on the key is only in the context, where authenticate
-// finds it, never in r.URL (which a log line, a span or an error text
-// could otherwise reach).
-func geminiRoute(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		infoFrom(r.Context()).gemini = true
-		if q := r.URL.Query(); q.Has("key") {
-			key := q.Get("key")
-			q.Del("key")
-			u := *r.URL
-			u.RawQuery = q.Encode()
-			r = r.WithContext(context.WithValue(r.Context(), geminiKeyCtxKey{}, key))
-			r.URL = &u
-			r.RequestURI = u.RequestURI()
-		}
-		next.ServeHTTP(w, r)
-	})
+// geminiKeyOutOfURL takes ?key= out of the URL of a Gemini route's request:
+// from here on the key is only in the context, where authenticate finds it,
+// never in r.URL (which a log line, a span or an error text could otherwise
+// reach).
+func geminiKeyOutOfURL(r *http.Request) *http.Request {
+	if q := r.URL.Query(); q.Has("key") {
+		key := q.Get("key")
+		q.Del("key")
+		u := *r.URL
+		u.RawQuery = q.Encode()
+		r = r.WithContext(context.WithValue(r.Context(), geminiKeyCtxKey{}, key))
+		r.URL = &u
+		r.RequestURI = u.RequestURI()
+	}
+	return r
 }
 
 // geminiPresentedKey is the key of a Gemini route's request when it has no
 // Authorization header: x-goog-api-key, then ?key= (taken out of the URL by
-// geminiRoute), then x-api-key.
+// geminiKeyOutOfURL), then x-api-key.
 func geminiPresentedKey(r *http.Request) string {
 	if k := r.Header.Get("x-goog-api-key"); k != "" {
 		return k
@@ -150,14 +124,11 @@ func geminiAuthProblem(r *http.Request) string {
 	return "The key matches none of this gateway's keys."
 }
 
-func (s *server) handleGeminiOtherMethod() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, _, ok := cutMethod(r.PathValue("action")); ok {
-			s.handleMethodNotAllowed("POST").ServeHTTP(w, r)
-			return
-		}
-		s.handleMethodNotAllowed("GET, HEAD").ServeHTTP(w, r)
-	})
+func handleGeminiOtherMethod(w http.ResponseWriter, r *http.Request) error {
+	if _, _, ok := cutMethod(r.PathValue("action")); ok {
+		return methodNotAllowed(w, "POST")
+	}
+	return methodNotAllowed(w, "GET, HEAD")
 }
 
 // geminiModel checks the model of a Gemini path: configured and allowed to
@@ -174,47 +145,42 @@ func (s *server) geminiModel(r *http.Request, model string) error {
 // generateContent (one GenerateContentResponse), streamGenerateContent with
 // alt=sse (the event stream; the JSON-array stream without alt=sse is
 // refused) and countTokens.
-func (s *server) handleGeminiAction() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		model, method, ok := cutMethod(r.PathValue("action"))
-		if !ok {
-			s.handleMethodNotAllowed("GET, HEAD").ServeHTTP(w, r)
-			return
+func (s *server) handleGeminiAction(w http.ResponseWriter, r *http.Request) error {
+	model, method, ok := cutMethod(r.PathValue("action"))
+	if !ok {
+		return methodNotAllowed(w, "GET, HEAD")
+	}
+	switch method {
+	case gemGenerate, gemStreamMethod:
+	case gemCount:
+		return s.geminiCountTokens(w, r, model)
+	default:
+		return &routeError{errs.New(errs.InvalidRequest), http.StatusNotFound,
+			"This gateway serves generateContent, streamGenerateContent and countTokens."}
+	}
+	stream := method == gemStreamMethod
+	altSSE := r.URL.Query().Get("alt") == "sse"
+	// The path's refusals come inside serveTurn, after the body is read,
+	// so that the ledger counts them as every API's refusals.
+	return serveTurn(s, w, r, "contents", func(body []byte) (*gemRequest, chat.Request, error) {
+		if stream && !altSSE {
+			return nil, chat.Request{}, invalid("alt", "streamGenerateContent is served as server-sent events only: add ?alt=sse (the JSON-array stream is not served).")
 		}
-		switch method {
-		case gemGenerate, gemStreamMethod:
-		case gemCount:
-			s.geminiCountTokens(w, r, model)
-			return
-		default:
-			s.writeError(w, r, &routeError{errs.New(errs.InvalidRequest), http.StatusNotFound,
-				"This gateway serves generateContent, streamGenerateContent and countTokens."})
-			return
+		if err := s.geminiModel(r, model); err != nil {
+			return nil, chat.Request{}, err
 		}
-		stream := method == gemStreamMethod
-		altSSE := r.URL.Query().Get("alt") == "sse"
-		// The path's refusals come inside serveTurn, after the body is read,
-		// so that the ledger counts them as every API's refusals.
-		serveTurn(s, w, r, "contents", func(body []byte) (*gemRequest, chat.Request, error) {
-			if stream && !altSSE {
-				return nil, chat.Request{}, invalid("alt", "streamGenerateContent is served as server-sent events only: add ?alt=sse (the JSON-array stream is not served).")
-			}
-			if err := s.geminiModel(r, model); err != nil {
-				return nil, chat.Request{}, err
-			}
-			gr, err := s.decodeGeminiRequest(body, model, stream)
-			if err != nil {
-				return nil, chat.Request{}, err
-			}
-			return &gr, gr.chat, nil
-		}, func(w http.ResponseWriter, r *http.Request, gr *gemRequest, tr *turnReader) {
-			meta := gemsse.Meta{ResponseID: randText(), Model: model}
-			if stream {
-				s.streamGemini(w, r, gr, meta, tr)
-			} else {
-				s.completeGemini(w, r, gr, meta, tr)
-			}
-		})
+		gr, err := s.decodeGeminiRequest(body, model, stream)
+		if err != nil {
+			return nil, chat.Request{}, err
+		}
+		return &gr, gr.chat, nil
+	}, func(w http.ResponseWriter, r *http.Request, gr *gemRequest, tr *turnReader) error {
+		meta := gemsse.Meta{ResponseID: randText(), Model: model}
+		if stream {
+			s.streamGemini(w, r, gr, meta, tr)
+			return nil
+		}
+		return s.completeGemini(w, r, gr, meta, tr)
 	})
 }
 
@@ -222,46 +188,38 @@ func (s *server) handleGeminiAction() http.Handler {
 // request (the formula of the usage estimates, which errs high), never 0;
 // 404 when estimates are off. The body is a generateContent request, or one
 // wrapped in generateContentRequest.
-func (s *server) geminiCountTokens(w http.ResponseWriter, r *http.Request, model string) {
+func (s *server) geminiCountTokens(w http.ResponseWriter, r *http.Request, model string) error {
 	if s.cfg.UsageEstimatesOff {
-		s.writeError(w, r, errNoRoute)
-		return
+		return errNoRoute
 	}
 	if err := s.geminiModel(r, model); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	body, err := s.readJSON(w, r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	wr, err := readGeminiBody(body)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if inner := wr.GenerateContentRequest; !absentRaw(inner) {
 		if inner.Kind() != '{' {
-			s.writeError(w, r, invalid("generateContentRequest", "must be an object."))
-			return
+			return invalid("generateContentRequest", "must be an object.")
 		}
 		if wr.Contents.Kind != 0 {
-			s.writeError(w, r, invalid("contents", "cannot be given with generateContentRequest; give one."))
-			return
+			return invalid("contents", "cannot be given with generateContentRequest; give one.")
 		}
 		if wr, err = readGeminiBody(inner); err != nil {
-			s.writeError(w, r, err)
-			return
+			return err
 		}
 	}
 	gr, err := s.translateGemini(wr, model, false)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	w.Header().Set(usageHeader, "estimated")
-	s.writeValue(w, r, map[string]int64{"totalTokens": max(gr.estimate, 1)}, "count tokens")
+	return writeValue(w, map[string]int64{"totalTokens": max(gr.estimate, 1)}, "count tokens")
 }
 
 // absentRaw says whether a member kept as sent is missing or null.
@@ -283,38 +241,32 @@ func geminiModelOf(id string) geminiModelJSON {
 
 // handleGeminiModels serves GET /v1beta/models: the configured models the
 // caller's slot may use, in configuration order, in one page.
-func (s *server) handleGeminiModels() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sl := slotFrom(r.Context())
-		list := struct {
-			Models []geminiModelJSON `json:"models"`
-		}{Models: []geminiModelJSON{}}
-		for _, m := range s.cfg.Models {
-			if sl.allowsModel(m) {
-				list.Models = append(list.Models, geminiModelOf(m))
-			}
+func (s *server) handleGeminiModels(w http.ResponseWriter, r *http.Request) error {
+	sl := slotFrom(r.Context())
+	list := struct {
+		Models []geminiModelJSON `json:"models"`
+	}{Models: []geminiModelJSON{}}
+	for _, m := range s.cfg.Models {
+		if sl.allowsModel(m) {
+			list.Models = append(list.Models, geminiModelOf(m))
 		}
-		s.writeValue(w, r, list, "models")
-	})
+	}
+	return writeValue(w, list, "models")
 }
 
 // handleGeminiModel serves GET /v1beta/models/{model}.
-func (s *server) handleGeminiModel() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("action")
-		if id == "" {
-			id = r.PathValue("id") // GET /v1/models/{id} (geminiOr)
-		}
-		if _, _, ok := cutMethod(id); ok {
-			s.handleMethodNotAllowed("POST").ServeHTTP(w, r)
-			return
-		}
-		if err := s.geminiModel(r, id); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		s.writeValue(w, r, geminiModelOf(id), "model")
-	})
+func (s *server) handleGeminiModel(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("action")
+	if id == "" {
+		id = r.PathValue("id") // GET /v1/models/{id} (geminiKeyForm)
+	}
+	if _, _, ok := cutMethod(id); ok {
+		return methodNotAllowed(w, "POST")
+	}
+	if err := s.geminiModel(r, id); err != nil {
+		return err
+	}
+	return writeValue(w, geminiModelOf(id), "model")
 }
 
 // geminiUsageOf is a shown usage as usageMetadata.
@@ -347,11 +299,10 @@ func geminiCalls(calls []chat.ToolCall) []gemsse.FunctionCall {
 // completeGemini collects the whole turn and writes one
 // GenerateContentResponse; any failure before the proven end is a plain
 // error with its status.
-func (s *server) completeGemini(w http.ResponseWriter, r *http.Request, gr *gemRequest, meta gemsse.Meta, tr *turnReader) {
+func (s *server) completeGemini(w http.ResponseWriter, r *http.Request, gr *gemRequest, meta gemsse.Meta, tr *turnReader) error {
 	all, err := collect(r.Context(), tr)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	sc := newStopScanner(gr.stops)
 	text := sc.feed(all.text) + sc.flush()
@@ -362,17 +313,15 @@ func (s *server) completeGemini(w http.ResponseWriter, r *http.Request, gr *gemR
 		}
 	}
 	if text == "" && len(calls) == 0 {
-		s.writeError(w, r, errNothingProven())
-		return
+		return errNothingProven()
 	}
 	u, estimated := s.usageOfTurn(gr.chat, tr)
 	resp, err := gemsse.Whole(meta, text, geminiCalls(calls), geminiUsageOf(u))
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	s.markUsage(r.Context(), w.Header(), u, estimated)
-	s.writeValue(w, r, resp, "encode response")
+	return writeValue(w, resp, "encode response")
 }
 
 // streamGemini renders a turn as the alt=sse stream (driveStream): text as
@@ -501,27 +450,27 @@ func geminiStatus(status int) string {
 }
 
 // geminiBody renders err in the Gemini shape, with the status to answer (the
-// catalog's, as on the OpenAI routes) and the catalog entry. A refusal of
-// the request reads "<param>: <detail>" after the catalog message.
+// catalog's, as on the OpenAI routes) and the catalog entry (for a stream's
+// error event).
 func geminiBody(ctx context.Context, err error) (geminiError, errs.Entry, int) {
-	body, e, status := public(ctx, err)
+	f := failureIn(ctx, shapeGemini, err)
+	return geminiOf(ctx, f), f.e, f.status
+}
+
+// geminiOf is a failure in the Gemini shape. A refusal of the request reads
+// "<param>: <detail>" after the catalog message; the wait retry-after says
+// is also in the body (RetryInfo).
+func geminiOf(ctx context.Context, f failure) geminiError {
+	body := f.public
 	info := geminiErrorInfo{Type: "type.googleapis.com/google.rpc.ErrorInfo", Reason: body.Error.Code, Domain: "pmgate",
 		Metadata: map[string]string{"code": body.Error.Code, "type": body.Error.Type, "request_id": RequestID(ctx)}}
 	if body.Error.Param != nil {
 		info.Metadata["param"] = *body.Error.Param
 	}
 	details := []any{info}
-	h := http.Header{}
-	setRetryHeaders(h, e, status, err)
-	if ra := h.Get("retry-after"); ra != "" {
-		details = append(details, geminiRetryInfo{Type: "type.googleapis.com/google.rpc.RetryInfo", RetryDelay: ra + "s"})
+	if f.wait > 0 {
+		details = append(details, geminiRetryInfo{Type: "type.googleapis.com/google.rpc.RetryInfo", RetryDelay: strconv.Itoa(f.wait) + "s"})
 	}
-	return geminiError{Error: geminiErrorInner{Code: status, Message: body.Error.Message, Status: geminiStatus(status),
-		Details: details}}, e, status
-}
-
-// writeGeminiError is writeError on the Gemini routes: the same catalog,
-// statuses, retry headers and logging, in the Gemini shape.
-func (s *server) writeGeminiError(w http.ResponseWriter, r *http.Request, err error) {
-	writeShapedError(s, w, r, err, geminiBody)
+	return geminiError{Error: geminiErrorInner{Code: f.status, Message: body.Error.Message, Status: geminiStatus(f.status),
+		Details: details}}
 }

@@ -38,30 +38,40 @@ var errRequestTimeout = errors.New("httpapi: request timeout")
 // conversation is the API's name of the conversation field ("messages",
 // "input"): the param of a refusal of the conversation as a whole by the
 // service (tool results while correlation is off).
+//
+// A failure before the answer began is returned, not written: the route's
+// adapter writes it (s.handle), in the route's shape. render returns its
+// failure likewise when it wrote nothing; a stream that began reports its
+// failure inside the stream and returns nil.
 func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, conversation string, decode func(body []byte) (T, chat.Request, error),
-	render func(w http.ResponseWriter, r *http.Request, req T, tr *turnReader)) {
+	render func(w http.ResponseWriter, r *http.Request, req T, tr *turnReader) error) (err error) {
 	// The ledger counts every authenticated request of the API, refusals
 	// included; the service returns what went upstream (and what the access
-	// line says of it) with its turn or its refusal.
+	// line says of it) with its turn or its refusal. A returned failure is
+	// noted (atTurn) before the ledger reads its code.
 	var sum app.Summary
-	defer func(r *http.Request, start time.Time) { s.recordUsage(r, sum, start) }(r, s.now())
+	ctx := r.Context()
+	defer func(r *http.Request, start time.Time) {
+		if err != nil {
+			err = s.atTurn(ctx, err)
+		}
+		s.recordUsage(r, sum, start)
+	}(r, s.now())
 	admission := s.startSpan(r, ports.SpanAdmission)
-	refuse := func(err error) {
+	refuse := func(err error) error {
 		if admission != nil {
 			admission.Fail(string(codeOf(r.Context(), err)))
 			admission.End()
 		}
-		s.writeError(w, r, err)
+		return err
 	}
 	body, err := s.readJSON(w, r)
 	if err != nil {
-		refuse(err)
-		return
+		return refuse(err)
 	}
 	apiReq, req, err := decode(body)
 	if err != nil {
-		refuse(err)
-		return
+		return refuse(err)
 	}
 	req.Client = budget.ClientOf(r.UserAgent()) // only for the recipe a budget refusal points at
 	ri := infoFrom(r.Context())
@@ -72,15 +82,13 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 	sl := slotFrom(r.Context())
 	if sl != nil {
 		if sl = s.keys.current(sl); sl == nil {
-			s.writeError(w, r, errs.New(errs.InvalidAPIKey))
-			return
+			return errs.New(errs.InvalidAPIKey)
 		}
 	}
 	// The key slot's own limit (if any) applies on top of the global one.
 	release, ok := acquire(s.sem, sl.limiter())
 	if !ok {
-		refuse(errs.New(errs.ConcurrencyLimitExceeded))
-		return
+		return refuse(errs.New(errs.ConcurrencyLimitExceeded))
 	}
 	defer release()
 	if admission != nil {
@@ -90,20 +98,16 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 	s.log.DebugContext(r.Context(), "request decoded", "stream", req.Stream, "messages", len(req.Messages),
 		"tools", len(req.Tools), "tool_choice", string(req.ToolChoice.Mode))
 
-	ctx := context.WithValue(r.Context(), clientCtxKey{}, r.Context())
+	ctx = context.WithValue(r.Context(), clientCtxKey{}, r.Context())
 	rep, err := repeatOf(r, body)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if rep != nil {
-		ctx = app.WithRepeat(ctx, rep)
+		return err
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.RequestTimeout, errRequestTimeout)
 	defer cancel()
 	r = r.WithContext(ctx)
 
-	turn, err := s.svc.Chat(ctx, principalFrom(ctx), req)
+	turn, err := s.svc.Chat(ctx, principalFrom(ctx), req, rep)
 	if err == nil && turn == nil {
 		err = errors.AssertionFailedf("httpapi: service returned neither a turn nor an error")
 	}
@@ -115,8 +119,7 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 		if errors.Is(err, app.ErrReplayed) {
 			w.Header().Set(replayedHeader, "true")
 		}
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	defer func() {
 		turn.Close()
@@ -142,8 +145,21 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 	}
 
 	tr := &turnReader{turn: turn, onFirst: func() { ri.firstToken = s.now() }}
-	render(w, r, apiReq, tr)
+	err = render(w, r, apiReq, tr)
 	ri.toolCalls = tr.calls
+	return err
+}
+
+// atTurn is a failure of a turn as the code it is answered with: the turn's
+// context classifies a bare context error (codeOf), and that context ends
+// before the route's adapter writes the failure, so the code is marked on
+// the error; the code is noted for the ledger, which reads it first.
+func (s *server) atTurn(ctx context.Context, err error) error {
+	if c := codeOf(ctx, err); c != errs.CodeOf(err) {
+		err = errs.Wrap(err, c)
+	}
+	infoFrom(ctx).code = entryOf(ctx, err).Code
+	return err
 }
 
 // replayedHeader discloses an answer (or a failure) that is the recorded
@@ -262,28 +278,16 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	return buf.Bytes(), nil
 }
 
-func (s *server) handleNotFound() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, noRoute(r.URL.Path))
-	})
-}
-
-func (s *server) handleMethodNotAllowed(allow string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Allow", allow)
-		s.writeError(w, r, errNoMethod)
-	})
-}
-
 // writeValue answers 200 with v as JSON; a value that cannot be encoded is an
-// internal error (what names it in the log), never a half-written body.
-func (s *server) writeValue(w http.ResponseWriter, r *http.Request, v any, what string) {
+// internal error (what names it in the log), returned before anything was
+// written, never a half-written body.
+func writeValue(w http.ResponseWriter, v any, what string) error {
 	body, err := json.Marshal(v)
 	if err != nil {
-		s.writeError(w, r, errors.Wrap(err, what))
-		return
+		return errors.Wrap(err, what)
 	}
 	writeJSON(w, http.StatusOK, body)
+	return nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {

@@ -37,19 +37,28 @@ type fakeService struct {
 	calls int
 	req   chat.Request
 	p     app.Principal
+	rep   *app.Repeat
 }
 
 var _ app.ChatService = (*fakeService)(nil)
 
-func (f *fakeService) Chat(ctx context.Context, p app.Principal, req chat.Request) (app.Turn, error) {
+func (f *fakeService) Chat(ctx context.Context, p app.Principal, req chat.Request, rep *app.Repeat) (app.Turn, error) {
 	f.mu.Lock()
 	f.calls++
-	f.req, f.p = req, p
+	f.req, f.p, f.rep = req, p, rep
 	f.mu.Unlock()
 	if f.ChatFn == nil {
 		return script(app.Delta{Text: "ok"}, app.Delta{Finish: app.FinishStop}), nil
 	}
 	return f.ChatFn(ctx, p, req)
+}
+
+// Repeat is what the last call was told of a request a client may send
+// again (nil for none).
+func (f *fakeService) Repeat() *app.Repeat {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rep
 }
 
 // Calls is how many times Chat was called.

@@ -78,16 +78,14 @@ func (p hostPolicy) allowsOrigin(v string) bool {
 
 // checkHost refuses a request whose Host or Origin is not served, before any
 // route sees it: 421 host_not_allowed or 403 origin_not_allowed.
-func (s *server) checkHost(w http.ResponseWriter, r *http.Request) bool {
+func (s *server) checkHost(r *http.Request) error {
 	switch {
 	case !s.hosts.allowsHostHeader(r.Host):
-		s.writeError(w, r, refuse(errs.HostNotAllowed, "", "To serve this name, add it to ALLOWED_HOSTS."))
-		return false
+		return refuse(errs.HostNotAllowed, "", "To serve this name, add it to ALLOWED_HOSTS.")
 	case !s.hosts.allowsOrigin(r.Header.Get("Origin")):
-		s.writeError(w, r, refuse(errs.OriginNotAllowed, "", "To allow this origin, add its host name to ALLOWED_HOSTS."))
-		return false
+		return refuse(errs.OriginNotAllowed, "", "To allow this origin, add its host name to ALLOWED_HOSTS.")
 	}
-	return true
+	return nil
 }
 
 // ParseAllowedHosts validates the ALLOWED_HOSTS syntax: a comma-separated list

@@ -79,7 +79,7 @@ func (s *server) translateMessages(body []byte, allowed func(string) bool, needM
 		return msgRequest{}, err
 	}
 	if needMax || wr.MaxTokens.Kind != 0 {
-		if n, ok := integer(json.RawMessage(wr.MaxTokens.Text)); !ok || n < 1 {
+		if n, ok := wr.MaxTokens.Int(); !ok || n < 1 {
 			return msgRequest{}, invalid("max_tokens", "is required and must be a positive integer.")
 		}
 	}
@@ -113,7 +113,7 @@ func (s *server) translateMessages(body []byte, allowed func(string) bool, needM
 // messagesFields; the first refusal wins. Honoured fields are read by
 // translateMessages.
 func checkMessagesFields(wr *messages.Request) error {
-	raws := [...]wirejson.Raw{wr.Temperature, wr.TopP, wr.TopK, wr.Metadata, wr.ServiceTier,
+	raws := [...]wirejson.Value{wr.Temperature, wr.TopP, wr.TopK, wr.Metadata, wr.ServiceTier,
 		wr.ContextManagement, wr.CacheControl, wr.Speed, wr.InferenceGeo, wr.Container}
 	for i, rule := range messagesFields {
 		switch rule.name {
@@ -129,8 +129,8 @@ func checkMessagesFields(wr *messages.Request) error {
 				return unsupported("mcp_servers", "MCP connector servers run on Anthropic's side; this gateway cannot reach them.")
 			}
 		}
-		if len(raws[i]) > 0 {
-			if err := rule.check(rule.name, json.RawMessage(raws[i])); err != nil {
+		if len(raws[i].Raw) > 0 {
+			if err := rule.check(rule.name, raws[i]); err != nil {
 				return err
 			}
 		}

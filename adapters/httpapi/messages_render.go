@@ -21,25 +21,23 @@ const agentHeader = "x-claude-code-agent-id"
 // handleMessages serves POST /v1/messages: one turn (serveTurn) of the
 // request translated from the Messages API, rendered as a Message or the
 // Messages event stream.
-func (s *server) handleMessages() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if agent := r.Header.Get(agentHeader); agent != "" {
-			r = r.WithContext(scopePrincipal(r.Context(), "agent:"+agent))
+func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) error {
+	if agent := r.Header.Get(agentHeader); agent != "" {
+		r = r.WithContext(scopePrincipal(r.Context(), "agent:"+agent))
+	}
+	return serveTurn(s, w, r, "messages", func(body []byte) (*msgRequest, chat.Request, error) {
+		mr, err := s.decodeMessagesRequest(body, slotFrom(r.Context()).allowsModel)
+		if err != nil {
+			return nil, chat.Request{}, err
 		}
-		serveTurn(s, w, r, "messages", func(body []byte) (*msgRequest, chat.Request, error) {
-			mr, err := s.decodeMessagesRequest(body, slotFrom(r.Context()).allowsModel)
-			if err != nil {
-				return nil, chat.Request{}, err
-			}
-			return &mr, mr.chat, nil
-		}, func(w http.ResponseWriter, r *http.Request, mr *msgRequest, tr *turnReader) {
-			o := msgOutput{req: mr, id: "msg_" + randText()}
-			if mr.chat.Stream {
-				s.streamMessage(w, r, o, tr)
-			} else {
-				s.completeMessage(w, r, o, tr)
-			}
-		})
+		return &mr, mr.chat, nil
+	}, func(w http.ResponseWriter, r *http.Request, mr *msgRequest, tr *turnReader) error {
+		o := msgOutput{req: mr, id: "msg_" + randText()}
+		if mr.chat.Stream {
+			s.streamMessage(w, r, o, tr)
+			return nil
+		}
+		return s.completeMessage(w, r, o, tr)
 	})
 }
 
@@ -47,25 +45,20 @@ func (s *server) handleMessages() http.Handler {
 // input estimate of the request (the formula of the usage estimates, which
 // errs high), never 0. With estimates off there is nothing honest to count:
 // 404, and Claude Code estimates locally.
-func (s *server) handleCountTokens() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.UsageEstimatesOff {
-			s.writeError(w, r, errNoRoute)
-			return
-		}
-		body, err := s.readJSON(w, r)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		mr, err := s.decodeCountRequest(body, slotFrom(r.Context()).allowsModel)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		w.Header().Set(usageHeader, "estimated")
-		s.writeValue(w, r, map[string]int64{"input_tokens": max(mr.estimate, 1)}, "count tokens")
-	})
+func (s *server) handleCountTokens(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.UsageEstimatesOff {
+		return errNoRoute
+	}
+	body, err := s.readJSON(w, r)
+	if err != nil {
+		return err
+	}
+	mr, err := s.decodeCountRequest(body, slotFrom(r.Context()).allowsModel)
+	if err != nil {
+		return err
+	}
+	w.Header().Set(usageHeader, "estimated")
+	return writeValue(w, map[string]int64{"input_tokens": max(mr.estimate, 1)}, "count tokens")
 }
 
 // usageHeader says how the usage counts of a response were obtained:
@@ -169,15 +162,13 @@ func errNothingProven() error {
 
 // completeMessage collects the whole turn and writes one Message; any
 // failure before the proven end is a plain error with its status.
-func (s *server) completeMessage(w http.ResponseWriter, r *http.Request, o msgOutput, tr *turnReader) {
+func (s *server) completeMessage(w http.ResponseWriter, r *http.Request, o msgOutput, tr *turnReader) error {
 	all, err := collect(r.Context(), tr)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if all.text == "" && len(all.calls) == 0 {
-		s.writeError(w, r, errNothingProven())
-		return
+		return errNothingProven()
 	}
 	sc := newStopScanner(o.req.stops)
 	text := sc.feed(all.text) + sc.flush()
@@ -198,7 +189,7 @@ func (s *server) completeMessage(w http.ResponseWriter, r *http.Request, o msgOu
 	reason := msgsse.StopReason(sc.matched, uses)
 	u, estimated := s.usageOfTurn(o.req.chat, tr)
 	s.markUsage(r.Context(), w.Header(), u, estimated)
-	s.writeValue(w, r, msgsse.Message{ID: o.id, Type: "message", Role: "assistant", Model: o.req.chat.Model, Content: content,
+	return writeValue(w, msgsse.Message{ID: o.id, Type: "message", Role: "assistant", Model: o.req.chat.Model, Content: content,
 		StopReason: &reason, StopSequence: sc.matched, Usage: msgUsageOf(u)}, "encode message")
 }
 
@@ -269,24 +260,24 @@ func anthropicStatus(status int) (int, string) {
 const statusOverloaded = 529
 
 // anthropicBody renders err in the Anthropic shape, with the status to
-// answer and the catalog entry. A refusal of the request reads like the
-// API's own: "<param>: <detail>".
+// answer and the catalog entry (for a stream's error event).
 func anthropicBody(ctx context.Context, err error) (anthropicError, errs.Entry, int) {
-	body, e, status := public(ctx, err)
-	status, typ := anthropicStatus(status)
-	msg := body.Error.Message
-	var re *requestError
-	if e.Code != errs.InternalError && errors.As(err, &re) && re.detail != "" && re.param != "" {
-		msg = re.param + ": " + re.detail
-	}
-	return anthropicError{Type: "error", Error: anthropicErrorInner{Type: typ, Message: msg, Code: body.Error.Code, Param: body.Error.Param},
-		RequestID: RequestID(ctx)}, e, status
+	f := failureIn(ctx, shapeAnthropic, err)
+	return anthropicOf(ctx, f), f.e, f.status
 }
 
-// writeAnthropicError is writeError on the Anthropic routes: the same
-// catalog, retry headers and logging, in the Anthropic shape and statuses.
-func (s *server) writeAnthropicError(w http.ResponseWriter, r *http.Request, err error) {
-	writeShapedError(s, w, r, err, anthropicBody)
+// anthropicOf is a failure in the Anthropic shape (f.status is already
+// Anthropic's, which anthropicStatus maps to itself). A refusal of the
+// request reads like the API's own: "<param>: <detail>".
+func anthropicOf(ctx context.Context, f failure) anthropicError {
+	_, typ := anthropicStatus(f.status)
+	msg := f.public.Error.Message
+	var re *requestError
+	if f.e.Code != errs.InternalError && errors.As(f.err, &re) && re.detail != "" && re.param != "" {
+		msg = re.param + ": " + re.detail
+	}
+	return anthropicError{Type: "error", Error: anthropicErrorInner{Type: typ, Message: msg, Code: f.public.Error.Code, Param: f.public.Error.Param},
+		RequestID: RequestID(ctx)}
 }
 
 // noteError records the code of a failure for the access log and logs an
@@ -296,14 +287,4 @@ func (s *server) noteError(ctx context.Context, e errs.Entry, err error) {
 	if e.Code == errs.InternalError {
 		s.log.LogAttrs(ctx, slog.LevelError, "internal error", slog.String("error", errs.Redact(err)))
 	}
-}
-
-// anthropicRoute marks a request as one of the Anthropic routes, so that
-// every error on it (authentication included) is written by
-// writeAnthropicError.
-func anthropicRoute(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		infoFrom(r.Context()).anthropic = true
-		next.ServeHTTP(w, r)
-	})
 }

@@ -34,16 +34,13 @@ func (s *server) modelNotFound(allowed func(string) bool) error {
 // handleModel serves GET /v1/models/{id}: the model object when the id is
 // configured and the caller's slot may use it, model_not_found otherwise (the
 // SDKs' models.retrieve).
-func (s *server) handleModel() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("id")
-		sl := slotFrom(r.Context())
-		if !s.models[id] || !sl.allowsModel(id) {
-			s.writeError(w, r, s.modelNotFound(sl.allowsModel))
-			return
-		}
-		s.writeValue(w, r, modelJSON{ID: id, Object: "model", Created: 0, OwnedBy: "pmgate"}, "model")
-	})
+func (s *server) handleModel(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	sl := slotFrom(r.Context())
+	if !s.models[id] || !sl.allowsModel(id) {
+		return s.modelNotFound(sl.allowsModel)
+	}
+	return writeValue(w, modelJSON{ID: id, Object: "model", Created: 0, OwnedBy: "pmgate"}, "model")
 }
 
 // modelList is the OpenAI list of models.
@@ -61,15 +58,13 @@ type modelJSON struct {
 
 // handleModels serves GET /v1/models: the configured public ids the caller's
 // slot may use, in configuration order.
-func (s *server) handleModels() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sl := slotFrom(r.Context())
-		list := modelList{Object: "list", Data: make([]modelJSON, 0, len(s.cfg.Models))}
-		for _, m := range s.cfg.Models {
-			if sl.allowsModel(m) {
-				list.Data = append(list.Data, modelJSON{ID: m, Object: "model", Created: 0, OwnedBy: "pmgate"})
-			}
+func (s *server) handleModels(w http.ResponseWriter, r *http.Request) error {
+	sl := slotFrom(r.Context())
+	list := modelList{Object: "list", Data: make([]modelJSON, 0, len(s.cfg.Models))}
+	for _, m := range s.cfg.Models {
+		if sl.allowsModel(m) {
+			list.Data = append(list.Data, modelJSON{ID: m, Object: "model", Created: 0, OwnedBy: "pmgate"})
 		}
-		s.writeValue(w, r, list, "models")
-	})
+	}
+	return writeValue(w, list, "models")
 }

@@ -53,7 +53,7 @@ func BenchmarkObservedToolTurn(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		turn, err := gw.Chat(ctx, p, req(history))
+		turn, err := gw.Chat(ctx, p, req(history), nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -61,7 +61,7 @@ func BenchmarkObservedToolTurn(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		turn, err = gw.Chat(ctx, p, req(testkit.Echo(history, ds, "sunny")))
+		turn, err = gw.Chat(ctx, p, req(testkit.Echo(history, ds, "sunny")), nil)
 		if err != nil {
 			b.Fatal(err)
 		}

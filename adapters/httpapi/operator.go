@@ -24,12 +24,6 @@ const (
 	pathAdminUsage    = "/admin/api/usage"
 )
 
-// HandlerFunc is a handler that returns its failure instead of writing it
-// (the shape of tailscale's tsweb): the router writes a returned error through
-// writeError, in the route's error shape, so the handler writes only its
-// answer. A handler returns an error only before it wrote anything.
-type HandlerFunc = func(http.ResponseWriter, *http.Request) error
-
 // Monitor is the operator's monitor (adapters/ops) as the ingress feeds it.
 type Monitor interface {
 	// Watch is called once by NewServer with the route templates its
@@ -60,63 +54,54 @@ type ControlPage interface {
 	ServesUsage() bool
 }
 
-// handle writes the error a HandlerFunc returns: the one place it is written.
-func (s *server) handle(h HandlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := h(w, r); err != nil {
-			s.writeError(w, r, err)
-		}
-	})
-}
-
-// operatorRoutes registers /metrics and the control page, when configured.
-func (s *server) operatorRoutes(mux *http.ServeMux) {
+// operatorAPI is /metrics and the control page, when configured, in the
+// OpenAI error shape. The middleware gives every /admin answer the page's
+// browser headers (setAdminHeaders).
+func (s *server) operatorAPI() *api {
+	a := &api{shape: shapeOpenAI}
 	if s.cfg.Metrics != nil {
 		// An API key of admin scope, unless MetricsOpen (METRICS_AUTH=none,
 		// loopback only).
-		h := s.cfg.Metrics
-		if !s.cfg.MetricsOpen {
-			h = s.requireAdmin(h)
+		metrics := admin
+		if s.cfg.MetricsOpen {
+			metrics = open
 		}
-		mux.Handle("GET "+pathMetrics, h)
-		mux.Handle(pathMetrics, s.handleMethodNotAllowed("GET, HEAD"))
+		a.routes = append(a.routes, route{method: "GET", path: pathMetrics, access: metrics, h: plain(s.cfg.Metrics)})
 	}
 	p := s.cfg.Admin
 	if p == nil {
-		return
+		return a
 	}
-	get := func(pattern string, h http.Handler) {
-		mux.Handle("GET "+pattern, adminHeaders(h))
-		mux.Handle(pattern, adminHeaders(s.handleMethodNotAllowed("GET, HEAD")))
-	}
-	get(pathAdmin, p.Index())
-	get(pathAdmin+"/{$}", p.Index())
-	for name, h := range p.Assets() {
-		get(pathAdminStatic+name, h)
-	}
-	get(pathAdminOverview, s.requireAdmin(s.handle(p.Overview)))
-	get(pathAdminLive, s.requireAdmin(s.handle(p.Live)))
-	usage := s.handleNotFound()
+	usage := handleNotFound
 	if p.ServesUsage() {
-		usage = s.handle(p.Usage)
+		usage = p.Usage
 	}
-	get(pathAdminUsage, s.requireAdmin(usage))
-	mux.Handle(pathAdmin+"/", adminHeaders(s.handleNotFound()))
+	a.routes = append(a.routes,
+		route{method: "GET", path: pathAdmin, access: open, h: plain(p.Index())},
+		route{method: "GET", path: pathAdmin + "/{$}", access: open, h: plain(p.Index())},
+		route{method: "GET", path: pathAdminOverview, access: admin, h: p.Overview},
+		route{method: "GET", path: pathAdminLive, access: admin, h: p.Live},
+		route{method: "GET", path: pathAdminUsage, access: admin, h: usage})
+	for name, h := range p.Assets() {
+		a.routes = append(a.routes, route{method: "GET", path: pathAdminStatic + name, access: open, h: plain(h)})
+	}
+	a.notFound = pathAdmin + "/"
+	return a
 }
 
-// adminHeaders are set on every /admin answer, including errors: no framing,
-// no referrer, no caching, and a policy that allows only the page's own
-// embedded script and style (no inline code, no external asset).
-func adminHeaders(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		setAdminHeaders(w.Header())
-		next.ServeHTTP(w, r)
-	})
+// plain is a handler that writes its own answers, failures included.
+func plain(h http.Handler) HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		h.ServeHTTP(w, r)
+		return nil
+	}
 }
 
-// setAdminHeaders sets the control page's browser headers; the middleware
-// sets them too on every answer whose path starts with /admin, so the ones
-// given before routing (421, 403, the 404 of an unclean path) have them.
+// setAdminHeaders sets the control page's browser headers on every answer
+// whose path starts with /admin (the middleware), including errors and the
+// ones given before routing (421, 403, the 404 of an unclean path): no
+// framing, no referrer, no caching, and a policy that allows only the
+// page's own embedded script and style (no inline code, no external asset).
 func setAdminHeaders(h http.Header) {
 	h.Set("Content-Security-Policy", "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'")
 	h.Set("X-Frame-Options", "DENY")

@@ -20,10 +20,9 @@ const maxNamedModels = 8
 // handleLivez serves GET /livez without authentication: 200 while the process
 // serves HTTP. It checks nothing else, so an orchestrator restarts only a
 // process that no longer answers.
-func (s *server) handleLivez() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
-	})
+func handleLivez(w http.ResponseWriter, _ *http.Request) error {
+	writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
+	return nil
 }
 
 // Readiness is what GET /readyz reports: whether the gateway should receive
@@ -37,26 +36,24 @@ type Readiness struct {
 // handleReadyz serves GET /readyz without authentication: 200 when
 // Config.Readiness says ready, 503 otherwise, with the checks either way and
 // upstream_verified as /health reports it.
-func (s *server) handleReadyz() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rd := Readiness{Ready: true, Checks: map[string]string{}}
-		if s.cfg.Readiness != nil {
-			rd = s.cfg.Readiness(r.Context())
-		}
-		verified, _ := s.verification()
-		out := map[string]any{"status": "ready", "checks": rd.Checks, "upstream_verified": verified}
-		status := http.StatusOK
-		if !rd.Ready {
-			out["status"], status = "not_ready", http.StatusServiceUnavailable
-		}
-		w.Header().Set("Cache-Control", "no-store")
-		body, err := json.Marshal(out)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		writeJSON(w, status, body)
-	})
+func (s *server) handleReadyz(w http.ResponseWriter, r *http.Request) error {
+	rd := Readiness{Ready: true, Checks: map[string]string{}}
+	if s.cfg.Readiness != nil {
+		rd = s.cfg.Readiness(r.Context())
+	}
+	verified, _ := s.verification()
+	out := map[string]any{"status": "ready", "checks": rd.Checks, "upstream_verified": verified}
+	status := http.StatusOK
+	if !rd.Ready {
+		out["status"], status = "not_ready", http.StatusServiceUnavailable
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	body, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, status, body)
+	return nil
 }
 
 // startSpan starts a child span of the request's span, or returns nil when
@@ -98,25 +95,23 @@ func methodOf(m string) string {
 // handleHealth serves GET /health without authentication. upstream_verified
 // comes only from Config.Verification (a probe report that passes verify);
 // the gateway never probes the upstream on its own.
-func (s *server) handleHealth() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		out := map[string]any{}
-		if s.cfg.Health != nil {
-			for k, v := range s.cfg.Health(r.Context()) {
-				out[k] = v
-			}
+func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) error {
+	out := map[string]any{}
+	if s.cfg.Health != nil {
+		for k, v := range s.cfg.Health(r.Context()) {
+			out[k] = v
 		}
-		out["status"] = "ok"
-		out["strategy"] = s.cfg.Strategy
-		verified, fields := s.verification()
-		for k, v := range fields {
-			if strings.HasPrefix(k, "upstream_verified_") || k == "upstream_report_digest" {
-				out[k] = v
-			}
+	}
+	out["status"] = "ok"
+	out["strategy"] = s.cfg.Strategy
+	verified, fields := s.verification()
+	for k, v := range fields {
+		if strings.HasPrefix(k, "upstream_verified_") || k == "upstream_report_digest" {
+			out[k] = v
 		}
-		out["upstream_verified"] = verified
-		s.writeValue(w, r, out, "health fields")
-	})
+	}
+	out["upstream_verified"] = verified
+	return writeValue(w, out, "health fields")
 }
 
 // verification is the upstream-verified state of Config.Verification

@@ -5,9 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/responses"
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
 )
@@ -87,24 +86,20 @@ func (s *server) translateResponses(wr *responses.Request, allowed func(string) 
 	if err := checkResponsesFields(wr); err != nil {
 		return respRequest{}, err
 	}
-	if req.Thinking, err = decodeResponsesReasoning(json.RawMessage(wr.Reasoning)); err != nil {
+	if req.Thinking, err = decodeResponsesReasoning(wr.Reasoning); err != nil {
 		return respRequest{}, err
 	}
-	if req.Output, err = decodeTextFormat(json.RawMessage(wr.Text)); err != nil {
+	if req.Output, err = decodeTextFormat(wr.Text); err != nil {
 		return respRequest{}, err
 	}
 	if req.Output.Structured() {
-		rr.text = json.RawMessage(wr.Text)
+		rr.text = json.RawMessage(wr.Text.Raw)
 	}
-	rr.metadata, rr.temperature, rr.topP = json.RawMessage(wr.Metadata), json.RawMessage(wr.Temperature), json.RawMessage(wr.TopP)
-	rr.maxOutput, rr.reasoning = json.RawMessage(wr.MaxOutputTokens), json.RawMessage(wr.Reasoning)
-	if wr.User.Kind() == '"' { // the field policy refused any other kind but null
-		u, err := jsontext.AppendUnquote(nil, wr.User)
-		if err != nil {
-			return respRequest{}, err
-		}
-		rr.user = string(u)
-	}
+	f := wr.Fields // the settings the response object echoes as sent
+	rr.metadata, rr.temperature = json.RawMessage(f["metadata"].Raw), json.RawMessage(f["temperature"].Raw)
+	rr.topP, rr.maxOutput = json.RawMessage(f["top_p"].Raw), json.RawMessage(f["max_output_tokens"].Raw)
+	rr.reasoning = json.RawMessage(wr.Reasoning.Raw)
+	rr.user = f["user"].Text() // the field policy refused any other kind but null
 	if err := s.responsesTools(wr.Tools, &rr); err != nil {
 		return respRequest{}, err
 	}
@@ -133,21 +128,19 @@ func (s *server) translateResponses(wr *responses.Request, allowed func(string) 
 	return rr, nil
 }
 
-// checkResponsesFields applies responsesFieldPolicy to the fields as sent, in
-// its order; the first refusal wins.
+// checkResponsesFields applies responsesFieldPolicy to the fields, in its
+// order; the first refusal wins. reasoning is read typed but checked like
+// any member (as sent); text is checked typed (checkResponsesText).
 func checkResponsesFields(wr *responses.Request) error {
-	raws := [...]responses.Raw{wr.System, wr.Temperature, wr.TopP, wr.MaxOutputTokens, wr.MaxToolCalls, wr.Metadata,
-		wr.User, wr.Reasoning, wr.Include, wr.PromptCacheKey, wr.PromptCacheRetention, wr.ClientMetadata,
-		wr.SafetyIdentifier, wr.ServiceTier, wr.StreamOptions, wr.Truncation, wr.Store, wr.Text,
-		wr.PreviousResponseID, wr.Conversation, wr.Prompt, wr.Background, wr.TopLogprobs}
-	for i, rule := range responsesFieldPolicy {
-		if len(raws[i]) > 0 {
-			if err := rule.check(rule.name, json.RawMessage(raws[i])); err != nil {
-				return err
-			}
+	value := func(name string) wirejson.Value {
+		if name == "reasoning" {
+			return wr.Reasoning.Value
 		}
+		return wr.Fields[name]
 	}
-	return nil
+	return checkFields(responsesFieldPolicy, value, func(name string) error {
+		return checkResponsesText(name, wr.Text) // text: the one rule without a check here
+	})
 }
 
 // responsesFieldPolicy lists the top-level Responses fields that are accepted
@@ -166,12 +159,12 @@ var responsesFieldPolicy = policy(
 	// refused: server-side state and features the gateway cannot honour
 	"previous_response_id", "conversation", "prompt", "background", "top_logprobs")
 
-func checkTruncation(param string, raw json.RawMessage) error {
-	switch kindOf(raw) {
-	case kindNull:
+func checkTruncation(param string, v wirejson.Value) error {
+	switch v.Kind() {
+	case 0, kindNull:
 		return nil
 	case kindString:
-		if v := str(raw); v == "disabled" || v == "auto" {
+		if t := v.Text(); t == "disabled" || t == "auto" {
 			return nil
 		}
 	}
@@ -180,23 +173,20 @@ func checkTruncation(param string, raw json.RawMessage) error {
 
 // checkResponsesText checks text.format's type (and text.verbosity); the
 // structured formats are read by decodeTextFormat.
-func checkResponsesText(param string, raw json.RawMessage) error {
-	f, ok, err := nullOrObject(param, raw)
-	if !ok {
+func checkResponsesText(param string, text wirejson.Echoed[responses.Text]) error {
+	if ok, err := nullOrObject(param, text.Kind()); !ok {
 		return err
 	}
-	if v := f["verbosity"]; !absent(v) && kindOf(v) != kindString {
+	if v := text.V.Verbosity; !wirejson.Absent(v.Kind) && !v.IsString() {
 		return invalid(param+".verbosity", "must be a string.")
 	}
-	format := f["format"]
-	switch kindOf(format) {
-	case kindInvalid, kindNull:
+	switch f := text.V.Format; f.Kind {
+	case 0, kindNull:
 		return nil
 	case kindObject:
-	default:
-		return invalid(param+".format", "must be an object.")
+		return outputFormatType(param+".format.type", f.V.Type, "text format")
 	}
-	return checkOutputFormatType(param+".format.type", fields(format)["type"], "text format")
+	return invalid(param+".format", "must be an object.")
 }
 
 // responsesInput translates input (a string, or a list of items) into

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pmgate/pmgate/adapters/httpapi/sse"
 	"github.com/pmgate/pmgate/adapters/httpapi/sse/respsse"
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
@@ -17,28 +18,26 @@ import (
 // handleResponses serves POST /v1/responses: one turn (serveTurn) of the
 // request translated from the Responses API, rendered as a response object or
 // the Responses event stream.
-func (s *server) handleResponses() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		serveTurn(s, w, r, "input", func(body []byte) (*respRequest, chat.Request, error) {
-			rr, err := s.decodeResponsesRequest(body, slotFrom(r.Context()).allowsModel)
-			if err != nil {
-				return nil, chat.Request{}, err
-			}
-			if len(rr.dropped) > 0 {
-				// Hosted tools the upstream cannot run are left out, not
-				// refused; the response's "tools" lists only what was offered.
-				s.log.LogAttrs(r.Context(), slog.LevelInfo, "responses: built-in tools not offered upstream",
-					slog.Any("tool_types", rr.dropped))
-			}
-			return &rr, rr.chat, nil
-		}, func(w http.ResponseWriter, r *http.Request, rr *respRequest, tr *turnReader) {
-			o := respOutput{req: rr, id: "resp_" + randText(), created: s.now().Unix()}
-			if rr.chat.Stream {
-				s.streamResponse(w, r, o, tr)
-			} else {
-				s.completeResponse(w, r, o, tr)
-			}
-		})
+func (s *server) handleResponses(w http.ResponseWriter, r *http.Request) error {
+	return serveTurn(s, w, r, "input", func(body []byte) (*respRequest, chat.Request, error) {
+		rr, err := s.decodeResponsesRequest(body, slotFrom(r.Context()).allowsModel)
+		if err != nil {
+			return nil, chat.Request{}, err
+		}
+		if len(rr.dropped) > 0 {
+			// Hosted tools the upstream cannot run are left out, not
+			// refused; the response's "tools" lists only what was offered.
+			s.log.LogAttrs(r.Context(), slog.LevelInfo, "responses: built-in tools not offered upstream",
+				slog.Any("tool_types", rr.dropped))
+		}
+		return &rr, rr.chat, nil
+	}, func(w http.ResponseWriter, r *http.Request, rr *respRequest, tr *turnReader) error {
+		o := respOutput{req: rr, id: "resp_" + randText(), created: s.now().Unix()}
+		if rr.chat.Stream {
+			s.streamResponse(w, r, o, tr)
+			return nil
+		}
+		return s.completeResponse(w, r, o, tr)
 	})
 }
 
@@ -111,10 +110,10 @@ func (o respOutput) object(status string, output []json.RawMessage) responseObje
 		Temperature: rr.temperature, Text: rr.textEcho(), ToolChoice: rr.toolChoice, Tools: rr.offered,
 		TopP: rr.topP, Truncation: "disabled",
 	}
-	if absent(obj.Metadata) {
+	if wirejson.Absent(wirejson.Raw(obj.Metadata).Kind()) {
 		obj.Metadata = emptyObject
 	}
-	if absent(obj.ToolChoice) {
+	if wirejson.Absent(wirejson.Raw(obj.ToolChoice).Kind()) {
 		obj.ToolChoice = autoChoice
 	}
 	if obj.Output == nil {
@@ -177,11 +176,10 @@ func messageOf(id, text, status string) json.RawMessage {
 
 // completeResponse collects the whole turn and writes one response object;
 // any failure before the proven end is a plain error with its status.
-func (s *server) completeResponse(w http.ResponseWriter, r *http.Request, o respOutput, tr *turnReader) {
+func (s *server) completeResponse(w http.ResponseWriter, r *http.Request, o respOutput, tr *turnReader) error {
 	all, err := collect(r.Context(), tr)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	calls := make([]*callOut, len(all.calls))
 	for i, c := range all.calls {
@@ -195,8 +193,7 @@ func (s *server) completeResponse(w http.ResponseWriter, r *http.Request, o resp
 	for _, c := range calls {
 		call, err := c.call()
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return err
 		}
 		output = append(output, call.Item())
 	}
@@ -204,7 +201,7 @@ func (s *server) completeResponse(w http.ResponseWriter, r *http.Request, o resp
 	u, estimated := s.usageOfTurn(o.req.chat, tr)
 	s.markUsage(r.Context(), w.Header(), u, estimated)
 	obj.Usage = respUsageOf(u)
-	s.writeValue(w, r, obj, "encode response")
+	return writeValue(w, obj, "encode response")
 }
 
 // streamResponse renders a turn as the Responses event stream (driveStream):

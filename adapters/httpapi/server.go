@@ -174,8 +174,7 @@ type reqInfo struct {
 	model      string      // a configured public id, once the request was validated
 	toolCalls  int         // tool calls shown to the client
 	firstToken time.Time   // the first text or tool-call delta; zero when none
-	anthropic  bool        // an Anthropic route: errors in the Anthropic shape
-	gemini     bool        // a Gemini route: errors in the Gemini shape
+	shape      *errShape   // the route's error shape (nil: OpenAI's)
 	usage      string      // how the shown usage was obtained (usageHeader's values); "" when none was shown
 	notes      []slog.Attr // the groups the service's summary noted for the access line (app.Summary)
 }
@@ -354,11 +353,12 @@ func (s *server) middleware(next http.Handler) http.Handler {
 		if len(r.TransferEncoding) > 0 {
 			w.Header().Set("Connection", "close")
 		}
-		if !s.checkHost(rw, r) {
-			return
+		err := s.checkHost(r)
+		if err == nil && !cleanPath(r.URL.Path) {
+			err = noRoute(r.URL.Path)
 		}
-		if !cleanPath(r.URL.Path) {
-			s.writeError(rw, r, noRoute(r.URL.Path))
+		if err != nil {
+			s.writeError(rw, r, err)
 			return
 		}
 		next.ServeHTTP(rw, r)

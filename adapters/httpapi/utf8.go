@@ -15,7 +15,7 @@ import (
 // client never wrote. The refusal is invalid_request naming the path of the
 // string (or of the object holding the key), e.g. messages[0].content.
 //
-// body must already be valid JSON (json.Unmarshal accepted it).
+// body must already be valid JSON (json.Valid accepted it).
 func checkText(body []byte) error {
 	if validText(body) {
 		return nil
@@ -61,7 +61,7 @@ func (w *textWalker) value(p string) {
 				w.i++
 				w.ws()
 			}
-			key, ok := w.str()
+			key, ok := w.readString()
 			if !ok {
 				w.fail(p, "has an object key that is not valid UTF-8 text.")
 				return
@@ -84,7 +84,7 @@ func (w *textWalker) value(p string) {
 			w.value(p + "[" + strconv.Itoa(n) + "]")
 		}
 	case '"':
-		if _, ok := w.str(); !ok {
+		if _, ok := w.readString(); !ok {
 			w.fail(p, "is not valid UTF-8 text (invalid bytes or a lone surrogate).")
 		}
 	default: // number, true, false, null
@@ -113,9 +113,9 @@ func trimDot(p string) string {
 	return p
 }
 
-// str reads the string at w.i (an opening quote) and returns its decoded form
+// readString reads the string at w.i (an opening quote) and returns its decoded form
 // and whether it is valid text. Only keys need the decoded form.
-func (w *textWalker) str() (string, bool) {
+func (w *textWalker) readString() (string, bool) {
 	w.i++ // opening quote
 	start := w.i
 	ok := true

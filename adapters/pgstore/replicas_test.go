@@ -99,7 +99,7 @@ func drain(turn app.Turn) ([]app.Delta, error) { return testkit.Drain(context.Ba
 
 // chatTurn runs one whole turn through r.
 func chatTurn(r replica, req chat.Request) ([]app.Delta, error) {
-	turn, err := r.gw.Chat(context.Background(), principal, req)
+	turn, err := r.gw.Chat(context.Background(), principal, req, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +213,7 @@ func TestAReplicaKilledWhileInflightLeavesTheGroupUncertain(t *testing.T) {
 	is := is.New(t)
 	c := newCluster(t, limits)
 	cont := toolTurn(t, c.a, "weather please")
-	turn, err := c.a.gw.Chat(t.Context(), principal, cont) // A claims and dispatches
+	turn, err := c.a.gw.Chat(t.Context(), principal, cont, nil) // A claims and dispatches
 	is.NoErr(err)
 	is.Equal(c.emu.Count(emulator.KindToolResponse), 1)
 	c.a.store.Close() // and dies before settling: nothing more reaches the database from A
@@ -317,7 +317,7 @@ func TestAContinuationRefusedByTheKeysLimitsWaitsOnTheSharedStore(t *testing.T) 
 	p := principal
 	p.Limits = usage.Limits{RequestsPerMinute: 1, DispatchesPerDay: 1}
 	run := func(r replica, req chat.Request) ([]app.Delta, error) {
-		turn, err := r.gw.Chat(context.Background(), p, req)
+		turn, err := r.gw.Chat(context.Background(), p, req, nil)
 		if err != nil {
 			return nil, err
 		}

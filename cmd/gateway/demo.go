@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -76,11 +77,13 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	log, lc := newLoggerControl(cfg, stderr)
+	hup := notifyHUP() // caught from before "listening", as serve does
 	gw, err := startGateway(ctx, cfg, log, eu.opts...)
 	if err != nil {
+		signal.Stop(hup)
 		return err
 	}
-	gw.enableReload(source{getenv: env}, env, lc, stamp{})
+	gw.enableReload(hup, source{getenv: env}, env, lc, stamp{})
 	// The Claude Code recipe's prompt file, written where the banner's line
 	// finds it from any directory; removed when the demo ends.
 	recipeDir, err := os.MkdirTemp("", "pmgate-demo-recipe-")

@@ -68,15 +68,13 @@ func newGatewayLogs(p *program) *gatewayLogs {
 }
 
 func (l *gatewayLogs) String() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
 	if ln := l.ln.Load(); ln != nil {
-		for deadline := time.Now().Add(5 * time.Second); ln.AfterResponsePending() > 0 && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
+		_ = ln.Settled(ctx)
 	}
 	if g := l.gw.Load(); g != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = g.events.Flush(ctx)
-		cancel()
 	}
 	return l.buf.String()
 }

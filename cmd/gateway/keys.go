@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -65,10 +64,9 @@ func keyWatcher(cfg config, keys *httpapi.Keyring, log *slog.Logger) *keyfile.Wa
 		})
 }
 
-// watchKeys runs w on the poll and on SIGHUP until ctx ends.
-func watchKeys(ctx context.Context, w *keyfile.Watcher) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+// watchKeys runs w on the poll and on SIGHUP (hup, from notifyHUP) until ctx
+// ends.
+func watchKeys(ctx context.Context, w *keyfile.Watcher, hup chan os.Signal) {
 	defer signal.Stop(hup)
 	trigger := make(chan struct{})
 	go func() {

@@ -167,14 +167,13 @@ func (l *liveState) verification() (bool, map[string]any) { return (*l.verif.Loa
 
 func (l *liveState) verified() bool { ok, _ := l.verification(); return ok }
 
-// enableReload makes the gateway reload its configuration on SIGHUP and when
-// the env file changes, until it stops. Without it SIGHUP would end the
-// process. last is the env file's stamp taken before the configuration in
-// force was read from it: any later change differs from it.
-func (g *gateway) enableReload(src source, env func(string) string, lc *logControl, last stamp) {
+// enableReload makes the gateway reload its configuration on SIGHUP (hup,
+// from notifyHUP, registered by the caller before the gateway started) and
+// when the env file changes, until it stops; it then stops hup. last is the
+// env file's stamp taken before the configuration in force was read from it:
+// any later change differs from it.
+func (g *gateway) enableReload(hup chan os.Signal, src source, env func(string) string, lc *logControl, last stamp) {
 	g.live.startEnv, g.live.env, g.live.seen = env, env, env
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
@@ -310,4 +309,12 @@ func mixEnv(applied []string, env, before func(string) string) func(string) stri
 		}
 		return before(k)
 	}
+}
+
+// notifyHUP catches SIGHUP into a new channel, which holds one until it is
+// read: without a registration SIGHUP would end the process.
+func notifyHUP() chan os.Signal {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	return hup
 }

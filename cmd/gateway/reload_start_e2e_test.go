@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -33,4 +34,31 @@ func TestAnEnvFileChangedAsTheGatewayStartsIsReloaded(t *testing.T) {
 		})
 	})
 	waitLog(t, s, `"reason":"env_file_changed","applied":"","restart_needed":"MAX_TOOLS"`)
+}
+
+// TestASIGHUPAsTheGatewayStartsIsAReload: `systemctl reload` right after a
+// start sends SIGHUP as soon as the gateway says it is listening (or
+// earlier). It is a reload — the key file and the configuration are read
+// again — never the end of the process, SIGHUP's default. The signal is sent
+// while the "listening" line is being written.
+func TestASIGHUPAsTheGatewayStartsIsAReload(t *testing.T) {
+	emu := newEmulator(t)
+	file := writeEnvFile(t, "", accessTokenEnv(emu, testToken)...)
+	var once sync.Once
+	s := serveEnvFileSeeing(t, emu, file, true, func(line []byte) {
+		if !bytes.Contains(line, []byte(`"msg":"listening"`)) {
+			return
+		}
+		once.Do(func() {
+			if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+				t.Error(err)
+			}
+		})
+	})
+	waitLog(t, s, `"msg":"configuration reloaded","reason":"sighup"`)
+	select {
+	case err := <-s.done:
+		t.Fatalf("serve ended on SIGHUP: %v", err)
+	default:
+	}
 }

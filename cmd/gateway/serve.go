@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os/signal"
 	"strconv"
 	"sync"
 	"time"
@@ -37,6 +38,16 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if done || err != nil {
 		return err
 	}
+	// SIGHUP is caught from here on: one sent while the gateway starts (a
+	// reload right after a start) is a reload once it runs, never the end of
+	// the process (SIGHUP's default).
+	hup := notifyHUP()
+	reloading := false
+	defer func() {
+		if !reloading {
+			signal.Stop(hup)
+		}
+	}()
 	// The env file's stamp is taken before the file is read: a change made
 	// after the read, even while the gateway is still starting, is one the
 	// first poll sees (taken later, it would be the stamp of the changed
@@ -58,7 +69,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	gw.enableReload(src, env, lc, envStamp)
+	gw.enableReload(hup, src, env, lc, envStamp)
+	reloading = true
 	if started != nil {
 		started(gw)
 	}
@@ -228,10 +240,14 @@ func startGatewayWith(ctx context.Context, cfg config, log *slog.Logger, wrap fu
 		}()
 	}
 	if keyWatch != nil {
+		// Registered before "listening": a SIGHUP sent as soon as the
+		// gateway says it listens re-reads the key file (registered in the
+		// goroutine, it could come before the registration and be lost).
+		hup := notifyHUP()
 		gw.wg.Add(1)
 		go func() {
 			defer gw.wg.Done()
-			watchKeys(runCtx, keyWatch)
+			watchKeys(runCtx, keyWatch, hup)
 		}()
 	}
 	go func() { gw.served <- gw.srv.Serve(ln) }()
@@ -278,9 +294,9 @@ func (g *gateway) wait(ctx context.Context) error {
 	// A response's access line is written after it went out: let the last
 	// ones be written before the shutdown's own lines (bounded).
 	if l, ok := g.ln.(*httpapi.Listener); ok {
-		for deadline := time.Now().Add(2 * time.Second); l.AfterResponsePending() > 0 && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
+		lctx, lcancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = l.Settled(lctx)
+		lcancel()
 	}
 	g.stop()
 	g.wg.Wait()

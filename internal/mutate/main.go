@@ -144,7 +144,7 @@ var mutants = []mutant{
 	{"a refusal's variable name redacted", "cmd/gateway/config.go",
 		"return setting.Refuse(setting.Name(variable), strings.ReplaceAll(rule, \"%\", \"%%\"))", "return setting.Refuse(setting.Name(variable), \"%s\", rule)", "./cmd/gateway/", "KeepTheirName"},
 	{"/metrics served without a key", "adapters/httpapi/operator.go",
-		"\t\tif !s.cfg.MetricsOpen {\n\t\t\th = s.requireAdmin(h)\n\t\t}", "\t\tif false {\n\t\t\th = s.requireAdmin(h)\n\t\t}", "./adapters/httpapi/", "Metrics"},
+		"\t\tif s.cfg.MetricsOpen {\n\t\t\tmetrics = open", "\t\tif true {\n\t\t\tmetrics = open", "./adapters/httpapi/", "Metrics"},
 	{"a slot's principal ignores its key's digest", "adapters/httpapi/keyring.go",
 		"Principal(principalKey, \"slot\\x00\"+id+\"\\x00\"+hex.EncodeToString(digest[:]))", "Principal(principalKey, \"slot\\x00\"+id+\"\\x00\"+hex.EncodeToString(digest[:0]))", "./adapters/httpapi/", "Rotated|Principal"},
 	{"keys revoke refuses to write when the rest of the file is refused", "cmd/gateway/keys.go",

@@ -26,7 +26,7 @@ func init() {
 		mutant{"a clock behind the budget's day reopens the old day", "domain/usage/usage.go",
 			"err == nil && d.After(now) {", "err == nil && false && d.After(now) {", "./domain/usage/", "ClockBehind"},
 		mutant{"the Messages API's key refusal without its wait", "adapters/httpapi/errors.go",
-			"\tsetRetryHeaders(h, e, status, err)\n\tw.WriteHeader(status)\n\tout, _ :=", "\tsetRetryHeaders(h, e, status, nil)\n\tw.WriteHeader(status)\n\tout, _ :=",
+			"wait: retryAfter(e, status, err)}", "wait: retryAfter(e, status, nil)}",
 			"./adapters/httpapi/", "RefusalsHaveTheirRetryHeaders"},
 	)
 }

@@ -17,7 +17,7 @@ func init() {
 			"raw = bytes.TrimPrefix(raw, []byte(\"\\xef\\xbb\\xbf\"))", "raw = bytes.TrimPrefix(raw, []byte(\"\\xff\"))",
 			"./cmd/gateway/", "ByteOrderMark"},
 		mutant{"a key refusal does not say which form is accepted", "adapters/httpapi/auth.go",
-			"s.writeError(w, r, refuse(errs.InvalidAPIKey, \"\", authProblem(r.Header)))", "s.writeError(w, r, errs.New(errs.InvalidAPIKey))",
+			"return r, refuse(errs.InvalidAPIKey, \"\", authProblem(r.Header))", "return r, errs.New(errs.InvalidAPIKey)",
 			"./adapters/httpapi/", "KeyRefusal"},
 		mutant{"an Anthropic system prompt is dropped on the chat route", "adapters/httpapi/decode_policy.go",
 			"\t// refused: the body is the Messages API's\n\t\"system\",\n\t// accepted and ignored", "\t// accepted and ignored",

@@ -28,7 +28,7 @@ func init() {
 		mutant{"messages: message_delta reports a smaller input count", emitter,
 			"if u.InputTokens >= s.startInput {", "if true {", httpapi, "FewerInputTokens"},
 		mutant{"messages: count_tokens served without a key", "adapters/httpapi/routes.go",
-			"anthropicRoute(s.requireKey(s.handleCountTokens()))", "anthropicRoute(s.handleCountTokens())", httpapi, "CountTokensRequiresAnAPIKey"},
+			"{method: \"POST\", path: pathCount, access: keyed,", "{method: \"POST\", path: pathCount, access: open,", httpapi, "CountTokensRequiresAnAPIKey"},
 		mutant{"budget: the recipe hint tells clients case-sensitively", "domain/budget/client.go",
 			"ua := strings.ToLower(userAgent)", "ua := userAgent", "./domain/budget/", "InAnyCase"},
 		mutant{"observers: a wrapped queue grows out of order", "app/observe.go",

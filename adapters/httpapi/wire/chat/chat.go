@@ -26,7 +26,7 @@ type Request struct {
 	Tools             Tools                                    `json:"tools"`
 	ToolChoice        ToolChoice                               `json:"tool_choice"`
 	ResponseFormat    wirejson.Object[ResponseFormat]          `json:"response_format"`
-	Fields            map[string]wirejson.Raw                  `json:",unknown"`
+	Fields            map[string]wirejson.Value                `json:",unknown"`
 }
 
 // StreamOptions is stream_options.
@@ -162,13 +162,6 @@ type JSONSchema struct {
 	Description wirejson.String `json:"description"`
 	Schema      wirejson.Raw    `json:"schema"`
 	Strict      wirejson.Bool   `json:"strict"`
-}
-
-// DecodeJSONSchema reads raw, a json_schema format object kept as sent.
-func DecodeJSONSchema(raw []byte) JSONSchema {
-	var js JSONSchema
-	_ = wirejson.DecodePart(raw, &js) // the body was read before
-	return js
 }
 
 // Decode reads body, which must be one JSON object, into a Request

@@ -30,6 +30,7 @@ type (
 	Bool   = wirejson.Bool
 	Number = wirejson.Number
 	Raw    = wirejson.Raw
+	Value  = wirejson.Value
 )
 
 // Object and Array are wirejson's generic containers.
@@ -65,11 +66,12 @@ type Request struct {
 	ToolConfig        Object[ToolConfig]     `json:"toolConfig"`
 	GenerationConfig  Object[GenConfig]      `json:"generationConfig"`
 
-	// Kept as sent for the ingress's field decisions.
-	SafetySettings Raw `json:"safetySettings"`
-	CachedContent  Raw `json:"cachedContent"`
-	Labels         Raw `json:"labels"`
-	Model          Raw `json:"model"`
+	// Read for the ingress's field decisions (values of any kind for its
+	// shared field policy, cachedContent for its kind).
+	SafetySettings Value `json:"safetySettings"`
+	CachedContent  Raw   `json:"cachedContent"`
+	Labels         Value `json:"labels"`
+	Model          Raw   `json:"model"`
 
 	// GenerateContentRequest is countTokens' wrapped form.
 	GenerateContentRequest Raw `json:"generateContentRequest"`
@@ -134,7 +136,7 @@ type Tools = wirejson.List[Object[Tool]]
 // ToolConfig is toolConfig.
 type ToolConfig struct {
 	FunctionCallingConfig Object[FunctionCallingConfig] `json:"functionCallingConfig"`
-	RetrievalConfig       Raw                           `json:"retrievalConfig"`
+	RetrievalConfig       Value                         `json:"retrievalConfig"`
 }
 
 // FunctionCallingConfig is toolConfig.functionCallingConfig.
@@ -150,22 +152,22 @@ type GenConfig struct {
 	ResponseJSONSchema Raw                    `json:"responseJsonSchema"`
 	ThinkingConfig     Object[ThinkingConfig] `json:"thinkingConfig"`
 	StopSequences      Array[String]          `json:"stopSequences"`
-	CandidateCount     Raw                    `json:"candidateCount"`
+	CandidateCount     Value                  `json:"candidateCount"`
 	ResponseModalities Array[String]          `json:"responseModalities"`
-	ResponseLogprobs   Raw                    `json:"responseLogprobs"`
-	Logprobs           Raw                    `json:"logprobs"`
+	ResponseLogprobs   Value                  `json:"responseLogprobs"`
+	Logprobs           Value                  `json:"logprobs"`
 	SpeechConfig       Raw                    `json:"speechConfig"`
 	ImageConfig        Raw                    `json:"imageConfig"`
 
 	// Sampling: accepted, not forwarded (the service has no such setting).
-	Temperature      Raw `json:"temperature"`
-	TopP             Raw `json:"topP"`
-	TopK             Raw `json:"topK"`
-	MaxOutputTokens  Raw `json:"maxOutputTokens"`
-	PresencePenalty  Raw `json:"presencePenalty"`
-	FrequencyPenalty Raw `json:"frequencyPenalty"`
-	Seed             Raw `json:"seed"`
-	MediaResolution  Raw `json:"mediaResolution"`
+	Temperature      Value `json:"temperature"`
+	TopP             Value `json:"topP"`
+	TopK             Value `json:"topK"`
+	MaxOutputTokens  Value `json:"maxOutputTokens"`
+	PresencePenalty  Value `json:"presencePenalty"`
+	FrequencyPenalty Value `json:"frequencyPenalty"`
+	Seed             Value `json:"seed"`
+	MediaResolution  Value `json:"mediaResolution"`
 }
 
 // ThinkingConfig is generationConfig.thinkingConfig.

@@ -88,18 +88,18 @@ type Request struct {
 	OutputConfig  wirejson.Object[OutputConfig]            `json:"output_config"`
 	MCPServers    wirejson.Array[wirejson.Raw]             `json:"mcp_servers"`
 
-	// Accepted and ignored, or refused unless default: kept as sent for the
-	// ingress's field policy, which the other APIs share.
-	Temperature       wirejson.Raw `json:"temperature"`
-	TopP              wirejson.Raw `json:"top_p"`
-	TopK              wirejson.Raw `json:"top_k"`
-	Metadata          wirejson.Raw `json:"metadata"`
-	ServiceTier       wirejson.Raw `json:"service_tier"`
-	ContextManagement wirejson.Raw `json:"context_management"`
-	CacheControl      wirejson.Raw `json:"cache_control"`
-	Speed             wirejson.Raw `json:"speed"`
-	InferenceGeo      wirejson.Raw `json:"inference_geo"`
-	Container         wirejson.Raw `json:"container"`
+	// Accepted and ignored, or refused unless default: read as values
+	// (wirejson.Value) for the ingress's field policy, which the other APIs share.
+	Temperature       wirejson.Value `json:"temperature"`
+	TopP              wirejson.Value `json:"top_p"`
+	TopK              wirejson.Value `json:"top_k"`
+	Metadata          wirejson.Value `json:"metadata"`
+	ServiceTier       wirejson.Value `json:"service_tier"`
+	ContextManagement wirejson.Value `json:"context_management"`
+	CacheControl      wirejson.Value `json:"cache_control"`
+	Speed             wirejson.Value `json:"speed"`
+	InferenceGeo      wirejson.Value `json:"inference_geo"`
+	Container         wirejson.Value `json:"container"`
 }
 
 // Decode reads body, which must be one JSON object, into a Request

@@ -47,32 +47,39 @@ type Request struct {
 	Tools             Tools      `json:"tools"`
 	ToolChoice        ToolChoice `json:"tool_choice"`
 
-	// Accepted and ignored (some echoed in the response object), or refused
-	// unless default: kept as sent for the ingress's field policy, which the
-	// chat API shares.
-	System               Raw `json:"system"`
-	Temperature          Raw `json:"temperature"`
-	TopP                 Raw `json:"top_p"`
-	MaxOutputTokens      Raw `json:"max_output_tokens"`
-	MaxToolCalls         Raw `json:"max_tool_calls"`
-	Metadata             Raw `json:"metadata"`
-	User                 Raw `json:"user"`
-	Reasoning            Raw `json:"reasoning"`
-	Include              Raw `json:"include"`
-	PromptCacheKey       Raw `json:"prompt_cache_key"`
-	PromptCacheRetention Raw `json:"prompt_cache_retention"`
-	ClientMetadata       Raw `json:"client_metadata"`
-	SafetyIdentifier     Raw `json:"safety_identifier"`
-	ServiceTier          Raw `json:"service_tier"`
-	StreamOptions        Raw `json:"stream_options"`
-	Truncation           Raw `json:"truncation"`
-	Store                Raw `json:"store"`
-	Text                 Raw `json:"text"`
-	PreviousResponseID   Raw `json:"previous_response_id"`
-	Conversation         Raw `json:"conversation"`
-	Prompt               Raw `json:"prompt"`
-	Background           Raw `json:"background"`
-	TopLogprobs          Raw `json:"top_logprobs"`
+	// reasoning and text are accepted and ignored, but what they ask for is
+	// read (reasoning.effort, text.format), and they are echoed as sent.
+	Reasoning wirejson.Echoed[Reasoning] `json:"reasoning"`
+	Text      wirejson.Echoed[Text]      `json:"text"`
+
+	// Fields holds every other member as sent, by name: the fields the
+	// ingress's shared field policy accepts and ignores (some echoed in the
+	// response object: metadata, temperature, top_p, max_output_tokens,
+	// user) or refuses unless default (previous_response_id, background, …),
+	// and members no one reads.
+	Fields map[string]wirejson.Value `json:",unknown"`
+}
+
+// Reasoning is reasoning.
+type Reasoning struct {
+	Effort String `json:"effort"`
+}
+
+// Text is text: the verbosity of the answer, and its format.
+type Text struct {
+	Verbosity String             `json:"verbosity"`
+	Format    Object[TextFormat] `json:"format"`
+}
+
+// TextFormat is text.format: {"type":"text"}, {"type":"json_object"}, or a
+// json_schema format with its members beside the type (name, description,
+// schema, strict).
+type TextFormat struct {
+	Type        String `json:"type"`
+	Name        String `json:"name"`
+	Description String `json:"description"`
+	Schema      Raw    `json:"schema"`
+	Strict      Bool   `json:"strict"`
 }
 
 // Input is input: a string (one user message) or an array of items.

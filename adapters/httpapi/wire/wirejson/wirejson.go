@@ -1,5 +1,5 @@
 // Package wirejson holds what every API's wire package (wire/chat,
-// wire/messages) reads a request body with: member types that record the
+// wire/responses, wire/messages, wire/gemini) reads a request body with: member types that record the
 // JSON kind they were sent with, and the one strict decode.
 //
 // The body is read once, by github.com/go-json-experiment/json (the code of
@@ -9,7 +9,9 @@
 // object is an error (DuplicateName finds its path), and text that is not
 // valid UTF-8 (raw bytes or a lone surrogate escape) is an error. Members a
 // type does not name are skipped, so that newer clients' harmless additions
-// keep working.
+// keep working, or kept by name as Values where a request type lists its
+// other members for the ingress's field policy (chat's and Responses'
+// Fields).
 //
 // A member of the wrong kind is not a decode error: every field records the
 // kind it was sent with (Kind, 0 when absent), and the ingress refuses it in
@@ -20,6 +22,7 @@ package wirejson
 import (
 	"bytes"
 	"errors"
+	"math"
 	"strconv"
 
 	"github.com/go-json-experiment/json"
@@ -84,6 +87,114 @@ func (n *Number) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 	v, err := d.ReadValue()
 	n.Text = string(v)
 	return err
+}
+
+// Int reads the number as an integer: ok is false when it was sent as
+// another kind or its value is not integral (1.5). An integral value written
+// as a float (2.0, 1e3) is an integer, up to 2^53 where floats stop holding
+// every integer.
+func (n Number) Int() (int64, bool) {
+	if n.Kind != '0' {
+		return 0, false
+	}
+	return integer(n.Text)
+}
+
+func integer(text string) (int64, bool) {
+	if i, err := strconv.ParseInt(text, 10, 64); err == nil {
+		return i, true
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// Value is a member read for the kind it was sent with, whatever it is: the
+// members the ingress's shared field policy accepts and ignores, or refuses
+// unless default (temperature, n, metadata, stop, …), whose rules differ by
+// API only in which members they apply to. It keeps the bytes as sent (the
+// Responses API echoes some); a string's text, an array's elements and an
+// object's size are read from them only when asked, as few of these members
+// are more than kind-checked.
+type Value struct {
+	Raw Raw // as sent; nil when absent
+}
+
+// Kind is the JSON kind of the value (0 when absent).
+func (v Value) Kind() Kind { return v.Raw.Kind() }
+
+func (v *Value) UnmarshalJSONFrom(d *jsontext.Decoder) error { return v.Raw.UnmarshalJSONFrom(d) }
+
+// Text is a string's text ("" when the value is not a string). The bytes
+// were checked when the request was read, so unquoting them cannot fail.
+func (v Value) Text() string {
+	if v.Kind() != '"' {
+		return ""
+	}
+	t, _ := jsontext.AppendUnquote(nil, v.Raw)
+	return string(t)
+}
+
+// Int is Number.Int of the value.
+func (v Value) Int() (int64, bool) {
+	if v.Kind() != '0' {
+		return 0, false
+	}
+	return integer(string(v.Raw))
+}
+
+// AsString is the value as a member that should be a string.
+func (v Value) AsString() String { return String{Kind: v.Kind(), V: v.Text()} }
+
+// IsTrue says whether the value is the boolean true.
+func (v Value) IsTrue() bool { return v.Kind() == 't' }
+
+// Items reads the elements of an array (nil when it is not one). The bytes
+// were checked when the request was read, so reading them cannot fail.
+func (v Value) Items() []Value {
+	var items []Value
+	if v.Kind() == '[' {
+		_ = readItems(jsontext.NewDecoder(bytes.NewReader(v.Raw), jsontext.AllowDuplicateNames(true)), &items)
+	}
+	return items
+}
+
+// Len is the number of members of an object (0 when it is not one).
+func (v Value) Len() int {
+	if v.Kind() != '{' {
+		return 0
+	}
+	d := jsontext.NewDecoder(bytes.NewReader(v.Raw), jsontext.AllowDuplicateNames(true))
+	n := 0
+	if _, err := d.ReadToken(); err != nil { // {
+		return 0
+	}
+	for d.PeekKind() == '"' {
+		if _, err := d.ReadToken(); err != nil || d.SkipValue() != nil {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// Echoed is an object member read as T and kept as the bytes it was sent as
+// (Value): the field policy checks its kind like any other member's, the
+// ingress reads T, and the response object echoes the bytes.
+type Echoed[T any] struct {
+	Value
+	V T // when Kind is '{'
+}
+
+func (e *Echoed[T]) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	var zero T
+	e.V = zero
+	if err := e.Value.UnmarshalJSONFrom(d); err != nil || e.Kind() != '{' {
+		return err
+	}
+	return DecodePart(e.Raw, &e.V) // a repeated name in it was refused by d
 }
 
 // Raw is a member kept as the bytes it was sent as (a JSON schema, a tool

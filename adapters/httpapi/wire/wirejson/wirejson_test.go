@@ -97,3 +97,60 @@ func TestDecodeAsReadsOneObjectIntoANewValue(t *testing.T) {
 	_, ok := wirejson.DuplicateName([]byte(`{"a":[],"a":[]}`), err)
 	is.True(ok)
 }
+
+type settings struct {
+	Fields map[string]wirejson.Value `json:",unknown"`
+	Text   wirejson.Echoed[part]     `json:"text"`
+}
+
+// A Value keeps what the field policy reads: the kind as sent, a string's
+// unescaped text, an integral number whatever its spelling, an array's
+// elements and an object's size; an Echoed object also its members.
+func TestValueReadsWhatThePolicyAsks(t *testing.T) {
+	is := is.New(t)
+	var s settings
+	is.NoErr(wirejson.Decode([]byte(`{"s":"a\u00e9\"b","i":2.0,"e":1e3,"f":1.5,"big":9007199254740993,"huge":1e400,`+
+		`"b":true,"n":null,"a":["text",1,[2]],"o":{"x":1,"y":{"z":2}},"text":{ "type" : "t" }}`), &s))
+	v := s.Fields
+	is.Equal(v["s"].Kind(), wirejson.Kind('"'))
+	is.Equal(v["s"].Text(), "aé\"b")
+	for name, want := range map[string]int64{"i": 2, "e": 1000, "big": 9007199254740993} {
+		n, ok := v[name].Int()
+		is.True(ok)
+		is.Equal(n, want)
+	}
+	for _, name := range []string{"f", "huge", "s", "b", "n", "a", "absent"} {
+		_, ok := v[name].Int()
+		is.True(!ok) // not an integer
+	}
+	is.True(v["b"].IsTrue())
+	is.True(!v["n"].IsTrue())
+	is.Equal(v["n"].Kind(), wirejson.Kind('n'))
+	is.Equal(v["absent"].Kind(), wirejson.Kind(0))
+	items := v["a"].Items()
+	is.Equal(len(items), 3)
+	is.Equal(items[0].Text(), "text")
+	is.Equal(items[1].Kind(), wirejson.Kind('0'))
+	is.Equal(string(items[2].Raw), `[2]`)
+	is.Equal(v["o"].Len(), 2)
+	is.Equal(v["a"].Len(), 0)                        // not an object
+	is.Equal(v["o"].Items(), nil)                    // not an array
+	is.Equal(string(s.Text.Raw), `{ "type" : "t" }`) // echoed as sent
+	is.Equal(s.Text.V.Type.V, "t")
+}
+
+// A repeated name inside a Value or an Echoed object is refused at its path
+// like any other.
+func TestValueRefusesARepeatedNameInside(t *testing.T) {
+	is := is.New(t)
+	for body, want := range map[string][]wirejson.Step{
+		`{"m":{"k":1,"k":2}}`:              {{Name: "m"}, {Name: "k"}},
+		`{"text":{"type":"a","type":"b"}}`: {{Name: "text"}, {Name: "type"}},
+	} {
+		var s settings
+		err := wirejson.Decode([]byte(body), &s)
+		got, ok := wirejson.DuplicateName([]byte(body), err)
+		is.True(ok)
+		is.Equal(got, want)
+	}
+}
