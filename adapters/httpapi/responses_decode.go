@@ -3,7 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"strconv"
-	"strings"
 
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/responses"
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
@@ -367,29 +366,9 @@ func (s *server) inputOutput(p string, it *responses.Item) (chat.Message, error)
 // names the parts in refusals ("content", "output"). Non-text parts the API
 // knows are unsupported; unknown ones invalid.
 func joinTextParts(p string, parts []responses.Object[responses.Part], noun string, plainText bool) (string, error) {
-	var b strings.Builder
-	for j := range parts {
-		pp := p + "[" + strconv.Itoa(j) + "]"
-		if !parts[j].IsObject() {
-			return "", invalid(pp, "must be an object.")
-		}
-		part := &parts[j].V
-		if !part.Type.IsString() {
-			return "", invalid(pp+".type", "is required and must be a string.")
-		}
-		switch t := part.Type.V; {
-		case t == "input_text" || t == "output_text" || plainText && t == "text":
-		case unsupportedInputParts[t]:
-			return "", unsupported(pp+".type", "only text "+noun+" parts are supported.")
-		default:
-			return "", invalid(pp+".type", "is not a known "+noun+" part type.")
-		}
-		if !part.Text.IsString() {
-			return "", invalid(pp+".text", "is required and must be a string.")
-		}
-		b.WriteString(part.Text.V)
-	}
-	return b.String(), nil
+	return joinTextOf(p, parts, noun, func(t string) bool {
+		return t == "input_text" || t == "output_text" || plainText && t == "text"
+	}, unsupportedInputParts)
 }
 
 // wireOptString reads an optional string: "" when absent or null.

@@ -224,6 +224,19 @@ func (l *Life) Failing(event string) error {
 	return nil
 }
 
+// Fail ends an open stream with the grammar's one failure event (event is
+// its name in the grammar, name the SSE event name or "", v its data), after
+// what is held, as the stream's last write.
+func (l *Life) Fail(event, name string, v any) error {
+	if err := l.Failing(event); err != nil {
+		return err
+	}
+	if err := l.W.Event(name, v); err != nil {
+		return err
+	}
+	return l.End()
+}
+
 // Ending allows the success's end, as Step does, and marks the end.
 func (l *Life) Ending(event string) error {
 	if err := l.Step(event); err != nil {

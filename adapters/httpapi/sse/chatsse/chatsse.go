@@ -179,15 +179,7 @@ func (s *Stream) Finish(reason string, usage *Usage) error {
 
 // Fail ends an open stream with one error event (body is the API's error
 // object), after any held events: no finish, no [DONE].
-func (s *Stream) Fail(body any) error {
-	if err := s.life.Failing("the error event"); err != nil {
-		return err
-	}
-	if err := s.life.W.Event("", body); err != nil {
-		return err
-	}
-	return s.life.End()
-}
+func (s *Stream) Fail(body any) error { return s.life.Fail("the error event", "", body) }
 
 // Flush writes what is held (the turn is about to wait).
 func (s *Stream) Flush() error { return s.life.W.Flush() }

@@ -303,13 +303,7 @@ func (s *Stream) Stop(seq *string, u Usage) error {
 func (s *Stream) Fail(errObj any, requestID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.life.Failing("error"); err != nil {
-		return err
-	}
-	if err := s.life.W.Event("error", errorEvent{Error: errObj, RequestID: requestID, Type: "error"}); err != nil {
-		return err
-	}
-	return s.life.End()
+	return s.life.Fail("error", "error", errorEvent{Error: errObj, RequestID: requestID, Type: "error"})
 }
 
 // Ping writes event: ping at once, with what is held, on a stream that has

@@ -53,10 +53,7 @@ type Message struct {
 type Content = wirejson.TextOr[wirejson.Object[Part]]
 
 // Part is one content part: text parts carry text.
-type Part struct {
-	Type wirejson.String `json:"type"`
-	Text wirejson.String `json:"text"`
-}
+type Part = wirejson.TextPart
 
 // Parts reads raw, an array of content parts kept as sent (nil when it is
 // not an array).

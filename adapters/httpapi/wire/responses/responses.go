@@ -108,10 +108,7 @@ type Item struct {
 type Parts = wirejson.TextOr[Object[Part]]
 
 // Part is one content part (input_text, output_text, …).
-type Part struct {
-	Type String `json:"type"`
-	Text String `json:"text"`
-}
+type Part = wirejson.TextPart
 
 // Tools is the tools member as the bytes it was sent as: they key the
 // ingress's memory of translated tool sets, and are read into entries only

@@ -291,6 +291,13 @@ func (c *TextOr[T]) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 	return d.SkipValue()
 }
 
+// TextPart is one part of a content array in the OpenAI APIs: its type,
+// and the text a text part carries.
+type TextPart struct {
+	Type String `json:"type"`
+	Text String `json:"text"`
+}
+
 // List is an array member kept as the bytes it was sent as (nil when
 // absent), read into entries only when asked: the bytes of a tool set key
 // the ingress's memory of translated tool sets, so that an agent's unchanged
