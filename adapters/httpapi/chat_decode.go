@@ -87,16 +87,7 @@ func chatPath(steps []wirejson.Step) string {
 // first refusal wins. response_format is read typed (checkResponseFormat),
 // the rest as sent.
 func checkChatFields(wr *wchat.Request) error {
-	for _, rule := range fieldPolicy {
-		var err error
-		if rule.name == "response_format" {
-			err = checkResponseFormat(rule.name, wr.ResponseFormat)
-		} else if raw, ok := wr.Fields[rule.name]; ok {
-			err = rule.check(rule.name, raw)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return checkFields(fieldPolicy, func(name string) wirejson.Value { return wr.Fields[name] }, func(name string) error {
+		return checkResponseFormat(name, wr.ResponseFormat) // response_format: the one rule without a check here
+	})
 }

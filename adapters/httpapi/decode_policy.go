@@ -98,6 +98,9 @@ var fieldRules = map[string]check{
 	// The Messages API's own fields that it passes on as sent
 	// (messages_decode.go reads thinking, output_config and mcp_servers).
 	"top_k":              ignoredInteger,
+	"thinking":           nil, // Messages reads it typed (checkMessagesFields)
+	"output_config":      nil, // Messages reads it typed
+	"mcp_servers":        nil, // Messages refuses it typed
 	"context_management": ignored(kindObject),
 	"cache_control":      ignored(kindObject),
 	"speed":              ignored(kindString),

@@ -113,36 +113,51 @@ func (s *server) translateMessages(body []byte, allowed func(string) bool, needM
 // messagesFields; the first refusal wins. Honoured fields are read by
 // translateMessages.
 func checkMessagesFields(wr *messages.Request) error {
-	raws := [...]wirejson.Value{wr.Temperature, wr.TopP, wr.TopK, wr.Metadata, wr.ServiceTier,
-		wr.ContextManagement, wr.CacheControl, wr.Speed, wr.InferenceGeo, wr.Container}
-	for i, rule := range messagesFields {
-		switch rule.name {
+	value := func(name string) wirejson.Value {
+		switch name {
+		case "temperature":
+			return wr.Temperature
+		case "top_p":
+			return wr.TopP
+		case "top_k":
+			return wr.TopK
+		case "metadata":
+			return wr.Metadata
+		case "service_tier":
+			return wr.ServiceTier
 		case "context_management":
+			return wr.ContextManagement
+		case "cache_control":
+			return wr.CacheControl
+		case "speed":
+			return wr.Speed
+		case "inference_geo":
+			return wr.InferenceGeo
+		}
+		return wr.Container
+	}
+	return checkFields(messagesFields, value, func(name string) error {
+		switch name {
+		case "thinking": // read by messagesThinking; here only its kind
 			if k := wr.Thinking.Kind; k != 0 && k != 'n' && k != '{' {
 				return invalid("thinking", "must be an object.")
 			}
-		case "container":
-			if err := checkOutputConfig(wr.OutputConfig); err != nil {
-				return err
-			}
+		case "output_config":
+			return checkOutputConfig(wr.OutputConfig)
+		case "mcp_servers":
 			if m := wr.MCPServers; !wirejson.Absent(m.Kind) && !(m.IsArray() && len(m.Items) == 0) {
 				return unsupported("mcp_servers", "MCP connector servers run on Anthropic's side; this gateway cannot reach them.")
 			}
 		}
-		if len(raws[i].Raw) > 0 {
-			if err := rule.check(rule.name, raws[i]); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
-// messagesFields are the shared rules of the fields checkMessagesFields
-// passes on as sent (thinking comes before context_management, output_config
-// and mcp_servers before container).
+// messagesFields are the fields checkMessagesFields checks, in its order:
+// the shared rules of those passed on as sent, and thinking, output_config
+// and mcp_servers, which the Messages API reads typed.
 var messagesFields = policy("temperature", "top_p", "top_k", "metadata", "service_tier",
-	"context_management", "cache_control", "speed", "inference_geo", "container")
+	"thinking", "context_management", "cache_control", "speed", "inference_geo", "output_config", "mcp_servers", "container")
 
 // checkOutputConfig accepts output_config.effort (a string, read by
 // messagesThinking) and sends output_config.format through the same
