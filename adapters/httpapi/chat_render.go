@@ -22,8 +22,7 @@ func (s *server) handleChat(w http.ResponseWriter, r *http.Request) error {
 	}, func(w http.ResponseWriter, r *http.Request, req chat.Request, tr *turnReader) error {
 		o := output{id: "chatcmpl-" + randText(), created: s.now().Unix(), model: req.Model, includeUsage: req.IncludeUsage, req: req}
 		if req.Stream {
-			s.stream(w, r, o, tr)
-			return nil
+			return s.stream(w, r, o, tr)
 		}
 		return s.complete(w, r, o, tr)
 	})
@@ -117,13 +116,13 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, o output, tr *
 // With stream_options.include_usage, every chunk carries "usage":null and one
 // last chunk with "choices":[] carries the usage object, or null when the
 // upstream reported no counts (the official SDKs accept a null usage).
-func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *turnReader) {
+func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *turnReader) error {
 	var header func(http.Header) // the usage header goes only with the usage chunk
 	if o.includeUsage {
 		header = s.markStreamUsage
 	}
 	sw := sse.New(w, header)
-	s.driveStream(w, r, tr, &chatStream{s: s, o: o,
+	return s.driveStream(r, tr, &chatStream{s: s, o: o,
 		cs: chatsse.New(sw, chatsse.Meta{ID: o.id, Created: o.created, Model: o.model, IncludeUsage: o.includeUsage})})
 }
 

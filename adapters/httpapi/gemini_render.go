@@ -177,8 +177,7 @@ func (s *server) handleGeminiAction(w http.ResponseWriter, r *http.Request) erro
 	}, func(w http.ResponseWriter, r *http.Request, gr *gemRequest, tr *turnReader) error {
 		meta := gemsse.Meta{ResponseID: randText(), Model: model}
 		if stream {
-			s.streamGemini(w, r, gr, meta, tr)
-			return nil
+			return s.streamGemini(w, r, gr, meta, tr)
 		}
 		return s.completeGemini(w, r, gr, meta, tr)
 	})
@@ -327,9 +326,9 @@ func (s *server) completeGemini(w http.ResponseWriter, r *http.Request, gr *gemR
 // streamGemini renders a turn as the alt=sse stream (driveStream): text as
 // it arrives, the function calls and finishReason only after the proven
 // end, a failure after the headers one error event.
-func (s *server) streamGemini(w http.ResponseWriter, r *http.Request, gr *gemRequest, meta gemsse.Meta, tr *turnReader) {
+func (s *server) streamGemini(w http.ResponseWriter, r *http.Request, gr *gemRequest, meta gemsse.Meta, tr *turnReader) error {
 	g := &gemTurnStream{s: s, req: gr, gs: gemsse.New(sse.New(w, s.markStreamUsage), meta), sc: newStopScanner(gr.stops)}
-	s.driveStream(w, r, tr, g)
+	return s.driveStream(r, tr, g)
 }
 
 // gemTurnStream is a turn rendered through the Gemini emitter, its text cut at

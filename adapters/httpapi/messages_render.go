@@ -34,8 +34,7 @@ func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) error {
 	}, func(w http.ResponseWriter, r *http.Request, mr *msgRequest, tr *turnReader) error {
 		o := msgOutput{req: mr, id: "msg_" + randText()}
 		if mr.chat.Stream {
-			s.streamMessage(w, r, o, tr)
-			return nil
+			return s.streamMessage(w, r, o, tr)
 		}
 		return s.completeMessage(w, r, o, tr)
 	})

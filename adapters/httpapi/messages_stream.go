@@ -82,7 +82,7 @@ const defaultPingInterval = 10 * time.Second
 // message_delta and message_stop come only after the proven end, a failure
 // after the headers is one event: error. While the upstream is silent, ping
 // events keep the connection alive.
-func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutput, tr *turnReader) {
+func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutput, tr *turnReader) error {
 	m := &msgStream{s: s, o: o, ms: msgsse.New(sse.New(w, s.markStreamUsage)), sc: newStopScanner(o.req.stops)}
 	// The turn is read on this goroutine; pings come from a timer's (the
 	// emitter serializes them), and after the handler's end (Close) the
@@ -106,7 +106,7 @@ func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutp
 		m.ms.Close()
 		ping.Stop()
 	}()
-	s.driveStream(w, r, tr, m)
+	return s.driveStream(r, tr, m)
 }
 
 // msgStream is a turn rendered through the Messages emitter, its text cut

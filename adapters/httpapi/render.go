@@ -177,14 +177,15 @@ type streamed interface {
 }
 
 // driveStream renders a turn through g. The headers wait for the first
-// delta, so a failure before any output is a plain error with its status;
-// after them a failure, the turn's or an emitter's refusal of an
+// delta, so a failure before any output is returned, nothing written, and
+// the route's adapter answers it with its status, in the API's shape; after
+// them a failure, the turn's or an emitter's refusal of an
 // ungrammatical event (an internal error), is the grammar's failure event
 // and the end, and a failed write (the client gone) ends the stream there.
 // What the emitter holds is written when the turn is about to wait
 // (turnReader.wait), so what arrived in one upstream read goes in one
 // write.
-func (s *server) driveStream(w http.ResponseWriter, r *http.Request, tr *turnReader, g streamed) {
+func (s *server) driveStream(r *http.Request, tr *turnReader, g streamed) error {
 	ctx := r.Context()
 	tr.wait = func() { _ = g.flush() }
 	var err error
@@ -199,18 +200,18 @@ func (s *server) driveStream(w http.ResponseWriter, r *http.Request, tr *turnRea
 	}
 	if err == io.EOF {
 		if err = g.finish(ctx, tr); err == nil {
-			return
+			return nil
 		}
 	}
 	switch {
 	case errors.Is(err, sse.ErrWrite):
 	case !g.opened():
-		s.writeError(w, r, err)
-		return
+		return err // nothing was written: the route's adapter answers it
 	default:
 		if err = g.fail(ctx, err); err == nil {
-			return
+			return nil
 		}
 	}
 	infoFrom(ctx).code = errs.ClientCancelled
+	return nil
 }

@@ -34,8 +34,7 @@ func (s *server) handleResponses(w http.ResponseWriter, r *http.Request) error {
 	}, func(w http.ResponseWriter, r *http.Request, rr *respRequest, tr *turnReader) error {
 		o := respOutput{req: rr, id: "resp_" + randText(), created: s.now().Unix()}
 		if rr.chat.Stream {
-			s.streamResponse(w, r, o, tr)
-			return nil
+			return s.streamResponse(w, r, o, tr)
 		}
 		return s.completeResponse(w, r, o, tr)
 	})
@@ -207,8 +206,8 @@ func (s *server) completeResponse(w http.ResponseWriter, r *http.Request, o resp
 // streamResponse renders a turn as the Responses event stream (driveStream):
 // response.completed comes only after the proven end, a failure after the
 // headers is response.failed.
-func (s *server) streamResponse(w http.ResponseWriter, r *http.Request, o respOutput, tr *turnReader) {
-	s.driveStream(w, r, tr, &respStream{s: s, o: o, rs: respsse.New(sse.New(w, s.markStreamUsage))})
+func (s *server) streamResponse(w http.ResponseWriter, r *http.Request, o respOutput, tr *turnReader) error {
+	return s.driveStream(r, tr, &respStream{s: s, o: o, rs: respsse.New(sse.New(w, s.markStreamUsage))})
 }
 
 // respStream is a turn rendered through the Responses emitter.
