@@ -14,9 +14,6 @@
 package responses
 
 import (
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 )
 
@@ -117,24 +114,8 @@ type Tools = wirejson.List[ToolEntry]
 
 // ToolEntry is one entry of tools (or of a namespace's tools): the bytes it
 // was sent as (echoed in the response object) and, when it is an object, the
-// tool they define.
-type ToolEntry struct {
-	Raw Raw
-	V   Tool // when Raw.Kind() is '{'
-}
-
-// IsObject says whether the entry was sent as an object.
-func (e ToolEntry) IsObject() bool { return e.Raw.Kind() == '{' }
-
-func (e *ToolEntry) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	if err := e.Raw.UnmarshalJSONFrom(d); err != nil {
-		return err
-	}
-	if e.IsObject() {
-		return json.Unmarshal(e.Raw, &e.V)
-	}
-	return nil
-}
+// tool they define. (A defined type, not an alias: Tool holds ToolEntry.)
+type ToolEntry struct{ wirejson.Echoed[Tool] }
 
 // Tool is one tool. Which members a type uses: function (name, description,
 // parameters, strict), custom (name, description, format), namespace (name,
@@ -158,23 +139,7 @@ type CustomFormat struct {
 
 // ToolChoice is tool_choice: a mode string or an object, kept as sent (the
 // response object echoes it).
-type ToolChoice struct {
-	Raw Raw
-	V   ToolChoiceObject // when Raw.Kind() is '{'
-}
-
-// Kind is the JSON kind of the member.
-func (tc ToolChoice) Kind() Kind { return tc.Raw.Kind() }
-
-func (tc *ToolChoice) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	if err := tc.Raw.UnmarshalJSONFrom(d); err != nil {
-		return err
-	}
-	if tc.Kind() == '{' {
-		return json.Unmarshal(tc.Raw, &tc.V)
-	}
-	return nil
-}
+type ToolChoice = wirejson.Echoed[ToolChoiceObject]
 
 // ToolChoiceObject is an object tool_choice ({"type":"function","name":…}).
 type ToolChoiceObject struct {

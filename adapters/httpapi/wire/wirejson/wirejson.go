@@ -188,6 +188,9 @@ type Echoed[T any] struct {
 	V T // when Kind is '{'
 }
 
+// IsObject says whether the member was sent as an object.
+func (e Echoed[T]) IsObject() bool { return e.Kind() == '{' }
+
 func (e *Echoed[T]) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 	var zero T
 	e.V = zero
