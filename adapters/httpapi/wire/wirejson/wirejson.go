@@ -24,6 +24,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -156,7 +157,9 @@ func (v Value) IsTrue() bool { return v.Kind() == 't' }
 func (v Value) Items() []Value {
 	var items []Value
 	if v.Kind() == '[' {
-		_ = readItems(jsontext.NewDecoder(bytes.NewReader(v.Raw), jsontext.AllowDuplicateNames(true)), &items)
+		p := partDecoder(v.Raw)
+		_ = readItems(&p.Decoder, &items)
+		p.put()
 	}
 	return items
 }
@@ -166,7 +169,9 @@ func (v Value) Len() int {
 	if v.Kind() != '{' {
 		return 0
 	}
-	d := jsontext.NewDecoder(bytes.NewReader(v.Raw), jsontext.AllowDuplicateNames(true))
+	p := partDecoder(v.Raw)
+	defer p.put()
+	d := &p.Decoder
 	n := 0
 	if _, err := d.ReadToken(); err != nil { // {
 		return 0
@@ -238,7 +243,7 @@ func (o *Object[T]) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 	if o.Kind = d.PeekKind(); o.Kind != '{' {
 		return d.SkipValue()
 	}
-	return json.UnmarshalDecode(d, &o.V)
+	return decodeInto(d, &o.V)
 }
 
 // Array is a member that should be an array of T.
@@ -263,14 +268,28 @@ func readItems[T any](d *jsontext.Decoder, items *[]T) error {
 		return err
 	}
 	for d.PeekKind() != ']' {
-		var it T
-		if err := json.UnmarshalDecode(d, &it); err != nil {
+		// Read in place: a new T passed to the reader by address would be
+		// one more allocation per element.
+		*items = append(*items, *new(T))
+		if err := decodeInto(d, &(*items)[len(*items)-1]); err != nil {
+			*items = (*items)[:len(*items)-1]
 			return err
 		}
-		*items = append(*items, it)
 	}
 	_, err := d.ReadToken() // ]
 	return err
+}
+
+// decodeInto reads the next value of d into v: by v's own
+// UnmarshalJSONFrom when it has one (every member type here), called
+// directly, as json would call it but without its lookup of the method and
+// checks around the call, which cost more than most members' reading; by
+// json otherwise.
+func decodeInto[T any](d *jsontext.Decoder, v *T) error {
+	if u, ok := any(v).(json.UnmarshalerFrom); ok {
+		return u.UnmarshalJSONFrom(d)
+	}
+	return json.UnmarshalDecode(d, v)
 }
 
 // TextOr is a member that is a string or an array of T (a message's content:
@@ -320,7 +339,9 @@ func (l *List[T]) UnmarshalJSONFrom(d *jsontext.Decoder) error { return l.Raw.Un
 func (l List[T]) Entries() []T {
 	var items []T
 	if l.Kind() == '[' {
-		_ = readItems(jsontext.NewDecoder(bytes.NewReader(l.Raw), jsontext.AllowDuplicateNames(true)), &items)
+		p := partDecoder(l.Raw)
+		_ = readItems(&p.Decoder, &items)
+		p.put()
 	}
 	return items
 }
@@ -350,6 +371,34 @@ func DecodeAs[T any](body []byte) (T, error) {
 // other reader did: the last one wins.
 func DecodePart(raw []byte, v any) error {
 	return json.Unmarshal(raw, v, jsontext.AllowDuplicateNames(true))
+}
+
+// partDecoders holds decoders for parts of a body already read (Items, Len,
+// Entries), so that reading one does not build a decoder and copy the part
+// into its buffer: a decoder over a bytes.Buffer reads the part in place.
+var partDecoders = sync.Pool{New: func() any { return new(pooledDecoder) }}
+
+type pooledDecoder struct {
+	jsontext.Decoder
+	buf bytes.Buffer
+}
+
+// lenient is DecodePart's option: a part's repeated names were refused, or
+// read as the last one wins, by the reader that accepted it.
+var lenient = jsontext.AllowDuplicateNames(true)
+
+func partDecoder(raw []byte) *pooledDecoder {
+	p := partDecoders.Get().(*pooledDecoder)
+	p.buf = *bytes.NewBuffer(raw)
+	p.Reset(&p.buf, lenient)
+	return p
+}
+
+// put returns p to the pool, no longer holding its part.
+func (p *pooledDecoder) put() {
+	p.buf = bytes.Buffer{}
+	p.Reset(&p.buf)
+	partDecoders.Put(p)
 }
 
 // ErrNotObject is Decode's error for a body that is not a JSON object.
