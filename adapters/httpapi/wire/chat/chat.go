@@ -29,6 +29,34 @@ type Request struct {
 	Fields            map[string]wirejson.Value                `json:",unknown"`
 }
 
+// The types read most (a request, its messages, their tool calls, the
+// tools) read themselves member by member (wirejson.Members): the switch
+// names the members their tags name, and the tests check the two agree.
+
+func (r *Request) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, r, func(name []byte) error {
+		switch string(name) {
+		case "model":
+			return r.Model.UnmarshalJSONFrom(d)
+		case "messages":
+			return r.Messages.UnmarshalJSONFrom(d)
+		case "stream":
+			return r.Stream.UnmarshalJSONFrom(d)
+		case "stream_options":
+			return r.StreamOptions.UnmarshalJSONFrom(d)
+		case "parallel_tool_calls":
+			return r.ParallelToolCalls.UnmarshalJSONFrom(d)
+		case "tools":
+			return r.Tools.UnmarshalJSONFrom(d)
+		case "tool_choice":
+			return r.ToolChoice.UnmarshalJSONFrom(d)
+		case "response_format":
+			return r.ResponseFormat.UnmarshalJSONFrom(d)
+		}
+		return wirejson.ReadUnknown(d, &r.Fields, name)
+	})
+}
+
 // StreamOptions is stream_options.
 type StreamOptions struct {
 	IncludeUsage wirejson.Bool `json:"include_usage"`
@@ -47,6 +75,32 @@ type Message struct {
 	Annotations  Shape                                     `json:"annotations"`
 	Audio        Shape                                     `json:"audio"`
 	FunctionCall Shape                                     `json:"function_call"`
+}
+
+func (m *Message) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, m, func(name []byte) error {
+		switch string(name) {
+		case "role":
+			return m.Role.UnmarshalJSONFrom(d)
+		case "content":
+			return m.Content.UnmarshalJSONFrom(d)
+		case "name":
+			return m.Name.UnmarshalJSONFrom(d)
+		case "tool_calls":
+			return m.ToolCalls.UnmarshalJSONFrom(d)
+		case "tool_call_id":
+			return m.ToolCallID.UnmarshalJSONFrom(d)
+		case "refusal":
+			return m.Refusal.UnmarshalJSONFrom(d)
+		case "annotations":
+			return m.Annotations.UnmarshalJSONFrom(d)
+		case "audio":
+			return m.Audio.UnmarshalJSONFrom(d)
+		case "function_call":
+			return m.FunctionCall.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
 }
 
 // Content is a message's content: a string, or an array of content parts.
@@ -78,10 +132,36 @@ type ToolCall struct {
 	Function wirejson.Object[FunctionCall] `json:"function"`
 }
 
+func (c *ToolCall) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, c, func(name []byte) error {
+		switch string(name) {
+		case "id":
+			return c.ID.UnmarshalJSONFrom(d)
+		case "type":
+			return c.Type.UnmarshalJSONFrom(d)
+		case "function":
+			return c.Function.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
+}
+
 // FunctionCall is a tool call's function.
 type FunctionCall struct {
 	Name      wirejson.String `json:"name"`
 	Arguments wirejson.String `json:"arguments"`
+}
+
+func (f *FunctionCall) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, f, func(name []byte) error {
+		switch string(name) {
+		case "name":
+			return f.Name.UnmarshalJSONFrom(d)
+		case "arguments":
+			return f.Arguments.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
 }
 
 // Tools is the tools member, read into entries only when asked.
@@ -93,12 +173,40 @@ type Tool struct {
 	Function wirejson.Object[FunctionDef] `json:"function"`
 }
 
+func (t *Tool) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, t, func(name []byte) error {
+		switch string(name) {
+		case "type":
+			return t.Type.UnmarshalJSONFrom(d)
+		case "function":
+			return t.Function.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
+}
+
 // FunctionDef is a function tool's definition.
 type FunctionDef struct {
 	Name        wirejson.String `json:"name"`
 	Description wirejson.String `json:"description"`
 	Parameters  wirejson.Raw    `json:"parameters"`
 	Strict      wirejson.Bool   `json:"strict"`
+}
+
+func (f *FunctionDef) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, f, func(name []byte) error {
+		switch string(name) {
+		case "name":
+			return f.Name.UnmarshalJSONFrom(d)
+		case "description":
+			return f.Description.UnmarshalJSONFrom(d)
+		case "parameters":
+			return f.Parameters.UnmarshalJSONFrom(d)
+		case "strict":
+			return f.Strict.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
 }
 
 // ToolChoice is tool_choice: a mode ("auto", "none", "required") or an

@@ -25,6 +25,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"unsafe"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -48,14 +49,29 @@ type String struct {
 // IsString says whether the member was sent as a string.
 func (s String) IsString() bool { return s.Kind == '"' }
 
+// The leaf members read their value whole (ReadValue) and take its kind
+// from its first byte: the decoder checks it as it would a token, with less
+// work than peeking at its kind first and reading it as a token.
+
 func (s *String) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	if s.Kind = d.PeekKind(); s.Kind != '"' {
-		s.V = ""
-		return d.SkipValue()
+	v, err := d.ReadValue()
+	s.Kind, s.V = Raw(v).Kind(), ""
+	if s.Kind == '"' {
+		s.V = unquote(v)
 	}
-	tok, err := d.ReadToken()
-	s.V = tok.String()
 	return err
+}
+
+// unquote is the text of v, a string the decoder has read, so valid.
+func unquote(v []byte) string {
+	if t := v[1 : len(v)-1]; bytes.IndexByte(t, '\\') < 0 {
+		return string(t)
+	}
+	t, _ := jsontext.AppendUnquote(make([]byte, 0, len(v)), v)
+	if len(t) == 0 {
+		return ""
+	}
+	return unsafe.String(&t[0], len(t)) // t is not kept elsewhere: one copy, as strings.Builder makes
 }
 
 // Bool is a member that should be a boolean.
@@ -68,9 +84,10 @@ type Bool struct {
 func (b Bool) IsBool() bool { return b.Kind == 't' || b.Kind == 'f' }
 
 func (b *Bool) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	b.Kind = d.PeekKind()
+	v, err := d.ReadValue()
+	b.Kind = Raw(v).Kind()
 	b.V = b.Kind == 't'
-	return d.SkipValue()
+	return err
 }
 
 // Number is a member that should be a number: its text as sent, which the
@@ -81,12 +98,11 @@ type Number struct {
 }
 
 func (n *Number) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	if n.Kind = d.PeekKind(); n.Kind != '0' {
-		n.Text = ""
-		return d.SkipValue()
-	}
 	v, err := d.ReadValue()
-	n.Text = string(v)
+	n.Kind, n.Text = Raw(v).Kind(), ""
+	if n.Kind == '0' {
+		n.Text = string(v)
+	}
 	return err
 }
 
@@ -304,8 +320,10 @@ func (c *TextOr[T]) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 	c.Text, c.Items = "", nil
 	switch c.Kind = d.PeekKind(); c.Kind {
 	case '"':
-		tok, err := d.ReadToken()
-		c.Text = tok.String()
+		v, err := d.ReadValue()
+		if err == nil {
+			c.Text = unquote(v)
+		}
 		return err
 	case '[':
 		return readItems(d, &c.Items)
@@ -318,6 +336,82 @@ func (c *TextOr[T]) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 type TextPart struct {
 	Type String `json:"type"`
 	Text String `json:"text"`
+}
+
+func (p *TextPart) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return Members(d, p, func(name []byte) error {
+		switch string(name) {
+		case "type":
+			return p.Type.UnmarshalJSONFrom(d)
+		case "text":
+			return p.Text.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
+}
+
+// Members reads the object d is at into v, member by member, as json reads
+// an object into a struct: member reads the value of the member called name
+// (the decoder's memory, valid during the call only), or skips it. The
+// types of the wire packages whose members are read most (a request, its
+// messages, their parts) read themselves with it, naming their members in
+// a switch, because json's own reading of a struct (a lookup of each member's
+// field, then of the field's reader, then checks around the call) costs
+// more than most of their members' reading.
+//
+// It keeps every rule of the strict decode, which are the decoder's: a
+// repeated name is its error (unless its options allow it, as DecodePart's
+// do), and so is text that is not valid UTF-8. Null reads as the zero T, and
+// another kind than an object is an error, as they are to json.
+func Members[T any](d *jsontext.Decoder, v *T, member func(name []byte) error) error {
+	switch d.PeekKind() {
+	case '{':
+	case 'n':
+		var zero T
+		*v = zero
+		return d.SkipValue()
+	default:
+		if err := d.SkipValue(); err != nil {
+			return err
+		}
+		return errNotAnObject
+	}
+	if _, err := d.ReadToken(); err != nil { // {
+		return err
+	}
+	for d.PeekKind() != '}' {
+		quoted, err := d.ReadValue() // checked for repeats as ReadToken checks it, without making a string
+		if err != nil {
+			return err
+		}
+		name := quoted[1 : len(quoted)-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			name, _ = jsontext.AppendUnquote(nil, quoted) // the decoder checked it
+		}
+		if err := member(name); err != nil {
+			return err
+		}
+	}
+	_, err := d.ReadToken() // }
+	return err
+}
+
+var errNotAnObject = errors.New("the value is not a JSON object")
+
+// ReadUnknown reads the member called name into fields, as json reads a
+// member a struct does not name into its `json:",unknown"` map: a repeat
+// (where one is allowed) reads into the value read before.
+func ReadUnknown[V any, P interface {
+	*V
+	json.UnmarshalerFrom
+}](d *jsontext.Decoder, fields *map[string]V, name []byte) error {
+	if *fields == nil {
+		*fields = make(map[string]V)
+	}
+	v := (*fields)[string(name)]
+	err := P(&v).UnmarshalJSONFrom(d)
+	(*fields)[string(name)] = v
+	return err
 }
 
 // List is an array member kept as the bytes it was sent as (nil when
