@@ -56,6 +56,18 @@ func (u Unknown) Names() []string {
 	return names
 }
 
+// read reads the member called name into u, as json reads a member into a
+// struct's `json:",unknown"` map of jsontext.Values: a copy of the value as
+// sent (a repeat, where one is allowed, replaces the one read before).
+func (u *Unknown) read(d *jsontext.Decoder, name []byte) error {
+	v, err := d.ReadValue()
+	if *u == nil {
+		*u = make(Unknown)
+	}
+	(*u)[string(name)] = append((*u)[string(name)][:0], v...)
+	return err
+}
+
 // Request is a generateContent request (streamGenerateContent and
 // countTokens take the same body; countTokens may also wrap it in
 // generateContentRequest).
@@ -77,10 +89,54 @@ type Request struct {
 	GenerateContentRequest Raw `json:"generateContentRequest"`
 }
 
+// The types read most (a request, its contents, their parts, the tools,
+// generationConfig) read themselves member by member (wirejson.Members):
+// the switch names the members their tags name, and the tests check the two
+// agree.
+func (r *Request) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, r, func(name []byte) error {
+		switch string(name) {
+		case "contents":
+			return r.Contents.UnmarshalJSONFrom(d)
+		case "systemInstruction":
+			return r.SystemInstruction.UnmarshalJSONFrom(d)
+		case "tools":
+			return r.Tools.UnmarshalJSONFrom(d)
+		case "toolConfig":
+			return r.ToolConfig.UnmarshalJSONFrom(d)
+		case "generationConfig":
+			return r.GenerationConfig.UnmarshalJSONFrom(d)
+		case "safetySettings":
+			return r.SafetySettings.UnmarshalJSONFrom(d)
+		case "cachedContent":
+			return r.CachedContent.UnmarshalJSONFrom(d)
+		case "labels":
+			return r.Labels.UnmarshalJSONFrom(d)
+		case "model":
+			return r.Model.UnmarshalJSONFrom(d)
+		case "generateContentRequest":
+			return r.GenerateContentRequest.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
+}
+
 // Content is one entry of contents, or systemInstruction.
 type Content struct {
 	Role  String              `json:"role"`
 	Parts Array[Object[Part]] `json:"parts"`
+}
+
+func (c *Content) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, c, func(name []byte) error {
+		switch string(name) {
+		case "role":
+			return c.Role.UnmarshalJSONFrom(d)
+		case "parts":
+			return c.Parts.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
 }
 
 // Part is one part of a content. Which members the gateway reads: text,
@@ -95,11 +151,43 @@ type Part struct {
 	Unknown          Unknown                  `json:",unknown"`
 }
 
+func (p *Part) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, p, func(name []byte) error {
+		switch string(name) {
+		case "text":
+			return p.Text.UnmarshalJSONFrom(d)
+		case "thought":
+			return p.Thought.UnmarshalJSONFrom(d)
+		case "thoughtSignature":
+			return p.ThoughtSignature.UnmarshalJSONFrom(d)
+		case "functionCall":
+			return p.FunctionCall.UnmarshalJSONFrom(d)
+		case "functionResponse":
+			return p.FunctionResponse.UnmarshalJSONFrom(d)
+		}
+		return p.Unknown.read(d, name)
+	})
+}
+
 // FunctionCall is a model turn's call of a declared function.
 type FunctionCall struct {
 	ID   String `json:"id"`
 	Name String `json:"name"`
 	Args Raw    `json:"args"`
+}
+
+func (f *FunctionCall) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, f, func(name []byte) error {
+		switch string(name) {
+		case "id":
+			return f.ID.UnmarshalJSONFrom(d)
+		case "name":
+			return f.Name.UnmarshalJSONFrom(d)
+		case "args":
+			return f.Args.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
 }
 
 // FunctionResponse is a user turn's result of a function call.
@@ -110,11 +198,37 @@ type FunctionResponse struct {
 	Parts    Raw    `json:"parts"`
 }
 
+func (f *FunctionResponse) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, f, func(name []byte) error {
+		switch string(name) {
+		case "id":
+			return f.ID.UnmarshalJSONFrom(d)
+		case "name":
+			return f.Name.UnmarshalJSONFrom(d)
+		case "response":
+			return f.Response.UnmarshalJSONFrom(d)
+		case "parts":
+			return f.Parts.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
+}
+
 // Tool is one entry of tools: function declarations, or a server-side tool
 // (googleSearch, codeExecution, …) kept by name in Unknown.
 type Tool struct {
 	FunctionDeclarations Array[Object[FunctionDeclaration]] `json:"functionDeclarations"`
 	Unknown              Unknown                            `json:",unknown"`
+}
+
+func (t *Tool) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, t, func(name []byte) error {
+		switch string(name) {
+		case "functionDeclarations":
+			return t.FunctionDeclarations.UnmarshalJSONFrom(d)
+		}
+		return t.Unknown.read(d, name)
+	})
 }
 
 // FunctionDeclaration declares one function: its schema in the API's OpenAPI
@@ -127,6 +241,28 @@ type FunctionDeclaration struct {
 	Behavior             Raw    `json:"behavior"`
 	Response             Raw    `json:"response"`
 	ResponseJSONSchema   Raw    `json:"responseJsonSchema"`
+}
+
+func (f *FunctionDeclaration) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, f, func(name []byte) error {
+		switch string(name) {
+		case "name":
+			return f.Name.UnmarshalJSONFrom(d)
+		case "description":
+			return f.Description.UnmarshalJSONFrom(d)
+		case "parameters":
+			return f.Parameters.UnmarshalJSONFrom(d)
+		case "parametersJsonSchema":
+			return f.ParametersJSONSchema.UnmarshalJSONFrom(d)
+		case "behavior":
+			return f.Behavior.UnmarshalJSONFrom(d)
+		case "response":
+			return f.Response.UnmarshalJSONFrom(d)
+		case "responseJsonSchema":
+			return f.ResponseJSONSchema.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
 }
 
 // Tools is the tools member as the bytes it was sent as (nil when absent):
@@ -168,6 +304,52 @@ type GenConfig struct {
 	FrequencyPenalty Value `json:"frequencyPenalty"`
 	Seed             Value `json:"seed"`
 	MediaResolution  Value `json:"mediaResolution"`
+}
+
+func (g *GenConfig) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, g, func(name []byte) error {
+		switch string(name) {
+		case "responseMimeType":
+			return g.ResponseMimeType.UnmarshalJSONFrom(d)
+		case "responseSchema":
+			return g.ResponseSchema.UnmarshalJSONFrom(d)
+		case "responseJsonSchema":
+			return g.ResponseJSONSchema.UnmarshalJSONFrom(d)
+		case "thinkingConfig":
+			return g.ThinkingConfig.UnmarshalJSONFrom(d)
+		case "stopSequences":
+			return g.StopSequences.UnmarshalJSONFrom(d)
+		case "candidateCount":
+			return g.CandidateCount.UnmarshalJSONFrom(d)
+		case "responseModalities":
+			return g.ResponseModalities.UnmarshalJSONFrom(d)
+		case "responseLogprobs":
+			return g.ResponseLogprobs.UnmarshalJSONFrom(d)
+		case "logprobs":
+			return g.Logprobs.UnmarshalJSONFrom(d)
+		case "speechConfig":
+			return g.SpeechConfig.UnmarshalJSONFrom(d)
+		case "imageConfig":
+			return g.ImageConfig.UnmarshalJSONFrom(d)
+		case "temperature":
+			return g.Temperature.UnmarshalJSONFrom(d)
+		case "topP":
+			return g.TopP.UnmarshalJSONFrom(d)
+		case "topK":
+			return g.TopK.UnmarshalJSONFrom(d)
+		case "maxOutputTokens":
+			return g.MaxOutputTokens.UnmarshalJSONFrom(d)
+		case "presencePenalty":
+			return g.PresencePenalty.UnmarshalJSONFrom(d)
+		case "frequencyPenalty":
+			return g.FrequencyPenalty.UnmarshalJSONFrom(d)
+		case "seed":
+			return g.Seed.UnmarshalJSONFrom(d)
+		case "mediaResolution":
+			return g.MediaResolution.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
 }
 
 // ThinkingConfig is generationConfig.thinkingConfig.

@@ -10,6 +10,7 @@ package messages
 
 import (
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 )
@@ -32,10 +33,46 @@ type Block struct {
 	IsError   wirejson.Bool   `json:"is_error"`
 }
 
+func (b *Block) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, b, func(name []byte) error {
+		switch string(name) {
+		case "type":
+			return b.Type.UnmarshalJSONFrom(d)
+		case "text":
+			return b.Text.UnmarshalJSONFrom(d)
+		case "id":
+			return b.ID.UnmarshalJSONFrom(d)
+		case "name":
+			return b.Name.UnmarshalJSONFrom(d)
+		case "input":
+			return b.Input.UnmarshalJSONFrom(d)
+		case "tool_use_id":
+			return b.ToolUseID.UnmarshalJSONFrom(d)
+		case "content":
+			return b.Content.UnmarshalJSONFrom(d)
+		case "is_error":
+			return b.IsError.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
+}
+
 // Message is one entry of messages.
 type Message struct {
 	Role    wirejson.String `json:"role"`
 	Content Content         `json:"content"`
+}
+
+func (m *Message) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, m, func(name []byte) error {
+		switch string(name) {
+		case "role":
+			return m.Role.UnmarshalJSONFrom(d)
+		case "content":
+			return m.Content.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
 }
 
 // Tool is one entry of tools: a custom tool, or a server tool by its type.
@@ -45,6 +82,24 @@ type Tool struct {
 	Description wirejson.String `json:"description"`
 	InputSchema wirejson.Raw    `json:"input_schema"`
 	Strict      wirejson.Bool   `json:"strict"`
+}
+
+func (t *Tool) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, t, func(name []byte) error {
+		switch string(name) {
+		case "type":
+			return t.Type.UnmarshalJSONFrom(d)
+		case "name":
+			return t.Name.UnmarshalJSONFrom(d)
+		case "description":
+			return t.Description.UnmarshalJSONFrom(d)
+		case "input_schema":
+			return t.InputSchema.UnmarshalJSONFrom(d)
+		case "strict":
+			return t.Strict.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
 }
 
 // Tools is the tools member, read into entries only when asked.
@@ -100,6 +155,59 @@ type Request struct {
 	Speed             wirejson.Value `json:"speed"`
 	InferenceGeo      wirejson.Value `json:"inference_geo"`
 	Container         wirejson.Value `json:"container"`
+}
+
+// The types read most (a request, its messages, their blocks, the tools)
+// read themselves member by member (wirejson.Members): the switch names the
+// members their tags name, and the tests check the two agree.
+func (r *Request) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, r, func(name []byte) error {
+		switch string(name) {
+		case "model":
+			return r.Model.UnmarshalJSONFrom(d)
+		case "max_tokens":
+			return r.MaxTokens.UnmarshalJSONFrom(d)
+		case "stream":
+			return r.Stream.UnmarshalJSONFrom(d)
+		case "system":
+			return r.System.UnmarshalJSONFrom(d)
+		case "messages":
+			return r.Messages.UnmarshalJSONFrom(d)
+		case "tools":
+			return r.Tools.UnmarshalJSONFrom(d)
+		case "tool_choice":
+			return r.ToolChoice.UnmarshalJSONFrom(d)
+		case "stop_sequences":
+			return r.StopSequences.UnmarshalJSONFrom(d)
+		case "thinking":
+			return r.Thinking.UnmarshalJSONFrom(d)
+		case "output_config":
+			return r.OutputConfig.UnmarshalJSONFrom(d)
+		case "mcp_servers":
+			return r.MCPServers.UnmarshalJSONFrom(d)
+		case "temperature":
+			return r.Temperature.UnmarshalJSONFrom(d)
+		case "top_p":
+			return r.TopP.UnmarshalJSONFrom(d)
+		case "top_k":
+			return r.TopK.UnmarshalJSONFrom(d)
+		case "metadata":
+			return r.Metadata.UnmarshalJSONFrom(d)
+		case "service_tier":
+			return r.ServiceTier.UnmarshalJSONFrom(d)
+		case "context_management":
+			return r.ContextManagement.UnmarshalJSONFrom(d)
+		case "cache_control":
+			return r.CacheControl.UnmarshalJSONFrom(d)
+		case "speed":
+			return r.Speed.UnmarshalJSONFrom(d)
+		case "inference_geo":
+			return r.InferenceGeo.UnmarshalJSONFrom(d)
+		case "container":
+			return r.Container.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
 }
 
 // Decode reads body, which must be one JSON object, into a Request

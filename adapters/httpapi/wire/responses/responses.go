@@ -14,6 +14,8 @@
 package responses
 
 import (
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 )
 
@@ -55,6 +57,35 @@ type Request struct {
 	// user) or refuses unless default (previous_response_id, background, …),
 	// and members no one reads.
 	Fields map[string]wirejson.Value `json:",unknown"`
+}
+
+// The types read most (a request, its input items, the tools) read
+// themselves member by member (wirejson.Members): the switch names the
+// members their tags name, and the tests check the two agree.
+func (r *Request) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, r, func(name []byte) error {
+		switch string(name) {
+		case "model":
+			return r.Model.UnmarshalJSONFrom(d)
+		case "stream":
+			return r.Stream.UnmarshalJSONFrom(d)
+		case "parallel_tool_calls":
+			return r.ParallelToolCalls.UnmarshalJSONFrom(d)
+		case "instructions":
+			return r.Instructions.UnmarshalJSONFrom(d)
+		case "input":
+			return r.Input.UnmarshalJSONFrom(d)
+		case "tools":
+			return r.Tools.UnmarshalJSONFrom(d)
+		case "tool_choice":
+			return r.ToolChoice.UnmarshalJSONFrom(d)
+		case "reasoning":
+			return r.Reasoning.UnmarshalJSONFrom(d)
+		case "text":
+			return r.Text.UnmarshalJSONFrom(d)
+		}
+		return wirejson.ReadUnknown(d, &r.Fields, name)
+	})
 }
 
 // Reasoning is reasoning.
@@ -100,6 +131,32 @@ type Item struct {
 	Output Parts `json:"output"`
 }
 
+func (it *Item) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, it, func(name []byte) error {
+		switch string(name) {
+		case "type":
+			return it.Type.UnmarshalJSONFrom(d)
+		case "role":
+			return it.Role.UnmarshalJSONFrom(d)
+		case "content":
+			return it.Content.UnmarshalJSONFrom(d)
+		case "call_id":
+			return it.CallID.UnmarshalJSONFrom(d)
+		case "name":
+			return it.Name.UnmarshalJSONFrom(d)
+		case "namespace":
+			return it.Namespace.UnmarshalJSONFrom(d)
+		case "arguments":
+			return it.Arguments.UnmarshalJSONFrom(d)
+		case "input":
+			return it.Input.UnmarshalJSONFrom(d)
+		case "output":
+			return it.Output.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
+}
+
 // Parts is a string or an array of content parts (a message's content, a
 // tool output).
 type Parts = wirejson.TextOr[Object[Part]]
@@ -128,6 +185,28 @@ type Tool struct {
 	Strict      Bool                 `json:"strict"`
 	Format      Object[CustomFormat] `json:"format"`
 	Tools       Array[ToolEntry]     `json:"tools"`
+}
+
+func (t *Tool) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, t, func(name []byte) error {
+		switch string(name) {
+		case "type":
+			return t.Type.UnmarshalJSONFrom(d)
+		case "name":
+			return t.Name.UnmarshalJSONFrom(d)
+		case "description":
+			return t.Description.UnmarshalJSONFrom(d)
+		case "parameters":
+			return t.Parameters.UnmarshalJSONFrom(d)
+		case "strict":
+			return t.Strict.UnmarshalJSONFrom(d)
+		case "format":
+			return t.Format.UnmarshalJSONFrom(d)
+		case "tools":
+			return t.Tools.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
 }
 
 // CustomFormat is a custom tool's format.
