@@ -29,9 +29,9 @@ type Request struct {
 	Fields            map[string]wirejson.Value                `json:",unknown"`
 }
 
-// The types read most (a request, its messages, their tool calls, the
-// tools) read themselves member by member (wirejson.Members): the switch
-// names the members their tags name, and the tests check the two agree.
+// Every struct type here reads itself member by member (wirejson.Members),
+// not by json's reading of its tags: the switch names the members the tags
+// name, and wirejson's tests check that the two read every body alike.
 
 func (r *Request) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 	return wirejson.Members(d, r, func(name []byte) error {
@@ -60,6 +60,16 @@ func (r *Request) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 // StreamOptions is stream_options.
 type StreamOptions struct {
 	IncludeUsage wirejson.Bool `json:"include_usage"`
+}
+
+func (o *StreamOptions) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, o, func(name []byte) error {
+		switch string(name) {
+		case "include_usage":
+			return o.IncludeUsage.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
 }
 
 // Message is one entry of messages. Which members a role uses: content and
@@ -223,9 +233,31 @@ type ToolChoiceFunction struct {
 	Function wirejson.Object[Named] `json:"function"`
 }
 
+func (f *ToolChoiceFunction) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, f, func(name []byte) error {
+		switch string(name) {
+		case "type":
+			return f.Type.UnmarshalJSONFrom(d)
+		case "function":
+			return f.Function.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
+}
+
 // Named is an object read for its name.
 type Named struct {
 	Name wirejson.String `json:"name"`
+}
+
+func (n *Named) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, n, func(name []byte) error {
+		switch string(name) {
+		case "name":
+			return n.Name.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
 }
 
 func (c *ToolChoice) UnmarshalJSONFrom(d *jsontext.Decoder) error {
@@ -260,6 +292,18 @@ type ResponseFormat struct {
 	JSONSchema wirejson.Object[JSONSchema] `json:"json_schema"`
 }
 
+func (f *ResponseFormat) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, f, func(name []byte) error {
+		switch string(name) {
+		case "type":
+			return f.Type.UnmarshalJSONFrom(d)
+		case "json_schema":
+			return f.JSONSchema.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
+}
+
 // JSONSchema is a json_schema output format: response_format.json_schema
 // here, the format object itself in the Responses API's text.format.
 type JSONSchema struct {
@@ -267,6 +311,22 @@ type JSONSchema struct {
 	Description wirejson.String `json:"description"`
 	Schema      wirejson.Raw    `json:"schema"`
 	Strict      wirejson.Bool   `json:"strict"`
+}
+
+func (s *JSONSchema) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, s, func(name []byte) error {
+		switch string(name) {
+		case "name":
+			return s.Name.UnmarshalJSONFrom(d)
+		case "description":
+			return s.Description.UnmarshalJSONFrom(d)
+		case "schema":
+			return s.Schema.UnmarshalJSONFrom(d)
+		case "strict":
+			return s.Strict.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
 }
 
 // Decode reads body, which must be one JSON object, into a Request

@@ -89,10 +89,10 @@ type Request struct {
 	GenerateContentRequest Raw `json:"generateContentRequest"`
 }
 
-// The types read most (a request, its contents, their parts, the tools,
-// generationConfig) read themselves member by member (wirejson.Members):
-// the switch names the members their tags name, and the tests check the two
-// agree.
+// Every struct type here reads itself member by member (wirejson.Members),
+// not by json's reading of its tags: the switch names the members the tags
+// name, and wirejson's tests check that the two read every body alike.
+
 func (r *Request) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 	return wirejson.Members(d, r, func(name []byte) error {
 		switch string(name) {
@@ -275,10 +275,34 @@ type ToolConfig struct {
 	RetrievalConfig       Value                         `json:"retrievalConfig"`
 }
 
+func (c *ToolConfig) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, c, func(name []byte) error {
+		switch string(name) {
+		case "functionCallingConfig":
+			return c.FunctionCallingConfig.UnmarshalJSONFrom(d)
+		case "retrievalConfig":
+			return c.RetrievalConfig.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
+}
+
 // FunctionCallingConfig is toolConfig.functionCallingConfig.
 type FunctionCallingConfig struct {
 	Mode                 String        `json:"mode"`
 	AllowedFunctionNames Array[String] `json:"allowedFunctionNames"`
+}
+
+func (c *FunctionCallingConfig) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, c, func(name []byte) error {
+		switch string(name) {
+		case "mode":
+			return c.Mode.UnmarshalJSONFrom(d)
+		case "allowedFunctionNames":
+			return c.AllowedFunctionNames.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
 }
 
 // GenConfig is generationConfig.
@@ -357,6 +381,20 @@ type ThinkingConfig struct {
 	ThinkingBudget  Number `json:"thinkingBudget"`
 	ThinkingLevel   String `json:"thinkingLevel"`
 	IncludeThoughts Bool   `json:"includeThoughts"`
+}
+
+func (c *ThinkingConfig) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, c, func(name []byte) error {
+		switch string(name) {
+		case "thinkingBudget":
+			return c.ThinkingBudget.UnmarshalJSONFrom(d)
+		case "thinkingLevel":
+			return c.ThinkingLevel.UnmarshalJSONFrom(d)
+		case "includeThoughts":
+			return c.IncludeThoughts.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
 }
 
 // Decode reads body, which must be one JSON object, into a Request, as

@@ -111,10 +111,34 @@ type ToolChoice struct {
 	DisableParallelToolUse wirejson.Bool   `json:"disable_parallel_tool_use"`
 }
 
+func (c *ToolChoice) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, c, func(name []byte) error {
+		switch string(name) {
+		case "type":
+			return c.Type.UnmarshalJSONFrom(d)
+		case "disable_parallel_tool_use":
+			return c.DisableParallelToolUse.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
+}
+
 // Thinking is thinking.
 type Thinking struct {
 	Type         wirejson.String `json:"type"`
 	BudgetTokens wirejson.Number `json:"budget_tokens"`
+}
+
+func (t *Thinking) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, t, func(name []byte) error {
+		switch string(name) {
+		case "type":
+			return t.Type.UnmarshalJSONFrom(d)
+		case "budget_tokens":
+			return t.BudgetTokens.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
 }
 
 // OutputConfig is output_config.
@@ -123,10 +147,34 @@ type OutputConfig struct {
 	Format wirejson.Object[Format] `json:"format"`
 }
 
+func (o *OutputConfig) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, o, func(name []byte) error {
+		switch string(name) {
+		case "effort":
+			return o.Effort.UnmarshalJSONFrom(d)
+		case "format":
+			return o.Format.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
+}
+
 // Format is output_config.format.
 type Format struct {
 	Type   wirejson.String `json:"type"`
 	Schema wirejson.Raw    `json:"schema"`
+}
+
+func (f *Format) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, f, func(name []byte) error {
+		switch string(name) {
+		case "type":
+			return f.Type.UnmarshalJSONFrom(d)
+		case "schema":
+			return f.Schema.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
 }
 
 // Request is a Messages request (count_tokens: the same without max_tokens).
@@ -157,9 +205,10 @@ type Request struct {
 	Container         wirejson.Value `json:"container"`
 }
 
-// The types read most (a request, its messages, their blocks, the tools)
-// read themselves member by member (wirejson.Members): the switch names the
-// members their tags name, and the tests check the two agree.
+// Every struct type here reads itself member by member (wirejson.Members),
+// not by json's reading of its tags: the switch names the members the tags
+// name, and wirejson's tests check that the two read every body alike.
+
 func (r *Request) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 	return wirejson.Members(d, r, func(name []byte) error {
 		switch string(name) {

@@ -59,9 +59,10 @@ type Request struct {
 	Fields map[string]wirejson.Value `json:",unknown"`
 }
 
-// The types read most (a request, its input items, the tools) read
-// themselves member by member (wirejson.Members): the switch names the
-// members their tags name, and the tests check the two agree.
+// Every struct type here reads itself member by member (wirejson.Members),
+// not by json's reading of its tags: the switch names the members the tags
+// name, and wirejson's tests check that the two read every body alike.
+
 func (r *Request) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 	return wirejson.Members(d, r, func(name []byte) error {
 		switch string(name) {
@@ -93,10 +94,32 @@ type Reasoning struct {
 	Effort String `json:"effort"`
 }
 
+func (r *Reasoning) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, r, func(name []byte) error {
+		switch string(name) {
+		case "effort":
+			return r.Effort.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
+}
+
 // Text is text: the verbosity of the answer, and its format.
 type Text struct {
 	Verbosity String             `json:"verbosity"`
 	Format    Object[TextFormat] `json:"format"`
+}
+
+func (t *Text) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, t, func(name []byte) error {
+		switch string(name) {
+		case "verbosity":
+			return t.Verbosity.UnmarshalJSONFrom(d)
+		case "format":
+			return t.Format.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
 }
 
 // TextFormat is text.format: {"type":"text"}, {"type":"json_object"}, or a
@@ -108,6 +131,24 @@ type TextFormat struct {
 	Description String `json:"description"`
 	Schema      Raw    `json:"schema"`
 	Strict      Bool   `json:"strict"`
+}
+
+func (f *TextFormat) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, f, func(name []byte) error {
+		switch string(name) {
+		case "type":
+			return f.Type.UnmarshalJSONFrom(d)
+		case "name":
+			return f.Name.UnmarshalJSONFrom(d)
+		case "description":
+			return f.Description.UnmarshalJSONFrom(d)
+		case "schema":
+			return f.Schema.UnmarshalJSONFrom(d)
+		case "strict":
+			return f.Strict.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
 }
 
 // Input is input: a string (one user message) or an array of items.
@@ -216,6 +257,20 @@ type CustomFormat struct {
 	Definition String `json:"definition"`
 }
 
+func (f *CustomFormat) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, f, func(name []byte) error {
+		switch string(name) {
+		case "type":
+			return f.Type.UnmarshalJSONFrom(d)
+		case "syntax":
+			return f.Syntax.UnmarshalJSONFrom(d)
+		case "definition":
+			return f.Definition.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
+}
+
 // ToolChoice is tool_choice: a mode string or an object, kept as sent (the
 // response object echoes it).
 type ToolChoice = wirejson.Echoed[ToolChoiceObject]
@@ -225,6 +280,20 @@ type ToolChoiceObject struct {
 	Type      String `json:"type"`
 	Name      String `json:"name"`
 	Namespace String `json:"namespace"`
+}
+
+func (o *ToolChoiceObject) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return wirejson.Members(d, o, func(name []byte) error {
+		switch string(name) {
+		case "type":
+			return o.Type.UnmarshalJSONFrom(d)
+		case "name":
+			return o.Name.UnmarshalJSONFrom(d)
+		case "namespace":
+			return o.Namespace.UnmarshalJSONFrom(d)
+		}
+		return d.SkipValue()
+	})
 }
 
 // Decode reads body, which must be one JSON object, into a Request. Its

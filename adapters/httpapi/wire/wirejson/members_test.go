@@ -1,6 +1,9 @@
 package wirejson_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"reflect"
 	"slices"
 	"strings"
@@ -46,6 +49,23 @@ type (
 	plainGeminiTool           gemini.Tool
 	plainGeminiFunctionDecl   gemini.FunctionDeclaration
 	plainGeminiGenerateConfig gemini.GenConfig
+	plainChatStreamOptions    chat.StreamOptions
+	plainChatToolChoiceFunc   chat.ToolChoiceFunction
+	plainChatNamed            chat.Named
+	plainChatResponseFormat   chat.ResponseFormat
+	plainChatJSONSchema       chat.JSONSchema
+	plainResponsesReasoning   responses.Reasoning
+	plainResponsesText        responses.Text
+	plainResponsesTextFormat  responses.TextFormat
+	plainResponsesCustomFmt   responses.CustomFormat
+	plainResponsesToolChoice  responses.ToolChoiceObject
+	plainMessagesToolChoice   messages.ToolChoice
+	plainMessagesThinking     messages.Thinking
+	plainMessagesOutputConfig messages.OutputConfig
+	plainMessagesFormat       messages.Format
+	plainGeminiToolConfig     gemini.ToolConfig
+	plainGeminiCallingConfig  gemini.FunctionCallingConfig
+	plainGeminiThinkingConfig gemini.ThinkingConfig
 )
 
 // walked is one type that reads itself, beside its plain copy.
@@ -108,6 +128,23 @@ var walkedTypes = []walked{
 	walkedPair[gemini.Tool, plainGeminiTool](),
 	walkedPair[gemini.FunctionDeclaration, plainGeminiFunctionDecl](),
 	walkedPair[gemini.GenConfig, plainGeminiGenerateConfig](),
+	walkedPair[chat.StreamOptions, plainChatStreamOptions](),
+	walkedPair[chat.ToolChoiceFunction, plainChatToolChoiceFunc](),
+	walkedPair[chat.Named, plainChatNamed](),
+	walkedPair[chat.ResponseFormat, plainChatResponseFormat](),
+	walkedPair[chat.JSONSchema, plainChatJSONSchema](),
+	walkedPair[responses.Reasoning, plainResponsesReasoning](),
+	walkedPair[responses.Text, plainResponsesText](),
+	walkedPair[responses.TextFormat, plainResponsesTextFormat](),
+	walkedPair[responses.CustomFormat, plainResponsesCustomFmt](),
+	walkedPair[responses.ToolChoiceObject, plainResponsesToolChoice](),
+	walkedPair[messages.ToolChoice, plainMessagesToolChoice](),
+	walkedPair[messages.Thinking, plainMessagesThinking](),
+	walkedPair[messages.OutputConfig, plainMessagesOutputConfig](),
+	walkedPair[messages.Format, plainMessagesFormat](),
+	walkedPair[gemini.ToolConfig, plainGeminiToolConfig](),
+	walkedPair[gemini.FunctionCallingConfig, plainGeminiCallingConfig](),
+	walkedPair[gemini.ThinkingConfig, plainGeminiThinkingConfig](),
 }
 
 // allNames is every walked type's member names, and names none has (a case
@@ -261,4 +298,45 @@ func TestMembersRefuseARepeatAtItsPath(t *testing.T) {
 	var p gemini.Part
 	is.NoErr(wirejson.DecodePart([]byte(`{"inlineData":{"a":1},"inlineData":"x"}`), &p))
 	is.Equal(p.Unknown["inlineData"], jsontext.Value(`"x"`))
+}
+
+// Every struct type of the wire packages that reads itself is compared
+// above: one added later is found here by its source.
+func TestEveryWalkIsCompared(t *testing.T) {
+	is := is.New(t)
+	compared := map[string]bool{}
+	for _, w := range walkedTypes {
+		compared[w.name] = true
+	}
+	for _, file := range []string{"../chat/chat.go", "../responses/responses.go", "../messages/messages.go", "../gemini/gemini.go", "wirejson.go"} {
+		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+		is.NoErr(err)
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Recv == nil || fn.Name.Name != "UnmarshalJSONFrom" || !callsMembers(fn) {
+				continue
+			}
+			recv := fn.Recv.List[0].Type.(*ast.StarExpr).X.(*ast.Ident).Name
+			name := f.Name.Name + "." + recv
+			if !compared[name] {
+				t.Errorf("%s reads itself with wirejson.Members but is not in walkedTypes", name)
+			}
+		}
+	}
+}
+
+// callsMembers says whether fn's body calls Members (wirejson.Members, or
+// Members in wirejson itself).
+func callsMembers(fn *ast.FuncDecl) bool {
+	found := false
+	ast.Inspect(fn.Body, func(n ast.Node) bool {
+		switch c := n.(type) {
+		case *ast.SelectorExpr:
+			found = found || c.Sel.Name == "Members"
+		case *ast.Ident:
+			found = found || c.Name == "Members"
+		}
+		return !found
+	})
+	return found
 }

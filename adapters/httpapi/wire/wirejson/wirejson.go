@@ -218,7 +218,11 @@ func (e *Echoed[T]) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 	if err := e.Value.UnmarshalJSONFrom(d); err != nil || e.Kind() != '{' {
 		return err
 	}
-	return DecodePart(e.Raw, &e.V) // a repeated name in it was refused by d
+	// Read again from the bytes kept, as DecodePart reads them (a repeated
+	// name in them was refused by d), by a decoder over them in place.
+	p := partDecoder(e.Raw)
+	defer p.put()
+	return decodeInto(&p.Decoder, &e.V)
 }
 
 // Raw is a member kept as the bytes it was sent as (a JSON schema, a tool
