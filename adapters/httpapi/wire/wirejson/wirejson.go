@@ -357,11 +357,10 @@ func (p *TextPart) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 // Members reads the object d is at into v, member by member, as json reads
 // an object into a struct: member reads the value of the member called name
 // (the decoder's memory, valid during the call only), or skips it. The
-// types of the wire packages whose members are read most (a request, its
-// messages, their parts) read themselves with it, naming their members in
-// a switch, because json's own reading of a struct (a lookup of each member's
-// field, then of the field's reader, then checks around the call) costs
-// more than most of their members' reading.
+// struct types of the wire packages read themselves with it, naming their
+// members in a switch, because json's own reading of a struct (a lookup of
+// each member's field, then of the field's reader, then checks around the
+// call) costs more than most of their members' reading.
 //
 // It keeps every rule of the strict decode, which are the decoder's: a
 // repeated name is its error (unless its options allow it, as DecodePart's
