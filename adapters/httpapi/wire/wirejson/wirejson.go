@@ -11,7 +11,10 @@
 // type does not name are skipped, so that newer clients' harmless additions
 // keep working, or kept by name as Values where a request type lists its
 // other members for the ingress's field policy (chat's and Responses'
-// Fields).
+// Fields). The wire packages' structs read themselves member by member
+// (Members), with the same rules, which are its decoder's (jsontext), and
+// the member types read their values from it directly: json's own reading
+// of a struct cost more than the members it read.
 //
 // A member of the wrong kind is not a decode error: every field records the
 // kind it was sent with (Kind, 0 when absent), and the ingress refuses it in
