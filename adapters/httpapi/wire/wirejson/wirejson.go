@@ -153,8 +153,7 @@ func (v Value) Text() string {
 	if v.Kind() != '"' {
 		return ""
 	}
-	t, _ := jsontext.AppendUnquote(nil, v.Raw)
-	return string(t)
+	return unquote(v.Raw)
 }
 
 // Int is Number.Int of the value.
