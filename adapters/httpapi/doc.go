@@ -72,7 +72,7 @@
 // allowed). Fields are matched exactly (case-sensitive); null means absent.
 // Unknown top-level and message fields are ignored, so that proxies and newer
 // SDKs keep working. The known OpenAI fields are honoured, accepted and
-// ignored, or refused by the rules of decode_policy.go; docs/API.md lists
+// ignored, or refused by the rules of rules/policy.go; docs/API.md lists
 // them for users (one table, kept there rather than repeated here).
 //
 // An ignored field is still type-checked (invalid_request when malformed).

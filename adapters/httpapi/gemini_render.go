@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/adapters/httpapi/sse"
 	"github.com/pmgate/pmgate/adapters/httpapi/sse/gemsse"
 	"github.com/pmgate/pmgate/domain/chat"
@@ -135,8 +136,8 @@ func handleGeminiOtherMethod(w http.ResponseWriter, r *http.Request) error {
 // the caller's slot.
 func (s *server) geminiModel(r *http.Request, model string) error {
 	sl := slotFrom(r.Context())
-	if model == "" || !s.models[model] || !sl.allowsModel(model) {
-		return s.modelNotFound(sl.allowsModel)
+	if model == "" || !s.in.Known(model) || !sl.allowsModel(model) {
+		return s.in.ModelNotFound(sl.allowsModel)
 	}
 	return nil
 }
@@ -164,7 +165,7 @@ func (s *server) handleGeminiAction(w http.ResponseWriter, r *http.Request) erro
 	// so that the ledger counts them as every API's refusals.
 	return serveTurn(s, w, r, "contents", func(body []byte) (*gemRequest, chat.Request, error) {
 		if stream && !altSSE {
-			return nil, chat.Request{}, invalid("alt", "streamGenerateContent is served as server-sent events only: add ?alt=sse (the JSON-array stream is not served).")
+			return nil, chat.Request{}, rules.Invalid("alt", "streamGenerateContent is served as server-sent events only: add ?alt=sse (the JSON-array stream is not served).")
 		}
 		if err := s.geminiModel(r, model); err != nil {
 			return nil, chat.Request{}, err
@@ -204,10 +205,10 @@ func (s *server) geminiCountTokens(w http.ResponseWriter, r *http.Request, model
 	}
 	if inner := wr.GenerateContentRequest; !absentRaw(inner) {
 		if inner.Kind() != '{' {
-			return invalid("generateContentRequest", "must be an object.")
+			return rules.Invalid("generateContentRequest", "must be an object.")
 		}
 		if wr.Contents.Kind != 0 {
-			return invalid("contents", "cannot be given with generateContentRequest; give one.")
+			return rules.Invalid("contents", "cannot be given with generateContentRequest; give one.")
 		}
 		if wr, err = readGeminiBody(inner); err != nil {
 			return err

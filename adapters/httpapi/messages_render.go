@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/adapters/httpapi/sse/msgsse"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
@@ -271,9 +272,9 @@ func anthropicBody(ctx context.Context, err error) (anthropicError, errs.Entry, 
 func anthropicOf(ctx context.Context, f failure) anthropicError {
 	_, typ := anthropicStatus(f.status)
 	msg := f.public.Error.Message
-	var re *requestError
-	if f.e.Code != errs.InternalError && errors.As(f.err, &re) && re.detail != "" && re.param != "" {
-		msg = re.param + ": " + re.detail
+	var re *rules.Refusal
+	if f.e.Code != errs.InternalError && errors.As(f.err, &re) && re.Detail() != "" && re.Param() != "" {
+		msg = re.Param() + ": " + re.Detail()
 	}
 	return anthropicError{Type: "error", Error: anthropicErrorInner{Type: typ, Message: msg, Code: f.public.Error.Code, Param: f.public.Error.Param},
 		RequestID: RequestID(ctx)}
