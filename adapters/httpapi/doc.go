@@ -120,7 +120,7 @@
 //
 // Each of the three stream grammars is written through its emitter (package
 // sse and its chatsse, respsse and msgsse), which refuses an event its grammar
-// does not allow; driveStream (render.go) reads the turn for all three and
+// does not allow; answer.Drive (package answer) reads the turn for all of them and
 // turns such a refusal into the grammar's failure event.
 //
 // The request context (client disconnect) and RequestTimeout both end in

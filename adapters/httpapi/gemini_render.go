@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/answer"
 	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/adapters/httpapi/sse"
 	"github.com/pmgate/pmgate/adapters/httpapi/sse/gemsse"
@@ -175,8 +176,8 @@ func (s *server) handleGeminiAction(w http.ResponseWriter, r *http.Request) erro
 			return nil, chat.Request{}, err
 		}
 		return &gr, gr.chat, nil
-	}, func(w http.ResponseWriter, r *http.Request, gr *gemRequest, tr *turnReader) error {
-		meta := gemsse.Meta{ResponseID: randText(), Model: model}
+	}, func(w http.ResponseWriter, r *http.Request, gr *gemRequest, tr *answer.Reader) error {
+		meta := gemsse.Meta{ResponseID: answer.RandText(), Model: model}
 		if stream {
 			return s.streamGemini(w, r, gr, meta, tr)
 		}
@@ -218,7 +219,7 @@ func (s *server) geminiCountTokens(w http.ResponseWriter, r *http.Request, model
 	if err != nil {
 		return err
 	}
-	w.Header().Set(usageHeader, "estimated")
+	w.Header().Set(answer.UsageHeader, "estimated")
 	return writeValue(w, map[string]int64{"totalTokens": max(gr.estimate, 1)}, "count tokens")
 }
 
@@ -299,37 +300,37 @@ func geminiCalls(calls []chat.ToolCall) []gemsse.FunctionCall {
 // completeGemini collects the whole turn and writes one
 // GenerateContentResponse; any failure before the proven end is a plain
 // error with its status.
-func (s *server) completeGemini(w http.ResponseWriter, r *http.Request, gr *gemRequest, meta gemsse.Meta, tr *turnReader) error {
-	all, err := collect(r.Context(), tr)
+func (s *server) completeGemini(w http.ResponseWriter, r *http.Request, gr *gemRequest, meta gemsse.Meta, tr *answer.Reader) error {
+	all, err := answer.Collect(r.Context(), tr)
 	if err != nil {
 		return err
 	}
 	sc := newStopScanner(gr.stops)
-	text := sc.feed(all.text) + sc.flush()
+	text := sc.feed(all.Text) + sc.flush()
 	var calls []chat.ToolCall
 	if sc.matched == nil {
-		for _, c := range all.calls {
+		for _, c := range all.Calls {
 			calls = append(calls, chat.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
 	}
 	if text == "" && len(calls) == 0 {
 		return errNothingProven()
 	}
-	u, estimated := s.usageOfTurn(gr.chat, tr)
+	u := tr.Usage(gr.chat, s.cfg.UsageEstimatesOff, nil)
 	resp, err := gemsse.Whole(meta, text, geminiCalls(calls), geminiUsageOf(u))
 	if err != nil {
 		return err
 	}
-	s.markUsage(r.Context(), w.Header(), u, estimated)
+	w.Header().Set(answer.UsageHeader, tr.Shown)
 	return writeValue(w, resp, "encode response")
 }
 
-// streamGemini renders a turn as the alt=sse stream (driveStream): text as
+// streamGemini renders a turn as the alt=sse stream (answer.Drive): text as
 // it arrives, the function calls and finishReason only after the proven
 // end, a failure after the headers one error event.
-func (s *server) streamGemini(w http.ResponseWriter, r *http.Request, gr *gemRequest, meta gemsse.Meta, tr *turnReader) error {
-	g := &gemTurnStream{s: s, req: gr, gs: gemsse.New(sse.New(w, s.markStreamUsage), meta), sc: newStopScanner(gr.stops)}
-	return s.driveStream(r, tr, g)
+func (s *server) streamGemini(w http.ResponseWriter, r *http.Request, gr *gemRequest, meta gemsse.Meta, tr *answer.Reader) error {
+	g := &gemTurnStream{s: s, req: gr, gs: gemsse.New(sse.New(w, answer.StreamUsageHeader(s.cfg.UsageEstimatesOff)), meta), sc: newStopScanner(gr.stops)}
+	return answer.Drive(r.Context(), tr, g)
 }
 
 // gemTurnStream is a turn rendered through the Gemini emitter, its text cut at
@@ -342,18 +343,18 @@ type gemTurnStream struct {
 	calls []chat.ToolCall
 }
 
-func (g *gemTurnStream) opened() bool { return g.gs.Opened() }
-func (g *gemTurnStream) open() error  { return g.gs.Open() }
+func (g *gemTurnStream) Opened() bool { return g.gs.Opened() }
+func (g *gemTurnStream) Open() error  { return g.gs.Open() }
 
-func (g *gemTurnStream) step(st step) error {
-	if err := g.gs.Text(g.sc.feed(st.text)); err != nil {
+func (g *gemTurnStream) Step(st answer.Step) error {
+	if err := g.gs.Text(g.sc.feed(st.Text)); err != nil {
 		return err
 	}
-	c := st.call
+	c := st.Call
 	if c == nil || g.sc.matched != nil {
 		return nil
 	}
-	if st.first {
+	if st.First {
 		g.calls = append(g.calls, chat.ToolCall{ID: c.ID, Name: c.Name})
 	}
 	if c.Index >= len(g.calls) {
@@ -363,7 +364,7 @@ func (g *gemTurnStream) step(st step) error {
 	return nil
 }
 
-func (g *gemTurnStream) finish(ctx context.Context, tr *turnReader) error {
+func (g *gemTurnStream) Finish(ctx context.Context, tr *answer.Reader) error {
 	if !g.gs.Opened() {
 		return errNothingProven()
 	}
@@ -375,12 +376,12 @@ func (g *gemTurnStream) finish(ctx context.Context, tr *turnReader) error {
 	} else {
 		calls = nil
 	}
-	return g.gs.Finish(geminiCalls(calls), geminiUsageOf(g.s.streamUsage(ctx, g.req.chat, tr)))
+	return g.gs.Finish(geminiCalls(calls), geminiUsageOf(tr.Usage(g.req.chat, g.s.cfg.UsageEstimatesOff, nil)))
 }
 
-func (g *gemTurnStream) flush() error { return g.gs.Flush() }
+func (g *gemTurnStream) Flush() error { return g.gs.Flush() }
 
-func (g *gemTurnStream) fail(ctx context.Context, err error) error {
+func (g *gemTurnStream) Fail(ctx context.Context, err error) error {
 	body, e, _ := geminiBody(ctx, err)
 	g.s.noteError(ctx, e, err)
 	return g.gs.Fail(body)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/answer"
 	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/budget"
@@ -45,7 +46,7 @@ var errRequestTimeout = errors.New("httpapi: request timeout")
 // failure likewise when it wrote nothing; a stream that began reports its
 // failure inside the stream and returns nil.
 func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, conversation string, decode func(body []byte) (T, chat.Request, error),
-	render func(w http.ResponseWriter, r *http.Request, req T, tr *turnReader) error) (err error) {
+	render func(w http.ResponseWriter, r *http.Request, req T, tr *answer.Reader) error) (err error) {
 	// The ledger counts every authenticated request of the API, refusals
 	// included; the service returns what went upstream (and what the access
 	// line says of it) with its turn or its refusal. A returned failure is
@@ -145,9 +146,9 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 		defer stop()
 	}
 
-	tr := &turnReader{turn: turn, onFirst: func() { ri.firstToken = s.now() }}
+	tr := answer.NewReader(turn, func() { ri.firstToken = s.now() })
 	err = render(w, r, apiReq, tr)
-	ri.toolCalls = tr.calls
+	ri.toolCalls, ri.usage = tr.Calls, tr.Shown
 	return err
 }
 

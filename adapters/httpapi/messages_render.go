@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/answer"
 	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/adapters/httpapi/sse/msgsse"
 	"github.com/pmgate/pmgate/domain/chat"
@@ -32,8 +33,8 @@ func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) error {
 			return nil, chat.Request{}, err
 		}
 		return &mr, mr.chat, nil
-	}, func(w http.ResponseWriter, r *http.Request, mr *msgRequest, tr *turnReader) error {
-		o := msgOutput{req: mr, id: "msg_" + randText()}
+	}, func(w http.ResponseWriter, r *http.Request, mr *msgRequest, tr *answer.Reader) error {
+		o := msgOutput{req: mr, id: "msg_" + answer.RandText()}
 		if mr.chat.Stream {
 			return s.streamMessage(w, r, o, tr)
 		}
@@ -57,77 +58,8 @@ func (s *server) handleCountTokens(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	w.Header().Set(usageHeader, "estimated")
+	w.Header().Set(answer.UsageHeader, "estimated")
 	return writeValue(w, map[string]int64{"input_tokens": max(mr.estimate, 1)}, "count tokens")
-}
-
-// usageHeader says how the usage counts of a response were obtained:
-// "reported" (the upstream's), "estimated" (chat.Estimate, at least one
-// count) or "unreported" (none, estimates off). On a stream it is sent with
-// the headers, before the counts are known: "estimated" whenever estimates
-// are on (message_start's input count is always an estimate), else
-// "unreported".
-const usageHeader = "x-pmgate-usage"
-
-// usageOfTurn is the usage to show for a finished turn: the upstream's
-// counts where it reported them, an estimate (from the request and the
-// output received) for the others unless estimates are off. estimated says
-// whether any count is an estimate; nil means no counts at all.
-func (s *server) usageOfTurn(req chat.Request, tr *turnReader) (u *chat.Usage, estimated bool) {
-	rep := tr.usage
-	if s.cfg.UsageEstimatesOff {
-		if rep == nil || !rep.Reported() {
-			return nil, false
-		}
-		return rep, false
-	}
-	est := chat.Estimate(req, tr.outBytes)
-	if rep == nil || !rep.Reported() {
-		return est, true
-	}
-	out := *rep
-	if out.PromptTokens == nil {
-		out.PromptTokens, estimated = est.PromptTokens, true
-	}
-	if out.CompletionTokens == nil {
-		out.CompletionTokens, estimated = est.CompletionTokens, true
-	}
-	if out.TotalTokens == nil || estimated {
-		t := *out.PromptTokens + *out.CompletionTokens
-		out.TotalTokens = &t
-	}
-	return &out, estimated
-}
-
-// markUsage sets the usage header of a JSON answer and records how the
-// counts were obtained for the access log line ("usage").
-func (s *server) markUsage(ctx context.Context, h http.Header, u *chat.Usage, estimated bool) {
-	v := "reported"
-	switch {
-	case u == nil:
-		v = "unreported"
-	case estimated:
-		v = "estimated"
-	}
-	h.Set(usageHeader, v)
-	infoFrom(ctx).usage = v
-}
-
-// markStreamUsage sets the usage header of a stream, sent before the counts
-// are known.
-func (s *server) markStreamUsage(h http.Header) {
-	if s.cfg.UsageEstimatesOff {
-		h.Set(usageHeader, "unreported")
-	} else {
-		h.Set(usageHeader, "estimated")
-	}
-}
-
-// streamUsage is usageOfTurn for the end of a stream, recorded like markUsage.
-func (s *server) streamUsage(ctx context.Context, req chat.Request, tr *turnReader) *chat.Usage {
-	u, estimated := s.usageOfTurn(req, tr)
-	s.markUsage(ctx, http.Header{}, u, estimated)
-	return u
 }
 
 // msgOutput is what a Message needs besides the turn.
@@ -162,23 +94,23 @@ func errNothingProven() error {
 
 // completeMessage collects the whole turn and writes one Message; any
 // failure before the proven end is a plain error with its status.
-func (s *server) completeMessage(w http.ResponseWriter, r *http.Request, o msgOutput, tr *turnReader) error {
-	all, err := collect(r.Context(), tr)
+func (s *server) completeMessage(w http.ResponseWriter, r *http.Request, o msgOutput, tr *answer.Reader) error {
+	all, err := answer.Collect(r.Context(), tr)
 	if err != nil {
 		return err
 	}
-	if all.text == "" && len(all.calls) == 0 {
+	if all.Text == "" && len(all.Calls) == 0 {
 		return errNothingProven()
 	}
 	sc := newStopScanner(o.req.stops)
-	text := sc.feed(all.text) + sc.flush()
+	text := sc.feed(all.Text) + sc.flush()
 	var content []json.RawMessage
 	if text != "" {
 		content = append(content, mustJSON(msgsse.TextBlock{Type: "text", Text: text}))
 	}
 	uses := 0
 	if sc.matched == nil {
-		for _, c := range all.calls {
+		for _, c := range all.Calls {
 			content = append(content, mustJSON(msgsse.ToolUseBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: toolInput(c.Arguments)}))
 			uses++
 		}
@@ -187,8 +119,7 @@ func (s *server) completeMessage(w http.ResponseWriter, r *http.Request, o msgOu
 		content = []json.RawMessage{}
 	}
 	reason := msgsse.StopReason(sc.matched, uses)
-	u, estimated := s.usageOfTurn(o.req.chat, tr)
-	s.markUsage(r.Context(), w.Header(), u, estimated)
+	u := tr.Usage(o.req.chat, s.cfg.UsageEstimatesOff, w.Header())
 	return writeValue(w, msgsse.Message{ID: o.id, Type: "message", Role: "assistant", Model: o.req.chat.Model, Content: content,
 		StopReason: &reason, StopSequence: sc.matched, Usage: msgUsageOf(u)}, "encode message")
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/answer"
 	"github.com/pmgate/pmgate/adapters/httpapi/sse"
 	"github.com/pmgate/pmgate/adapters/httpapi/sse/msgsse"
 )
@@ -78,12 +79,12 @@ func (sc *stopScanner) flush() string {
 // silences.
 const defaultPingInterval = 10 * time.Second
 
-// streamMessage renders a turn as the Messages event stream (driveStream):
+// streamMessage renders a turn as the Messages event stream (answer.Drive):
 // message_delta and message_stop come only after the proven end, a failure
 // after the headers is one event: error. While the upstream is silent, ping
 // events keep the connection alive.
-func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutput, tr *turnReader) error {
-	m := &msgStream{s: s, o: o, ms: msgsse.New(sse.New(w, s.markStreamUsage)), sc: newStopScanner(o.req.stops)}
+func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutput, tr *answer.Reader) error {
+	m := &msgStream{s: s, o: o, ms: msgsse.New(sse.New(w, answer.StreamUsageHeader(s.cfg.UsageEstimatesOff))), sc: newStopScanner(o.req.stops)}
 	// The turn is read on this goroutine; pings come from a timer's (the
 	// emitter serializes them), and after the handler's end (Close) the
 	// timer writes nothing.
@@ -106,7 +107,7 @@ func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutp
 		m.ms.Close()
 		ping.Stop()
 	}()
-	return s.driveStream(r, tr, m)
+	return answer.Drive(r.Context(), tr, m)
 }
 
 // msgStream is a turn rendered through the Messages emitter, its text cut
@@ -118,10 +119,10 @@ type msgStream struct {
 	sc *stopScanner
 }
 
-func (m *msgStream) opened() bool { return m.ms.Started() }
+func (m *msgStream) Opened() bool { return m.ms.Started() }
 
 // open: message_start's input count is the estimate, unless estimates are off.
-func (m *msgStream) open() error {
+func (m *msgStream) Open() error {
 	var input int64
 	if !m.s.cfg.UsageEstimatesOff {
 		input = m.o.req.estimate
@@ -129,15 +130,15 @@ func (m *msgStream) open() error {
 	return m.ms.Start(m.o.id, m.o.req.chat.Model, input)
 }
 
-func (m *msgStream) step(st step) error {
-	if err := m.ms.Text(m.sc.feed(st.text)); err != nil {
+func (m *msgStream) Step(st answer.Step) error {
+	if err := m.ms.Text(m.sc.feed(st.Text)); err != nil {
 		return err
 	}
-	c := st.call
+	c := st.Call
 	if c == nil || m.sc.matched != nil {
 		return nil
 	}
-	if st.first {
+	if st.First {
 		if err := m.ms.Text(m.sc.flush()); err != nil {
 			return err
 		}
@@ -148,7 +149,7 @@ func (m *msgStream) step(st step) error {
 	return m.ms.Input(c.Arguments)
 }
 
-func (m *msgStream) finish(ctx context.Context, tr *turnReader) error {
+func (m *msgStream) Finish(ctx context.Context, tr *answer.Reader) error {
 	if !m.ms.Started() {
 		return errNothingProven()
 	}
@@ -157,12 +158,12 @@ func (m *msgStream) finish(ctx context.Context, tr *turnReader) error {
 			return err
 		}
 	}
-	return m.ms.Stop(m.sc.matched, msgUsageOf(m.s.streamUsage(ctx, m.o.req.chat, tr)))
+	return m.ms.Stop(m.sc.matched, msgUsageOf(tr.Usage(m.o.req.chat, m.s.cfg.UsageEstimatesOff, nil)))
 }
 
-func (m *msgStream) flush() error { return m.ms.Flush() }
+func (m *msgStream) Flush() error { return m.ms.Flush() }
 
-func (m *msgStream) fail(ctx context.Context, err error) error {
+func (m *msgStream) Fail(ctx context.Context, err error) error {
 	body, e, _ := anthropicBody(ctx, err)
 	m.s.noteError(ctx, e, err)
 	return m.ms.Fail(body.Error, body.RequestID)
