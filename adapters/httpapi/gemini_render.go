@@ -305,10 +305,10 @@ func (s *server) completeGemini(w http.ResponseWriter, r *http.Request, gr *gemR
 	if err != nil {
 		return err
 	}
-	sc := newStopScanner(gr.stops)
-	text := sc.feed(all.Text) + sc.flush()
+	sc := answer.NewStopScanner(gr.stops)
+	text := sc.Feed(all.Text) + sc.Flush()
 	var calls []chat.ToolCall
-	if sc.matched == nil {
+	if sc.Matched == nil {
 		for _, c := range all.Calls {
 			calls = append(calls, chat.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
@@ -329,7 +329,7 @@ func (s *server) completeGemini(w http.ResponseWriter, r *http.Request, gr *gemR
 // it arrives, the function calls and finishReason only after the proven
 // end, a failure after the headers one error event.
 func (s *server) streamGemini(w http.ResponseWriter, r *http.Request, gr *gemRequest, meta gemsse.Meta, tr *answer.Reader) error {
-	g := &gemTurnStream{s: s, req: gr, gs: gemsse.New(sse.New(w, answer.StreamUsageHeader(s.cfg.UsageEstimatesOff)), meta), sc: newStopScanner(gr.stops)}
+	g := &gemTurnStream{s: s, req: gr, gs: gemsse.New(sse.New(w, answer.StreamUsageHeader(s.cfg.UsageEstimatesOff)), meta), sc: answer.NewStopScanner(gr.stops)}
 	return answer.Drive(r.Context(), tr, g)
 }
 
@@ -339,7 +339,7 @@ type gemTurnStream struct {
 	s     *server
 	req   *gemRequest
 	gs    *gemsse.Stream
-	sc    *stopScanner
+	sc    *answer.StopScanner
 	calls []chat.ToolCall
 }
 
@@ -347,11 +347,11 @@ func (g *gemTurnStream) Opened() bool { return g.gs.Opened() }
 func (g *gemTurnStream) Open() error  { return g.gs.Open() }
 
 func (g *gemTurnStream) Step(st answer.Step) error {
-	if err := g.gs.Text(g.sc.feed(st.Text)); err != nil {
+	if err := g.gs.Text(g.sc.Feed(st.Text)); err != nil {
 		return err
 	}
 	c := st.Call
-	if c == nil || g.sc.matched != nil {
+	if c == nil || g.sc.Matched != nil {
 		return nil
 	}
 	if st.First {
@@ -369,8 +369,8 @@ func (g *gemTurnStream) Finish(ctx context.Context, tr *answer.Reader) error {
 		return errNothingProven()
 	}
 	calls := g.calls
-	if g.sc.matched == nil {
-		if err := g.gs.Text(g.sc.flush()); err != nil {
+	if g.sc.Matched == nil {
+		if err := g.gs.Text(g.sc.Flush()); err != nil {
 			return err
 		}
 	} else {

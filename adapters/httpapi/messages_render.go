@@ -102,14 +102,14 @@ func (s *server) completeMessage(w http.ResponseWriter, r *http.Request, o msgOu
 	if all.Text == "" && len(all.Calls) == 0 {
 		return errNothingProven()
 	}
-	sc := newStopScanner(o.req.stops)
-	text := sc.feed(all.Text) + sc.flush()
+	sc := answer.NewStopScanner(o.req.stops)
+	text := sc.Feed(all.Text) + sc.Flush()
 	var content []json.RawMessage
 	if text != "" {
 		content = append(content, mustJSON(msgsse.TextBlock{Type: "text", Text: text}))
 	}
 	uses := 0
-	if sc.matched == nil {
+	if sc.Matched == nil {
 		for _, c := range all.Calls {
 			content = append(content, mustJSON(msgsse.ToolUseBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: toolInput(c.Arguments)}))
 			uses++
@@ -118,10 +118,10 @@ func (s *server) completeMessage(w http.ResponseWriter, r *http.Request, o msgOu
 	if content == nil {
 		content = []json.RawMessage{}
 	}
-	reason := msgsse.StopReason(sc.matched, uses)
+	reason := msgsse.StopReason(sc.Matched, uses)
 	u := tr.Usage(o.req.chat, s.cfg.UsageEstimatesOff, w.Header())
 	return writeValue(w, msgsse.Message{ID: o.id, Type: "message", Role: "assistant", Model: o.req.chat.Model, Content: content,
-		StopReason: &reason, StopSequence: sc.matched, Usage: msgUsageOf(u)}, "encode message")
+		StopReason: &reason, StopSequence: sc.Matched, Usage: msgUsageOf(u)}, "encode message")
 }
 
 // toolInput is a tool call's arguments as the input object ("" is {}: the

@@ -3,76 +3,12 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/pmgate/pmgate/adapters/httpapi/answer"
 	"github.com/pmgate/pmgate/adapters/httpapi/sse"
 	"github.com/pmgate/pmgate/adapters/httpapi/sse/msgsse"
 )
-
-// stopScanner enforces stop_sequences on text that arrives in pieces: the
-// text is cut before the first sequence to complete, and released only up
-// to where no sequence can still begin, so a sequence split across upstream
-// deltas is found as surely as one inside a delta. With no sequences it
-// releases everything at once.
-type stopScanner struct {
-	stops   []string
-	hold    int // longest sequence − 1: bytes that may begin a match
-	pending string
-	matched *string // the sequence that cut the text
-}
-
-func newStopScanner(stops []string) *stopScanner {
-	sc := &stopScanner{stops: stops}
-	for _, s := range stops {
-		sc.hold = max(sc.hold, len(s)-1)
-	}
-	return sc
-}
-
-// feed adds text and returns what may be shown now; after a match it
-// returns nothing more.
-func (sc *stopScanner) feed(t string) string {
-	if sc.matched != nil {
-		return ""
-	}
-	if len(sc.stops) == 0 {
-		return t
-	}
-	sc.pending += t
-	// The sequence that completes first stops generation.
-	cut, end := -1, -1
-	for i, s := range sc.stops {
-		if j := strings.Index(sc.pending, s); j >= 0 && (end < 0 || j+len(s) < end) {
-			cut, end = j, j+len(s)
-			sc.matched = &sc.stops[i]
-		}
-	}
-	if cut >= 0 {
-		out := sc.pending[:cut]
-		sc.pending = ""
-		return out
-	}
-	n := len(sc.pending) - sc.hold
-	for n > 0 && n < len(sc.pending) && !utf8.RuneStart(sc.pending[n]) {
-		n--
-	}
-	if n <= 0 {
-		return ""
-	}
-	out := sc.pending[:n]
-	sc.pending = sc.pending[n:]
-	return out
-}
-
-// flush releases the held tail at the proven end (no sequence completed).
-func (sc *stopScanner) flush() string {
-	out := sc.pending
-	sc.pending = ""
-	return out
-}
 
 // defaultPingInterval is how often a stream with nothing to say sends
 // event: ping, so that clients' idle timers see bytes during long upstream
@@ -84,7 +20,7 @@ const defaultPingInterval = 10 * time.Second
 // after the headers is one event: error. While the upstream is silent, ping
 // events keep the connection alive.
 func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutput, tr *answer.Reader) error {
-	m := &msgStream{s: s, o: o, ms: msgsse.New(sse.New(w, answer.StreamUsageHeader(s.cfg.UsageEstimatesOff))), sc: newStopScanner(o.req.stops)}
+	m := &msgStream{s: s, o: o, ms: msgsse.New(sse.New(w, answer.StreamUsageHeader(s.cfg.UsageEstimatesOff))), sc: answer.NewStopScanner(o.req.stops)}
 	// The turn is read on this goroutine; pings come from a timer's (the
 	// emitter serializes them), and after the handler's end (Close) the
 	// timer writes nothing.
@@ -116,7 +52,7 @@ type msgStream struct {
 	s  *server
 	o  msgOutput
 	ms *msgsse.Stream
-	sc *stopScanner
+	sc *answer.StopScanner
 }
 
 func (m *msgStream) Opened() bool { return m.ms.Started() }
@@ -131,15 +67,15 @@ func (m *msgStream) Open() error {
 }
 
 func (m *msgStream) Step(st answer.Step) error {
-	if err := m.ms.Text(m.sc.feed(st.Text)); err != nil {
+	if err := m.ms.Text(m.sc.Feed(st.Text)); err != nil {
 		return err
 	}
 	c := st.Call
-	if c == nil || m.sc.matched != nil {
+	if c == nil || m.sc.Matched != nil {
 		return nil
 	}
 	if st.First {
-		if err := m.ms.Text(m.sc.flush()); err != nil {
+		if err := m.ms.Text(m.sc.Flush()); err != nil {
 			return err
 		}
 		if err := m.ms.ToolUse(c.ID, c.Name); err != nil {
@@ -153,12 +89,12 @@ func (m *msgStream) Finish(ctx context.Context, tr *answer.Reader) error {
 	if !m.ms.Started() {
 		return errNothingProven()
 	}
-	if m.sc.matched == nil {
-		if err := m.ms.Text(m.sc.flush()); err != nil {
+	if m.sc.Matched == nil {
+		if err := m.ms.Text(m.sc.Flush()); err != nil {
 			return err
 		}
 	}
-	return m.ms.Stop(m.sc.matched, msgUsageOf(tr.Usage(m.o.req.chat, m.s.cfg.UsageEstimatesOff, nil)))
+	return m.ms.Stop(m.sc.Matched, msgUsageOf(tr.Usage(m.o.req.chat, m.s.cfg.UsageEstimatesOff, nil)))
 }
 
 func (m *msgStream) Flush() error { return m.ms.Flush() }

@@ -5,7 +5,7 @@ package main
 func init() {
 	const (
 		httpapi = "./adapters/httpapi/"
-		stop    = "adapters/httpapi/messages_stream.go"
+		stop    = "adapters/httpapi/answer/stop.go"
 		emitter = "adapters/httpapi/sse/msgsse/msgsse.go"
 	)
 	mutants = append(mutants,
@@ -22,7 +22,7 @@ func init() {
 		mutant{"messages: the stop scanner holds one byte too few", stop,
 			"sc.hold = max(sc.hold, len(s)-1)", "sc.hold = max(sc.hold, len(s)-2)", httpapi, "NeverLeaksAStopSequence"},
 		mutant{"messages: a stop-cut Message keeps the turn's tool_use blocks", "adapters/httpapi/messages_render.go",
-			"\tif sc.matched == nil {\n\t\tfor _, c := range all.Calls {", "\tif true {\n\t\tfor _, c := range all.Calls {", httpapi, "CarriesNoToolUse"},
+			"\tif sc.Matched == nil {\n\t\tfor _, c := range all.Calls {", "\tif true {\n\t\tfor _, c := range all.Calls {", httpapi, "CarriesNoToolUse"},
 		mutant{"messages: an argumentless tool_use block stops without {}", emitter,
 			"if s.open == toolUse && len(s.input) == 0 {", "if false && s.open == toolUse && len(s.input) == 0 {", httpapi, "ArgumentlessToolUse"},
 		mutant{"messages: message_delta reports a smaller input count", emitter,
