@@ -6,7 +6,6 @@ package httpapi
 
 import (
 	"encoding/json"
-	"strings"
 
 	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	wchat "github.com/pmgate/pmgate/adapters/httpapi/wire/chat"
@@ -23,7 +22,7 @@ import (
 // allowed is the caller's model allowlist; a configured model outside it is
 // refused exactly like an unknown model, so a slot cannot tell the two apart.
 func (s *server) decodeRequest(body []byte, allowed func(string) bool) (chat.Request, error) {
-	wr, err := rules.ReadWire(body, wchat.Decode, chatPath)
+	wr, err := rules.ReadWire(body, wchat.Decode, rules.IndexedPath)
 	if err != nil {
 		return chat.Request{}, err
 	}
@@ -58,30 +57,13 @@ func (s *server) decodeRequest(body []byte, allowed func(string) bool) (chat.Req
 	if req.Tools, err = s.decodeTools(json.RawMessage(wr.Tools.Raw)); err != nil {
 		return chat.Request{}, err
 	}
-	if req.ToolChoice, err = toolChoice(wr.ToolChoice, req.Tools); err != nil {
+	if req.ToolChoice, err = rules.ToolChoice(wr.ToolChoice, req.Tools); err != nil {
 		return chat.Request{}, err
 	}
 	if req.Messages, err = s.chatMessages(wr.Messages); err != nil {
 		return chat.Request{}, err
 	}
 	return req, nil
-}
-
-// chatPath writes the path of a member as the chat API's refusals name it:
-// messages[0].content[1].text.
-func chatPath(steps []wirejson.Step) string {
-	var b strings.Builder
-	for i, st := range steps {
-		switch {
-		case st.Index:
-			b.WriteString("[" + st.Name + "]")
-		case i > 0:
-			b.WriteString("." + st.Name)
-		default:
-			b.WriteString(st.Name)
-		}
-	}
-	return b.String()
 }
 
 // checkChatFields is chat's field policy (fieldPolicy), in its order; the

@@ -266,8 +266,8 @@ func geminiStops(a gemini.Array[gemini.String]) ([]string, error) {
 	default:
 		return nil, rules.Invalid(p, "must be an array of strings.")
 	}
-	if len(a.Items) > maxStopSequences {
-		return nil, rules.Invalid(p, "at most "+strconv.Itoa(maxStopSequences)+" stop sequences are accepted.")
+	if len(a.Items) > rules.MaxStopSequences {
+		return nil, rules.Invalid(p, "at most "+strconv.Itoa(rules.MaxStopSequences)+" stop sequences are accepted.")
 	}
 	var out []string
 	for i, it := range a.Items {
@@ -741,7 +741,7 @@ func responseText(raw []byte) string {
 			case "output":
 				return s
 			case "error":
-				return toolErrorPrefix + s
+				return rules.ToolErrorPrefix + s
 			}
 		}
 	}

@@ -3,8 +3,6 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"strconv"
-	"strings"
 
 	"github.com/cockroachdb/errors"
 
@@ -15,133 +13,6 @@ import (
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
 )
-
-// Paths and methods of the Gemini API surface (docs/GEMINI.md).
-const (
-	pathGeminiModels = "/v1beta/models"
-	gemGenerate      = "generateContent"
-	gemStreamMethod  = "streamGenerateContent"
-	gemCount         = "countTokens"
-)
-
-// geminiRouteTemplates are the values routeOf gives the Gemini routes
-// (never the model a client put in the path): the v1beta routes, and the
-// v1 methods (GET /v1/models and /v1/models/{id} keep their OpenAI names).
-var geminiRouteTemplates = []string{pathGeminiModels, pathGeminiModels + "/{model}",
-	pathGeminiModels + "/{model}:" + gemGenerate, pathGeminiModels + "/{model}:" + gemStreamMethod, pathGeminiModels + "/{model}:" + gemCount,
-	pathModels + "/{model}:" + gemGenerate, pathModels + "/{model}:" + gemStreamMethod, pathModels + "/{model}:" + gemCount}
-
-// geminiRouteOf names a Gemini route for logs, metrics and spans ("" when
-// the path is not one).
-func geminiRouteOf(path string) string {
-	if path == pathGeminiModels {
-		return path
-	}
-	prefix := pathGeminiModels
-	rest, ok := strings.CutPrefix(path, pathGeminiModels+"/")
-	if !ok {
-		prefix = pathModels
-		rest, ok = strings.CutPrefix(path, pathModels+"/")
-	}
-	if !ok || rest == "" || strings.Contains(rest, "/") {
-		return ""
-	}
-	_, method, hasMethod := cutMethod(rest)
-	switch {
-	case !hasMethod && prefix == pathGeminiModels:
-		return pathGeminiModels + "/{model}"
-	case method == gemGenerate, method == gemStreamMethod, method == gemCount:
-		return prefix + "/{model}:" + method
-	}
-	return ""
-}
-
-// cutMethod splits "{model}:{method}" at its last colon.
-func cutMethod(s string) (model, method string, ok bool) {
-	i := strings.LastIndexByte(s, ':')
-	if i < 0 {
-		return s, "", false
-	}
-	return s[:i], s[i+1:], true
-}
-
-// colonMethod says whether a POST under /v1/models names a Gemini method
-// ({model}:{method}); any other is the OpenAI 405 it always was.
-func colonMethod(r *http.Request) bool {
-	_, _, ok := cutMethod(r.PathValue("action"))
-	return ok
-}
-
-// geminiKeyForm says whether a request presents its key the Gemini way
-// (x-goog-api-key or ?key=) and has no Authorization header, as
-// @google/genai sends.
-func geminiKeyForm(r *http.Request) bool {
-	return r.Header.Get("Authorization") == "" && (r.Header.Get("x-goog-api-key") != "" || r.URL.Query().Has("key"))
-}
-
-// geminiKeyCtxKey holds the key a request put in its URL (?key=), taken out
-// of the URL before anything else sees it.
-type geminiKeyCtxKey struct{}
-
-// geminiKeyOutOfURL takes ?key= out of the URL of a Gemini route's request:
-// from here on the key is only in the context, where authenticate finds it,
-// never in r.URL (which a log line, a span or an error text could otherwise
-// reach).
-func geminiKeyOutOfURL(r *http.Request) *http.Request {
-	if q := r.URL.Query(); q.Has("key") {
-		key := q.Get("key")
-		q.Del("key")
-		u := *r.URL
-		u.RawQuery = q.Encode()
-		r = r.WithContext(context.WithValue(r.Context(), geminiKeyCtxKey{}, key))
-		r.URL = &u
-		r.RequestURI = u.RequestURI()
-	}
-	return r
-}
-
-// geminiPresentedKey is the key of a Gemini route's request when it has no
-// Authorization header: x-goog-api-key, then ?key= (taken out of the URL by
-// geminiKeyOutOfURL), then x-api-key.
-func geminiPresentedKey(r *http.Request) string {
-	if k := r.Header.Get("x-goog-api-key"); k != "" {
-		return k
-	}
-	if k, _ := r.Context().Value(geminiKeyCtxKey{}).(string); k != "" {
-		return k
-	}
-	return r.Header.Get("x-api-key")
-}
-
-// geminiAuthProblem says why a Gemini route's credentials were refused, from
-// the shape of the request only.
-func geminiAuthProblem(r *http.Request) string {
-	const accepted = "send x-goog-api-key: <key> (or Authorization: Bearer <key>, or ?key=<key>)."
-	if r.Header.Get("Authorization") != "" {
-		return authProblem(r.Header)
-	}
-	if geminiPresentedKey(r) == "" {
-		return "No key was sent: " + accepted
-	}
-	return "The key matches none of this gateway's keys."
-}
-
-func handleGeminiOtherMethod(w http.ResponseWriter, r *http.Request) error {
-	if _, _, ok := cutMethod(r.PathValue("action")); ok {
-		return methodNotAllowed(w, "POST")
-	}
-	return methodNotAllowed(w, "GET, HEAD")
-}
-
-// geminiModel checks the model of a Gemini path: configured and allowed to
-// the caller's slot.
-func (s *server) geminiModel(r *http.Request, model string) error {
-	sl := slotFrom(r.Context())
-	if model == "" || !s.in.Known(model) || !sl.allowsModel(model) {
-		return s.in.ModelNotFound(sl.allowsModel)
-	}
-	return nil
-}
 
 // handleGeminiAction serves POST /v1beta/models/{model}:{method}:
 // generateContent (one GenerateContentResponse), streamGenerateContent with
@@ -292,7 +163,7 @@ func geminiUsageOf(u *chat.Usage) gemsse.UsageMetadata {
 func geminiCalls(calls []chat.ToolCall) []gemsse.FunctionCall {
 	out := make([]gemsse.FunctionCall, len(calls))
 	for i, c := range calls {
-		out[i] = gemsse.FunctionCall{ID: c.ID, Name: c.Name, Args: toolInput(c.Arguments)}
+		out[i] = gemsse.FunctionCall{ID: c.ID, Name: c.Name, Args: answer.ToolInput(c.Arguments)}
 	}
 	return out
 }
@@ -314,7 +185,7 @@ func (s *server) completeGemini(w http.ResponseWriter, r *http.Request, gr *gemR
 		}
 	}
 	if text == "" && len(calls) == 0 {
-		return errNothingProven()
+		return answer.ErrNothingProven()
 	}
 	u := tr.Usage(gr.chat, s.cfg.UsageEstimatesOff, nil)
 	resp, err := gemsse.Whole(meta, text, geminiCalls(calls), geminiUsageOf(u))
@@ -366,7 +237,7 @@ func (g *gemTurnStream) Step(st answer.Step) error {
 
 func (g *gemTurnStream) Finish(ctx context.Context, tr *answer.Reader) error {
 	if !g.gs.Opened() {
-		return errNothingProven()
+		return answer.ErrNothingProven()
 	}
 	calls := g.calls
 	if g.sc.Matched == nil {
@@ -385,93 +256,4 @@ func (g *gemTurnStream) Fail(ctx context.Context, err error) error {
 	body, e, _ := geminiBody(ctx, err)
 	g.s.noteError(ctx, e, err)
 	return g.gs.Fail(body)
-}
-
-// geminiError is the Gemini API's error shape. details carries pmgate's
-// stable code (an ErrorInfo whose reason is the code, in the domain
-// pmgate) and the offending parameter; the code is also the
-// x-pmgate-error-code header.
-type geminiError struct {
-	Error geminiErrorInner `json:"error"`
-}
-
-type geminiErrorInner struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	Status  string `json:"status"`
-	Details []any  `json:"details"` // a geminiErrorInfo, then a geminiRetryInfo when there is a wait
-}
-
-// geminiRetryInfo is google.rpc.RetryInfo: the wait retry-after says, which
-// gemini-cli reads from the body (it does not read the header): a short
-// wait is waited, a long one (a key's quota) ends its retries.
-type geminiRetryInfo struct {
-	Type       string `json:"@type"`
-	RetryDelay string `json:"retryDelay"`
-}
-
-type geminiErrorInfo struct {
-	Type     string            `json:"@type"`
-	Reason   string            `json:"reason"`
-	Domain   string            `json:"domain"`
-	Metadata map[string]string `json:"metadata"`
-}
-
-// geminiStatus names an HTTP status the way the Gemini API does (the
-// google.rpc.Code of the status).
-func geminiStatus(status int) string {
-	switch status {
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
-		return "INVALID_ARGUMENT"
-	case http.StatusUnauthorized:
-		return "UNAUTHENTICATED"
-	case http.StatusPaymentRequired:
-		return "FAILED_PRECONDITION"
-	case http.StatusForbidden:
-		return "PERMISSION_DENIED"
-	case http.StatusNotFound:
-		return "NOT_FOUND"
-	case http.StatusConflict:
-		return "ABORTED"
-	case http.StatusTooManyRequests:
-		return "RESOURCE_EXHAUSTED"
-	case 499:
-		return "CANCELLED"
-	case http.StatusNotImplemented:
-		return "UNIMPLEMENTED"
-	case http.StatusServiceUnavailable:
-		return "UNAVAILABLE"
-	case http.StatusRequestTimeout, http.StatusGatewayTimeout:
-		return "DEADLINE_EXCEEDED"
-	}
-	if status >= 500 {
-		return "INTERNAL"
-	}
-	return "FAILED_PRECONDITION"
-}
-
-// geminiBody renders err in the Gemini shape, with the status to answer (the
-// catalog's, as on the OpenAI routes) and the catalog entry (for a stream's
-// error event).
-func geminiBody(ctx context.Context, err error) (geminiError, errs.Entry, int) {
-	f := failureIn(ctx, shapeGemini, err)
-	return geminiOf(ctx, f), f.e, f.status
-}
-
-// geminiOf is a failure in the Gemini shape. A refusal of the request reads
-// "<param>: <detail>" after the catalog message; the wait retry-after says
-// is also in the body (RetryInfo).
-func geminiOf(ctx context.Context, f failure) geminiError {
-	body := f.public
-	info := geminiErrorInfo{Type: "type.googleapis.com/google.rpc.ErrorInfo", Reason: body.Error.Code, Domain: "pmgate",
-		Metadata: map[string]string{"code": body.Error.Code, "type": body.Error.Type, "request_id": RequestID(ctx)}}
-	if body.Error.Param != nil {
-		info.Metadata["param"] = *body.Error.Param
-	}
-	details := []any{info}
-	if f.wait > 0 {
-		details = append(details, geminiRetryInfo{Type: "type.googleapis.com/google.rpc.RetryInfo", RetryDelay: strconv.Itoa(f.wait) + "s"})
-	}
-	return geminiError{Error: geminiErrorInner{Code: f.status, Message: body.Error.Message, Status: geminiStatus(f.status),
-		Details: details}}
 }

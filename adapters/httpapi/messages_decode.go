@@ -30,11 +30,6 @@ const apiMessages = "messages"
 // too).
 const billingHeaderPrefix = "x-anthropic-billing-header:"
 
-// toolErrorPrefix marks a tool_result with is_error: true in the text the
-// upstream receives (the upstream tool response has no error status of its
-// own that the gateway sends).
-const toolErrorPrefix = "Tool error: "
-
 // msgRequest is a translated Messages request: the chat request for the core
 // and what the response needs.
 type msgRequest struct {
@@ -193,10 +188,6 @@ func checkOutputConfig(oc wirejson.Object[messages.OutputConfig]) error {
 	return nil
 }
 
-// maxStopSequences bounds stop_sequences (the gateway scans the text for
-// each).
-const maxStopSequences = 16
-
 func stopSequences(a wirejson.Array[wirejson.String]) ([]string, error) {
 	switch a.Kind {
 	case 0, 'n':
@@ -206,8 +197,8 @@ func stopSequences(a wirejson.Array[wirejson.String]) ([]string, error) {
 		return nil, rules.Invalid("stop_sequences", "must be an array of strings.")
 	}
 	items := a.Items
-	if len(items) > maxStopSequences {
-		return nil, rules.Invalid("stop_sequences", "at most "+strconv.Itoa(maxStopSequences)+" stop sequences are accepted.")
+	if len(items) > rules.MaxStopSequences {
+		return nil, rules.Invalid("stop_sequences", "at most "+strconv.Itoa(rules.MaxStopSequences)+" stop sequences are accepted.")
 	}
 	var out []string
 	for i, it := range items {
@@ -512,7 +503,7 @@ func (s *server) toolResultContent(bp string, b *messages.Block) (string, error)
 		return "", err
 	}
 	if isErr {
-		content = toolErrorPrefix + content
+		content = rules.ToolErrorPrefix + content
 	}
 	if len(content) > s.in.MaxToolResultBytes {
 		return "", rules.Refuse(errs.RequestTooLarge, bp+".content", "The tool result exceeds the per-result size limit.")

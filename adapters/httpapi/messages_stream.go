@@ -87,7 +87,7 @@ func (m *msgStream) Step(st answer.Step) error {
 
 func (m *msgStream) Finish(ctx context.Context, tr *answer.Reader) error {
 	if !m.ms.Started() {
-		return errNothingProven()
+		return answer.ErrNothingProven()
 	}
 	if m.sc.Matched == nil {
 		if err := m.ms.Text(m.sc.Flush()); err != nil {

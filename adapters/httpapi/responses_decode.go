@@ -57,11 +57,11 @@ func (s *server) decodeResponsesRequest(body []byte, allowed func(string) bool) 
 // readResponsesBody reads the body once, strictly (wire/responses); a body
 // it would not read is refused as every API refuses it (wireRefusal), a
 // repeated member name at its path as the OpenAI APIs write paths
-// (chatPath).
+// (rules.IndexedPath).
 func readResponsesBody(body []byte) (responses.Request, error) {
 	wr, err := responses.Decode(body)
 	if err != nil {
-		return wr, rules.WireRefusal(body, err, chatPath)
+		return wr, rules.WireRefusal(body, err, rules.IndexedPath)
 	}
 	return wr, nil
 }
@@ -314,7 +314,7 @@ func inputCall(p string, it *responses.Item, custom bool) (chat.ToolCall, error)
 		if it.Input.Kind() != '"' {
 			return chat.ToolCall{}, rules.Invalid(p+".input", "is required and must be a string.")
 		}
-		args := mustJSON(map[string]json.RawMessage{"input": json.RawMessage(it.Input)})
+		args := rules.MustJSON(map[string]json.RawMessage{"input": json.RawMessage(it.Input)})
 		return chat.ToolCall{ID: id, Name: name, Arguments: string(args)}, nil
 	}
 	if !it.Arguments.IsString() {

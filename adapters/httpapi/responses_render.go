@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pmgate/pmgate/adapters/httpapi/answer"
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/adapters/httpapi/sse"
 	"github.com/pmgate/pmgate/adapters/httpapi/sse/respsse"
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
@@ -171,7 +172,7 @@ func (o respOutput) toolOf(chatName string) respTool {
 }
 
 func messageOf(id, text, status string) json.RawMessage {
-	return mustJSON(respsse.Message(id, text, status))
+	return rules.MustJSON(respsse.Message(id, text, status))
 }
 
 // completeResponse collects the whole turn and writes one response object;

@@ -41,7 +41,7 @@ const maxGrammarBytes = 16 << 10
 // customParameters is the schema a custom (freeform) tool is offered with:
 // one string parameter "input", described (with the tool's grammar, if any).
 func customParameters(description string) json.RawMessage {
-	return mustJSON(map[string]any{
+	return rules.MustJSON(map[string]any{
 		"type":                 "object",
 		"properties":           map[string]any{"input": map[string]any{"type": "string", "description": description}},
 		"required":             []string{"input"},
@@ -123,7 +123,7 @@ func (s *server) translateRespTools(t responses.Tools) (respTools, error) {
 			case '{':
 				// The schema as the Responses route has always kept it
 				// (compact, HTML-escaped: the bytes the tools hash binds).
-				d.Schema = mustJSON(json.RawMessage(def.Parameters))
+				d.Schema = rules.MustJSON(json.RawMessage(def.Parameters))
 			default:
 				d.SchemaErr = rules.Invalid(d.SchemaAt, "must be a JSON schema object.")
 			}
@@ -184,8 +184,8 @@ func (s *server) translateRespTools(t responses.Tools) (respTools, error) {
 				if err := json.Unmarshal(sub.Raw, &echo); err != nil {
 					return respTools{}, err
 				}
-				echo["namespace"] = mustJSON(ns)
-				if err := add(sp, &sub.V, respTool{namespace: ns}, mustJSON(echo), ""); err != nil {
+				echo["namespace"] = rules.MustJSON(ns)
+				if err := add(sp, &sub.V, respTool{namespace: ns}, rules.MustJSON(echo), ""); err != nil {
 					return respTools{}, err
 				}
 			}
@@ -243,21 +243,13 @@ func customFormat(p string, f responses.Object[responses.CustomFormat]) (string,
 	return "The raw input of the tool, as free text that must match this " + syntax + " grammar:\n" + def, nil
 }
 
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic("httpapi: marshal: " + err.Error()) // raw messages and strings only
-	}
-	return b
-}
-
 // responsesToolChoice reads "auto" | "none" | "required" (chat's
 // tool_choice strings, decodeToolChoice) or {"type":"function"|"custom",
 // "name":…} (also inside a namespace: "namespace"), which must name an
 // offered tool.
 func responsesToolChoice(tc responses.ToolChoice, tools []chat.Tool) (chat.ToolChoice, error) {
 	if tc.Kind() != '{' {
-		return decodeToolChoice(json.RawMessage(tc.Raw), tools)
+		return rules.DecodeToolChoice(json.RawMessage(tc.Raw), tools)
 	}
 	f := tc.V
 	if !f.Type.IsString() {

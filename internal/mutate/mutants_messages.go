@@ -10,9 +10,9 @@ func init() {
 	)
 	mutants = append(mutants,
 		mutant{"messages: the 16th stop sequence refused", "adapters/httpapi/messages_decode.go",
-			"if len(items) > maxStopSequences {", "if len(items) >= maxStopSequences {", httpapi, "SixteenStopSequences"},
+			"if len(items) > rules.MaxStopSequences {", "if len(items) >= rules.MaxStopSequences {", httpapi, "SixteenStopSequences"},
 		mutant{"messages: a 17th stop sequence accepted", "adapters/httpapi/messages_decode.go",
-			"if len(items) > maxStopSequences {", "if len(items) > maxStopSequences+1 {", httpapi, "SixteenStopSequences"},
+			"if len(items) > rules.MaxStopSequences {", "if len(items) > rules.MaxStopSequences+1 {", httpapi, "SixteenStopSequences"},
 		mutant{"messages: disable_parallel_tool_use read under another name", "adapters/httpapi/wire/messages/messages.go",
 			"`json:\"disable_parallel_tool_use\"`", "`json:\"disable_parallel_tool_calls\"`", httpapi, "DisableParallelToolUse"},
 		mutant{"messages: disable_parallel_tool_use inverted", "adapters/httpapi/messages_decode.go",

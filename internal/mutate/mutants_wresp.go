@@ -11,9 +11,9 @@ func init() {
 	)
 	mutants = append(mutants,
 		mutant{"responses: a tool schema kept as sent, not as the route has always kept it", tools,
-			"d.Schema = mustJSON(json.RawMessage(def.Parameters))", "d.Schema = def.Parameters", httpapi, "ResponsesToolsAreTheChatRoutesTools"},
+			"d.Schema = rules.MustJSON(json.RawMessage(def.Parameters))", "d.Schema = def.Parameters", httpapi, "ResponsesToolsAreTheChatRoutesTools"},
 		mutant{"responses: a namespaced tool echoed without its namespace", tools,
-			`echo["namespace"] = mustJSON(ns)`, `echo["ns"] = mustJSON(ns)`, httpapi, "ResponsesToolsAreTheChatRoutesTools"},
+			`echo["namespace"] = rules.MustJSON(ns)`, `echo["ns"] = rules.MustJSON(ns)`, httpapi, "ResponsesToolsAreTheChatRoutesTools"},
 		mutant{"responses: a remembered tool set hands out its own slice", tools,
 			"rr.chat.Tools = append([]chat.Tool(nil), ts.chat...)", "rr.chat.Tools = ts.chat", httpapi, "ResponsesToolsAreTranslationRemembered"},
 		// The count is every API's tool-set rule (newTools).

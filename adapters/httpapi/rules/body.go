@@ -125,3 +125,40 @@ func RequiredString(v wirejson.String, param string) (string, error) {
 	}
 	return v.V, nil
 }
+
+// IndexedPath writes a repeat's path as the OpenAI APIs (chat completions,
+// Responses) write paths: messages[0].content[1].text.
+func IndexedPath(steps []wirejson.Step) string {
+	var b strings.Builder
+	for i, st := range steps {
+		switch {
+		case st.Index:
+			b.WriteString("[" + st.Name + "]")
+		case i > 0:
+			b.WriteString("." + st.Name)
+		default:
+			b.WriteString(st.Name)
+		}
+	}
+	return b.String()
+}
+
+// ToolErrorPrefix marks a tool_result with is_error: true in the text the
+// upstream receives (the upstream tool response has no error status of its
+// own that the gateway sends).
+const ToolErrorPrefix = "Tool error: "
+
+// MaxStopSequences bounds the stop sequences of a request (Messages'
+// stop_sequences, Gemini's stopSequences): the gateway scans the text for
+// each.
+const MaxStopSequences = 16
+
+// MustJSON is v as JSON, for values that cannot fail to encode (raw
+// messages, strings and structs of them).
+func MustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("httpapi: marshal: " + err.Error()) // raw messages and strings only
+	}
+	return b
+}

@@ -4,6 +4,10 @@ package rules
 // rules every API's tool definitions share (newTool).
 
 import (
+	"encoding/json"
+
+	wchat "github.com/pmgate/pmgate/adapters/httpapi/wire/chat"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
@@ -138,4 +142,53 @@ func ValidToolName(s string) bool { return toolschema.Identifier(s) }
 // more than the tools, like Responses).
 func (st *Settings) ToolsKey(api string) ToolsKey {
 	return ToolsKey{api: api, maxTools: st.MaxTools, opts: st.ToolSchema}
+}
+
+// DecodeToolChoice is ToolChoice of a tool_choice as sent.
+func DecodeToolChoice(raw json.RawMessage, tools []chat.Tool) (chat.ToolChoice, error) {
+	return ToolChoice(wchat.DecodeToolChoice(raw), tools)
+}
+
+// ToolChoice is the OpenAI APIs' tool_choice (chat completions, and
+// Responses' strings): it reads "auto" | "none" | "required" | {"type":"function",
+// "function":{"name":…}}; absent means auto.
+func ToolChoice(tc wchat.ToolChoice, tools []chat.Tool) (chat.ToolChoice, error) {
+	auto := chat.ToolChoice{Mode: chat.ToolChoiceAuto}
+	switch tc.Kind {
+	case 0, 'n':
+		return auto, nil
+	case '"':
+		switch mode := chat.ToolChoiceMode(tc.Mode); mode {
+		case chat.ToolChoiceAuto, chat.ToolChoiceNone:
+			return chat.ToolChoice{Mode: mode}, nil
+		case chat.ToolChoiceRequired:
+			if len(tools) == 0 {
+				return auto, Invalid("tool_choice", "\"required\" needs at least one tool.")
+			}
+			return chat.ToolChoice{Mode: mode}, nil
+		}
+		return auto, Invalid("tool_choice", "must be \"auto\", \"none\", \"required\" or a function choice.")
+	case '{':
+	default:
+		return auto, Invalid("tool_choice", "must be a string or an object.")
+	}
+	if !tc.V.Type.IsString() {
+		return auto, Invalid("tool_choice.type", "is required and must be a string.")
+	}
+	if tc.V.Type.V != "function" {
+		return auto, Unsupported("tool_choice.type", "only a function tool choice is supported.")
+	}
+	if !tc.V.Function.IsObject() {
+		return auto, Invalid("tool_choice.function", "is required and must be an object.")
+	}
+	name, err := RequiredString(tc.V.Function.V.Name, "tool_choice.function.name")
+	if err != nil {
+		return auto, err
+	}
+	for _, t := range tools {
+		if t.Name == name {
+			return chat.ToolChoice{Mode: chat.ToolChoiceFunction, Function: name}, nil
+		}
+	}
+	return auto, Invalid("tool_choice.function.name", "does not name a declared tool.")
 }
