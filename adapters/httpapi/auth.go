@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/errs"
 )
@@ -129,9 +130,9 @@ func (s *server) checkKey(a *api, r *http.Request) (*http.Request, error) {
 	p, sl, ok := s.authenticate(r, a)
 	if !ok {
 		if a.problem != nil {
-			return r, refuse(errs.InvalidAPIKey, "", a.problem(r))
+			return r, rules.Refuse(errs.InvalidAPIKey, "", a.problem(r))
 		}
-		return r, refuse(errs.InvalidAPIKey, "", authProblem(r.Header))
+		return r, rules.Refuse(errs.InvalidAPIKey, "", authProblem(r.Header))
 	}
 	infoFrom(r.Context()).slot = p.Slot
 	p.Limits = sl.limits // the slot's own budget, enforced by the app (docs/USAGE.md)

@@ -6,8 +6,8 @@ package httpapi
 
 import (
 	"encoding/json"
-	"strings"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	wchat "github.com/pmgate/pmgate/adapters/httpapi/wire/chat"
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 	"github.com/pmgate/pmgate/domain/chat"
@@ -22,42 +22,42 @@ import (
 // allowed is the caller's model allowlist; a configured model outside it is
 // refused exactly like an unknown model, so a slot cannot tell the two apart.
 func (s *server) decodeRequest(body []byte, allowed func(string) bool) (chat.Request, error) {
-	wr, err := readWire(body, wchat.Decode, chatPath)
+	wr, err := rules.ReadWire(body, wchat.Decode, rules.IndexedPath)
 	if err != nil {
 		return chat.Request{}, err
 	}
-	model, err := s.model(wr.Model, allowed)
+	model, err := s.in.Model(wr.Model, allowed)
 	if err != nil {
 		return chat.Request{}, err
 	}
 	req := chat.Request{Model: model, ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto}}
-	if req.Stream, err = wireBool(wr.Stream, "stream", false); err != nil {
+	if req.Stream, err = rules.OptionalBool(wr.Stream, "stream", false); err != nil {
 		return chat.Request{}, err
 	}
 	if so := wr.StreamOptions; !wirejson.Absent(so.Kind) {
 		if !so.IsObject() {
-			return chat.Request{}, invalid("stream_options", "must be an object.")
+			return chat.Request{}, rules.Invalid("stream_options", "must be an object.")
 		}
-		if req.IncludeUsage, err = wireBool(so.V.IncludeUsage, "stream_options.include_usage", false); err != nil {
+		if req.IncludeUsage, err = rules.OptionalBool(so.V.IncludeUsage, "stream_options.include_usage", false); err != nil {
 			return chat.Request{}, err
 		}
 	}
-	if req.ParallelToolCalls, err = wireBool(wr.ParallelToolCalls, "parallel_tool_calls", true); err != nil {
+	if req.ParallelToolCalls, err = rules.OptionalBool(wr.ParallelToolCalls, "parallel_tool_calls", true); err != nil {
 		return chat.Request{}, err
 	}
 	if err := checkChatFields(&wr); err != nil {
 		return chat.Request{}, err
 	}
-	if req.Thinking, _, err = decodeEffort(wr.Fields["reasoning_effort"].AsString(), "reasoning_effort"); err != nil {
+	if req.Thinking, _, err = rules.Effort(wr.Fields["reasoning_effort"].AsString(), "reasoning_effort"); err != nil {
 		return chat.Request{}, err
 	}
-	if req.Output, err = responseFormat(wr.ResponseFormat); err != nil {
+	if req.Output, err = rules.ResponseFormat(wr.ResponseFormat); err != nil {
 		return chat.Request{}, err
 	}
 	if req.Tools, err = s.decodeTools(json.RawMessage(wr.Tools.Raw)); err != nil {
 		return chat.Request{}, err
 	}
-	if req.ToolChoice, err = toolChoice(wr.ToolChoice, req.Tools); err != nil {
+	if req.ToolChoice, err = rules.ToolChoice(wr.ToolChoice, req.Tools); err != nil {
 		return chat.Request{}, err
 	}
 	if req.Messages, err = s.chatMessages(wr.Messages); err != nil {
@@ -66,28 +66,26 @@ func (s *server) decodeRequest(body []byte, allowed func(string) bool) (chat.Req
 	return req, nil
 }
 
-// chatPath writes the path of a member as the chat API's refusals name it:
-// messages[0].content[1].text.
-func chatPath(steps []wirejson.Step) string {
-	var b strings.Builder
-	for i, st := range steps {
-		switch {
-		case st.Index:
-			b.WriteString("[" + st.Name + "]")
-		case i > 0:
-			b.WriteString("." + st.Name)
-		default:
-			b.WriteString(st.Name)
-		}
-	}
-	return b.String()
-}
-
 // checkChatFields is chat's field policy (fieldPolicy), in its order; the
 // first refusal wins. response_format is read typed (checkResponseFormat),
 // the rest as sent.
 func checkChatFields(wr *wchat.Request) error {
-	return checkFields(fieldPolicy, func(name string) wirejson.Value { return wr.Fields[name] }, func(name string) error {
-		return checkResponseFormat(name, wr.ResponseFormat) // response_format: the one rule without a check here
+	return rules.CheckFields(fieldPolicy, func(name string) wirejson.Value { return wr.Fields[name] }, func(name string) error {
+		return rules.CheckResponseFormat(name, wr.ResponseFormat) // response_format: the one rule without a check here
 	})
 }
+
+// fieldPolicy lists the ignored and refused top-level chat fields, in the
+// order of the package documentation's table. Honoured fields (model,
+// messages, stream, stream_options, tools, tool_choice, parallel_tool_calls)
+// are read by decodeRequest.
+var fieldPolicy = rules.Policy(
+	// refused: the body is the Messages API's
+	"system",
+	// accepted and ignored
+	"temperature", "top_p", "max_tokens", "max_completion_tokens", "presence_penalty", "frequency_penalty",
+	"stop", "seed", "user", "metadata", "store", "service_tier", "reasoning_effort", "verbosity",
+	"prompt_cache_key", "safety_identifier",
+	// refused unless default
+	"n", "logprobs", "top_logprobs", "logit_bias", "response_format", "modalities", "audio", "prediction",
+	"functions", "function_call", "web_search_options")

@@ -8,6 +8,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/answer"
 	"github.com/pmgate/pmgate/adapters/httpapi/sse"
 	"github.com/pmgate/pmgate/adapters/httpapi/sse/chatsse"
 	"github.com/pmgate/pmgate/domain/chat"
@@ -19,8 +20,8 @@ func (s *server) handleChat(w http.ResponseWriter, r *http.Request) error {
 	return serveTurn(s, w, r, "messages", func(body []byte) (chat.Request, chat.Request, error) {
 		req, err := s.decodeRequest(body, slotFrom(r.Context()).allowsModel)
 		return req, req, err
-	}, func(w http.ResponseWriter, r *http.Request, req chat.Request, tr *turnReader) error {
-		o := output{id: "chatcmpl-" + randText(), created: s.now().Unix(), model: req.Model, includeUsage: req.IncludeUsage, req: req}
+	}, func(w http.ResponseWriter, r *http.Request, req chat.Request, tr *answer.Reader) error {
+		o := output{id: "chatcmpl-" + answer.RandText(), created: s.now().Unix(), model: req.Model, includeUsage: req.IncludeUsage, req: req}
 		if req.Stream {
 			return s.stream(w, r, o, tr)
 		}
@@ -82,28 +83,27 @@ type functionJSON struct {
 	Arguments string `json:"arguments"`
 }
 
-func (s *server) complete(w http.ResponseWriter, r *http.Request, o output, tr *turnReader) error {
-	all, err := collect(r.Context(), tr)
+func (s *server) complete(w http.ResponseWriter, r *http.Request, o output, tr *answer.Reader) error {
+	all, err := answer.Collect(r.Context(), tr)
 	if err != nil {
 		return err
 	}
-	calls := make([]toolCallJSON, len(all.calls))
-	for i, c := range all.calls {
+	calls := make([]toolCallJSON, len(all.Calls))
+	for i, c := range all.Calls {
 		calls[i] = toolCallJSON{ID: c.ID, Type: "function", Function: functionJSON{Name: c.Name, Arguments: c.Arguments}}
 	}
 	if len(calls) == 0 {
 		calls = nil
 	}
-	text := all.text
+	text := all.Text
 	msg := responseMessage{Role: "assistant", ToolCalls: calls}
 	if text != "" || len(calls) == 0 {
 		msg.Content = &text
 	}
-	u, estimated := s.usageOfTurn(o.req, tr)
-	s.markUsage(r.Context(), w.Header(), u, estimated)
+	u := tr.Usage(o.req, s.cfg.UsageEstimatesOff, w.Header())
 	return writeValue(w, completion{
 		ID: o.id, Object: "chat.completion", Created: o.created, Model: o.model,
-		Choices: []completionChoice{{Index: 0, Message: msg, FinishReason: string(tr.finish)}},
+		Choices: []completionChoice{{Index: 0, Message: msg, FinishReason: string(tr.Finish)}},
 		Usage:   usageOf(u),
 	}, "encode completion")
 }
@@ -116,13 +116,13 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, o output, tr *
 // With stream_options.include_usage, every chunk carries "usage":null and one
 // last chunk with "choices":[] carries the usage object, or null when the
 // upstream reported no counts (the official SDKs accept a null usage).
-func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *turnReader) error {
+func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *answer.Reader) error {
 	var header func(http.Header) // the usage header goes only with the usage chunk
 	if o.includeUsage {
-		header = s.markStreamUsage
+		header = answer.StreamUsageHeader(s.cfg.UsageEstimatesOff)
 	}
 	sw := sse.New(w, header)
-	return s.driveStream(r, tr, &chatStream{s: s, o: o,
+	return answer.Drive(r.Context(), tr, &chatStream{s: s, o: o,
 		cs: chatsse.New(sw, chatsse.Meta{ID: o.id, Created: o.created, Model: o.model, IncludeUsage: o.includeUsage})})
 }
 
@@ -133,20 +133,20 @@ type chatStream struct {
 	cs *chatsse.Stream
 }
 
-func (c *chatStream) opened() bool { return c.cs.Opened() }
+func (c *chatStream) Opened() bool { return c.cs.Opened() }
 
 // open: the headers and the role chunk go with the first delta, in one write.
-func (c *chatStream) open() error { return c.cs.Open() }
+func (c *chatStream) Open() error { return c.cs.Open() }
 
-func (c *chatStream) step(st step) error {
-	if st.text != "" {
-		if err := c.cs.Text(st.text); err != nil {
+func (c *chatStream) Step(st answer.Step) error {
+	if st.Text != "" {
+		if err := c.cs.Text(st.Text); err != nil {
 			return err
 		}
 	}
-	if tc := st.call; tc != nil {
+	if tc := st.Call; tc != nil {
 		id, name := "", ""
-		if st.first {
+		if st.First {
 			id, name = tc.ID, tc.Name
 		}
 		return c.cs.ToolCall(tc.Index, id, name, tc.Arguments)
@@ -156,7 +156,7 @@ func (c *chatStream) step(st step) error {
 
 // finish: the end (the finish chunk, the usage chunk, [DONE]) is known at
 // once, after the proven end: one write.
-func (c *chatStream) finish(ctx context.Context, tr *turnReader) error {
+func (c *chatStream) Finish(ctx context.Context, tr *answer.Reader) error {
 	if !c.cs.Opened() {
 		if err := c.cs.Open(); err != nil {
 			return err
@@ -164,13 +164,13 @@ func (c *chatStream) finish(ctx context.Context, tr *turnReader) error {
 	}
 	var u *chatsse.Usage
 	if c.o.includeUsage {
-		u = usageOf(c.s.streamUsage(ctx, c.o.req, tr))
+		u = usageOf(tr.Usage(c.o.req, c.s.cfg.UsageEstimatesOff, nil))
 	}
-	return c.cs.Finish(string(tr.finish), u)
+	return c.cs.Finish(string(tr.Finish), u)
 }
 
-func (c *chatStream) fail(ctx context.Context, err error) error {
+func (c *chatStream) Fail(ctx context.Context, err error) error {
 	return c.cs.Fail(c.s.streamError(ctx, err))
 }
 
-func (c *chatStream) flush() error { return c.cs.Flush() }
+func (c *chatStream) Flush() error { return c.cs.Flush() }

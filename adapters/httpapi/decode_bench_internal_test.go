@@ -10,7 +10,7 @@ import (
 // with tool calls and results, and a tool set that is remembered after the
 // first request.
 func benchmarkDecodeChat(b *testing.B, tools int) {
-	s := &server{cfg: Config{MaxTools: 64, MaxToolResultBytes: 1 << 20}, models: map[string]bool{"pm-test": true}}
+	s := testServer(Config{MaxTools: 64, MaxToolResultBytes: 1 << 20, Models: []string{"pm-test"}})
 	var ts []string
 	for i := range tools {
 		ts = append(ts, `{"type":"function","function":{"name":"tool_`+string(rune('a'+i))+`","description":"Reads a file.",`+

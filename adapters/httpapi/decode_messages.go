@@ -3,10 +3,9 @@ package httpapi
 // This file translates and normalizes chat messages and their content.
 
 import (
-	"encoding/json"
 	"strconv"
-	"strings"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	wchat "github.com/pmgate/pmgate/adapters/httpapi/wire/chat"
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 	"github.com/pmgate/pmgate/domain/chat"
@@ -16,10 +15,10 @@ import (
 // chatMessages validates and normalizes the conversation.
 func (s *server) chatMessages(a wirejson.Array[wirejson.Object[wchat.Message]]) ([]chat.Message, error) {
 	if !a.IsArray() {
-		return nil, invalid("messages", "is required and must be an array.")
+		return nil, rules.Invalid("messages", "is required and must be an array.")
 	}
 	if len(a.Items) == 0 {
-		return nil, invalid("messages", "must not be empty.")
+		return nil, rules.Invalid("messages", "must not be empty.")
 	}
 	msgs := make([]chat.Message, len(a.Items))
 	for i := range a.Items {
@@ -34,35 +33,35 @@ func (s *server) chatMessages(a wirejson.Array[wirejson.Object[wchat.Message]]) 
 
 func (s *server) chatMessage(p string, item *wirejson.Object[wchat.Message]) (chat.Message, error) {
 	if !item.IsObject() {
-		return chat.Message{}, invalid(p, "must be an object.")
+		return chat.Message{}, rules.Invalid(p, "must be an object.")
 	}
 	f := &item.V
 	if !f.Role.IsString() {
-		return chat.Message{}, invalid(p+".role", "is required and must be a string.")
+		return chat.Message{}, rules.Invalid(p+".role", "is required and must be a string.")
 	}
 	var m chat.Message
 	switch role := chat.Role(f.Role.V); role {
 	case chat.RoleSystem, chat.RoleDeveloper, chat.RoleUser, chat.RoleAssistant, chat.RoleTool:
 		m.Role = role
 	case "function":
-		return chat.Message{}, unsupported(p+".role", "the legacy function role is not supported; use tool messages.")
+		return chat.Message{}, rules.Unsupported(p+".role", "the legacy function role is not supported; use tool messages.")
 	default:
-		return chat.Message{}, invalid(p+".role", "is not a known role.")
+		return chat.Message{}, rules.Invalid(p+".role", "is not a known role.")
 	}
 	var err error
 	if m.Content, err = chatContent(p+".content", f.Content); err != nil {
 		return chat.Message{}, err
 	}
 	if !wirejson.Absent(f.Name.Kind) && !f.Name.IsString() {
-		return chat.Message{}, invalid(p+".name", "must be a string.")
+		return chat.Message{}, rules.Invalid(p+".name", "must be a string.")
 	}
 	if m.Role != chat.RoleAssistant && !wirejson.Absent(f.ToolCalls.Kind) {
-		return chat.Message{}, invalid(p+".tool_calls", "only assistant messages carry tool calls.")
+		return chat.Message{}, rules.Invalid(p+".tool_calls", "only assistant messages carry tool calls.")
 	}
 	switch m.Role {
 	case chat.RoleSystem, chat.RoleDeveloper, chat.RoleUser:
 		if m.Content == nil {
-			return chat.Message{}, invalid(p+".content", "is required.")
+			return chat.Message{}, rules.Invalid(p+".content", "is required.")
 		}
 		m.Name = f.Name.V
 	case chat.RoleAssistant:
@@ -70,11 +69,11 @@ func (s *server) chatMessage(p string, item *wirejson.Object[wchat.Message]) (ch
 			return chat.Message{}, err
 		}
 	case chat.RoleTool:
-		if m.ToolCallID, err = wireReqString(f.ToolCallID, p+".tool_call_id"); err != nil {
+		if m.ToolCallID, err = rules.RequiredString(f.ToolCallID, p+".tool_call_id"); err != nil {
 			return chat.Message{}, err
 		}
-		if m.Content != nil && len(*m.Content) > s.cfg.MaxToolResultBytes {
-			return chat.Message{}, refuse(errs.RequestTooLarge, p+".content", "The tool result exceeds the per-result size limit.")
+		if m.Content != nil && len(*m.Content) > s.in.MaxToolResultBytes {
+			return chat.Message{}, rules.Refuse(errs.RequestTooLarge, p+".content", "The tool result exceeds the per-result size limit.")
 		}
 	}
 	return m, nil
@@ -84,20 +83,20 @@ func (s *server) chatMessage(p string, item *wirejson.Object[wchat.Message]) (ch
 // refusal, name, annotations and null audio are accepted and dropped.
 func chatAssistant(p string, f *wchat.Message, m *chat.Message) error {
 	if !wirejson.Absent(f.Refusal.Kind) && !f.Refusal.IsString() {
-		return invalid(p+".refusal", "must be a string.")
+		return rules.Invalid(p+".refusal", "must be a string.")
 	}
 	if k := f.Annotations.Kind; !wirejson.Absent(k) && k != '[' {
-		return invalid(p+".annotations", "must be an array.")
+		return rules.Invalid(p+".annotations", "must be an array.")
 	}
 	if !wirejson.Absent(f.Audio.Kind) {
-		return unsupported(p+".audio", "audio responses are not supported.")
+		return rules.Unsupported(p+".audio", "audio responses are not supported.")
 	}
 	if !wirejson.Absent(f.FunctionCall.Kind) {
-		return unsupported(p+".function_call", "legacy function calling is not supported; use tool_calls.")
+		return rules.Unsupported(p+".function_call", "legacy function calling is not supported; use tool_calls.")
 	}
 	if tc := &f.ToolCalls; !wirejson.Absent(tc.Kind) {
 		if !tc.IsArray() {
-			return invalid(p+".tool_calls", "must be an array.")
+			return rules.Invalid(p+".tool_calls", "must be an array.")
 		}
 		for j := range tc.Items {
 			call, err := chatToolCall(p+".tool_calls["+strconv.Itoa(j)+"]", &tc.Items[j])
@@ -111,17 +110,17 @@ func chatAssistant(p string, f *wchat.Message, m *chat.Message) error {
 		m.Content = nil
 	}
 	if m.Content == nil && len(m.ToolCalls) == 0 {
-		return invalid(p+".content", "an assistant message needs content or tool_calls.")
+		return rules.Invalid(p+".content", "an assistant message needs content or tool_calls.")
 	}
 	return nil
 }
 
 func chatToolCall(p string, item *wirejson.Object[wchat.ToolCall]) (chat.ToolCall, error) {
 	if !item.IsObject() {
-		return chat.ToolCall{}, invalid(p, "must be an object.")
+		return chat.ToolCall{}, rules.Invalid(p, "must be an object.")
 	}
 	f := &item.V
-	id, err := wireReqString(f.ID, p+".id")
+	id, err := rules.RequiredString(f.ID, p+".id")
 	if err != nil {
 		return chat.ToolCall{}, err
 	}
@@ -129,21 +128,21 @@ func chatToolCall(p string, item *wirejson.Object[wchat.ToolCall]) (chat.ToolCal
 	case wirejson.Absent(t.Kind):
 	case t.IsString():
 		if t.V != "function" {
-			return chat.ToolCall{}, unsupported(p+".type", "only function tool calls are supported.")
+			return chat.ToolCall{}, rules.Unsupported(p+".type", "only function tool calls are supported.")
 		}
 	default:
-		return chat.ToolCall{}, invalid(p+".type", "must be a string.")
+		return chat.ToolCall{}, rules.Invalid(p+".type", "must be a string.")
 	}
 	if !f.Function.IsObject() {
-		return chat.ToolCall{}, invalid(p+".function", "is required and must be an object.")
+		return chat.ToolCall{}, rules.Invalid(p+".function", "is required and must be an object.")
 	}
 	fn := &f.Function.V
-	name, err := wireReqString(fn.Name, p+".function.name")
+	name, err := rules.RequiredString(fn.Name, p+".function.name")
 	if err != nil {
 		return chat.ToolCall{}, err
 	}
 	if !fn.Arguments.IsString() {
-		return chat.ToolCall{}, invalid(p+".function.arguments", "is required and must be a string.")
+		return chat.ToolCall{}, rules.Invalid(p+".function.arguments", "is required and must be a string.")
 	}
 	return chat.ToolCall{ID: id, Name: name, Arguments: fn.Arguments.V}, nil
 }
@@ -163,46 +162,11 @@ func chatContent(p string, c wchat.Content) (*string, error) {
 		return &c.Text, nil
 	case '[':
 	default:
-		return nil, invalid(p, "must be a string, an array of text parts, or null.")
+		return nil, rules.Invalid(p, "must be a string, an array of text parts, or null.")
 	}
-	s, err := joinTextOf(p, c.Items, "content", func(t string) bool { return t == "text" }, unsupportedParts)
+	s, err := rules.JoinTextOf(p, c.Items, "content", func(t string) bool { return t == "text" }, unsupportedParts)
 	if err != nil {
 		return nil, err
 	}
 	return &s, nil
-}
-
-// joinParts is joinTextOf an array of parts as sent.
-func joinParts(p string, raw json.RawMessage, noun string, text func(string) bool, known map[string]bool) (string, error) {
-	return joinTextOf(p, wchat.Parts(raw), noun, text, known)
-}
-
-// joinTextOf joins the text of an array of text parts with no separator.
-// text says which part types carry text; a type in known is one the API
-// defines but the gateway cannot honour (unsupported), any other is invalid.
-// noun names the parts in refusals ("content", "output").
-func joinTextOf(p string, parts []wirejson.Object[wchat.Part], noun string, text func(string) bool, known map[string]bool) (string, error) {
-	var b strings.Builder
-	for j := range parts {
-		pp := p + "[" + strconv.Itoa(j) + "]"
-		if !parts[j].IsObject() {
-			return "", invalid(pp, "must be an object.")
-		}
-		f := &parts[j].V
-		if !f.Type.IsString() {
-			return "", invalid(pp+".type", "is required and must be a string.")
-		}
-		switch t := f.Type.V; {
-		case text(t):
-		case known[t]:
-			return "", unsupported(pp+".type", "only text "+noun+" parts are supported.")
-		default:
-			return "", invalid(pp+".type", "is not a known "+noun+" part type.")
-		}
-		if !f.Text.IsString() {
-			return "", invalid(pp+".text", "is required and must be a string.")
-		}
-		b.WriteString(f.Text.V)
-	}
-	return b.String(), nil
 }

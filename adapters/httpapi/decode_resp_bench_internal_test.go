@@ -7,7 +7,7 @@ import "testing"
 // sends: the echoed settings (metadata, temperature, reasoning, text) beside
 // a short history with a tool call and its output.
 func BenchmarkDecodeResponses(b *testing.B) {
-	s := &server{cfg: Config{MaxTools: 64, MaxToolResultBytes: 1 << 20}, models: map[string]bool{"pm-test": true}}
+	s := testServer(Config{MaxTools: 64, MaxToolResultBytes: 1 << 20, Models: []string{"pm-test"}})
 	body := []byte(`{"model":"pm-test","stream":true,"store":false,"temperature":0.2,"top_p":1,"max_output_tokens":4096,` +
 		`"metadata":{"session":"s1"},"user":"agent","reasoning":{"effort":"medium","summary":"auto"},` +
 		`"text":{"verbosity":"low","format":{"type":"text"}},"include":["reasoning.encrypted_content"],"prompt_cache_key":"k1",` +

@@ -6,6 +6,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/toolschema"
 )
@@ -25,7 +26,7 @@ func TestDecodeToolsIsDecodingRemembered(t *testing.T) {
 	var servers []*server
 	for _, maxTools := range []int{2, 3} {
 		for _, o := range []toolschema.Options{{}, {WidenCombinators: true}, {Policy: toolschema.PolicyStrict}} {
-			servers = append(servers, &server{cfg: Config{MaxTools: maxTools, ToolSchemaPolicy: o.Policy, WidenCombinators: o.WidenCombinators}})
+			servers = append(servers, testServer(Config{MaxTools: maxTools, ToolSchemaPolicy: o.Policy, WidenCombinators: o.WidenCombinators}))
 		}
 	}
 	for range 2 { // the second round hits
@@ -50,15 +51,14 @@ func TestDecodeToolsIsDecodingRemembered(t *testing.T) {
 
 func TestDecodeToolsCacheIsBounded(t *testing.T) {
 	is := is.New(t)
-	s := &server{cfg: Config{MaxTools: 4}}
-	for i := range 3 * memoEntries {
+	s := testServer(Config{MaxTools: 4})
+	for i := range 3 * rules.MemoEntries {
 		raw := fmt.Appendf(nil, `[{"type":"function","function":{"name":"t%d"}}]`, i)
 		tools, err := s.decodeTools(raw)
 		is.NoErr(err)
 		is.Equal(tools[0].Name, fmt.Sprintf("t%d", i))
-		decodedTools.Lock()
-		is.True(decodedTools.entries <= memoEntries)
-		is.True(decodedTools.bytes <= memoBytes)
-		decodedTools.Unlock()
+		entries, bytes := rules.ToolSets()
+		is.True(entries <= rules.MemoEntries)
+		is.True(bytes <= rules.MemoBytes)
 	}
 }

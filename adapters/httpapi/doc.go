@@ -72,7 +72,7 @@
 // allowed). Fields are matched exactly (case-sensitive); null means absent.
 // Unknown top-level and message fields are ignored, so that proxies and newer
 // SDKs keep working. The known OpenAI fields are honoured, accepted and
-// ignored, or refused by the rules of decode_policy.go; docs/API.md lists
+// ignored, or refused by the rules of rules/policy.go; docs/API.md lists
 // them for users (one table, kept there rather than repeated here).
 //
 // An ignored field is still type-checked (invalid_request when malformed).
@@ -120,7 +120,7 @@
 //
 // Each of the three stream grammars is written through its emitter (package
 // sse and its chatsse, respsse and msgsse), which refuses an event its grammar
-// does not allow; driveStream (render.go) reads the turn for all three and
+// does not allow; answer.Drive (package answer) reads the turn for all of them and
 // turns such a refusal into the grammar's failure event.
 //
 // The request context (client disconnect) and RequestTimeout both end in

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/domain/errs"
 )
 
@@ -20,32 +21,6 @@ import (
 // OpenAI type, retryability and message all come from the catalog
 // (errs.Lookup via errs.CodeOf); the only additions are the routing table
 // below and the request-path detail of refusals.
-
-// requestError is a refusal of the request naming the offending parameter.
-// detail is a short fixed sentence written in this package: it never contains
-// client content or secrets. param is the path of the parameter, e.g.
-// "messages[2].content[0].type"; client-chosen names appear in it only when
-// they are plain identifiers (see seg).
-type requestError struct {
-	cause  error // carries the code (errs.New)
-	param  string
-	detail string
-}
-
-func (e *requestError) Error() string { return e.cause.Error() }
-func (e *requestError) Unwrap() error { return e.cause }
-
-// refuse returns a refusal with code c (invalid_request, unsupported_parameter,
-// request_too_large, model_not_found, …) for param.
-func refuse(c errs.Code, param, detail string) error {
-	return &requestError{cause: errs.New(c), param: param, detail: detail}
-}
-
-func invalid(param, detail string) error { return refuse(errs.InvalidRequest, param, detail) }
-
-func unsupported(param, detail string) error {
-	return refuse(errs.UnsupportedParameter, param, detail)
-}
 
 // routeError is an answer whose HTTP status is not the catalog's: a routing
 // answer (routing has no gateway code of its own: it carries invalid_request,
@@ -170,18 +145,18 @@ func public(ctx context.Context, err error) (errorBody, errs.Entry, int) {
 	e := entryOf(ctx, err)
 	status, msg := e.Status, e.Message
 	var param *string
-	var re *requestError
+	var re *rules.Refusal
 	if e.Code != errs.InternalError && errors.As(err, &re) {
-		if re.param != "" {
-			p := re.param
+		if re.Param() != "" {
+			p := re.Param()
 			param = &p
 		}
 		switch {
-		case re.detail == "":
-		case re.param != "":
-			msg += " " + re.param + ": " + re.detail
+		case re.Detail() == "":
+		case re.Param() != "":
+			msg += " " + re.Param() + ": " + re.Detail()
 		default:
-			msg += " " + re.detail
+			msg += " " + re.Detail()
 		}
 	}
 	// An upstream failure whose error type names a setting says which one to

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"crypto/subtle"
 	"reflect"
+
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 )
 
 // SwapCompare replaces the key comparison for one test and returns the
@@ -20,4 +22,8 @@ func CompareIsConstantTime() bool {
 }
 
 // CheckText is checkText, for the fuzz target.
-var CheckText = checkText
+var CheckText = rules.CheckText
+
+// testServer is a server of cfg as NewServer builds it, for the tests of one
+// translation alone (no handler, no service).
+func testServer(cfg Config) *server { return &server{cfg: cfg, in: settingsOf(cfg)} }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/gemini"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/errs"
@@ -41,7 +42,7 @@ func (s *server) decodeGeminiRequest(body []byte, model string, stream bool) (ge
 		return gemRequest{}, err
 	}
 	if !gemini.Absent(wr.GenerateContentRequest.Kind()) {
-		return gemRequest{}, invalid("generateContentRequest", "is read only by countTokens.")
+		return gemRequest{}, rules.Invalid("generateContentRequest", "is read only by countTokens.")
 	}
 	return s.translateGemini(wr, model, stream)
 }
@@ -49,7 +50,7 @@ func (s *server) decodeGeminiRequest(body []byte, model string, stream bool) (ge
 // readGeminiBody reads the body once, strictly, refusing it in the words
 // every API uses.
 func readGeminiBody(body []byte) (gemini.Request, error) {
-	return readWire(body, gemini.Decode, dottedPath)
+	return rules.ReadWire(body, gemini.Decode, rules.DottedPath)
 }
 
 // translateGemini is the one translation of a Gemini request, in this order
@@ -61,12 +62,12 @@ func (s *server) translateGemini(wr gemini.Request, model string, stream bool) (
 		ParallelToolCalls: true}}
 	req := &gr.chat
 	if !gemini.Absent(wr.CachedContent.Kind()) {
-		return gemRequest{}, unsupported("cachedContent", "cached contents are kept on Google's side; send the whole conversation in contents.")
+		return gemRequest{}, rules.Unsupported("cachedContent", "cached contents are kept on Google's side; send the whole conversation in contents.")
 	}
-	if err := ignored(kindArray)("safetySettings", wr.SafetySettings); err != nil {
+	if err := rules.Ignored(rules.KindArray)("safetySettings", wr.SafetySettings); err != nil {
 		return gemRequest{}, err
 	}
-	if err := ignored(kindObject)("labels", wr.Labels); err != nil {
+	if err := rules.Ignored(rules.KindObject)("labels", wr.Labels); err != nil {
 		return gemRequest{}, err
 	}
 	var err error
@@ -79,7 +80,7 @@ func (s *server) translateGemini(wr gemini.Request, model string, stream bool) (
 	if err := geminiToolConfig(wr.ToolConfig, req); err != nil {
 		return gemRequest{}, err
 	}
-	if gr.estimate, err = converse(req, wr.SystemInstruction, systemInstruction, wr.Contents, s.geminiContents); err != nil {
+	if gr.estimate, err = rules.Converse(req, wr.SystemInstruction, systemInstruction, wr.Contents, s.geminiContents); err != nil {
 		return gemRequest{}, err
 	}
 	return gr, nil
@@ -96,24 +97,24 @@ func (s *server) geminiGenConfig(gc gemini.Object[gemini.GenConfig], gr *gemRequ
 		return nil
 	case '{':
 	default:
-		return invalid(p, "must be an object.")
+		return rules.Invalid(p, "must be an object.")
 	}
 	c := &gc.V
 	for _, f := range []struct {
 		name string
 		raw  gemini.Value
-		kind kind
-	}{{"temperature", c.Temperature, kindNumber}, {"topP", c.TopP, kindNumber}, {"topK", c.TopK, kindNumber},
-		{"maxOutputTokens", c.MaxOutputTokens, kindNumber}, {"presencePenalty", c.PresencePenalty, kindNumber},
-		{"frequencyPenalty", c.FrequencyPenalty, kindNumber}, {"seed", c.Seed, kindNumber}, {"mediaResolution", c.MediaResolution, kindString}} {
+		kind rules.Kind
+	}{{"temperature", c.Temperature, rules.KindNumber}, {"topP", c.TopP, rules.KindNumber}, {"topK", c.TopK, rules.KindNumber},
+		{"maxOutputTokens", c.MaxOutputTokens, rules.KindNumber}, {"presencePenalty", c.PresencePenalty, rules.KindNumber},
+		{"frequencyPenalty", c.FrequencyPenalty, rules.KindNumber}, {"seed", c.Seed, rules.KindNumber}, {"mediaResolution", c.MediaResolution, rules.KindString}} {
 		if len(f.raw.Raw) > 0 {
-			if err := ignored(f.kind)(p+"."+f.name, f.raw); err != nil {
+			if err := rules.Ignored(f.kind)(p+"."+f.name, f.raw); err != nil {
 				return err
 			}
 		}
 	}
 	if len(c.CandidateCount.Raw) > 0 {
-		if err := defaultInteger(1, "must be a positive integer.", "only one candidate (candidateCount 1) is supported.")(p+".candidateCount", c.CandidateCount); err != nil {
+		if err := rules.DefaultInteger(1, "must be a positive integer.", "only one candidate (candidateCount 1) is supported.")(p+".candidateCount", c.CandidateCount); err != nil {
 			return err
 		}
 	}
@@ -122,16 +123,16 @@ func (s *server) geminiGenConfig(gc gemini.Object[gemini.GenConfig], gr *gemRequ
 		raw  gemini.Value
 	}{{"responseLogprobs", c.ResponseLogprobs}, {"logprobs", c.Logprobs}} {
 		if len(f.raw.Raw) > 0 {
-			if err := refusedWhenTrue("log probabilities are not available.")(p+"."+f.name, f.raw); err != nil {
+			if err := rules.RefusedWhenTrue("log probabilities are not available.")(p+"."+f.name, f.raw); err != nil {
 				return err
 			}
 		}
 	}
 	if !gemini.Absent(c.SpeechConfig.Kind()) {
-		return unsupported(p+".speechConfig", "speech output is not available.")
+		return rules.Unsupported(p+".speechConfig", "speech output is not available.")
 	}
 	if !gemini.Absent(c.ImageConfig.Kind()) {
-		return unsupported(p+".imageConfig", "image output is not available.")
+		return rules.Unsupported(p+".imageConfig", "image output is not available.")
 	}
 	if err := geminiModalities(c.ResponseModalities); err != nil {
 		return err
@@ -154,14 +155,14 @@ func geminiModalities(a gemini.Array[gemini.String]) error {
 		return nil
 	}
 	if !a.IsArray() {
-		return invalid(p, "must be an array of strings.")
+		return rules.Invalid(p, "must be an array of strings.")
 	}
 	for i, m := range a.Items {
 		if !m.IsString() {
-			return invalid(p+"."+strconv.Itoa(i), "must be a string.")
+			return rules.Invalid(p+"."+strconv.Itoa(i), "must be a string.")
 		}
 		if m.V != "TEXT" {
-			return unsupported(p+"."+strconv.Itoa(i), "only TEXT output is available.")
+			return rules.Unsupported(p+"."+strconv.Itoa(i), "only TEXT output is available.")
 		}
 	}
 	return nil
@@ -178,19 +179,19 @@ func geminiThinking(tc gemini.Object[gemini.ThinkingConfig]) (chat.ThinkingLevel
 		return chat.ThinkingOff, nil
 	case '{':
 	default:
-		return chat.ThinkingOff, invalid(p, "must be an object.")
+		return chat.ThinkingOff, rules.Invalid(p, "must be an object.")
 	}
 	if b := tc.V.IncludeThoughts; !gemini.Absent(b.Kind) && !b.IsBool() {
-		return chat.ThinkingOff, invalid(p+".includeThoughts", "must be a boolean.")
+		return chat.ThinkingOff, rules.Invalid(p+".includeThoughts", "must be a boolean.")
 	}
 	if l := tc.V.ThinkingLevel; !gemini.Absent(l.Kind) {
 		if !l.IsString() {
-			return chat.ThinkingOff, invalid(p+".thinkingLevel", "must be a string.")
+			return chat.ThinkingOff, rules.Invalid(p+".thinkingLevel", "must be a string.")
 		}
 		if l.V == "THINKING_LEVEL_UNSPECIFIED" {
 			return chat.ThinkingOff, nil
 		}
-		return effortLevel(strings.ToLower(l.V), p+".thinkingLevel")
+		return rules.EffortLevel(strings.ToLower(l.V), p+".thinkingLevel")
 	}
 	b := tc.V.ThinkingBudget
 	if gemini.Absent(b.Kind) {
@@ -199,7 +200,7 @@ func geminiThinking(tc gemini.Object[gemini.ThinkingConfig]) (chat.ThinkingLevel
 	n, ok := b.Int()
 	switch {
 	case b.Kind != '0' || !ok || n < -1:
-		return chat.ThinkingOff, invalid(p+".thinkingBudget", "must be an integer: -1 (dynamic), 0 (off) or a positive budget.")
+		return chat.ThinkingOff, rules.Invalid(p+".thinkingBudget", "must be an integer: -1 (dynamic), 0 (off) or a positive budget.")
 	case n <= 0:
 		return chat.ThinkingOff, nil
 	}
@@ -216,26 +217,26 @@ func geminiOutput(c *gemini.GenConfig) (chat.OutputFormat, error) {
 	const p = "generationConfig"
 	mt := c.ResponseMimeType
 	if !gemini.Absent(mt.Kind) && !mt.IsString() {
-		return chat.OutputFormat{}, invalid(p+".responseMimeType", "must be a string.")
+		return chat.OutputFormat{}, rules.Invalid(p+".responseMimeType", "must be a string.")
 	}
 	hasSchema, hasJSONSchema := !gemini.Absent(c.ResponseSchema.Kind()), !gemini.Absent(c.ResponseJSONSchema.Kind())
 	switch mt.V {
 	case "application/json":
 	case "", "text/plain":
 		if hasSchema || hasJSONSchema {
-			return chat.OutputFormat{}, invalid(p+".responseMimeType", "must be \"application/json\" when a response schema is given.")
+			return chat.OutputFormat{}, rules.Invalid(p+".responseMimeType", "must be \"application/json\" when a response schema is given.")
 		}
 		return chat.OutputFormat{}, nil
 	default:
-		return chat.OutputFormat{}, unsupported(p+".responseMimeType", "only text/plain and application/json answers are available.")
+		return chat.OutputFormat{}, rules.Unsupported(p+".responseMimeType", "only text/plain and application/json answers are available.")
 	}
 	spec := structured.Spec{Kind: chat.OutputJSONObject}
 	switch {
 	case hasSchema && hasJSONSchema:
-		return chat.OutputFormat{}, invalid(p+".responseJsonSchema", "cannot be given with responseSchema; give one.")
+		return chat.OutputFormat{}, rules.Invalid(p+".responseJsonSchema", "cannot be given with responseSchema; give one.")
 	case hasJSONSchema:
 		if c.ResponseJSONSchema.Kind() != '{' {
-			return chat.OutputFormat{}, invalid(p+".responseJsonSchema", "must be a JSON schema object.")
+			return chat.OutputFormat{}, rules.Invalid(p+".responseJsonSchema", "must be a JSON schema object.")
 		}
 		// gemini-cli's own JSON side calls send it in the OpenAPI dialect
 		// (type "OBJECT"): upper-case type names, which no JSON Schema has,
@@ -253,7 +254,7 @@ func geminiOutput(c *gemini.GenConfig) (chat.OutputFormat, error) {
 		spec = structured.Spec{Kind: chat.OutputJSONSchema, Schema: schema, SchemaPath: p + ".responseSchema"}
 	}
 	spec.NamePath = p + ".name"
-	return prepareOutput(spec)
+	return rules.PrepareOutput(spec)
 }
 
 func geminiStops(a gemini.Array[gemini.String]) ([]string, error) {
@@ -263,19 +264,19 @@ func geminiStops(a gemini.Array[gemini.String]) ([]string, error) {
 		return nil, nil
 	case '[':
 	default:
-		return nil, invalid(p, "must be an array of strings.")
+		return nil, rules.Invalid(p, "must be an array of strings.")
 	}
-	if len(a.Items) > maxStopSequences {
-		return nil, invalid(p, "at most "+strconv.Itoa(maxStopSequences)+" stop sequences are accepted.")
+	if len(a.Items) > rules.MaxStopSequences {
+		return nil, rules.Invalid(p, "at most "+strconv.Itoa(rules.MaxStopSequences)+" stop sequences are accepted.")
 	}
 	var out []string
 	for i, it := range a.Items {
 		ip := p + "." + strconv.Itoa(i)
 		if !it.IsString() {
-			return nil, invalid(ip, "must be a string.")
+			return nil, rules.Invalid(ip, "must be a string.")
 		}
 		if it.V == "" {
-			return nil, invalid(ip, "must not be empty.")
+			return nil, rules.Invalid(ip, "must not be empty.")
 		}
 		out = append(out, it.V)
 	}
@@ -290,14 +291,14 @@ func geminiStops(a gemini.Array[gemini.String]) ([]string, error) {
 func openAPISchema(raw []byte, param string) ([]byte, error) {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, invalid(param, "must be a schema object.")
+		return nil, rules.Invalid(param, "must be a schema object.")
 	}
 	if _, ok := v.(map[string]any); !ok {
-		return nil, invalid(param, "must be a schema object.")
+		return nil, rules.Invalid(param, "must be a schema object.")
 	}
 	out, err := json.Marshal(convertOpenAPI(v))
 	if err != nil {
-		return nil, invalid(param, "must be a schema object.")
+		return nil, rules.Invalid(param, "must be a schema object.")
 	}
 	return out, nil
 }
@@ -355,30 +356,30 @@ var serverTools = map[string]bool{
 // entries form one tool set, every entry's shape checked first
 // (geminiToolDefs).
 func (s *server) geminiTools(t gemini.Tools) ([]chat.Tool, error) {
-	return s.toolSet(apiGemini, t.Raw, func() ([]toolDef, error) { return geminiToolDefs(t.Entries()) })
+	return s.in.ToolSet(apiGemini, t.Raw, func() ([]rules.ToolDef, error) { return geminiToolDefs(t.Entries()) })
 }
 
 // geminiToolDefs reads the declarations of the tool entries. A schema is
 // parametersJsonSchema (JSON Schema, as sent) or parameters (the OpenAPI
 // dialect, converted: openAPISchema).
-func geminiToolDefs(items []gemini.Object[gemini.Tool]) ([]toolDef, error) {
-	var defs []toolDef
+func geminiToolDefs(items []gemini.Object[gemini.Tool]) ([]rules.ToolDef, error) {
+	var defs []rules.ToolDef
 	for i, item := range items {
 		p := "tools." + strconv.Itoa(i)
 		if !item.IsObject() {
-			return nil, invalid(p, "must be an object.")
+			return nil, rules.Invalid(p, "must be an object.")
 		}
 		for _, name := range item.V.Unknown.Names() {
-			if item.V.Unknown[name].Kind() == kindNull {
+			if item.V.Unknown[name].Kind() == rules.KindNull {
 				continue
 			}
 			if serverTools[name] {
-				return nil, unsupported(p+"."+name, "this tool runs on Google's side and is not available through this gateway; declare a function instead.")
+				return nil, rules.Unsupported(p+"."+name, "this tool runs on Google's side and is not available through this gateway; declare a function instead.")
 			}
-			if !validToolName(name) {
-				return nil, invalid(p, "holds a member that is not a known tool; declare functions in functionDeclarations.")
+			if !rules.ValidToolName(name) {
+				return nil, rules.Invalid(p, "holds a member that is not a known tool; declare functions in functionDeclarations.")
 			}
-			return nil, invalid(p+"."+name, "is not a known tool; declare functions in functionDeclarations.")
+			return nil, rules.Invalid(p+"."+name, "is not a known tool; declare functions in functionDeclarations.")
 		}
 		fds := item.V.FunctionDeclarations
 		switch fds.Kind {
@@ -386,12 +387,12 @@ func geminiToolDefs(items []gemini.Object[gemini.Tool]) ([]toolDef, error) {
 			continue
 		case '[':
 		default:
-			return nil, invalid(p+".functionDeclarations", "must be an array.")
+			return nil, rules.Invalid(p+".functionDeclarations", "must be an array.")
 		}
 		for j := range fds.Items {
 			dp := p + ".functionDeclarations." + strconv.Itoa(j)
 			if !fds.Items[j].IsObject() {
-				return nil, invalid(dp, "must be an object.")
+				return nil, rules.Invalid(dp, "must be an object.")
 			}
 			defs = append(defs, geminiToolDef(dp, &fds.Items[j].V))
 		}
@@ -400,28 +401,28 @@ func geminiToolDefs(items []gemini.Object[gemini.Tool]) ([]toolDef, error) {
 }
 
 // geminiToolDef is one declaration (at path at).
-func geminiToolDef(at string, fd *gemini.FunctionDeclaration) toolDef {
-	d := toolDef{at: at, name: fd.Name.V, nameOK: fd.Name.IsString()}
+func geminiToolDef(at string, fd *gemini.FunctionDeclaration) rules.ToolDef {
+	d := rules.ToolDef{At: at, Name: fd.Name.V, NameOK: fd.Name.IsString()}
 	switch desc := fd.Description; {
 	case desc.IsString():
-		d.desc = desc.V
+		d.Desc = desc.V
 	case !gemini.Absent(desc.Kind):
-		d.descErr = invalid(at+".description", "must be a string.")
+		d.DescErr = rules.Invalid(at+".description", "must be a string.")
 	}
 	hasParams, hasJSON := !gemini.Absent(fd.Parameters.Kind()), !gemini.Absent(fd.ParametersJSONSchema.Kind())
 	switch {
 	case hasParams && hasJSON:
-		d.schemaErr = invalid(at+".parametersJsonSchema", "cannot be given with parameters; give one.")
+		d.SchemaErr = rules.Invalid(at+".parametersJsonSchema", "cannot be given with parameters; give one.")
 	case hasJSON:
-		d.schemaAt = at + ".parametersJsonSchema"
+		d.SchemaAt = at + ".parametersJsonSchema"
 		if fd.ParametersJSONSchema.Kind() != '{' {
-			d.schemaErr = invalid(d.schemaAt, "must be a JSON schema object.")
+			d.SchemaErr = rules.Invalid(d.SchemaAt, "must be a JSON schema object.")
 		} else {
-			d.schema = append([]byte(nil), fd.ParametersJSONSchema...)
+			d.Schema = append([]byte(nil), fd.ParametersJSONSchema...)
 		}
 	case hasParams:
-		d.schemaAt = at + ".parameters"
-		d.schema, d.schemaErr = openAPISchema(fd.Parameters, d.schemaAt)
+		d.SchemaAt = at + ".parameters"
+		d.Schema, d.SchemaErr = openAPISchema(fd.Parameters, d.SchemaAt)
 	}
 	return d
 }
@@ -437,9 +438,9 @@ func geminiToolConfig(tc gemini.Object[gemini.ToolConfig], req *chat.Request) er
 		return nil
 	case '{':
 	default:
-		return invalid(p, "must be an object.")
+		return rules.Invalid(p, "must be an object.")
 	}
-	if err := ignored(kindObject)(p+".retrievalConfig", tc.V.RetrievalConfig); err != nil {
+	if err := rules.Ignored(rules.KindObject)(p+".retrievalConfig", tc.V.RetrievalConfig); err != nil {
 		return err
 	}
 	fc := tc.V.FunctionCallingConfig
@@ -448,12 +449,12 @@ func geminiToolConfig(tc gemini.Object[gemini.ToolConfig], req *chat.Request) er
 		return nil
 	case '{':
 	default:
-		return invalid(p+".functionCallingConfig", "must be an object.")
+		return rules.Invalid(p+".functionCallingConfig", "must be an object.")
 	}
 	const fp = p + ".functionCallingConfig"
 	mode := fc.V.Mode
 	if !gemini.Absent(mode.Kind) && !mode.IsString() {
-		return invalid(fp+".mode", "must be a string.")
+		return rules.Invalid(fp+".mode", "must be a string.")
 	}
 	switch mode.V {
 	case "", "MODE_UNSPECIFIED", "AUTO":
@@ -461,12 +462,12 @@ func geminiToolConfig(tc gemini.Object[gemini.ToolConfig], req *chat.Request) er
 	case "NONE":
 		req.ToolChoice = chat.ToolChoice{Mode: chat.ToolChoiceNone}
 	case "ANY", "VALIDATED":
-		return unsupported(fp+".mode", "the upstream cannot be made to call a function; only AUTO and NONE are supported.")
+		return rules.Unsupported(fp+".mode", "the upstream cannot be made to call a function; only AUTO and NONE are supported.")
 	default:
-		return invalid(fp+".mode", `must be "AUTO", "NONE", "ANY" or "VALIDATED".`)
+		return rules.Invalid(fp+".mode", `must be "AUTO", "NONE", "ANY" or "VALIDATED".`)
 	}
 	if names := fc.V.AllowedFunctionNames; !gemini.Absent(names.Kind) {
-		return invalid(fp+".allowedFunctionNames", "may be given only with mode ANY, which is not supported.")
+		return rules.Invalid(fp+".allowedFunctionNames", "may be given only with mode ANY, which is not supported.")
 	}
 	return nil
 }
@@ -478,24 +479,24 @@ func systemInstruction(si gemini.Object[gemini.Content]) (string, error) {
 		return "", nil
 	}
 	if !si.IsObject() {
-		return "", invalid("systemInstruction", "must be a content object with text parts.")
+		return "", rules.Invalid("systemInstruction", "must be a content object with text parts.")
 	}
 	a := si.V.Parts
 	const p = "systemInstruction.parts"
 	if !a.IsArray() {
-		return "", invalid(p, "is required and must be an array of text parts.")
+		return "", rules.Invalid(p, "is required and must be an array of text parts.")
 	}
 	var texts []string
 	for i, it := range a.Items {
 		ip := p + "." + strconv.Itoa(i)
 		if !it.IsObject() {
-			return "", invalid(ip, "must be an object.")
+			return "", rules.Invalid(ip, "must be an object.")
 		}
 		if err := checkPartKinds(ip, &it.V); err != nil {
 			return "", err
 		}
 		if !it.V.Text.IsString() {
-			return "", invalid(ip+".text", "is required in a system instruction: only text parts are accepted there.")
+			return "", rules.Invalid(ip+".text", "is required in a system instruction: only text parts are accepted there.")
 		}
 		texts = append(texts, it.V.Text.V)
 	}
@@ -517,37 +518,37 @@ var geminiUnsupportedParts = map[string]string{
 // by name; members it does not know are ignored.
 func checkPartKinds(ip string, pt *gemini.Part) error {
 	for _, name := range pt.Unknown.Names() {
-		if d, ok := geminiUnsupportedParts[name]; ok && pt.Unknown[name].Kind() != kindNull {
-			return unsupported(ip+"."+name, d)
+		if d, ok := geminiUnsupportedParts[name]; ok && pt.Unknown[name].Kind() != rules.KindNull {
+			return rules.Unsupported(ip+"."+name, d)
 		}
 	}
 	if t := pt.Text; !gemini.Absent(t.Kind) && !t.IsString() {
-		return invalid(ip+".text", "must be a string.")
+		return rules.Invalid(ip+".text", "must be a string.")
 	}
 	if b := pt.Thought; !gemini.Absent(b.Kind) && !b.IsBool() {
-		return invalid(ip+".thought", "must be a boolean.")
+		return rules.Invalid(ip+".thought", "must be a boolean.")
 	}
 	return nil
 }
 
 // geminiWords are the Gemini API's words for the pairing rule.
-var geminiWords = pairWords{
-	list: "contents",
-	unanswered: func(at int, ids []string) error {
-		return invalid("contents."+strconv.Itoa(at+1), "the function calls "+strings.Join(ids, ", ")+
+var geminiWords = rules.PairWords{
+	List: "contents",
+	Unanswered: func(at int, ids []string) error {
+		return rules.Invalid("contents."+strconv.Itoa(at+1), "the function calls "+strings.Join(ids, ", ")+
 			" of the model content before have no functionResponse here; every call must be answered in the next content.")
 	},
-	badID: func(at string) error { return invalid(at+".id", "must match ^[a-zA-Z0-9_-]+$.") },
-	repeatedID: func(at, id string) error {
-		return invalid(at+".id", "repeats the id of an earlier call: "+id+".")
+	BadID: func(at string) error { return rules.Invalid(at+".id", "must match ^[a-zA-Z0-9_-]+$.") },
+	RepeatedID: func(at, id string) error {
+		return rules.Invalid(at+".id", "repeats the id of an earlier call: "+id+".")
 	},
-	late: func(at string) error {
-		return invalid(at, "functionResponse parts must come first in the content, before any text.")
+	Late: func(at string) error {
+		return rules.Invalid(at, "functionResponse parts must come first in the content, before any text.")
 	},
-	empty:  func(at string) error { return invalid(at+".parts", "must hold text.") },
-	noUser: func() error { return invalid("contents", "must hold a user content.") },
-	final: func(last int) error {
-		return unsupported("contents."+strconv.Itoa(last), "a final model content cannot be continued by the upstream; end with a user content.")
+	Empty:  func(at string) error { return rules.Invalid(at+".parts", "must hold text.") },
+	NoUser: func() error { return rules.Invalid("contents", "must hold a user content.") },
+	Final: func(last int) error {
+		return rules.Unsupported("contents."+strconv.Itoa(last), "a final model content cannot be continued by the upstream; end with a user content.")
 	},
 }
 
@@ -559,22 +560,22 @@ var geminiWords = pairWords{
 // name; anything else is refused, never guessed. Thought parts (another
 // backend's) are dropped.
 func (s *server) geminiContents(a gemini.Array[gemini.Object[gemini.Content]]) ([]chat.Message, error) {
-	return pairTurns(&geminiWords, a, s.geminiTurn)
+	return rules.PairTurns(&geminiWords, a, s.geminiTurn)
 }
 
 // geminiTurn reads one content, a user or model turn, into pr.
-func (s *server) geminiTurn(pr *pairing, p string, c *gemini.Content) (*chat.Message, error) {
+func (s *server) geminiTurn(pr *rules.Pairing, p string, c *gemini.Content) (*chat.Message, error) {
 	role := c.Role
 	if !gemini.Absent(role.Kind) && !role.IsString() {
-		return nil, invalid(p+".role", "must be a string.")
+		return nil, rules.Invalid(p+".role", "must be a string.")
 	}
 	parts := c.Parts
 	if !parts.IsArray() || len(parts.Items) == 0 {
-		return nil, invalid(p+".parts", "is required and must be a non-empty array of parts.")
+		return nil, rules.Invalid(p+".parts", "is required and must be a non-empty array of parts.")
 	}
 	for j := range parts.Items {
 		if !parts.Items[j].IsObject() {
-			return nil, invalid(p+".parts."+strconv.Itoa(j), "must be an object.")
+			return nil, rules.Invalid(p+".parts."+strconv.Itoa(j), "must be an object.")
 		}
 		if err := checkPartKinds(p+".parts."+strconv.Itoa(j), &parts.Items[j].V); err != nil {
 			return nil, err
@@ -582,23 +583,23 @@ func (s *server) geminiTurn(pr *pairing, p string, c *gemini.Content) (*chat.Mes
 	}
 	switch role.V {
 	case "model":
-		if err := pr.assistant(p); err != nil {
+		if err := pr.Assistant(p); err != nil {
 			return nil, err
 		}
 		return nil, s.turnParts(pr, p, parts.Items)
 	case "", "user":
-		pr.user(p)
+		pr.User(p)
 		return nil, s.turnParts(pr, p, parts.Items)
 	}
-	return nil, invalid(p+".role", `must be "user" or "model".`)
+	return nil, rules.Invalid(p+".role", `must be "user" or "model".`)
 }
 
 // turnParts reads the parts of the content pr started: text parts are its
 // text, thought parts are dropped; a model content's functionCall parts are
 // its calls, a user content's functionResponse parts answer the pending
 // calls. A part of the other role is refused where it stands.
-func (s *server) turnParts(pr *pairing, p string, parts []gemini.Object[gemini.Part]) error {
-	model := pr.turn == turnAssistant
+func (s *server) turnParts(pr *rules.Pairing, p string, parts []gemini.Object[gemini.Part]) error {
+	model := pr.Turn() == rules.TurnAssistant
 	for j := range parts {
 		pt := &parts[j].V
 		ip := p + ".parts." + strconv.Itoa(j)
@@ -611,15 +612,15 @@ func (s *server) turnParts(pr *pairing, p string, parts []gemini.Object[gemini.P
 		case !model && hasResponse:
 			err = s.functionResponse(pr, ip, &pt.FunctionResponse)
 		case pt.Text.IsString():
-			pr.addText(pt.Text.V)
+			pr.AddText(pt.Text.V)
 		case hasResponse:
-			err = invalid(ip+".functionResponse", "belongs in a user content.")
+			err = rules.Invalid(ip+".functionResponse", "belongs in a user content.")
 		case hasCall:
-			err = invalid(ip+".functionCall", "belongs in a model content.")
+			err = rules.Invalid(ip+".functionCall", "belongs in a model content.")
 		case model:
-			err = invalid(ip, "must hold text or a functionCall.")
+			err = rules.Invalid(ip, "must hold text or a functionCall.")
 		default:
-			err = invalid(ip, "must hold text or a functionResponse.")
+			err = rules.Invalid(ip, "must hold text or a functionResponse.")
 		}
 		if err != nil {
 			return err
@@ -630,19 +631,19 @@ func (s *server) turnParts(pr *pairing, p string, parts []gemini.Object[gemini.P
 
 // functionCall reads a functionCall part (at fp) as a call of the model
 // content, its args as sent.
-func functionCall(pr *pairing, fp string, o *gemini.Object[gemini.FunctionCall]) error {
+func functionCall(pr *rules.Pairing, fp string, o *gemini.Object[gemini.FunctionCall]) error {
 	if !o.IsObject() {
-		return invalid(fp, "must be an object.")
+		return rules.Invalid(fp, "must be an object.")
 	}
 	fc := &o.V
 	if !fc.ID.IsString() || fc.ID.V == "" {
-		return invalid(fp+".id", "is required: this gateway gives every call an id and pairs its response by it; send the call as it was received.")
+		return rules.Invalid(fp+".id", "is required: this gateway gives every call an id and pairs its response by it; send the call as it was received.")
 	}
 	id := fc.ID.V
-	if err := pr.callID(fp, id); err != nil {
+	if err := pr.CallID(fp, id); err != nil {
 		return err
 	}
-	name, err := wireReqString(fc.Name, fp+".name")
+	name, err := rules.RequiredString(fc.Name, fp+".name")
 	if err != nil {
 		return err
 	}
@@ -652,9 +653,9 @@ func functionCall(pr *pairing, fp string, o *gemini.Object[gemini.FunctionCall])
 	case '{':
 		args = string(fc.Args)
 	default:
-		return invalid(fp+".args", "must be an object.")
+		return rules.Invalid(fp+".args", "must be an object.")
 	}
-	pr.call(id, name, args)
+	pr.Call(id, name, args)
 	return nil
 }
 
@@ -666,62 +667,62 @@ func functionCall(pr *pairing, fp string, o *gemini.Object[gemini.FunctionCall])
 // already answered its call (by id) is the same result: gemini-cli 0.61
 // replays every functionResponse twice in a resumed session's history; it
 // is dropped. A different second answer is refused.
-func (s *server) functionResponse(pr *pairing, ip string, o *gemini.Object[gemini.FunctionResponse]) error {
-	if err := pr.answerAt(ip); err != nil {
+func (s *server) functionResponse(pr *rules.Pairing, ip string, o *gemini.Object[gemini.FunctionResponse]) error {
+	if err := pr.AnswerAt(ip); err != nil {
 		return err
 	}
 	fp := ip + ".functionResponse"
 	if !o.IsObject() {
-		return invalid(fp, "must be an object.")
+		return rules.Invalid(fp, "must be an object.")
 	}
 	fr := &o.V
 	if !gemini.Absent(fr.Name.Kind) && !fr.Name.IsString() {
-		return invalid(fp+".name", "must be a string.")
+		return rules.Invalid(fp+".name", "must be a string.")
 	}
-	var call *pendingCall
+	var call *rules.PendingCall
 	if id := fr.ID; !gemini.Absent(id.Kind) && !(id.IsString() && id.V == "") {
 		if !id.IsString() {
-			return invalid(fp+".id", "must be a string.")
+			return rules.Invalid(fp+".id", "must be a string.")
 		}
-		if call = pr.find(id.V); call == nil {
-			if !validToolID(id.V) {
-				return invalid(fp+".id", "matches no function call of the model content before.")
+		if call = pr.Find(id.V); call == nil {
+			if !rules.ValidToolID(id.V) {
+				return rules.Invalid(fp+".id", "matches no function call of the model content before.")
 			}
-			return invalid(fp+".id", "matches no function call of the model content before: "+id.V+".")
+			return rules.Invalid(fp+".id", "matches no function call of the model content before: "+id.V+".")
 		}
-		if fr.Name.IsString() && fr.Name.V != call.name {
-			return invalid(fp+".name", "is not the name of the call with this id.")
+		if fr.Name.IsString() && fr.Name.V != call.Name {
+			return rules.Invalid(fp+".name", "is not the name of the call with this id.")
 		}
 	} else {
 		if !fr.Name.IsString() || fr.Name.V == "" {
-			return invalid(fp+".name", "is required when the response has no id.")
+			return rules.Invalid(fp+".name", "is required when the response has no id.")
 		}
 		var ambiguous bool
-		if call, ambiguous = pr.findName(fr.Name.V); ambiguous {
-			return invalid(fp+".id", "is required: more than one unanswered call has this name, and a response without an id cannot be paired with one of them.")
+		if call, ambiguous = pr.FindName(fr.Name.V); ambiguous {
+			return rules.Invalid(fp+".id", "is required: more than one unanswered call has this name, and a response without an id cannot be paired with one of them.")
 		}
 		if call == nil {
-			return invalid(fp+".name", "names no unanswered function call of the model content before.")
+			return rules.Invalid(fp+".name", "names no unanswered function call of the model content before.")
 		}
 	}
-	if call.answered {
-		if fr.ID.IsString() && string(fr.Response) == string(call.response) && absentRaw(fr.Parts) {
+	if call.Answered {
+		if fr.ID.IsString() && string(fr.Response) == string(call.Response) && absentRaw(fr.Parts) {
 			return nil
 		}
-		return invalid(fp, "answers the call "+call.id+" a second time, differently.")
+		return rules.Invalid(fp, "answers the call "+call.ID+" a second time, differently.")
 	}
-	call.response = fr.Response
+	call.Response = fr.Response
 	if parts := fr.Parts; !gemini.Absent(parts.Kind()) && !(parts.Kind() == '[' && len(strings.TrimSpace(string(parts))) == 2) {
-		return unsupported(fp+".parts", "multimodal function responses cannot be sent to the upstream.")
+		return rules.Unsupported(fp+".parts", "multimodal function responses cannot be sent to the upstream.")
 	}
 	if fr.Response.Kind() != '{' {
-		return invalid(fp+".response", "is required and must be an object.")
+		return rules.Invalid(fp+".response", "is required and must be an object.")
 	}
 	content := responseText(fr.Response)
-	if len(content) > s.cfg.MaxToolResultBytes {
-		return refuse(errs.RequestTooLarge, fp+".response", "The function response exceeds the per-result size limit.")
+	if len(content) > s.in.MaxToolResultBytes {
+		return rules.Refuse(errs.RequestTooLarge, fp+".response", "The function response exceeds the per-result size limit.")
 	}
-	pr.answer(call, content)
+	pr.Answer(call, content)
 	return nil
 }
 
@@ -740,7 +741,7 @@ func responseText(raw []byte) string {
 			case "output":
 				return s
 			case "error":
-				return toolErrorPrefix + s
+				return rules.ToolErrorPrefix + s
 			}
 		}
 	}

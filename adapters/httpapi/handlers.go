@@ -13,6 +13,8 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/answer"
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/budget"
 	"github.com/pmgate/pmgate/domain/chat"
@@ -44,7 +46,7 @@ var errRequestTimeout = errors.New("httpapi: request timeout")
 // failure likewise when it wrote nothing; a stream that began reports its
 // failure inside the stream and returns nil.
 func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, conversation string, decode func(body []byte) (T, chat.Request, error),
-	render func(w http.ResponseWriter, r *http.Request, req T, tr *turnReader) error) (err error) {
+	render func(w http.ResponseWriter, r *http.Request, req T, tr *answer.Reader) error) (err error) {
 	// The ledger counts every authenticated request of the API, refusals
 	// included; the service returns what went upstream (and what the access
 	// line says of it) with its turn or its refusal. A returned failure is
@@ -112,7 +114,7 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 		err = errors.AssertionFailedf("httpapi: service returned neither a turn nor an error")
 	}
 	if errors.Is(err, app.ErrContinuationNeedsCorrelation) {
-		err = &requestError{cause: err, param: conversation}
+		err = rules.At(err, conversation)
 	}
 	if err != nil {
 		sum = app.SummaryOf(err)
@@ -144,9 +146,9 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 		defer stop()
 	}
 
-	tr := &turnReader{turn: turn, onFirst: func() { ri.firstToken = s.now() }}
+	tr := answer.NewReader(turn, func() { ri.firstToken = s.now() })
 	err = render(w, r, apiReq, tr)
-	ri.toolCalls = tr.calls
+	ri.toolCalls, ri.usage = tr.Calls, tr.Shown
 	return err
 }
 
@@ -191,7 +193,7 @@ func repeatOf(r *http.Request, body []byte) (*app.Repeat, error) {
 		return nil, nil
 	}
 	if hasKey && (key == "" || len(key) > maxIdempotencyKey || !visibleASCII(key)) {
-		return nil, invalid("", "The Idempotency-Key header must be 1 to 255 visible ASCII characters.")
+		return nil, rules.Invalid("", "The Idempotency-Key header must be 1 to 255 visible ASCII characters.")
 	}
 	return &app.Repeat{Route: r.Method + " " + r.URL.Path, Body: body, RetryCount: count, IdempotencyKey: key}, nil
 }
@@ -204,7 +206,7 @@ const ConversationHeader = "x-pmgate-conversation"
 // caller writes the refusal.
 func (s *server) readJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if !jsonMediaType(r.Header.Get("Content-Type")) {
-		return nil, invalid("", "The Content-Type must be application/json.")
+		return nil, rules.Invalid("", "The Content-Type must be application/json.")
 	}
 	return s.readBody(w, r)
 }
@@ -247,7 +249,7 @@ func jsonMediaType(v string) bool {
 func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	limit := s.cfg.MaxBodyBytes
 	tooLarge := func() error {
-		return refuse(errs.RequestTooLarge, "", "The limit is "+strconv.FormatInt(limit, 10)+" bytes.")
+		return rules.Refuse(errs.RequestTooLarge, "", "The limit is "+strconv.FormatInt(limit, 10)+" bytes.")
 	}
 	if r.ContentLength > limit {
 		return nil, tooLarge()
@@ -271,9 +273,9 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		// before answering, and must fail at once instead of waiting for the
 		// slow client. The connection closes after the answer.
 		w.Header().Set("Connection", "close")
-		return nil, refuse(errs.RequestTimeout, "", "The limit is "+s.cfg.BodyReadTimeout.String()+".")
+		return nil, rules.Refuse(errs.RequestTimeout, "", "The limit is "+s.cfg.BodyReadTimeout.String()+".")
 	case err != nil:
-		return nil, invalid("", "The body could not be read.")
+		return nil, rules.Invalid("", "The body could not be read.")
 	}
 	return buf.Bytes(), nil
 }

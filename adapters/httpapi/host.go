@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/domain/errs"
 )
 
@@ -81,9 +82,9 @@ func (p hostPolicy) allowsOrigin(v string) bool {
 func (s *server) checkHost(r *http.Request) error {
 	switch {
 	case !s.hosts.allowsHostHeader(r.Host):
-		return refuse(errs.HostNotAllowed, "", "To serve this name, add it to ALLOWED_HOSTS.")
+		return rules.Refuse(errs.HostNotAllowed, "", "To serve this name, add it to ALLOWED_HOSTS.")
 	case !s.hosts.allowsOrigin(r.Header.Get("Origin")):
-		return refuse(errs.OriginNotAllowed, "", "To allow this origin, add its host name to ALLOWED_HOSTS.")
+		return rules.Refuse(errs.OriginNotAllowed, "", "To allow this origin, add its host name to ALLOWED_HOSTS.")
 	}
 	return nil
 }

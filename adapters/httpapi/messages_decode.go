@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/messages"
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 	"github.com/pmgate/pmgate/domain/chat"
@@ -28,11 +29,6 @@ const apiMessages = "messages"
 // before anything else sees the system prompt (api.anthropic.com strips it
 // too).
 const billingHeaderPrefix = "x-anthropic-billing-header:"
-
-// toolErrorPrefix marks a tool_result with is_error: true in the text the
-// upstream receives (the upstream tool response has no error status of its
-// own that the gateway sends).
-const toolErrorPrefix = "Tool error: "
 
 // msgRequest is a translated Messages request: the chat request for the core
 // and what the response needs.
@@ -64,32 +60,32 @@ func (s *server) decodeCountRequest(body []byte, allowed func(string) bool) (msg
 func (s *server) translateMessages(body []byte, allowed func(string) bool, needMax bool) (msgRequest, error) {
 	// A repeated member name is refused at its path with the steps joined
 	// by dots (messages.0.content.1.text), as the Messages API writes paths.
-	wr, err := readWire(body, messages.Decode, dottedPath)
+	wr, err := rules.ReadWire(body, messages.Decode, rules.DottedPath)
 	if err != nil {
 		return msgRequest{}, err
 	}
-	model, err := s.model(wr.Model, allowed)
+	model, err := s.in.Model(wr.Model, allowed)
 	if err != nil {
 		return msgRequest{}, err
 	}
 	mr := msgRequest{chat: chat.Request{API: apiMessages, Model: model, ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto},
 		ParallelToolCalls: true}}
 	req := &mr.chat
-	if req.Stream, err = wireBool(wr.Stream, "stream", false); err != nil {
+	if req.Stream, err = rules.OptionalBool(wr.Stream, "stream", false); err != nil {
 		return msgRequest{}, err
 	}
 	if needMax || wr.MaxTokens.Kind != 0 {
 		if n, ok := wr.MaxTokens.Int(); !ok || n < 1 {
-			return msgRequest{}, invalid("max_tokens", "is required and must be a positive integer.")
+			return msgRequest{}, rules.Invalid("max_tokens", "is required and must be a positive integer.")
 		}
 	}
 	if err := checkMessagesFields(&wr); err != nil {
 		return msgRequest{}, err
 	}
-	if req.Thinking, err = messagesThinking(wr.Thinking, wr.OutputConfig); err != nil {
+	if req.Thinking, err = rules.MessagesThinking(wr.Thinking, wr.OutputConfig); err != nil {
 		return msgRequest{}, err
 	}
-	if req.Output, err = outputConfigFormat(wr.OutputConfig); err != nil {
+	if req.Output, err = rules.OutputConfigFormat(wr.OutputConfig); err != nil {
 		return msgRequest{}, err
 	}
 	if mr.stops, err = stopSequences(wr.StopSequences); err != nil {
@@ -101,7 +97,7 @@ func (s *server) translateMessages(body []byte, allowed func(string) bool, needM
 	if err := messagesToolChoice(wr.ToolChoice, &mr); err != nil {
 		return msgRequest{}, err
 	}
-	if mr.estimate, err = converse(req, wr.System, systemText, wr.Messages, s.messagesList); err != nil {
+	if mr.estimate, err = rules.Converse(req, wr.System, systemText, wr.Messages, s.messagesList); err != nil {
 		return msgRequest{}, err
 	}
 	return mr, nil
@@ -136,17 +132,17 @@ func checkMessagesFields(wr *messages.Request) error {
 		}
 		return wr.Container
 	}
-	return checkFields(messagesFields, value, func(name string) error {
+	return rules.CheckFields(messagesFields, value, func(name string) error {
 		switch name {
-		case "thinking": // read by messagesThinking; here only its kind
+		case "thinking": // read by rules.MessagesThinking; here only its rules.Kind
 			if k := wr.Thinking.Kind; k != 0 && k != 'n' && k != '{' {
-				return invalid("thinking", "must be an object.")
+				return rules.Invalid("thinking", "must be an object.")
 			}
 		case "output_config":
 			return checkOutputConfig(wr.OutputConfig)
 		case "mcp_servers":
 			if m := wr.MCPServers; !wirejson.Absent(m.Kind) && !(m.IsArray() && len(m.Items) == 0) {
-				return unsupported("mcp_servers", "MCP connector servers run on Anthropic's side; this gateway cannot reach them.")
+				return rules.Unsupported("mcp_servers", "MCP connector servers run on Anthropic's side; this gateway cannot reach them.")
 			}
 		}
 		return nil
@@ -156,7 +152,7 @@ func checkMessagesFields(wr *messages.Request) error {
 // messagesFields are the fields checkMessagesFields checks, in its order:
 // the shared rules of those passed on as sent, and thinking, output_config
 // and mcp_servers, which the Messages API reads typed.
-var messagesFields = policy("temperature", "top_p", "top_k", "metadata", "service_tier",
+var messagesFields = rules.Policy("temperature", "top_p", "top_k", "metadata", "service_tier",
 	"thinking", "context_management", "cache_control", "speed", "inference_geo", "output_config", "mcp_servers", "container")
 
 // checkOutputConfig accepts output_config.effort (a string, read by
@@ -170,10 +166,10 @@ func checkOutputConfig(oc wirejson.Object[messages.OutputConfig]) error {
 		return nil
 	case '{':
 	default:
-		return invalid(param, "must be an object.")
+		return rules.Invalid(param, "must be an object.")
 	}
 	if e := oc.V.Effort; !wirejson.Absent(e.Kind) && !e.IsString() {
-		return invalid(param+".effort", "must be a string.")
+		return rules.Invalid(param+".effort", "must be a string.")
 	}
 	format := oc.V.Format
 	switch format.Kind {
@@ -181,20 +177,16 @@ func checkOutputConfig(oc wirejson.Object[messages.OutputConfig]) error {
 		return nil
 	case '{':
 	default:
-		return invalid(param+".format", "must be an object.")
+		return rules.Invalid(param+".format", "must be an object.")
 	}
 	// The Messages API's only structured format is json_schema.
 	if t := format.V.Type; !t.IsString() {
-		return invalid(param+".format.type", "is required and must be a string.")
+		return rules.Invalid(param+".format.type", "is required and must be a string.")
 	} else if t.V != "json_schema" {
-		return invalid(param+".format.type", "must be \"json_schema\".")
+		return rules.Invalid(param+".format.type", "must be \"json_schema\".")
 	}
 	return nil
 }
-
-// maxStopSequences bounds stop_sequences (the gateway scans the text for
-// each).
-const maxStopSequences = 16
 
 func stopSequences(a wirejson.Array[wirejson.String]) ([]string, error) {
 	switch a.Kind {
@@ -202,20 +194,20 @@ func stopSequences(a wirejson.Array[wirejson.String]) ([]string, error) {
 		return nil, nil
 	case '[':
 	default:
-		return nil, invalid("stop_sequences", "must be an array of strings.")
+		return nil, rules.Invalid("stop_sequences", "must be an array of strings.")
 	}
 	items := a.Items
-	if len(items) > maxStopSequences {
-		return nil, invalid("stop_sequences", "at most "+strconv.Itoa(maxStopSequences)+" stop sequences are accepted.")
+	if len(items) > rules.MaxStopSequences {
+		return nil, rules.Invalid("stop_sequences", "at most "+strconv.Itoa(rules.MaxStopSequences)+" stop sequences are accepted.")
 	}
 	var out []string
 	for i, it := range items {
 		p := "stop_sequences." + strconv.Itoa(i)
 		if !it.IsString() {
-			return nil, invalid(p, "must be a string.")
+			return nil, rules.Invalid(p, "must be a string.")
 		}
 		if strings.TrimSpace(it.V) == "" {
-			return nil, invalid(p, "must contain non-whitespace.")
+			return nil, rules.Invalid(p, "must contain non-whitespace.")
 		}
 		out = append(out, it.V)
 	}
@@ -233,19 +225,19 @@ func systemText(c messages.Content) (string, error) {
 		return c.Text, nil
 	case '[':
 	default:
-		return "", invalid("system", "must be a string or an array of text blocks.")
+		return "", rules.Invalid("system", "must be a string or an array of text blocks.")
 	}
 	var parts []string
 	for i, b := range c.Items {
 		p := "system." + strconv.Itoa(i)
 		if !b.IsObject() {
-			return "", invalid(p, "must be an object.")
+			return "", rules.Invalid(p, "must be an object.")
 		}
 		if t := b.V.Type; !t.IsString() || t.V != "text" {
-			return "", invalid(p+".type", `must be "text".`)
+			return "", rules.Invalid(p+".type", `must be "text".`)
 		}
 		if !b.V.Text.IsString() {
-			return "", invalid(p+".text", "is required and must be a string.")
+			return "", rules.Invalid(p+".text", "is required and must be a string.")
 		}
 		t := b.V.Text.V
 		if strings.HasPrefix(t, billingHeaderPrefix) {
@@ -257,23 +249,25 @@ func systemText(c messages.Content) (string, error) {
 }
 
 // messagesWords are the Anthropic API's words for the pairing rule.
-var messagesWords = pairWords{
-	list: "messages",
-	unanswered: func(at int, ids []string) error {
-		return invalid("messages."+strconv.Itoa(at+1), "`tool_use` ids were found without `tool_result` blocks immediately after: "+
+var messagesWords = rules.PairWords{
+	List: "messages",
+	Unanswered: func(at int, ids []string) error {
+		return rules.Invalid("messages."+strconv.Itoa(at+1), "`tool_use` ids were found without `tool_result` blocks immediately after: "+
 			strings.Join(ids, ", ")+". Each `tool_use` block must have a corresponding `tool_result` block in the next message.")
 	},
-	badID: func(at string) error { return invalid(at+".id", "String should match pattern '^[a-zA-Z0-9_-]+$'") },
-	repeatedID: func(at, id string) error {
-		return invalid(at, "`tool_use` ids must be unique: "+id+".")
+	BadID: func(at string) error {
+		return rules.Invalid(at+".id", "String should match pattern '^[a-zA-Z0-9_-]+$'")
 	},
-	late: func(at string) error {
-		return invalid(at, "`tool_result` blocks must come first in the user message, before any other content.")
+	RepeatedID: func(at, id string) error {
+		return rules.Invalid(at, "`tool_use` ids must be unique: "+id+".")
 	},
-	empty:  func(at string) error { return invalid(at+".content", "must not be empty.") },
-	noUser: func() error { return invalid("messages", "must hold a user message.") },
-	final: func(last int) error {
-		return unsupported("messages."+strconv.Itoa(last), "a final assistant message (prefill) cannot be continued by the upstream.")
+	Late: func(at string) error {
+		return rules.Invalid(at, "`tool_result` blocks must come first in the user message, before any other content.")
+	},
+	Empty:  func(at string) error { return rules.Invalid(at+".content", "must not be empty.") },
+	NoUser: func() error { return rules.Invalid("messages", "must hold a user message.") },
+	Final: func(last int) error {
+		return rules.Unsupported("messages."+strconv.Itoa(last), "a final assistant message (prefill) cannot be continued by the upstream.")
 	},
 }
 
@@ -281,13 +275,13 @@ var messagesWords = pairWords{
 // blocks of the assistant turn before them under the pairing rule
 // (pairTurns), in the Anthropic API's words.
 func (s *server) messagesList(a wirejson.Array[wirejson.Object[messages.Message]]) ([]chat.Message, error) {
-	return pairTurns(&messagesWords, a, s.messagesTurn)
+	return rules.PairTurns(&messagesWords, a, s.messagesTurn)
 }
 
 // messagesTurn reads one message: a user or assistant turn into pr, or a
 // system message.
-func (s *server) messagesTurn(pr *pairing, p string, m *messages.Message) (*chat.Message, error) {
-	role, err := wireReqString(m.Role, p+".role")
+func (s *server) messagesTurn(pr *rules.Pairing, p string, m *messages.Message) (*chat.Message, error) {
+	role, err := rules.RequiredString(m.Role, p+".role")
 	if err != nil {
 		return nil, err
 	}
@@ -297,12 +291,12 @@ func (s *server) messagesTurn(pr *pairing, p string, m *messages.Message) (*chat
 	}
 	switch role {
 	case "assistant":
-		if err := pr.assistant(p); err != nil {
+		if err := pr.Assistant(p); err != nil {
 			return nil, err
 		}
 		return nil, s.turnBlocks(pr, p, blocks)
 	case "user":
-		pr.user(p)
+		pr.User(p)
 		return nil, s.turnBlocks(pr, p, blocks)
 	case "system":
 		// Claude Code (2.1.3xx) sends its environment block as a system
@@ -314,7 +308,7 @@ func (s *server) messagesTurn(pr *pairing, p string, m *messages.Message) (*chat
 		}
 		return &chat.Message{Role: chat.RoleSystem, Content: &text}, nil
 	}
-	return nil, invalid(p+".role", `must be "user", "assistant" or "system".`)
+	return nil, rules.Invalid(p+".role", `must be "user", "assistant" or "system".`)
 }
 
 // systemBlocksText joins the text blocks of a system message in messages;
@@ -324,7 +318,7 @@ func systemBlocksText(p string, blocks []*messages.Block) (string, error) {
 	for j, b := range blocks {
 		bp := p + "." + strconv.Itoa(j)
 		if b.Type.V != "text" {
-			return "", invalid(bp+".type", `must be "text" in a system message.`)
+			return "", rules.Invalid(bp+".type", `must be "text" in a system message.`)
 		}
 		t, err := blockText(bp, b)
 		if err != nil {
@@ -345,17 +339,17 @@ func contentBlocks(p string, c messages.Content) ([]*messages.Block, error) {
 		return []*messages.Block{{Type: wirejson.String{Kind: '"', V: "text"}, Text: wirejson.String{Kind: '"', V: c.Text}}}, nil
 	case '[':
 	default:
-		return nil, invalid(p, "is required and must be a string or an array of content blocks.")
+		return nil, rules.Invalid(p, "is required and must be a string or an array of content blocks.")
 	}
 	out := make([]*messages.Block, len(c.Items))
 	for j := range c.Items {
 		it := &c.Items[j]
 		bp := p + "." + strconv.Itoa(j)
 		if !it.IsObject() {
-			return nil, invalid(bp, "must be an object.")
+			return nil, rules.Invalid(bp, "must be an object.")
 		}
 		if !it.V.Type.IsString() {
-			return nil, invalid(bp+".type", "is required and must be a string.")
+			return nil, rules.Invalid(bp+".type", "is required and must be a string.")
 		}
 		out[j] = &it.V
 	}
@@ -378,16 +372,16 @@ var unsupportedBlocks = map[string]string{
 
 func blockText(bp string, b *messages.Block) (string, error) {
 	if !b.Text.IsString() {
-		return "", invalid(bp+".text", "is required and must be a string.")
+		return "", rules.Invalid(bp+".text", "is required and must be a string.")
 	}
 	return b.Text.V, nil
 }
 
 func refuseBlock(bp string, b *messages.Block) error {
 	if d, ok := unsupportedBlocks[b.Type.V]; ok {
-		return unsupported(bp+".type", d)
+		return rules.Unsupported(bp+".type", d)
 	}
-	return invalid(bp+".type", "is not a known content block type here.")
+	return rules.Invalid(bp+".type", "is not a known content block type here.")
 }
 
 // turnBlocks reads the blocks of the turn pr started: text blocks are its
@@ -397,8 +391,8 @@ func refuseBlock(bp string, b *messages.Block) error {
 // can use); a user turn's tool_result blocks answer the pending calls
 // (Claude Code appends system reminders after them, and the user's next
 // prompt after a failed round). Any other block is refused.
-func (s *server) turnBlocks(pr *pairing, p string, blocks []*messages.Block) error {
-	assistant := pr.turn == turnAssistant
+func (s *server) turnBlocks(pr *rules.Pairing, p string, blocks []*messages.Block) error {
+	assistant := pr.Turn() == rules.TurnAssistant
 	for j, b := range blocks {
 		bp := p + ".content." + strconv.Itoa(j)
 		var err error
@@ -406,7 +400,7 @@ func (s *server) turnBlocks(pr *pairing, p string, blocks []*messages.Block) err
 		case typ == "text":
 			var t string
 			if t, err = blockText(bp, b); err == nil {
-				pr.addText(t)
+				pr.AddText(t)
 			}
 		case typ == "tool_use" && assistant:
 			err = toolUse(pr, bp, b)
@@ -425,63 +419,48 @@ func (s *server) turnBlocks(pr *pairing, p string, blocks []*messages.Block) err
 
 // toolUse reads a tool_use block (at bp) as a call of the assistant turn,
 // its input as sent (echoed arguments compare as JSON values).
-func toolUse(pr *pairing, bp string, b *messages.Block) error {
-	id, err := wireReqString(b.ID, bp+".id")
+func toolUse(pr *rules.Pairing, bp string, b *messages.Block) error {
+	id, err := rules.RequiredString(b.ID, bp+".id")
 	if err != nil {
 		return err
 	}
-	if err := pr.callID(bp, id); err != nil {
+	if err := pr.CallID(bp, id); err != nil {
 		return err
 	}
-	name, err := wireReqString(b.Name, bp+".name")
+	name, err := rules.RequiredString(b.Name, bp+".name")
 	if err != nil {
 		return err
 	}
 	if b.Input.Kind() != '{' {
-		return invalid(bp+".input", "is required and must be an object.")
+		return rules.Invalid(bp+".input", "is required and must be an object.")
 	}
-	pr.call(id, name, string(b.Input))
+	pr.Call(id, name, string(b.Input))
 	return nil
-}
-
-// validToolID matches ^[a-zA-Z0-9_-]+$ (the API's tool id pattern), at most
-// 256 characters.
-func validToolID(s string) bool {
-	if s == "" || len(s) > 256 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // toolResult reads a tool_result block (at bp) as the answer to a pending
 // call of the user turn.
-func (s *server) toolResult(pr *pairing, bp string, b *messages.Block) error {
-	if err := pr.answerAt(bp); err != nil {
+func (s *server) toolResult(pr *rules.Pairing, bp string, b *messages.Block) error {
+	if err := pr.AnswerAt(bp); err != nil {
 		return err
 	}
-	id, err := wireReqString(b.ToolUseID, bp+".tool_use_id")
+	id, err := rules.RequiredString(b.ToolUseID, bp+".tool_use_id")
 	if err != nil {
 		return err
 	}
-	call := pr.find(id)
-	if call == nil || call.answered {
-		if !validToolID(id) {
-			return invalid(bp+".tool_use_id", "String should match pattern '^[a-zA-Z0-9_-]+$'")
+	call := pr.Find(id)
+	if call == nil || call.Answered {
+		if !rules.ValidToolID(id) {
+			return rules.Invalid(bp+".tool_use_id", "String should match pattern '^[a-zA-Z0-9_-]+$'")
 		}
-		return invalid(bp, "unexpected `tool_use_id` found in `tool_result` blocks: "+id+
+		return rules.Invalid(bp, "unexpected `tool_use_id` found in `tool_result` blocks: "+id+
 			". Each `tool_result` block must have a corresponding `tool_use` block in the previous message.")
 	}
 	content, err := s.toolResultContent(bp, b)
 	if err != nil {
 		return err
 	}
-	pr.answer(call, content)
+	pr.Answer(call, content)
 	return nil
 }
 
@@ -517,17 +496,17 @@ func (s *server) toolResultContent(bp string, b *messages.Block) (string, error)
 		}
 		content = strings.Join(parts, "\n\n")
 	default:
-		return "", invalid(bp+".content", "must be a string or an array of content blocks.")
+		return "", rules.Invalid(bp+".content", "must be a string or an array of content blocks.")
 	}
-	isErr, err := wireBool(b.IsError, bp+".is_error", false)
+	isErr, err := rules.OptionalBool(b.IsError, bp+".is_error", false)
 	if err != nil {
 		return "", err
 	}
 	if isErr {
-		content = toolErrorPrefix + content
+		content = rules.ToolErrorPrefix + content
 	}
-	if len(content) > s.cfg.MaxToolResultBytes {
-		return "", refuse(errs.RequestTooLarge, bp+".content", "The tool result exceeds the per-result size limit.")
+	if len(content) > s.in.MaxToolResultBytes {
+		return "", rules.Refuse(errs.RequestTooLarge, bp+".content", "The tool result exceeds the per-result size limit.")
 	}
 	return content, nil
 }
@@ -542,36 +521,36 @@ var serverToolPrefixes = []string{
 // strict}) into chat tools under the rules every API's tools have (toolSet),
 // at the Messages paths: every entry's shape first (messagesToolDefs).
 func (s *server) messagesTools(t messages.Tools) ([]chat.Tool, error) {
-	return s.toolSet(apiMessages, t.Raw, func() ([]toolDef, error) { return messagesToolDefs(t.Entries()) })
+	return s.in.ToolSet(apiMessages, t.Raw, func() ([]rules.ToolDef, error) { return messagesToolDefs(t.Entries()) })
 }
 
 // messagesToolDefs reads the tool entries. Server tools are refused by
 // name: the gateway cannot run them, and dropping them would make a side
 // call "succeed" with nothing.
-func messagesToolDefs(items []wirejson.Object[messages.Tool]) ([]toolDef, error) {
-	defs := make([]toolDef, 0, len(items))
+func messagesToolDefs(items []wirejson.Object[messages.Tool]) ([]rules.ToolDef, error) {
+	defs := make([]rules.ToolDef, 0, len(items))
 	for i, item := range items {
 		p := "tools." + strconv.Itoa(i)
 		if !item.IsObject() {
-			return nil, invalid(p, "must be an object.")
+			return nil, rules.Invalid(p, "must be an object.")
 		}
 		in := &item.V
 		if typ := in.Type; !wirejson.Absent(typ.Kind) && !typ.IsString() {
-			return nil, invalid(p+".type", "must be a string.")
+			return nil, rules.Invalid(p+".type", "must be a string.")
 		} else if typ.V != "" && typ.V != "custom" {
 			for _, pre := range serverToolPrefixes {
 				if strings.HasPrefix(typ.V, pre) {
 					name := "this server tool"
-					if validToolName(typ.V) {
+					if rules.ValidToolName(typ.V) {
 						name = "the server tool " + typ.V
 					}
-					return nil, unsupported(p+".type", name+" runs on Anthropic's side and is not available through this gateway; offer a custom tool instead.")
+					return nil, rules.Unsupported(p+".type", name+" runs on Anthropic's side and is not available through this gateway; offer a custom tool instead.")
 				}
 			}
-			return nil, invalid(p+".type", "is not a known tool type.")
+			return nil, rules.Invalid(p+".type", "is not a known tool type.")
 		}
 		if in.InputSchema.Kind() != '{' {
-			return nil, invalid(p+".input_schema", "is required and must be a JSON schema object.")
+			return nil, rules.Invalid(p+".input_schema", "is required and must be a JSON schema object.")
 		}
 		// The schema as the Messages route has always kept it (compact,
 		// HTML-escaped: the bytes the tools hash binds).
@@ -579,16 +558,16 @@ func messagesToolDefs(items []wirejson.Object[messages.Tool]) ([]toolDef, error)
 		if err != nil {
 			return nil, err
 		}
-		d := toolDef{at: p, schemaAt: p + ".input_schema", name: in.Name.V, nameOK: in.Name.IsString(), schema: params}
+		d := rules.ToolDef{At: p, SchemaAt: p + ".input_schema", Name: in.Name.V, NameOK: in.Name.IsString(), Schema: params}
 		switch desc := in.Description; {
 		case desc.IsString():
-			d.desc = desc.V
+			d.Desc = desc.V
 		case !wirejson.Absent(desc.Kind):
-			d.descErr = invalid(p+".description", "must be a string.")
+			d.DescErr = rules.Invalid(p+".description", "must be a string.")
 		}
 		if st := in.Strict; !wirejson.Absent(st.Kind) {
-			b, err := wireBool(st, p+".strict", false)
-			d.strict, d.strictErr = &b, err
+			b, err := rules.OptionalBool(st, p+".strict", false)
+			d.Strict, d.StrictErr = &b, err
 		}
 		defs = append(defs, d)
 	}
@@ -604,13 +583,13 @@ func messagesToolChoice(tc wirejson.Object[messages.ToolChoice], mr *msgRequest)
 		return nil
 	case '{':
 	default:
-		return invalid("tool_choice", "must be an object.")
+		return rules.Invalid("tool_choice", "must be an object.")
 	}
-	typ, err := wireReqString(tc.V.Type, "tool_choice.type")
+	typ, err := rules.RequiredString(tc.V.Type, "tool_choice.type")
 	if err != nil {
 		return err
 	}
-	dp, err := wireBool(tc.V.DisableParallelToolUse, "tool_choice.disable_parallel_tool_use", false)
+	dp, err := rules.OptionalBool(tc.V.DisableParallelToolUse, "tool_choice.disable_parallel_tool_use", false)
 	if err != nil {
 		return err
 	}
@@ -621,9 +600,9 @@ func messagesToolChoice(tc wirejson.Object[messages.ToolChoice], mr *msgRequest)
 	case "none":
 		mr.chat.ToolChoice = chat.ToolChoice{Mode: chat.ToolChoiceNone}
 	case "any", "tool":
-		return unsupported("tool_choice.type", "the upstream cannot be made to call a tool; only \"auto\" and \"none\" are supported.")
+		return rules.Unsupported("tool_choice.type", "the upstream cannot be made to call a tool; only \"auto\" and \"none\" are supported.")
 	default:
-		return invalid("tool_choice.type", `must be "auto", "none", "any" or "tool".`)
+		return rules.Invalid("tool_choice.type", `must be "auto", "none", "any" or "tool".`)
 	}
 	return nil
 }

@@ -1,17 +1,13 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
-	"strings"
 
-	"github.com/cockroachdb/errors"
-
+	"github.com/pmgate/pmgate/adapters/httpapi/answer"
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/adapters/httpapi/sse/msgsse"
 	"github.com/pmgate/pmgate/domain/chat"
-	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // agentHeader names a Claude Code subagent: its requests carry a fresh id
@@ -31,8 +27,8 @@ func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) error {
 			return nil, chat.Request{}, err
 		}
 		return &mr, mr.chat, nil
-	}, func(w http.ResponseWriter, r *http.Request, mr *msgRequest, tr *turnReader) error {
-		o := msgOutput{req: mr, id: "msg_" + randText()}
+	}, func(w http.ResponseWriter, r *http.Request, mr *msgRequest, tr *answer.Reader) error {
+		o := msgOutput{req: mr, id: "msg_" + answer.RandText()}
 		if mr.chat.Stream {
 			return s.streamMessage(w, r, o, tr)
 		}
@@ -56,77 +52,8 @@ func (s *server) handleCountTokens(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	w.Header().Set(usageHeader, "estimated")
+	w.Header().Set(answer.UsageHeader, "estimated")
 	return writeValue(w, map[string]int64{"input_tokens": max(mr.estimate, 1)}, "count tokens")
-}
-
-// usageHeader says how the usage counts of a response were obtained:
-// "reported" (the upstream's), "estimated" (chat.Estimate, at least one
-// count) or "unreported" (none, estimates off). On a stream it is sent with
-// the headers, before the counts are known: "estimated" whenever estimates
-// are on (message_start's input count is always an estimate), else
-// "unreported".
-const usageHeader = "x-pmgate-usage"
-
-// usageOfTurn is the usage to show for a finished turn: the upstream's
-// counts where it reported them, an estimate (from the request and the
-// output received) for the others unless estimates are off. estimated says
-// whether any count is an estimate; nil means no counts at all.
-func (s *server) usageOfTurn(req chat.Request, tr *turnReader) (u *chat.Usage, estimated bool) {
-	rep := tr.usage
-	if s.cfg.UsageEstimatesOff {
-		if rep == nil || !rep.Reported() {
-			return nil, false
-		}
-		return rep, false
-	}
-	est := chat.Estimate(req, tr.outBytes)
-	if rep == nil || !rep.Reported() {
-		return est, true
-	}
-	out := *rep
-	if out.PromptTokens == nil {
-		out.PromptTokens, estimated = est.PromptTokens, true
-	}
-	if out.CompletionTokens == nil {
-		out.CompletionTokens, estimated = est.CompletionTokens, true
-	}
-	if out.TotalTokens == nil || estimated {
-		t := *out.PromptTokens + *out.CompletionTokens
-		out.TotalTokens = &t
-	}
-	return &out, estimated
-}
-
-// markUsage sets the usage header of a JSON answer and records how the
-// counts were obtained for the access log line ("usage").
-func (s *server) markUsage(ctx context.Context, h http.Header, u *chat.Usage, estimated bool) {
-	v := "reported"
-	switch {
-	case u == nil:
-		v = "unreported"
-	case estimated:
-		v = "estimated"
-	}
-	h.Set(usageHeader, v)
-	infoFrom(ctx).usage = v
-}
-
-// markStreamUsage sets the usage header of a stream, sent before the counts
-// are known.
-func (s *server) markStreamUsage(h http.Header) {
-	if s.cfg.UsageEstimatesOff {
-		h.Set(usageHeader, "unreported")
-	} else {
-		h.Set(usageHeader, "estimated")
-	}
-}
-
-// streamUsage is usageOfTurn for the end of a stream, recorded like markUsage.
-func (s *server) streamUsage(ctx context.Context, req chat.Request, tr *turnReader) *chat.Usage {
-	u, estimated := s.usageOfTurn(req, tr)
-	s.markUsage(ctx, http.Header{}, u, estimated)
-	return u
 }
 
 // msgOutput is what a Message needs besides the turn.
@@ -148,142 +75,34 @@ func msgUsageOf(u *chat.Usage) msgsse.Usage {
 	return m
 }
 
-// errNothingProven refuses a turn that ended with neither text nor tool
-// calls: an empty end_turn would stop Claude Code silently. The rule itself
-// belongs to the completion machine (domain/completion: a stream that ends
-// before any output, by EOF, [DONE] or a done event, is
-// upstream_empty_stream on every API), so an upstream stream never gets here;
-// this is the Messages renderer's own guard, because its grammar has no
-// message without a content block.
-func errNothingProven() error {
-	return errs.Newf(errs.UpstreamEmptyStream, "the turn ended with no text and no tool calls")
-}
-
 // completeMessage collects the whole turn and writes one Message; any
 // failure before the proven end is a plain error with its status.
-func (s *server) completeMessage(w http.ResponseWriter, r *http.Request, o msgOutput, tr *turnReader) error {
-	all, err := collect(r.Context(), tr)
+func (s *server) completeMessage(w http.ResponseWriter, r *http.Request, o msgOutput, tr *answer.Reader) error {
+	all, err := answer.Collect(r.Context(), tr)
 	if err != nil {
 		return err
 	}
-	if all.text == "" && len(all.calls) == 0 {
-		return errNothingProven()
+	if all.Text == "" && len(all.Calls) == 0 {
+		return answer.ErrNothingProven()
 	}
-	sc := newStopScanner(o.req.stops)
-	text := sc.feed(all.text) + sc.flush()
+	sc := answer.NewStopScanner(o.req.stops)
+	text := sc.Feed(all.Text) + sc.Flush()
 	var content []json.RawMessage
 	if text != "" {
-		content = append(content, mustJSON(msgsse.TextBlock{Type: "text", Text: text}))
+		content = append(content, rules.MustJSON(msgsse.TextBlock{Type: "text", Text: text}))
 	}
 	uses := 0
-	if sc.matched == nil {
-		for _, c := range all.calls {
-			content = append(content, mustJSON(msgsse.ToolUseBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: toolInput(c.Arguments)}))
+	if sc.Matched == nil {
+		for _, c := range all.Calls {
+			content = append(content, rules.MustJSON(msgsse.ToolUseBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: answer.ToolInput(c.Arguments)}))
 			uses++
 		}
 	}
 	if content == nil {
 		content = []json.RawMessage{}
 	}
-	reason := msgsse.StopReason(sc.matched, uses)
-	u, estimated := s.usageOfTurn(o.req.chat, tr)
-	s.markUsage(r.Context(), w.Header(), u, estimated)
+	reason := msgsse.StopReason(sc.Matched, uses)
+	u := tr.Usage(o.req.chat, s.cfg.UsageEstimatesOff, w.Header())
 	return writeValue(w, msgsse.Message{ID: o.id, Type: "message", Role: "assistant", Model: o.req.chat.Model, Content: content,
-		StopReason: &reason, StopSequence: sc.matched, Usage: msgUsageOf(u)}, "encode message")
-}
-
-// toolInput is a tool call's arguments as the input object ("" is {}: the
-// app proved the arguments are a JSON object or empty).
-func toolInput(args string) json.RawMessage {
-	if strings.TrimSpace(args) == "" {
-		return json.RawMessage("{}")
-	}
-	return json.RawMessage(args)
-}
-
-// anthropicError is the Anthropic error shape. code and param are pmgate's
-// stable error code and the offending parameter (extra members the SDKs
-// ignore); code is also sent as the x-pmgate-error-code header.
-type anthropicError struct {
-	Type      string              `json:"type"`
-	Error     anthropicErrorInner `json:"error"`
-	RequestID string              `json:"request_id"`
-}
-
-type anthropicErrorInner struct {
-	Type    string  `json:"type"`
-	Message string  `json:"message"`
-	Code    string  `json:"code"`
-	Param   *string `json:"param,omitempty"`
-}
-
-// errorCodeHeader carries the stable pmgate code of every error on the
-// Anthropic routes.
-const errorCodeHeader = "x-pmgate-error-code"
-
-// anthropicStatus maps a catalog status to the status and error type
-// Anthropic pairs (400 invalid_request_error, 401 authentication_error, 402
-// billing_error, 403 permission_error, 404 not_found_error, 413
-// request_too_large, 429 rate_limit_error, 500 api_error, 504
-// timeout_error, 529 overloaded_error), for any code, including codes added
-// later: by status alone. Other client errors become 400 (a deterministic
-// 409 above all: Claude Code and the SDKs retry 409); 408 and 504 become
-// 504, 503 becomes 529, other server errors 500. The pmgate code keeps
-// what the status no longer says.
-func anthropicStatus(status int) (int, string) {
-	switch status {
-	case http.StatusUnauthorized:
-		return status, "authentication_error"
-	case http.StatusPaymentRequired:
-		return status, "billing_error"
-	case http.StatusForbidden:
-		return status, "permission_error"
-	case http.StatusNotFound:
-		return status, "not_found_error"
-	case http.StatusRequestEntityTooLarge:
-		return status, "request_too_large"
-	case http.StatusTooManyRequests:
-		return status, "rate_limit_error"
-	case http.StatusRequestTimeout, http.StatusGatewayTimeout:
-		return http.StatusGatewayTimeout, "timeout_error"
-	case http.StatusServiceUnavailable, statusOverloaded:
-		return statusOverloaded, "overloaded_error"
-	}
-	if status >= 500 {
-		return http.StatusInternalServerError, "api_error"
-	}
-	return http.StatusBadRequest, "invalid_request_error"
-}
-
-// statusOverloaded is Anthropic's 529 (overloaded_error).
-const statusOverloaded = 529
-
-// anthropicBody renders err in the Anthropic shape, with the status to
-// answer and the catalog entry (for a stream's error event).
-func anthropicBody(ctx context.Context, err error) (anthropicError, errs.Entry, int) {
-	f := failureIn(ctx, shapeAnthropic, err)
-	return anthropicOf(ctx, f), f.e, f.status
-}
-
-// anthropicOf is a failure in the Anthropic shape (f.status is already
-// Anthropic's, which anthropicStatus maps to itself). A refusal of the
-// request reads like the API's own: "<param>: <detail>".
-func anthropicOf(ctx context.Context, f failure) anthropicError {
-	_, typ := anthropicStatus(f.status)
-	msg := f.public.Error.Message
-	var re *requestError
-	if f.e.Code != errs.InternalError && errors.As(f.err, &re) && re.detail != "" && re.param != "" {
-		msg = re.param + ": " + re.detail
-	}
-	return anthropicError{Type: "error", Error: anthropicErrorInner{Type: typ, Message: msg, Code: f.public.Error.Code, Param: f.public.Error.Param},
-		RequestID: RequestID(ctx)}
-}
-
-// noteError records the code of a failure for the access log and logs an
-// internal error (redacted).
-func (s *server) noteError(ctx context.Context, e errs.Entry, err error) {
-	infoFrom(ctx).code = e.Code
-	if e.Code == errs.InternalError {
-		s.log.LogAttrs(ctx, slog.LevelError, "internal error", slog.String("error", errs.Redact(err)))
-	}
+		StopReason: &reason, StopSequence: sc.Matched, Usage: msgUsageOf(u)}, "encode message")
 }

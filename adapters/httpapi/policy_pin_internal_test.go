@@ -12,6 +12,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/domain/errs"
 )
 
@@ -63,7 +64,7 @@ type pinAPI struct {
 // was written before the policy's readers were typed, so that changing them
 // cannot change a word.
 func TestFieldPolicyRefusalsArePinned(t *testing.T) {
-	s := &server{cfg: Config{MaxTools: 64, MaxToolResultBytes: 1 << 20}, models: map[string]bool{"pm-test": true}}
+	s := testServer(Config{MaxTools: 64, MaxToolResultBytes: 1 << 20, Models: []string{"pm-test"}})
 	msg := `"messages":[{"role":"user","content":"hi"}]`
 	apis := []pinAPI{
 		{"chat", []string{"system", "temperature", "top_p", "max_tokens", "max_completion_tokens", "presence_penalty",
@@ -168,12 +169,12 @@ func allowAll(string) bool { return true }
 // pinOutcome is a case's answer: the refusal's code, param and message, or
 // ok (with the Responses object's echo).
 func pinOutcome(echo string, err error) string {
-	var re *requestError
+	var re *rules.Refusal
 	switch {
 	case err == nil:
 		return "ok " + echo
 	case errors.As(err, &re):
-		return fmt.Sprintf("%s param=%q %q", errs.CodeOf(err), re.param, re.detail)
+		return fmt.Sprintf("%s param=%q %q", errs.CodeOf(err), re.Param(), re.Detail())
 	}
 	return "error " + err.Error()
 }
@@ -182,7 +183,7 @@ func pinOutcome(echo string, err error) string {
 // API, before anything in it is read: not JSON (with where it stops), or
 // JSON of another kind.
 func TestBodiesThatAreNotAnObjectAreRefusedInTheirWords(t *testing.T) {
-	s := &server{cfg: Config{MaxTools: 64, MaxToolResultBytes: 1 << 20}, models: map[string]bool{"pm-test": true}}
+	s := testServer(Config{MaxTools: 64, MaxToolResultBytes: 1 << 20, Models: []string{"pm-test"}})
 	decoders := map[string]func([]byte) error{
 		"chat":      func(b []byte) error { _, err := s.decodeRequest(b, allowAll); return err },
 		"responses": func(b []byte) error { _, err := s.decodeResponsesRequest(b, allowAll); return err },
@@ -203,9 +204,9 @@ func TestBodiesThatAreNotAnObjectAreRefusedInTheirWords(t *testing.T) {
 		`{"a":"\ud800"}`: "is not valid UTF-8 text (invalid bytes or a lone surrogate).",
 	} {
 		for api, decode := range decoders {
-			var re *requestError
+			var re *rules.Refusal
 			err := decode([]byte(body))
-			if !errors.As(err, &re) || re.detail != want || errs.CodeOf(err) != errs.InvalidRequest {
+			if !errors.As(err, &re) || re.Detail() != want || errs.CodeOf(err) != errs.InvalidRequest {
 				t.Errorf("%s %q: got %v (%+v), want %q", api, body, err, re, want)
 			}
 		}

@@ -14,9 +14,6 @@ const (
 	pathReadyz = "/readyz"
 )
 
-// maxNamedModels bounds how many configured ids a model_not_found names.
-const maxNamedModels = 8
-
 // handleLivez serves GET /livez without authentication: 200 while the process
 // serves HTTP. It checks nothing else, so an orchestrator restarts only a
 // process that no longer answers.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/responses"
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 	"github.com/pmgate/pmgate/domain/chat"
@@ -56,11 +57,11 @@ func (s *server) decodeResponsesRequest(body []byte, allowed func(string) bool) 
 // readResponsesBody reads the body once, strictly (wire/responses); a body
 // it would not read is refused as every API refuses it (wireRefusal), a
 // repeated member name at its path as the OpenAI APIs write paths
-// (chatPath).
+// (rules.IndexedPath).
 func readResponsesBody(body []byte) (responses.Request, error) {
 	wr, err := responses.Decode(body)
 	if err != nil {
-		return wr, wireRefusal(body, err, chatPath)
+		return wr, rules.WireRefusal(body, err, rules.IndexedPath)
 	}
 	return wr, nil
 }
@@ -70,25 +71,25 @@ func readResponsesBody(body []byte) (responses.Request, error) {
 // model, stream, parallel_tool_calls, the field policy, reasoning.effort and
 // text.format, tools, tool_choice, instructions, input.
 func (s *server) translateResponses(wr *responses.Request, allowed func(string) bool) (respRequest, error) {
-	model, err := s.model(wr.Model, allowed)
+	model, err := s.in.Model(wr.Model, allowed)
 	if err != nil {
 		return respRequest{}, err
 	}
 	rr := respRequest{chat: chat.Request{API: "responses", Model: model, ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto}}}
 	req := &rr.chat
-	if req.Stream, err = wireBool(wr.Stream, "stream", false); err != nil {
+	if req.Stream, err = rules.OptionalBool(wr.Stream, "stream", false); err != nil {
 		return respRequest{}, err
 	}
-	if req.ParallelToolCalls, err = wireBool(wr.ParallelToolCalls, "parallel_tool_calls", true); err != nil {
+	if req.ParallelToolCalls, err = rules.OptionalBool(wr.ParallelToolCalls, "parallel_tool_calls", true); err != nil {
 		return respRequest{}, err
 	}
 	if err := checkResponsesFields(wr); err != nil {
 		return respRequest{}, err
 	}
-	if req.Thinking, err = decodeResponsesReasoning(wr.Reasoning); err != nil {
+	if req.Thinking, err = rules.ResponsesReasoning(wr.Reasoning); err != nil {
 		return respRequest{}, err
 	}
-	if req.Output, err = decodeTextFormat(wr.Text); err != nil {
+	if req.Output, err = rules.TextFormat(wr.Text); err != nil {
 		return respRequest{}, err
 	}
 	if req.Output.Structured() {
@@ -98,7 +99,7 @@ func (s *server) translateResponses(wr *responses.Request, allowed func(string) 
 	rr.metadata, rr.temperature = json.RawMessage(f["metadata"].Raw), json.RawMessage(f["temperature"].Raw)
 	rr.topP, rr.maxOutput = json.RawMessage(f["top_p"].Raw), json.RawMessage(f["max_output_tokens"].Raw)
 	rr.reasoning = json.RawMessage(wr.Reasoning.Raw)
-	rr.user = f["user"].Text() // the field policy refused any other kind but null
+	rr.user = f["user"].Text() // the field rules.Policy refused any other rules.Kind but null
 	if err := s.responsesTools(wr.Tools, &rr); err != nil {
 		return respRequest{}, err
 	}
@@ -108,7 +109,7 @@ func (s *server) translateResponses(wr *responses.Request, allowed func(string) 
 	rr.toolChoice = json.RawMessage(wr.ToolChoice.Raw)
 	if ins := wr.Instructions; !responses.Absent(ins.Kind) {
 		if !ins.IsString() {
-			return respRequest{}, invalid("instructions", "must be a string.")
+			return respRequest{}, rules.Invalid("instructions", "must be a string.")
 		}
 		v := ins.V
 		rr.instructions = &v
@@ -122,7 +123,7 @@ func (s *server) translateResponses(wr *responses.Request, allowed func(string) 
 	}
 	req.Messages = append(req.Messages, msgs...)
 	if len(req.Messages) == 0 {
-		return respRequest{}, invalid("input", "must not be empty.")
+		return respRequest{}, rules.Invalid("input", "must not be empty.")
 	}
 	return rr, nil
 }
@@ -137,7 +138,7 @@ func checkResponsesFields(wr *responses.Request) error {
 		}
 		return wr.Fields[name]
 	}
-	return checkFields(responsesFieldPolicy, value, func(name string) error {
+	return rules.CheckFields(responsesFieldPolicy, value, func(name string) error {
 		return checkResponsesText(name, wr.Text) // text: the one rule without a check here
 	})
 }
@@ -148,7 +149,7 @@ func checkResponsesFields(wr *responses.Request) error {
 // translateResponses; metadata, user, temperature, top_p,
 // max_output_tokens and reasoning are also echoed in the response object.
 // checkResponsesFields passes the fields in this order.
-var responsesFieldPolicy = policy(
+var responsesFieldPolicy = rules.Policy(
 	// refused: the body is the Messages API's
 	"system",
 	// accepted, not forwarded: the upstream has no such setting
@@ -158,34 +159,22 @@ var responsesFieldPolicy = policy(
 	// refused: server-side state and features the gateway cannot honour
 	"previous_response_id", "conversation", "prompt", "background", "top_logprobs")
 
-func checkTruncation(param string, v wirejson.Value) error {
-	switch v.Kind() {
-	case 0, kindNull:
-		return nil
-	case kindString:
-		if t := v.Text(); t == "disabled" || t == "auto" {
-			return nil
-		}
-	}
-	return invalid(param, `must be "disabled" or "auto".`)
-}
-
 // checkResponsesText checks text.format's type (and text.verbosity); the
 // structured formats are read by decodeTextFormat.
 func checkResponsesText(param string, text wirejson.Echoed[responses.Text]) error {
-	if ok, err := nullOrObject(param, text.Kind()); !ok {
+	if ok, err := rules.NullOrObject(param, text.Kind()); !ok {
 		return err
 	}
 	if v := text.V.Verbosity; !wirejson.Absent(v.Kind) && !v.IsString() {
-		return invalid(param+".verbosity", "must be a string.")
+		return rules.Invalid(param+".verbosity", "must be a string.")
 	}
 	switch f := text.V.Format; f.Kind {
-	case 0, kindNull:
+	case 0, rules.KindNull:
 		return nil
-	case kindObject:
-		return outputFormatType(param+".format.type", f.V.Type, "text format")
+	case rules.KindObject:
+		return rules.OutputFormatType(param+".format.type", f.V.Type, "text format")
 	}
-	return invalid(param+".format", "must be an object.")
+	return rules.Invalid(param+".format", "must be an object.")
 }
 
 // responsesInput translates input (a string, or a list of items) into
@@ -199,7 +188,7 @@ func (s *server) responsesInput(in responses.Input) ([]chat.Message, error) {
 		return []chat.Message{{Role: chat.RoleUser, Content: &v}}, nil
 	case '[':
 	default:
-		return nil, invalid("input", "is required and must be a string or an array of items.")
+		return nil, rules.Invalid("input", "is required and must be a string or an array of items.")
 	}
 	var msgs []chat.Message
 	// open is the index in msgs of the assistant message that function_call
@@ -208,13 +197,13 @@ func (s *server) responsesInput(in responses.Input) ([]chat.Message, error) {
 	for i := range in.Items {
 		p := "input[" + strconv.Itoa(i) + "]"
 		if !in.Items[i].IsObject() {
-			return nil, invalid(p, "must be an object.")
+			return nil, rules.Invalid(p, "must be an object.")
 		}
 		it := &in.Items[i].V
 		typ := "message"
 		if t := it.Type; !responses.Absent(t.Kind) {
 			if !t.IsString() {
-				return nil, invalid(p+".type", "must be a string.")
+				return nil, rules.Invalid(p+".type", "must be a string.")
 			}
 			typ = t.V
 		}
@@ -255,14 +244,14 @@ func (s *server) responsesInput(in responses.Input) ([]chat.Message, error) {
 			// could use and is dropped.
 			continue
 		case "item_reference":
-			return nil, unsupported(p+".type", "item references need server-side state, which is not kept.")
+			return nil, rules.Unsupported(p+".type", "item references need server-side state, which is not kept.")
 		default:
-			return nil, unsupported(p+".type", "this input item type is not supported.")
+			return nil, rules.Unsupported(p+".type", "this input item type is not supported.")
 		}
 	}
 	for i, m := range msgs {
 		if m.Role == chat.RoleAssistant && m.Content == nil && len(m.ToolCalls) == 0 {
-			return nil, invalid("input", "an assistant message needs content or function calls (message "+strconv.Itoa(i)+").")
+			return nil, rules.Invalid("input", "an assistant message needs content or function calls (message "+strconv.Itoa(i)+").")
 		}
 	}
 	return msgs, nil
@@ -275,14 +264,14 @@ var unsupportedInputParts = map[string]bool{
 
 func inputMessage(p string, it *responses.Item) (chat.Message, error) {
 	if !it.Role.IsString() {
-		return chat.Message{}, invalid(p+".role", "is required and must be a string.")
+		return chat.Message{}, rules.Invalid(p+".role", "is required and must be a string.")
 	}
 	var m chat.Message
 	switch role := chat.Role(it.Role.V); role {
 	case chat.RoleSystem, chat.RoleDeveloper, chat.RoleUser, chat.RoleAssistant:
 		m.Role = role
 	default:
-		return chat.Message{}, invalid(p+".role", "must be user, system, developer or assistant.")
+		return chat.Message{}, rules.Invalid(p+".role", "must be user, system, developer or assistant.")
 	}
 	switch it.Content.Kind {
 	case '"':
@@ -291,7 +280,7 @@ func inputMessage(p string, it *responses.Item) (chat.Message, error) {
 		return m, nil
 	case '[':
 	default:
-		return chat.Message{}, invalid(p+".content", "is required and must be a string or an array of content parts.")
+		return chat.Message{}, rules.Invalid(p+".content", "is required and must be a string or an array of content parts.")
 	}
 	v, err := joinTextParts(p+".content", it.Content.Items, "content", true)
 	if err != nil {
@@ -306,11 +295,11 @@ func inputMessage(p string, it *responses.Item) (chat.Message, error) {
 // name, and the argument string (for a custom tool, the JSON object
 // {"input": …} it was issued as).
 func inputCall(p string, it *responses.Item, custom bool) (chat.ToolCall, error) {
-	id, err := wireReqString(it.CallID, p+".call_id")
+	id, err := rules.RequiredString(it.CallID, p+".call_id")
 	if err != nil {
 		return chat.ToolCall{}, err
 	}
-	name, err := wireReqString(it.Name, p+".name")
+	name, err := rules.RequiredString(it.Name, p+".name")
 	if err != nil {
 		return chat.ToolCall{}, err
 	}
@@ -323,13 +312,13 @@ func inputCall(p string, it *responses.Item, custom bool) (chat.ToolCall, error)
 	}
 	if custom {
 		if it.Input.Kind() != '"' {
-			return chat.ToolCall{}, invalid(p+".input", "is required and must be a string.")
+			return chat.ToolCall{}, rules.Invalid(p+".input", "is required and must be a string.")
 		}
-		args := mustJSON(map[string]json.RawMessage{"input": json.RawMessage(it.Input)})
+		args := rules.MustJSON(map[string]json.RawMessage{"input": json.RawMessage(it.Input)})
 		return chat.ToolCall{ID: id, Name: name, Arguments: string(args)}, nil
 	}
 	if !it.Arguments.IsString() {
-		return chat.ToolCall{}, invalid(p+".arguments", "is required and must be a string.")
+		return chat.ToolCall{}, rules.Invalid(p+".arguments", "is required and must be a string.")
 	}
 	return chat.ToolCall{ID: id, Name: name, Arguments: it.Arguments.V}, nil
 }
@@ -337,7 +326,7 @@ func inputCall(p string, it *responses.Item, custom bool) (chat.ToolCall, error)
 // inputOutput reads a function_call_output item as a tool message. The
 // output is a string or a list of text parts (joined).
 func (s *server) inputOutput(p string, it *responses.Item) (chat.Message, error) {
-	id, err := wireReqString(it.CallID, p+".call_id")
+	id, err := rules.RequiredString(it.CallID, p+".call_id")
 	if err != nil {
 		return chat.Message{}, err
 	}
@@ -353,10 +342,10 @@ func (s *server) inputOutput(p string, it *responses.Item) (chat.Message, error)
 		}
 		m.Content = &v
 	default:
-		return chat.Message{}, invalid(p+".output", "is required and must be a string or an array of text parts.")
+		return chat.Message{}, rules.Invalid(p+".output", "is required and must be a string or an array of text parts.")
 	}
-	if len(*m.Content) > s.cfg.MaxToolResultBytes {
-		return chat.Message{}, refuse(errs.RequestTooLarge, p+".output", "The tool result exceeds the per-result size limit.")
+	if len(*m.Content) > s.in.MaxToolResultBytes {
+		return chat.Message{}, rules.Refuse(errs.RequestTooLarge, p+".output", "The tool result exceeds the per-result size limit.")
 	}
 	return m, nil
 }
@@ -366,7 +355,7 @@ func (s *server) inputOutput(p string, it *responses.Item) (chat.Message, error)
 // names the parts in refusals ("content", "output"). Non-text parts the API
 // knows are unsupported; unknown ones invalid.
 func joinTextParts(p string, parts []responses.Object[responses.Part], noun string, plainText bool) (string, error) {
-	return joinTextOf(p, parts, noun, func(t string) bool {
+	return rules.JoinTextOf(p, parts, noun, func(t string) bool {
 		return t == "input_text" || t == "output_text" || plainText && t == "text"
 	}, unsupportedInputParts)
 }
@@ -379,5 +368,5 @@ func wireOptString(v responses.String, param string) (string, error) {
 	case v.IsString():
 		return v.V, nil
 	}
-	return "", invalid(param, "must be a string.")
+	return "", rules.Invalid(param, "must be a string.")
 }

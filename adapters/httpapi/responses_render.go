@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/answer"
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/adapters/httpapi/sse"
 	"github.com/pmgate/pmgate/adapters/httpapi/sse/respsse"
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
@@ -31,8 +33,8 @@ func (s *server) handleResponses(w http.ResponseWriter, r *http.Request) error {
 				slog.Any("tool_types", rr.dropped))
 		}
 		return &rr, rr.chat, nil
-	}, func(w http.ResponseWriter, r *http.Request, rr *respRequest, tr *turnReader) error {
-		o := respOutput{req: rr, id: "resp_" + randText(), created: s.now().Unix()}
+	}, func(w http.ResponseWriter, r *http.Request, rr *respRequest, tr *answer.Reader) error {
+		o := respOutput{req: rr, id: "resp_" + answer.RandText(), created: s.now().Unix()}
 		if rr.chat.Stream {
 			return s.streamResponse(w, r, o, tr)
 		}
@@ -170,24 +172,24 @@ func (o respOutput) toolOf(chatName string) respTool {
 }
 
 func messageOf(id, text, status string) json.RawMessage {
-	return mustJSON(respsse.Message(id, text, status))
+	return rules.MustJSON(respsse.Message(id, text, status))
 }
 
 // completeResponse collects the whole turn and writes one response object;
 // any failure before the proven end is a plain error with its status.
-func (s *server) completeResponse(w http.ResponseWriter, r *http.Request, o respOutput, tr *turnReader) error {
-	all, err := collect(r.Context(), tr)
+func (s *server) completeResponse(w http.ResponseWriter, r *http.Request, o respOutput, tr *answer.Reader) error {
+	all, err := answer.Collect(r.Context(), tr)
 	if err != nil {
 		return err
 	}
-	calls := make([]*callOut, len(all.calls))
-	for i, c := range all.calls {
-		calls[i] = &callOut{itemID: "fc_" + randText(), callID: c.ID, tool: o.toolOf(c.Name)}
+	calls := make([]*callOut, len(all.Calls))
+	for i, c := range all.Calls {
+		calls[i] = &callOut{itemID: "fc_" + answer.RandText(), callID: c.ID, tool: o.toolOf(c.Name)}
 		calls[i].arguments.WriteString(c.Arguments)
 	}
 	var output []json.RawMessage
-	if all.text != "" || len(calls) == 0 {
-		output = append(output, messageOf("msg_"+randText(), all.text, "completed"))
+	if all.Text != "" || len(calls) == 0 {
+		output = append(output, messageOf("msg_"+answer.RandText(), all.Text, "completed"))
 	}
 	for _, c := range calls {
 		call, err := c.call()
@@ -197,17 +199,16 @@ func (s *server) completeResponse(w http.ResponseWriter, r *http.Request, o resp
 		output = append(output, call.Item())
 	}
 	obj := o.object("completed", output)
-	u, estimated := s.usageOfTurn(o.req.chat, tr)
-	s.markUsage(r.Context(), w.Header(), u, estimated)
+	u := tr.Usage(o.req.chat, s.cfg.UsageEstimatesOff, w.Header())
 	obj.Usage = respUsageOf(u)
 	return writeValue(w, obj, "encode response")
 }
 
-// streamResponse renders a turn as the Responses event stream (driveStream):
+// streamResponse renders a turn as the Responses event stream (answer.Drive):
 // response.completed comes only after the proven end, a failure after the
 // headers is response.failed.
-func (s *server) streamResponse(w http.ResponseWriter, r *http.Request, o respOutput, tr *turnReader) error {
-	return s.driveStream(r, tr, &respStream{s: s, o: o, rs: respsse.New(sse.New(w, s.markStreamUsage))})
+func (s *server) streamResponse(w http.ResponseWriter, r *http.Request, o respOutput, tr *answer.Reader) error {
+	return answer.Drive(r.Context(), tr, &respStream{s: s, o: o, rs: respsse.New(sse.New(w, answer.StreamUsageHeader(s.cfg.UsageEstimatesOff)))})
 }
 
 // respStream is a turn rendered through the Responses emitter.
@@ -218,27 +219,27 @@ type respStream struct {
 	calls []*callOut // the calls issued; the last is shown when the next begins, or at the end
 }
 
-func (rs *respStream) opened() bool { return rs.rs.Opened() }
+func (rs *respStream) Opened() bool { return rs.rs.Opened() }
 
-func (rs *respStream) open() error { return rs.rs.Open(rs.o.object("in_progress", nil)) }
+func (rs *respStream) Open() error { return rs.rs.Open(rs.o.object("in_progress", nil)) }
 
-func (rs *respStream) step(st step) error {
-	if st.text != "" {
+func (rs *respStream) Step(st answer.Step) error {
+	if st.Text != "" {
 		if !rs.rs.InMessage() {
-			if err := rs.rs.OpenMessage("msg_" + randText()); err != nil {
+			if err := rs.rs.OpenMessage("msg_" + answer.RandText()); err != nil {
 				return err
 			}
 		}
-		if err := rs.rs.Text(st.text); err != nil {
+		if err := rs.rs.Text(st.Text); err != nil {
 			return err
 		}
 	}
-	if c := st.call; c != nil {
-		if st.first {
+	if c := st.Call; c != nil {
+		if st.First {
 			if err := rs.closeOutput(); err != nil {
 				return err
 			}
-			rs.calls = append(rs.calls, &callOut{itemID: "fc_" + randText(), callID: c.ID, tool: rs.o.toolOf(c.Name)})
+			rs.calls = append(rs.calls, &callOut{itemID: "fc_" + answer.RandText(), callID: c.ID, tool: rs.o.toolOf(c.Name)})
 		}
 		rs.calls[c.Index].arguments.WriteString(c.Arguments)
 	}
@@ -259,9 +260,9 @@ func (rs *respStream) closeOutput() error {
 	return rs.rs.ToolCall(c)
 }
 
-func (rs *respStream) finish(ctx context.Context, tr *turnReader) error {
+func (rs *respStream) Finish(ctx context.Context, tr *answer.Reader) error {
 	if !rs.rs.Opened() {
-		if err := rs.open(); err != nil {
+		if err := rs.Open(); err != nil {
 			return err
 		}
 	}
@@ -271,16 +272,16 @@ func (rs *respStream) finish(ctx context.Context, tr *turnReader) error {
 	output := rs.rs.Output()
 	if len(output) == 0 {
 		// An empty answer is still one (empty) message, as in the JSON form.
-		output = append(output, messageOf("msg_"+randText(), "", "completed"))
+		output = append(output, messageOf("msg_"+answer.RandText(), "", "completed"))
 	}
 	obj := rs.o.object("completed", output)
-	obj.Usage = respUsageOf(rs.s.streamUsage(ctx, rs.o.req.chat, tr))
+	obj.Usage = respUsageOf(tr.Usage(rs.o.req.chat, rs.s.cfg.UsageEstimatesOff, nil))
 	return rs.rs.Complete(obj)
 }
 
-func (rs *respStream) flush() error { return rs.rs.Flush() }
+func (rs *respStream) Flush() error { return rs.rs.Flush() }
 
-func (rs *respStream) fail(ctx context.Context, err error) error {
+func (rs *respStream) Fail(ctx context.Context, err error) error {
 	body := rs.s.streamError(ctx, err)
 	obj := rs.o.object("failed", rs.rs.Output())
 	obj.Error = &respError{Code: body.Error.Code, Message: body.Error.Message}

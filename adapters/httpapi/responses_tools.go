@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/responses"
 	"github.com/pmgate/pmgate/domain/chat"
 )
@@ -40,7 +41,7 @@ const maxGrammarBytes = 16 << 10
 // customParameters is the schema a custom (freeform) tool is offered with:
 // one string parameter "input", described (with the tool's grammar, if any).
 func customParameters(description string) json.RawMessage {
-	return mustJSON(map[string]any{
+	return rules.MustJSON(map[string]any{
 		"type":                 "object",
 		"properties":           map[string]any{"input": map[string]any{"type": "string", "description": description}},
 		"required":             []string{"input"},
@@ -59,7 +60,7 @@ type respTools struct {
 
 // decodedRespTools remembers translated Responses tool sets by their bytes
 // as sent and every setting they depend on (toolsKey, with this API's name).
-var decodedRespTools memo[toolsKey, respTools]
+var decodedRespTools rules.Memo[rules.ToolsKey, respTools]
 
 // responsesTools translates the Responses tool list, once per tool set
 // (decodedRespTools): function tools (and the function tools inside a
@@ -67,21 +68,21 @@ var decodedRespTools memo[toolsKey, respTools]
 // string parameter) become chat tools under the rules every API's tools have
 // (newTool), at the Responses paths; built-in tools are not offered.
 func (s *server) responsesTools(t responses.Tools, rr *respRequest) error {
-	if present, err := toolsPresent(t.Raw); !present {
+	if present, err := rules.ToolsPresent(t.Raw); !present {
 		return err
 	}
-	k := toolsKey{api: "responses", maxTools: s.cfg.MaxTools, opts: s.toolOptions()}
-	ts, ok := decodedRespTools.get(t.Raw, k)
+	k := s.in.ToolsKey("responses")
+	ts, ok := decodedRespTools.Get(t.Raw, k)
 	if !ok {
 		var err error
 		if ts, err = s.translateRespTools(t); err != nil {
 			return err
 		}
-		size := toolsSize(ts.chat)
+		size := rules.ToolsSize(ts.chat)
 		for _, o := range ts.offered {
 			size += len(o) + 64
 		}
-		decodedRespTools.put(t.Raw, k, ts, size)
+		decodedRespTools.Put(t.Raw, k, ts, size)
 	}
 	rr.chat.Tools = append([]chat.Tool(nil), ts.chat...)
 	rr.tools, rr.offered, rr.dropped = ts.byName, ts.offered, ts.dropped
@@ -94,41 +95,41 @@ func (s *server) responsesTools(t responses.Tools, rr *respRequest) error {
 // Responses route has always refused them.
 func (s *server) translateRespTools(t responses.Tools) (respTools, error) {
 	ts := respTools{byName: map[string]respTool{}}
-	var defs []toolDef
+	var defs []rules.ToolDef
 	add := func(path string, def *responses.Tool, rt respTool, original json.RawMessage, customDesc string) error {
-		if !def.Name.IsString() || !validToolName(def.Name.V) {
-			return invalid(path+".name", "is required and must match ^[A-Za-z0-9_-]{1,64}$.")
+		if !def.Name.IsString() || !rules.ValidToolName(def.Name.V) {
+			return rules.Invalid(path+".name", "is required and must match ^[A-Za-z0-9_-]{1,64}$.")
 		}
 		rt.name = def.Name.V
 		chatName := rt.name
 		if rt.namespace != "" {
 			chatName = rt.namespace + namespaceSep + rt.name
-			if !validToolName(chatName) {
-				return invalid(path+".name", "with its namespace must match ^[A-Za-z0-9_-]{1,64}$.")
+			if !rules.ValidToolName(chatName) {
+				return rules.Invalid(path+".name", "with its namespace must match ^[A-Za-z0-9_-]{1,64}$.")
 			}
 		}
-		d := toolDef{at: path, schemaAt: path + ".parameters", name: chatName, nameOK: true}
+		d := rules.ToolDef{At: path, SchemaAt: path + ".parameters", Name: chatName, NameOK: true}
 		switch desc := def.Description; {
 		case desc.IsString():
-			d.desc = desc.V
+			d.Desc = desc.V
 		case !responses.Absent(desc.Kind):
-			d.descErr = invalid(path+".description", "must be a string.")
+			d.DescErr = rules.Invalid(path+".description", "must be a string.")
 		}
 		if rt.custom {
-			d.schema = customParameters(customDesc)
+			d.Schema = customParameters(customDesc)
 		} else {
 			switch def.Parameters.Kind() {
 			case 0, 'n':
 			case '{':
 				// The schema as the Responses route has always kept it
 				// (compact, HTML-escaped: the bytes the tools hash binds).
-				d.schema = mustJSON(json.RawMessage(def.Parameters))
+				d.Schema = rules.MustJSON(json.RawMessage(def.Parameters))
 			default:
-				d.schemaErr = invalid(d.schemaAt, "must be a JSON schema object.")
+				d.SchemaErr = rules.Invalid(d.SchemaAt, "must be a JSON schema object.")
 			}
 			if st := def.Strict; !responses.Absent(st.Kind) {
-				b, err := wireBool(st, path+".strict", false)
-				d.strict, d.strictErr = &b, err
+				b, err := rules.OptionalBool(st, path+".strict", false)
+				d.Strict, d.StrictErr = &b, err
 			}
 		}
 		defs = append(defs, d)
@@ -139,11 +140,11 @@ func (s *server) translateRespTools(t responses.Tools) (respTools, error) {
 	for i, item := range t.Entries() {
 		p := "tools[" + strconv.Itoa(i) + "]"
 		if !item.IsObject() {
-			return respTools{}, invalid(p, "must be an object.")
+			return respTools{}, rules.Invalid(p, "must be an object.")
 		}
 		f := &item.V
 		if !f.Type.IsString() {
-			return respTools{}, invalid(p+".type", "is required and must be a string.")
+			return respTools{}, rules.Invalid(p+".type", "is required and must be a string.")
 		}
 		switch typ := f.Type.V; {
 		case typ == "function":
@@ -159,23 +160,23 @@ func (s *server) translateRespTools(t responses.Tools) (respTools, error) {
 				return respTools{}, err
 			}
 		case typ == "namespace":
-			ns, err := wireReqString(f.Name, p+".name")
+			ns, err := rules.RequiredString(f.Name, p+".name")
 			if err != nil {
 				return respTools{}, err
 			}
-			if !validToolName(ns) {
-				return respTools{}, invalid(p+".name", "must match ^[A-Za-z0-9_-]{1,64}$.")
+			if !rules.ValidToolName(ns) {
+				return respTools{}, rules.Invalid(p+".name", "must match ^[A-Za-z0-9_-]{1,64}$.")
 			}
 			if !f.Tools.IsArray() {
-				return respTools{}, invalid(p+".tools", "is required and must be an array.")
+				return respTools{}, rules.Invalid(p+".tools", "is required and must be an array.")
 			}
 			for j, sub := range f.Tools.Items {
 				sp := p + ".tools[" + strconv.Itoa(j) + "]"
 				if !sub.IsObject() {
-					return respTools{}, invalid(sp, "must be an object.")
+					return respTools{}, rules.Invalid(sp, "must be an object.")
 				}
 				if st := sub.V.Type; !st.IsString() || st.V != "function" {
-					return respTools{}, unsupported(sp+".type", "only function tools are supported inside a namespace.")
+					return respTools{}, rules.Unsupported(sp+".type", "only function tools are supported inside a namespace.")
 				}
 				// The echo keeps the client's own shape: a namespaced tool is
 				// listed as itself with its namespace.
@@ -183,19 +184,19 @@ func (s *server) translateRespTools(t responses.Tools) (respTools, error) {
 				if err := json.Unmarshal(sub.Raw, &echo); err != nil {
 					return respTools{}, err
 				}
-				echo["namespace"] = mustJSON(ns)
-				if err := add(sp, &sub.V, respTool{namespace: ns}, mustJSON(echo), ""); err != nil {
+				echo["namespace"] = rules.MustJSON(ns)
+				if err := add(sp, &sub.V, respTool{namespace: ns}, rules.MustJSON(echo), ""); err != nil {
 					return respTools{}, err
 				}
 			}
 		case builtinTools[typ]:
 			ts.dropped = append(ts.dropped, typ)
 		default:
-			return respTools{}, unsupported(p+".type", "this tool type is not supported.")
+			return respTools{}, rules.Unsupported(p+".type", "this tool type is not supported.")
 		}
 	}
 	var err error
-	if ts.chat, err = s.newTools(defs); err != nil {
+	if ts.chat, err = s.in.NewTools(defs); err != nil {
 		return respTools{}, err
 	}
 	return ts, nil
@@ -213,41 +214,33 @@ func customFormat(p string, f responses.Object[responses.CustomFormat]) (string,
 		return free, nil
 	case '{':
 	default:
-		return "", invalid(p, "must be an object.")
+		return "", rules.Invalid(p, "must be an object.")
 	}
 	if !f.V.Type.IsString() {
-		return "", invalid(p+".type", "is required and must be a string.")
+		return "", rules.Invalid(p+".type", "is required and must be a string.")
 	}
 	switch f.V.Type.V {
 	case "text":
 		return free, nil
 	case "grammar":
 	default:
-		return "", invalid(p+".type", "is not a known custom tool format.")
+		return "", rules.Invalid(p+".type", "is not a known custom tool format.")
 	}
-	syntax, err := wireReqString(f.V.Syntax, p+".syntax")
+	syntax, err := rules.RequiredString(f.V.Syntax, p+".syntax")
 	if err != nil {
 		return "", err
 	}
 	if syntax != "lark" && syntax != "regex" {
-		return "", invalid(p+".syntax", `must be "lark" or "regex".`)
+		return "", rules.Invalid(p+".syntax", `must be "lark" or "regex".`)
 	}
-	def, err := wireReqString(f.V.Definition, p+".definition")
+	def, err := rules.RequiredString(f.V.Definition, p+".definition")
 	if err != nil {
 		return "", err
 	}
 	if len(def) > maxGrammarBytes {
-		return "", unsupported(p+".definition", "the grammar is too long to be described to the upstream.")
+		return "", rules.Unsupported(p+".definition", "the grammar is too long to be described to the upstream.")
 	}
 	return "The raw input of the tool, as free text that must match this " + syntax + " grammar:\n" + def, nil
-}
-
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic("httpapi: marshal: " + err.Error()) // raw messages and strings only
-	}
-	return b
 }
 
 // responsesToolChoice reads "auto" | "none" | "required" (chat's
@@ -256,18 +249,18 @@ func mustJSON(v any) json.RawMessage {
 // offered tool.
 func responsesToolChoice(tc responses.ToolChoice, tools []chat.Tool) (chat.ToolChoice, error) {
 	if tc.Kind() != '{' {
-		return decodeToolChoice(json.RawMessage(tc.Raw), tools)
+		return rules.DecodeToolChoice(json.RawMessage(tc.Raw), tools)
 	}
 	f := tc.V
 	if !f.Type.IsString() {
-		return chat.ToolChoice{}, invalid("tool_choice.type", "is required and must be a string.")
+		return chat.ToolChoice{}, rules.Invalid("tool_choice.type", "is required and must be a string.")
 	}
 	switch f.Type.V {
 	case "function", "custom":
 	default:
-		return chat.ToolChoice{}, unsupported("tool_choice.type", "only a function tool choice is supported.")
+		return chat.ToolChoice{}, rules.Unsupported("tool_choice.type", "only a function tool choice is supported.")
 	}
-	name, err := wireReqString(f.Name, "tool_choice.name")
+	name, err := rules.RequiredString(f.Name, "tool_choice.name")
 	if err != nil {
 		return chat.ToolChoice{}, err
 	}
@@ -283,5 +276,5 @@ func responsesToolChoice(tc responses.ToolChoice, tools []chat.Tool) (chat.ToolC
 	}
 	// The path chat's tool_choice names: the Responses route has always
 	// refused an undeclared name there.
-	return chat.ToolChoice{}, invalid("tool_choice.function.name", "does not name a declared tool.")
+	return chat.ToolChoice{}, rules.Invalid("tool_choice.function.name", "does not name a declared tool.")
 }

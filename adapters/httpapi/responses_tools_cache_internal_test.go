@@ -6,6 +6,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/responses"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/toolschema"
@@ -37,7 +38,7 @@ func TestResponsesToolsAreTranslationRemembered(t *testing.T) {
 	var servers []*server
 	for _, maxTools := range []int{2, 3} {
 		for _, o := range []toolschema.Options{{}, {WidenCombinators: true}, {Policy: toolschema.PolicyStrict}} {
-			servers = append(servers, &server{cfg: Config{MaxTools: maxTools, ToolSchemaPolicy: o.Policy, WidenCombinators: o.WidenCombinators}})
+			servers = append(servers, testServer(Config{MaxTools: maxTools, ToolSchemaPolicy: o.Policy, WidenCombinators: o.WidenCombinators}))
 		}
 	}
 	for range 2 { // the second round hits
@@ -70,14 +71,13 @@ func TestResponsesToolsAreTranslationRemembered(t *testing.T) {
 
 func TestResponsesToolsMemoryIsBounded(t *testing.T) {
 	is := is.New(t)
-	s := &server{cfg: Config{MaxTools: 4}}
-	for i := range 3 * memoEntries {
+	s := testServer(Config{MaxTools: 4})
+	for i := range 3 * rules.MemoEntries {
 		var rr respRequest
 		is.NoErr(s.responsesTools(respToolsOf(t, fmt.Sprintf(`[{"type":"function","name":"t%d"}]`, i)), &rr))
 		is.Equal(rr.chat.Tools[0].Name, fmt.Sprintf("t%d", i))
-		decodedRespTools.Lock()
-		is.True(decodedRespTools.entries <= memoEntries)
-		is.True(decodedRespTools.bytes <= memoBytes)
-		decodedRespTools.Unlock()
+		entries, bytes := decodedRespTools.Size()
+		is.True(entries <= rules.MemoEntries)
+		is.True(bytes <= rules.MemoBytes)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/cockroachdb/redact"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/app"
 	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/domain/toolschema"
@@ -97,14 +98,14 @@ const (
 // server holds the dependencies of the handlers. Its fields never change
 // after NewServer.
 type server struct {
-	cfg    Config
-	svc    app.ChatService
-	log    *slog.Logger
-	keys   *Keyring
-	models map[string]bool
-	sem    chan struct{}
-	hosts  hostPolicy
-	now    func() time.Time
+	cfg   Config
+	svc   app.ChatService
+	log   *slog.Logger
+	keys  *Keyring
+	in    *rules.Settings // what the translations read
+	sem   chan struct{}
+	hosts hostPolicy
+	now   func() time.Time
 }
 
 // NewServer returns the OpenAI-compatible ingress (docs/API.md) in front of
@@ -141,24 +142,27 @@ func NewServer(cfg Config, svc app.ChatService, log *slog.Logger) http.Handler {
 		cfg.BodyReadTimeout = defaultBodyReadTimeout
 	}
 	s := &server{
-		cfg:    cfg,
-		svc:    svc,
-		log:    slog.New(WithRequestID(log.Handler())),
-		models: make(map[string]bool, len(cfg.Models)),
-		sem:    make(chan struct{}, cfg.MaxConcurrent),
-		hosts:  newHostPolicy(cfg.AllowedHosts),
-		now:    time.Now,
+		cfg:   cfg,
+		svc:   svc,
+		log:   slog.New(WithRequestID(log.Handler())),
+		in:    settingsOf(cfg),
+		sem:   make(chan struct{}, cfg.MaxConcurrent),
+		hosts: newHostPolicy(cfg.AllowedHosts),
+		now:   time.Now,
 	}
 	if s.keys = cfg.Keys; s.keys == nil {
 		s.keys = StaticKeyring(cfg.PrincipalKey, cfg.APIKeys)
-	}
-	for _, m := range cfg.Models {
-		s.models[m] = true
 	}
 	if cfg.Monitor != nil {
 		cfg.Monitor.Watch(routeTemplates, func() int { return len(s.sem) }, cap(s.sem))
 	}
 	return s.middleware(s.routes())
+}
+
+// settingsOf are the settings of cfg that the translations read.
+func settingsOf(cfg Config) *rules.Settings {
+	return rules.New(rules.Settings{Models: cfg.Models, MaxTools: cfg.MaxTools, MaxToolResultBytes: cfg.MaxToolResultBytes,
+		ToolSchema: toolschema.Options{Policy: cfg.ToolSchemaPolicy, WidenCombinators: cfg.WidenCombinators}})
 }
 
 // ctxKey is the type of this package's context keys.

@@ -5,14 +5,14 @@ package main
 func init() {
 	const (
 		httpapi = "./adapters/httpapi/"
-		stop    = "adapters/httpapi/messages_stream.go"
+		stop    = "adapters/httpapi/answer/stop.go"
 		emitter = "adapters/httpapi/sse/msgsse/msgsse.go"
 	)
 	mutants = append(mutants,
 		mutant{"messages: the 16th stop sequence refused", "adapters/httpapi/messages_decode.go",
-			"if len(items) > maxStopSequences {", "if len(items) >= maxStopSequences {", httpapi, "SixteenStopSequences"},
+			"if len(items) > rules.MaxStopSequences {", "if len(items) >= rules.MaxStopSequences {", httpapi, "SixteenStopSequences"},
 		mutant{"messages: a 17th stop sequence accepted", "adapters/httpapi/messages_decode.go",
-			"if len(items) > maxStopSequences {", "if len(items) > maxStopSequences+1 {", httpapi, "SixteenStopSequences"},
+			"if len(items) > rules.MaxStopSequences {", "if len(items) > rules.MaxStopSequences+1 {", httpapi, "SixteenStopSequences"},
 		mutant{"messages: disable_parallel_tool_use read under another name", "adapters/httpapi/wire/messages/messages.go",
 			`case "disable_parallel_tool_use":`, `case "disable_parallel_tool_calls":`, httpapi, "DisableParallelToolUse"},
 		mutant{"messages: disable_parallel_tool_use inverted", "adapters/httpapi/messages_decode.go",
@@ -22,7 +22,7 @@ func init() {
 		mutant{"messages: the stop scanner holds one byte too few", stop,
 			"sc.hold = max(sc.hold, len(s)-1)", "sc.hold = max(sc.hold, len(s)-2)", httpapi, "NeverLeaksAStopSequence"},
 		mutant{"messages: a stop-cut Message keeps the turn's tool_use blocks", "adapters/httpapi/messages_render.go",
-			"\tif sc.matched == nil {\n\t\tfor _, c := range all.calls {", "\tif true {\n\t\tfor _, c := range all.calls {", httpapi, "CarriesNoToolUse"},
+			"\tif sc.Matched == nil {\n\t\tfor _, c := range all.Calls {", "\tif true {\n\t\tfor _, c := range all.Calls {", httpapi, "CarriesNoToolUse"},
 		mutant{"messages: an argumentless tool_use block stops without {}", emitter,
 			"if s.open == toolUse && len(s.input) == 0 {", "if false && s.open == toolUse && len(s.input) == 0 {", httpapi, "ArgumentlessToolUse"},
 		mutant{"messages: message_delta reports a smaller input count", emitter,

@@ -1,18 +1,18 @@
 package main
 
 // The shared field policy read over typed values (wirejson.Value,
-// decode_policy.go, responses_decode.go): each defect is caught by the test
+// rules/policy.go, responses_decode.go): each defect is caught by the test
 // its -run names.
 func init() {
 	const (
 		httpapi = "./adapters/httpapi/"
-		policy  = "adapters/httpapi/decode_policy.go"
+		policy  = "adapters/httpapi/rules/policy.go"
 		decode  = "adapters/httpapi/responses_decode.go"
 		wire    = "adapters/httpapi/wire/wirejson/wirejson.go"
 	)
 	mutants = append(mutants,
 		mutant{"policy: false is not a boolean to an ignored boolean field", policy,
-			"\t\tif k == 'f' {\n\t\t\tk = kindBool\n\t\t}\n", "", httpapi, "FieldPolicyRefusalsArePinned"},
+			"\t\tif k == 'f' {\n\t\t\tk = KindBool\n\t\t}\n", "", httpapi, "FieldPolicyRefusalsArePinned"},
 		mutant{"policy: a fractional number read as an integer", wire,
 			"f != math.Trunc(f) ||", "math.IsNaN(f) ||", httpapi, "FieldPolicyRefusalsArePinned"},
 		mutant{"policy: an empty logit_bias refused", policy,

@@ -35,9 +35,9 @@ func init() {
 			"usage.Day(now.AddDate(0, 0, -6))", "usage.Day(now.AddDate(0, 0, -7))", "./adapters/httpapi/", "SevenDays"},
 		mutant{"the usage report accepts until before since", "adapters/ops/budget.go",
 			"if b.Before(a) || b.Sub(a) > maxUsageDays", "if b.Sub(a) > maxUsageDays", "./adapters/httpapi/", "SevenDays"},
-		mutant{"the upstream's total kept beside an estimated part", "adapters/httpapi/messages_render.go",
+		mutant{"the upstream's total kept beside an estimated part", "adapters/httpapi/answer/usage.go",
 			"if out.TotalTokens == nil || estimated {", "if out.TotalTokens == nil {", "./adapters/httpapi/", "OneKind"},
-		mutant{"no total for two reported parts", "adapters/httpapi/messages_render.go",
+		mutant{"no total for two reported parts", "adapters/httpapi/answer/usage.go",
 			"if out.TotalTokens == nil || estimated {", "if estimated {", "./adapters/httpapi/", "OneKind"},
 		// keys list (cmd/gateway).
 		mutant{"keys list swaps today's and this month's dispatches", "cmd/gateway/keys.go",

@@ -11,17 +11,17 @@ func init() {
 	)
 	mutants = append(mutants,
 		mutant{"responses: a tool schema kept as sent, not as the route has always kept it", tools,
-			"d.schema = mustJSON(json.RawMessage(def.Parameters))", "d.schema = def.Parameters", httpapi, "ResponsesToolsAreTheChatRoutesTools"},
+			"d.Schema = rules.MustJSON(json.RawMessage(def.Parameters))", "d.Schema = def.Parameters", httpapi, "ResponsesToolsAreTheChatRoutesTools"},
 		mutant{"responses: a namespaced tool echoed without its namespace", tools,
-			`echo["namespace"] = mustJSON(ns)`, `echo["ns"] = mustJSON(ns)`, httpapi, "ResponsesToolsAreTheChatRoutesTools"},
+			`echo["namespace"] = rules.MustJSON(ns)`, `echo["ns"] = rules.MustJSON(ns)`, httpapi, "ResponsesToolsAreTheChatRoutesTools"},
 		mutant{"responses: a remembered tool set hands out its own slice", tools,
 			"rr.chat.Tools = append([]chat.Tool(nil), ts.chat...)", "rr.chat.Tools = ts.chat", httpapi, "ResponsesToolsAreTranslationRemembered"},
 		// The count is every API's tool-set rule (newTools).
-		mutant{"responses: more tools than MAX_TOOLS accepted", "adapters/httpapi/decode_tools.go",
-			"\tif len(defs) > s.cfg.MaxTools {", "\tif len(defs) > s.cfg.MaxTools+99 {", httpapi, "ResponsesToolRefusalsComeInTheirOrder"},
+		mutant{"responses: more tools than MAX_TOOLS accepted", "adapters/httpapi/rules/tools.go",
+			"\tif len(defs) > st.MaxTools {", "\tif len(defs) > st.MaxTools+99 {", httpapi, "ResponsesToolRefusalsComeInTheirOrder"},
 		mutant{"responses: parallel_tool_calls read after the field policy", decode,
-			`if req.ParallelToolCalls, err = wireBool(wr.ParallelToolCalls, "parallel_tool_calls", true); err != nil {`,
-			`if req.ParallelToolCalls, err = wireBool(wr.ParallelToolCalls, "parallel_tool_calls", true); err != nil && checkResponsesFields(wr) == nil {`,
+			`if req.ParallelToolCalls, err = rules.OptionalBool(wr.ParallelToolCalls, "parallel_tool_calls", true); err != nil {`,
+			`if req.ParallelToolCalls, err = rules.OptionalBool(wr.ParallelToolCalls, "parallel_tool_calls", true); err != nil && checkResponsesFields(wr) == nil {`,
 			httpapi, "ResponsesRefusesTheEarlierOfTwoWrongFields"},
 	)
 }

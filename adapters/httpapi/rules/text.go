@@ -1,4 +1,4 @@
-package httpapi
+package rules
 
 import (
 	"strconv"
@@ -8,7 +8,7 @@ import (
 	"github.com/pmgate/pmgate/domain/toolschema"
 )
 
-// checkText refuses a request body whose strings are not valid Unicode text:
+// CheckText refuses a request body whose strings are not valid Unicode text:
 // raw bytes that are not UTF-8, or a \u escape of a UTF-16 surrogate that is
 // not part of a high+low pair (a lone surrogate). encoding/json would replace
 // either with U+FFFD without a word, so the upstream would receive text the
@@ -16,7 +16,7 @@ import (
 // string (or of the object holding the key), e.g. messages[0].content.
 //
 // body must already be valid JSON (json.Valid accepted it).
-func checkText(body []byte) error {
+func CheckText(body []byte) error {
 	if validText(body) {
 		return nil
 	}
@@ -100,10 +100,10 @@ func (w *textWalker) value(p string) {
 
 func (w *textWalker) fail(p, detail string) {
 	if p == "" {
-		w.err = invalid("", "The body "+detail)
+		w.err = Invalid("", "The body "+detail)
 		return
 	}
-	w.err = invalid(trimDot(p), detail)
+	w.err = Invalid(trimDot(p), detail)
 }
 
 func trimDot(p string) string {

@@ -1,4 +1,4 @@
-package httpapi
+package answer
 
 import (
 	"strings"
@@ -36,23 +36,23 @@ func TestStopScannerMatchesTheReferenceForAnySplit(t *testing.T) {
 		text := strings.Join(pieces, "")
 		want, wantSeq := cutAtFirst(text, stops)
 
-		sc := newStopScanner(stops)
+		sc := NewStopScanner(stops)
 		var got strings.Builder
 		for _, p := range pieces {
-			out := sc.feed(p)
+			out := sc.Feed(p)
 			if !strings.HasPrefix(want, got.String()+out) {
 				t.Fatalf("released %q beyond the cut %q", got.String()+out, want)
 			}
 			got.WriteString(out)
 		}
-		if sc.matched == nil {
-			got.WriteString(sc.flush())
+		if sc.Matched == nil {
+			got.WriteString(sc.Flush())
 		}
 		if got.String() != want {
 			t.Fatalf("text %q stops %q: got %q, want %q", text, stops, got.String(), want)
 		}
-		if (sc.matched == nil) != (wantSeq == nil) || (wantSeq != nil && *sc.matched != *wantSeq) {
-			t.Fatalf("text %q stops %q: matched %v, want %v", text, stops, sc.matched, wantSeq)
+		if (sc.Matched == nil) != (wantSeq == nil) || (wantSeq != nil && *sc.Matched != *wantSeq) {
+			t.Fatalf("text %q stops %q: matched %v, want %v", text, stops, sc.Matched, wantSeq)
 		}
 	})
 }

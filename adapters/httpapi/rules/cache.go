@@ -1,4 +1,4 @@
-package httpapi
+package rules
 
 import (
 	"sync"
@@ -14,17 +14,17 @@ import (
 // sent plus every option), and a hit returns what the function would.
 // Refusals are not kept. Both caches are safe for concurrent use.
 
-// memoEntries and memoBytes bound each cache; when either is exceeded it
+// MemoEntries and MemoBytes bound each cache; when either is exceeded it
 // starts over empty. An input larger than maxMemoInput is never kept.
 const (
-	memoEntries  = 1024
-	memoBytes    = 16 << 20
+	MemoEntries  = 1024
+	MemoBytes    = 16 << 20
 	maxMemoInput = 1 << 20
 )
 
-// memo maps exact input bytes plus a comparable variant (the options) to a
+// Memo maps exact input bytes plus a comparable variant (the options) to a
 // value that is never written after it is stored.
-type memo[O comparable, V any] struct {
+type Memo[O comparable, V any] struct {
 	sync.Mutex
 	byRaw   map[string][]memoEntry[O, V]
 	entries int
@@ -36,7 +36,8 @@ type memoEntry[O comparable, V any] struct {
 	v    V
 }
 
-func (m *memo[O, V]) get(raw []byte, opts O) (V, bool) {
+// Get is the value kept for (raw, opts).
+func (m *Memo[O, V]) Get(raw []byte, opts O) (V, bool) {
 	m.Lock()
 	defer m.Unlock()
 	for _, e := range m.byRaw[string(raw)] { // no copy of raw for the lookup
@@ -48,14 +49,14 @@ func (m *memo[O, V]) get(raw []byte, opts O) (V, bool) {
 	return zero, false
 }
 
-// put keeps v for (raw, opts); size is what v and opts hold beyond raw.
-func (m *memo[O, V]) put(raw []byte, opts O, v V, size int) {
+// Put keeps v for (raw, opts); size is what v and opts hold beyond raw.
+func (m *Memo[O, V]) Put(raw []byte, opts O, v V, size int) {
 	if len(raw) > maxMemoInput {
 		return
 	}
 	m.Lock()
 	defer m.Unlock()
-	if m.byRaw == nil || m.entries >= memoEntries || m.bytes+len(raw)+size > memoBytes {
+	if m.byRaw == nil || m.entries >= MemoEntries || m.bytes+len(raw)+size > MemoBytes {
 		m.byRaw, m.entries, m.bytes = map[string][]memoEntry[O, V]{}, 0, 0
 	}
 	k := string(raw)
@@ -69,12 +70,12 @@ type lowerKey struct {
 	opts toolschema.Options
 }
 
-var lowerings memo[lowerKey, []byte]
+var lowerings Memo[lowerKey, []byte]
 
-// lowerSchema is toolschema.Lower(raw, path, opts), remembered.
-func lowerSchema(raw []byte, path string, opts toolschema.Options) ([]byte, error) {
+// LowerSchema is toolschema.Lower(raw, path, opts), remembered.
+func LowerSchema(raw []byte, path string, opts toolschema.Options) ([]byte, error) {
 	k := lowerKey{path: path, opts: opts}
-	if out, ok := lowerings.get(raw, k); ok {
+	if out, ok := lowerings.Get(raw, k); ok {
 		return out, nil
 	}
 	out, err := toolschema.Lower(raw, path, opts)
@@ -82,24 +83,35 @@ func lowerSchema(raw []byte, path string, opts toolschema.Options) ([]byte, erro
 		return nil, err
 	}
 	out = append([]byte(nil), out...) // Lower may return raw itself, which is the request's memory
-	lowerings.put(raw, k, out, len(out)+len(path))
+	lowerings.Put(raw, k, out, len(out)+len(path))
 	return out, nil
 }
 
-// toolsKey is every setting decodeTools depends on besides the bytes.
-type toolsKey struct {
+// ToolsKey is every setting decodeTools depends on besides the bytes.
+type ToolsKey struct {
 	api      string // whose tool shape the bytes are (chat's when empty)
 	maxTools int
 	opts     toolschema.Options
 }
 
-var decodedTools memo[toolsKey, []chat.Tool]
+var decodedTools Memo[ToolsKey, []chat.Tool]
 
-// toolsSize is what a decoded tool set holds beyond the bytes it came from.
-func toolsSize(tools []chat.Tool) int {
+// ToolsSize is what a decoded tool set holds beyond the bytes it came from.
+func ToolsSize(tools []chat.Tool) int {
 	n := 0
 	for _, t := range tools {
 		n += 64 + len(t.Name) + len(t.Description) + len(t.Parameters) + len(t.UpstreamParameters)
 	}
 	return n
 }
+
+// Size is what the memo holds: its entries and the bytes they count.
+func (m *Memo[O, V]) Size() (entries, bytes int) {
+	m.Lock()
+	defer m.Unlock()
+	return m.entries, m.bytes
+}
+
+// ToolSets is the size of the memo of ToolSet: what a tool set derived once
+// keeps, bounded like every memo.
+func ToolSets() (entries, bytes int) { return decodedTools.Size() }

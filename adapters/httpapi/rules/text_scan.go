@@ -1,4 +1,4 @@
-package httpapi
+package rules
 
 import (
 	"unicode/utf8"

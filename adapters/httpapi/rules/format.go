@@ -1,4 +1,4 @@
-package httpapi
+package rules
 
 import (
 	"encoding/json"
@@ -19,10 +19,10 @@ import (
 // domain/structured prepares it (docs/STRUCTURED-OUTPUT.md). The field rules
 // (checkResponseFormat, checkResponsesText) have already checked the type.
 
-// responseFormat reads chat's response_format:
+// ResponseFormat reads chat's response_format:
 // {"type":"json_schema","json_schema":{"name","description","schema","strict"}}
 // or {"type":"json_object"} or {"type":"text"}.
-func responseFormat(rf wirejson.Object[wchat.ResponseFormat]) (chat.OutputFormat, error) {
+func ResponseFormat(rf wirejson.Object[wchat.ResponseFormat]) (chat.OutputFormat, error) {
 	if !rf.IsObject() {
 		return chat.OutputFormat{}, nil
 	}
@@ -31,19 +31,19 @@ func responseFormat(rf wirejson.Object[wchat.ResponseFormat]) (chat.OutputFormat
 		const p = "response_format.json_schema"
 		js := rf.V.JSONSchema
 		if !js.IsObject() {
-			return chat.OutputFormat{}, invalid(p, "is required and must be an object.")
+			return chat.OutputFormat{}, Invalid(p, "is required and must be an object.")
 		}
 		if err := readSchemaSpec(js.V, p, &spec); err != nil {
 			return chat.OutputFormat{}, err
 		}
 	}
-	return prepareOutput(spec)
+	return PrepareOutput(spec)
 }
 
-// decodeTextFormat reads Responses' text.format:
+// TextFormat reads Responses' text.format:
 // {"type":"json_schema","name","description","schema","strict"} or
 // {"type":"json_object"} or {"type":"text"}.
-func decodeTextFormat(text wirejson.Echoed[responses.Text]) (chat.OutputFormat, error) {
+func TextFormat(text wirejson.Echoed[responses.Text]) (chat.OutputFormat, error) {
 	if text.Kind() != '{' || !text.V.Format.IsObject() {
 		return chat.OutputFormat{}, nil
 	}
@@ -55,7 +55,7 @@ func decodeTextFormat(text wirejson.Echoed[responses.Text]) (chat.OutputFormat, 
 			return chat.OutputFormat{}, err
 		}
 	}
-	return prepareOutput(spec)
+	return PrepareOutput(spec)
 }
 
 // outputKindOf is the output kind a format type names (text for any other).
@@ -75,39 +75,39 @@ func outputKindOf(t string) chat.OutputKind {
 func readSchemaSpec(js wchat.JSONSchema, p string, spec *structured.Spec) error {
 	spec.NamePath, spec.SchemaPath = p+".name", p+".schema"
 	if !js.Name.IsString() {
-		return invalid(spec.NamePath, "is required and must be a string.")
+		return Invalid(spec.NamePath, "is required and must be a string.")
 	}
 	spec.Name = js.Name.V
 	if d := js.Description; !wirejson.Absent(d.Kind) && !d.IsString() {
-		return invalid(p+".description", "must be a string.")
+		return Invalid(p+".description", "must be a string.")
 	}
 	switch js.Schema.Kind() {
 	case 0, 'n':
 	case '{':
 		spec.Schema = json.RawMessage(js.Schema)
 	default:
-		return invalid(spec.SchemaPath, "must be a JSON schema object.")
+		return Invalid(spec.SchemaPath, "must be a JSON schema object.")
 	}
 	var err error
-	spec.Strict, err = wireBool(js.Strict, p+".strict", false)
+	spec.Strict, err = OptionalBool(js.Strict, p+".strict", false)
 	return err
 }
 
-// prepareOutput renders a refusal of domain/structured in the API's shape.
-func prepareOutput(spec structured.Spec) (chat.OutputFormat, error) {
+// PrepareOutput renders a refusal of domain/structured in the API's shape.
+func PrepareOutput(spec structured.Spec) (chat.OutputFormat, error) {
 	out, err := structured.Prepare(spec)
 	var pr *toolschema.Problem
 	if errors.As(err, &pr) {
-		return chat.OutputFormat{}, refuse(pr.Code, pr.Path, pr.Detail)
+		return chat.OutputFormat{}, Refuse(pr.Code, pr.Path, pr.Detail)
 	}
 	return out, err
 }
 
-// outputConfigFormat reads the Anthropic Messages API's
+// OutputConfigFormat reads the Anthropic Messages API's
 // output_config.format: {"type":"json_schema","schema":{…}} (no name, no
 // strict), stored as chat.Request.Output the way the chat and Responses
 // decoders do. The field policy has checked the type.
-func outputConfigFormat(oc wirejson.Object[messages.OutputConfig]) (chat.OutputFormat, error) {
+func OutputConfigFormat(oc wirejson.Object[messages.OutputConfig]) (chat.OutputFormat, error) {
 	if !oc.IsObject() || !oc.V.Format.IsObject() {
 		return chat.OutputFormat{}, nil
 	}
@@ -116,18 +116,18 @@ func outputConfigFormat(oc wirejson.Object[messages.OutputConfig]) (chat.OutputF
 	spec := structured.Spec{Kind: outputKindOf(f.Type.V), NamePath: p + ".name", SchemaPath: p + ".schema"}
 	if spec.Kind == chat.OutputJSONSchema {
 		if f.Schema.Kind() != '{' {
-			return chat.OutputFormat{}, invalid(spec.SchemaPath, "is required and must be a JSON schema object.")
+			return chat.OutputFormat{}, Invalid(spec.SchemaPath, "is required and must be a JSON schema object.")
 		}
 		spec.Schema = json.RawMessage(f.Schema)
 	}
-	return prepareOutput(spec)
+	return PrepareOutput(spec)
 }
 
-// decodeOutputConfigFormat is outputConfigFormat of an output_config as sent.
-func decodeOutputConfigFormat(outputConfig json.RawMessage) (chat.OutputFormat, error) {
+// DecodeOutputConfigFormat is outputConfigFormat of an output_config as sent.
+func DecodeOutputConfigFormat(outputConfig json.RawMessage) (chat.OutputFormat, error) {
 	oc, err := messages.DecodeOutputConfig(outputConfig)
 	if err != nil {
-		return chat.OutputFormat{}, invalid("output_config", "must be an object.")
+		return chat.OutputFormat{}, Invalid("output_config", "must be an object.")
 	}
-	return outputConfigFormat(oc)
+	return OutputConfigFormat(oc)
 }

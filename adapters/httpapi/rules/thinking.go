@@ -1,4 +1,4 @@
-package httpapi
+package rules
 
 // This file reads the three APIs' effort and thinking fields into the one
 // thinking level the service has (chat.ThinkingLevel: low, medium or high;
@@ -15,48 +15,48 @@ import (
 // effortWords is the detail of a refused effort word.
 const effortWords = "the service thinks at low, medium or high only; use none, minimal, low, medium, high, xhigh or max."
 
-// decodeEffort reads one effort word (a string the field policy type-checked)
+// Effort reads one effort word (a string the field policy type-checked)
 // at param; absent or null asks for nothing.
-func decodeEffort(e wirejson.String, param string) (chat.ThinkingLevel, bool, error) {
+func Effort(e wirejson.String, param string) (chat.ThinkingLevel, bool, error) {
 	if wirejson.Absent(e.Kind) {
 		return chat.ThinkingOff, false, nil
 	}
 	if !e.IsString() {
-		return chat.ThinkingOff, false, invalid(param, "must be a string.")
+		return chat.ThinkingOff, false, Invalid(param, "must be a string.")
 	}
-	level, err := effortLevel(e.V, param)
+	level, err := EffortLevel(e.V, param)
 	return level, err == nil, err
 }
 
-// effortLevel reads one effort word at param.
-func effortLevel(word, param string) (chat.ThinkingLevel, error) {
+// EffortLevel reads one effort word at param.
+func EffortLevel(word, param string) (chat.ThinkingLevel, error) {
 	level, ok := chat.EffortLevel(word)
 	if !ok {
-		return chat.ThinkingOff, unsupported(param, effortWords)
+		return chat.ThinkingOff, Unsupported(param, effortWords)
 	}
 	return level, nil
 }
 
-// decodeResponsesReasoning is the Responses API's reasoning.effort (the
+// ResponsesReasoning is the Responses API's reasoning.effort (the
 // object's other members, summary among them, produce nothing).
-func decodeResponsesReasoning(r wirejson.Echoed[responses.Reasoning]) (chat.ThinkingLevel, error) {
+func ResponsesReasoning(r wirejson.Echoed[responses.Reasoning]) (chat.ThinkingLevel, error) {
 	if r.Kind() != '{' {
 		return chat.ThinkingOff, nil // the field policy refused any other kind but null
 	}
-	level, _, err := decodeEffort(r.V.Effort, "reasoning.effort")
+	level, _, err := Effort(r.V.Effort, "reasoning.effort")
 	return level, err
 }
 
-// messagesThinking is the Messages API's thinking and output_config.effort
+// MessagesThinking is the Messages API's thinking and output_config.effort
 // (their kinds checked by the field policy): thinking {type: "disabled"}
 // turns thinking off; otherwise an effort wins, then an enabled thinking's
 // budget_tokens (chat.BudgetLevel); adaptive thinking without an effort asks
 // for nothing.
-func messagesThinking(th wirejson.Object[messages.Thinking], oc wirejson.Object[messages.OutputConfig]) (chat.ThinkingLevel, error) {
+func MessagesThinking(th wirejson.Object[messages.Thinking], oc wirejson.Object[messages.OutputConfig]) (chat.ThinkingLevel, error) {
 	level, hasEffort := chat.ThinkingOff, false
 	if oc.IsObject() && oc.V.Effort.IsString() {
 		var err error
-		if level, err = effortLevel(oc.V.Effort.V, "output_config.effort"); err != nil {
+		if level, err = EffortLevel(oc.V.Effort.V, "output_config.effort"); err != nil {
 			return chat.ThinkingOff, err
 		}
 		hasEffort = true
@@ -65,7 +65,7 @@ func messagesThinking(th wirejson.Object[messages.Thinking], oc wirejson.Object[
 		return level, nil
 	}
 	if !th.V.Type.IsString() {
-		return chat.ThinkingOff, invalid("thinking.type", "must be a string.")
+		return chat.ThinkingOff, Invalid("thinking.type", "must be a string.")
 	}
 	switch th.V.Type.V {
 	case "disabled":
@@ -78,9 +78,9 @@ func messagesThinking(th wirejson.Object[messages.Thinking], oc wirejson.Object[
 		}
 		n, ok := th.V.BudgetTokens.Int()
 		if !ok || n < 1 {
-			return chat.ThinkingOff, invalid("thinking.budget_tokens", "must be a positive integer when thinking is enabled.")
+			return chat.ThinkingOff, Invalid("thinking.budget_tokens", "must be a positive integer when thinking is enabled.")
 		}
 		return chat.BudgetLevel(n), nil
 	}
-	return chat.ThinkingOff, unsupported("thinking.type", "must be \"enabled\", \"adaptive\" or \"disabled\".")
+	return chat.ThinkingOff, Unsupported("thinking.type", "must be \"enabled\", \"adaptive\" or \"disabled\".")
 }

@@ -1,4 +1,4 @@
-package httpapi
+package rules
 
 import (
 	"bytes"
@@ -28,11 +28,11 @@ func TestLowerSchemaIsLowerRemembered(t *testing.T) {
 				for _, path := range []string{"tools[0].function.parameters", "tools[1].function.parameters"} {
 					raw := []byte(s)
 					want, werr := toolschema.Lower([]byte(s), path, o)
-					got, err := lowerSchema(raw, path, o)
+					got, err := LowerSchema(raw, path, o)
 					is.Equal(err, werr)
 					is.Equal(string(got), string(want))
 					raw[0] = 'X' // the request's memory changes after decoding: the cache does not
-					again, err := lowerSchema([]byte(s), path, o)
+					again, err := LowerSchema([]byte(s), path, o)
 					is.NoErr(err)
 					is.Equal(string(again), string(want))
 				}
@@ -43,7 +43,7 @@ func TestLowerSchemaIsLowerRemembered(t *testing.T) {
 	bad := []byte(`{"type":"object","properties":{"a":{"type":"string"}},"properties":{}}`)
 	for _, path := range []string{"tools[0].function.parameters", "tools[3].function.parameters"} {
 		_, werr := toolschema.Lower(bad, path, toolschema.Options{})
-		_, err := lowerSchema(bad, path, toolschema.Options{})
+		_, err := LowerSchema(bad, path, toolschema.Options{})
 		is.True(err != nil)
 		is.Equal(err.Error(), werr.Error())
 	}
@@ -51,14 +51,14 @@ func TestLowerSchemaIsLowerRemembered(t *testing.T) {
 
 func TestLowerSchemaCacheIsBounded(t *testing.T) {
 	is := is.New(t)
-	for i := range 3 * memoEntries {
+	for i := range 3 * MemoEntries {
 		raw := fmt.Appendf(nil, `{"type":"object","properties":{"p%d":{"type":"string"}}}`, i)
-		out, err := lowerSchema(raw, "tools[0].function.parameters", toolschema.Options{})
+		out, err := LowerSchema(raw, "tools[0].function.parameters", toolschema.Options{})
 		is.NoErr(err)
 		is.True(bytes.Contains(out, fmt.Appendf(nil, `"p%d"`, i)))
 		lowerings.Lock()
-		is.True(lowerings.entries <= memoEntries)
-		is.True(lowerings.bytes <= memoBytes)
+		is.True(lowerings.entries <= MemoEntries)
+		is.True(lowerings.bytes <= MemoBytes)
 		lowerings.Unlock()
 	}
 }

@@ -1,4 +1,4 @@
-package httpapi
+package rules
 
 import (
 	"bytes"
@@ -20,48 +20,35 @@ import (
 // that newer SDKs and proxies that add harmless fields keep working. Refusals
 // name the param path.
 
-// model is what every API checks first after the body: its model is a
-// configured one the caller's slot may use (allowed), refused exactly like
-// an unknown one otherwise, so a slot cannot tell the two apart.
-func (s *server) model(m wirejson.String, allowed func(string) bool) (string, error) {
-	if !m.IsString() || m.V == "" {
-		return "", invalid("model", "is required and must be a string.")
-	}
-	if !s.models[m.V] || !allowed(m.V) {
-		return "", s.modelNotFound(allowed)
-	}
-	return m.V, nil
-}
-
-// wireRefusal is the refusal of a body its API's wire package (wire/chat,
+// WireRefusal is the refusal of a body its API's wire package (wire/chat,
 // wire/messages) would not read (err is its Decode's error): a body the
 // reading refuses is refused in the words every API uses (bodyError: not
 // JSON, not an object, not text); one those accept repeats a member name,
 // refused at the repeat's path as the API writes paths (path).
-func wireRefusal(body []byte, err error, path func([]wirejson.Step) string) error {
-	if berr := bodyError(body); berr != nil {
+func WireRefusal(body []byte, err error, path func([]wirejson.Step) string) error {
+	if berr := BodyError(body); berr != nil {
 		return berr
 	}
 	if steps, ok := wirejson.DuplicateName(body, err); ok {
-		return invalid(path(steps), duplicateDetail)
+		return Invalid(path(steps), DuplicateDetail)
 	}
-	return invalid("", "The body is not valid JSON.") // the readers disagree; not seen
+	return Invalid("", "The body is not valid JSON.") // the readers disagree; not seen
 }
 
-// readWire reads body once, strictly, with its API's wire package (decode),
+// ReadWire reads body once, strictly, with its API's wire package (decode),
 // and refuses what it would not read (wireRefusal; path writes a repeat's
 // path as the API does).
-func readWire[T any](body []byte, decode func([]byte) (T, error), path func([]wirejson.Step) string) (T, error) {
+func ReadWire[T any](body []byte, decode func([]byte) (T, error), path func([]wirejson.Step) string) (T, error) {
 	wr, err := decode(body)
 	if err != nil {
-		return wr, wireRefusal(body, err, path)
+		return wr, WireRefusal(body, err, path)
 	}
 	return wr, nil
 }
 
-// dottedPath writes a repeat's path with its steps joined by dots
+// DottedPath writes a repeat's path with its steps joined by dots
 // (messages.0.content.1.text), as the Messages and Gemini APIs write paths.
-func dottedPath(steps []wirejson.Step) string {
+func DottedPath(steps []wirejson.Step) string {
 	names := make([]string, len(steps))
 	for i, st := range steps {
 		names[i] = st.Name
@@ -69,20 +56,20 @@ func dottedPath(steps []wirejson.Step) string {
 	return strings.Join(names, ".")
 }
 
-// duplicateDetail is the refusal of a member name given twice in one object
+// DuplicateDetail is the refusal of a member name given twice in one object
 // (docs/API.md, "Repeated member names and the order of refusals").
-const duplicateDetail = "is given more than once in its object; a member name may appear only once."
+const DuplicateDetail = "is given more than once in its object; a member name may appear only once."
 
-// bodyError is the refusal of a body that is not one JSON object of valid
+// BodyError is the refusal of a body that is not one JSON object of valid
 // Unicode text, or nil.
-func bodyError(body []byte) error {
+func BodyError(body []byte) error {
 	if !json.Valid(body) {
-		return invalid("", "The body is not valid JSON: "+jsonPosition(body))
+		return Invalid("", "The body is not valid JSON: "+jsonPosition(body))
 	}
 	if i := bytes.IndexFunc(body, func(c rune) bool { return !isJSONSpace(byte(c)) }); body[i] != '{' {
-		return invalid("", "The body must be a JSON object.")
+		return Invalid("", "The body must be a JSON object.")
 	}
-	return checkText(body)
+	return CheckText(body)
 }
 
 // jsonPosition says where body stops being JSON: the byte offset, line and
@@ -117,24 +104,61 @@ func at(body []byte, off int64) string {
 
 func isJSONSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }
 
-// wireBool reads an optional boolean: def when absent or null.
-func wireBool(b wirejson.Bool, param string, def bool) (bool, error) {
+// OptionalBool reads an optional boolean: def when absent or null.
+func OptionalBool(b wirejson.Bool, param string, def bool) (bool, error) {
 	switch {
 	case wirejson.Absent(b.Kind):
 		return def, nil
 	case b.IsBool():
 		return b.V, nil
 	}
-	return false, invalid(param, "must be a boolean.")
+	return false, Invalid(param, "must be a boolean.")
 }
 
-// wireReqString reads a required, non-empty string.
-func wireReqString(v wirejson.String, param string) (string, error) {
+// RequiredString reads a required, non-empty string.
+func RequiredString(v wirejson.String, param string) (string, error) {
 	if !v.IsString() {
-		return "", invalid(param, "is required and must be a string.")
+		return "", Invalid(param, "is required and must be a string.")
 	}
 	if v.V == "" {
-		return "", invalid(param, "must not be empty.")
+		return "", Invalid(param, "must not be empty.")
 	}
 	return v.V, nil
+}
+
+// IndexedPath writes a repeat's path as the OpenAI APIs (chat completions,
+// Responses) write paths: messages[0].content[1].text.
+func IndexedPath(steps []wirejson.Step) string {
+	var b strings.Builder
+	for i, st := range steps {
+		switch {
+		case st.Index:
+			b.WriteString("[" + st.Name + "]")
+		case i > 0:
+			b.WriteString("." + st.Name)
+		default:
+			b.WriteString(st.Name)
+		}
+	}
+	return b.String()
+}
+
+// ToolErrorPrefix marks a tool_result with is_error: true in the text the
+// upstream receives (the upstream tool response has no error status of its
+// own that the gateway sends).
+const ToolErrorPrefix = "Tool error: "
+
+// MaxStopSequences bounds the stop sequences of a request (Messages'
+// stop_sequences, Gemini's stopSequences): the gateway scans the text for
+// each.
+const MaxStopSequences = 16
+
+// MustJSON is v as JSON, for values that cannot fail to encode (raw
+// messages, strings and structs of them).
+func MustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("httpapi: marshal: " + err.Error()) // raw messages and strings only
+	}
+	return b
 }
