@@ -367,7 +367,9 @@ func (p *TextPart) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 // It keeps every rule of the strict decode, which are the decoder's: a
 // repeated name is its error (unless its options allow it, as DecodePart's
 // do), and so is text that is not valid UTF-8. Null reads as the zero T, and
-// another kind than an object is an error, as they are to json.
+// another kind than an object is an error, as they are to json. json's
+// options for names (case-insensitive matching, refusing unknown members)
+// do not reach it: the wire packages use neither.
 func Members[T any](d *jsontext.Decoder, v *T, member func(name []byte) error) error {
 	switch d.PeekKind() {
 	case '{':
