@@ -12,6 +12,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/chatapi"
 	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/domain/errs"
 )
@@ -73,7 +74,7 @@ func TestFieldPolicyRefusalsArePinned(t *testing.T) {
 			"modalities", "audio", "prediction", "functions", "function_call", "web_search_options", "stream_options",
 			"parallel_tool_calls", "stream"},
 			func(f, v string) string { return `{"model":"pm-test",` + msg + `,"` + f + `":` + v + `}` },
-			func(s *server, b []byte) (string, error) { _, err := s.decodeRequest(b, allowAll); return "", err }},
+			func(s *server, b []byte) (string, error) { _, err := chatapi.Decode(s.in, b, allowAll); return "", err }},
 		{"responses", []string{"system", "temperature", "top_p", "max_output_tokens", "max_tool_calls", "metadata", "user",
 			"reasoning", "include", "prompt_cache_key", "prompt_cache_retention", "client_metadata", "safety_identifier",
 			"service_tier", "stream_options", "truncation", "store", "text", "previous_response_id", "conversation", "prompt",
@@ -135,7 +136,7 @@ func TestFieldPolicyRefusalsArePinned(t *testing.T) {
 		`{"model":"pm-test",` + msg + `,"modalities":["audio"],"logit_bias":{"1":1}}`,
 		`{"model":"pm-test",` + msg + `,"reasoning_effort":"bogus","response_format":{"type":"bogus"}}`,
 	} {
-		_, err := s.decodeRequest([]byte(b), allowAll)
+		_, err := chatapi.Decode(s.in, []byte(b), allowAll)
 		fmt.Fprintf(&out, "chat %s -> %s\n", b, pinOutcome("", err))
 	}
 	for _, b := range []string{
@@ -185,7 +186,7 @@ func pinOutcome(echo string, err error) string {
 func TestBodiesThatAreNotAnObjectAreRefusedInTheirWords(t *testing.T) {
 	s := testServer(Config{MaxTools: 64, MaxToolResultBytes: 1 << 20, Models: []string{"pm-test"}})
 	decoders := map[string]func([]byte) error{
-		"chat":      func(b []byte) error { _, err := s.decodeRequest(b, allowAll); return err },
+		"chat":      func(b []byte) error { _, err := chatapi.Decode(s.in, b, allowAll); return err },
 		"responses": func(b []byte) error { _, err := s.decodeResponsesRequest(b, allowAll); return err },
 		"messages":  func(b []byte) error { _, err := s.decodeMessagesRequest(b, allowAll); return err },
 		"gemini":    func(b []byte) error { _, err := s.decodeGeminiRequest(b, "pm-test", false); return err },

@@ -19,7 +19,7 @@ func init() {
 		mutant{"a key refusal does not say which form is accepted", "adapters/httpapi/auth.go",
 			"return r, rules.Refuse(errs.InvalidAPIKey, \"\", authProblem(r.Header))", "return r, errs.New(errs.InvalidAPIKey)",
 			"./adapters/httpapi/", "KeyRefusal"},
-		mutant{"an Anthropic system prompt is dropped on the chat route", "adapters/httpapi/chat_decode.go",
+		mutant{"an Anthropic system prompt is dropped on the chat route", "adapters/httpapi/chatapi/decode.go",
 			"\t// refused: the body is the Messages API's\n\t\"system\",\n\t// accepted and ignored", "\t// accepted and ignored",
 			"./adapters/httpapi/", "AnthropicBody"},
 		mutant{"a failing probe replaces the passing report", "cmd/gateway/probe.go",

@@ -79,7 +79,7 @@ var fieldRules = map[string]Check{
 	"logprobs":             RefusedWhenTrue("log probabilities are not available."),
 	"top_logprobs":         DefaultInteger(0, "must be a non-negative integer.", "log probabilities are not available."),
 	"logit_bias":           checkLogitBias,
-	"response_format":      nil, // chat reads it typed (checkChatFields)
+	"response_format":      nil, // chat reads it typed (chatapi's checkChatFields)
 	"modalities":           checkModalities,
 	"audio":                RefusedUnlessNull("audio output is not supported."),
 	"prediction":           RefusedUnlessNull("predicted outputs are not supported."),

@@ -1,8 +1,10 @@
-package httpapi
+package chatapi
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 )
 
 // benchmarkDecodeChat measures the chat request's decode and translation
@@ -10,7 +12,7 @@ import (
 // with tool calls and results, and a tool set that is remembered after the
 // first request.
 func benchmarkDecodeChat(b *testing.B, tools int) {
-	s := testServer(Config{MaxTools: 64, MaxToolResultBytes: 1 << 20, Models: []string{"pm-test"}})
+	in := rules.New(rules.Settings{MaxTools: 64, MaxToolResultBytes: 1 << 20, Models: []string{"pm-test"}})
 	var ts []string
 	for i := range tools {
 		ts = append(ts, `{"type":"function","function":{"name":"tool_`+string(rune('a'+i))+`","description":"Reads a file.",`+
@@ -26,7 +28,7 @@ func benchmarkDecodeChat(b *testing.B, tools int) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		if _, err := s.decodeRequest(body, allowed); err != nil {
+		if _, err := Decode(in, body, allowed); err != nil {
 			b.Fatal(err)
 		}
 	}

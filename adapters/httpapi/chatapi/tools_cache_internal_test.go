@@ -1,4 +1,4 @@
-package httpapi
+package chatapi
 
 import (
 	"fmt"
@@ -23,25 +23,25 @@ func TestDecodeToolsIsDecodingRemembered(t *testing.T) {
 		`[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"a"}}]`, // refused: a repeated name
 		`[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"b"}},{"type":"function","function":{"name":"c"}}]`,
 	}
-	var servers []*server
+	var settings []*rules.Settings
 	for _, maxTools := range []int{2, 3} {
 		for _, o := range []toolschema.Options{{}, {WidenCombinators: true}, {Policy: toolschema.PolicyStrict}} {
-			servers = append(servers, testServer(Config{MaxTools: maxTools, ToolSchemaPolicy: o.Policy, WidenCombinators: o.WidenCombinators}))
+			settings = append(settings, rules.New(rules.Settings{MaxTools: maxTools, ToolSchema: o}))
 		}
 	}
 	for range 2 { // the second round hits
 		for _, in := range inputs {
-			for _, s := range servers {
-				want, werr := s.decodeToolsOnce([]byte(in))
+			for _, st := range settings {
+				want, werr := decodeToolsOnce(st, []byte(in))
 				raw := []byte(in)
-				got, err := s.decodeTools(raw)
+				got, err := decodeTools(st, raw)
 				is.Equal(fmt.Sprint(err), fmt.Sprint(werr)) // the same refusal, or none
 				is.Equal(got, want)
 				raw[len(raw)-3] = 'X' // the request's memory changes after decoding: the cache does not
 				if len(got) > 0 {
 					got[0] = chat.Tool{Name: "changed"} // nor does a request's change of its own slice
 				}
-				again, err := s.decodeTools([]byte(in))
+				again, err := decodeTools(st, []byte(in))
 				is.Equal(fmt.Sprint(err), fmt.Sprint(werr))
 				is.Equal(again, want)
 			}
@@ -51,10 +51,10 @@ func TestDecodeToolsIsDecodingRemembered(t *testing.T) {
 
 func TestDecodeToolsCacheIsBounded(t *testing.T) {
 	is := is.New(t)
-	s := testServer(Config{MaxTools: 4})
+	st := rules.New(rules.Settings{MaxTools: 4})
 	for i := range 3 * rules.MemoEntries {
 		raw := fmt.Appendf(nil, `[{"type":"function","function":{"name":"t%d"}}]`, i)
-		tools, err := s.decodeTools(raw)
+		tools, err := decodeTools(st, raw)
 		is.NoErr(err)
 		is.Equal(tools[0].Name, fmt.Sprintf("t%d", i))
 		entries, bytes := rules.ToolSets()

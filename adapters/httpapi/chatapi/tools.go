@@ -1,4 +1,4 @@
-package httpapi
+package chatapi
 
 // This file translates chat tool definitions and tool_choice; the rules
 // every API's tool definitions share are rules.Settings.ToolSet's.
@@ -15,25 +15,25 @@ import (
 )
 
 // decodeTools is the chat tool set (raw: the tools member as sent), derived
-// once per bytes and settings (toolSet). The parameters schema is kept
+// once per bytes and settings (rules.Settings.ToolSet). The parameters schema is kept
 // byte-for-byte as sent (it is what the tools hash binds); its lowered form
 // under ToolSchemaPolicy (domain/toolschema) is what the upstream receives.
-func (s *server) decodeTools(raw json.RawMessage) ([]chat.Tool, error) {
-	return s.in.ToolSet("", wirejson.Raw(raw), func() ([]rules.ToolDef, error) { return chatToolDefs(wirejson.Raw(raw)), nil })
+func decodeTools(in *rules.Settings, raw json.RawMessage) ([]chat.Tool, error) {
+	return in.ToolSet("", wirejson.Raw(raw), func() ([]rules.ToolDef, error) { return chatToolDefs(wirejson.Raw(raw)), nil })
 }
 
 // decodeToolsOnce is decodeTools without the memory.
-func (s *server) decodeToolsOnce(raw json.RawMessage) ([]chat.Tool, error) {
+func decodeToolsOnce(in *rules.Settings, raw json.RawMessage) ([]chat.Tool, error) {
 	if present, err := rules.ToolsPresent(wirejson.Raw(raw)); !present {
 		return nil, err
 	}
-	return s.in.NewTools(chatToolDefs(wirejson.Raw(raw)))
+	return in.NewTools(chatToolDefs(wirejson.Raw(raw)))
 }
 
 // chatToolDefs reads chat's tool entries. The count comes before any
 // entry's shape, and an entry's shape (type, function) before its rules and
 // after the earlier entries' (docs/API.md): a wrong shape is the
-// definition's first refusal (toolDef.err).
+// definition's first refusal (rules.ToolDef.Err).
 func chatToolDefs(raw wirejson.Raw) []rules.ToolDef {
 	items := wchat.Tools{Raw: raw}.Entries()
 	defs := make([]rules.ToolDef, len(items))

@@ -1,8 +1,8 @@
-package httpapi
+package chatapi
 
 // This file translates a POST /v1/chat/completions body (docs/API.md), read
-// once by wire/chat, into the chat.Request the core takes; its handler and
-// rendering are chat_render.go.
+// once by wire/chat, into the chat.Request the core takes; its rendering is
+// render.go.
 
 import (
 	"encoding/json"
@@ -13,20 +13,21 @@ import (
 	"github.com/pmgate/pmgate/domain/chat"
 )
 
-// decodeRequest validates a whole chat request and translates it, in the
+// Decode validates a whole chat request and translates it, in the
 // order of docs/API.md's refusals: the body, model, stream, stream_options,
 // parallel_tool_calls, the field policy, reasoning_effort's word,
 // response_format's schema, tools, tool_choice, messages. Nothing reaches the
 // service unless this returns no error.
 //
-// allowed is the caller's model allowlist; a configured model outside it is
+// in is the gateway's settings (models, tool limits). allowed is the
+// caller's model allowlist; a configured model outside it is
 // refused exactly like an unknown model, so a slot cannot tell the two apart.
-func (s *server) decodeRequest(body []byte, allowed func(string) bool) (chat.Request, error) {
+func Decode(in *rules.Settings, body []byte, allowed func(string) bool) (chat.Request, error) {
 	wr, err := rules.ReadWire(body, wchat.Decode, rules.IndexedPath)
 	if err != nil {
 		return chat.Request{}, err
 	}
-	model, err := s.in.Model(wr.Model, allowed)
+	model, err := in.Model(wr.Model, allowed)
 	if err != nil {
 		return chat.Request{}, err
 	}
@@ -54,13 +55,13 @@ func (s *server) decodeRequest(body []byte, allowed func(string) bool) (chat.Req
 	if req.Output, err = rules.ResponseFormat(wr.ResponseFormat); err != nil {
 		return chat.Request{}, err
 	}
-	if req.Tools, err = s.decodeTools(json.RawMessage(wr.Tools.Raw)); err != nil {
+	if req.Tools, err = decodeTools(in, json.RawMessage(wr.Tools.Raw)); err != nil {
 		return chat.Request{}, err
 	}
 	if req.ToolChoice, err = rules.ToolChoice(wr.ToolChoice, req.Tools); err != nil {
 		return chat.Request{}, err
 	}
-	if req.Messages, err = s.chatMessages(wr.Messages); err != nil {
+	if req.Messages, err = chatMessages(in, wr.Messages); err != nil {
 		return chat.Request{}, err
 	}
 	return req, nil
@@ -78,7 +79,7 @@ func checkChatFields(wr *wchat.Request) error {
 // fieldPolicy lists the ignored and refused top-level chat fields, in the
 // order of the package documentation's table. Honoured fields (model,
 // messages, stream, stream_options, tools, tool_choice, parallel_tool_calls)
-// are read by decodeRequest.
+// are read by Decode.
 var fieldPolicy = rules.Policy(
 	// refused: the body is the Messages API's
 	"system",

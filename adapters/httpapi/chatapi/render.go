@@ -1,12 +1,12 @@
-package httpapi
+package chatapi
 
-// This file is POST /v1/chat/completions: its handler and its rendering, a
-// chat completion as JSON or as SSE chunks (docs/API.md); its decoding is
-// chat_decode.go.
+// This file is the answer of POST /v1/chat/completions: a chat completion
+// as JSON or as SSE chunks (docs/API.md); its decoding is decode.go.
 
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/pmgate/pmgate/adapters/httpapi/answer"
 	"github.com/pmgate/pmgate/adapters/httpapi/sse"
@@ -14,19 +14,25 @@ import (
 	"github.com/pmgate/pmgate/domain/chat"
 )
 
-// handleChat serves POST /v1/chat/completions: one turn (serveTurn) of the
-// request rendered as a chat completion, JSON or SSE.
-func (s *server) handleChat(w http.ResponseWriter, r *http.Request) error {
-	return serveTurn(s, w, r, "messages", func(body []byte) (chat.Request, chat.Request, error) {
-		req, err := s.decodeRequest(body, slotFrom(r.Context()).allowsModel)
-		return req, req, err
-	}, func(w http.ResponseWriter, r *http.Request, req chat.Request, tr *answer.Reader) error {
-		o := output{id: "chatcmpl-" + answer.RandText(), created: s.now().Unix(), model: req.Model, includeUsage: req.IncludeUsage, req: req}
-		if req.Stream {
-			return s.stream(w, r, o, tr)
-		}
-		return s.complete(w, r, o, tr)
-	})
+// Env is what the answer needs from the transport for one request.
+type Env struct {
+	Now          time.Time // when the answer begins: the completion's created time
+	EstimatesOff bool      // no usage estimates where the upstream reported no counts
+	// Fail is a failure after the stream's headers as the body of the one
+	// error event (the OpenAI error shape), noted for the access line.
+	Fail func(ctx context.Context, err error) any
+}
+
+// Answer renders one turn (tr) of req as a chat completion, JSON or SSE. A
+// failure before anything was written is returned, for the transport to
+// write in the route's shape; a stream that began reports its failure inside
+// the stream (env.Fail) and returns nil.
+func Answer(w http.ResponseWriter, ctx context.Context, req chat.Request, tr *answer.Reader, env Env) error {
+	o := output{id: "chatcmpl-" + answer.RandText(), created: env.Now.Unix(), model: req.Model, includeUsage: req.IncludeUsage, req: req}
+	if req.Stream {
+		return stream(w, ctx, o, tr, env)
+	}
+	return complete(w, ctx, o, tr, env)
 }
 
 // output is what one response needs besides the deltas.
@@ -83,8 +89,8 @@ type functionJSON struct {
 	Arguments string `json:"arguments"`
 }
 
-func (s *server) complete(w http.ResponseWriter, r *http.Request, o output, tr *answer.Reader) error {
-	all, err := answer.Collect(r.Context(), tr)
+func complete(w http.ResponseWriter, ctx context.Context, o output, tr *answer.Reader, env Env) error {
+	all, err := answer.Collect(ctx, tr)
 	if err != nil {
 		return err
 	}
@@ -100,8 +106,8 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, o output, tr *
 	if text != "" || len(calls) == 0 {
 		msg.Content = &text
 	}
-	u := tr.Usage(o.req, s.cfg.UsageEstimatesOff, w.Header())
-	return writeValue(w, completion{
+	u := tr.Usage(o.req, env.EstimatesOff, w.Header())
+	return answer.WriteValue(w, completion{
 		ID: o.id, Object: "chat.completion", Created: o.created, Model: o.model,
 		Choices: []completionChoice{{Index: 0, Message: msg, FinishReason: string(tr.Finish)}},
 		Usage:   usageOf(u),
@@ -116,21 +122,21 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, o output, tr *
 // With stream_options.include_usage, every chunk carries "usage":null and one
 // last chunk with "choices":[] carries the usage object, or null when the
 // upstream reported no counts (the official SDKs accept a null usage).
-func (s *server) stream(w http.ResponseWriter, r *http.Request, o output, tr *answer.Reader) error {
+func stream(w http.ResponseWriter, ctx context.Context, o output, tr *answer.Reader, env Env) error {
 	var header func(http.Header) // the usage header goes only with the usage chunk
 	if o.includeUsage {
-		header = answer.StreamUsageHeader(s.cfg.UsageEstimatesOff)
+		header = answer.StreamUsageHeader(env.EstimatesOff)
 	}
 	sw := sse.New(w, header)
-	return answer.Drive(r.Context(), tr, &chatStream{s: s, o: o,
+	return answer.Drive(ctx, tr, &chatStream{env: env, o: o,
 		cs: chatsse.New(sw, chatsse.Meta{ID: o.id, Created: o.created, Model: o.model, IncludeUsage: o.includeUsage})})
 }
 
 // chatStream is a turn rendered through the chat completions emitter.
 type chatStream struct {
-	s  *server
-	o  output
-	cs *chatsse.Stream
+	env Env
+	o   output
+	cs  *chatsse.Stream
 }
 
 func (c *chatStream) Opened() bool { return c.cs.Opened() }
@@ -164,13 +170,13 @@ func (c *chatStream) Finish(ctx context.Context, tr *answer.Reader) error {
 	}
 	var u *chatsse.Usage
 	if c.o.includeUsage {
-		u = usageOf(tr.Usage(c.o.req, c.s.cfg.UsageEstimatesOff, nil))
+		u = usageOf(tr.Usage(c.o.req, c.env.EstimatesOff, nil))
 	}
 	return c.cs.Finish(string(tr.Finish), u)
 }
 
 func (c *chatStream) Fail(ctx context.Context, err error) error {
-	return c.cs.Fail(c.s.streamError(ctx, err))
+	return c.cs.Fail(c.env.Fail(ctx, err))
 }
 
 func (c *chatStream) Flush() error { return c.cs.Flush() }

@@ -1,4 +1,4 @@
-package httpapi
+package chatapi
 
 // This file translates and normalizes chat messages and their content.
 
@@ -13,7 +13,7 @@ import (
 )
 
 // chatMessages validates and normalizes the conversation.
-func (s *server) chatMessages(a wirejson.Array[wirejson.Object[wchat.Message]]) ([]chat.Message, error) {
+func chatMessages(in *rules.Settings, a wirejson.Array[wirejson.Object[wchat.Message]]) ([]chat.Message, error) {
 	if !a.IsArray() {
 		return nil, rules.Invalid("messages", "is required and must be an array.")
 	}
@@ -22,7 +22,7 @@ func (s *server) chatMessages(a wirejson.Array[wirejson.Object[wchat.Message]]) 
 	}
 	msgs := make([]chat.Message, len(a.Items))
 	for i := range a.Items {
-		m, err := s.chatMessage("messages["+strconv.Itoa(i)+"]", &a.Items[i])
+		m, err := chatMessage(in, "messages["+strconv.Itoa(i)+"]", &a.Items[i])
 		if err != nil {
 			return nil, err
 		}
@@ -31,7 +31,7 @@ func (s *server) chatMessages(a wirejson.Array[wirejson.Object[wchat.Message]]) 
 	return msgs, nil
 }
 
-func (s *server) chatMessage(p string, item *wirejson.Object[wchat.Message]) (chat.Message, error) {
+func chatMessage(in *rules.Settings, p string, item *wirejson.Object[wchat.Message]) (chat.Message, error) {
 	if !item.IsObject() {
 		return chat.Message{}, rules.Invalid(p, "must be an object.")
 	}
@@ -72,7 +72,7 @@ func (s *server) chatMessage(p string, item *wirejson.Object[wchat.Message]) (ch
 		if m.ToolCallID, err = rules.RequiredString(f.ToolCallID, p+".tool_call_id"); err != nil {
 			return chat.Message{}, err
 		}
-		if m.Content != nil && len(*m.Content) > s.in.MaxToolResultBytes {
+		if m.Content != nil && len(*m.Content) > in.MaxToolResultBytes {
 			return chat.Message{}, rules.Refuse(errs.RequestTooLarge, p+".content", "The tool result exceeds the per-result size limit.")
 		}
 	}
