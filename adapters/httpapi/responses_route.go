@@ -28,9 +28,16 @@ func (s *server) handleResponses(w http.ResponseWriter, r *http.Request) error {
 		return &rr, rr.Chat(), nil
 	}, func(w http.ResponseWriter, r *http.Request, rr *respapi.Request, tr *answer.Reader) error {
 		return respapi.Answer(w, r.Context(), rr, tr, respapi.Env{Now: s.now(), UsageEstimatesOff: s.cfg.UsageEstimatesOff,
-			Fail: func(ctx context.Context, err error) (string, string) {
-				body := s.streamError(ctx, err)
-				return body.Error.Code, body.Error.Message
-			}})
+			Fail: (*openAIFailures)(s)})
 	})
+}
+
+// openAIFailures renders a failure after a stream's headers in the OpenAI
+// shape (streamError) for an API's answer package: the server itself, so
+// that handing it over allocates nothing per request.
+type openAIFailures server
+
+func (f *openAIFailures) Fail(ctx context.Context, err error) (code, message string) {
+	body := (*server)(f).streamError(ctx, err)
+	return body.Error.Code, body.Error.Message
 }
