@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/pmgate/pmgate/adapters/httpapi/chatapi"
+	"github.com/pmgate/pmgate/adapters/httpapi/respapi"
 	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/domain/errs"
 )
@@ -81,11 +81,11 @@ func TestFieldPolicyRefusalsArePinned(t *testing.T) {
 			"background", "top_logprobs", "instructions", "parallel_tool_calls"},
 			func(f, v string) string { return `{"model":"pm-test","input":"hi","` + f + `":` + v + `}` },
 			func(s *server, b []byte) (string, error) {
-				rr, err := s.decodeResponsesRequest(b, allowAll)
+				rr, err := respapi.Decode(s.in, b, allowAll)
 				if err != nil {
 					return "", err
 				}
-				obj, _ := json.Marshal(respOutput{req: &rr}.object("completed", nil))
+				obj, _ := rr.Object()
 				return string(obj), nil
 			}},
 		{"messages", []string{"temperature", "top_p", "top_k", "metadata", "service_tier", "context_management",
@@ -145,7 +145,7 @@ func TestFieldPolicyRefusalsArePinned(t *testing.T) {
 		`{"model":"pm-test","input":"hi","reasoning":{"effort":"bogus"},"text":{"format":{"type":"json_schema"}}}`,
 		`{"model":"pm-test","input":"hi","background":true,"system":"x"}`,
 	} {
-		_, err := s.decodeResponsesRequest([]byte(b), allowAll)
+		_, err := respapi.Decode(s.in, []byte(b), allowAll)
 		fmt.Fprintf(&out, "responses %s -> %s\n", b, pinOutcome("", err))
 	}
 	golden := filepath.Join("testdata", "policy_pin.golden")
@@ -187,7 +187,7 @@ func TestBodiesThatAreNotAnObjectAreRefusedInTheirWords(t *testing.T) {
 	s := testServer(Config{MaxTools: 64, MaxToolResultBytes: 1 << 20, Models: []string{"pm-test"}})
 	decoders := map[string]func([]byte) error{
 		"chat":      func(b []byte) error { _, err := chatapi.Decode(s.in, b, allowAll); return err },
-		"responses": func(b []byte) error { _, err := s.decodeResponsesRequest(b, allowAll); return err },
+		"responses": func(b []byte) error { _, err := respapi.Decode(s.in, b, allowAll); return err },
 		"messages":  func(b []byte) error { _, err := s.decodeMessagesRequest(b, allowAll); return err },
 		"gemini":    func(b []byte) error { _, err := s.decodeGeminiRequest(b, "pm-test", false); return err },
 	}

@@ -1,13 +1,14 @@
 package main
 
 // The Responses request's typed read and translation (wire/responses,
-// responses_decode.go, responses_tools.go): each defect is caught by the
-// test its -run names.
+// respapi/responses_decode.go, respapi/responses_tools.go): each defect is
+// caught by the test its -run names.
 func init() {
 	const (
 		httpapi = "./adapters/httpapi/"
-		decode  = "adapters/httpapi/responses_decode.go"
-		tools   = "adapters/httpapi/responses_tools.go"
+		respapi = "./adapters/httpapi/respapi/"
+		decode  = "adapters/httpapi/respapi/responses_decode.go"
+		tools   = "adapters/httpapi/respapi/responses_tools.go"
 	)
 	mutants = append(mutants,
 		mutant{"responses: a tool schema kept as sent, not as the route has always kept it", tools,
@@ -15,7 +16,7 @@ func init() {
 		mutant{"responses: a namespaced tool echoed without its namespace", tools,
 			`echo["namespace"] = rules.MustJSON(ns)`, `echo["ns"] = rules.MustJSON(ns)`, httpapi, "ResponsesToolsAreTheChatRoutesTools"},
 		mutant{"responses: a remembered tool set hands out its own slice", tools,
-			"rr.chat.Tools = append([]chat.Tool(nil), ts.chat...)", "rr.chat.Tools = ts.chat", httpapi, "ResponsesToolsAreTranslationRemembered"},
+			"rr.chat.Tools = append([]chat.Tool(nil), ts.chat...)", "rr.chat.Tools = ts.chat", respapi, "ResponsesToolsAreTranslationRemembered"},
 		// The count is every API's tool-set rule (newTools).
 		mutant{"responses: more tools than MAX_TOOLS accepted", "adapters/httpapi/rules/tools.go",
 			"\tif len(defs) > st.MaxTools {", "\tif len(defs) > st.MaxTools+99 {", httpapi, "ResponsesToolRefusalsComeInTheirOrder"},

@@ -1,4 +1,4 @@
-package httpapi
+package respapi
 
 import (
 	"fmt"
@@ -35,19 +35,19 @@ func TestResponsesToolsAreTranslationRemembered(t *testing.T) {
 		`[{"type":"function","name":"a"},{"type":"function","name":"a"}]`, // refused: a repeated name
 		`[{"type":"function","name":"a"},{"type":"function","name":"b"},{"type":"custom","name":"c"}]`,
 	}
-	var servers []*server
+	var settings []*rules.Settings
 	for _, maxTools := range []int{2, 3} {
 		for _, o := range []toolschema.Options{{}, {WidenCombinators: true}, {Policy: toolschema.PolicyStrict}} {
-			servers = append(servers, testServer(Config{MaxTools: maxTools, ToolSchemaPolicy: o.Policy, WidenCombinators: o.WidenCombinators}))
+			settings = append(settings, rules.New(rules.Settings{MaxTools: maxTools, ToolSchema: o}))
 		}
 	}
 	for range 2 { // the second round hits
 		for _, in := range inputs {
-			for _, s := range servers {
-				want, werr := s.translateRespTools(respToolsOf(t, in))
+			for _, s := range settings {
+				want, werr := translateRespTools(s, respToolsOf(t, in))
 				tools := respToolsOf(t, in)
-				var got respRequest
-				err := s.responsesTools(tools, &got)
+				var got Request
+				err := responsesTools(s, tools, &got)
 				is.Equal(fmt.Sprint(err), fmt.Sprint(werr)) // the same refusal, or none
 				if werr != nil {
 					continue
@@ -60,8 +60,8 @@ func TestResponsesToolsAreTranslationRemembered(t *testing.T) {
 				if len(got.chat.Tools) > 0 {
 					got.chat.Tools[0] = chat.Tool{Name: "changed"} // nor does a request's change of its own slice
 				}
-				var again respRequest
-				is.NoErr(s.responsesTools(respToolsOf(t, in), &again))
+				var again Request
+				is.NoErr(responsesTools(s, respToolsOf(t, in), &again))
 				is.Equal(again.chat.Tools, want.chat)
 				is.Equal(again.offered, want.offered)
 			}
@@ -71,10 +71,10 @@ func TestResponsesToolsAreTranslationRemembered(t *testing.T) {
 
 func TestResponsesToolsMemoryIsBounded(t *testing.T) {
 	is := is.New(t)
-	s := testServer(Config{MaxTools: 4})
+	s := rules.New(rules.Settings{MaxTools: 4})
 	for i := range 3 * rules.MemoEntries {
-		var rr respRequest
-		is.NoErr(s.responsesTools(respToolsOf(t, fmt.Sprintf(`[{"type":"function","name":"t%d"}]`, i)), &rr))
+		var rr Request
+		is.NoErr(responsesTools(s, respToolsOf(t, fmt.Sprintf(`[{"type":"function","name":"t%d"}]`, i)), &rr))
 		is.Equal(rr.chat.Tools[0].Name, fmt.Sprintf("t%d", i))
 		entries, bytes := decodedRespTools.Size()
 		is.True(entries <= rules.MemoEntries)

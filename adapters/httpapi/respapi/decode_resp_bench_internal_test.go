@@ -1,13 +1,17 @@
-package httpapi
+package respapi
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
+)
 
 // BenchmarkDecodeResponses measures the Responses request's decode and
 // translation alone (no handler, no service), on a body a Codex-like agent
 // sends: the echoed settings (metadata, temperature, reasoning, text) beside
 // a short history with a tool call and its output.
 func BenchmarkDecodeResponses(b *testing.B) {
-	s := testServer(Config{MaxTools: 64, MaxToolResultBytes: 1 << 20, Models: []string{"pm-test"}})
+	in := rules.New(rules.Settings{MaxTools: 64, MaxToolResultBytes: 1 << 20, Models: []string{"pm-test"}})
 	body := []byte(`{"model":"pm-test","stream":true,"store":false,"temperature":0.2,"top_p":1,"max_output_tokens":4096,` +
 		`"metadata":{"session":"s1"},"user":"agent","reasoning":{"effort":"medium","summary":"auto"},` +
 		`"text":{"verbosity":"low","format":{"type":"text"}},"include":["reasoning.encrypted_content"],"prompt_cache_key":"k1",` +
@@ -20,7 +24,7 @@ func BenchmarkDecodeResponses(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		if _, err := s.decodeResponsesRequest(body, allowed); err != nil {
+		if _, err := Decode(in, body, allowed); err != nil {
 			b.Fatal(err)
 		}
 	}

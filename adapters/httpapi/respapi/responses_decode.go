@@ -1,4 +1,4 @@
-package httpapi
+package respapi
 
 import (
 	"encoding/json"
@@ -11,15 +11,9 @@ import (
 	"github.com/pmgate/pmgate/domain/errs"
 )
 
-// The Responses API (POST /v1/responses) is served statelessly on the same
-// core as chat completions: its request is translated into a chat.Request
-// (input items → messages, Responses tools → chat tools), the same app turn
-// runs, and its deltas are rendered as a response object or the Responses
-// event stream. docs/RESPONSES.md lists every field and how it is treated.
-
-// respRequest is a translated Responses request: the chat request for the
-// core and what the response object must echo.
-type respRequest struct {
+// Request is a translated Responses request: the chat request for the core
+// (Chat) and what the response object must echo.
+type Request struct {
 	chat chat.Request
 	// tools, offered and dropped are the translated tool set's (respTools),
 	// which the memory of tool sets shares between requests: never written.
@@ -44,18 +38,26 @@ type respRequest struct {
 	text json.RawMessage
 }
 
-// decodeResponsesRequest validates a whole Responses request and translates
-// it. Nothing reaches the service unless it returns no error.
-func (s *server) decodeResponsesRequest(body []byte, allowed func(string) bool) (respRequest, error) {
+// Chat is the chat request the core takes.
+func (rr *Request) Chat() chat.Request { return rr.chat }
+
+// Dropped lists the types of the built-in tools that were not offered
+// upstream (the transport logs them).
+func (rr *Request) Dropped() []string { return rr.dropped }
+
+// Decode validates a whole Responses request and translates it under the
+// owner's settings in, for a caller that may use the models allowed.
+// Nothing reaches the service unless it returns no error.
+func Decode(in *rules.Settings, body []byte, allowed func(string) bool) (Request, error) {
 	wr, err := readResponsesBody(body)
 	if err != nil {
-		return respRequest{}, err
+		return Request{}, err
 	}
-	return s.translateResponses(&wr, allowed)
+	return translateResponses(in, &wr, allowed)
 }
 
 // readResponsesBody reads the body once, strictly (wire/responses); a body
-// it would not read is refused as every API refuses it (wireRefusal), a
+// it would not read is refused as every API refuses it (rules.WireRefusal), a
 // repeated member name at its path as the OpenAI APIs write paths
 // (rules.IndexedPath).
 func readResponsesBody(body []byte) (responses.Request, error) {
@@ -70,27 +72,27 @@ func readResponsesBody(body []byte) (responses.Request, error) {
 // chat.Request the core takes, in the order of docs/API.md's refusals:
 // model, stream, parallel_tool_calls, the field policy, reasoning.effort and
 // text.format, tools, tool_choice, instructions, input.
-func (s *server) translateResponses(wr *responses.Request, allowed func(string) bool) (respRequest, error) {
-	model, err := s.in.Model(wr.Model, allowed)
+func translateResponses(in *rules.Settings, wr *responses.Request, allowed func(string) bool) (Request, error) {
+	model, err := in.Model(wr.Model, allowed)
 	if err != nil {
-		return respRequest{}, err
+		return Request{}, err
 	}
-	rr := respRequest{chat: chat.Request{API: "responses", Model: model, ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto}}}
+	rr := Request{chat: chat.Request{API: "responses", Model: model, ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto}}}
 	req := &rr.chat
 	if req.Stream, err = rules.OptionalBool(wr.Stream, "stream", false); err != nil {
-		return respRequest{}, err
+		return Request{}, err
 	}
 	if req.ParallelToolCalls, err = rules.OptionalBool(wr.ParallelToolCalls, "parallel_tool_calls", true); err != nil {
-		return respRequest{}, err
+		return Request{}, err
 	}
 	if err := checkResponsesFields(wr); err != nil {
-		return respRequest{}, err
+		return Request{}, err
 	}
 	if req.Thinking, err = rules.ResponsesReasoning(wr.Reasoning); err != nil {
-		return respRequest{}, err
+		return Request{}, err
 	}
 	if req.Output, err = rules.TextFormat(wr.Text); err != nil {
-		return respRequest{}, err
+		return Request{}, err
 	}
 	if req.Output.Structured() {
 		rr.text = json.RawMessage(wr.Text.Raw)
@@ -100,16 +102,16 @@ func (s *server) translateResponses(wr *responses.Request, allowed func(string) 
 	rr.topP, rr.maxOutput = json.RawMessage(f["top_p"].Raw), json.RawMessage(f["max_output_tokens"].Raw)
 	rr.reasoning = json.RawMessage(wr.Reasoning.Raw)
 	rr.user = f["user"].Text() // the field rules.Policy refused any other rules.Kind but null
-	if err := s.responsesTools(wr.Tools, &rr); err != nil {
-		return respRequest{}, err
+	if err := responsesTools(in, wr.Tools, &rr); err != nil {
+		return Request{}, err
 	}
 	if req.ToolChoice, err = responsesToolChoice(wr.ToolChoice, rr.chat.Tools); err != nil {
-		return respRequest{}, err
+		return Request{}, err
 	}
 	rr.toolChoice = json.RawMessage(wr.ToolChoice.Raw)
 	if ins := wr.Instructions; !responses.Absent(ins.Kind) {
 		if !ins.IsString() {
-			return respRequest{}, rules.Invalid("instructions", "must be a string.")
+			return Request{}, rules.Invalid("instructions", "must be a string.")
 		}
 		v := ins.V
 		rr.instructions = &v
@@ -117,13 +119,13 @@ func (s *server) translateResponses(wr *responses.Request, allowed func(string) 
 			req.Messages = append(req.Messages, chat.Message{Role: chat.RoleSystem, Content: &v})
 		}
 	}
-	msgs, err := s.responsesInput(wr.Input)
+	msgs, err := responsesInput(in, wr.Input)
 	if err != nil {
-		return respRequest{}, err
+		return Request{}, err
 	}
 	req.Messages = append(req.Messages, msgs...)
 	if len(req.Messages) == 0 {
-		return respRequest{}, rules.Invalid("input", "must not be empty.")
+		return Request{}, rules.Invalid("input", "must not be empty.")
 	}
 	return rr, nil
 }
@@ -160,7 +162,7 @@ var responsesFieldPolicy = rules.Policy(
 	"previous_response_id", "conversation", "prompt", "background", "top_logprobs")
 
 // checkResponsesText checks text.format's type (and text.verbosity); the
-// structured formats are read by decodeTextFormat.
+// structured formats are read by rules.TextFormat.
 func checkResponsesText(param string, text wirejson.Echoed[responses.Text]) error {
 	if ok, err := rules.NullOrObject(param, text.Kind()); !ok {
 		return err
@@ -181,7 +183,7 @@ func checkResponsesText(param string, text wirejson.Echoed[responses.Text]) erro
 // messages. Consecutive function_call items (and an assistant message right
 // before them) become one assistant message with tool calls, as the gateway
 // issued them; function_call_output items become tool messages.
-func (s *server) responsesInput(in responses.Input) ([]chat.Message, error) {
+func responsesInput(st *rules.Settings, in responses.Input) ([]chat.Message, error) {
 	switch in.Kind {
 	case '"':
 		v := in.Text
@@ -232,7 +234,7 @@ func (s *server) responsesInput(in responses.Input) ([]chat.Message, error) {
 				msgs[open].Content = nil
 			}
 		case "function_call_output", "custom_tool_call_output":
-			m, err := s.inputOutput(p, it)
+			m, err := inputOutput(st, p, it)
 			if err != nil {
 				return nil, err
 			}
@@ -325,7 +327,7 @@ func inputCall(p string, it *responses.Item, custom bool) (chat.ToolCall, error)
 
 // inputOutput reads a function_call_output item as a tool message. The
 // output is a string or a list of text parts (joined).
-func (s *server) inputOutput(p string, it *responses.Item) (chat.Message, error) {
+func inputOutput(in *rules.Settings, p string, it *responses.Item) (chat.Message, error) {
 	id, err := rules.RequiredString(it.CallID, p+".call_id")
 	if err != nil {
 		return chat.Message{}, err
@@ -344,7 +346,7 @@ func (s *server) inputOutput(p string, it *responses.Item) (chat.Message, error)
 	default:
 		return chat.Message{}, rules.Invalid(p+".output", "is required and must be a string or an array of text parts.")
 	}
-	if len(*m.Content) > s.in.MaxToolResultBytes {
+	if len(*m.Content) > in.MaxToolResultBytes {
 		return chat.Message{}, rules.Refuse(errs.RequestTooLarge, p+".output", "The tool result exceeds the per-result size limit.")
 	}
 	return m, nil

@@ -1,4 +1,4 @@
-package httpapi
+package respapi
 
 // This file translates Responses tools (function, custom, namespace; hosted
 // tools are left out) and tool_choice into the domain's chat tools.
@@ -49,7 +49,7 @@ func customParameters(description string) json.RawMessage {
 	})
 }
 
-// respTools is a translated Responses tool set: what respRequest keeps of it.
+// respTools is a translated Responses tool set: what Request keeps of it.
 // It is never written after it is made, so a remembered one is shared.
 type respTools struct {
 	chat    []chat.Tool
@@ -59,23 +59,24 @@ type respTools struct {
 }
 
 // decodedRespTools remembers translated Responses tool sets by their bytes
-// as sent and every setting they depend on (toolsKey, with this API's name).
+// as sent and every setting they depend on (Settings.ToolsKey, with this
+// API's name).
 var decodedRespTools rules.Memo[rules.ToolsKey, respTools]
 
 // responsesTools translates the Responses tool list, once per tool set
 // (decodedRespTools): function tools (and the function tools inside a
 // namespace, under qualified names) and custom tools (a function with one
 // string parameter) become chat tools under the rules every API's tools have
-// (newTool), at the Responses paths; built-in tools are not offered.
-func (s *server) responsesTools(t responses.Tools, rr *respRequest) error {
+// (Settings.NewTools), at the Responses paths; built-in tools are not offered.
+func responsesTools(in *rules.Settings, t responses.Tools, rr *Request) error {
 	if present, err := rules.ToolsPresent(t.Raw); !present {
 		return err
 	}
-	k := s.in.ToolsKey("responses")
+	k := in.ToolsKey("responses")
 	ts, ok := decodedRespTools.Get(t.Raw, k)
 	if !ok {
 		var err error
-		if ts, err = s.translateRespTools(t); err != nil {
+		if ts, err = translateRespTools(in, t); err != nil {
 			return err
 		}
 		size := rules.ToolsSize(ts.chat)
@@ -91,9 +92,9 @@ func (s *server) responsesTools(t responses.Tools, rr *respRequest) error {
 
 // translateRespTools is responsesTools without the memory. Every entry's
 // shape is checked first (type, name, a custom tool's format, a namespace's
-// tools), then the count, then each tool under newTool's rules, as the
-// Responses route has always refused them.
-func (s *server) translateRespTools(t responses.Tools) (respTools, error) {
+// tools), then the count, then each tool under Settings.NewTools' rules, as
+// the Responses route has always refused them.
+func translateRespTools(in *rules.Settings, t responses.Tools) (respTools, error) {
 	ts := respTools{byName: map[string]respTool{}}
 	var defs []rules.ToolDef
 	add := func(path string, def *responses.Tool, rt respTool, original json.RawMessage, customDesc string) error {
@@ -196,7 +197,7 @@ func (s *server) translateRespTools(t responses.Tools) (respTools, error) {
 		}
 	}
 	var err error
-	if ts.chat, err = s.in.NewTools(defs); err != nil {
+	if ts.chat, err = in.NewTools(defs); err != nil {
 		return respTools{}, err
 	}
 	return ts, nil
@@ -244,7 +245,7 @@ func customFormat(p string, f responses.Object[responses.CustomFormat]) (string,
 }
 
 // responsesToolChoice reads "auto" | "none" | "required" (chat's
-// tool_choice strings, decodeToolChoice) or {"type":"function"|"custom",
+// tool_choice strings, rules.DecodeToolChoice) or {"type":"function"|"custom",
 // "name":…} (also inside a namespace: "namespace"), which must name an
 // offered tool.
 func responsesToolChoice(tc responses.ToolChoice, tools []chat.Tool) (chat.ToolChoice, error) {

@@ -1,11 +1,11 @@
-package httpapi
+package respapi
 
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/pmgate/pmgate/adapters/httpapi/answer"
 	"github.com/pmgate/pmgate/adapters/httpapi/rules"
@@ -17,34 +17,46 @@ import (
 	"github.com/pmgate/pmgate/domain/errs"
 )
 
-// handleResponses serves POST /v1/responses: one turn (serveTurn) of the
-// request translated from the Responses API, rendered as a response object or
-// the Responses event stream.
-func (s *server) handleResponses(w http.ResponseWriter, r *http.Request) error {
-	return serveTurn(s, w, r, "input", func(body []byte) (*respRequest, chat.Request, error) {
-		rr, err := s.decodeResponsesRequest(body, slotFrom(r.Context()).allowsModel)
-		if err != nil {
-			return nil, chat.Request{}, err
-		}
-		if len(rr.dropped) > 0 {
-			// Hosted tools the upstream cannot run are left out, not
-			// refused; the response's "tools" lists only what was offered.
-			s.log.LogAttrs(r.Context(), slog.LevelInfo, "responses: built-in tools not offered upstream",
-				slog.Any("tool_types", rr.dropped))
-		}
-		return &rr, rr.chat, nil
-	}, func(w http.ResponseWriter, r *http.Request, rr *respRequest, tr *answer.Reader) error {
-		o := respOutput{req: rr, id: "resp_" + answer.RandText(), created: s.now().Unix()}
-		if rr.chat.Stream {
-			return s.streamResponse(w, r, o, tr)
-		}
-		return s.completeResponse(w, r, o, tr)
-	})
+// Env is what the answer to one request needs from the transport.
+type Env struct {
+	// Now is when the answer is made: the response object's created_at.
+	Now time.Time
+	// UsageEstimatesOff is the owner's setting: no usage is estimated when
+	// the upstream reports none.
+	UsageEstimatesOff bool
+	// Fail renders a failure after the stream's headers in the route's error
+	// shape and notes it for the access line.
+	Fail Failer
+}
+
+// Failer is the transport's rendering of a failure after the stream's
+// headers: its code and message as the route's error shape shows them. It is
+// an interface, not a function value, so that the transport hands over
+// itself and a request costs no closure.
+type Failer interface {
+	Fail(ctx context.Context, err error) (code, message string)
+}
+
+// Answer renders the turn tr of the request rr as a response object or the
+// Responses event stream, as the request asked.
+func Answer(w http.ResponseWriter, ctx context.Context, rr *Request, tr *answer.Reader, env Env) error {
+	o := respOutput{req: rr, id: "resp_" + answer.RandText(), created: env.Now.Unix()}
+	if rr.chat.Stream {
+		return streamResponse(w, ctx, o, tr, env)
+	}
+	return completeResponse(w, ctx, o, tr, env)
+}
+
+// Object is the response object of a completed turn of rr with no output
+// (and no id or date): what a response echoes of the request, which the
+// transport's tests pin.
+func (rr *Request) Object() ([]byte, error) {
+	return json.Marshal(respOutput{req: rr}.object("completed", nil))
 }
 
 // respOutput is what a response object needs besides the turn.
 type respOutput struct {
-	req     *respRequest
+	req     *Request
 	id      string
 	created int64
 }
@@ -177,8 +189,8 @@ func messageOf(id, text, status string) json.RawMessage {
 
 // completeResponse collects the whole turn and writes one response object;
 // any failure before the proven end is a plain error with its status.
-func (s *server) completeResponse(w http.ResponseWriter, r *http.Request, o respOutput, tr *answer.Reader) error {
-	all, err := answer.Collect(r.Context(), tr)
+func completeResponse(w http.ResponseWriter, ctx context.Context, o respOutput, tr *answer.Reader, env Env) error {
+	all, err := answer.Collect(ctx, tr)
 	if err != nil {
 		return err
 	}
@@ -199,21 +211,21 @@ func (s *server) completeResponse(w http.ResponseWriter, r *http.Request, o resp
 		output = append(output, call.Item())
 	}
 	obj := o.object("completed", output)
-	u := tr.Usage(o.req.chat, s.cfg.UsageEstimatesOff, w.Header())
+	u := tr.Usage(o.req.chat, env.UsageEstimatesOff, w.Header())
 	obj.Usage = respUsageOf(u)
-	return writeValue(w, obj, "encode response")
+	return answer.WriteValue(w, obj, "encode response")
 }
 
 // streamResponse renders a turn as the Responses event stream (answer.Drive):
 // response.completed comes only after the proven end, a failure after the
 // headers is response.failed.
-func (s *server) streamResponse(w http.ResponseWriter, r *http.Request, o respOutput, tr *answer.Reader) error {
-	return answer.Drive(r.Context(), tr, &respStream{s: s, o: o, rs: respsse.New(sse.New(w, answer.StreamUsageHeader(s.cfg.UsageEstimatesOff)))})
+func streamResponse(w http.ResponseWriter, ctx context.Context, o respOutput, tr *answer.Reader, env Env) error {
+	return answer.Drive(ctx, tr, &respStream{env: env, o: o, rs: respsse.New(sse.New(w, answer.StreamUsageHeader(env.UsageEstimatesOff)))})
 }
 
 // respStream is a turn rendered through the Responses emitter.
 type respStream struct {
-	s     *server
+	env   Env
 	o     respOutput
 	rs    *respsse.Stream
 	calls []*callOut // the calls issued; the last is shown when the next begins, or at the end
@@ -275,22 +287,22 @@ func (rs *respStream) Finish(ctx context.Context, tr *answer.Reader) error {
 		output = append(output, messageOf("msg_"+answer.RandText(), "", "completed"))
 	}
 	obj := rs.o.object("completed", output)
-	obj.Usage = respUsageOf(tr.Usage(rs.o.req.chat, rs.s.cfg.UsageEstimatesOff, nil))
+	obj.Usage = respUsageOf(tr.Usage(rs.o.req.chat, rs.env.UsageEstimatesOff, nil))
 	return rs.rs.Complete(obj)
 }
 
 func (rs *respStream) Flush() error { return rs.rs.Flush() }
 
 func (rs *respStream) Fail(ctx context.Context, err error) error {
-	body := rs.s.streamError(ctx, err)
+	code, message := rs.env.Fail.Fail(ctx, err)
 	obj := rs.o.object("failed", rs.rs.Output())
-	obj.Error = &respError{Code: body.Error.Code, Message: body.Error.Message}
+	obj.Error = &respError{Code: code, Message: message}
 	return rs.rs.Fail(obj)
 }
 
 // textEcho is the response object's "text": the client's, when it asked for a
 // structured output, else the plain text format.
-func (rr *respRequest) textEcho() json.RawMessage {
+func (rr *Request) textEcho() json.RawMessage {
 	if rr.text != nil {
 		return rr.text
 	}
