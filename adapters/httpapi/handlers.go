@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"mime"
 	"net/http"
 	"os"
@@ -280,21 +279,11 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	return buf.Bytes(), nil
 }
 
-// writeValue answers 200 with v as JSON; a value that cannot be encoded is an
-// internal error (what names it in the log), returned before anything was
-// written, never a half-written body.
+// writeValue and writeJSON are the answers' JSON writers (answer.WriteValue,
+// answer.WriteJSON), which the transport's own answers (models, probes) use
+// too.
 func writeValue(w http.ResponseWriter, v any, what string) error {
-	body, err := json.Marshal(v)
-	if err != nil {
-		return errors.Wrap(err, what)
-	}
-	writeJSON(w, http.StatusOK, body)
-	return nil
+	return answer.WriteValue(w, v, what)
 }
 
-func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-	_, _ = w.Write([]byte{'\n'})
-}
+func writeJSON(w http.ResponseWriter, status int, body []byte) { answer.WriteJSON(w, status, body) }
