@@ -12,6 +12,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/msgapi"
 	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/domain/errs"
 )
@@ -97,7 +98,7 @@ func TestFieldPolicyRefusalsArePinned(t *testing.T) {
 				return b + `}`
 			},
 			func(s *server, b []byte) (string, error) {
-				_, err := s.decodeMessagesRequest(b, allowAll)
+				_, err := msgapi.Decode(s.in, b, allowAll)
 				return "", err
 			}},
 		{"gemini", []string{"temperature", "topP", "topK", "maxOutputTokens", "presencePenalty", "frequencyPenalty", "seed",
@@ -187,7 +188,7 @@ func TestBodiesThatAreNotAnObjectAreRefusedInTheirWords(t *testing.T) {
 	decoders := map[string]func([]byte) error{
 		"chat":      func(b []byte) error { _, err := s.decodeRequest(b, allowAll); return err },
 		"responses": func(b []byte) error { _, err := s.decodeResponsesRequest(b, allowAll); return err },
-		"messages":  func(b []byte) error { _, err := s.decodeMessagesRequest(b, allowAll); return err },
+		"messages":  func(b []byte) error { _, err := msgapi.Decode(s.in, b, allowAll); return err },
 		"gemini":    func(b []byte) error { _, err := s.decodeGeminiRequest(b, "pm-test", false); return err },
 	}
 	const notObject = "The body must be a JSON object."

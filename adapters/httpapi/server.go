@@ -76,7 +76,7 @@ type Config struct {
 	// the upstream reported, never an estimate (chat.Estimate).
 	UsageEstimatesOff bool
 	// MessagesPingInterval is how often a silent Messages stream sends a
-	// ping event (0: defaultPingInterval).
+	// ping event (0: msgapi.DefaultPingInterval).
 	MessagesPingInterval time.Duration
 	// Readiness, when set, decides GET /readyz (probes.go); nil: always ready.
 	Readiness func(ctx context.Context) Readiness
