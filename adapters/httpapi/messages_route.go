@@ -28,7 +28,7 @@ func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) error {
 		return &mr, mr.Chat, nil
 	}, func(w http.ResponseWriter, r *http.Request, mr *msgapi.Request, tr *answer.Reader) error {
 		return msgapi.Answer(w, r.Context(), mr, tr, msgapi.Env{EstimatesOff: s.cfg.UsageEstimatesOff,
-			PingInterval: s.cfg.MessagesPingInterval, Fail: s.anthropicStreamError})
+			PingInterval: s.cfg.MessagesPingInterval, Fail: s.msgFail})
 	})
 }
 
