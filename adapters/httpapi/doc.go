@@ -1,7 +1,7 @@
 // Package httpapi is pmgate's OpenAI-compatible ingress (docs/API.md):
 // POST /v1/chat/completions (JSON and SSE), POST /v1/responses
 // (docs/RESPONSES.md), the Anthropic Messages API POST /v1/messages and
-// /v1/messages/count_tokens (docs/MESSAGES.md; messages_*.go, with its own
+// /v1/messages/count_tokens (docs/MESSAGES.md; msgapi, messages_route.go, with its own
 // error shape), the Gemini API under /v1beta (docs/GEMINI.md), GET /v1/models
 // and GET /health,
 // in front of an app.ChatService, and the routes of the operator's views: the

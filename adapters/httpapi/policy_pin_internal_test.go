@@ -13,6 +13,7 @@ import (
 
 	"github.com/pmgate/pmgate/adapters/httpapi/chatapi"
 	"github.com/pmgate/pmgate/adapters/httpapi/respapi"
+	"github.com/pmgate/pmgate/adapters/httpapi/msgapi"
 	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/domain/errs"
 )
@@ -98,7 +99,7 @@ func TestFieldPolicyRefusalsArePinned(t *testing.T) {
 				return b + `}`
 			},
 			func(s *server, b []byte) (string, error) {
-				_, err := s.decodeMessagesRequest(b, allowAll)
+				_, err := msgapi.Decode(s.in, b, allowAll)
 				return "", err
 			}},
 		{"gemini", []string{"temperature", "topP", "topK", "maxOutputTokens", "presencePenalty", "frequencyPenalty", "seed",
@@ -188,7 +189,7 @@ func TestBodiesThatAreNotAnObjectAreRefusedInTheirWords(t *testing.T) {
 	decoders := map[string]func([]byte) error{
 		"chat":      func(b []byte) error { _, err := chatapi.Decode(s.in, b, allowAll); return err },
 		"responses": func(b []byte) error { _, err := respapi.Decode(s.in, b, allowAll); return err },
-		"messages":  func(b []byte) error { _, err := s.decodeMessagesRequest(b, allowAll); return err },
+		"messages":  func(b []byte) error { _, err := msgapi.Decode(s.in, b, allowAll); return err },
 		"gemini":    func(b []byte) error { _, err := s.decodeGeminiRequest(b, "pm-test", false); return err },
 	}
 	const notObject = "The body must be a JSON object."

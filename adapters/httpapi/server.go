@@ -76,7 +76,7 @@ type Config struct {
 	// the upstream reported, never an estimate (chat.Estimate).
 	UsageEstimatesOff bool
 	// MessagesPingInterval is how often a silent Messages stream sends a
-	// ping event (0: defaultPingInterval).
+	// ping event (0: msgapi.DefaultPingInterval).
 	MessagesPingInterval time.Duration
 	// Readiness, when set, decides GET /readyz (probes.go); nil: always ready.
 	Readiness func(ctx context.Context) Readiness
@@ -106,6 +106,9 @@ type server struct {
 	sem   chan struct{}
 	hosts hostPolicy
 	now   func() time.Time
+	// msgFail is s.anthropicStreamError as the Messages answer's Env.Fail,
+	// made once: a method value made per request would be an allocation.
+	msgFail func(context.Context, error) (any, string)
 }
 
 // NewServer returns the OpenAI-compatible ingress (docs/API.md) in front of
@@ -150,6 +153,7 @@ func NewServer(cfg Config, svc app.ChatService, log *slog.Logger) http.Handler {
 		hosts: newHostPolicy(cfg.AllowedHosts),
 		now:   time.Now,
 	}
+	s.msgFail = s.anthropicStreamError
 	if s.keys = cfg.Keys; s.keys == nil {
 		s.keys = StaticKeyring(cfg.PrincipalKey, cfg.APIKeys)
 	}

@@ -1,4 +1,4 @@
-package httpapi
+package msgapi
 
 import (
 	"encoding/json"
@@ -12,14 +12,6 @@ import (
 	"github.com/pmgate/pmgate/domain/errs"
 )
 
-// The Anthropic Messages API (POST /v1/messages) is served on the same core
-// as chat completions and the Responses API: its request is translated into
-// a chat.Request (system blocks → a system message, content blocks →
-// messages, tool_use/tool_result blocks → tool calls and tool messages,
-// custom tools → chat tools under the same rules, newTool), the same app
-// turn runs, and its deltas are rendered as a Message or the Messages event
-// stream. docs/MESSAGES.md lists every field and how it is treated.
-
 // apiMessages is the chat.Request API name of the Messages ingress: tool-call
 // groups and conversation anchors it creates are continued only through it.
 const apiMessages = "messages"
@@ -30,75 +22,84 @@ const apiMessages = "messages"
 // too).
 const billingHeaderPrefix = "x-anthropic-billing-header:"
 
-// msgRequest is a translated Messages request: the chat request for the core
-// and what the response needs.
-type msgRequest struct {
-	chat chat.Request
+// Request is a translated Messages request: the chat request for the core
+// and what the answer needs.
+type Request struct {
+	Chat chat.Request
 	// stops are the stop_sequences, enforced by the gateway on the text.
 	stops []string
-	// estimate is the input-token estimate of the request (message_start).
+	// estimate is the input-token estimate of the request (message_start,
+	// count_tokens).
 	estimate int64
 }
 
-// decodeMessagesRequest validates a whole Messages request and translates it.
-// Nothing reaches the service unless it returns no error.
-func (s *server) decodeMessagesRequest(body []byte, allowed func(string) bool) (msgRequest, error) {
-	return s.translateMessages(body, allowed, true)
+// Decode validates a whole Messages request and translates it under the
+// gateway's settings in; allowed says which models the key may use. Nothing
+// reaches the service unless it returns no error.
+func Decode(in *rules.Settings, body []byte, allowed func(string) bool) (Request, error) {
+	return decoder{in: in}.translate(body, allowed, true)
 }
 
-// decodeCountRequest reads a count_tokens body: a Messages request without
+// DecodeCount reads a count_tokens body: a Messages request without
 // max_tokens.
-func (s *server) decodeCountRequest(body []byte, allowed func(string) bool) (msgRequest, error) {
-	return s.translateMessages(body, allowed, false)
+func DecodeCount(in *rules.Settings, body []byte, allowed func(string) bool) (Request, error) {
+	return decoder{in: in}.translate(body, allowed, false)
 }
 
-// translateMessages is the one translation of a Messages request into the
+// decoder is one translation under the gateway's settings: the models and
+// the tool limits. A value: its method values (the turn readers handed to
+// rules) copy one pointer and allocate no more than the server's did.
+type decoder struct {
+	in *rules.Settings
+}
+
+// translate is the one translation of a Messages request into the
 // chat.Request the core takes, in the order of docs/API.md's refusals: the
 // body, model, stream, max_tokens (needMax: count_tokens needs none), the
 // field policy, thinking and output format, stop_sequences, tools,
 // tool_choice, system, messages.
-func (s *server) translateMessages(body []byte, allowed func(string) bool, needMax bool) (msgRequest, error) {
+func (d decoder) translate(body []byte, allowed func(string) bool, needMax bool) (Request, error) {
 	// A repeated member name is refused at its path with the steps joined
 	// by dots (messages.0.content.1.text), as the Messages API writes paths.
 	wr, err := rules.ReadWire(body, messages.Decode, rules.DottedPath)
 	if err != nil {
-		return msgRequest{}, err
+		return Request{}, err
 	}
-	model, err := s.in.Model(wr.Model, allowed)
+	model, err := d.in.Model(wr.Model, allowed)
 	if err != nil {
-		return msgRequest{}, err
+		return Request{}, err
 	}
-	mr := msgRequest{chat: chat.Request{API: apiMessages, Model: model, ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto},
+	mr := Request{Chat: chat.Request{API: apiMessages, Model: model, ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto},
 		ParallelToolCalls: true}}
-	req := &mr.chat
+	req := &mr.Chat
 	if req.Stream, err = rules.OptionalBool(wr.Stream, "stream", false); err != nil {
-		return msgRequest{}, err
+		return Request{}, err
 	}
 	if needMax || wr.MaxTokens.Kind != 0 {
 		if n, ok := wr.MaxTokens.Int(); !ok || n < 1 {
-			return msgRequest{}, rules.Invalid("max_tokens", "is required and must be a positive integer.")
+			return Request{}, rules.Invalid("max_tokens", "is required and must be a positive integer.")
 		}
 	}
 	if err := checkMessagesFields(&wr); err != nil {
-		return msgRequest{}, err
+		return Request{}, err
 	}
 	if req.Thinking, err = rules.MessagesThinking(wr.Thinking, wr.OutputConfig); err != nil {
-		return msgRequest{}, err
+		return Request{}, err
 	}
 	if req.Output, err = rules.OutputConfigFormat(wr.OutputConfig); err != nil {
-		return msgRequest{}, err
+		return Request{}, err
 	}
 	if mr.stops, err = stopSequences(wr.StopSequences); err != nil {
-		return msgRequest{}, err
+		return Request{}, err
 	}
-	if req.Tools, err = s.messagesTools(wr.Tools); err != nil {
-		return msgRequest{}, err
+	if req.Tools, err = d.messagesTools(wr.Tools); err != nil {
+		return Request{}, err
 	}
 	if err := messagesToolChoice(wr.ToolChoice, &mr); err != nil {
-		return msgRequest{}, err
+		return Request{}, err
 	}
-	if mr.estimate, err = rules.Converse(req, wr.System, systemText, wr.Messages, s.messagesList); err != nil {
-		return msgRequest{}, err
+	if mr.estimate, err = rules.Converse(req, wr.System, systemText, wr.Messages, d.messagesList); err != nil {
+		return Request{}, err
 	}
 	return mr, nil
 }
@@ -107,7 +108,7 @@ func (s *server) translateMessages(body []byte, allowed func(string) bool, needM
 // fields it accepts and ignores (the upstream has no such setting) or
 // refuses (server-side features the gateway cannot honour), in the order of
 // messagesFields; the first refusal wins. Honoured fields are read by
-// translateMessages.
+// translate.
 func checkMessagesFields(wr *messages.Request) error {
 	value := func(name string) wirejson.Value {
 		switch name {
@@ -156,7 +157,7 @@ var messagesFields = rules.Policy("temperature", "top_p", "top_k", "metadata", "
 	"thinking", "context_management", "cache_control", "speed", "inference_geo", "output_config", "mcp_servers", "container")
 
 // checkOutputConfig accepts output_config.effort (a string, read by
-// messagesThinking) and sends output_config.format through the same
+// rules.MessagesThinking) and sends output_config.format through the same
 // structured-output decision as chat's response_format and the Responses
 // API's text.format.
 func checkOutputConfig(oc wirejson.Object[messages.OutputConfig]) error {
@@ -273,14 +274,14 @@ var messagesWords = rules.PairWords{
 
 // messagesList translates the messages. Tool results pair with the tool_use
 // blocks of the assistant turn before them under the pairing rule
-// (pairTurns), in the Anthropic API's words.
-func (s *server) messagesList(a wirejson.Array[wirejson.Object[messages.Message]]) ([]chat.Message, error) {
-	return rules.PairTurns(&messagesWords, a, s.messagesTurn)
+// (rules.PairTurns), in the Anthropic API's words.
+func (d decoder) messagesList(a wirejson.Array[wirejson.Object[messages.Message]]) ([]chat.Message, error) {
+	return rules.PairTurns(&messagesWords, a, d.messagesTurn)
 }
 
 // messagesTurn reads one message: a user or assistant turn into pr, or a
 // system message.
-func (s *server) messagesTurn(pr *rules.Pairing, p string, m *messages.Message) (*chat.Message, error) {
+func (d decoder) messagesTurn(pr *rules.Pairing, p string, m *messages.Message) (*chat.Message, error) {
 	role, err := rules.RequiredString(m.Role, p+".role")
 	if err != nil {
 		return nil, err
@@ -294,10 +295,10 @@ func (s *server) messagesTurn(pr *rules.Pairing, p string, m *messages.Message) 
 		if err := pr.Assistant(p); err != nil {
 			return nil, err
 		}
-		return nil, s.turnBlocks(pr, p, blocks)
+		return nil, d.turnBlocks(pr, p, blocks)
 	case "user":
 		pr.User(p)
-		return nil, s.turnBlocks(pr, p, blocks)
+		return nil, d.turnBlocks(pr, p, blocks)
 	case "system":
 		// Claude Code (2.1.3xx) sends its environment block as a system
 		// message inside messages; it is system text at that place, and
@@ -391,7 +392,7 @@ func refuseBlock(bp string, b *messages.Block) error {
 // can use); a user turn's tool_result blocks answer the pending calls
 // (Claude Code appends system reminders after them, and the user's next
 // prompt after a failed round). Any other block is refused.
-func (s *server) turnBlocks(pr *rules.Pairing, p string, blocks []*messages.Block) error {
+func (d decoder) turnBlocks(pr *rules.Pairing, p string, blocks []*messages.Block) error {
 	assistant := pr.Turn() == rules.TurnAssistant
 	for j, b := range blocks {
 		bp := p + ".content." + strconv.Itoa(j)
@@ -405,7 +406,7 @@ func (s *server) turnBlocks(pr *rules.Pairing, p string, blocks []*messages.Bloc
 		case typ == "tool_use" && assistant:
 			err = toolUse(pr, bp, b)
 		case typ == "tool_result" && !assistant:
-			err = s.toolResult(pr, bp, b)
+			err = d.toolResult(pr, bp, b)
 		case (typ == "thinking" || typ == "redacted_thinking") && assistant:
 		default:
 			err = refuseBlock(bp, b)
@@ -440,7 +441,7 @@ func toolUse(pr *rules.Pairing, bp string, b *messages.Block) error {
 
 // toolResult reads a tool_result block (at bp) as the answer to a pending
 // call of the user turn.
-func (s *server) toolResult(pr *rules.Pairing, bp string, b *messages.Block) error {
+func (d decoder) toolResult(pr *rules.Pairing, bp string, b *messages.Block) error {
 	if err := pr.AnswerAt(bp); err != nil {
 		return err
 	}
@@ -456,7 +457,7 @@ func (s *server) toolResult(pr *rules.Pairing, bp string, b *messages.Block) err
 		return rules.Invalid(bp, "unexpected `tool_use_id` found in `tool_result` blocks: "+id+
 			". Each `tool_result` block must have a corresponding `tool_use` block in the previous message.")
 	}
-	content, err := s.toolResultContent(bp, b)
+	content, err := d.toolResultContent(bp, b)
 	if err != nil {
 		return err
 	}
@@ -466,7 +467,7 @@ func (s *server) toolResult(pr *rules.Pairing, bp string, b *messages.Block) err
 
 // toolResultContent reads a tool_result's content (a string or text blocks,
 // joined) and is_error.
-func (s *server) toolResultContent(bp string, b *messages.Block) (string, error) {
+func (d decoder) toolResultContent(bp string, b *messages.Block) (string, error) {
 	var content string
 	switch c := b.Content; c.Kind {
 	case 0, 'n':
@@ -505,7 +506,7 @@ func (s *server) toolResultContent(bp string, b *messages.Block) (string, error)
 	if isErr {
 		content = rules.ToolErrorPrefix + content
 	}
-	if len(content) > s.in.MaxToolResultBytes {
+	if len(content) > d.in.MaxToolResultBytes {
 		return "", rules.Refuse(errs.RequestTooLarge, bp+".content", "The tool result exceeds the per-result size limit.")
 	}
 	return content, nil
@@ -518,10 +519,11 @@ var serverToolPrefixes = []string{
 }
 
 // messagesTools translates custom tools ({name, description, input_schema,
-// strict}) into chat tools under the rules every API's tools have (toolSet),
-// at the Messages paths: every entry's shape first (messagesToolDefs).
-func (s *server) messagesTools(t messages.Tools) ([]chat.Tool, error) {
-	return s.in.ToolSet(apiMessages, t.Raw, func() ([]rules.ToolDef, error) { return messagesToolDefs(t.Entries()) })
+// strict}) into chat tools under the rules every API's tools have
+// (rules.Settings.ToolSet), at the Messages paths: every entry's shape first
+// (messagesToolDefs).
+func (d decoder) messagesTools(t messages.Tools) ([]chat.Tool, error) {
+	return d.in.ToolSet(apiMessages, t.Raw, func() ([]rules.ToolDef, error) { return messagesToolDefs(t.Entries()) })
 }
 
 // messagesToolDefs reads the tool entries. Server tools are refused by
@@ -577,7 +579,7 @@ func messagesToolDefs(items []wirejson.Object[messages.Tool]) ([]rules.ToolDef, 
 // messagesToolChoice reads {"type":"auto"|"none"} (and
 // disable_parallel_tool_use). "any" and "tool" would need the answer to be a
 // tool call, which the upstream cannot be made to produce: refused.
-func messagesToolChoice(tc wirejson.Object[messages.ToolChoice], mr *msgRequest) error {
+func messagesToolChoice(tc wirejson.Object[messages.ToolChoice], mr *Request) error {
 	switch tc.Kind {
 	case 0, 'n':
 		return nil
@@ -593,12 +595,12 @@ func messagesToolChoice(tc wirejson.Object[messages.ToolChoice], mr *msgRequest)
 	if err != nil {
 		return err
 	}
-	mr.chat.ParallelToolCalls = !dp
+	mr.Chat.ParallelToolCalls = !dp
 	switch typ {
 	case "auto":
-		mr.chat.ToolChoice = chat.ToolChoice{Mode: chat.ToolChoiceAuto}
+		mr.Chat.ToolChoice = chat.ToolChoice{Mode: chat.ToolChoiceAuto}
 	case "none":
-		mr.chat.ToolChoice = chat.ToolChoice{Mode: chat.ToolChoiceNone}
+		mr.Chat.ToolChoice = chat.ToolChoice{Mode: chat.ToolChoiceNone}
 	case "any", "tool":
 		return rules.Unsupported("tool_choice.type", "the upstream cannot be made to call a tool; only \"auto\" and \"none\" are supported.")
 	default:

@@ -1,4 +1,4 @@
-package httpapi
+package msgapi
 
 import (
 	"context"
@@ -10,23 +10,23 @@ import (
 	"github.com/pmgate/pmgate/adapters/httpapi/sse/msgsse"
 )
 
-// defaultPingInterval is how often a stream with nothing to say sends
+// DefaultPingInterval is how often a stream with nothing to say sends
 // event: ping, so that clients' idle timers see bytes during long upstream
 // silences.
-const defaultPingInterval = 10 * time.Second
+const DefaultPingInterval = 10 * time.Second
 
 // streamMessage renders a turn as the Messages event stream (answer.Drive):
 // message_delta and message_stop come only after the proven end, a failure
 // after the headers is one event: error. While the upstream is silent, ping
 // events keep the connection alive.
-func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutput, tr *answer.Reader) error {
-	m := &msgStream{s: s, o: o, ms: msgsse.New(sse.New(w, answer.StreamUsageHeader(s.cfg.UsageEstimatesOff))), sc: answer.NewStopScanner(o.req.stops)}
+func streamMessage(w http.ResponseWriter, ctx context.Context, o msgOutput, tr *answer.Reader, env Env) error {
+	m := &msgStream{env: env, o: o, ms: msgsse.New(sse.New(w, answer.StreamUsageHeader(env.EstimatesOff))), sc: answer.NewStopScanner(o.req.stops)}
 	// The turn is read on this goroutine; pings come from a timer's (the
 	// emitter serializes them), and after the handler's end (Close) the
 	// timer writes nothing.
-	interval := s.cfg.MessagesPingInterval
+	interval := env.PingInterval
 	if interval <= 0 {
-		interval = defaultPingInterval
+		interval = DefaultPingInterval
 	}
 	// The timer may fire before AfterFunc has returned (a short interval, a
 	// loaded machine): its function waits until ping is set.
@@ -43,16 +43,16 @@ func (s *server) streamMessage(w http.ResponseWriter, r *http.Request, o msgOutp
 		m.ms.Close()
 		ping.Stop()
 	}()
-	return answer.Drive(r.Context(), tr, m)
+	return answer.Drive(ctx, tr, m)
 }
 
 // msgStream is a turn rendered through the Messages emitter, its text cut
 // at the request's stop sequences.
 type msgStream struct {
-	s  *server
-	o  msgOutput
-	ms *msgsse.Stream
-	sc *answer.StopScanner
+	env Env
+	o   msgOutput
+	ms  *msgsse.Stream
+	sc  *answer.StopScanner
 }
 
 func (m *msgStream) Opened() bool { return m.ms.Started() }
@@ -60,10 +60,10 @@ func (m *msgStream) Opened() bool { return m.ms.Started() }
 // open: message_start's input count is the estimate, unless estimates are off.
 func (m *msgStream) Open() error {
 	var input int64
-	if !m.s.cfg.UsageEstimatesOff {
+	if !m.env.EstimatesOff {
 		input = m.o.req.estimate
 	}
-	return m.ms.Start(m.o.id, m.o.req.chat.Model, input)
+	return m.ms.Start(m.o.id, m.o.req.Chat.Model, input)
 }
 
 func (m *msgStream) Step(st answer.Step) error {
@@ -94,13 +94,12 @@ func (m *msgStream) Finish(ctx context.Context, tr *answer.Reader) error {
 			return err
 		}
 	}
-	return m.ms.Stop(m.sc.Matched, msgUsageOf(tr.Usage(m.o.req.chat, m.s.cfg.UsageEstimatesOff, nil)))
+	return m.ms.Stop(m.sc.Matched, msgUsageOf(tr.Usage(m.o.req.Chat, m.env.EstimatesOff, nil)))
 }
 
 func (m *msgStream) Flush() error { return m.ms.Flush() }
 
 func (m *msgStream) Fail(ctx context.Context, err error) error {
-	body, e, _ := anthropicBody(ctx, err)
-	m.s.noteError(ctx, e, err)
-	return m.ms.Fail(body.Error, body.RequestID)
+	errObj, requestID := m.env.Fail(ctx, err)
+	return m.ms.Fail(errObj, requestID)
 }
