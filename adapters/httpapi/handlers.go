@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"mime"
 	"net/http"
 	"os"
@@ -280,16 +279,10 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	return buf.Bytes(), nil
 }
 
-// writeValue answers 200 with v as JSON; a value that cannot be encoded is an
-// internal error (what names it in the log), returned before anything was
-// written, never a half-written body.
+// writeValue answers 200 with v as JSON (answer.WriteValue, which the API
+// packages' JSON answers use too).
 func writeValue(w http.ResponseWriter, v any, what string) error {
-	body, err := json.Marshal(v)
-	if err != nil {
-		return errors.Wrap(err, what)
-	}
-	writeJSON(w, http.StatusOK, body)
-	return nil
+	return answer.WriteValue(w, v, what)
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
