@@ -16,7 +16,7 @@ import (
 
 // This file is the one place where an error becomes an HTTP answer
 // (writeShaped, in the shape of the route's API: OpenAI's, or the Anthropic
-// and Gemini shapes of messages_render.go and gemini_render.go, which start
+// and Gemini shapes of shapes.go, which start
 // from the same public view). Status,
 // OpenAI type, retryability and message all come from the catalog
 // (errs.Lookup via errs.CodeOf); the only additions are the routing table

@@ -12,6 +12,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/gemapi"
 	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/domain/errs"
 )
@@ -116,7 +117,7 @@ func TestFieldPolicyRefusalsArePinned(t *testing.T) {
 				return `{` + c + `,"generationConfig":{"` + f + `":` + v + `}}`
 			},
 			func(s *server, b []byte) (string, error) {
-				_, err := s.decodeGeminiRequest(b, "pm-test", false)
+				_, err := gemapi.Decode(s.in, b, "pm-test", false)
 				return "", err
 			}},
 	}
@@ -188,7 +189,7 @@ func TestBodiesThatAreNotAnObjectAreRefusedInTheirWords(t *testing.T) {
 		"chat":      func(b []byte) error { _, err := s.decodeRequest(b, allowAll); return err },
 		"responses": func(b []byte) error { _, err := s.decodeResponsesRequest(b, allowAll); return err },
 		"messages":  func(b []byte) error { _, err := s.decodeMessagesRequest(b, allowAll); return err },
-		"gemini":    func(b []byte) error { _, err := s.decodeGeminiRequest(b, "pm-test", false); return err },
+		"gemini":    func(b []byte) error { _, err := gemapi.Decode(s.in, b, "pm-test", false); return err },
 	}
 	const notObject = "The body must be a JSON object."
 	for body, want := range map[string]string{
