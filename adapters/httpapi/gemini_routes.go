@@ -178,7 +178,13 @@ func (s *server) handleGeminiAction(w http.ResponseWriter, r *http.Request) erro
 		}
 		return &gr, gr.Chat, nil
 	}, func(w http.ResponseWriter, r *http.Request, gr *gemapi.Request, tr *answer.Reader) error {
-		return gemapi.Answer(w, r.Context(), gr, tr, gemapi.Env{EstimatesOff: s.cfg.UsageEstimatesOff, Fail: s.geminiStreamError})
+		env := gemapi.Env{EstimatesOff: s.cfg.UsageEstimatesOff}
+		if stream {
+			// Only a stream fails after its headers; the method value is an
+			// allocation the JSON answer does without.
+			env.Fail = s.geminiStreamError
+		}
+		return gemapi.Answer(w, r.Context(), gr, tr, env)
 	})
 }
 
