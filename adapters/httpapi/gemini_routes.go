@@ -4,18 +4,25 @@ import (
 	"context"
 	"net/http"
 	"strings"
+
+	"github.com/pmgate/pmgate/adapters/httpapi/answer"
+	"github.com/pmgate/pmgate/adapters/httpapi/gemapi"
+	"github.com/pmgate/pmgate/adapters/httpapi/rules"
+	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/errs"
 )
 
 // This file is the Gemini API's routes as the transport sees them: its
-// paths and their names, where its key may be presented, and the model of a
-// path.
+// paths and their names, where its key may be presented, the model of a
+// path, and the thin handlers over package gemapi (the translation and the
+// answer).
 
 // Paths and methods of the Gemini API surface (docs/GEMINI.md).
 const (
 	pathGeminiModels = "/v1beta/models"
-	gemGenerate      = "generateContent"
-	gemStreamMethod  = "streamGenerateContent"
-	gemCount         = "countTokens"
+	gemGenerate      = gemapi.Generate
+	gemStreamMethod  = gemapi.StreamGenerate
+	gemCount         = gemapi.CountTokens
 )
 
 // geminiRouteTemplates are the values routeOf gives the Gemini routes
@@ -135,4 +142,107 @@ func (s *server) geminiModel(r *http.Request, model string) error {
 		return s.in.ModelNotFound(sl.allowsModel)
 	}
 	return nil
+}
+
+// handleGeminiAction serves POST /v1beta/models/{model}:{method}:
+// generateContent (one GenerateContentResponse), streamGenerateContent with
+// alt=sse (the event stream; the JSON-array stream without alt=sse is
+// refused) and countTokens.
+func (s *server) handleGeminiAction(w http.ResponseWriter, r *http.Request) error {
+	model, method, ok := cutMethod(r.PathValue("action"))
+	if !ok {
+		return methodNotAllowed(w, "GET, HEAD")
+	}
+	switch method {
+	case gemGenerate, gemStreamMethod:
+	case gemCount:
+		return s.geminiCountTokens(w, r, model)
+	default:
+		return &routeError{errs.New(errs.InvalidRequest), http.StatusNotFound,
+			"This gateway serves generateContent, streamGenerateContent and countTokens."}
+	}
+	stream := method == gemStreamMethod
+	altSSE := r.URL.Query().Get("alt") == "sse"
+	// The path's refusals come inside serveTurn, after the body is read,
+	// so that the ledger counts them as every API's refusals.
+	return serveTurn(s, w, r, "contents", func(body []byte) (*gemapi.Request, chat.Request, error) {
+		if stream && !altSSE {
+			return nil, chat.Request{}, rules.Invalid("alt", "streamGenerateContent is served as server-sent events only: add ?alt=sse (the JSON-array stream is not served).")
+		}
+		if err := s.geminiModel(r, model); err != nil {
+			return nil, chat.Request{}, err
+		}
+		gr, err := gemapi.Decode(s.in, body, model, stream)
+		if err != nil {
+			return nil, chat.Request{}, err
+		}
+		return &gr, gr.Chat, nil
+	}, func(w http.ResponseWriter, r *http.Request, gr *gemapi.Request, tr *answer.Reader) error {
+		env := gemapi.Env{EstimatesOff: s.cfg.UsageEstimatesOff}
+		if stream {
+			// Only a stream fails after its headers; the method value is an
+			// allocation the JSON answer does without.
+			env.Fail = s.geminiStreamError
+		}
+		return gemapi.Answer(w, r.Context(), gr, tr, env)
+	})
+}
+
+// geminiStreamError is a failure after a stream's headers in the Gemini
+// shape, noted for the access line.
+func (s *server) geminiStreamError(ctx context.Context, err error) any {
+	body, e, _ := geminiBody(ctx, err)
+	s.noteError(ctx, e, err)
+	return body
+}
+
+// geminiCountTokens serves countTokens: the gateway's input estimate of the
+// request (gemapi.Count); 404 when estimates are off.
+func (s *server) geminiCountTokens(w http.ResponseWriter, r *http.Request, model string) error {
+	if s.cfg.UsageEstimatesOff {
+		return errNoRoute
+	}
+	if err := s.geminiModel(r, model); err != nil {
+		return err
+	}
+	body, err := s.readJSON(w, r)
+	if err != nil {
+		return err
+	}
+	gr, err := gemapi.DecodeCount(s.in, body, model)
+	if err != nil {
+		return err
+	}
+	w.Header().Set(answer.UsageHeader, "estimated")
+	return writeValue(w, gemapi.Count(gr), "count tokens")
+}
+
+// handleGeminiModels serves GET /v1beta/models: the configured models the
+// caller's slot may use, in configuration order, in one page.
+func (s *server) handleGeminiModels(w http.ResponseWriter, r *http.Request) error {
+	sl := slotFrom(r.Context())
+	list := struct {
+		Models []gemapi.Model `json:"models"`
+	}{Models: []gemapi.Model{}}
+	for _, m := range s.cfg.Models {
+		if sl.allowsModel(m) {
+			list.Models = append(list.Models, gemapi.ModelOf(m))
+		}
+	}
+	return writeValue(w, list, "models")
+}
+
+// handleGeminiModel serves GET /v1beta/models/{model}.
+func (s *server) handleGeminiModel(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("action")
+	if id == "" {
+		id = r.PathValue("id") // GET /v1/models/{id} (geminiKeyForm)
+	}
+	if _, _, ok := cutMethod(id); ok {
+		return methodNotAllowed(w, "POST")
+	}
+	if err := s.geminiModel(r, id); err != nil {
+		return err
+	}
+	return writeValue(w, gemapi.ModelOf(id), "model")
 }

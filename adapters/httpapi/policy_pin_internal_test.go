@@ -12,8 +12,9 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/pmgate/pmgate/adapters/httpapi/chatapi"
-	"github.com/pmgate/pmgate/adapters/httpapi/respapi"
+	"github.com/pmgate/pmgate/adapters/httpapi/gemapi"
 	"github.com/pmgate/pmgate/adapters/httpapi/msgapi"
+	"github.com/pmgate/pmgate/adapters/httpapi/respapi"
 	"github.com/pmgate/pmgate/adapters/httpapi/rules"
 	"github.com/pmgate/pmgate/domain/errs"
 )
@@ -118,7 +119,7 @@ func TestFieldPolicyRefusalsArePinned(t *testing.T) {
 				return `{` + c + `,"generationConfig":{"` + f + `":` + v + `}}`
 			},
 			func(s *server, b []byte) (string, error) {
-				_, err := s.decodeGeminiRequest(b, "pm-test", false)
+				_, err := gemapi.Decode(s.in, b, "pm-test", false)
 				return "", err
 			}},
 	}
@@ -190,7 +191,7 @@ func TestBodiesThatAreNotAnObjectAreRefusedInTheirWords(t *testing.T) {
 		"chat":      func(b []byte) error { _, err := chatapi.Decode(s.in, b, allowAll); return err },
 		"responses": func(b []byte) error { _, err := respapi.Decode(s.in, b, allowAll); return err },
 		"messages":  func(b []byte) error { _, err := msgapi.Decode(s.in, b, allowAll); return err },
-		"gemini":    func(b []byte) error { _, err := s.decodeGeminiRequest(b, "pm-test", false); return err },
+		"gemini":    func(b []byte) error { _, err := gemapi.Decode(s.in, b, "pm-test", false); return err },
 	}
 	const notObject = "The body must be a JSON object."
 	for body, want := range map[string]string{

@@ -5,8 +5,8 @@ package main
 func init() {
 	const (
 		httpapi = "./adapters/httpapi/"
-		decode  = "adapters/httpapi/gemini_decode.go"
-		render  = "adapters/httpapi/gemini_render.go"
+		decode  = "adapters/httpapi/gemapi/decode.go"
+		routes  = "adapters/httpapi/gemini_routes.go"
 		emitter = "adapters/httpapi/sse/gemsse/gemsse.go"
 	)
 	mutants = append(mutants,
@@ -21,7 +21,7 @@ func init() {
 			"if !s.shown && len(calls) == 0 {", "if false {", "./adapters/httpapi/sse/gemsse/", "LastChunk"},
 		mutant{"gemini: a failure ends without its raw tail", emitter,
 			"\tif err := s.life.W.Tail(body); err != nil {\n\t\treturn err\n\t}\n", "", httpapi, "StreamFailureAfterHeaders"},
-		mutant{"gemini: the JSON-array stream served", render,
+		mutant{"gemini: the JSON-array stream served", routes,
 			"if stream && !altSSE {", "if false && stream && !altSSE {", httpapi, "WithoutAltSSE"},
 	)
 }

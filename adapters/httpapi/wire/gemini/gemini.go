@@ -3,7 +3,7 @@
 // :countTokens): its types and its one strict decode. It knows the JSON
 // shape only; what the gateway honours, ignores or refuses, and the
 // translation into the domain's chat.Request, are the ingress's
-// (adapters/httpapi, gemini_decode.go).
+// (adapters/httpapi/gemapi, decode.go).
 //
 // It reads the body the way wire/messages does, with wire/wirejson's generic
 // member types (every field records the JSON kind it was sent with; a

@@ -1,4 +1,4 @@
-package httpapi
+package gemapi
 
 import (
 	"encoding/json"
@@ -25,27 +25,52 @@ import (
 // groups and conversation anchors it creates are continued only through it.
 const apiGemini = "gemini"
 
-// gemRequest is a translated Gemini request: the chat request for the core
-// and what the response needs.
-type gemRequest struct {
-	chat     chat.Request
+// Request is a translated Gemini request: the chat request for the core
+// and what the answer needs.
+type Request struct {
+	Chat     chat.Request
 	stops    []string // generationConfig.stopSequences, enforced on the text
 	estimate int64    // the input-token estimate of the request
 }
 
-// decodeGeminiRequest validates a whole Gemini request for model (from the
-// path; the caller checked it) and translates it. Nothing reaches the
-// service unless it returns no error.
-func (s *server) decodeGeminiRequest(body []byte, model string, stream bool) (gemRequest, error) {
+// Decode validates a whole generateContent or streamGenerateContent
+// request for model (from the path; the transport checked it) and
+// translates it. Nothing reaches the service unless it returns no error.
+func Decode(in *rules.Settings, body []byte, model string, stream bool) (Request, error) {
 	wr, err := readGeminiBody(body)
 	if err != nil {
-		return gemRequest{}, err
+		return Request{}, err
 	}
 	if !gemini.Absent(wr.GenerateContentRequest.Kind()) {
-		return gemRequest{}, rules.Invalid("generateContentRequest", "is read only by countTokens.")
+		return Request{}, rules.Invalid("generateContentRequest", "is read only by countTokens.")
 	}
-	return s.translateGemini(wr, model, stream)
+	return translateGemini(in, wr, model, stream)
 }
+
+// DecodeCount validates and translates the body of a countTokens request
+// for model: a generateContent request, or one wrapped in
+// generateContentRequest (never both).
+func DecodeCount(in *rules.Settings, body []byte, model string) (Request, error) {
+	wr, err := readGeminiBody(body)
+	if err != nil {
+		return Request{}, err
+	}
+	if inner := wr.GenerateContentRequest; !absentRaw(inner) {
+		if inner.Kind() != '{' {
+			return Request{}, rules.Invalid("generateContentRequest", "must be an object.")
+		}
+		if wr.Contents.Kind != 0 {
+			return Request{}, rules.Invalid("contents", "cannot be given with generateContentRequest; give one.")
+		}
+		if wr, err = readGeminiBody(inner); err != nil {
+			return Request{}, err
+		}
+	}
+	return translateGemini(in, wr, model, false)
+}
+
+// absentRaw says whether a member kept as sent is missing or null.
+func absentRaw(r []byte) bool { return len(r) == 0 || r[0] == 'n' }
 
 // readGeminiBody reads the body once, strictly, refusing it in the words
 // every API uses.
@@ -57,31 +82,33 @@ func readGeminiBody(body []byte) (gemini.Request, error) {
 // of refusals: the field decisions (cachedContent, safetySettings, labels),
 // generationConfig (its refused fields, thinking, output format, stop
 // sequences), tools, toolConfig, systemInstruction, contents.
-func (s *server) translateGemini(wr gemini.Request, model string, stream bool) (gemRequest, error) {
-	gr := gemRequest{chat: chat.Request{API: apiGemini, Model: model, Stream: stream, ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto},
+func translateGemini(in *rules.Settings, wr gemini.Request, model string, stream bool) (Request, error) {
+	gr := Request{Chat: chat.Request{API: apiGemini, Model: model, Stream: stream, ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto},
 		ParallelToolCalls: true}}
-	req := &gr.chat
+	req := &gr.Chat
 	if !gemini.Absent(wr.CachedContent.Kind()) {
-		return gemRequest{}, rules.Unsupported("cachedContent", "cached contents are kept on Google's side; send the whole conversation in contents.")
+		return Request{}, rules.Unsupported("cachedContent", "cached contents are kept on Google's side; send the whole conversation in contents.")
 	}
 	if err := rules.Ignored(rules.KindArray)("safetySettings", wr.SafetySettings); err != nil {
-		return gemRequest{}, err
+		return Request{}, err
 	}
 	if err := rules.Ignored(rules.KindObject)("labels", wr.Labels); err != nil {
-		return gemRequest{}, err
+		return Request{}, err
 	}
 	var err error
-	if err = s.geminiGenConfig(wr.GenerationConfig, &gr); err != nil {
-		return gemRequest{}, err
+	if err = geminiGenConfig(wr.GenerationConfig, &gr); err != nil {
+		return Request{}, err
 	}
-	if req.Tools, err = s.geminiTools(wr.Tools); err != nil {
-		return gemRequest{}, err
+	if req.Tools, err = geminiTools(in, wr.Tools); err != nil {
+		return Request{}, err
 	}
 	if err := geminiToolConfig(wr.ToolConfig, req); err != nil {
-		return gemRequest{}, err
+		return Request{}, err
 	}
-	if gr.estimate, err = rules.Converse(req, wr.SystemInstruction, systemInstruction, wr.Contents, s.geminiContents); err != nil {
-		return gemRequest{}, err
+	if gr.estimate, err = rules.Converse(req, wr.SystemInstruction, systemInstruction, wr.Contents, func(a gemini.Array[gemini.Object[gemini.Content]]) ([]chat.Message, error) {
+		return geminiContents(in, a)
+	}); err != nil {
+		return Request{}, err
 	}
 	return gr, nil
 }
@@ -90,7 +117,7 @@ func (s *server) translateGemini(wr gemini.Request, model string, stream bool) (
 // forwarded, what cannot be honoured refused by name, thinkingConfig onto
 // the thinking level, responseMimeType with its schema onto the verified
 // structured output, stopSequences enforced on the text.
-func (s *server) geminiGenConfig(gc gemini.Object[gemini.GenConfig], gr *gemRequest) error {
+func geminiGenConfig(gc gemini.Object[gemini.GenConfig], gr *Request) error {
 	const p = "generationConfig"
 	switch gc.Kind {
 	case 0, 'n':
@@ -138,10 +165,10 @@ func (s *server) geminiGenConfig(gc gemini.Object[gemini.GenConfig], gr *gemRequ
 		return err
 	}
 	var err error
-	if gr.chat.Thinking, err = geminiThinking(c.ThinkingConfig); err != nil {
+	if gr.Chat.Thinking, err = geminiThinking(c.ThinkingConfig); err != nil {
 		return err
 	}
-	if gr.chat.Output, err = geminiOutput(c); err != nil {
+	if gr.Chat.Output, err = geminiOutput(c); err != nil {
 		return err
 	}
 	gr.stops, err = geminiStops(c.StopSequences)
@@ -355,8 +382,8 @@ var serverTools = map[string]bool{
 // under the rules every API's tools have (toolSet); all declarations of all
 // entries form one tool set, every entry's shape checked first
 // (geminiToolDefs).
-func (s *server) geminiTools(t gemini.Tools) ([]chat.Tool, error) {
-	return s.in.ToolSet(apiGemini, t.Raw, func() ([]rules.ToolDef, error) { return geminiToolDefs(t.Entries()) })
+func geminiTools(in *rules.Settings, t gemini.Tools) ([]chat.Tool, error) {
+	return in.ToolSet(apiGemini, t.Raw, func() ([]rules.ToolDef, error) { return geminiToolDefs(t.Entries()) })
 }
 
 // geminiToolDefs reads the declarations of the tool entries. A schema is
@@ -559,12 +586,14 @@ var geminiWords = rules.PairWords{
 // when it has none, by its name when exactly one unanswered call has that
 // name; anything else is refused, never guessed. Thought parts (another
 // backend's) are dropped.
-func (s *server) geminiContents(a gemini.Array[gemini.Object[gemini.Content]]) ([]chat.Message, error) {
-	return rules.PairTurns(&geminiWords, a, s.geminiTurn)
+func geminiContents(in *rules.Settings, a gemini.Array[gemini.Object[gemini.Content]]) ([]chat.Message, error) {
+	return rules.PairTurns(&geminiWords, a, func(pr *rules.Pairing, p string, c *gemini.Content) (*chat.Message, error) {
+		return geminiTurn(in, pr, p, c)
+	})
 }
 
 // geminiTurn reads one content, a user or model turn, into pr.
-func (s *server) geminiTurn(pr *rules.Pairing, p string, c *gemini.Content) (*chat.Message, error) {
+func geminiTurn(in *rules.Settings, pr *rules.Pairing, p string, c *gemini.Content) (*chat.Message, error) {
 	role := c.Role
 	if !gemini.Absent(role.Kind) && !role.IsString() {
 		return nil, rules.Invalid(p+".role", "must be a string.")
@@ -586,10 +615,10 @@ func (s *server) geminiTurn(pr *rules.Pairing, p string, c *gemini.Content) (*ch
 		if err := pr.Assistant(p); err != nil {
 			return nil, err
 		}
-		return nil, s.turnParts(pr, p, parts.Items)
+		return nil, turnParts(in, pr, p, parts.Items)
 	case "", "user":
 		pr.User(p)
-		return nil, s.turnParts(pr, p, parts.Items)
+		return nil, turnParts(in, pr, p, parts.Items)
 	}
 	return nil, rules.Invalid(p+".role", `must be "user" or "model".`)
 }
@@ -598,7 +627,7 @@ func (s *server) geminiTurn(pr *rules.Pairing, p string, c *gemini.Content) (*ch
 // text, thought parts are dropped; a model content's functionCall parts are
 // its calls, a user content's functionResponse parts answer the pending
 // calls. A part of the other role is refused where it stands.
-func (s *server) turnParts(pr *rules.Pairing, p string, parts []gemini.Object[gemini.Part]) error {
+func turnParts(in *rules.Settings, pr *rules.Pairing, p string, parts []gemini.Object[gemini.Part]) error {
 	model := pr.Turn() == rules.TurnAssistant
 	for j := range parts {
 		pt := &parts[j].V
@@ -610,7 +639,7 @@ func (s *server) turnParts(pr *rules.Pairing, p string, parts []gemini.Object[ge
 		case model && hasCall:
 			err = functionCall(pr, ip+".functionCall", &pt.FunctionCall)
 		case !model && hasResponse:
-			err = s.functionResponse(pr, ip, &pt.FunctionResponse)
+			err = functionResponse(in, pr, ip, &pt.FunctionResponse)
 		case pt.Text.IsString():
 			pr.AddText(pt.Text.V)
 		case hasResponse:
@@ -667,7 +696,7 @@ func functionCall(pr *rules.Pairing, fp string, o *gemini.Object[gemini.Function
 // already answered its call (by id) is the same result: gemini-cli 0.61
 // replays every functionResponse twice in a resumed session's history; it
 // is dropped. A different second answer is refused.
-func (s *server) functionResponse(pr *rules.Pairing, ip string, o *gemini.Object[gemini.FunctionResponse]) error {
+func functionResponse(in *rules.Settings, pr *rules.Pairing, ip string, o *gemini.Object[gemini.FunctionResponse]) error {
 	if err := pr.AnswerAt(ip); err != nil {
 		return err
 	}
@@ -719,7 +748,7 @@ func (s *server) functionResponse(pr *rules.Pairing, ip string, o *gemini.Object
 		return rules.Invalid(fp+".response", "is required and must be an object.")
 	}
 	content := responseText(fr.Response)
-	if len(content) > s.in.MaxToolResultBytes {
+	if len(content) > in.MaxToolResultBytes {
 		return rules.Refuse(errs.RequestTooLarge, fp+".response", "The function response exceeds the per-result size limit.")
 	}
 	pr.Answer(call, content)
