@@ -4,7 +4,6 @@ package httpapi
 // and its answer are package chatapi's.
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/pmgate/pmgate/adapters/httpapi/answer"
@@ -21,6 +20,6 @@ func (s *server) handleChat(w http.ResponseWriter, r *http.Request) error {
 		return req, req, err
 	}, func(w http.ResponseWriter, r *http.Request, req chat.Request, tr *answer.Reader) error {
 		return chatapi.Answer(w, r.Context(), req, tr, chatapi.Env{Now: s.now(), EstimatesOff: s.cfg.UsageEstimatesOff,
-			Fail: func(ctx context.Context, err error) any { return s.streamError(ctx, err) }})
+			Fail: s.fail.openAI})
 	})
 }

@@ -178,22 +178,8 @@ func (s *server) handleGeminiAction(w http.ResponseWriter, r *http.Request) erro
 		}
 		return &gr, gr.Chat, nil
 	}, func(w http.ResponseWriter, r *http.Request, gr *gemapi.Request, tr *answer.Reader) error {
-		env := gemapi.Env{EstimatesOff: s.cfg.UsageEstimatesOff}
-		if stream {
-			// Only a stream fails after its headers; the method value is an
-			// allocation the JSON answer does without.
-			env.Fail = s.geminiStreamError
-		}
-		return gemapi.Answer(w, r.Context(), gr, tr, env)
+		return gemapi.Answer(w, r.Context(), gr, tr, gemapi.Env{EstimatesOff: s.cfg.UsageEstimatesOff, Fail: s.fail.gemini})
 	})
-}
-
-// geminiStreamError is a failure after a stream's headers in the Gemini
-// shape, noted for the access line.
-func (s *server) geminiStreamError(ctx context.Context, err error) any {
-	body, e, _ := geminiBody(ctx, err)
-	s.noteError(ctx, e, err)
-	return body
 }
 
 // geminiCountTokens serves countTokens: the gateway's input estimate of the

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/pmgate/pmgate/adapters/httpapi/answer"
@@ -28,17 +27,8 @@ func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) error {
 		return &mr, mr.Chat, nil
 	}, func(w http.ResponseWriter, r *http.Request, mr *msgapi.Request, tr *answer.Reader) error {
 		return msgapi.Answer(w, r.Context(), mr, tr, msgapi.Env{EstimatesOff: s.cfg.UsageEstimatesOff,
-			PingInterval: s.cfg.MessagesPingInterval, Fail: s.msgFail})
+			PingInterval: s.cfg.MessagesPingInterval, Fail: s.fail.anthropic})
 	})
-}
-
-// anthropicStreamError is the one event: error written when a Messages
-// stream fails after its headers: the Anthropic error object and request id
-// of anthropicBody, and the failure noted for the access line.
-func (s *server) anthropicStreamError(ctx context.Context, err error) (any, string) {
-	body, e, _ := anthropicBody(ctx, err)
-	s.noteError(ctx, e, err)
-	return body.Error, body.RequestID
 }
 
 // handleCountTokens serves POST /v1/messages/count_tokens: the gateway's

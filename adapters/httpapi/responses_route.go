@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 
@@ -28,16 +27,6 @@ func (s *server) handleResponses(w http.ResponseWriter, r *http.Request) error {
 		return &rr, rr.Chat(), nil
 	}, func(w http.ResponseWriter, r *http.Request, rr *respapi.Request, tr *answer.Reader) error {
 		return respapi.Answer(w, r.Context(), rr, tr, respapi.Env{Now: s.now(), UsageEstimatesOff: s.cfg.UsageEstimatesOff,
-			Fail: (*openAIFailures)(s)})
+			Fail: s.fail.responses})
 	})
-}
-
-// openAIFailures renders a failure after a stream's headers in the OpenAI
-// shape (streamError) for an API's answer package: the server itself, so
-// that handing it over allocates nothing per request.
-type openAIFailures server
-
-func (f *openAIFailures) Fail(ctx context.Context, err error) (code, message string) {
-	body := (*server)(f).streamError(ctx, err)
-	return body.Error.Code, body.Error.Message
 }

@@ -106,9 +106,10 @@ type server struct {
 	sem   chan struct{}
 	hosts hostPolicy
 	now   func() time.Time
-	// msgFail is s.anthropicStreamError as the Messages answer's Env.Fail,
-	// made once: a method value made per request would be an allocation.
-	msgFail func(context.Context, error) (any, string)
+	// fail renders a failure after a stream's headers for each API's
+	// answer (its Env.Fail), made once: a method value made per request
+	// would be an allocation.
+	fail streamFailures
 }
 
 // NewServer returns the OpenAI-compatible ingress (docs/API.md) in front of
@@ -153,7 +154,7 @@ func NewServer(cfg Config, svc app.ChatService, log *slog.Logger) http.Handler {
 		hosts: newHostPolicy(cfg.AllowedHosts),
 		now:   time.Now,
 	}
-	s.msgFail = s.anthropicStreamError
+	s.fail = streamFailuresOf(s)
 	if s.keys = cfg.Keys; s.keys == nil {
 		s.keys = StaticKeyring(cfg.PrincipalKey, cfg.APIKeys)
 	}

@@ -26,15 +26,7 @@ type Env struct {
 	UsageEstimatesOff bool
 	// Fail renders a failure after the stream's headers in the route's error
 	// shape and notes it for the access line.
-	Fail Failer
-}
-
-// Failer is the transport's rendering of a failure after the stream's
-// headers: its code and message as the route's error shape shows them. It is
-// an interface, not a function value, so that the transport hands over
-// itself and a request costs no closure.
-type Failer interface {
-	Fail(ctx context.Context, err error) (code, message string)
+	Fail func(ctx context.Context, err error) (code, message string)
 }
 
 // Answer renders the turn tr of the request rr as a response object or the
@@ -294,7 +286,7 @@ func (rs *respStream) Finish(ctx context.Context, tr *answer.Reader) error {
 func (rs *respStream) Flush() error { return rs.rs.Flush() }
 
 func (rs *respStream) Fail(ctx context.Context, err error) error {
-	code, message := rs.env.Fail.Fail(ctx, err)
+	code, message := rs.env.Fail(ctx, err)
 	obj := rs.o.object("failed", rs.rs.Output())
 	obj.Error = &respError{Code: code, Message: message}
 	return rs.rs.Fail(obj)
