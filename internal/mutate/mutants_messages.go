@@ -14,7 +14,7 @@ func init() {
 		mutant{"messages: a 17th stop sequence accepted", "adapters/httpapi/msgapi/messages_decode.go",
 			"if len(items) > rules.MaxStopSequences {", "if len(items) > rules.MaxStopSequences+1 {", httpapi, "SixteenStopSequences"},
 		mutant{"messages: disable_parallel_tool_use read under another name", "adapters/httpapi/wire/messages/messages.go",
-			`case "disable_parallel_tool_use":`, `case "disable_parallel_tool_calls":`, httpapi, "DisableParallelToolUse"},
+			"`json:\"disable_parallel_tool_use\"`", "`json:\"disable_parallel_tool_calls\"`", httpapi, "DisableParallelToolUse"},
 		mutant{"messages: disable_parallel_tool_use inverted", "adapters/httpapi/msgapi/messages_decode.go",
 			"mr.Chat.ParallelToolCalls = !dp", "mr.Chat.ParallelToolCalls = dp", httpapi, "DisableParallelToolUse"},
 		mutant{"messages: parallel tool calls off unless asked", "adapters/httpapi/msgapi/messages_decode.go",

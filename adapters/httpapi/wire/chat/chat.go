@@ -26,51 +26,21 @@ type Request struct {
 	Tools             Tools                                    `json:"tools"`
 	ToolChoice        ToolChoice                               `json:"tool_choice"`
 	ResponseFormat    wirejson.Object[ResponseFormat]          `json:"response_format"`
-	Fields            map[string]wirejson.Value                `json:",unknown"`
+	Fields            wirejson.Fields                          `json:",unknown"`
 }
 
-// Every struct type here reads itself member by member (wirejson.Members),
-// not by json's reading of its tags: the switch names the members the tags
-// name, and wirejson's tests check that the two read every body alike.
+// Every struct type here reads itself (wirejson.Struct): by its tags, as
+// json would, through a table made once per type; wirejson's tests check
+// that the two read every body alike.
 
-func (r *Request) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, r, func(name []byte) error {
-		switch string(name) {
-		case "model":
-			return r.Model.UnmarshalJSONFrom(d)
-		case "messages":
-			return r.Messages.UnmarshalJSONFrom(d)
-		case "stream":
-			return r.Stream.UnmarshalJSONFrom(d)
-		case "stream_options":
-			return r.StreamOptions.UnmarshalJSONFrom(d)
-		case "parallel_tool_calls":
-			return r.ParallelToolCalls.UnmarshalJSONFrom(d)
-		case "tools":
-			return r.Tools.UnmarshalJSONFrom(d)
-		case "tool_choice":
-			return r.ToolChoice.UnmarshalJSONFrom(d)
-		case "response_format":
-			return r.ResponseFormat.UnmarshalJSONFrom(d)
-		}
-		return wirejson.ReadUnknown(d, &r.Fields, name)
-	})
-}
+func (r *Request) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, r) }
 
 // StreamOptions is stream_options.
 type StreamOptions struct {
 	IncludeUsage wirejson.Bool `json:"include_usage"`
 }
 
-func (o *StreamOptions) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, o, func(name []byte) error {
-		switch string(name) {
-		case "include_usage":
-			return o.IncludeUsage.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (o *StreamOptions) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, o) }
 
 // Message is one entry of messages. Which members a role uses: content and
 // name (system, developer, user), content, tool_calls, refusal, annotations,
@@ -87,31 +57,7 @@ type Message struct {
 	FunctionCall Shape                                     `json:"function_call"`
 }
 
-func (m *Message) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, m, func(name []byte) error {
-		switch string(name) {
-		case "role":
-			return m.Role.UnmarshalJSONFrom(d)
-		case "content":
-			return m.Content.UnmarshalJSONFrom(d)
-		case "name":
-			return m.Name.UnmarshalJSONFrom(d)
-		case "tool_calls":
-			return m.ToolCalls.UnmarshalJSONFrom(d)
-		case "tool_call_id":
-			return m.ToolCallID.UnmarshalJSONFrom(d)
-		case "refusal":
-			return m.Refusal.UnmarshalJSONFrom(d)
-		case "annotations":
-			return m.Annotations.UnmarshalJSONFrom(d)
-		case "audio":
-			return m.Audio.UnmarshalJSONFrom(d)
-		case "function_call":
-			return m.FunctionCall.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (m *Message) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, m) }
 
 // Content is a message's content: a string, or an array of content parts.
 type Content = wirejson.TextOr[wirejson.Object[Part]]
@@ -142,19 +88,7 @@ type ToolCall struct {
 	Function wirejson.Object[FunctionCall] `json:"function"`
 }
 
-func (c *ToolCall) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, c, func(name []byte) error {
-		switch string(name) {
-		case "id":
-			return c.ID.UnmarshalJSONFrom(d)
-		case "type":
-			return c.Type.UnmarshalJSONFrom(d)
-		case "function":
-			return c.Function.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (c *ToolCall) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, c) }
 
 // FunctionCall is a tool call's function.
 type FunctionCall struct {
@@ -162,17 +96,7 @@ type FunctionCall struct {
 	Arguments wirejson.String `json:"arguments"`
 }
 
-func (f *FunctionCall) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, f, func(name []byte) error {
-		switch string(name) {
-		case "name":
-			return f.Name.UnmarshalJSONFrom(d)
-		case "arguments":
-			return f.Arguments.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (f *FunctionCall) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, f) }
 
 // Tools is the tools member, read into entries only when asked.
 type Tools = wirejson.List[wirejson.Object[Tool]]
@@ -183,17 +107,7 @@ type Tool struct {
 	Function wirejson.Object[FunctionDef] `json:"function"`
 }
 
-func (t *Tool) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, t, func(name []byte) error {
-		switch string(name) {
-		case "type":
-			return t.Type.UnmarshalJSONFrom(d)
-		case "function":
-			return t.Function.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (t *Tool) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, t) }
 
 // FunctionDef is a function tool's definition.
 type FunctionDef struct {
@@ -203,21 +117,7 @@ type FunctionDef struct {
 	Strict      wirejson.Bool   `json:"strict"`
 }
 
-func (f *FunctionDef) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, f, func(name []byte) error {
-		switch string(name) {
-		case "name":
-			return f.Name.UnmarshalJSONFrom(d)
-		case "description":
-			return f.Description.UnmarshalJSONFrom(d)
-		case "parameters":
-			return f.Parameters.UnmarshalJSONFrom(d)
-		case "strict":
-			return f.Strict.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (f *FunctionDef) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, f) }
 
 // ToolChoice is tool_choice: a mode ("auto", "none", "required") or an
 // object naming a function.
@@ -234,15 +134,7 @@ type ToolChoiceFunction struct {
 }
 
 func (f *ToolChoiceFunction) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, f, func(name []byte) error {
-		switch string(name) {
-		case "type":
-			return f.Type.UnmarshalJSONFrom(d)
-		case "function":
-			return f.Function.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
+	return wirejson.Struct(d, f)
 }
 
 // Named is an object read for its name.
@@ -250,15 +142,7 @@ type Named struct {
 	Name wirejson.String `json:"name"`
 }
 
-func (n *Named) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, n, func(name []byte) error {
-		switch string(name) {
-		case "name":
-			return n.Name.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (n *Named) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, n) }
 
 func (c *ToolChoice) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 	*c = ToolChoice{Kind: d.PeekKind()}
@@ -292,17 +176,7 @@ type ResponseFormat struct {
 	JSONSchema wirejson.Object[JSONSchema] `json:"json_schema"`
 }
 
-func (f *ResponseFormat) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, f, func(name []byte) error {
-		switch string(name) {
-		case "type":
-			return f.Type.UnmarshalJSONFrom(d)
-		case "json_schema":
-			return f.JSONSchema.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (f *ResponseFormat) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, f) }
 
 // JSONSchema is a json_schema output format: response_format.json_schema
 // here, the format object itself in the Responses API's text.format.
@@ -313,21 +187,7 @@ type JSONSchema struct {
 	Strict      wirejson.Bool   `json:"strict"`
 }
 
-func (s *JSONSchema) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, s, func(name []byte) error {
-		switch string(name) {
-		case "name":
-			return s.Name.UnmarshalJSONFrom(d)
-		case "description":
-			return s.Description.UnmarshalJSONFrom(d)
-		case "schema":
-			return s.Schema.UnmarshalJSONFrom(d)
-		case "strict":
-			return s.Strict.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (s *JSONSchema) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, s) }
 
 // Decode reads body, which must be one JSON object, into a Request
 // (wirejson.Decode).

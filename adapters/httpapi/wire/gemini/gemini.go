@@ -56,10 +56,10 @@ func (u Unknown) Names() []string {
 	return names
 }
 
-// read reads the member called name into u, as json reads a member into a
+// ReadMember reads the member called name into u, as json reads a member into a
 // struct's `json:",unknown"` map of jsontext.Values: a copy of the value as
 // sent (a repeat, where one is allowed, replaces the one read before).
-func (u *Unknown) read(d *jsontext.Decoder, name []byte) error {
+func (u *Unknown) ReadMember(d *jsontext.Decoder, name []byte) error {
 	v, err := d.ReadValue()
 	if *u == nil {
 		*u = make(Unknown)
@@ -89,37 +89,11 @@ type Request struct {
 	GenerateContentRequest Raw `json:"generateContentRequest"`
 }
 
-// Every struct type here reads itself member by member (wirejson.Members),
-// not by json's reading of its tags: the switch names the members the tags
-// name, and wirejson's tests check that the two read every body alike.
+// Every struct type here reads itself (wirejson.Struct): by its tags, as
+// json would, through a table made once per type; wirejson's tests check
+// that the two read every body alike.
 
-func (r *Request) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, r, func(name []byte) error {
-		switch string(name) {
-		case "contents":
-			return r.Contents.UnmarshalJSONFrom(d)
-		case "systemInstruction":
-			return r.SystemInstruction.UnmarshalJSONFrom(d)
-		case "tools":
-			return r.Tools.UnmarshalJSONFrom(d)
-		case "toolConfig":
-			return r.ToolConfig.UnmarshalJSONFrom(d)
-		case "generationConfig":
-			return r.GenerationConfig.UnmarshalJSONFrom(d)
-		case "safetySettings":
-			return r.SafetySettings.UnmarshalJSONFrom(d)
-		case "cachedContent":
-			return r.CachedContent.UnmarshalJSONFrom(d)
-		case "labels":
-			return r.Labels.UnmarshalJSONFrom(d)
-		case "model":
-			return r.Model.UnmarshalJSONFrom(d)
-		case "generateContentRequest":
-			return r.GenerateContentRequest.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (r *Request) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, r) }
 
 // Content is one entry of contents, or systemInstruction.
 type Content struct {
@@ -127,17 +101,7 @@ type Content struct {
 	Parts Array[Object[Part]] `json:"parts"`
 }
 
-func (c *Content) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, c, func(name []byte) error {
-		switch string(name) {
-		case "role":
-			return c.Role.UnmarshalJSONFrom(d)
-		case "parts":
-			return c.Parts.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (c *Content) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, c) }
 
 // Part is one part of a content. Which members the gateway reads: text,
 // thought, thoughtSignature, functionCall, functionResponse; every other
@@ -151,23 +115,7 @@ type Part struct {
 	Unknown          Unknown                  `json:",unknown"`
 }
 
-func (p *Part) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, p, func(name []byte) error {
-		switch string(name) {
-		case "text":
-			return p.Text.UnmarshalJSONFrom(d)
-		case "thought":
-			return p.Thought.UnmarshalJSONFrom(d)
-		case "thoughtSignature":
-			return p.ThoughtSignature.UnmarshalJSONFrom(d)
-		case "functionCall":
-			return p.FunctionCall.UnmarshalJSONFrom(d)
-		case "functionResponse":
-			return p.FunctionResponse.UnmarshalJSONFrom(d)
-		}
-		return p.Unknown.read(d, name)
-	})
-}
+func (p *Part) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, p) }
 
 // FunctionCall is a model turn's call of a declared function.
 type FunctionCall struct {
@@ -176,19 +124,7 @@ type FunctionCall struct {
 	Args Raw    `json:"args"`
 }
 
-func (f *FunctionCall) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, f, func(name []byte) error {
-		switch string(name) {
-		case "id":
-			return f.ID.UnmarshalJSONFrom(d)
-		case "name":
-			return f.Name.UnmarshalJSONFrom(d)
-		case "args":
-			return f.Args.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (f *FunctionCall) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, f) }
 
 // FunctionResponse is a user turn's result of a function call.
 type FunctionResponse struct {
@@ -198,21 +134,7 @@ type FunctionResponse struct {
 	Parts    Raw    `json:"parts"`
 }
 
-func (f *FunctionResponse) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, f, func(name []byte) error {
-		switch string(name) {
-		case "id":
-			return f.ID.UnmarshalJSONFrom(d)
-		case "name":
-			return f.Name.UnmarshalJSONFrom(d)
-		case "response":
-			return f.Response.UnmarshalJSONFrom(d)
-		case "parts":
-			return f.Parts.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (f *FunctionResponse) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, f) }
 
 // Tool is one entry of tools: function declarations, or a server-side tool
 // (googleSearch, codeExecution, …) kept by name in Unknown.
@@ -221,15 +143,7 @@ type Tool struct {
 	Unknown              Unknown                            `json:",unknown"`
 }
 
-func (t *Tool) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, t, func(name []byte) error {
-		switch string(name) {
-		case "functionDeclarations":
-			return t.FunctionDeclarations.UnmarshalJSONFrom(d)
-		}
-		return t.Unknown.read(d, name)
-	})
-}
+func (t *Tool) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, t) }
 
 // FunctionDeclaration declares one function: its schema in the API's OpenAPI
 // dialect (parameters) or as JSON Schema (parametersJsonSchema).
@@ -244,25 +158,7 @@ type FunctionDeclaration struct {
 }
 
 func (f *FunctionDeclaration) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, f, func(name []byte) error {
-		switch string(name) {
-		case "name":
-			return f.Name.UnmarshalJSONFrom(d)
-		case "description":
-			return f.Description.UnmarshalJSONFrom(d)
-		case "parameters":
-			return f.Parameters.UnmarshalJSONFrom(d)
-		case "parametersJsonSchema":
-			return f.ParametersJSONSchema.UnmarshalJSONFrom(d)
-		case "behavior":
-			return f.Behavior.UnmarshalJSONFrom(d)
-		case "response":
-			return f.Response.UnmarshalJSONFrom(d)
-		case "responseJsonSchema":
-			return f.ResponseJSONSchema.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
+	return wirejson.Struct(d, f)
 }
 
 // Tools is the tools member as the bytes it was sent as (nil when absent):
@@ -275,17 +171,7 @@ type ToolConfig struct {
 	RetrievalConfig       Value                         `json:"retrievalConfig"`
 }
 
-func (c *ToolConfig) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, c, func(name []byte) error {
-		switch string(name) {
-		case "functionCallingConfig":
-			return c.FunctionCallingConfig.UnmarshalJSONFrom(d)
-		case "retrievalConfig":
-			return c.RetrievalConfig.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (c *ToolConfig) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, c) }
 
 // FunctionCallingConfig is toolConfig.functionCallingConfig.
 type FunctionCallingConfig struct {
@@ -294,15 +180,7 @@ type FunctionCallingConfig struct {
 }
 
 func (c *FunctionCallingConfig) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, c, func(name []byte) error {
-		switch string(name) {
-		case "mode":
-			return c.Mode.UnmarshalJSONFrom(d)
-		case "allowedFunctionNames":
-			return c.AllowedFunctionNames.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
+	return wirejson.Struct(d, c)
 }
 
 // GenConfig is generationConfig.
@@ -330,51 +208,7 @@ type GenConfig struct {
 	MediaResolution  Value `json:"mediaResolution"`
 }
 
-func (g *GenConfig) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, g, func(name []byte) error {
-		switch string(name) {
-		case "responseMimeType":
-			return g.ResponseMimeType.UnmarshalJSONFrom(d)
-		case "responseSchema":
-			return g.ResponseSchema.UnmarshalJSONFrom(d)
-		case "responseJsonSchema":
-			return g.ResponseJSONSchema.UnmarshalJSONFrom(d)
-		case "thinkingConfig":
-			return g.ThinkingConfig.UnmarshalJSONFrom(d)
-		case "stopSequences":
-			return g.StopSequences.UnmarshalJSONFrom(d)
-		case "candidateCount":
-			return g.CandidateCount.UnmarshalJSONFrom(d)
-		case "responseModalities":
-			return g.ResponseModalities.UnmarshalJSONFrom(d)
-		case "responseLogprobs":
-			return g.ResponseLogprobs.UnmarshalJSONFrom(d)
-		case "logprobs":
-			return g.Logprobs.UnmarshalJSONFrom(d)
-		case "speechConfig":
-			return g.SpeechConfig.UnmarshalJSONFrom(d)
-		case "imageConfig":
-			return g.ImageConfig.UnmarshalJSONFrom(d)
-		case "temperature":
-			return g.Temperature.UnmarshalJSONFrom(d)
-		case "topP":
-			return g.TopP.UnmarshalJSONFrom(d)
-		case "topK":
-			return g.TopK.UnmarshalJSONFrom(d)
-		case "maxOutputTokens":
-			return g.MaxOutputTokens.UnmarshalJSONFrom(d)
-		case "presencePenalty":
-			return g.PresencePenalty.UnmarshalJSONFrom(d)
-		case "frequencyPenalty":
-			return g.FrequencyPenalty.UnmarshalJSONFrom(d)
-		case "seed":
-			return g.Seed.UnmarshalJSONFrom(d)
-		case "mediaResolution":
-			return g.MediaResolution.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (g *GenConfig) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, g) }
 
 // ThinkingConfig is generationConfig.thinkingConfig.
 type ThinkingConfig struct {
@@ -383,19 +217,7 @@ type ThinkingConfig struct {
 	IncludeThoughts Bool   `json:"includeThoughts"`
 }
 
-func (c *ThinkingConfig) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, c, func(name []byte) error {
-		switch string(name) {
-		case "thinkingBudget":
-			return c.ThinkingBudget.UnmarshalJSONFrom(d)
-		case "thinkingLevel":
-			return c.ThinkingLevel.UnmarshalJSONFrom(d)
-		case "includeThoughts":
-			return c.IncludeThoughts.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (c *ThinkingConfig) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, c) }
 
 // Decode reads body, which must be one JSON object, into a Request, as
 // wirejson.Decode does (its errors; wirejson.DuplicateName finds a repeated

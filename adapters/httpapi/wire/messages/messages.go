@@ -33,29 +33,7 @@ type Block struct {
 	IsError   wirejson.Bool   `json:"is_error"`
 }
 
-func (b *Block) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, b, func(name []byte) error {
-		switch string(name) {
-		case "type":
-			return b.Type.UnmarshalJSONFrom(d)
-		case "text":
-			return b.Text.UnmarshalJSONFrom(d)
-		case "id":
-			return b.ID.UnmarshalJSONFrom(d)
-		case "name":
-			return b.Name.UnmarshalJSONFrom(d)
-		case "input":
-			return b.Input.UnmarshalJSONFrom(d)
-		case "tool_use_id":
-			return b.ToolUseID.UnmarshalJSONFrom(d)
-		case "content":
-			return b.Content.UnmarshalJSONFrom(d)
-		case "is_error":
-			return b.IsError.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (b *Block) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, b) }
 
 // Message is one entry of messages.
 type Message struct {
@@ -63,17 +41,7 @@ type Message struct {
 	Content Content         `json:"content"`
 }
 
-func (m *Message) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, m, func(name []byte) error {
-		switch string(name) {
-		case "role":
-			return m.Role.UnmarshalJSONFrom(d)
-		case "content":
-			return m.Content.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (m *Message) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, m) }
 
 // Tool is one entry of tools: a custom tool, or a server tool by its type.
 type Tool struct {
@@ -84,23 +52,7 @@ type Tool struct {
 	Strict      wirejson.Bool   `json:"strict"`
 }
 
-func (t *Tool) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, t, func(name []byte) error {
-		switch string(name) {
-		case "type":
-			return t.Type.UnmarshalJSONFrom(d)
-		case "name":
-			return t.Name.UnmarshalJSONFrom(d)
-		case "description":
-			return t.Description.UnmarshalJSONFrom(d)
-		case "input_schema":
-			return t.InputSchema.UnmarshalJSONFrom(d)
-		case "strict":
-			return t.Strict.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (t *Tool) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, t) }
 
 // Tools is the tools member, read into entries only when asked.
 type Tools = wirejson.List[wirejson.Object[Tool]]
@@ -111,17 +63,7 @@ type ToolChoice struct {
 	DisableParallelToolUse wirejson.Bool   `json:"disable_parallel_tool_use"`
 }
 
-func (c *ToolChoice) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, c, func(name []byte) error {
-		switch string(name) {
-		case "type":
-			return c.Type.UnmarshalJSONFrom(d)
-		case "disable_parallel_tool_use":
-			return c.DisableParallelToolUse.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (c *ToolChoice) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, c) }
 
 // Thinking is thinking.
 type Thinking struct {
@@ -129,17 +71,7 @@ type Thinking struct {
 	BudgetTokens wirejson.Number `json:"budget_tokens"`
 }
 
-func (t *Thinking) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, t, func(name []byte) error {
-		switch string(name) {
-		case "type":
-			return t.Type.UnmarshalJSONFrom(d)
-		case "budget_tokens":
-			return t.BudgetTokens.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (t *Thinking) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, t) }
 
 // OutputConfig is output_config.
 type OutputConfig struct {
@@ -147,17 +79,7 @@ type OutputConfig struct {
 	Format wirejson.Object[Format] `json:"format"`
 }
 
-func (o *OutputConfig) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, o, func(name []byte) error {
-		switch string(name) {
-		case "effort":
-			return o.Effort.UnmarshalJSONFrom(d)
-		case "format":
-			return o.Format.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (o *OutputConfig) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, o) }
 
 // Format is output_config.format.
 type Format struct {
@@ -165,17 +87,7 @@ type Format struct {
 	Schema wirejson.Raw    `json:"schema"`
 }
 
-func (f *Format) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, f, func(name []byte) error {
-		switch string(name) {
-		case "type":
-			return f.Type.UnmarshalJSONFrom(d)
-		case "schema":
-			return f.Schema.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (f *Format) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, f) }
 
 // Request is a Messages request (count_tokens: the same without max_tokens).
 type Request struct {
@@ -205,59 +117,11 @@ type Request struct {
 	Container         wirejson.Value `json:"container"`
 }
 
-// Every struct type here reads itself member by member (wirejson.Members),
-// not by json's reading of its tags: the switch names the members the tags
-// name, and wirejson's tests check that the two read every body alike.
+// Every struct type here reads itself (wirejson.Struct): by its tags, as
+// json would, through a table made once per type; wirejson's tests check
+// that the two read every body alike.
 
-func (r *Request) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, r, func(name []byte) error {
-		switch string(name) {
-		case "model":
-			return r.Model.UnmarshalJSONFrom(d)
-		case "max_tokens":
-			return r.MaxTokens.UnmarshalJSONFrom(d)
-		case "stream":
-			return r.Stream.UnmarshalJSONFrom(d)
-		case "system":
-			return r.System.UnmarshalJSONFrom(d)
-		case "messages":
-			return r.Messages.UnmarshalJSONFrom(d)
-		case "tools":
-			return r.Tools.UnmarshalJSONFrom(d)
-		case "tool_choice":
-			return r.ToolChoice.UnmarshalJSONFrom(d)
-		case "stop_sequences":
-			return r.StopSequences.UnmarshalJSONFrom(d)
-		case "thinking":
-			return r.Thinking.UnmarshalJSONFrom(d)
-		case "output_config":
-			return r.OutputConfig.UnmarshalJSONFrom(d)
-		case "mcp_servers":
-			return r.MCPServers.UnmarshalJSONFrom(d)
-		case "temperature":
-			return r.Temperature.UnmarshalJSONFrom(d)
-		case "top_p":
-			return r.TopP.UnmarshalJSONFrom(d)
-		case "top_k":
-			return r.TopK.UnmarshalJSONFrom(d)
-		case "metadata":
-			return r.Metadata.UnmarshalJSONFrom(d)
-		case "service_tier":
-			return r.ServiceTier.UnmarshalJSONFrom(d)
-		case "context_management":
-			return r.ContextManagement.UnmarshalJSONFrom(d)
-		case "cache_control":
-			return r.CacheControl.UnmarshalJSONFrom(d)
-		case "speed":
-			return r.Speed.UnmarshalJSONFrom(d)
-		case "inference_geo":
-			return r.InferenceGeo.UnmarshalJSONFrom(d)
-		case "container":
-			return r.Container.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (r *Request) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, r) }
 
 // Decode reads body, which must be one JSON object, into a Request
 // (wirejson.Decode).

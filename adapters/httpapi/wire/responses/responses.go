@@ -56,53 +56,21 @@ type Request struct {
 	// response object: metadata, temperature, top_p, max_output_tokens,
 	// user) or refuses unless default (previous_response_id, background, …),
 	// and members no one reads.
-	Fields map[string]wirejson.Value `json:",unknown"`
+	Fields wirejson.Fields `json:",unknown"`
 }
 
-// Every struct type here reads itself member by member (wirejson.Members),
-// not by json's reading of its tags: the switch names the members the tags
-// name, and wirejson's tests check that the two read every body alike.
+// Every struct type here reads itself (wirejson.Struct): by its tags, as
+// json would, through a table made once per type; wirejson's tests check
+// that the two read every body alike.
 
-func (r *Request) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, r, func(name []byte) error {
-		switch string(name) {
-		case "model":
-			return r.Model.UnmarshalJSONFrom(d)
-		case "stream":
-			return r.Stream.UnmarshalJSONFrom(d)
-		case "parallel_tool_calls":
-			return r.ParallelToolCalls.UnmarshalJSONFrom(d)
-		case "instructions":
-			return r.Instructions.UnmarshalJSONFrom(d)
-		case "input":
-			return r.Input.UnmarshalJSONFrom(d)
-		case "tools":
-			return r.Tools.UnmarshalJSONFrom(d)
-		case "tool_choice":
-			return r.ToolChoice.UnmarshalJSONFrom(d)
-		case "reasoning":
-			return r.Reasoning.UnmarshalJSONFrom(d)
-		case "text":
-			return r.Text.UnmarshalJSONFrom(d)
-		}
-		return wirejson.ReadUnknown(d, &r.Fields, name)
-	})
-}
+func (r *Request) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, r) }
 
 // Reasoning is reasoning.
 type Reasoning struct {
 	Effort String `json:"effort"`
 }
 
-func (r *Reasoning) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, r, func(name []byte) error {
-		switch string(name) {
-		case "effort":
-			return r.Effort.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (r *Reasoning) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, r) }
 
 // Text is text: the verbosity of the answer, and its format.
 type Text struct {
@@ -110,17 +78,7 @@ type Text struct {
 	Format    Object[TextFormat] `json:"format"`
 }
 
-func (t *Text) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, t, func(name []byte) error {
-		switch string(name) {
-		case "verbosity":
-			return t.Verbosity.UnmarshalJSONFrom(d)
-		case "format":
-			return t.Format.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (t *Text) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, t) }
 
 // TextFormat is text.format: {"type":"text"}, {"type":"json_object"}, or a
 // json_schema format with its members beside the type (name, description,
@@ -133,23 +91,7 @@ type TextFormat struct {
 	Strict      Bool   `json:"strict"`
 }
 
-func (f *TextFormat) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, f, func(name []byte) error {
-		switch string(name) {
-		case "type":
-			return f.Type.UnmarshalJSONFrom(d)
-		case "name":
-			return f.Name.UnmarshalJSONFrom(d)
-		case "description":
-			return f.Description.UnmarshalJSONFrom(d)
-		case "schema":
-			return f.Schema.UnmarshalJSONFrom(d)
-		case "strict":
-			return f.Strict.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (f *TextFormat) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, f) }
 
 // Input is input: a string (one user message) or an array of items.
 type Input = wirejson.TextOr[Object[Item]]
@@ -172,31 +114,7 @@ type Item struct {
 	Output Parts `json:"output"`
 }
 
-func (it *Item) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, it, func(name []byte) error {
-		switch string(name) {
-		case "type":
-			return it.Type.UnmarshalJSONFrom(d)
-		case "role":
-			return it.Role.UnmarshalJSONFrom(d)
-		case "content":
-			return it.Content.UnmarshalJSONFrom(d)
-		case "call_id":
-			return it.CallID.UnmarshalJSONFrom(d)
-		case "name":
-			return it.Name.UnmarshalJSONFrom(d)
-		case "namespace":
-			return it.Namespace.UnmarshalJSONFrom(d)
-		case "arguments":
-			return it.Arguments.UnmarshalJSONFrom(d)
-		case "input":
-			return it.Input.UnmarshalJSONFrom(d)
-		case "output":
-			return it.Output.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (it *Item) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, it) }
 
 // Parts is a string or an array of content parts (a message's content, a
 // tool output).
@@ -228,27 +146,7 @@ type Tool struct {
 	Tools       Array[ToolEntry]     `json:"tools"`
 }
 
-func (t *Tool) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, t, func(name []byte) error {
-		switch string(name) {
-		case "type":
-			return t.Type.UnmarshalJSONFrom(d)
-		case "name":
-			return t.Name.UnmarshalJSONFrom(d)
-		case "description":
-			return t.Description.UnmarshalJSONFrom(d)
-		case "parameters":
-			return t.Parameters.UnmarshalJSONFrom(d)
-		case "strict":
-			return t.Strict.UnmarshalJSONFrom(d)
-		case "format":
-			return t.Format.UnmarshalJSONFrom(d)
-		case "tools":
-			return t.Tools.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (t *Tool) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, t) }
 
 // CustomFormat is a custom tool's format.
 type CustomFormat struct {
@@ -257,19 +155,7 @@ type CustomFormat struct {
 	Definition String `json:"definition"`
 }
 
-func (f *CustomFormat) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, f, func(name []byte) error {
-		switch string(name) {
-		case "type":
-			return f.Type.UnmarshalJSONFrom(d)
-		case "syntax":
-			return f.Syntax.UnmarshalJSONFrom(d)
-		case "definition":
-			return f.Definition.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (f *CustomFormat) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, f) }
 
 // ToolChoice is tool_choice: a mode string or an object, kept as sent (the
 // response object echoes it).
@@ -282,19 +168,7 @@ type ToolChoiceObject struct {
 	Namespace String `json:"namespace"`
 }
 
-func (o *ToolChoiceObject) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return wirejson.Members(d, o, func(name []byte) error {
-		switch string(name) {
-		case "type":
-			return o.Type.UnmarshalJSONFrom(d)
-		case "name":
-			return o.Name.UnmarshalJSONFrom(d)
-		case "namespace":
-			return o.Namespace.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (o *ToolChoiceObject) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson.Struct(d, o) }
 
 // Decode reads body, which must be one JSON object, into a Request. Its
 // errors are wirejson.Decode's (wirejson.DuplicateName finds a repeated

@@ -20,7 +20,7 @@ import (
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 )
 
-// The types that read themselves member by member (wirejson.Members) must
+// The types that read themselves member by member (wirejson.Struct) must
 // read every body as json reads the same struct by its tags: the same value,
 // or an error where it has one, a repeated name found at the same path.
 // Each is compared with a copy of its type that has no method (json reads it
@@ -313,28 +313,28 @@ func TestEveryWalkIsCompared(t *testing.T) {
 		is.NoErr(err)
 		for _, decl := range f.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
-			if !ok || fn.Recv == nil || fn.Name.Name != "UnmarshalJSONFrom" || !callsMembers(fn) {
+			if !ok || fn.Recv == nil || fn.Name.Name != "UnmarshalJSONFrom" || !callsStruct(fn) {
 				continue
 			}
 			recv := fn.Recv.List[0].Type.(*ast.StarExpr).X.(*ast.Ident).Name
 			name := f.Name.Name + "." + recv
 			if !compared[name] {
-				t.Errorf("%s reads itself with wirejson.Members but is not in walkedTypes", name)
+				t.Errorf("%s reads itself with wirejson.Struct but is not in walkedTypes", name)
 			}
 		}
 	}
 }
 
-// callsMembers says whether fn's body calls Members (wirejson.Members, or
-// Members in wirejson itself).
-func callsMembers(fn *ast.FuncDecl) bool {
+// callsStruct says whether fn's body calls Struct (wirejson.Struct, or
+// Struct in wirejson itself).
+func callsStruct(fn *ast.FuncDecl) bool {
 	found := false
 	ast.Inspect(fn.Body, func(n ast.Node) bool {
 		switch c := n.(type) {
 		case *ast.SelectorExpr:
-			found = found || c.Sel.Name == "Members"
+			found = found || c.Sel.Name == "Struct"
 		case *ast.Ident:
-			found = found || c.Name == "Members"
+			found = found || c.Name == "Struct"
 		}
 		return !found
 	})

@@ -12,9 +12,9 @@
 // keep working, or kept by name as Values where a request type lists its
 // other members for the ingress's field policy (chat's and Responses'
 // Fields). The wire packages' structs read themselves member by member
-// (Members), with the same rules, which are its decoder's (jsontext), and
-// the member types read their values from it directly: json's own reading
-// of a struct cost more than the members it read.
+// (Struct, over Members), with the same rules, which are its decoder's
+// (jsontext), and the member types read their values from it directly:
+// json's own reading of a struct cost more than the members it read.
 //
 // A member of the wrong kind is not a decode error: every field records the
 // kind it was sent with (Kind, 0 when absent), and the ingress refuses it in
@@ -344,25 +344,16 @@ type TextPart struct {
 	Text String `json:"text"`
 }
 
-func (p *TextPart) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return Members(d, p, func(name []byte) error {
-		switch string(name) {
-		case "type":
-			return p.Type.UnmarshalJSONFrom(d)
-		case "text":
-			return p.Text.UnmarshalJSONFrom(d)
-		}
-		return d.SkipValue()
-	})
-}
+func (p *TextPart) UnmarshalJSONFrom(d *jsontext.Decoder) error { return Struct(d, p) }
 
 // Members reads the object d is at into v, member by member, as json reads
 // an object into a struct: member reads the value of the member called name
 // (the decoder's memory, valid during the call only), or skips it. The
-// struct types of the wire packages read themselves with it, naming their
-// members in a switch, because json's own reading of a struct (a lookup of
-// each member's field, then of the field's reader, then checks around the
-// call) costs more than most of their members' reading.
+// struct types of the wire packages read themselves with it (Struct, which
+// finds each member's field in a table made from the tags), because json's
+// own reading of a struct (a lookup of each member's field, then of the
+// field's reader, then checks around the call) costs more than most of
+// their members' reading.
 //
 // It keeps every rule of the strict decode, which are the decoder's: a
 // repeated name is its error (unless its options allow it, as DecodePart's
