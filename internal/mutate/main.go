@@ -119,7 +119,7 @@ var mutants = []mutant{
 		"func IsLow(r rune) bool { return r >= 0xDC00 && r < 0xE000 }", "func IsLow(r rune) bool { return r >= 0xD800 && r < 0xE000 }", "./adapters/httpapi/", "Surrogate|InvalidText"},
 	{"an Origin of any scheme accepted", "adapters/httpapi/host.go",
 		"(u.Scheme != \"http\" && u.Scheme != \"https\") || u.Host == \"\"", "u.Host == \"\"", "./adapters/httpapi/", "Origin"},
-	{"/v1/responses defaults parallel_tool_calls to false", "adapters/httpapi/respapi/responses_decode.go",
+	{"/v1/responses defaults parallel_tool_calls to false", "adapters/httpapi/respapi/decode.go",
 		"rules.OptionalBool(wr.ParallelToolCalls, \"parallel_tool_calls\", true)", "rules.OptionalBool(wr.ParallelToolCalls, \"parallel_tool_calls\", false)", "./adapters/httpapi/", ""},
 	{"answers before routing under /admin lack the browser headers", "adapters/httpapi/server.go",
 		"\t\tif strings.HasPrefix(r.URL.Path, pathAdmin) {\n\t\t\tsetAdminHeaders(w.Header())", "\t\tif strings.HasPrefix(r.URL.Path, pathAdmin+\"/static/\") {\n\t\t\tsetAdminHeaders(w.Header())", "./adapters/httpapi/", "Admin"},

@@ -1,13 +1,13 @@
 package main
 
 // The shared field policy read over typed values (wirejson.Value,
-// rules/policy.go, respapi/responses_decode.go): each defect is caught by the test
+// rules/policy.go, respapi/decode.go): each defect is caught by the test
 // its -run names.
 func init() {
 	const (
 		httpapi = "./adapters/httpapi/"
 		policy  = "adapters/httpapi/rules/policy.go"
-		decode  = "adapters/httpapi/respapi/responses_decode.go"
+		decode  = "adapters/httpapi/respapi/decode.go"
 		wire    = "adapters/httpapi/wire/wirejson/wirejson.go"
 	)
 	mutants = append(mutants,

@@ -1,14 +1,14 @@
 package main
 
 // The Responses request's typed read and translation (wire/responses,
-// respapi/responses_decode.go, respapi/responses_tools.go): each defect is
+// respapi/decode.go, respapi/tools.go): each defect is
 // caught by the test its -run names.
 func init() {
 	const (
 		httpapi = "./adapters/httpapi/"
 		respapi = "./adapters/httpapi/respapi/"
-		decode  = "adapters/httpapi/respapi/responses_decode.go"
-		tools   = "adapters/httpapi/respapi/responses_tools.go"
+		decode  = "adapters/httpapi/respapi/decode.go"
+		tools   = "adapters/httpapi/respapi/tools.go"
 	)
 	mutants = append(mutants,
 		mutant{"responses: a tool schema kept as sent, not as the route has always kept it", tools,

@@ -17,7 +17,7 @@ import (
 // request is read once (wire/gemini) and translated here into a
 // chat.Request (systemInstruction → a system message, contents → messages,
 // functionCall/functionResponse parts → tool calls and tool messages,
-// functionDeclarations → chat tools under the shared rule, newTool). The
+// functionDeclarations → chat tools under the shared rule, rules.Settings.NewTools). The
 // model comes from the path. docs/GEMINI.md lists every field and how it
 // is treated.
 
@@ -379,7 +379,7 @@ var serverTools = map[string]bool{
 }
 
 // geminiTools translates tools[].functionDeclarations into chat tools
-// under the rules every API's tools have (toolSet); all declarations of all
+// under the rules every API's tools have (rules.Settings.ToolSet); all declarations of all
 // entries form one tool set, every entry's shape checked first
 // (geminiToolDefs).
 func geminiTools(in *rules.Settings, t gemini.Tools) ([]chat.Tool, error) {

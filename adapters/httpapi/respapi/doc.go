@@ -1,10 +1,10 @@
 // Package respapi is the Responses API (POST /v1/responses) without its
 // transport. The API is served statelessly on the same core as chat
 // completions: its request is translated into a chat.Request (Decode: input
-// items → messages, Responses tools → chat tools, responses_decode.go and
-// responses_tools.go), the same app turn runs, and its deltas are rendered
+// items → messages, Responses tools → chat tools, decode.go and
+// tools.go), the same app turn runs, and its deltas are rendered
 // as a response object or the Responses event stream (Answer,
-// responses_render.go, over sse/respsse). docs/RESPONSES.md lists every
+// answer.go, over sse/respsse). docs/RESPONSES.md lists every
 // field and how it is treated.
 //
 // It reads the rules every API's translation shares (package rules) and

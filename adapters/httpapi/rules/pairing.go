@@ -175,7 +175,7 @@ func (pr *Pairing) Call(id, name, args string) {
 	pr.calls = append(pr.calls, PendingCall{ID: id, Name: name})
 }
 
-// EndAssistant (pairTurns) ends assistant turn i: its message joins the
+// EndAssistant (PairTurns) ends assistant turn i: its message joins the
 // conversation unless it carries nothing the upstream can use (thinking
 // only), which leaves the pairing as it was.
 func (pr *Pairing) EndAssistant(i int) {
@@ -249,7 +249,7 @@ func (pr *Pairing) AddText(t string) {
 	pr.hasText = true
 }
 
-// EndUser (pairTurns) ends the user turn: every pending call must be
+// EndUser (PairTurns) ends the user turn: every pending call must be
 // answered; the answers (text after them added to the last) or else one
 // user message of its text join the conversation.
 func (pr *Pairing) EndUser() error {
@@ -276,7 +276,7 @@ func (pr *Pairing) EndUser() error {
 	return nil
 }
 
-// End (pairTurns) checks the whole conversation (of n turns as sent): it
+// End (PairTurns) checks the whole conversation (of n turns as sent): it
 // holds a message, its last assistant turn's calls are answered, and it
 // does not End in an assistant turn.
 func (pr *Pairing) End(n int) error {

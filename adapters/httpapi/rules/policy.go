@@ -92,11 +92,11 @@ var fieldRules = map[string]Check{
 	"background":           RefusedWhenTrue("background responses are not kept."),
 	// An OpenAI route's refusal of the Messages API's system prompt: the chat
 	// and Responses APIs have none at the top level, and dropping it would
-	// answer a different conversation (msgapi/messages_decode.go reads it on
+	// answer a different conversation (msgapi/decode.go reads it on
 	// /v1/messages and never consults this rule).
 	"system": refusedAnthropicSystem,
 	// The Messages API's own fields that it passes on as sent
-	// (msgapi/messages_decode.go reads thinking, output_config and mcp_servers).
+	// (msgapi/decode.go reads thinking, output_config and mcp_servers).
 	"top_k":              ignoredInteger,
 	"thinking":           nil, // Messages reads it typed (msgapi's checkMessagesFields)
 	"output_config":      nil, // Messages reads it typed

@@ -1,7 +1,7 @@
 package rules
 
-// This file translates chat tool definitions and tool_choice, and holds the
-// rules every API's tool definitions share (newTool).
+// This file is the one tool-set rule every API's tool definitions share
+// (ToolSet, NewTools, newTool) and the OpenAI APIs' tool_choice (ToolChoice).
 
 import (
 	"encoding/json"
