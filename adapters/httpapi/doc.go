@@ -12,6 +12,12 @@
 // call them, the error shape), from which the mux, the 405s and the 404s are
 // registered.
 //
+// This package is the transport. Each API's translation of a request into
+// the domain's chat.Request and its answer are a package of their own
+// (chatapi, respapi, msgapi, gemapi), over the rules every translation
+// shares (package rules) and what every answer shares (package answer); a
+// route's handler here is thin: serveTurn with the API's Decode and Answer.
+//
 // # Errors
 //
 // Handlers return their failure instead of writing it (HandlerFunc); the
@@ -118,8 +124,8 @@
 // with UsageEstimatesOff, when none was reported) precedes data: [DONE]. A failure after the headers is
 // one data: {"error":{…}} event and the end of the response.
 //
-// Each of the three stream grammars is written through its emitter (package
-// sse and its chatsse, respsse and msgsse), which refuses an event its grammar
+// Each of the four stream grammars is written through its emitter (package
+// sse and its chatsse, respsse, msgsse and gemsse), which refuses an event its grammar
 // does not allow; answer.Drive (package answer) reads the turn for all of them and
 // turns such a refusal into the grammar's failure event.
 //
