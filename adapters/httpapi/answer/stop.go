@@ -3,6 +3,8 @@ package answer
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pmgate/pmgate/app"
 )
 
 // StopScanner enforces stop_sequences on text that arrives in pieces: the
@@ -66,4 +68,15 @@ func (sc *StopScanner) Flush() string {
 	out := sc.pending
 	sc.pending = ""
 	return out
+}
+
+// Step is a stream's step cut at the stop sequences: the text that may be
+// shown now, and the step's tool-call fragment, or nil once a sequence
+// stopped the turn (the turn ends there: no call after it is shown).
+func (sc *StopScanner) Step(st Step) (text string, call *app.ToolCallDelta) {
+	text = sc.Feed(st.Text)
+	if sc.Matched != nil {
+		return text, nil
+	}
+	return text, st.Call
 }

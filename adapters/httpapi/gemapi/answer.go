@@ -143,12 +143,9 @@ func (g *gemTurnStream) Opened() bool { return g.gs.Opened() }
 func (g *gemTurnStream) Open() error  { return g.gs.Open() }
 
 func (g *gemTurnStream) Step(st answer.Step) error {
-	if err := g.gs.Text(g.sc.Feed(st.Text)); err != nil {
+	text, c := g.sc.Step(st)
+	if err := g.gs.Text(text); err != nil || c == nil {
 		return err
-	}
-	c := st.Call
-	if c == nil || g.sc.Matched != nil {
-		return nil
 	}
 	if st.First {
 		g.calls = append(g.calls, chat.ToolCall{ID: c.ID, Name: c.Name})

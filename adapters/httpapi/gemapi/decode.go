@@ -119,12 +119,8 @@ func translateGemini(in *rules.Settings, wr gemini.Request, model string, stream
 // structured output, stopSequences enforced on the text.
 func geminiGenConfig(gc gemini.Object[gemini.GenConfig], gr *Request) error {
 	const p = "generationConfig"
-	switch gc.Kind {
-	case 0, 'n':
-		return nil
-	case '{':
-	default:
-		return rules.Invalid(p, "must be an object.")
+	if ok, err := rules.NullOrObject(p, gc.Kind); !ok {
+		return err
 	}
 	c := &gc.V
 	for _, f := range []struct {
@@ -201,12 +197,8 @@ func geminiModalities(a gemini.Array[gemini.String]) error {
 // includeThoughts is accepted: the gateway shows no thoughts.
 func geminiThinking(tc gemini.Object[gemini.ThinkingConfig]) (chat.ThinkingLevel, error) {
 	const p = "generationConfig.thinkingConfig"
-	switch tc.Kind {
-	case 0, 'n':
-		return chat.ThinkingOff, nil
-	case '{':
-	default:
-		return chat.ThinkingOff, rules.Invalid(p, "must be an object.")
+	if ok, err := rules.NullOrObject(p, tc.Kind); !ok {
+		return chat.ThinkingOff, err
 	}
 	if b := tc.V.IncludeThoughts; !gemini.Absent(b.Kind) && !b.IsBool() {
 		return chat.ThinkingOff, rules.Invalid(p+".includeThoughts", "must be a boolean.")
@@ -460,23 +452,15 @@ func geminiToolDef(at string, fd *gemini.FunctionDeclaration) rules.ToolDef {
 // API's "any" is. allowedFunctionNames belongs to those modes only.
 func geminiToolConfig(tc gemini.Object[gemini.ToolConfig], req *chat.Request) error {
 	const p = "toolConfig"
-	switch tc.Kind {
-	case 0, 'n':
-		return nil
-	case '{':
-	default:
-		return rules.Invalid(p, "must be an object.")
+	if ok, err := rules.NullOrObject(p, tc.Kind); !ok {
+		return err
 	}
 	if err := rules.Ignored(rules.KindObject)(p+".retrievalConfig", tc.V.RetrievalConfig); err != nil {
 		return err
 	}
 	fc := tc.V.FunctionCallingConfig
-	switch fc.Kind {
-	case 0, 'n':
-		return nil
-	case '{':
-	default:
-		return rules.Invalid(p+".functionCallingConfig", "must be an object.")
+	if ok, err := rules.NullOrObject(p+".functionCallingConfig", fc.Kind); !ok {
+		return err
 	}
 	const fp = p + ".functionCallingConfig"
 	mode := fc.V.Mode

@@ -162,23 +162,15 @@ var messagesFields = rules.Policy("temperature", "top_p", "top_k", "metadata", "
 // API's text.format.
 func checkOutputConfig(oc wirejson.Object[messages.OutputConfig]) error {
 	const param = "output_config"
-	switch oc.Kind {
-	case 0, 'n':
-		return nil
-	case '{':
-	default:
-		return rules.Invalid(param, "must be an object.")
+	if ok, err := rules.NullOrObject(param, oc.Kind); !ok {
+		return err
 	}
 	if e := oc.V.Effort; !wirejson.Absent(e.Kind) && !e.IsString() {
 		return rules.Invalid(param+".effort", "must be a string.")
 	}
 	format := oc.V.Format
-	switch format.Kind {
-	case 0, 'n':
-		return nil
-	case '{':
-	default:
-		return rules.Invalid(param+".format", "must be an object.")
+	if ok, err := rules.NullOrObject(param+".format", format.Kind); !ok {
+		return err
 	}
 	// The Messages API's only structured format is json_schema.
 	if t := format.V.Type; !t.IsString() {
@@ -580,12 +572,8 @@ func messagesToolDefs(items []wirejson.Object[messages.Tool]) ([]rules.ToolDef, 
 // disable_parallel_tool_use). "any" and "tool" would need the answer to be a
 // tool call, which the upstream cannot be made to produce: refused.
 func messagesToolChoice(tc wirejson.Object[messages.ToolChoice], mr *Request) error {
-	switch tc.Kind {
-	case 0, 'n':
-		return nil
-	case '{':
-	default:
-		return rules.Invalid("tool_choice", "must be an object.")
+	if ok, err := rules.NullOrObject("tool_choice", tc.Kind); !ok {
+		return err
 	}
 	typ, err := rules.RequiredString(tc.V.Type, "tool_choice.type")
 	if err != nil {

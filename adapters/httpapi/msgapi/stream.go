@@ -67,12 +67,9 @@ func (m *msgStream) Open() error {
 }
 
 func (m *msgStream) Step(st answer.Step) error {
-	if err := m.ms.Text(m.sc.Feed(st.Text)); err != nil {
+	text, c := m.sc.Step(st)
+	if err := m.ms.Text(text); err != nil || c == nil {
 		return err
-	}
-	c := st.Call
-	if c == nil || m.sc.Matched != nil {
-		return nil
 	}
 	if st.First {
 		if err := m.ms.Text(m.sc.Flush()); err != nil {
