@@ -17,20 +17,16 @@ import (
 // path, and the thin handlers over package gemapi (the translation and the
 // answer).
 
-// Paths and methods of the Gemini API surface (docs/GEMINI.md).
-const (
-	pathGeminiModels = "/v1beta/models"
-	gemGenerate      = gemapi.Generate
-	gemStreamMethod  = gemapi.StreamGenerate
-	gemCount         = gemapi.CountTokens
-)
+// pathGeminiModels is the root of the Gemini API surface (docs/GEMINI.md);
+// its methods are gemapi's (Generate, StreamGenerate, CountTokens).
+const pathGeminiModels = "/v1beta/models"
 
 // geminiRouteTemplates are the values routeOf gives the Gemini routes
 // (never the model a client put in the path): the v1beta routes, and the
 // v1 methods (GET /v1/models and /v1/models/{id} keep their OpenAI names).
 var geminiRouteTemplates = []string{pathGeminiModels, pathGeminiModels + "/{model}",
-	pathGeminiModels + "/{model}:" + gemGenerate, pathGeminiModels + "/{model}:" + gemStreamMethod, pathGeminiModels + "/{model}:" + gemCount,
-	pathModels + "/{model}:" + gemGenerate, pathModels + "/{model}:" + gemStreamMethod, pathModels + "/{model}:" + gemCount}
+	pathGeminiModels + "/{model}:" + gemapi.Generate, pathGeminiModels + "/{model}:" + gemapi.StreamGenerate, pathGeminiModels + "/{model}:" + gemapi.CountTokens,
+	pathModels + "/{model}:" + gemapi.Generate, pathModels + "/{model}:" + gemapi.StreamGenerate, pathModels + "/{model}:" + gemapi.CountTokens}
 
 // geminiRouteOf names a Gemini route for logs, metrics and spans ("" when
 // the path is not one).
@@ -51,7 +47,7 @@ func geminiRouteOf(path string) string {
 	switch {
 	case !hasMethod && prefix == pathGeminiModels:
 		return pathGeminiModels + "/{model}"
-	case method == gemGenerate, method == gemStreamMethod, method == gemCount:
+	case method == gemapi.Generate, method == gemapi.StreamGenerate, method == gemapi.CountTokens:
 		return prefix + "/{model}:" + method
 	}
 	return ""
@@ -154,14 +150,14 @@ func (s *server) handleGeminiAction(w http.ResponseWriter, r *http.Request) erro
 		return methodNotAllowed(w, "GET, HEAD")
 	}
 	switch method {
-	case gemGenerate, gemStreamMethod:
-	case gemCount:
+	case gemapi.Generate, gemapi.StreamGenerate:
+	case gemapi.CountTokens:
 		return s.geminiCountTokens(w, r, model)
 	default:
 		return &routeError{errs.New(errs.InvalidRequest), http.StatusNotFound,
 			"This gateway serves generateContent, streamGenerateContent and countTokens."}
 	}
-	stream := method == gemStreamMethod
+	stream := method == gemapi.StreamGenerate
 	altSSE := r.URL.Query().Get("alt") == "sse"
 	// The path's refusals come inside serveTurn, after the body is read,
 	// so that the ledger counts them as every API's refusals.
@@ -200,7 +196,7 @@ func (s *server) geminiCountTokens(w http.ResponseWriter, r *http.Request, model
 		return err
 	}
 	w.Header().Set(answer.UsageHeader, "estimated")
-	return writeValue(w, gemapi.Count(gr), "count tokens")
+	return answer.WriteValue(w, gemapi.Count(gr), "count tokens")
 }
 
 // handleGeminiModels serves GET /v1beta/models: the configured models the
@@ -215,7 +211,7 @@ func (s *server) handleGeminiModels(w http.ResponseWriter, r *http.Request) erro
 			list.Models = append(list.Models, gemapi.ModelOf(m))
 		}
 	}
-	return writeValue(w, list, "models")
+	return answer.WriteValue(w, list, "models")
 }
 
 // handleGeminiModel serves GET /v1beta/models/{model}.
@@ -230,5 +226,5 @@ func (s *server) handleGeminiModel(w http.ResponseWriter, r *http.Request) error
 	if err := s.geminiModel(r, id); err != nil {
 		return err
 	}
-	return writeValue(w, gemapi.ModelOf(id), "model")
+	return answer.WriteValue(w, gemapi.ModelOf(id), "model")
 }

@@ -278,13 +278,3 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	}
 	return buf.Bytes(), nil
 }
-
-// writeValue is answer.WriteValue: the transport's own answers (models,
-// probes) write as every API's JSON answer does.
-func writeValue(w http.ResponseWriter, v any, what string) error {
-	return answer.WriteValue(w, v, what)
-}
-
-func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	answer.WriteJSON(w, status, body)
-}

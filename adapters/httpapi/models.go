@@ -5,6 +5,8 @@ package httpapi
 
 import (
 	"net/http"
+
+	"github.com/pmgate/pmgate/adapters/httpapi/answer"
 )
 
 // handleModel serves GET /v1/models/{id}: the model object when the id is
@@ -16,7 +18,7 @@ func (s *server) handleModel(w http.ResponseWriter, r *http.Request) error {
 	if !s.in.Known(id) || !sl.allowsModel(id) {
 		return s.in.ModelNotFound(sl.allowsModel)
 	}
-	return writeValue(w, modelJSON{ID: id, Object: "model", Created: 0, OwnedBy: "pmgate"}, "model")
+	return answer.WriteValue(w, modelJSON{ID: id, Object: "model", Created: 0, OwnedBy: "pmgate"}, "model")
 }
 
 // modelList is the OpenAI list of models.
@@ -42,5 +44,5 @@ func (s *server) handleModels(w http.ResponseWriter, r *http.Request) error {
 			list.Data = append(list.Data, modelJSON{ID: m, Object: "model", Created: 0, OwnedBy: "pmgate"})
 		}
 	}
-	return writeValue(w, list, "models")
+	return answer.WriteValue(w, list, "models")
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/answer"
 	"github.com/pmgate/pmgate/ports"
 )
 
@@ -18,7 +19,7 @@ const (
 // serves HTTP. It checks nothing else, so an orchestrator restarts only a
 // process that no longer answers.
 func handleLivez(w http.ResponseWriter, _ *http.Request) error {
-	writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
+	answer.WriteJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
 	return nil
 }
 
@@ -49,7 +50,7 @@ func (s *server) handleReadyz(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, status, body)
+	answer.WriteJSON(w, status, body)
 	return nil
 }
 
@@ -108,7 +109,7 @@ func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	out["upstream_verified"] = verified
-	return writeValue(w, out, "health fields")
+	return answer.WriteValue(w, out, "health fields")
 }
 
 // verification is the upstream-verified state of Config.Verification
