@@ -24,7 +24,7 @@ func (s *server) handleResponses(w http.ResponseWriter, r *http.Request) error {
 			s.log.LogAttrs(r.Context(), slog.LevelInfo, "responses: built-in tools not offered upstream",
 				slog.Any("tool_types", dropped))
 		}
-		return &rr, rr.Chat(), nil
+		return &rr, rr.Chat, nil
 	}, func(w http.ResponseWriter, r *http.Request, rr *respapi.Request, tr *answer.Reader) error {
 		return respapi.Answer(w, r.Context(), rr, tr, respapi.Env{Now: s.now(), UsageEstimatesOff: s.cfg.UsageEstimatesOff,
 			Fail: s.fail.responses})

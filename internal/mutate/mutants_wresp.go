@@ -16,7 +16,7 @@ func init() {
 		mutant{"responses: a namespaced tool echoed without its namespace", tools,
 			`echo["namespace"] = rules.MustJSON(ns)`, `echo["ns"] = rules.MustJSON(ns)`, httpapi, "ResponsesToolsAreTheChatRoutesTools"},
 		mutant{"responses: a remembered tool set hands out its own slice", tools,
-			"rr.chat.Tools = append([]chat.Tool(nil), ts.chat...)", "rr.chat.Tools = ts.chat", respapi, "ResponsesToolsAreTranslationRemembered"},
+			"rr.Chat.Tools = append([]chat.Tool(nil), ts.chat...)", "rr.Chat.Tools = ts.chat", respapi, "ResponsesToolsAreTranslationRemembered"},
 		// The count is every API's tool-set rule (newTools).
 		mutant{"responses: more tools than MAX_TOOLS accepted", "adapters/httpapi/rules/tools.go",
 			"\tif len(defs) > st.MaxTools {", "\tif len(defs) > st.MaxTools+99 {", httpapi, "ResponsesToolRefusalsComeInTheirOrder"},

@@ -33,7 +33,7 @@ type Env struct {
 // Responses event stream, as the request asked.
 func Answer(w http.ResponseWriter, ctx context.Context, rr *Request, tr *answer.Reader, env Env) error {
 	o := respOutput{req: rr, id: "resp_" + answer.RandText(), created: env.Now.Unix()}
-	if rr.chat.Stream {
+	if rr.Chat.Stream {
 		return streamResponse(w, ctx, o, tr, env)
 	}
 	return completeResponse(w, ctx, o, tr, env)
@@ -110,8 +110,8 @@ func (o respOutput) object(status string, output []json.RawMessage) responseObje
 	rr := o.req
 	obj := responseObject{
 		ID: o.id, Object: "response", CreatedAt: o.created, Status: status,
-		Instructions: rr.instructions, MaxOutputTokens: rr.maxOutput, Metadata: rr.metadata, Model: rr.chat.Model,
-		Output: output, ParallelToolCalls: rr.chat.ParallelToolCalls, Reasoning: rr.reasoning,
+		Instructions: rr.instructions, MaxOutputTokens: rr.maxOutput, Metadata: rr.metadata, Model: rr.Chat.Model,
+		Output: output, ParallelToolCalls: rr.Chat.ParallelToolCalls, Reasoning: rr.reasoning,
 		Temperature: rr.temperature, Text: rr.textEcho(), ToolChoice: rr.toolChoice, Tools: rr.offered,
 		TopP: rr.topP, Truncation: "disabled",
 	}
@@ -203,7 +203,7 @@ func completeResponse(w http.ResponseWriter, ctx context.Context, o respOutput, 
 		output = append(output, call.Item())
 	}
 	obj := o.object("completed", output)
-	u := tr.Usage(o.req.chat, env.UsageEstimatesOff, w.Header())
+	u := tr.Usage(o.req.Chat, env.UsageEstimatesOff, w.Header())
 	obj.Usage = respUsageOf(u)
 	return answer.WriteValue(w, obj, "encode response")
 }
@@ -279,7 +279,7 @@ func (rs *respStream) Finish(ctx context.Context, tr *answer.Reader) error {
 		output = append(output, messageOf("msg_"+answer.RandText(), "", "completed"))
 	}
 	obj := rs.o.object("completed", output)
-	obj.Usage = respUsageOf(tr.Usage(rs.o.req.chat, rs.env.UsageEstimatesOff, nil))
+	obj.Usage = respUsageOf(tr.Usage(rs.o.req.Chat, rs.env.UsageEstimatesOff, nil))
 	return rs.rs.Complete(obj)
 }
 

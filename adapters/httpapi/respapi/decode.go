@@ -14,7 +14,7 @@ import (
 // Request is a translated Responses request: the chat request for the core
 // (Chat) and what the response object must echo.
 type Request struct {
-	chat chat.Request
+	Chat chat.Request
 	// tools, offered and dropped are the translated tool set's (respTools),
 	// which the memory of tool sets shares between requests: never written.
 	// tools maps the chat name of every offered tool back to the client's.
@@ -37,9 +37,6 @@ type Request struct {
 	// structured output.
 	text json.RawMessage
 }
-
-// Chat is the chat request the core takes.
-func (rr *Request) Chat() chat.Request { return rr.chat }
 
 // Dropped lists the types of the built-in tools that were not offered
 // upstream (the transport logs them).
@@ -77,8 +74,8 @@ func translateResponses(in *rules.Settings, wr *responses.Request, allowed func(
 	if err != nil {
 		return Request{}, err
 	}
-	rr := Request{chat: chat.Request{API: "responses", Model: model, ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto}}}
-	req := &rr.chat
+	rr := Request{Chat: chat.Request{API: "responses", Model: model, ToolChoice: chat.ToolChoice{Mode: chat.ToolChoiceAuto}}}
+	req := &rr.Chat
 	if req.Stream, err = rules.OptionalBool(wr.Stream, "stream", false); err != nil {
 		return Request{}, err
 	}
@@ -105,7 +102,7 @@ func translateResponses(in *rules.Settings, wr *responses.Request, allowed func(
 	if err := responsesTools(in, wr.Tools, &rr); err != nil {
 		return Request{}, err
 	}
-	if req.ToolChoice, err = responsesToolChoice(wr.ToolChoice, rr.chat.Tools); err != nil {
+	if req.ToolChoice, err = responsesToolChoice(wr.ToolChoice, rr.Chat.Tools); err != nil {
 		return Request{}, err
 	}
 	rr.toolChoice = json.RawMessage(wr.ToolChoice.Raw)

@@ -52,17 +52,17 @@ func TestResponsesToolsAreTranslationRemembered(t *testing.T) {
 				if werr != nil {
 					continue
 				}
-				is.Equal(got.chat.Tools, want.chat)
+				is.Equal(got.Chat.Tools, want.chat)
 				is.Equal(got.tools, want.byName)
 				is.Equal(got.offered, want.offered)
 				is.Equal(got.dropped, want.dropped)
 				tools.Raw[len(tools.Raw)-3] = 'X' // the request's memory changes after translating: the memory does not
-				if len(got.chat.Tools) > 0 {
-					got.chat.Tools[0] = chat.Tool{Name: "changed"} // nor does a request's change of its own slice
+				if len(got.Chat.Tools) > 0 {
+					got.Chat.Tools[0] = chat.Tool{Name: "changed"} // nor does a request's change of its own slice
 				}
 				var again Request
 				is.NoErr(responsesTools(s, respToolsOf(t, in), &again))
-				is.Equal(again.chat.Tools, want.chat)
+				is.Equal(again.Chat.Tools, want.chat)
 				is.Equal(again.offered, want.offered)
 			}
 		}
@@ -75,7 +75,7 @@ func TestResponsesToolsMemoryIsBounded(t *testing.T) {
 	for i := range 3 * rules.MemoEntries {
 		var rr Request
 		is.NoErr(responsesTools(s, respToolsOf(t, fmt.Sprintf(`[{"type":"function","name":"t%d"}]`, i)), &rr))
-		is.Equal(rr.chat.Tools[0].Name, fmt.Sprintf("t%d", i))
+		is.Equal(rr.Chat.Tools[0].Name, fmt.Sprintf("t%d", i))
 		entries, bytes := decodedRespTools.Size()
 		is.True(entries <= rules.MemoEntries)
 		is.True(bytes <= rules.MemoBytes)

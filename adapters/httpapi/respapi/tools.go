@@ -85,7 +85,7 @@ func responsesTools(in *rules.Settings, t responses.Tools, rr *Request) error {
 		}
 		decodedRespTools.Put(t.Raw, k, ts, size)
 	}
-	rr.chat.Tools = append([]chat.Tool(nil), ts.chat...)
+	rr.Chat.Tools = append([]chat.Tool(nil), ts.chat...)
 	rr.tools, rr.offered, rr.dropped = ts.byName, ts.offered, ts.dropped
 	return nil
 }
