@@ -48,17 +48,3 @@ func TestDecodeToolsIsDecodingRemembered(t *testing.T) {
 		}
 	}
 }
-
-func TestDecodeToolsCacheIsBounded(t *testing.T) {
-	is := is.New(t)
-	st := rules.New(rules.Settings{MaxTools: 4})
-	for i := range 3 * rules.MemoEntries {
-		raw := fmt.Appendf(nil, `[{"type":"function","function":{"name":"t%d"}}]`, i)
-		tools, err := decodeTools(st, raw)
-		is.NoErr(err)
-		is.Equal(tools[0].Name, fmt.Sprintf("t%d", i))
-		entries, bytes := rules.ToolSets()
-		is.True(entries <= rules.MemoEntries)
-		is.True(bytes <= rules.MemoBytes)
-	}
-}

@@ -111,7 +111,3 @@ func (m *Memo[O, V]) Size() (entries, bytes int) {
 	defer m.Unlock()
 	return m.entries, m.bytes
 }
-
-// ToolSets is the size of the memo of ToolSet: what a tool set derived once
-// keeps, bounded like every memo.
-func ToolSets() (entries, bytes int) { return decodedTools.Size() }

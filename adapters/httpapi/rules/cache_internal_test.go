@@ -7,6 +7,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 	"github.com/pmgate/pmgate/domain/toolschema"
 )
 
@@ -60,5 +61,22 @@ func TestLowerSchemaCacheIsBounded(t *testing.T) {
 		is.True(lowerings.entries <= MemoEntries)
 		is.True(lowerings.bytes <= MemoBytes)
 		lowerings.Unlock()
+	}
+}
+
+func TestToolSetMemoryIsBounded(t *testing.T) {
+	is := is.New(t)
+	st := New(Settings{MaxTools: 4})
+	for i := range 3 * MemoEntries {
+		raw := fmt.Appendf(nil, `[{"type":"function","function":{"name":"t%d"}}]`, i)
+		name := fmt.Sprintf("t%d", i)
+		tools, err := st.ToolSet("", wirejson.Raw(raw), func() ([]ToolDef, error) {
+			return []ToolDef{{At: "tools[0].function", Name: name, NameOK: true}}, nil
+		})
+		is.NoErr(err)
+		is.Equal(tools[0].Name, name)
+		entries, held := decodedTools.Size()
+		is.True(entries <= MemoEntries)
+		is.True(held <= MemoBytes)
 	}
 }
