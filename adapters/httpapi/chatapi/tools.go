@@ -22,14 +22,6 @@ func decodeTools(in *rules.Settings, raw json.RawMessage) ([]chat.Tool, error) {
 	return in.ToolSet("", wirejson.Raw(raw), func() ([]rules.ToolDef, error) { return chatToolDefs(wirejson.Raw(raw)), nil })
 }
 
-// decodeToolsOnce is decodeTools without the memory.
-func decodeToolsOnce(in *rules.Settings, raw json.RawMessage) ([]chat.Tool, error) {
-	if present, err := rules.ToolsPresent(wirejson.Raw(raw)); !present {
-		return nil, err
-	}
-	return in.NewTools(chatToolDefs(wirejson.Raw(raw)))
-}
-
 // chatToolDefs reads chat's tool entries. The count comes before any
 // entry's shape, and an entry's shape (type, function) before its rules and
 // after the earlier entries' (docs/API.md): a wrong shape is the

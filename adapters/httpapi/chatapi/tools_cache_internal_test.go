@@ -1,12 +1,14 @@
 package chatapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 
 	"github.com/matryer/is"
 
 	"github.com/pmgate/pmgate/adapters/httpapi/rules"
+	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 	"github.com/pmgate/pmgate/domain/chat"
 	"github.com/pmgate/pmgate/domain/toolschema"
 )
@@ -47,4 +49,12 @@ func TestDecodeToolsIsDecodingRemembered(t *testing.T) {
 			}
 		}
 	}
+}
+
+// decodeToolsOnce is decodeTools without the memory.
+func decodeToolsOnce(in *rules.Settings, raw json.RawMessage) ([]chat.Tool, error) {
+	if present, err := rules.ToolsPresent(wirejson.Raw(raw)); !present {
+		return nil, err
+	}
+	return in.NewTools(chatToolDefs(wirejson.Raw(raw)))
 }

@@ -122,12 +122,3 @@ func OutputConfigFormat(oc wirejson.Object[messages.OutputConfig]) (chat.OutputF
 	}
 	return PrepareOutput(spec)
 }
-
-// DecodeOutputConfigFormat is outputConfigFormat of an output_config as sent.
-func DecodeOutputConfigFormat(outputConfig json.RawMessage) (chat.OutputFormat, error) {
-	oc, err := messages.DecodeOutputConfig(outputConfig)
-	if err != nil {
-		return chat.OutputFormat{}, Invalid("output_config", "must be an object.")
-	}
-	return OutputConfigFormat(oc)
-}

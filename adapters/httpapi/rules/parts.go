@@ -1,18 +1,12 @@
 package rules
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 
 	wchat "github.com/pmgate/pmgate/adapters/httpapi/wire/chat"
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 )
-
-// JoinParts is joinTextOf an array of parts as sent.
-func JoinParts(p string, raw json.RawMessage, noun string, text func(string) bool, known map[string]bool) (string, error) {
-	return JoinTextOf(p, wchat.Parts(raw), noun, text, known)
-}
 
 // JoinTextOf joins the text of an array of text parts with no separator.
 // text says which part types carry text; a type in known is one the API

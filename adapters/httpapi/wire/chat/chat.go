@@ -65,12 +65,6 @@ type Content = wirejson.TextOr[wirejson.Object[Part]]
 // Part is one content part: text parts carry text.
 type Part = wirejson.TextPart
 
-// Parts reads raw, an array of content parts kept as sent (nil when it is
-// not an array).
-func Parts(raw []byte) []wirejson.Object[Part] {
-	return wirejson.List[wirejson.Object[Part]]{Raw: raw}.Entries()
-}
-
 // Shape is a member only the kind of which is read.
 type Shape struct {
 	Kind wirejson.Kind

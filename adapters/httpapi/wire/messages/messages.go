@@ -9,7 +9,6 @@
 package messages
 
 import (
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
@@ -126,10 +125,3 @@ func (r *Request) UnmarshalJSONFrom(d *jsontext.Decoder) error { return wirejson
 // Decode reads body, which must be one JSON object, into a Request
 // (wirejson.Decode).
 func Decode(body []byte) (Request, error) { return wirejson.DecodeAs[Request](body) }
-
-// DecodeOutputConfig reads an output_config value alone.
-func DecodeOutputConfig(raw []byte) (wirejson.Object[OutputConfig], error) {
-	var o wirejson.Object[OutputConfig]
-	err := json.Unmarshal(raw, &o)
-	return o, err
-}
