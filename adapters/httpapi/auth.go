@@ -134,7 +134,6 @@ func (s *server) checkKey(a *api, r *http.Request) (*http.Request, error) {
 		}
 		return r, rules.Refuse(errs.InvalidAPIKey, "", authProblem(r.Header))
 	}
-	infoFrom(r.Context()).slot = p.Slot
 	p.Limits = sl.limits // the slot's own budget, enforced by the app (docs/USAGE.md)
 	return r.WithContext(context.WithValue(r.Context(), principalKey{}, authed{p: p, slot: sl})), nil
 }

@@ -23,7 +23,9 @@
 // Handlers return their failure instead of writing it (HandlerFunc); the
 // route's adapter (serve, handle) writes it once, in the route's API shape,
 // unless the answer already began (a stream reports its failure inside the
-// stream). Every failure, in every shape, is written by one function
+// stream and returns it, and the adapter only notes it). What a turn did comes
+// back from serveTurn as its facts, which the turn route's adapter (turn)
+// writes on the request's record and counts in the ledger. Every failure, in every shape, is written by one function
 // (writeShaped; writeOpenAIError is it for the connection layer's rewrite of
 // net/http's own answers) from the catalog of package errs: status, OpenAI type, message and retryability come from
 // errs.Lookup(errs.CodeOf(err)). The body always has the four keys

@@ -279,12 +279,19 @@ func writeOpenAIError(ctx context.Context, w http.ResponseWriter, err error) err
 	return writeShaped(ctx, w, shapeOpenAI, err)
 }
 
-// streamError is the one event written when a stream fails after its headers:
-// the same body as writeError, without finish_reason or [DONE] afterwards.
-func (s *server) streamError(ctx context.Context, err error) errorBody {
-	body, e, _ := public(ctx, err)
-	s.noteError(ctx, e, err)
+// openAIStreamFailure is the one event written when a chat completions
+// stream fails after its headers (chatapi's Env.Fail): the same body as
+// writeError, without finish_reason or [DONE] afterwards.
+func openAIStreamFailure(ctx context.Context, err error) any {
+	body, _, _ := public(ctx, err)
 	return body
+}
+
+// responsesStreamFailure is the code and message of the failed response
+// object that ends a Responses stream (respapi's Env.Fail).
+func responsesStreamFailure(ctx context.Context, err error) (code, message string) {
+	body, _, _ := public(ctx, err)
+	return body.Error.Code, body.Error.Message
 }
 
 // setRetryHeaders sets the retry headers of one error answer, the same on

@@ -144,17 +144,17 @@ func (s *server) geminiModel(r *http.Request, model string) error {
 // generateContent (one GenerateContentResponse), streamGenerateContent with
 // alt=sse (the event stream; the JSON-array stream without alt=sse is
 // refused) and countTokens.
-func (s *server) handleGeminiAction(w http.ResponseWriter, r *http.Request) error {
+func (s *server) handleGeminiAction(w http.ResponseWriter, r *http.Request) (turnFacts, error) {
 	model, method, ok := cutMethod(r.PathValue("action"))
 	if !ok {
-		return methodNotAllowed(w, "GET, HEAD")
+		return turnFacts{}, methodNotAllowed(w, "GET, HEAD")
 	}
 	switch method {
 	case gemapi.Generate, gemapi.StreamGenerate:
 	case gemapi.CountTokens:
-		return s.geminiCountTokens(w, r, model)
+		return turnFacts{}, s.geminiCountTokens(w, r, model)
 	default:
-		return &routeError{errs.New(errs.InvalidRequest), http.StatusNotFound,
+		return turnFacts{}, &routeError{errs.New(errs.InvalidRequest), http.StatusNotFound,
 			"This gateway serves generateContent, streamGenerateContent and countTokens."}
 	}
 	stream := method == gemapi.StreamGenerate
@@ -174,7 +174,7 @@ func (s *server) handleGeminiAction(w http.ResponseWriter, r *http.Request) erro
 		}
 		return &gr, gr.Chat, nil
 	}, func(w http.ResponseWriter, r *http.Request, gr *gemapi.Request, tr *answer.Reader) error {
-		return gemapi.Answer(w, r.Context(), gr, tr, gemapi.Env{EstimatesOff: s.cfg.UsageEstimatesOff, Fail: s.fail.gemini})
+		return gemapi.Answer(w, r.Context(), gr, tr, gemapi.Env{EstimatesOff: s.cfg.UsageEstimatesOff, Fail: geminiStreamFailure})
 	})
 }
 

@@ -21,6 +21,21 @@ import (
 	"github.com/pmgate/pmgate/ports"
 )
 
+// turnFacts is what one request of a turn route did, as serveTurn returns
+// it to the route's adapter (s.turn): the adapter writes it on the request's
+// record (the access line, the metrics) and counts a served request in the
+// ledger. A handler never writes the record itself.
+type turnFacts struct {
+	served     bool      // serveTurn ran: the ledger counts the request
+	start      time.Time // when serveTurn began (the ledger's time and duration)
+	stream     bool
+	model      string      // a configured public id, once the request was validated
+	toolCalls  int         // tool calls shown to the client
+	firstToken time.Time   // the first text or tool-call delta; zero when none
+	usage      string      // how the shown usage was obtained; "" when none was shown
+	summary    app.Summary // what went upstream, from the turn or its refusal
+}
+
 // errRequestTimeout is the cause of a chat request's context when
 // RequestTimeout elapses.
 var errRequestTimeout = errors.New("httpapi: request timeout")
@@ -43,21 +58,22 @@ var errRequestTimeout = errors.New("httpapi: request timeout")
 // A failure before the answer began is returned, not written: the route's
 // adapter writes it (s.handle), in the route's shape. render returns its
 // failure likewise when it wrote nothing; a stream that began reports its
-// failure inside the stream and returns nil.
+// failure inside the stream and returns it too, to be noted only.
+//
+// What the turn did comes back as its facts, which the route's adapter
+// (s.turn) writes on the request's record and counts in the ledger: the
+// ledger counts every authenticated request of the API, refusals included,
+// and the service returns what went upstream (and what the access line says
+// of it) with its turn or its refusal.
 func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, conversation string, decode func(body []byte) (T, chat.Request, error),
-	render func(w http.ResponseWriter, r *http.Request, req T, tr *answer.Reader) error) (err error) {
-	// The ledger counts every authenticated request of the API, refusals
-	// included; the service returns what went upstream (and what the access
-	// line says of it) with its turn or its refusal. A returned failure is
-	// noted (atTurn) before the ledger reads its code.
-	var sum app.Summary
+	render func(w http.ResponseWriter, r *http.Request, req T, tr *answer.Reader) error) (f turnFacts, err error) {
+	f = turnFacts{served: true, start: s.now()}
 	ctx := r.Context()
-	defer func(r *http.Request, start time.Time) {
+	defer func() {
 		if err != nil {
 			err = s.atTurn(ctx, err)
 		}
-		s.recordUsage(r, sum, start)
-	}(r, s.now())
+	}()
 	admission := s.startSpan(r, ports.SpanAdmission)
 	refuse := func(err error) error {
 		if admission != nil {
@@ -68,28 +84,27 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 	}
 	body, err := s.readJSON(w, r)
 	if err != nil {
-		return refuse(err)
+		return f, refuse(err)
 	}
 	apiReq, req, err := decode(body)
 	if err != nil {
-		return refuse(err)
+		return f, refuse(err)
 	}
 	req.Client = budget.ClientOf(r.UserAgent()) // only for the recipe a budget refusal points at
-	ri := infoFrom(r.Context())
-	ri.stream, ri.model = req.Stream, req.Model
+	f.stream, f.model = req.Stream, req.Model
 	// The key was checked at the headers; the body may have taken up to
 	// BodyReadTimeout. A slot revoked (or its key rotated) meanwhile is
 	// refused here, before anything is dispatched.
 	sl := slotFrom(r.Context())
 	if sl != nil {
 		if sl = s.keys.current(sl); sl == nil {
-			return errs.New(errs.InvalidAPIKey)
+			return f, errs.New(errs.InvalidAPIKey)
 		}
 	}
 	// The key slot's own limit (if any) applies on top of the global one.
 	release, ok := acquire(s.sem, sl.limiter())
 	if !ok {
-		return refuse(errs.New(errs.ConcurrencyLimitExceeded))
+		return f, refuse(errs.New(errs.ConcurrencyLimitExceeded))
 	}
 	defer release()
 	if admission != nil {
@@ -102,7 +117,7 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 	ctx = context.WithValue(r.Context(), clientCtxKey{}, r.Context())
 	rep, err := repeatOf(r, body)
 	if err != nil {
-		return err
+		return f, err
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.RequestTimeout, errRequestTimeout)
 	defer cancel()
@@ -116,16 +131,16 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 		err = rules.At(err, conversation)
 	}
 	if err != nil {
-		sum = app.SummaryOf(err)
+		f.summary = app.SummaryOf(err)
 		if errors.Is(err, app.ErrReplayed) {
 			w.Header().Set(replayedHeader, "true")
 		}
-		return err
+		return f, err
 	}
 	defer func() {
 		turn.Close()
 		if t, ok := turn.(app.Summarized); ok {
-			sum = t.Summary() // complete once the turn was closed
+			f.summary = t.Summary() // complete once the turn was closed
 		}
 	}()
 	if d, ok := turn.(app.Disclosed); ok && d.Disclosure() != "" {
@@ -145,21 +160,20 @@ func serveTurn[T any](s *server, w http.ResponseWriter, r *http.Request, convers
 		defer stop()
 	}
 
-	tr := answer.NewReader(turn, func() { ri.firstToken = s.now() })
+	tr := answer.NewReader(turn, s.now)
 	err = render(w, r, apiReq, tr)
-	ri.toolCalls, ri.usage = tr.Calls, tr.Shown
-	return err
+	f.toolCalls, f.usage, f.firstToken = tr.Calls, tr.Shown, tr.First
+	return f, err
 }
 
 // atTurn is a failure of a turn as the code it is answered with: the turn's
 // context classifies a bare context error (codeOf), and that context ends
-// before the route's adapter writes the failure, so the code is marked on
-// the error; the code is noted for the ledger, which reads it first.
+// before the route's adapter notes or writes the failure, so the code is
+// marked on the error.
 func (s *server) atTurn(ctx context.Context, err error) error {
 	if c := codeOf(ctx, err); c != errs.CodeOf(err) {
 		err = errs.Wrap(err, c)
 	}
-	infoFrom(ctx).code = entryOf(ctx, err).Code
 	return err
 }
 

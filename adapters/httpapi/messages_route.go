@@ -15,7 +15,7 @@ const agentHeader = "x-claude-code-agent-id"
 // handleMessages serves POST /v1/messages: one turn (serveTurn) of the
 // request translated from the Messages API (msgapi.Decode), rendered as a
 // Message or the Messages event stream (msgapi.Answer).
-func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) error {
+func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) (turnFacts, error) {
 	if agent := r.Header.Get(agentHeader); agent != "" {
 		r = r.WithContext(scopePrincipal(r.Context(), "agent:"+agent))
 	}
@@ -27,7 +27,7 @@ func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) error {
 		return &mr, mr.Chat, nil
 	}, func(w http.ResponseWriter, r *http.Request, mr *msgapi.Request, tr *answer.Reader) error {
 		return msgapi.Answer(w, r.Context(), mr, tr, msgapi.Env{EstimatesOff: s.cfg.UsageEstimatesOff,
-			PingInterval: s.cfg.MessagesPingInterval, Fail: s.fail.anthropic})
+			PingInterval: s.cfg.MessagesPingInterval, Fail: anthropicStreamFailure})
 	})
 }
 

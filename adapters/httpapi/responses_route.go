@@ -12,7 +12,7 @@ import (
 // handleResponses serves POST /v1/responses: one turn (serveTurn) of the
 // request translated from the Responses API (respapi.Decode), rendered as a
 // response object or the Responses event stream (respapi.Answer).
-func (s *server) handleResponses(w http.ResponseWriter, r *http.Request) error {
+func (s *server) handleResponses(w http.ResponseWriter, r *http.Request) (turnFacts, error) {
 	return serveTurn(s, w, r, "input", func(body []byte) (*respapi.Request, chat.Request, error) {
 		rr, err := respapi.Decode(s.in, body, slotFrom(r.Context()).allowsModel)
 		if err != nil {
@@ -27,6 +27,6 @@ func (s *server) handleResponses(w http.ResponseWriter, r *http.Request) error {
 		return &rr, rr.Chat, nil
 	}, func(w http.ResponseWriter, r *http.Request, rr *respapi.Request, tr *answer.Reader) error {
 		return respapi.Answer(w, r.Context(), rr, tr, respapi.Env{Now: s.now(), UsageEstimatesOff: s.cfg.UsageEstimatesOff,
-			Fail: s.fail.responses})
+			Fail: responsesStreamFailure})
 	})
 }

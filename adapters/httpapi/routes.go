@@ -24,6 +24,32 @@ const (
 // noted (handle).
 type HandlerFunc = func(http.ResponseWriter, *http.Request) error
 
+// turnFunc is the handler of a route that serves turns: besides its failure
+// it returns what the request did (serveTurn's facts; zero when the request
+// was answered without a turn).
+type turnFunc = func(http.ResponseWriter, *http.Request) (turnFacts, error)
+
+// turn is the adapter of a turn route's handler, the one place what a turn
+// did is written on the request's record (for the access line, the metrics
+// and the span), and a request serveTurn served is counted in the ledger,
+// under the code its failure is answered with.
+func (s *server) turn(h turnFunc) HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		f, err := h(w, r)
+		ri := infoFrom(r.Context())
+		ri.stream, ri.model, ri.toolCalls, ri.firstToken, ri.usage = f.stream, f.model, f.toolCalls, f.firstToken, f.usage
+		if f.served {
+			ri.notes = f.summary.Notes
+			var code errs.Code
+			if err != nil {
+				code = entryOf(r.Context(), err).Code
+			}
+			s.recordUsage(r, f, ri.slot, code)
+		}
+		return err
+	}
+}
+
 // handle writes the error a HandlerFunc returns: the one place it is
 // written. An answer that already began (a stream, which reports its own
 // failures inside it) never gets a second one: the failure is then only
@@ -78,8 +104,8 @@ type api struct {
 // apis is the whole API surface (docs/API.md, docs/GEMINI.md).
 func (s *server) apis() []*api {
 	openai := &api{shape: shapeOpenAI, routes: []route{
-		{method: "POST", path: pathChat, access: keyed, h: s.handleChat},
-		{method: "POST", path: pathResponses, access: keyed, h: s.handleResponses},
+		{method: "POST", path: pathChat, access: keyed, h: s.turn(s.handleChat)},
+		{method: "POST", path: pathResponses, access: keyed, h: s.turn(s.handleResponses)},
 		{method: "GET", path: pathModels, access: keyed, h: s.handleModels},
 		{method: "GET", path: pathModels + "/{id}", access: keyed, h: s.handleModel},
 		{method: "GET", path: pathLivez, access: open, h: handleLivez},
@@ -88,14 +114,14 @@ func (s *server) apis() []*api {
 	}}
 	// Claude Code appends ?beta=true: the mux matches the path alone.
 	anthropic := &api{shape: shapeAnthropic, notFound: pathMessages + "/", routes: []route{
-		{method: "POST", path: pathMessages, access: keyed, h: s.handleMessages},
+		{method: "POST", path: pathMessages, access: keyed, h: s.turn(s.handleMessages)},
 		{method: "POST", path: pathCount, access: keyed, h: s.handleCountTokens},
 	}}
 	gemini := &api{shape: shapeGemini, notFound: "/v1beta/", key: geminiPresentedKey, problem: geminiAuthProblem, prepare: geminiKeyOutOfURL,
 		// One segment holds {model} (GET) and {model}:{method} (POST).
 		others: map[string]HandlerFunc{pathGeminiModels + "/{action}": handleGeminiOtherMethod},
 		routes: []route{
-			{method: "POST", path: pathGeminiModels + "/{action}", access: keyed, h: s.handleGeminiAction},
+			{method: "POST", path: pathGeminiModels + "/{action}", access: keyed, h: s.turn(s.handleGeminiAction)},
 			{method: "GET", path: pathGeminiModels, access: keyed, h: s.handleGeminiModels},
 			{method: "GET", path: pathGeminiModels + "/{action}", access: keyed, h: s.handleGeminiModel},
 			// @google/genai 3.x asks for the API's v1 paths by default: its
@@ -103,7 +129,7 @@ func (s *server) apis() []*api {
 			// method), and GET /v1/models and /v1/models/{id} answer a
 			// request with a Gemini key form (x-goog-api-key or ?key=, no
 			// Authorization header) as the Gemini API.
-			{method: "POST", path: pathModels + "/{action}", access: keyed, h: s.handleGeminiAction, when: colonMethod},
+			{method: "POST", path: pathModels + "/{action}", access: keyed, h: s.turn(s.handleGeminiAction), when: colonMethod},
 			{method: "GET", path: pathModels, access: keyed, h: s.handleGeminiModels, when: geminiKeyForm},
 			{method: "GET", path: pathModels + "/{id}", access: keyed, h: s.handleGeminiModel, when: geminiKeyForm},
 		}}
@@ -217,7 +243,8 @@ func bare(pattern string) string {
 // failure (or the key's refusal) is written by handle, in that shape.
 func (s *server) serve(a *api, acc access, h HandlerFunc) http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		infoFrom(r.Context()).shape = a.shape
+		ri := infoFrom(r.Context())
+		ri.shape = a.shape
 		if a.prepare != nil {
 			r = a.prepare(r)
 		}
@@ -226,6 +253,7 @@ func (s *server) serve(a *api, acc access, h HandlerFunc) http.Handler {
 			if r, err = s.checkKey(a, r); err != nil {
 				return err
 			}
+			ri.slot = principalFrom(r.Context()).Slot
 			if acc == admin {
 				if err := checkAdmin(r); err != nil {
 					return err

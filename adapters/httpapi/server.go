@@ -106,10 +106,6 @@ type server struct {
 	sem   chan struct{}
 	hosts hostPolicy
 	now   func() time.Time
-	// fail renders a failure after a stream's headers for each API's
-	// answer (its Env.Fail), made once: a method value made per request
-	// would be an allocation.
-	fail streamFailures
 }
 
 // NewServer returns the OpenAI-compatible ingress (docs/API.md) in front of
@@ -154,7 +150,6 @@ func NewServer(cfg Config, svc app.ChatService, log *slog.Logger) http.Handler {
 		hosts: newHostPolicy(cfg.AllowedHosts),
 		now:   time.Now,
 	}
-	s.fail = streamFailuresOf(s)
 	if s.keys = cfg.Keys; s.keys == nil {
 		s.keys = StaticKeyring(cfg.PrincipalKey, cfg.APIKeys)
 	}
@@ -173,8 +168,12 @@ func settingsOf(cfg Config) *rules.Settings {
 // ctxKey is the type of this package's context keys.
 type ctxKey struct{}
 
-// reqInfo is the per-request record the handlers fill in for the access log.
-// Only safe fields: no body, no content, no key, no upstream id.
+// reqInfo is the per-request record the access line, the metrics and the
+// span read once the answer is done. Handlers never write it: the middleware
+// makes it (the id), the route's adapter writes the route's shape, the key
+// slot and what a turn did (serve, turn, from serveTurn's returned facts),
+// and the one writer of an error its code (noteError). Only safe fields: no
+// body, no content, no key, no upstream id.
 type reqInfo struct {
 	id         string
 	slot       string

@@ -191,43 +191,17 @@ func geminiOf(ctx context.Context, f failure) geminiError {
 		Details: details}}
 }
 
-// streamFailures are the renderings of a failure after a stream's headers,
-// one per API's answer (its Env.Fail), each noted for the access line: the
-// OpenAI error body (chat completions), its code and message (the failed
-// response object of Responses), the Anthropic error object and request id
-// (Messages' event: error), the Gemini error body.
-type streamFailures struct {
-	openAI    func(context.Context, error) any
-	responses func(context.Context, error) (code, message string)
-	anthropic func(context.Context, error) (any, string)
-	gemini    func(context.Context, error) any
-}
-
-func streamFailuresOf(s *server) streamFailures {
-	return streamFailures{
-		openAI: func(ctx context.Context, err error) any { return s.streamError(ctx, err) },
-		responses: func(ctx context.Context, err error) (string, string) {
-			body := s.streamError(ctx, err)
-			return body.Error.Code, body.Error.Message
-		},
-		anthropic: s.anthropicStreamError,
-		gemini:    s.geminiStreamError,
-	}
-}
-
-// anthropicStreamError is the one event: error written when a Messages
-// stream fails after its headers: the Anthropic error object and request id
-// of anthropicBody, and the failure noted for the access line.
-func (s *server) anthropicStreamError(ctx context.Context, err error) (any, string) {
-	body, e, _ := anthropicBody(ctx, err)
-	s.noteError(ctx, e, err)
+// anthropicStreamFailure is the one event: error written when a Messages
+// stream fails after its headers (msgapi's Env.Fail): the Anthropic error
+// object and request id of anthropicBody.
+func anthropicStreamFailure(ctx context.Context, err error) (any, string) {
+	body, _, _ := anthropicBody(ctx, err)
 	return body.Error, body.RequestID
 }
 
-// geminiStreamError is a failure after a stream's headers in the Gemini
-// shape, noted for the access line.
-func (s *server) geminiStreamError(ctx context.Context, err error) any {
-	body, e, _ := geminiBody(ctx, err)
-	s.noteError(ctx, e, err)
+// geminiStreamFailure is a failure after a stream's headers in the Gemini
+// shape (gemapi's Env.Fail).
+func geminiStreamFailure(ctx context.Context, err error) any {
+	body, _, _ := geminiBody(ctx, err)
 	return body
 }

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"log/slog"
+	"net/http"
 	"testing"
 	"time"
 
@@ -31,11 +32,17 @@ func (t summarized) Summary() app.Summary { return t.sum }
 // returns the access line and the one ledger row of today.
 func ledgerRow(t *testing.T, svc app.ChatService) (map[string]any, usage.Row) {
 	t.Helper()
+	return ledgerRowOf(t, svc, chatRequest(withFields("")))
+}
+
+// ledgerRowOf is ledgerRow of the request req.
+func ledgerRowOf(t *testing.T, svc app.ChatService, req *http.Request) (map[string]any, usage.Row) {
+	t.Helper()
 	is := is.New(t)
 	clock := porttest.NewClock(time.Now())
 	u := app.NewUsage(memstore.NewUsage(), clock, slog.New(slog.DiscardHandler), 90)
 	h, logs := newServer(t, svc, func(c *httpapi.Config) { c.Usage = u })
-	serve(h, chatRequest(withFields("")))
+	serve(h, req)
 	var line map[string]any
 	for _, l := range logs.Lines(t) {
 		if l["msg"] == "request" {
@@ -95,4 +102,29 @@ func TestARefusalsSummaryIsWhatTheAccessLineAndTheLedgerSay(t *testing.T) {
 	is.Equal(row.Dispatches, int64(1)) // the upstream saw it
 	is.Equal(row.QueryChars, int64(len("hi")))
 	is.Equal(len(up.Requests()), 1)
+}
+
+// A stream that fails after its headers answers the failure inside the
+// stream, and the failure still comes back to the route's adapter: on every
+// API the access line and the ledger name its code, not a success.
+func TestAStreamsFailureAfterItsHeadersIsWhatTheAccessLineAndTheLedgerSay(t *testing.T) {
+	for name, req := range map[string]func() *http.Request{
+		"chat completions": func() *http.Request { return chatRequest(streamRequest(false)) },
+		"responses": func() *http.Request {
+			return respRequest(`{"model":"` + model + `","input":"hi","stream":true}`)
+		},
+		"messages": func() *http.Request { return msgRequest(msgBody(userHi, `,"stream":true`)) },
+		"gemini":   func() *http.Request { return gemStreamReq(gemHi) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			svc := returning(script(app.Delta{Text: "partial"}, errs.New(errs.UpstreamIncompleteStream)), nil)
+			line, row := ledgerRowOf(t, svc, req())
+			is.Equal(line["status"], float64(http.StatusOK)) // the headers were sent
+			is.Equal(line["code"], string(errs.UpstreamIncompleteStream))
+			is.Equal(line["stream"], true)
+			is.Equal(row.Outcome, string(errs.UpstreamIncompleteStream))
+			is.Equal(row.Requests, int64(1))
+		})
+	}
 }

@@ -2,9 +2,8 @@ package httpapi
 
 import (
 	"net/http"
-	"time"
 
-	"github.com/pmgate/pmgate/app"
+	"github.com/pmgate/pmgate/domain/errs"
 	"github.com/pmgate/pmgate/domain/usage"
 )
 
@@ -22,24 +21,24 @@ func apiOf(path string) string {
 	return usage.APIMessages
 }
 
-// recordUsage counts one finished chat request: in the ledger (Config.Usage)
-// and in the per-slot metrics.
-func (s *server) recordUsage(r *http.Request, m app.Summary, start time.Time) {
-	ri := infoFrom(r.Context())
-	ri.notes = m.Notes
-	outcome := string(ri.code)
+// recordUsage counts one finished request of a turn route, which the key
+// slot sent and which was answered with code ("" when it succeeded): in the
+// ledger (Config.Usage) and in the per-slot metrics.
+func (s *server) recordUsage(r *http.Request, f turnFacts, slot string, code errs.Code) {
+	m := f.summary
+	outcome := string(code)
 	if outcome == "" {
 		outcome = "ok"
 	}
 	if mon := s.cfg.Monitor; mon != nil {
-		mon.ObserveSlot(ri.slot, m.Dispatches, ri.code)
+		mon.ObserveSlot(slot, m.Dispatches, code)
 	}
-	if s.cfg.Usage == nil || ri.slot == "" {
+	if s.cfg.Usage == nil || slot == "" {
 		return
 	}
-	e := usage.Entry{At: start, Slot: ri.slot, API: apiOf(r.URL.Path), Model: ri.model, Strategy: s.cfg.Strategy,
+	e := usage.Entry{At: f.start, Slot: slot, API: apiOf(r.URL.Path), Model: f.model, Strategy: s.cfg.Strategy,
 		Outcome: outcome, Dispatches: m.Dispatches, QueryChars: m.QueryChars, OutputChars: m.OutputChars,
-		Duration: s.now().Sub(start)}
+		Duration: s.now().Sub(f.start)}
 	if u := m.Usage; u != nil {
 		e.Reported = true
 		if u.PromptTokens != nil {

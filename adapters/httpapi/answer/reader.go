@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/cockroachdb/redact"
@@ -36,13 +37,15 @@ type Step struct {
 // and ledger: the tool calls (Calls) and how the usage shown was obtained
 // (Shown).
 type Reader struct {
-	turn    app.Turn
-	onFirst func() // called once, at the first text or tool-call delta; may be nil
+	turn app.Turn
+	now  func() time.Time // the clock of First; nil: First stays zero
 	// wait, when set, writes what the answer holds: it is called before the
 	// turn waits for the upstream (app.TryTurn), so that what arrived in one
 	// upstream read goes in one write and nothing waits with it.
 	wait func()
 
+	// First is when the first text or tool-call delta was read (zero: none).
+	First time.Time
 	// Calls counts the tool calls shown.
 	Calls int
 	// OutBytes counts the output received: text, tool names and arguments
@@ -57,10 +60,10 @@ type Reader struct {
 	Shown string
 }
 
-// NewReader reads turn; onFirst (may be nil) is called at its first text or
-// tool-call delta.
-func NewReader(turn app.Turn, onFirst func()) *Reader {
-	return &Reader{turn: turn, onFirst: onFirst}
+// NewReader reads turn; now (may be nil) times its first text or tool-call
+// delta (First).
+func NewReader(turn app.Turn, now func() time.Time) *Reader {
+	return &Reader{turn: turn, now: now}
 }
 
 // read returns the turn's next delta, calling tr.wait first when the turn
@@ -121,9 +124,8 @@ func (tr *Reader) Next(ctx context.Context) (Step, error) {
 			}
 		}
 		if st.Text != "" || st.Call != nil {
-			if tr.onFirst != nil {
-				tr.onFirst()
-				tr.onFirst = nil
+			if tr.now != nil && tr.First.IsZero() {
+				tr.First = tr.now()
 			}
 			return st, nil
 		}

@@ -31,11 +31,12 @@ type Stream interface {
 // a failure before any output is returned, nothing written, and the route's
 // adapter answers it with its status, in the API's shape; after them a
 // failure, the turn's or an emitter's refusal of an ungrammatical event (an
-// internal error), is the grammar's failure event and the end, and a failed
-// write (the client gone) ends the stream there and is returned as
-// client_cancelled, which the transport notes and does not write. What the
-// emitter holds is written when the turn is about to wait, so what arrived
-// in one upstream read goes in one write.
+// internal error), is the grammar's failure event and the end, and is
+// returned too: the route's adapter notes it for the access line and the
+// ledger and does not write it again. A failed write (the client gone) ends
+// the stream there and is returned as client_cancelled. What the emitter
+// holds is written when the turn is about to wait, so what arrived in one
+// upstream read goes in one write.
 func Drive(ctx context.Context, tr *Reader, g Stream) error {
 	tr.wait = func() { _ = g.Flush() }
 	var err error
@@ -58,8 +59,8 @@ func Drive(ctx context.Context, tr *Reader, g Stream) error {
 	case !g.Opened():
 		return err // nothing was written: the route's adapter answers it
 	default:
-		if err = g.Fail(ctx, err); err == nil {
-			return nil
+		if g.Fail(ctx, err) == nil {
+			return err // written in the stream: the adapter only notes it
 		}
 	}
 	return errs.New(errs.ClientCancelled)

@@ -19,14 +19,14 @@ type Env struct {
 	Now          time.Time // when the answer begins: the completion's created time
 	EstimatesOff bool      // no usage estimates where the upstream reported no counts
 	// Fail is a failure after the stream's headers as the body of the one
-	// error event (the OpenAI error shape), noted for the access line.
+	// error event (the OpenAI error shape).
 	Fail func(ctx context.Context, err error) any
 }
 
 // Answer renders one turn (tr) of req as a chat completion, JSON or SSE. A
 // failure before anything was written is returned, for the transport to
 // write in the route's shape; a stream that began reports its failure inside
-// the stream (env.Fail) and returns nil.
+// the stream (env.Fail) and returns it, for the transport to note.
 func Answer(w http.ResponseWriter, ctx context.Context, req chat.Request, tr *answer.Reader, env Env) error {
 	o := output{id: "chatcmpl-" + answer.RandText(), created: env.Now.Unix(), model: req.Model, includeUsage: req.IncludeUsage, req: req}
 	if req.Stream {

@@ -26,9 +26,8 @@ type Env struct {
 	// are shown.
 	EstimatesOff bool
 	// Fail renders a failure in the route's error shape (the body of the
-	// stream's error event) and notes it for the access line. Only a
-	// stream calls it (after its headers); a JSON answer returns its
-	// failure to the transport.
+	// stream's error event). Only a stream calls it (after its headers); the
+	// failure is returned to the transport either way.
 	Fail func(ctx context.Context, err error) any
 }
 

@@ -20,14 +20,13 @@ type Env struct {
 	// less: DefaultPingInterval).
 	PingInterval time.Duration
 	// Fail renders a failure after a stream's headers in the Anthropic error
-	// shape (the error object and the request id of the event: error) and
-	// notes it for the access line.
+	// shape (the error object and the request id of the event: error).
 	Fail func(ctx context.Context, err error) (errObj any, requestID string)
 }
 
 // Answer renders the turn tr of req as a Message or, when req asked for a
-// stream, the Messages event stream. A failure before anything was written
-// is returned for the route's writer.
+// stream, the Messages event stream. A failure is returned: before anything
+// was written for the route's writer, after (in the stream) to be noted.
 func Answer(w http.ResponseWriter, ctx context.Context, req *Request, tr *answer.Reader, env Env) error {
 	o := msgOutput{req: req, id: "msg_" + answer.RandText()}
 	if req.Chat.Stream {

@@ -25,7 +25,7 @@ type Env struct {
 	// the upstream reports none.
 	UsageEstimatesOff bool
 	// Fail renders a failure after the stream's headers in the route's error
-	// shape and notes it for the access line.
+	// shape.
 	Fail func(ctx context.Context, err error) (code, message string)
 }
 
