@@ -117,3 +117,41 @@ func BenchmarkCanonicalNumberHugeExponent(b *testing.B) {
 		}
 	}
 }
+
+// longTranscript is an agent's session: a prompt, rounds tool rounds (a
+// call and an output of about outBytes bytes each), and the text answer.
+func longTranscript(rounds, outBytes int) []chat.Message {
+	out := strings.Repeat("\tif err := run(ctx, \"cmd\"); err != nil {\n\t\treturn err\n\t}\n", outBytes/56+1)[:outBytes]
+	msgs := []chat.Message{
+		{Role: chat.RoleSystem, Content: ptr("You are a coding agent. Use the tools.")},
+		{Role: chat.RoleUser, Content: ptr("Fix the failing test in the repository.")},
+	}
+	for i := range rounds {
+		id := "call_pmn_" + strings.Repeat(string(rune('A'+i%26)), 32)
+		msgs = append(msgs,
+			chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: id, Name: "read_file",
+				Arguments: `{"path":"src/pkg/file.go","offset":` + strings.Repeat("1", 1+i%3) + `,"limit":200}`}}},
+			chat.Message{Role: chat.RoleTool, ToolCallID: id, Content: ptr(out)})
+	}
+	return append(msgs, chat.Message{Role: chat.RoleAssistant, Content: ptr("Done: the test passes now.")})
+}
+
+// BenchmarkTranscriptHashV2Long is the hash of a 40-round session with
+// 1.5 KB tool outputs (about 60 KB): every turn of such a session hashes its
+// transcript before the dispatch and again after the upstream's end.
+func BenchmarkTranscriptHashV2Long(b *testing.B) {
+	msgs := longTranscript(40, 1500)
+	n := 0
+	for _, m := range msgs {
+		if m.Content != nil {
+			n += len(*m.Content)
+		}
+	}
+	b.SetBytes(int64(n))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := canon.TranscriptHashV2(msgs, nil, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -10,6 +10,11 @@ import (
 	"github.com/pmgate/pmgate/domain/errs"
 )
 
+// hashChunk is how many bytes of a transcript's document are held before
+// they are hashed: the buffer stays near it (plus one message) however long
+// the transcript is.
+const hashChunk = 8 << 10
+
 // transcriptV2Kind is the "kind" of the value-form transcript document.
 const transcriptV2Kind = "transcript.v2"
 
@@ -318,8 +323,65 @@ func messageValueV2(m chat.Message, args func(i int, c chat.ToolCall) (Value, bo
 // "Transcript forms"): MessageValue, except that each tool call is
 // {"id","name","arguments":<ArgumentsValue>} when its argument string is one
 // JSON text and {"id","name","arguments_text":<exact string>} otherwise.
-func MessageValueV2(m chat.Message) Value {
-	return messageValueV2(m, func(_ int, c chat.ToolCall) (Value, bool) { return ArgumentsValue(c.Arguments) })
+func MessageValueV2(m chat.Message) Value { return messageValueV2(m, argumentsOf) }
+
+// argumentsOf is a tool call's arguments in value form, and whether they
+// parsed.
+func argumentsOf(_ int, c chat.ToolCall) (Value, bool) { return ArgumentsValue(c.Arguments) }
+
+// appendMessageV2 writes the canonical bytes of messageValueV2(m, args)
+// without building the value: the members in their key order (content, name,
+// role, tool_call_id, tool_calls) and each tool call's (arguments or
+// arguments_text, id, name), present when MessageValue has them. A
+// transcript's hash writes every message this way, so a long transcript
+// costs a pass over its text, not a map per message.
+func appendMessageV2(b []byte, m chat.Message, args func(i int, c chat.ToolCall) (Value, bool)) ([]byte, error) {
+	withCalls := m.Role == chat.RoleAssistant && len(m.ToolCalls) > 0
+	var err error
+	b = append(b, `{"content":`...)
+	if m.Content == nil || withCalls && *m.Content == "" {
+		b = append(b, "null"...)
+	} else if b, err = appendString(b, *m.Content); err != nil {
+		return nil, err
+	}
+	if m.Role != chat.RoleAssistant && m.Name != "" {
+		if b, err = appendString(append(b, `,"name":`...), m.Name); err != nil {
+			return nil, err
+		}
+	}
+	if b, err = appendString(append(b, `,"role":`...), string(m.Role)); err != nil {
+		return nil, err
+	}
+	if m.Role == chat.RoleTool {
+		if b, err = appendString(append(b, `,"tool_call_id":`...), m.ToolCallID); err != nil {
+			return nil, err
+		}
+	}
+	if withCalls {
+		b = append(b, `,"tool_calls":[`...)
+		for i, c := range m.ToolCalls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if v, parsed := args(i, c); parsed {
+				b, err = appendValue(append(b, `{"arguments":`...), v, 5) // document, messages, message, calls, call
+			} else {
+				b, err = appendString(append(b, `{"arguments_text":`...), c.Arguments)
+			}
+			if err == nil {
+				b, err = appendString(append(b, `,"id":`...), c.ID)
+			}
+			if err == nil {
+				b, err = appendString(append(b, `,"name":`...), c.Name)
+			}
+			if err != nil {
+				return nil, err
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}'), nil
 }
 
 // TranscriptHashV2 is the value-form transcript hash: the tag
@@ -351,7 +413,8 @@ func TranscriptHashV2(msgs []chat.Message, defaults DefaultsByTool, issued []Iss
 		if i > 0 {
 			b = append(b, ',')
 		}
-		v := messageValueV2(m, func(_ int, c chat.ToolCall) (Value, bool) {
+		var err error
+		b, err = appendMessageV2(b, m, func(_ int, c chat.ToolCall) (Value, bool) {
 			v, ok := ArgumentsValue(c.Arguments)
 			if !ok {
 				return nil, false
@@ -359,11 +422,10 @@ func TranscriptHashV2(msgs []chat.Message, defaults DefaultsByTool, issued []Iss
 			iss, isIssued := byID[c.ID]
 			return echoedArguments(c, v, defaults[c.Name], iss, isIssued), true
 		})
-		var err error
-		if b, err = appendValue(b, v, 2); err != nil { // depth 2: document, messages, message
+		if err != nil {
 			return "", err
 		}
-		if len(b) >= 32<<10 {
+		if len(b) >= hashChunk {
 			h.Write(b)
 			b = b[:0]
 		}
@@ -416,14 +478,14 @@ func PrepareEcho(msgs []chat.Message, defaults DefaultsByTool) (*Echo, error) {
 			break
 		}
 		var err error
-		if b, err = appendValue(b, MessageValueV2(m), 0); err != nil {
+		if b, err = appendMessageV2(b, m, argumentsOf); err != nil {
 			return nil, err
 		}
 		b = append(b, ',')
 		for _, c := range m.ToolCalls {
 			e.headIDs[c.ID] = true
 		}
-		if len(b) >= 32<<10 {
+		if len(b) >= hashChunk {
 			h.Write(b)
 			b = b[:0]
 		}

@@ -120,11 +120,20 @@ func appendString(b []byte, s string) ([]byte, error) {
 	}
 	b = append(b, '"')
 	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
+	for i := 0; ; i++ {
+		// To the next byte that needs escaping: eight bytes at a time while
+		// none of them does (most text has long runs of plain bytes), then
+		// byte by byte, at most seven.
+		for i+8 <= len(s) && !escapeIn(le64(s, i)) {
+			i += 8
 		}
+		for i < len(s) && plain(s[i]) {
+			i++
+		}
+		if i == len(s) {
+			break
+		}
+		c := s[i]
 		b = append(b, s[start:i]...)
 		switch c {
 		case '"':
@@ -148,6 +157,32 @@ func appendString(b []byte, s string) ([]byte, error) {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"'), nil
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// escapeIn reports whether any of the eight bytes of x is one appendString
+// escapes: below 0x20, a quote or a backslash. Each test is exact for "any
+// byte": a byte's borrow can only spill into a higher byte after a byte that
+// already matched.
+func escapeIn(x uint64) bool {
+	below := (x - ones*0x20) &^ x
+	quote := x ^ (ones * '"')
+	backslash := x ^ (ones * '\\')
+	return (below|(quote-ones)&^quote|(backslash-ones)&^backslash)&highs != 0
+}
+
+// plain reports whether appendString writes c as it is.
+func plain(c byte) bool { return c >= 0x20 && c != '"' && c != '\\' }
+
+// le64 is the eight bytes of s at i, the first the lowest.
+func le64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // validNumber reports whether s matches the JSON number grammar (RFC 8259 §6):
