@@ -323,7 +323,7 @@ func (g *Gateway) continueTurn(ctx context.Context, sum *record, p Principal, re
 		}
 		return nil, d.Err()
 	case correlation.EffectDispatch:
-		t, err := g.dispatch(ctx, sum, p, req, tools, claimed, cont)
+		t, err := g.dispatch(ctx, sum, p, req, tools, claimed, cont, sub.Echo)
 		if tt, ok := t.(*turn); ok && earlier {
 			tt.disclosure = DisclosedEarlierHistory
 			g.noteResumed(ctx, sum, p, d.Row, DisclosedEarlierHistory, len(cont.Prefix), 0)
@@ -349,7 +349,7 @@ var errCompacted = errors.New("app: results after a compacted transcript")
 // as for a fresh turn: a refusal (or a budget that cannot be read) releases
 // the claim, so the group is PENDING again and the same results sent after
 // the window frees are dispatched once.
-func (g *Gateway) dispatch(ctx context.Context, sum *record, p Principal, req chat.Request, tools *toolSet, gr correlation.Group, cont correlation.Continuation) (Turn, error) {
+func (g *Gateway) dispatch(ctx context.Context, sum *record, p Principal, req chat.Request, tools *toolSet, gr correlation.Group, cont correlation.Continuation, echo *canon.Echo) (Turn, error) {
 	admitted, err := g.admit(ctx, p)
 	if err != nil {
 		g.settleFailure(ctx, p, gr.Key, true)
@@ -385,7 +385,7 @@ func (g *Gateway) dispatch(ctx context.Context, sum *record, p Principal, req ch
 	// The turn starts with the group's stored conversation id: a continuation
 	// stream need not repeat it (one public project's fixtures omit it), and
 	// the next tool group of this turn belongs to the same conversation.
-	return &turn{g: g, p: p, req: req, tools: tools, stream: s, claimedKey: gr.Key, convID: gr.ConversationID, sum: sum}, nil
+	return &turn{g: g, p: p, req: req, tools: tools, stream: s, claimedKey: gr.Key, convID: gr.ConversationID, sum: sum, echo: echo}, nil
 }
 
 // notAccepted reports whether an upstream error proves the continuation was

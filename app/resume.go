@@ -261,7 +261,7 @@ func (g *Gateway) foldTurn(ctx context.Context, sum *record, p Principal, req ch
 	case sub.ToolsHash != claimed.ToolsHash:
 		disclosure = DisclosedChangedInstructions
 	}
-	t, err := g.dispatch(ctx, sum, p, req, tools, claimed, folded)
+	t, err := g.dispatch(ctx, sum, p, req, tools, claimed, folded, sub.Echo)
 	if tt, ok := t.(*turn); ok && disclosure != "" {
 		tt.disclosure = disclosure
 		g.noteResumed(ctx, sum, p, d.Row, disclosure, len(cont.Prefix)+len(cont.Results), len(cont.Added))

@@ -42,6 +42,10 @@ type turn struct {
 	anchorSettled bool
 	// sum receives the characters and tokens the turn received (never nil).
 	sum *record
+	// echo is the prefix of req's messages a continuation prepared (nil for
+	// a fresh turn): the hash of the transcript a tool-call answer binds
+	// goes on from it instead of hashing the prefix a second time.
+	echo *canon.Echo
 
 	text strings.Builder
 	// calls holds the tool calls until the stream's proven end. The turn is
@@ -422,11 +426,15 @@ func (t *turn) buildGroup(groupID string, args []string, schemaHash func(name st
 	}
 	// The issued arguments are bound as they are; a continuation may echo
 	// them re-serialized (canon, "Echoed arguments").
-	transcript := append(append([]chat.Message(nil), t.req.Messages...), assistant)
-	th, err := canon.TranscriptHashV2(transcript, nil, nil)
+	var th string
+	if t.echo != nil {
+		th, err = t.echo.TranscriptHashOf(t.req.Messages, assistant)
+	} else {
+		th, err = canon.TranscriptHashV2(append(append([]chat.Message(nil), t.req.Messages...), assistant), nil, nil)
+	}
 	if err != nil {
 		return correlation.Group{}, nil, err
 	}
-	grp.TranscriptHash, grp.TranscriptLength = th, len(transcript)
+	grp.TranscriptHash, grp.TranscriptLength = th, len(t.req.Messages)+1
 	return grp, deltas, nil
 }

@@ -155,3 +155,36 @@ func BenchmarkTranscriptHashV2Long(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkToolRoundHashes is what one tool round of the same 40-round
+// session hashes: its prefix prepared for the echo check before the dispatch,
+// then, after the upstream's end, the transcript its next calls are bound to
+// — hashed whole, or on from the prepared prefix.
+func BenchmarkToolRoundHashes(b *testing.B) {
+	all := longTranscript(40, 1500)
+	msgs := all[:len(all)-1] // the last round's results end the request
+	prefix := msgs[:len(msgs)-1]
+	next := chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "call_pmn_next", Name: "read_file", Arguments: `{"path":"b.go"}`}}}
+	for _, c := range []struct {
+		name string
+		bind func(e *canon.Echo) (string, error)
+	}{
+		{"whole", func(*canon.Echo) (string, error) {
+			return canon.TranscriptHashV2(append(append([]chat.Message(nil), msgs...), next), nil, nil)
+		}},
+		{"from-the-prefix", func(e *canon.Echo) (string, error) { return e.TranscriptHashOf(msgs, next) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				e, err := canon.PrepareEcho(prefix, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := c.bind(e); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -456,6 +456,7 @@ type Echo struct {
 	lastRaw  []byte // Marshal(last)
 	empty    bool   // no messages at all
 	defaults DefaultsByTool
+	prefix   []chat.Message // the messages prepared (the caller's, not a copy)
 }
 
 type echoArg struct {
@@ -472,7 +473,7 @@ func PrepareEcho(msgs []chat.Message, defaults DefaultsByTool) (*Echo, error) {
 	b := make([]byte, 0, 512)
 	b = append(b, Version...)
 	b = append(b, "\n{\"kind\":\""+transcriptV2Kind+"\",\"messages\":["...)
-	e := &Echo{headIDs: map[string]bool{}, defaults: defaults, empty: len(msgs) == 0}
+	e := &Echo{headIDs: map[string]bool{}, defaults: defaults, empty: len(msgs) == 0, prefix: msgs}
 	for i, m := range msgs {
 		if i == len(msgs)-1 {
 			break
@@ -559,5 +560,50 @@ func (e *Echo) Hash(issued []IssuedCall) (string, error) {
 	}
 	h.Write(raw)
 	h.Write([]byte("]}"))
+	return transcriptV2Tag + "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// TranscriptHashOf returns TranscriptHashV2(append(msgs, more...), nil, nil),
+// the hash of the transcript a turn that continued this prefix binds its
+// next tool calls to. When msgs begins with the very messages e was prepared
+// from (the same slice, not a copy) the hash goes on from e's state, so only
+// the messages after the prefix are written; otherwise it is computed whole.
+func (e *Echo) TranscriptHashOf(msgs []chat.Message, more ...chat.Message) (string, error) {
+	n := len(e.prefix)
+	if n == 0 || len(msgs) < n || &msgs[0] != &e.prefix[0] {
+		return TranscriptHashV2(append(append(make([]chat.Message, 0, len(msgs)+len(more)), msgs...), more...), nil, nil)
+	}
+	h := sha256.New()
+	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(e.state); err != nil {
+		return "", errs.Wrap(err, errs.InternalError)
+	}
+	b := make([]byte, 0, 512)
+	write := func(i int, m chat.Message) error {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendMessageV2(b, m, argumentsOf); err != nil {
+			return err
+		}
+		if len(b) >= hashChunk {
+			h.Write(b)
+			b = b[:0]
+		}
+		return nil
+	}
+	// The state ends after the messages before the prefix's last, each with
+	// its comma: the last is written next.
+	for i, m := range msgs[n-1:] {
+		if err := write(i, m); err != nil {
+			return "", err
+		}
+	}
+	for _, m := range more {
+		if err := write(1, m); err != nil {
+			return "", err
+		}
+	}
+	h.Write(append(b, "]}"...))
 	return transcriptV2Tag + "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -120,3 +120,26 @@ func TestAMessageWrittenDirectlyIsItsValueFormsBytes(t *testing.T) {
 		}
 	})
 }
+
+// A continuation's prepared prefix gives the hash of the transcript it goes
+// on to, as hashing that transcript whole does; a copy of the prefix (not the
+// messages it was prepared from) is hashed whole, with the same result.
+func TestAHashFromThePreparedPrefixIsTheWholeTranscriptsHash(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		msgs := rapid.SliceOfN(genMessage, 0, 6).Draw(t, "msgs")
+		n := rapid.IntRange(0, len(msgs)).Draw(t, "prefix")
+		more := rapid.SliceOfN(genMessage, 0, 2).Draw(t, "more")
+		whole := append(append([]chat.Message(nil), msgs...), more...)
+		want, wantErr := TranscriptHashV2(whole, nil, nil)
+		e, err := PrepareEcho(msgs[:n], nil)
+		if err != nil {
+			return // a prefix the echo refuses never reaches a turn
+		}
+		for _, from := range [][]chat.Message{msgs, append([]chat.Message(nil), msgs...)} {
+			got, gotErr := e.TranscriptHashOf(from, more...)
+			if (gotErr == nil) != (wantErr == nil) || errs.CodeOf(gotErr) != errs.CodeOf(wantErr) || got != want {
+				t.Fatalf("prefix %d of %d, %d more: got %q, %v; want %q, %v", n, len(msgs), len(more), got, gotErr, want, wantErr)
+			}
+		}
+	})
+}

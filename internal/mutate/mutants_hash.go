@@ -1,8 +1,9 @@
 package main
 
-// The transcript hash written member by member, and the string writer's
-// eight-byte skip (issue 39: the transcript hashed in one fast pass): each
-// must write the bytes the generic writer writes.
+// The transcript hash written member by member, the string writer's
+// eight-byte skip, and the hash a continued turn goes on from its prepared
+// prefix with (issue 39: the transcript hashed in one fast pass): each must
+// give the bytes, and the hash, of the whole transcript written generically.
 func init() {
 	mutants = append(mutants,
 		mutant{"the eight-byte skip passes over a backslash", "domain/canon/value.go",
@@ -16,5 +17,8 @@ func init() {
 		mutant{"a message written directly shows an empty assistant content with calls", "domain/canon/echo.go",
 			"if m.Content == nil || withCalls && *m.Content == \"\" {", "if m.Content == nil {",
 			"./domain/canon/", "WrittenDirectly"},
+		mutant{"a continued turn's calls are bound without the prefix's last message", "domain/canon/echo.go",
+			"\tfor i, m := range msgs[n-1:] {", "\tfor i, m := range msgs[n:] {",
+			"./app/", "TheToolLoopRunsToTheFinalAnswer"},
 	)
 }
