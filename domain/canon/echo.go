@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding"
 	"encoding/hex"
+	"hash"
 	"strings"
 
 	"github.com/pmgate/pmgate/domain/chat"
@@ -400,21 +401,13 @@ func appendMessageV2(b []byte, m chat.Message, args func(i int, c chat.ToolCall)
 // exactly when the request echoes the transcript under the rules. Invalid
 // UTF-8 outside argument strings is refused with errs.InvalidRequest.
 //
-// The document is hashed as it is written, one message at a time (the bytes
-// of Hash exactly, as PrepareEcho writes them too): a long transcript costs
-// one pass and a buffer of about one message, never a copy of itself.
+// The document is hashed as it is written (transcriptWriter, as PrepareEcho
+// writes it too).
 func TranscriptHashV2(msgs []chat.Message, defaults DefaultsByTool, issued []IssuedCall) (string, error) {
 	byID := issuedByID(issued)
-	h := sha256.New()
-	b := make([]byte, 0, 512)
-	b = append(b, Version...)
-	b = append(b, "\n{\"kind\":\""+transcriptV2Kind+"\",\"messages\":["...)
-	for i, m := range msgs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		var err error
-		b, err = appendMessageV2(b, m, func(_ int, c chat.ToolCall) (Value, bool) {
+	w := newTranscriptWriter()
+	for _, m := range msgs {
+		err := w.message(m, func(_ int, c chat.ToolCall) (Value, bool) {
 			v, ok := ArgumentsValue(c.Arguments)
 			if !ok {
 				return nil, false
@@ -425,14 +418,77 @@ func TranscriptHashV2(msgs []chat.Message, defaults DefaultsByTool, issued []Iss
 		if err != nil {
 			return "", err
 		}
-		if len(b) >= hashChunk {
-			h.Write(b)
-			b = b[:0]
-		}
 	}
-	h.Write(append(b, "]}"...))
-	return transcriptV2Tag + "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	return w.sum(), nil
 }
+
+// transcriptWriter hashes the value-form transcript document as it is
+// written (the bytes of Hash exactly): the header, the messages with a comma
+// before each but the first, and the end. It holds about hashChunk bytes at a
+// time, so a long transcript costs one pass and never a copy of itself.
+// Its state after some messages can be kept and gone on from (Echo).
+type transcriptWriter struct {
+	h    hash.Hash
+	b    []byte
+	some bool // a message was written: the next one takes a comma
+}
+
+func newTranscriptWriter() transcriptWriter {
+	w := transcriptWriter{h: sha256.New(), b: make([]byte, 0, 512)}
+	w.b = append(append(w.b, Version...), "\n{\"kind\":\""+transcriptV2Kind+"\",\"messages\":["...)
+	return w
+}
+
+// resumeTranscriptWriter goes on from a writer's state: the next message
+// is written as it is (the state holds the comma it takes).
+func resumeTranscriptWriter(state []byte) (transcriptWriter, error) {
+	h := sha256.New()
+	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(state); err != nil {
+		return transcriptWriter{}, errs.Wrap(err, errs.InternalError)
+	}
+	return transcriptWriter{h: h}, nil
+}
+
+// message writes m in value form, each tool call's arguments given by args.
+func (w *transcriptWriter) message(m chat.Message, args func(i int, c chat.ToolCall) (Value, bool)) error {
+	if w.some {
+		w.b = append(w.b, ',')
+	}
+	w.some = true
+	var err error
+	if w.b, err = appendMessageV2(w.b, m, args); err != nil {
+		return err
+	}
+	if len(w.b) >= hashChunk {
+		w.h.Write(w.b)
+		w.b = w.b[:0]
+	}
+	return nil
+}
+
+// state is the hash's state after what was written and the comma the next
+// message takes, if any.
+func (w *transcriptWriter) state() ([]byte, error) {
+	if w.some {
+		w.b = append(w.b, ',')
+	}
+	w.h.Write(w.b)
+	w.b = w.b[:0]
+	state, err := w.h.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		return nil, errs.Wrap(err, errs.InternalError)
+	}
+	return state, nil
+}
+
+// sum ends the document and returns its tagged hash.
+func (w *transcriptWriter) sum() string {
+	w.h.Write(w.b)
+	w.h.Write(documentEnd)
+	return transcriptV2Tag + "sha256:" + hex.EncodeToString(w.h.Sum(nil))
+}
+
+var documentEnd = []byte("]}")
 
 func issuedByID(issued []IssuedCall) map[string]IssuedCall {
 	byID := make(map[string]IssuedCall, len(issued))
@@ -448,7 +504,7 @@ func issuedByID(issued []IssuedCall) map[string]IssuedCall {
 // arguments — is done once by PrepareEcho, outside any lock; Hash then only
 // looks at the issued arguments of the last message's calls.
 type Echo struct {
-	state    []byte          // SHA-256 state after the bytes before the last message
+	state    []byte          // the transcript writer's state after the messages before the last, with their comma
 	headIDs  map[string]bool // tool call ids of the messages before the last
 	last     map[string]Value
 	lastMsg  chat.Message
@@ -469,32 +525,22 @@ type echoArg struct {
 // defaults of the request's tools. Invalid UTF-8 outside argument strings is
 // refused with errs.InvalidRequest. The caller must not modify msgs afterwards.
 func PrepareEcho(msgs []chat.Message, defaults DefaultsByTool) (*Echo, error) {
-	h := sha256.New()
-	b := make([]byte, 0, 512)
-	b = append(b, Version...)
-	b = append(b, "\n{\"kind\":\""+transcriptV2Kind+"\",\"messages\":["...)
+	w := newTranscriptWriter()
 	e := &Echo{headIDs: map[string]bool{}, defaults: defaults, empty: len(msgs) == 0, prefix: msgs}
 	for i, m := range msgs {
 		if i == len(msgs)-1 {
 			break
 		}
-		var err error
-		if b, err = appendMessageV2(b, m, argumentsOf); err != nil {
+		if err := w.message(m, argumentsOf); err != nil {
 			return nil, err
 		}
-		b = append(b, ',')
 		for _, c := range m.ToolCalls {
 			e.headIDs[c.ID] = true
 		}
-		if len(b) >= hashChunk {
-			h.Write(b)
-			b = b[:0]
-		}
 	}
-	h.Write(b)
-	state, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+	state, err := w.state()
 	if err != nil {
-		return nil, errs.Wrap(err, errs.InternalError)
+		return nil, err
 	}
 	e.state = state
 	if e.empty {
@@ -559,7 +605,7 @@ func (e *Echo) Hash(issued []IssuedCall) (string, error) {
 		return "", errs.Wrap(err, errs.InternalError)
 	}
 	h.Write(raw)
-	h.Write([]byte("]}"))
+	h.Write(documentEnd)
 	return transcriptV2Tag + "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
@@ -573,37 +619,16 @@ func (e *Echo) TranscriptHashOf(msgs []chat.Message, more ...chat.Message) (stri
 	if n == 0 || len(msgs) < n || &msgs[0] != &e.prefix[0] {
 		return TranscriptHashV2(append(append(make([]chat.Message, 0, len(msgs)+len(more)), msgs...), more...), nil, nil)
 	}
-	h := sha256.New()
-	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(e.state); err != nil {
-		return "", errs.Wrap(err, errs.InternalError)
+	w, err := resumeTranscriptWriter(e.state)
+	if err != nil {
+		return "", err
 	}
-	b := make([]byte, 0, 512)
-	write := func(i int, m chat.Message) error {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		var err error
-		if b, err = appendMessageV2(b, m, argumentsOf); err != nil {
-			return err
-		}
-		if len(b) >= hashChunk {
-			h.Write(b)
-			b = b[:0]
-		}
-		return nil
-	}
-	// The state ends after the messages before the prefix's last, each with
-	// its comma: the last is written next.
-	for i, m := range msgs[n-1:] {
-		if err := write(i, m); err != nil {
+	// The state ends after the messages before the prefix's last: the last
+	// is written next.
+	for _, m := range append(msgs[n-1:len(msgs):len(msgs)], more...) {
+		if err := w.message(m, argumentsOf); err != nil {
 			return "", err
 		}
 	}
-	for _, m := range more {
-		if err := write(1, m); err != nil {
-			return "", err
-		}
-	}
-	h.Write(append(b, "]}"...))
-	return transcriptV2Tag + "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	return w.sum(), nil
 }

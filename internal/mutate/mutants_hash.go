@@ -18,7 +18,7 @@ func init() {
 			"if m.Content == nil || withCalls && *m.Content == \"\" {", "if m.Content == nil {",
 			"./domain/canon/", "WrittenDirectly"},
 		mutant{"a continued turn's calls are bound without the prefix's last message", "domain/canon/echo.go",
-			"\tfor i, m := range msgs[n-1:] {", "\tfor i, m := range msgs[n:] {",
+			"range append(msgs[n-1:len(msgs):len(msgs)], more...)", "range append(msgs[n:len(msgs):len(msgs)], more...)",
 			"./app/", "TheToolLoopRunsToTheFinalAnswer"},
 	)
 }
