@@ -143,3 +143,30 @@ func TestAHashFromThePreparedPrefixIsTheWholeTranscriptsHash(t *testing.T) {
 		}
 	})
 }
+
+// The members that appear only for some roles, written directly, as the
+// value form has them (the drawn messages reach these rarely).
+func TestTheRoleDependentMembersAreWrittenAsTheValueForm(t *testing.T) {
+	empty, text := "", "hi"
+	call := []chat.ToolCall{{ID: "call_1", Name: "read", Arguments: `{"path":"a"}`}}
+	for _, m := range []chat.Message{
+		{Role: chat.RoleAssistant, Content: &empty, ToolCalls: call}, // content null
+		{Role: chat.RoleAssistant, Content: &empty},                  // content ""
+		{Role: chat.RoleAssistant, Content: &text, Name: "bot", ToolCalls: call},
+		{Role: chat.RoleUser, Content: &text, Name: "alice"},
+		{Role: chat.RoleTool, Content: &text, ToolCallID: "call_1", Name: "read"},
+		{Role: chat.RoleUser, ToolCalls: call},
+	} {
+		got, err := appendMessageV2(nil, m, argumentsOf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := appendValue(nil, MessageValueV2(m), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%+v:\n got %s\nwant %s", m, got, want)
+		}
+	}
+}
