@@ -166,8 +166,11 @@ func (a at) sub(path string) at { return at{path: path, depth: a.depth + 1, scop
 
 // Identifier reports whether s matches ^[A-Za-z0-9_-]{1,64}$: the rule of
 // tool names, and of the keys shown verbatim in a parameter path.
-func Identifier(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
+func Identifier(s string) bool { return IdentifierUpTo(s, 64) }
+
+// IdentifierUpTo reports whether s matches ^[A-Za-z0-9_-]{1,max}$.
+func IdentifierUpTo(s string, max int) bool {
+	if len(s) == 0 || len(s) > max {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/pmgate/pmgate/adapters/httpapi/wire/wirejson"
 	"github.com/pmgate/pmgate/domain/chat"
+	"github.com/pmgate/pmgate/domain/toolschema"
 )
 
 // Pairing is the one rule of tool-call Pairing of the APIs whose
@@ -305,18 +306,7 @@ func (pr *Pairing) UnansweredCalls() error {
 
 // ValidToolID matches ^[a-zA-Z0-9_-]+$ (the API's tool id pattern), at most
 // 256 characters.
-func ValidToolID(s string) bool {
-	if s == "" || len(s) > 256 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+func ValidToolID(s string) bool { return toolschema.IdentifierUpTo(s, 256) }
 
 // Turn is what the turn being read is.
 func (pr *Pairing) Turn() TurnKind { return pr.turn }
